@@ -1,0 +1,1 @@
+"""envhub: a hub of RL environments and verifiers for language models."""

@@ -1,0 +1,353 @@
+"""The environment contract (:class:`Env`) and the dataset-backed base most envs build on.
+
+An episode is a chat. ``reset`` picks a task and returns the opening messages (system and
+user). Each ``step`` takes one assistant message and returns the environment's answer (tool
+results, game feedback, or nothing), a reward, ``terminated``, ``truncated`` and an
+:class:`~envhub.types.Info` holding the reward broken down by component and a ``status``.
+
+Why a status and not just a reward: a sandbox that failed to start, a container that died or
+a gold answer that cannot be parsed must never look like a model that answered wrongly.
+Anything raised inside an environment's hooks is caught at one boundary (:meth:`TaskEnv.step`,
+:meth:`TaskEnv.verify`) and becomes the episode's status; the process serving it lives on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from . import datasets
+from .errors import (
+    ConfigError,
+    EpisodeStateError,
+    NotSupported,
+    TaskNotFound,
+    status_for,
+)
+from .rewards import Rubric
+from .spec import EnvSpec
+from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
+
+log = logging.getLogger("envhub")
+
+
+class Env(ABC):
+    """A multi-turn chat environment. Runners (in-process, HTTP, Docker) all implement this.
+
+    Use as a context manager, or call :meth:`close` when done. The ``a``-prefixed methods are
+    the async forms; in-process environments run the sync ones in a thread.
+    """
+
+    spec: EnvSpec
+
+    @abstractmethod
+    def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """Start an episode on the task ``task_id``, or on one drawn with ``seed``.
+
+        The same seed always gives the same task (and, for procedural envs, the same level).
+        """
+
+    @abstractmethod
+    def step(self, action: Message | str) -> StepResult:
+        """Answer one assistant message (a :class:`Message` or its text)."""
+
+    def verify(self, task: Task | str, response: Message | str) -> Score:
+        """Score one response to one task without an episode (single-turn environments).
+
+        ``task`` is a :class:`Task` or a task id.
+        """
+        raise NotSupported(f"{self.spec.name} does not offer stateless verification")
+
+    def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
+        """Verify many ``(task, response)`` pairs; one bad pair never spoils the others."""
+        return [self.verify(task, response) for task, response in items]
+
+    def tasks(self, split: str | None = None) -> Sequence[Task]:
+        """The tasks of ``split`` (the spec's split by default)."""
+        raise NotSupported(f"{self.spec.name} does not list its tasks")
+
+    def task_from_gold(self, gold: str) -> Task:
+        """Build an ad-hoc task from a gold answer alone (``envhub verify --gold``)."""
+        raise NotSupported(
+            f"{self.spec.name} needs a whole task, not just a gold answer: use --task-id"
+        )
+
+    def info(self) -> dict[str, Any]:
+        """Describe the environment (served at ``/info``)."""
+        return {"name": self.spec.name, "version": self.spec.version, "id": self.spec.id}
+
+    def close(self) -> None:
+        """Release resources (servers, containers, sandboxes). Safe to call twice."""
+
+    async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """Async :meth:`reset`."""
+        return await asyncio.to_thread(self.reset, seed=seed, task_id=task_id)
+
+    async def astep(self, action: Message | str) -> StepResult:
+        """Async :meth:`step`."""
+        return await asyncio.to_thread(self.step, action)
+
+    async def averify(self, task: Task | str, response: Message | str) -> Score:
+        """Async :meth:`verify`."""
+        return await asyncio.to_thread(self.verify, task, response)
+
+    def __enter__(self) -> Env:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec.id}>"
+
+
+@dataclass
+class Feedback:
+    """What an environment hook answers to one assistant message."""
+
+    messages: list[Message] = field(default_factory=list)
+    """The environment's reply (tool results, feedback)."""
+    done: bool = False
+    """The episode reached its natural end."""
+    components: dict[str, float] | None = None
+    """Raw reward components earned by this step; ``None`` for no reward this step."""
+    status: Status = Status.OK
+    """Non-``ok`` flags the step (e.g. ``invalid_action``) while the episode goes on."""
+    error: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+    """Extra keys for the step's info (a board, the extracted answer)."""
+
+
+@dataclass
+class Episode:
+    """The state of one running episode."""
+
+    task: Task
+    seed: int | None
+    rng: random.Random
+    messages: list[Message]
+    turn: int = 0
+    done: bool = False
+    state: Any = None
+    """Environment-specific state, made by :meth:`TaskEnv.init_state`."""
+
+
+class TaskEnv(Env):
+    """A dataset-backed environment: tasks, a prompt template, a rubric and turn hooks.
+
+    Subclasses set :attr:`components` and implement :meth:`score` (single-turn) or
+    :meth:`env_response` (multi-turn); optionally :meth:`builtin_tasks` for offline data.
+    """
+
+    components: ClassVar[frozenset[str]] = frozenset()
+    """Reward components this environment computes."""
+
+    def __init__(self, spec: EnvSpec, **options: Any) -> None:
+        """Build from a validated spec; ``options`` are the spec's environment options."""
+        self.spec = spec
+        self.options = options
+        self.rubric = Rubric(
+            weights=spec.reward.weights,
+            length_limit=spec.reward.length_limit,
+            offered=self.components,
+        )
+        self._tasks: dict[str, list[Task]] = {}
+        self._index: dict[str, dict[str, Task]] = {}
+        self._episode: Episode | None = None
+        self._rng = random.Random()
+
+    # ------------------------------------------------------------------ data
+
+    def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
+        """Offline tasks of ``split`` (packaged or generated). Override to provide them."""
+        raise ConfigError(f"{self.spec.name} has no builtin dataset; set dataset.kind/path")
+
+    def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
+        """Turn one dataset row into a task; the spec's ``dataset.fields`` renames columns."""
+        return datasets.row_to_task(row, index, split, self.spec.dataset.fields)
+
+    def tasks(self, split: str | None = None) -> list[Task]:
+        """The tasks of ``split``, loaded once and cached."""
+        split = split or self.spec.split
+        if split not in self._tasks:
+            ds = self.spec.dataset
+            if ds.kind == "builtin":
+                tasks = self.builtin_tasks(split, ds.size, ds.seed)
+            else:
+                rows = datasets.load_rows(ds, split, self.spec.source_dir)
+                tasks = [self.row_to_task(r, i, split) for i, r in enumerate(rows)]
+            if not tasks:
+                raise ConfigError(f"{self.spec.name}: split {split!r} has no tasks")
+            self._tasks[split] = tasks
+            self._index[split] = {t.task_id: t for t in tasks}
+        return self._tasks[split]
+
+    def get_task(self, task_id: str, split: str | None = None) -> Task:
+        """The task with this id, searched in ``split`` then in every loaded split."""
+        self.tasks(split)
+        for index in (self._index[split or self.spec.split], *self._index.values()):
+            if task_id in index:
+                return index[task_id]
+        for other in ("train", "test"):
+            try:
+                self.tasks(other)
+            except Exception:  # a split the dataset lacks
+                continue
+            if task_id in self._index[other]:
+                return self._index[other][task_id]
+        examples = ", ".join(list(self._index[split or self.spec.split])[:3])
+        raise TaskNotFound(f"{self.spec.name} has no task {task_id!r} (ids look like {examples})")
+
+    def task_from_gold(self, gold: str) -> Task:
+        """An ad-hoc task whose gold answer is ``gold``."""
+        return Task(task_id="adhoc", prompt="", answer=gold)
+
+    # ------------------------------------------------------------------ prompts
+
+    def opening_messages(self, task: Task) -> list[Message]:
+        """System prompt (if any) and the task rendered through the prompt template."""
+        msgs = []
+        if self.spec.system_prompt:
+            msgs.append(Message(role="system", content=self.spec.system_prompt))
+        try:
+            text = self.spec.prompt_template.format(prompt=task.prompt, **task.metadata)
+        except (KeyError, IndexError) as e:
+            raise ConfigError(
+                f"{self.spec.name}: prompt_template refers to {e}, which task "
+                f"{task.task_id!r} lacks (available: prompt, {', '.join(task.metadata)})"
+            ) from e
+        msgs.append(Message(role="user", content=text))
+        return msgs
+
+    # ------------------------------------------------------------------ hooks
+
+    def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
+        """Raw reward components and details for one response. Single-turn envs override."""
+        raise NotSupported(f"{self.spec.name} does not offer stateless verification")
+
+    def init_state(self, episode: Episode) -> Any:
+        """Environment-specific state of a new episode (a board, a database handle)."""
+        return None
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """React to one assistant message. The default judges it once and ends the episode."""
+        components, details = self.score(episode.task, message)
+        return Feedback(done=True, components=components, info=details)
+
+    def on_truncate(self, episode: Episode) -> dict[str, float]:
+        """Components awarded when the turn budget runs out before a natural end."""
+        return {}
+
+    # ------------------------------------------------------------------ the contract
+
+    def info(self) -> dict[str, Any]:
+        """Name, version, components and weights, turn budget and tools."""
+        return {
+            **super().info(),
+            "family": self.spec.family,
+            "description": self.spec.description,
+            "components": sorted(self.components),
+            "weights": dict(self.spec.reward.weights),
+            "max_turns": self.spec.max_turns,
+            "split": self.spec.split,
+            "tools": self.tools(),
+        }
+
+    def tools(self) -> list[dict[str, Any]]:
+        """JSON-schema tool definitions offered to the model (OpenAI convention)."""
+        return []
+
+    def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """Start an episode; see :meth:`Env.reset`."""
+        tasks = self.tasks()
+        if task_id is not None:
+            task = self.get_task(task_id)
+        else:
+            pick = random.Random(seed) if seed is not None else self._rng
+            task = tasks[pick.randrange(len(tasks))]
+        ep = Episode(task=task, seed=seed, rng=random.Random(seed), messages=[])
+        ep.messages = self.opening_messages(task)
+        ep.state = self.init_state(ep)
+        self._episode = ep
+        extra = {"tools": self.tools()} if self.tools() else {}
+        return ResetResult(messages=list(ep.messages), info=Info(task_id=task.task_id, **extra))
+
+    def step(self, action: Message | str) -> StepResult:
+        """Answer one assistant message; see :meth:`Env.step`."""
+        ep = self._episode
+        if ep is None:
+            raise EpisodeStateError("call reset() before step()")
+        if ep.done:
+            raise EpisodeStateError("the episode is over; call reset() to start another")
+        message = Message.coerce(action)
+        if message.role != "assistant":
+            raise ValueError(f"step() takes an assistant message, got role {message.role!r}")
+        ep.turn += 1
+        ep.messages.append(message)
+        try:
+            fb = self.env_response(ep, message)
+            result = self._result(ep, message, fb)
+        except Exception as exc:  # the episode boundary: a bad rollout is data
+            result = self._failed(ep, exc)
+        ep.messages.extend(result.messages)
+        ep.done = result.done
+        return result
+
+    def _result(self, ep: Episode, message: Message, fb: Feedback) -> StepResult:
+        truncated = not fb.done and ep.turn >= self.spec.max_turns
+        components = fb.components
+        if truncated:
+            components = {**(components or {}), **self.on_truncate(ep)}
+        reward = 0.0
+        if components is not None:
+            components = self.rubric.extend(message.content, components)
+            reward = self.rubric.total(components)
+        info = Info(
+            task_id=ep.task.task_id,
+            status=fb.status,
+            components=components or {},
+            turn=ep.turn,
+            error=fb.error,
+            **fb.info,
+        )
+        return StepResult(
+            messages=fb.messages if not truncated else [],
+            reward=reward,
+            terminated=fb.done,
+            truncated=truncated,
+            info=info,
+        )
+
+    def _failed(self, ep: Episode, exc: Exception) -> StepResult:
+        status = status_for(exc)
+        if status is Status.ENV_ERROR:
+            log.exception("%s: environment error in task %s", self.spec.name, ep.task.task_id)
+        info = Info(task_id=ep.task.task_id, status=status, turn=ep.turn, error=_describe(exc))
+        return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
+
+    def verify(self, task: Task | str, response: Message | str) -> Score:
+        """Score one response; failures become the score's status, never an exception."""
+        if isinstance(task, str):
+            task = self.get_task(task)
+        message = Message.coerce(response)
+        try:
+            components, details = self.score(task, message)
+        except NotSupported:
+            raise
+        except Exception as exc:  # the verification boundary
+            status = status_for(exc)
+            if status is Status.ENV_ERROR:
+                log.exception("%s: verifier error on task %s", self.spec.name, task.task_id)
+            return Score(reward=0.0, status=status, error=_describe(exc))
+        components = self.rubric.extend(message.content, components)
+        return Score(reward=self.rubric.total(components), components=components, info=details)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

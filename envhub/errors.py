@@ -1,0 +1,110 @@
+"""The envhub error tree, and the one boundary where failures become data.
+
+A bad rollout is data, not a crash: anything raised inside an environment's hooks is turned
+into a :class:`~envhub.types.Status` by :func:`status_for` at exactly one place (the episode
+boundary in :mod:`envhub.core`). Errors that already know their status carry it.
+
+User-facing errors (a missing environment, a bad YAML file) are plain exceptions with a message
+that names what was wrong and, where it can, the fix.
+"""
+
+from __future__ import annotations
+
+from .types import Status
+
+
+class EnvhubError(Exception):
+    """Base class of every error envhub raises on purpose."""
+
+
+# ---------------------------------------------------------------- catalog and configuration
+
+
+class RegistryError(EnvhubError):
+    """A catalog entry or user YAML file is invalid.
+
+    The message names the file, the field and what was expected.
+    """
+
+
+class EnvNotFound(EnvhubError, KeyError):
+    """No environment is registered under the requested name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TaskNotFound(EnvhubError, KeyError):
+    """The environment has no task with the requested id."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class ConfigError(EnvhubError, ValueError):
+    """An override or option does not fit the environment (unknown component, bad value)."""
+
+
+class NotSupported(EnvhubError):
+    """The environment does not offer this operation (for example ``verify`` on a game)."""
+
+
+class EpisodeStateError(EnvhubError):
+    """``step`` was called before ``reset`` or after the episode ended."""
+
+
+class TransportError(EnvhubError):
+    """A remote environment could not be reached or answered with a client error."""
+
+
+class DependencyMissing(EnvhubError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+# ---------------------------------------------------------------- episode failures (data)
+
+
+class EpisodeError(EnvhubError):
+    """A failure inside one episode. It becomes that episode's status, never a crash."""
+
+    status: Status = Status.ENV_ERROR
+
+
+class InvalidAction(EpisodeError):
+    """The model's message cannot be acted on (malformed tool call, invalid guess)."""
+
+    status = Status.INVALID_ACTION
+
+
+class VerifierTimeout(EpisodeError, TimeoutError):
+    """Verification (or the model's program) ran past its deadline."""
+
+    status = Status.TIMEOUT
+
+
+class InfraError(EpisodeError):
+    """The infrastructure failed (sandbox down, container gone): never the model's fault."""
+
+    status = Status.INFRA_ERROR
+
+
+class GoldAnswerError(EpisodeError):
+    """The task's gold answer cannot be parsed: an environment bug, never a reward of 0 or 1."""
+
+    status = Status.ENV_ERROR
+
+
+def status_for(exc: BaseException) -> Status:
+    """Map an exception escaping environment code to the status reported for the episode."""
+    if isinstance(exc, EpisodeError):
+        return exc.status
+    if isinstance(exc, TimeoutError):
+        return Status.TIMEOUT
+    return Status.ENV_ERROR
+
+
+def missing(package: str, extra: str) -> DependencyMissing:
+    """Build the error for an optional dependency that is not installed."""
+    return DependencyMissing(
+        f"{package!r} is not installed; install it with `pip install 'envhub[{extra}]'`"
+    )

@@ -1,0 +1,114 @@
+"""EnvSpec: the validated form of one catalog entry (``registry.yaml`` or a user's YAML file)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(-[a-z0-9_.]+)*$")
+VERSIONED_RE = re.compile(r"^(?P<name>.+)-v(?P<version>\d+)$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DatasetSpec(_Strict):
+    """Where an environment's tasks come from."""
+
+    kind: Literal["builtin", "jsonl", "parquet", "hf"] = "builtin"
+    """``builtin``: the environment's own offline data or generator; ``jsonl``/``parquet``: a
+    local file; ``hf``: a dataset name loaded through the ``datasets`` library."""
+    path: str | None = None
+    """File path (may contain ``{split}``) or, for ``hf``, the dataset name."""
+    config: str | None = None
+    """``hf`` only: the dataset configuration (e.g. ``main`` for ``openai/gsm8k``)."""
+    generator: str | None = None
+    """``builtin`` only: which generator or packaged set to use."""
+    size: int | None = Field(default=None, ge=1)
+    """Number of tasks per split (generators) or a cap on rows read (files)."""
+    seed: int = 0
+    """Seed of procedural generators; the test split uses a disjoint seed stream."""
+    fields: dict[str, str] = Field(default_factory=dict)
+    """Map from task field (``task_id``, ``prompt``, ``answer``) to the row's column name."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Generator-specific settings (difficulty and the like)."""
+
+
+class RewardSpec(_Strict):
+    """Weights of the named reward components; absent components do not count."""
+
+    weights: dict[str, float] = Field(default_factory=dict)
+    length_limit: int = Field(default=2000, ge=1)
+    """Characters before the generic ``length`` component grows (give it a negative weight)."""
+
+
+class DockerSpec(_Strict):
+    """How the Docker runner starts this environment's container."""
+
+    network: bool = False
+    """Give the container a network (off: ``--network none``)."""
+    memory_mb: int = Field(default=1024, ge=64)
+    pids_limit: int = Field(default=256, ge=16)
+    extras: list[str] = Field(default_factory=list)
+    """Extra pip extras of envhub the image needs for this environment (e.g. ``code``)."""
+
+
+class EnvSpec(_Strict):
+    """One registered environment."""
+
+    name: str
+    """Catalog name, lower case; ``NAME`` and ``NAME-vVERSION`` both find it."""
+    version: int = Field(default=1, ge=1)
+    family: str = "custom"
+    description: str = ""
+    entry_point: str | None = None
+    """``module:Class`` of the environment; taken from ``base`` when composing."""
+    base: str | None = None
+    """Compose from an existing environment: inherit its entry point and settings, then
+    override with the fields given here."""
+    dataset: DatasetSpec = Field(default_factory=DatasetSpec)
+    split: str = "train"
+    """Split that ``reset`` draws from."""
+    system_prompt: str | None = None
+    prompt_template: str = "{prompt}"
+    """Python format string; ``{prompt}`` and the task's metadata keys are available."""
+    reward: RewardSpec = Field(default_factory=RewardSpec)
+    max_turns: int = Field(default=1, ge=1)
+    runner: Literal["local", "http", "docker"] = "local"
+    """Runner used by ``make`` when none is given."""
+    tags: list[str] = Field(default_factory=list)
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Environment-specific constructor options."""
+    docker: DockerSpec = Field(default_factory=DockerSpec)
+    source: str | None = Field(default=None, exclude=True)
+    """File this entry was read from (set by the loader, for error messages)."""
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        if not NAME_RE.match(v):
+            raise ValueError("must be lower case letters, digits, '_', '.', '-'")
+        if VERSIONED_RE.match(v):
+            raise ValueError("must not end in -vN; put the version in the 'version' field")
+        return v
+
+    @field_validator("entry_point")
+    @classmethod
+    def _check_entry_point(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^[\w.]+:[\w.]+$", v):
+            raise ValueError("must look like 'package.module:ClassName'")
+        return v
+
+    @property
+    def id(self) -> str:
+        """Versioned id, ``NAME-vVERSION``."""
+        return f"{self.name}-v{self.version}"
+
+    @property
+    def source_dir(self) -> Path | None:
+        """Folder of the YAML file this entry came from (relative data paths resolve here)."""
+        return Path(self.source).parent if self.source else None
