@@ -146,6 +146,8 @@ class TaskEnv(Env):
 
     components: ClassVar[frozenset[str]] = frozenset()
     """Reward components this environment computes."""
+    primary_component: ClassVar[str] = "correctness"
+    """The component that says the task was solved; the checker requires 1.0 on gold."""
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
         """Build from a validated spec; ``options`` are the spec's environment options."""
@@ -238,6 +240,14 @@ class TaskEnv(Env):
         """React to one assistant message. The default judges it once and ends the episode."""
         components, details = self.score(episode.task, message)
         return Feedback(done=True, components=components, info=details)
+
+    def reference_action(self, episode: Episode) -> Message | None:
+        """A message that earns full marks from here: the gold answer, or a solver's move.
+
+        :func:`envhub.checker.check_env` plays it to prove the verifier on gold; return
+        ``None`` where the environment has no reference.
+        """
+        return None
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
         """Components awarded when the turn budget runs out before a natural end."""

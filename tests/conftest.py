@@ -1,0 +1,14 @@
+"""Test-wide settings: offline hub access, private homes, no stray state."""
+
+import os
+import tempfile
+
+# Must be set before anything imports datasets/transformers: loads of hub names otherwise
+# retry for tens of seconds on a machine with no hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+_home = tempfile.mkdtemp(prefix="envhub-test-home-")
+os.environ.setdefault("HF_HOME", os.path.join(_home, "hf"))
+# User registrations made by tests land in a private folder, never the developer's.
+os.environ["ENVHUB_HOME"] = os.path.join(_home, "envhub")
