@@ -14,6 +14,7 @@ Anything raised inside an environment's hooks is caught at one boundary (:meth:`
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 import random
 from abc import ABC, abstractmethod
@@ -80,6 +81,14 @@ class Env(ABC):
     def info(self) -> dict[str, Any]:
         """Describe the environment (served at ``/info``)."""
         return {"name": self.spec.name, "version": self.spec.version, "id": self.spec.id}
+
+    def fork(self) -> Env:
+        """Another handle on the same environment with its own episode.
+
+        Forks share what is expensive (loaded tasks, connection pools), so running N
+        concurrent episodes costs N cheap forks, not N environments.
+        """
+        raise NotSupported(f"{type(self).__name__} cannot fork; make() another instance")
 
     def close(self) -> None:
         """Release resources (servers, containers, sandboxes). Safe to call twice."""
@@ -150,7 +159,16 @@ class TaskEnv(Env):
     """The component that says the task was solved; the checker requires 1.0 on gold."""
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
-        """Build from a validated spec; ``options`` are the spec's environment options."""
+        """Build from a validated spec; ``options`` are the spec's environment options.
+
+        Subclasses that take options declare them as keyword parameters of their own
+        ``__init__``; an environment without options rejects any, so a typo in YAML is an
+        error and not silently ignored.
+        """
+        if options and type(self).__init__ is TaskEnv.__init__:
+            raise ConfigError(
+                f"{spec.name} takes no options, got {sorted(options)}; check 'options' in YAML"
+            )
         self.spec = spec
         self.options = options
         self.rubric = Rubric(
@@ -162,6 +180,13 @@ class TaskEnv(Env):
         self._index: dict[str, dict[str, Task]] = {}
         self._episode: Episode | None = None
         self._rng = random.Random()
+
+    def fork(self) -> TaskEnv:
+        """A copy sharing tasks and configuration, with its own episode and RNG."""
+        clone = copy.copy(self)
+        clone._episode = None
+        clone._rng = random.Random()
+        return clone
 
     # ------------------------------------------------------------------ data
 

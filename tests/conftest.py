@@ -12,3 +12,27 @@ _home = tempfile.mkdtemp(prefix="envhub-test-home-")
 os.environ.setdefault("HF_HOME", os.path.join(_home, "hf"))
 # User registrations made by tests land in a private folder, never the developer's.
 os.environ["ENVHUB_HOME"] = os.path.join(_home, "envhub")
+
+import sys
+from pathlib import Path
+
+import pytest
+
+SUPPORT = Path(__file__).parent / "support"
+sys.path.insert(0, str(SUPPORT))
+# Servers spawned by tests must import the test doubles too.
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(SUPPORT), os.environ.get("PYTHONPATH", "")) if p
+)
+
+
+@pytest.fixture
+def dummy_registry():
+    """A registry holding the built-in catalog plus the test doubles (echo, count)."""
+    import envhub.registry as reg
+
+    loaded = reg.Registry.load([reg.BUILTIN_REGISTRY, SUPPORT / "dummy.yaml"])
+    saved = reg._registry
+    reg._registry = loaded
+    yield loaded
+    reg._registry = saved

@@ -1,0 +1,242 @@
+"""``envhub eval``: the command. The lead wires it with ``app.command("eval")(eval_command)``.
+
+Three modes:
+
+* evaluate: ``envhub eval --model M --env gsm8k [--env humaneval] [--base-url URL] --out DIR``
+* resume: ``envhub eval --resume DIR`` runs only the episodes DIR lacks (its settings are
+  reused; give ``--api-key``/``--concurrency`` again as needed);
+* rescore: ``envhub eval --rescore DIR [--out DIR2]`` re-verifies DIR's episodes with the
+  current verifiers (written to ``DIR/rescored`` by default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as _dt
+import json
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from ..errors import EnvhubError
+from .store import EvalConfig, RunStore
+
+_IDENTITY = ("model", "base_url", "envs", "split", "limit", "n", "temperature", "max_tokens")
+"""Settings that define which episodes a run holds: --resume refuses to change them."""
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def env_factory(config: EvalConfig) -> Any:
+    """``name -> Env`` for the config's runner (``envhub.make``; the URL of a server)."""
+    from ..make import make
+
+    if config.env_url:
+        return lambda name: make(name, runner="http", url=config.env_url)
+    return lambda name: make(name, runner=config.runner)
+
+
+def _server_env_name(url: str) -> str:
+    import httpx
+
+    try:
+        return str(httpx.get(url.rstrip("/") + "/info", timeout=10).json()["name"])
+    except (httpx.HTTPError, KeyError, ValueError) as e:
+        _fail(f"cannot read the environment name from {url}/info ({e}); pass --env NAME")
+
+
+def build_model(config: EvalConfig, api_key: str | None, engine: str) -> Any:
+    """The model backend: an endpoint when ``base_url`` is set, else a local model."""
+    from .models import OpenAIEndpoint
+
+    if config.base_url:
+        return OpenAIEndpoint(
+            config.base_url, config.model, api_key=api_key, concurrency=config.concurrency
+        )
+    if not config.model:
+        _fail("give --model PATH_OR_NAME (a local model) or --base-url URL (an endpoint)", 2)
+    from .local import load_local_model
+
+    return load_local_model(config.model, max_batch=min(config.concurrency, 64), engine=engine)
+
+
+def _resolve_config(given: dict[str, Any], resume: Path | None) -> EvalConfig:
+    """The run's config: the options given, or those of the run being resumed."""
+    if resume is None:
+        if given.get("temperature") is None:  # pass@k wants diversity, pass@1 determinism
+            given["temperature"] = 0.0 if given.get("n", 1) == 1 else 1.0
+        return EvalConfig(**{k: v for k, v in given.items() if v is not None})
+    stored = RunStore(resume).read_config()
+    clash = [
+        k for k in _IDENTITY if given.get(k) not in (None, []) and given[k] != getattr(stored, k)
+    ]
+    if clash:
+        _fail(
+            f"--resume {resume}: {', '.join(clash)} differ from the recorded run; resume with "
+            f"the same settings or start a new run with --out"
+        )
+    changes = {k: v for k, v in given.items() if k not in _IDENTITY and v is not None}
+    return stored.model_copy(update=changes)
+
+
+def eval_command(
+    model: Annotated[
+        str | None,
+        typer.Option(help="Local HF directory, 'smollm2'/'tiny', or the endpoint's model name."),
+    ] = None,
+    env: Annotated[
+        list[str] | None, typer.Option("--env", "-e", help="Environment to evaluate (repeat).")
+    ] = None,
+    base_url: Annotated[
+        str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://host:8000/v1.")
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            envvar=["ENVHUB_API_KEY", "OPENAI_API_KEY"],
+            show_default=False,
+            help="Endpoint API key (default: $ENVHUB_API_KEY or $OPENAI_API_KEY).",
+        ),
+    ] = None,
+    split: Annotated[str | None, typer.Option(help="Split (default: each env's).")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="First N tasks per env.")] = None,
+    n: Annotated[int | None, typer.Option("-n", min=1, help="Samples per task (k).")] = None,
+    temperature: Annotated[
+        float | None, typer.Option(min=0.0, help="Default 0 for -n 1, else 1.0.")
+    ] = None,
+    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per turn [512].")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(min=1, help="Episodes in flight per env [32].")
+    ] = None,
+    runner: Annotated[
+        str | None, typer.Option(help="Environment runner: local, http or docker [local].")
+    ] = None,
+    env_url: Annotated[
+        str | None, typer.Option(help="URL of a running `envhub serve` (replaces --runner).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Base of the episode seeds [0].")] = None,
+    pass_threshold: Annotated[
+        float | None,
+        typer.Option(help="Reward that counts as passed when the env has no primary component."),
+    ] = None,
+    engine: Annotated[
+        str, typer.Option(help="Local model engine: auto (vLLM if installed), vllm, transformers.")
+    ] = "auto",
+    out: Annotated[Path | None, typer.Option(help="Run directory [runs/eval-TIME].")] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="Continue the run in DIR, skipping finished episodes.")
+    ] = None,
+    rescore: Annotated[
+        Path | None, typer.Option(help="Re-verify DIR's episodes; no generation.")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Progress bars.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")] = (
+        False
+    ),
+) -> None:
+    """Evaluate a model or an endpoint on environments: rewards, pass@k, statuses, tokens."""
+    if rescore is not None:
+        if resume is not None or model or base_url or env:
+            _fail("--rescore re-verifies recorded outputs: give it alone (and --out)", 2)
+        return _rescore(rescore, out, concurrency or 8, as_json)
+    given = dict(
+        model=model,
+        base_url=base_url,
+        envs=list(env or []),
+        split=split,
+        limit=limit,
+        n=n,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        runner=runner,
+        env_url=env_url,
+        seed=seed,
+        pass_threshold=pass_threshold,
+    )
+    config = _resolve_config(given, resume)
+    if config.env_url and not config.envs:
+        config.envs = [_server_env_name(config.env_url)]
+    if not config.envs:
+        _fail("give at least one --env NAME (see `envhub list`)", 2)
+    if config.env_url and len(config.envs) > 1:
+        _fail("--env-url serves one environment; give one --env, or use --runner http", 2)
+    out = resume or out or Path("runs") / _dt.datetime.now().strftime("eval-%Y%m%d-%H%M%S")
+    store = RunStore(out)
+    if resume is None and store.exists():
+        _fail(f"{out} already holds a run; continue it with --resume {out} or pick another --out")
+    _evaluate(config, store, api_key, engine, progress, as_json)
+
+
+def _evaluate(
+    config: EvalConfig,
+    store: RunStore,
+    api_key: str | None,
+    engine: str,
+    show_progress: bool,
+    as_json: bool,
+) -> None:
+    from .report import BarProgress, print_summary
+    from .runner import Evaluation
+
+    try:
+        backend = build_model(config, api_key, engine)
+    except (EnvhubError, FileNotFoundError) as e:
+        _fail(str(e))
+    bars = BarProgress(enabled=show_progress)
+    evaluation = Evaluation(config, backend, store, env_factory(config), progress=bars)
+
+    async def main() -> dict[str, Any]:
+        try:
+            return await evaluation.run()
+        finally:
+            await backend.aclose()
+
+    try:
+        with bars:
+            summary = asyncio.run(main())
+    except KeyboardInterrupt:
+        summary = evaluation.finish(interrupted=True)
+        _show(summary, as_json)
+        done = sum(s["episodes"] for s in summary["environments"].values())
+        typer.echo(
+            f"interrupted: {done} finished episodes kept in {store.dir}; "
+            f"continue with `envhub eval --resume {store.dir}`",
+            err=True,
+        )
+        raise typer.Exit(130) from None
+    except EnvhubError as e:
+        _fail(str(e))
+    _show(summary, as_json)
+    typer.echo(f"wrote {store.summary_path} and {store.episodes_path}", err=True)
+
+
+def _rescore(source: Path, out: Path | None, concurrency: int, as_json: bool) -> None:
+    from .rescore import rescore_run
+
+    src = RunStore(source)
+    if not src.episodes_path.exists():
+        _fail(f"{source} holds no episodes.jsonl; is it an `envhub eval --out` directory?")
+    dest = RunStore(out or source / "rescored")
+    if dest.dir.resolve() == src.dir.resolve():
+        _fail("--out must differ from the rescored directory (its episodes are kept as they are)")
+    cfg = src.read_config()
+    try:
+        summary = asyncio.run(rescore_run(src, dest, env_factory(cfg), concurrency=concurrency))
+    except EnvhubError as e:
+        _fail(str(e))
+    _show(summary, as_json)
+    typer.echo(f"wrote {dest.summary_path} and {dest.episodes_path}", err=True)
+
+
+def _show(summary: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    from .report import print_summary
+
+    print_summary(summary)

@@ -1,0 +1,383 @@
+"""Model backends for ``envhub eval``: an OpenAI-compatible endpoint, or a local model.
+
+Every backend answers one chat (plus the environment's tools) with one assistant
+:class:`~envhub.types.Message` and the token counts it cost. A failure to generate (endpoint
+down, time-out, server error after retries) raises :class:`ModelError`; the episode loop
+records it as ``infra_error``, never as a wrong answer.
+
+* :class:`OpenAIEndpoint` posts to ``{base_url}/chat/completions`` with one shared
+  ``httpx.AsyncClient`` whose pool and an ``asyncio.Semaphore`` are both sized by
+  ``concurrency``. Retries 429/5xx/connection errors with back-off; every request has a
+  finite deadline.
+* :class:`BatchingBackend` serves concurrent episodes from a local generation engine (vLLM, or
+  the trainer's transformers engine): requests that arrive together are generated as one
+  batch in a worker thread. Heavy libraries are imported inside :func:`load_local_model` only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..errors import EnvhubError
+from ..types import FunctionCall, Message, ToolCall
+
+
+class ModelError(EnvhubError):
+    """The model could not produce an answer (infrastructure, not the model's skill)."""
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one assistant turn."""
+
+    temperature: float = 0.0
+    max_tokens: int = 512
+    """Cap on the tokens of one assistant turn."""
+    top_p: float = 1.0
+
+
+@dataclass
+class Generation:
+    """One assistant turn and what it cost."""
+
+    message: Message
+    prompt_tokens: int | None = None
+    """Tokens of the prompt as the backend counted them (``usage``); ``None`` if unreported."""
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    """``stop``, ``length`` or ``tool_calls``, as the backend said."""
+
+
+class ModelBackend(Protocol):
+    """What the episode loop needs from a model."""
+
+    name: str
+    """Model id written into every episode record."""
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None,
+        params: SamplingParams,
+        seed: int | None = None,
+    ) -> Generation:
+        """Answer the chat with one assistant message."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections, engines and threads."""
+        ...
+
+
+def openai_tools(tools: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Tool definitions in OpenAI form: ``{"type": "function", "function": {...}}``.
+
+    Environments may give the bare function schema (``name``, ``description``,
+    ``parameters``); it is wrapped.
+    """
+    if not tools:
+        return None
+    out = []
+    for tool in tools:
+        out.append(tool if "function" in tool else {"type": "function", "function": dict(tool)})
+    return out
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    """A message as the OpenAI chat API expects it."""
+    data = message.model_dump(exclude_none=True)
+    if message.role == "assistant" and message.tool_calls and not message.content:
+        data["content"] = None
+    return data
+
+
+def message_from_wire(data: dict[str, Any]) -> Message:
+    """The assistant message of an OpenAI chat completion; unknown fields are dropped."""
+    calls = None
+    if data.get("tool_calls"):
+        calls = []
+        for i, call in enumerate(data["tool_calls"]):
+            fn = call.get("function") or {}
+            args = fn.get("arguments", "{}")
+            if not isinstance(args, str):
+                args = json.dumps(args)
+            calls.append(
+                ToolCall(
+                    id=call.get("id") or f"call_{i}",
+                    function=FunctionCall(name=fn.get("name", ""), arguments=args),
+                )
+            )
+    return Message(role="assistant", content=data.get("content") or "", tool_calls=calls)
+
+
+class OpenAIEndpoint:
+    """Any OpenAI-compatible chat endpoint (vLLM, SGLang, llama.cpp, OpenAI itself).
+
+    Args:
+        base_url: Root of the API, e.g. ``http://127.0.0.1:8000/v1``.
+        model: Served model name; ``None`` asks ``GET /models`` and takes the first.
+        api_key: Sent as a bearer token when given.
+        concurrency: Requests in flight at most (also the connection-pool size).
+        timeout: Seconds allowed for one request.
+        max_retries: Extra attempts after a 429, a 5xx or a connection error.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str | None = None,
+        *,
+        api_key: str | None = None,
+        concurrency: int = 32,
+        timeout: float = 300.0,
+        max_retries: int = 3,
+    ) -> None:
+        """Configure the client; connections open on first use."""
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+        self.base_url = base_url.rstrip("/")
+        self.name = model or ""
+        self.api_key = api_key
+        self.concurrency = concurrency
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._client: Any = None
+        self._sem: asyncio.Semaphore | None = None
+
+    def _ensure_client(self) -> Any:
+        if self._client is None:
+            import httpx
+
+            headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                headers=headers,
+                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
+                limits=httpx.Limits(
+                    max_connections=self.concurrency, max_keepalive_connections=self.concurrency
+                ),
+            )
+            self._sem = asyncio.Semaphore(self.concurrency)
+        return self._client
+
+    async def resolve_name(self) -> str:
+        """The model name to send: the one given, else the first of ``GET /models``."""
+        if self.name:
+            return self.name
+        data = await self._request("GET", "/models", None)
+        models = data.get("data") or []
+        if not models:
+            raise ModelError(f"{self.base_url}/models lists no model; pass --model NAME")
+        self.name = str(models[0]["id"])
+        return self.name
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None,
+        params: SamplingParams,
+        seed: int | None = None,
+    ) -> Generation:
+        """Post one chat completion and parse the assistant message and ``usage``."""
+        body: dict[str, Any] = {
+            "model": await self.resolve_name(),
+            "messages": [message_to_wire(m) for m in messages],
+            "temperature": params.temperature,
+            "max_tokens": params.max_tokens,
+            "n": 1,
+        }
+        if params.top_p != 1.0:
+            body["top_p"] = params.top_p
+        if seed is not None:
+            body["seed"] = seed
+        wire_tools = openai_tools(tools)
+        if wire_tools:
+            body["tools"] = wire_tools
+        data = await self._request("POST", "/chat/completions", body)
+        try:
+            choice = data["choices"][0]
+            message = message_from_wire(choice["message"])
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise ModelError(f"malformed chat completion from {self.base_url}: {e!r}") from e
+        usage = data.get("usage") or {}
+        return Generation(
+            message=message,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            finish_reason=choice.get("finish_reason"),
+        )
+
+    async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        import httpx
+
+        client = self._ensure_client()
+        assert self._sem is not None
+        delay = 0.5
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with self._sem:
+                    resp = await client.request(method, path, json=body)
+            except httpx.HTTPError as e:
+                last = f"{type(e).__name__}: {e}"
+            else:
+                if resp.status_code < 400:
+                    return resp.json()
+                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
+                if resp.status_code != 429 and resp.status_code < 500:
+                    break  # a client error will not heal by retrying
+            if attempt < self.max_retries:
+                await asyncio.sleep(delay)
+                delay *= 2
+        raise ModelError(f"{method} {self.base_url}{path} failed: {last}")
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+# ---------------------------------------------------------------- local engines
+
+BatchFn = Callable[[list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams], list]
+"""Generate for a batch of chats (wire dicts) sharing tools and params; returns one
+``(text, prompt_tokens, completion_tokens, finish_reason)`` per chat."""
+
+_TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
+
+
+def parse_tool_calls(text: str) -> Message:
+    """An assistant message from raw model text, with ``<tool_call>{json}</tool_call>`` blocks.
+
+    This is the Hermes/Qwen/SmolLM2 convention that Hugging Face chat templates render tools
+    with. A block that is not valid JSON stays in the text, so the environment sees (and
+    can reject) what the model actually wrote.
+    """
+    calls: list[ToolCall] = []
+    kept = text
+    for i, match in enumerate(_TOOL_CALL_RE.finditer(text)):
+        try:
+            data = json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+        items = data if isinstance(data, list) else [data]
+        for item in items:
+            if not isinstance(item, dict) or "name" not in item:
+                continue
+            args = item.get("arguments", {})
+            calls.append(
+                ToolCall(
+                    id=f"call_{i}_{uuid.uuid4().hex[:8]}",
+                    function=FunctionCall(
+                        name=str(item["name"]),
+                        arguments=args if isinstance(args, str) else json.dumps(args),
+                    ),
+                )
+            )
+        kept = kept.replace(match.group(0), "")
+    if not calls:
+        return Message(role="assistant", content=text)
+    return Message(role="assistant", content=kept.strip(), tool_calls=calls)
+
+
+@dataclass
+class _Pending:
+    chat: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None
+    params: SamplingParams
+    future: asyncio.Future
+
+
+class BatchingBackend:
+    """Serve concurrent episodes from a synchronous batch-generation function.
+
+    Requests are queued; a background task takes up to ``max_batch`` that share tools and
+    sampling settings (waiting ``max_wait`` seconds for more to arrive) and generates them
+    together in a worker thread, so a local engine sees batches, not single prompts.
+    """
+
+    def __init__(
+        self, name: str, batch_fn: BatchFn, *, max_batch: int = 16, max_wait: float = 0.02
+    ) -> None:
+        """Wrap ``batch_fn``; the model id recorded in episodes is ``name``."""
+        self.name = name
+        self._batch_fn = batch_fn
+        self.max_batch = max_batch
+        self.max_wait = max_wait
+        self._queue: asyncio.Queue[_Pending] | None = None
+        self._worker: asyncio.Task | None = None
+        self.on_close: Callable[[], None] | None = None
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: list[dict[str, Any]] | None,
+        params: SamplingParams,
+        seed: int | None = None,
+    ) -> Generation:
+        """Queue one chat and wait for its batch."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+            self._worker = asyncio.create_task(self._serve())
+        fut = asyncio.get_running_loop().create_future()
+        chat = [message_to_wire(m) for m in messages]
+        await self._queue.put(_Pending(chat, openai_tools(tools), params, fut))
+        text, n_prompt, n_completion, finish = await fut
+        return Generation(parse_tool_calls(text), n_prompt, n_completion, finish)
+
+    async def _serve(self) -> None:
+        assert self._queue is not None
+        while True:
+            batch = [await self._queue.get()]
+            deadline = asyncio.get_running_loop().time() + self.max_wait
+            while len(batch) < self.max_batch:
+                left = deadline - asyncio.get_running_loop().time()
+                try:
+                    batch.append(await asyncio.wait_for(self._queue.get(), max(left, 0)))
+                except asyncio.TimeoutError:
+                    break
+            await self._run(batch)
+
+    async def _run(self, batch: list[_Pending]) -> None:
+        groups: dict[str, list[_Pending]] = {}
+        for item in batch:
+            key = json.dumps([item.tools, item.params.__dict__], sort_keys=True)
+            groups.setdefault(key, []).append(item)
+        for items in groups.values():
+            try:
+                outs = await asyncio.to_thread(
+                    self._batch_fn, [i.chat for i in items], items[0].tools, items[0].params
+                )
+                if len(outs) != len(items):
+                    raise ModelError(f"engine returned {len(outs)} outputs for {len(items)}")
+            except Exception as e:  # an engine failure fails these episodes, not the run
+                err = e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}")
+                for item in items:
+                    if not item.future.done():
+                        item.future.set_exception(err)
+                continue
+            for item, out in zip(items, outs):
+                if not item.future.done():
+                    item.future.set_result(out)
+
+    async def aclose(self) -> None:
+        """Stop the batching task and release the engine."""
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._worker = None
+        if self.on_close is not None:
+            self.on_close()

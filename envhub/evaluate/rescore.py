@@ -1,0 +1,170 @@
+"""``envhub eval --rescore DIR``: re-verify recorded episodes with today's verifiers.
+
+Nothing is generated. For a single-turn environment (one turn, no tools) the recorded final
+assistant message goes through ``env.verify(task_id, message)``. For a multi-turn one the
+episode is replayed: ``reset(seed, task_id)`` with the recorded seed, then each recorded
+assistant message is stepped in order until the environment ends the episode. Since the
+model's messages are replayed verbatim, a replay whose environment now answers differently
+still measures the old outputs under the new rules.
+
+Episodes in which the model never answered (an ``infra_error`` from the endpoint) have
+nothing to re-verify; they are copied unchanged (``rescored: false``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from typing import Any
+
+from ..core import Env
+from ..errors import NotSupported
+from ..types import Message, Status
+from .metrics import is_passed, summarize
+from .runner import EnvFactory, _describe, _failure_status, primary_component, run_jobs
+from .store import EpisodeRecord, RunStore
+
+
+def _assistant_messages(rec: EpisodeRecord) -> list[Message]:
+    return [m for m in rec.messages if m.role == "assistant"]
+
+
+def _single_turn(env: Env) -> bool:
+    spec = getattr(env, "spec", None)
+    if spec is None or spec.max_turns != 1:
+        return False
+    try:
+        return not env.info().get("tools")
+    except Exception:
+        return False
+
+
+def _verify(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> EpisodeRecord:
+    answer = _assistant_messages(rec)[-1]
+    score = env.verify(rec.task_id, answer)
+    new = rec.model_copy(deep=True)
+    new.reward, new.components, new.status, new.error = (
+        score.reward,
+        dict(score.components),
+        score.status,
+        score.error,
+    )
+    new.passed = is_passed(new.status, new.reward, new.components, primary, threshold)
+    new.rescored = True
+    return new
+
+
+def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> EpisodeRecord:
+    new = rec.model_copy(deep=True)
+    new.reward, new.components, new.status, new.error = 0.0, {}, Status.OK, None
+    new.turns, new.invalid_actions, new.terminated, new.truncated = 0, 0, False, False
+    try:
+        reset = env.reset(seed=rec.seed, task_id=rec.task_id)
+    except Exception as e:
+        new.status, new.error = _failure_status(e), f"reset: {_describe(e)}"
+        new.passed, new.rescored = None, True
+        return new
+    messages = list(reset.messages)
+    for action in _assistant_messages(rec):
+        messages.append(action)
+        new.turns += 1
+        try:
+            step = env.step(action)
+        except Exception as e:
+            new.status, new.error, new.truncated = _failure_status(e), _describe(e), True
+            break
+        messages.extend(step.messages)
+        new.reward += step.reward
+        for name, value in step.info.components.items():
+            new.components[name] = new.components.get(name, 0.0) + value
+        new.status, new.error = step.info.status, step.info.error
+        if step.done:
+            new.terminated, new.truncated = step.terminated, step.truncated
+            break
+        if step.info.status is Status.INVALID_ACTION:
+            new.invalid_actions += 1
+    new.messages = messages
+    new.passed = is_passed(new.status, new.reward, new.components, primary, threshold)
+    new.rescored = True
+    return new
+
+
+async def rescore_run(
+    source: RunStore,
+    dest: RunStore,
+    make_env: EnvFactory,
+    *,
+    concurrency: int = 8,
+    pass_threshold: float | None = None,
+) -> dict[str, Any]:
+    """Re-verify every episode of ``source`` into ``dest`` and return the new summary.
+
+    The summary holds, per environment, the new figures and under ``before`` the recorded
+    ones, so a verifier fix is measured at a glance.
+    """
+    config = source.read_config()
+    threshold = config.pass_threshold if pass_threshold is None else pass_threshold
+    records = source.load_records()
+    groups: dict[str, list[EpisodeRecord]] = defaultdict(list)
+    for r in records:
+        groups[r.env].append(r)
+    out: list[EpisodeRecord] = []
+    wall: dict[str, float] = {}
+    for name, recs in groups.items():
+        t0 = time.perf_counter()
+        probe = await asyncio.to_thread(make_env, name)
+        try:
+            primary, single = primary_component(probe), _single_turn(probe)
+            todo = [r for r in recs if _assistant_messages(r)]
+            out.extend(
+                r.model_copy(update={"rescored": False}) for r in recs if not _assistant_messages(r)
+            )
+
+            async def work(env: Env, rec: EpisodeRecord) -> EpisodeRecord:
+                if single:
+                    try:
+                        return await asyncio.to_thread(_verify, env, rec, primary, threshold)
+                    except NotSupported:
+                        pass
+                return await asyncio.to_thread(_replay, env, rec, primary, threshold)
+
+            await run_jobs(
+                todo,
+                lambda name=name: make_env(name),
+                work,
+                out.append,
+                concurrency=concurrency if single else min(concurrency, 4),
+                first_env=probe,
+            )
+        finally:
+            await asyncio.to_thread(probe.close)
+        wall[name] = time.perf_counter() - t0
+    order = list(groups)
+    out.sort(key=lambda r: (order.index(r.env), r.task_id, r.sample))
+    dest.write_config(config)
+    dest.rewrite(out)
+    before = summarize(records, k=config.n, order=order)
+    after = summarize(out, k=config.n, wall=wall, order=order)
+    for name, s in after.items():
+        s["before"] = {key: before[name].get(key) for key in _compared_keys(config.n)}
+        s["changed_episodes"] = _changed(records, out, name)
+    summary = {
+        "model": records[0].model if records else config.model,
+        "rescored_from": str(source.dir),
+        "config": config.model_dump(),
+        "environments": after,
+    }
+    dest.write_summary(summary)
+    return summary
+
+
+def _compared_keys(k: int) -> list[str]:
+    return ["mean_reward", "pass@1", f"pass@{k}", "status"]
+
+
+def _changed(before: list[EpisodeRecord], after: list[EpisodeRecord], env: str) -> int:
+    old = {r.key: (r.reward, r.status, r.passed) for r in before if r.env == env}
+    return sum(
+        1 for r in after if r.env == env and old.get(r.key) != (r.reward, r.status, r.passed)
+    )

@@ -1,0 +1,331 @@
+"""The episode loop of ``envhub eval``, and the run that drives it over environments.
+
+One episode: ``reset(seed, task_id)`` gives the opening messages and, in ``info.tools``, the
+tools the model may call; then model turn, ``step``, model turn, ``step``... until the
+environment says the episode is over (or the turn budget of the spec runs out). Tool calls
+go to the model in OpenAI form and come back as the assistant message's ``tool_calls``; the
+environment's tool results are appended to the chat as it returned them.
+
+Episode reward is the sum of the step rewards and each component the sum of that
+component over the steps (single-turn: the one verdict). Episode status is the status of
+the last step; a model that could not answer (endpoint down) is ``infra_error``.
+
+Each environment's episodes run ``concurrency`` at a time: every worker owns one environment
+instance (an instance holds one episode at a time) and takes episodes from a shared queue.
+Finished episodes are appended to ``episodes.jsonl`` at once, so Ctrl-C loses only the
+episodes in flight, and ``--resume`` skips every episode already recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..core import Env
+from ..errors import EpisodeError, TransportError, status_for
+from ..types import Message, Status
+from .metrics import is_passed, summarize
+from .models import ModelBackend, ModelError, SamplingParams
+from .store import EpisodeRecord, EvalConfig, RunStore
+
+EnvFactory = Callable[[str], Env]
+"""Builds a fresh environment instance from its catalog name."""
+
+
+class ProgressSink(Protocol):
+    """Where the run reports progress (the CLI draws bars; tests may ignore it)."""
+
+    def start(self, env: str, total: int, done: int) -> None:
+        """An environment starts: ``total`` episodes, ``done`` of them already recorded."""
+
+    def advance(self, env: str, record: EpisodeRecord) -> None:
+        """One episode finished."""
+
+
+class _NoProgress:
+    def start(self, env: str, total: int, done: int) -> None:
+        pass
+
+    def advance(self, env: str, record: EpisodeRecord) -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class EpisodeJob:
+    """One episode to run: which task, which sample, which seed."""
+
+    env: str
+    env_version: int
+    split: str | None
+    task_id: str
+    sample: int
+    seed: int
+    primary: str
+    max_turns: int
+
+
+def episode_seed(base: int, env: str, task_id: str, sample: int) -> int:
+    """A stable per-episode seed: the same run settings replay the same episodes."""
+    return (zlib.crc32(f"{env}/{task_id}/{sample}".encode()) + base) % (2**31)
+
+
+def primary_component(env: Env) -> str:
+    """The component that says a task was solved (``correctness`` unless the env says)."""
+    name = getattr(env, "primary_component", None)
+    if not name:
+        try:
+            name = env.info().get("primary_component")
+        except Exception:
+            name = None
+    return str(name or "correctness")
+
+
+def env_tools(info: Any) -> list[dict[str, Any]] | None:
+    """The tools an environment offered in its reset info (``info.tools``), if any."""
+    extra = getattr(info, "model_extra", None) or {}
+    tools = extra.get("tools")
+    return list(tools) if tools else None
+
+
+def _failure_status(exc: BaseException) -> Status:
+    if isinstance(exc, (TransportError, ModelError, OSError)) and not isinstance(
+        exc, EpisodeError
+    ):
+        return Status.INFRA_ERROR
+    return status_for(exc)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def run_episode(
+    env: Env,
+    model: ModelBackend,
+    job: EpisodeJob,
+    params: SamplingParams,
+    *,
+    pass_threshold: float = 1.0,
+) -> EpisodeRecord:
+    """Play one episode to its end and return its record; failures become its status."""
+    t0 = time.perf_counter()
+    rec = EpisodeRecord(
+        env=job.env,
+        env_version=job.env_version,
+        split=job.split,
+        task_id=job.task_id,
+        sample=job.sample,
+        seed=job.seed,
+        model=model.name,
+    )
+    try:
+        reset = await env.areset(seed=job.seed, task_id=job.task_id)
+    except Exception as e:
+        rec.status, rec.error = _failure_status(e), f"reset: {_describe(e)}"
+        rec.truncated = True
+        rec.wall_s = time.perf_counter() - t0
+        return rec
+    messages: list[Message] = list(reset.messages)
+    tools = env_tools(reset.info)
+    prompt_tokens: list[int] = []
+    completion_tokens: list[int] = []
+    while True:
+        if rec.turns >= job.max_turns:  # the env should have ended it: a guard, not a rule
+            rec.truncated = True
+            break
+        try:
+            gen = await model.generate(messages, tools=tools, params=params, seed=job.seed)
+        except ModelError as e:
+            rec.status, rec.error, rec.truncated = Status.INFRA_ERROR, f"model: {e}", True
+            break
+        messages.append(gen.message)
+        rec.turns += 1
+        if gen.prompt_tokens is not None:
+            prompt_tokens.append(gen.prompt_tokens)
+        if gen.completion_tokens is not None:
+            completion_tokens.append(gen.completion_tokens)
+        try:
+            step = await env.astep(gen.message)
+        except Exception as e:  # a remote env that failed: data, not a crash
+            rec.status, rec.error, rec.truncated = _failure_status(e), _describe(e), True
+            break
+        messages.extend(step.messages)
+        rec.reward += step.reward
+        for name, value in step.info.components.items():
+            rec.components[name] = rec.components.get(name, 0.0) + value
+        rec.status, rec.error = step.info.status, step.info.error
+        if step.done:
+            rec.terminated, rec.truncated = step.terminated, step.truncated
+            break
+        if step.info.status is Status.INVALID_ACTION:
+            rec.invalid_actions += 1
+    rec.messages = messages
+    rec.prompt_tokens = sum(prompt_tokens) if prompt_tokens else None
+    rec.completion_tokens = sum(completion_tokens) if completion_tokens else None
+    rec.passed = is_passed(rec.status, rec.reward, rec.components, job.primary, pass_threshold)
+    rec.wall_s = round(time.perf_counter() - t0, 4)
+    return rec
+
+
+async def run_jobs(
+    jobs: list[Any],
+    make_env: Callable[[], Env],
+    work: Callable[[Env, Any], Any],
+    on_done: Callable[[Any], None],
+    *,
+    concurrency: int,
+    first_env: Env | None = None,
+) -> None:
+    """Run ``work(env, job)`` over ``jobs`` with ``concurrency`` workers, one env each.
+
+    Workers build their environment lazily (in a thread) and close it when the queue is
+    empty, or when the run is cancelled.
+    """
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for job in jobs:
+        queue.put_nowait(job)
+    spare = [first_env] if first_env is not None else []
+
+    async def worker() -> None:
+        env: Env | None = None
+        try:
+            while not queue.empty():
+                job = queue.get_nowait()
+                if env is None:
+                    env = spare.pop() if spare else await asyncio.to_thread(make_env)
+                on_done(await work(env, job))
+        finally:
+            if env is not None and env is not first_env:
+                await asyncio.to_thread(env.close)
+
+    n = max(1, min(concurrency, len(jobs)))
+    await asyncio.gather(*(worker() for _ in range(n)))
+
+
+class Evaluation:
+    """One evaluation run: every environment of the config, recorded into a run directory.
+
+    Args:
+        config: What to evaluate.
+        model: The model backend (its ``name`` is recorded in every episode).
+        store: The run directory; episodes already in it are skipped (resume).
+        make_env: Builds an environment from its name (``envhub.make`` by default).
+        progress: Receives progress events.
+    """
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        model: ModelBackend,
+        store: RunStore,
+        make_env: EnvFactory,
+        progress: ProgressSink | None = None,
+    ) -> None:
+        """Prepare the run; nothing is generated until :meth:`run`."""
+        self.config = config
+        self.model = model
+        self.store = store
+        self.make_env = make_env
+        self.progress = progress or _NoProgress()
+        self.params = SamplingParams(temperature=config.temperature, max_tokens=config.max_tokens)
+        self.wall: dict[str, float] = {}
+        self._started: dict[str, float] = {}
+        self._prior_wall = self._previous_wall()
+
+    def _previous_wall(self) -> dict[str, float]:
+        try:
+            envs = self.store.read_summary().get("environments", {})
+        except (OSError, ValueError):
+            return {}
+        return {name: float(s.get("wall_s") or 0.0) for name, s in envs.items()}
+
+    async def run(self) -> dict[str, Any]:
+        """Evaluate every environment in turn, then write and return the summary."""
+        self.store.write_config(self.config)
+        kept = self._compact()
+        done = {r.key for r in kept}
+        try:
+            for name in self.config.envs:
+                await self._run_env(name, done)
+        finally:
+            for name, t0 in self._started.items():
+                if name not in self.wall:
+                    self.wall[name] = time.perf_counter() - t0
+        return self.finish(interrupted=False)
+
+    def _compact(self) -> list[EpisodeRecord]:
+        """Drop infra-error episodes (retried on resume) and duplicates; keep the rest."""
+        latest: dict[tuple[str, str, int], EpisodeRecord] = {}
+        for r in self.store.load_records():
+            latest[r.key] = r
+        kept = [r for r in latest.values() if r.status is not Status.INFRA_ERROR]
+        if self.store.episodes_path.exists():
+            self.store.rewrite(kept)
+        return kept
+
+    async def _run_env(self, name: str, done: set[tuple[str, str, int]]) -> None:
+        probe = await asyncio.to_thread(self.make_env, name)
+        try:
+            tasks = await asyncio.to_thread(probe.tasks, self.config.split)
+            tasks = list(tasks)[: self.config.limit] if self.config.limit else list(tasks)
+            spec = probe.spec
+            primary = primary_component(probe)
+            all_jobs = [
+                EpisodeJob(
+                    env=name,
+                    env_version=spec.version,
+                    split=self.config.split or spec.split,
+                    task_id=t.task_id,
+                    sample=s,
+                    seed=episode_seed(self.config.seed, name, t.task_id, s),
+                    primary=primary,
+                    max_turns=max(1, spec.max_turns),
+                )
+                for t in tasks
+                for s in range(self.config.n)
+            ]
+            jobs = [j for j in all_jobs if (j.env, j.task_id, j.sample) not in done]
+            self.progress.start(name, len(all_jobs), len(all_jobs) - len(jobs))
+            self._started[name] = time.perf_counter()
+
+            async def work(env: Env, job: EpisodeJob) -> EpisodeRecord:
+                return await run_episode(
+                    env, self.model, job, self.params, pass_threshold=self.config.pass_threshold
+                )
+
+            def on_done(rec: EpisodeRecord) -> None:
+                self.store.append(rec)
+                self.progress.advance(name, rec)
+
+            await run_jobs(
+                jobs,
+                lambda: self.make_env(name),
+                work,
+                on_done,
+                concurrency=self.config.concurrency,
+                first_env=probe,
+            )
+            self.wall[name] = time.perf_counter() - self._started[name]
+        finally:
+            await asyncio.to_thread(probe.close)
+
+    def finish(self, *, interrupted: bool) -> dict[str, Any]:
+        """Summarise what is recorded, write ``summary.json`` and return it."""
+        now = time.perf_counter()
+        wall = {n: self.wall.get(n, now - t0) for n, t0 in self._started.items()}
+        for name, prior in self._prior_wall.items():
+            wall[name] = wall.get(name, 0.0) + prior
+        summary = {
+            "model": self.model.name or self.config.model,
+            "interrupted": interrupted,
+            "config": self.config.model_dump(),
+            "environments": summarize(
+                self.store.load_records(), k=self.config.n, wall=wall, order=self.config.envs
+            ),
+        }
+        self.store.write_summary(summary)
+        return summary

@@ -1,0 +1,186 @@
+"""A scripted OpenAI-compatible endpoint on loopback, for tests, benchmarks and smoke runs.
+
+It is a real HTTP server (uvicorn serving a bare ASGI app) that answers
+``POST /v1/chat/completions`` with whatever a Python *responder* says, at once, so rewards
+are known exactly and a benchmark measures the client, not a model::
+
+    with ScriptedEndpoint(answer_table({"2 + 3": "\\\\boxed{5}"})) as ep:
+        envhub eval --base-url ep.base_url ...
+
+A responder takes the request body (dict) and returns the assistant message as a dict
+(``content`` and optionally ``tool_calls``), or raises :class:`ScriptedHTTPError` to answer
+with an HTTP error. ``usage`` counts whitespace-separated words. uvicorn is imported when a
+server starts (the ``server`` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+Responder = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ScriptedHTTPError(Exception):
+    """Raised by a responder to make the endpoint answer ``status`` with ``text``."""
+
+    def __init__(self, status: int, text: str = "scripted failure") -> None:
+        """Answer with HTTP ``status`` and body ``text``."""
+        super().__init__(text)
+        self.status = status
+        self.text = text
+
+
+def last_user_text(body: dict[str, Any]) -> str:
+    """Content of the last user message of a chat-completion request."""
+    for m in reversed(body.get("messages", [])):
+        if m.get("role") == "user":
+            return m.get("content") or ""
+    return ""
+
+
+def answer_table(table: dict[str, str], default: str = "I do not know.") -> Responder:
+    """A responder that answers with ``table[key]`` for the first key in the last user turn."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        text = last_user_text(body)
+        for key, answer in table.items():
+            if key in text:
+                return {"content": answer}
+        return {"content": default}
+
+    return respond
+
+
+def _words(value: Any) -> int:
+    return len(str(value or "").split())
+
+
+def completion(body: dict[str, Any], message: dict[str, Any], model: str) -> dict[str, Any]:
+    """A chat-completion response carrying ``message``, with word-count ``usage``."""
+    prompt = sum(_words(m.get("content")) for m in body.get("messages", []))
+    out = _words(message.get("content")) + sum(
+        _words(c["function"].get("arguments")) for c in message.get("tool_calls") or []
+    )
+    return {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body.get("model") or model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, **message},
+                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
+    }
+
+
+class ScriptedEndpoint:
+    """Serve a responder as an OpenAI-compatible endpoint on ``127.0.0.1`` in a thread.
+
+    Args:
+        responder: Request body -> assistant message dict.
+        model: Model id listed at ``/v1/models``.
+        delay: Seconds to wait before each answer (to test interruption and concurrency).
+    """
+
+    def __init__(self, responder: Responder, *, model: str = "scripted", delay: float = 0.0):
+        """Configure; :meth:`start` (or ``with``) opens the port."""
+        self.responder = responder
+        self.model = model
+        self.delay = delay
+        self.requests = 0
+        """Chat completions answered so far."""
+        self.bodies: list[dict[str, Any]] = []
+        """Every chat-completion request body received, in order."""
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def _app(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        raw = b""
+        more = True
+        while more:
+            msg = await receive()
+            raw += msg.get("body", b"")
+            more = msg.get("more_body", False)
+        status, payload = self._handle(scope["method"], scope["path"], raw)
+        if self.delay and status == 200 and scope["path"].endswith("/chat/completions"):
+            await asyncio.sleep(self.delay)
+        data = json.dumps(payload).encode()
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
+
+    def _handle(self, method: str, path: str, raw: bytes) -> tuple[int, Any]:
+        if method == "GET" and path.rstrip("/").endswith("/models"):
+            return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+            return 404, {"error": {"message": f"no route {method} {path}"}}
+        try:
+            body = json.loads(raw or b"{}")
+        except json.JSONDecodeError as e:
+            return 400, {"error": {"message": f"bad JSON: {e}"}}
+        self.bodies.append(body)
+        try:
+            message = self.responder(body)
+        except ScriptedHTTPError as e:
+            return e.status, {"error": {"message": e.text}}
+        self.requests += 1
+        return 200, completion(body, message, self.model)
+
+    def start(self) -> ScriptedEndpoint:
+        """Start serving on a free loopback port; returns self once it accepts requests."""
+        import uvicorn
+
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(self._app, log_level="error", lifespan="on", access_log=False)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the scripted endpoint did not start within 10 s")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server and wait for its thread."""
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._server = self._thread = None
+
+    def __enter__(self) -> ScriptedEndpoint:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,111 @@
+"""``make``: one call that returns an environment on any runner.
+
+``local`` builds the environment in this process; ``http`` connects to a running
+``envhub serve`` (``url=``) or starts one on a free loopback port and stops it on ``close``;
+``docker`` runs the same server in a container. All three return an :class:`~envhub.core.Env`
+that behaves the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from .core import Env
+from .errors import ConfigError
+from .registry import _merge, load_entry_point, spec as lookup
+from .spec import EnvSpec
+
+
+def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
+    """Overlay overrides on a spec: spec fields by name (dicts merged), anything else to options.
+
+    ``make("gsm8k", max_turns=2, reward={"weights": {"format": 0}}, difficulty=3)`` sets the
+    turn budget, switches the format component off and passes ``difficulty=3`` to the env.
+    """
+    if not overrides:
+        return spec
+    fields = set(EnvSpec.model_fields) - {"name", "version", "source", "base", "entry_point"}
+    direct = {k: v for k, v in overrides.items() if k in fields}
+    options = {k: v for k, v in overrides.items() if k not in fields}
+    if options:
+        direct["options"] = {**direct.get("options", {}), **options}
+    data = _merge(spec.model_dump(exclude={"source"}), direct)
+    try:
+        return EnvSpec.model_validate({**data, "source": spec.source})
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(f"override {where!r} for {spec.name}: {err['msg']}") from None
+
+
+def make_local(spec: EnvSpec, **_: Any) -> Env:
+    """Build the environment in this process."""
+    cls = load_entry_point(spec.entry_point or "")
+    try:
+        return cls(spec, **spec.options)
+    except TypeError as e:
+        raise ConfigError(f"{spec.name}: bad options {sorted(spec.options)}: {e}") from e
+
+
+def make_http(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
+    """Connect to ``url``, or start ``envhub serve`` for this spec and own it."""
+    from .remote import HTTPEnv, spawn_server
+
+    if url is not None:
+        return HTTPEnv(url, **kwargs)
+    server = spawn_server(spec)
+    return HTTPEnv(server.url, owner=server, **kwargs)
+
+
+def make_docker(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
+    """Start the environment's server in a container and connect to it."""
+    from . import docker
+    from .remote import HTTPEnv
+
+    handle = docker.start_container(spec)
+    return HTTPEnv(handle.url, owner=handle, **kwargs)
+
+
+RUNNERS: dict[str, Callable[..., Env]] = {
+    "local": make_local,
+    "http": make_http,
+    "docker": make_docker,
+}
+
+
+def make(
+    name: str,
+    runner: str | None = None,
+    *,
+    url: str | None = None,
+    timeout: float | None = None,
+    **overrides: Any,
+) -> Env:
+    """Return the environment ``name`` (or ``name-vN``) on a runner.
+
+    Args:
+        name: A registered name; ``gsm8k`` is the latest version, ``gsm8k-v1`` a fixed one.
+        runner: ``local``, ``http`` or ``docker``; the spec's default runner when omitted.
+        url: For ``http``: the URL of a running ``envhub serve``.
+        timeout: For ``http``/``docker``: seconds per request (default 60).
+        **overrides: Spec fields (``max_turns``, ``split``, ``reward``, ``dataset``...) or
+            environment options.
+    """
+    if url is not None and overrides:
+        raise ConfigError(
+            f"overrides {sorted(overrides)} cannot change a running server at {url}; "
+            "start it with them instead, or omit url= to let make() start one"
+        )
+    spec_ = apply_overrides(lookup(name), overrides)
+    runner = runner or spec_.runner
+    if runner not in RUNNERS:
+        raise ConfigError(f"unknown runner {runner!r}; choose one of {sorted(RUNNERS)}")
+    if url is not None and runner != "http":
+        raise ConfigError("url= is only for runner='http'")
+    extra = {"timeout": timeout} if timeout is not None else {}
+    if runner == "local":
+        return make_local(spec_)
+    return RUNNERS[runner](spec_, url=url, **extra)

@@ -1,0 +1,268 @@
+"""The catalog: ``registry.yaml`` plus the user's registered YAML files, and ``make``.
+
+The catalog is data. Entry points are ``module:Class`` strings imported only when an
+environment is made, so listing or describing environments imports no environment code.
+
+A user adds an environment with ``envhub register FILE``: the file is validated completely
+(schema, ``base`` exists, entry point importable) before anything is written, and then copied
+to ``$ENVHUB_HOME/registry.d/``. Any error names the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from .errors import ConfigError, EnvNotFound, RegistryError
+from .spec import VERSIONED_RE, EnvSpec
+
+BUILTIN_REGISTRY = Path(__file__).with_name("registry.yaml")
+"""The catalog shipped with envhub (the repository's ``registry.yaml``)."""
+
+
+def envhub_home() -> Path:
+    """Where user registrations and caches live: ``$ENVHUB_HOME`` or ``~/.envhub``."""
+    return Path(os.environ.get("ENVHUB_HOME") or Path.home() / ".envhub")
+
+
+def user_registry_dir() -> Path:
+    """Folder of environments added with ``envhub register``."""
+    return envhub_home() / "registry.d"
+
+
+# ---------------------------------------------------------------------------- YAML reading
+
+
+def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
+    """Line (1-based) of the YAML node at ``loc``, or of the deepest existing parent."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            match = [v for k, v in node.value if getattr(k, "value", None) == key]
+            if not match:
+                break
+            node = match[0]
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int):
+            if key >= len(node.value):
+                break
+            node = node.value[key]
+        else:
+            break
+        line = node.start_mark.line + 1
+    return line
+
+
+def _entries(path: Path) -> tuple[list[dict[str, Any]], yaml.Node | None, tuple[Any, ...]]:
+    """Raw entries of a catalog file, its YAML node tree and the location of the list."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise RegistryError(f"{path}: cannot read ({e.strerror})") from e
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise RegistryError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from e
+    if isinstance(data, dict) and "environments" in data:
+        entries, prefix = data["environments"], ("environments",)
+        if not isinstance(entries, list):
+            line = _line_of(node, prefix)
+            raise RegistryError(f"{path}:{line}: field 'environments': expected a list")
+    elif isinstance(data, dict):
+        entries, prefix = [data], ()
+    else:
+        raise RegistryError(
+            f"{path}: expected a mapping describing one environment, or 'environments:' "
+            "with a list of them"
+        )
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            loc = (*prefix, i) if prefix else ()
+            raise RegistryError(f"{path}:{_line_of(node, loc)}: entry {i}: expected a mapping")
+    return entries, node, prefix
+
+
+def _validate(path: Path, raw: dict[str, Any], node: yaml.Node | None, loc: tuple) -> EnvSpec:
+    """Validate one raw entry; the error names file, line, field and what was expected."""
+    try:
+        return EnvSpec.model_validate({**raw, "source": str(path)})
+    except ValidationError as e:
+        err = e.errors()[0]
+        field_loc = tuple(err["loc"])
+        field = ".".join(str(p) for p in field_loc) or "(entry)"
+        line = _line_of(node, (*loc, *field_loc))
+        name = raw.get("name", "?")
+        more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
+        raise RegistryError(
+            f"{path}:{line}: environment {name!r}, field '{field}': {err['msg']}{more}"
+        ) from None
+
+
+def load_file(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
+    """Validated specs of one file, each with the raw mapping it came from."""
+    entries, node, prefix = _entries(path)
+    return [
+        (_validate(path, raw, node, (*prefix, i) if prefix else ()), raw)
+        for i, raw in enumerate(entries)
+    ]
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "dataset":
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+# ---------------------------------------------------------------------------- the registry
+
+
+class Registry:
+    """Environment specs by name and version, with ``base`` composition resolved."""
+
+    def __init__(self) -> None:
+        """Start empty; see :meth:`load`."""
+        self._raw: dict[tuple[str, int], tuple[EnvSpec, dict[str, Any]]] = {}
+
+    @classmethod
+    def load(cls, paths: list[Path] | None = None) -> Registry:
+        """The built-in catalog plus the user's registrations (or exactly ``paths``)."""
+        reg = cls()
+        if paths is None:
+            user = sorted(user_registry_dir().glob("*.yaml"))
+            paths = [BUILTIN_REGISTRY, *user]
+        for path in paths:
+            for spec, raw in load_file(path):
+                reg._add(spec, raw)
+        for spec, _ in list(reg._raw.values()):
+            reg.spec(spec.id)  # resolve every composition now: errors surface at load
+        return reg
+
+    def _add(self, spec: EnvSpec, raw: dict[str, Any]) -> None:
+        key = (spec.name, spec.version)
+        if key in self._raw:
+            first = self._raw[key][0].source
+            raise RegistryError(f"{spec.source}: {spec.id} is already registered (by {first})")
+        self._raw[key] = (spec, raw)
+
+    def ids(self) -> list[str]:
+        """Every versioned id, sorted."""
+        return sorted(spec.id for spec, _ in self._raw.values())
+
+    def names(self) -> list[str]:
+        """Every name (latest version), sorted."""
+        return sorted({name for name, _ in self._raw})
+
+    def _key(self, name: str) -> tuple[str, int]:
+        m = VERSIONED_RE.match(name)
+        if m and (m["name"], int(m["version"])) in self._raw:
+            return m["name"], int(m["version"])
+        versions = [v for (n, v) in self._raw if n == name]
+        if versions:
+            return name, max(versions)
+        known = self.names() + self.ids()
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise EnvNotFound(f"no environment named {name!r}.{hint} See `envhub list`.")
+
+    def spec(self, name: str, _seen: tuple[str, ...] = ()) -> EnvSpec:
+        """The resolved spec of ``name`` or ``name-vN`` (``base`` compositions merged in)."""
+        key = self._key(name)
+        spec, raw = self._raw[key]
+        if spec.base is None:
+            if spec.entry_point is None:
+                raise RegistryError(f"{spec.source}: {spec.id} needs 'entry_point' or 'base'")
+            return spec
+        if spec.base in _seen or spec.base == name:
+            raise RegistryError(f"{spec.source}: {spec.id}: 'base' forms a cycle")
+        try:
+            parent = self.spec(spec.base, (*_seen, name))
+        except EnvNotFound as e:
+            raise RegistryError(f"{spec.source}: {spec.id}, field 'base': {e}") from None
+        data = parent.model_dump(exclude={"source", "name", "version", "base", "description"})
+        merged = _merge(data, {k: v for k, v in raw.items() if k != "base"})
+        return EnvSpec.model_validate({**merged, "source": spec.source})
+
+
+_registry: Registry | None = None
+
+
+def catalog() -> Registry:
+    """The process-wide catalog, loaded on first use."""
+    global _registry
+    if _registry is None:
+        _registry = Registry.load()
+    return _registry
+
+
+def reset_registry() -> None:
+    """Forget the loaded catalog (after a registration, or between tests)."""
+    global _registry
+    _registry = None
+
+
+def spec(name: str) -> EnvSpec:
+    """The resolved spec of a registered environment."""
+    return catalog().spec(name)
+
+
+def load_entry_point(entry_point: str) -> Callable[..., Any]:
+    """Import ``module:attr`` and return the attribute, with an error that says what failed."""
+    module_name, _, attr = entry_point.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ConfigError(f"entry point {entry_point!r}: cannot import {module_name!r}: {e}") from e
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ConfigError(f"entry point {entry_point!r}: {module_name} has no {attr!r}")
+        obj = getattr(obj, part)
+    return obj
+
+
+def register(path: str | Path) -> list[EnvSpec]:
+    """Validate a user's YAML file and add its environments to the user catalog.
+
+    Nothing is written unless every entry is valid, its ``base`` exists and its entry point
+    imports.
+    """
+    path = Path(path).resolve()
+    loaded = load_file(path)
+    trial = Registry.load()
+    for spec_, raw in loaded:
+        try:
+            trial._add(spec_, raw)
+        except RegistryError as e:
+            raise RegistryError(f"{e}. Choose another name or bump 'version'.") from None
+    resolved = []
+    for spec_, _ in loaded:
+        full = trial.spec(spec_.id)
+        load_entry_point(full.entry_point or "")
+        resolved.append(full)
+    target_dir = user_registry_dir()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    for spec_, raw in loaded:
+        out = dict(raw)
+        ds = out.get("dataset")
+        if isinstance(ds, dict) and ds.get("path") and ds.get("kind") in ("jsonl", "parquet"):
+            p = Path(str(ds["path"])).expanduser()
+            out["dataset"] = {**ds, "path": str(p if p.is_absolute() else path.parent / p)}
+        target = target_dir / f"{spec_.id}.yaml"
+        tmp = target.with_suffix(".tmp")
+        tmp.write_text(yaml.safe_dump(out, sort_keys=False), encoding="utf-8")
+        tmp.replace(target)
+    reset_registry()
+    return resolved

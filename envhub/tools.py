@@ -1,0 +1,362 @@
+"""Tool calls: definitions, the two call forms a model may use, and argument validation.
+
+Any environment that offers tools builds a :class:`ToolSet` from :class:`Tool` definitions and
+gets, from one place:
+
+* the tool definitions in the OpenAI convention (``{"type": "function", "function": {...}}``
+  with a JSON-schema ``parameters`` object), for ``tools()`` and chat APIs;
+* parsing of the calls in an assistant :class:`~envhub.types.Message`, in either form:
+
+  - **structured**: ``message.tool_calls`` as OpenAI-compatible servers return them
+    (``function.arguments`` is a JSON-encoded object);
+  - **text** (for models and servers without native tool calling), the Hermes/Qwen form, one
+    block per call anywhere in ``message.content``::
+
+        <tool_call>{"name": "search", "arguments": {"query": "capital of Vandoria"}}</tool_call>
+
+    ``"parameters"`` is accepted as a synonym of ``"arguments"``, and ``arguments`` may itself
+    be a JSON-encoded string. When a message carries structured calls, its text is not
+    searched for calls.
+
+* validation of each call's arguments against the schema, with an
+  :class:`~envhub.errors.InvalidAction` that says what was wrong and how to fix it (bad JSON,
+  unknown tool, missing, unexpected or wrongly typed arguments);
+* the messages that carry the results back: one ``role="tool"`` message per structured call
+  (with its ``tool_call_id``), and for text calls one ``role="user"`` message holding a
+  ``<tool_response>`` block per call, which every chat template can render.
+
+The argument checker covers the JSON-schema subset tools need: the types ``string``,
+``integer``, ``number``, ``boolean``, ``array`` and ``object``, ``enum``, ``minimum``,
+``maximum`` and ``minLength``. Defaults of optional parameters are filled in.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigError, InvalidAction
+from .types import Message
+
+JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
+
+TEXT_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+"""One text-form call; the body is a JSON object with ``name`` and ``arguments``."""
+
+TEXT_CALL_EXAMPLE = '<tool_call>{"name": "NAME", "arguments": {...}}</tool_call>'
+
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list,),
+    "object": (dict,),
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter of a tool."""
+
+    name: str
+    type: JsonType
+    description: str
+    required: bool = True
+    default: Any = None
+    """Value filled in when an optional parameter is left out."""
+    enum: tuple[Any, ...] | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+    min_length: int | None = None
+    """Strings only: the fewest characters allowed (after stripping blanks)."""
+
+    def schema(self) -> dict[str, Any]:
+        """This parameter as a JSON-schema property."""
+        out: dict[str, Any] = {"type": self.type, "description": self.description}
+        for key, value in (
+            ("enum", list(self.enum) if self.enum is not None else None),
+            ("minimum", self.minimum),
+            ("maximum", self.maximum),
+            ("minLength", self.min_length),
+            ("default", None if self.required else self.default),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+    def check(self, tool: str, value: Any) -> Any:
+        """Return ``value`` if it fits this parameter, else raise :class:`InvalidAction`."""
+        where = f"argument {self.name!r} of {tool!r}"
+        is_bool = isinstance(value, bool)
+        fits = isinstance(value, _PY_TYPES[self.type]) and (self.type == "boolean") == is_bool
+        if self.type == "integer" and isinstance(value, float) and value.is_integer():
+            value, fits = int(value), True
+        if not fits:
+            raise InvalidAction(
+                f"{where} must be of type {self.type}, got {_json_type(value)} "
+                f"({json.dumps(value)[:60]}): {self.description}"
+            )
+        if self.enum is not None and value not in self.enum:
+            raise InvalidAction(f"{where} must be one of {list(self.enum)}, got {value!r}")
+        if self.minimum is not None and value < self.minimum:
+            raise InvalidAction(f"{where} must be at least {self.minimum}, got {value}")
+        if self.maximum is not None and value > self.maximum:
+            raise InvalidAction(f"{where} must be at most {self.maximum}, got {value}")
+        if self.min_length is not None and len(value.strip()) < self.min_length:
+            raise InvalidAction(
+                f"{where} must have at least {self.min_length} non-blank character(s)"
+            )
+        return value
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool offered to the model: a name, a description and typed parameters."""
+
+    name: str
+    description: str
+    params: tuple[Param, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_-]{0,63}", self.name):
+            raise ConfigError(f"tool name {self.name!r} must match [A-Za-z_][A-Za-z0-9_-]*")
+        names = [p.name for p in self.params]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"tool {self.name!r} declares a parameter twice: {names}")
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function definition of this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": {
+                    "type": "object",
+                    "properties": {p.name: p.schema() for p in self.params},
+                    "required": [p.name for p in self.params if p.required],
+                    "additionalProperties": False,
+                },
+            },
+        }
+
+    def validate(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Checked arguments with defaults filled in; raises :class:`InvalidAction`."""
+        known = {p.name: p for p in self.params}
+        extra = sorted(set(arguments) - set(known))
+        if extra:
+            raise InvalidAction(
+                f"{self.name!r} got unexpected argument(s) {extra}; it takes "
+                f"{sorted(known) or 'no arguments'}"
+            )
+        out: dict[str, Any] = {}
+        for p in self.params:
+            if p.name in arguments:
+                out[p.name] = p.check(self.name, arguments[p.name])
+            elif p.required:
+                raise InvalidAction(
+                    f"{self.name!r} is missing the required argument {p.name!r} "
+                    f"({p.type}: {p.description})"
+                )
+            elif p.default is not None:
+                out[p.name] = p.default
+        return out
+
+
+@dataclass(frozen=True)
+class ParsedCall:
+    """One tool call read from an assistant message, valid or not."""
+
+    id: str
+    """The call's id: the structured call's own, or ``call_N`` for text calls."""
+    name: str | None
+    """The tool's name; ``None`` when the call was too malformed to tell."""
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """Validated arguments, defaults filled in (empty when the call is invalid)."""
+    structured: bool = True
+    """True for ``message.tool_calls``, False for a text ``<tool_call>`` block."""
+    error: str | None = None
+    """Why the call cannot be run (the text of its :class:`InvalidAction`)."""
+
+    @property
+    def ok(self) -> bool:
+        """The call is well-formed and may be run."""
+        return self.error is None
+
+
+class ToolSet:
+    """The tools of an environment: their definitions, and parsing of calls to them."""
+
+    def __init__(self, tools: Sequence[Tool], max_calls: int = 8) -> None:
+        """Build from tool definitions; ``max_calls`` caps the calls read from one message."""
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"tool names must be unique, got {names}")
+        self.tools = {t.name: t for t in tools}
+        self.max_calls = max_calls
+
+    def schemas(self) -> list[dict[str, Any]]:
+        """OpenAI function definitions of every tool (for ``Env.tools()``)."""
+        return [t.schema() for t in self.tools.values()]
+
+    def describe(self) -> str:
+        """A plain-text description of the tools and how to call them, for a system prompt."""
+        defs = "\n".join(json.dumps(t.schema()["function"]) for t in self.tools.values())
+        return (
+            "You can call these tools (JSON schema):\n"
+            f"{defs}\n"
+            "To call a tool, write one block per call:\n"
+            f"{TEXT_CALL_EXAMPLE}\n"
+            "Results come back in <tool_response> blocks."
+        )
+
+    @staticmethod
+    def has_calls(message: Message) -> bool:
+        """True when the message tries to call a tool (in either form), well-formed or not."""
+        return bool(message.tool_calls) or "<tool_call>" in message.content
+
+    def parse(self, message: Message) -> list[ParsedCall]:
+        """Every call in ``message``; malformed ones carry an ``error`` instead of raising."""
+        if message.tool_calls:
+            raw = [
+                (c.id or f"call_{i}", c.function.name, c.function.arguments, True)
+                for i, c in enumerate(message.tool_calls)
+            ]
+            calls = [self._checked(*r) for r in raw]
+        else:
+            calls = [self._from_text(i, body) for i, body in enumerate(_text_blocks(message))]
+        for i, call in enumerate(calls[self.max_calls :], start=self.max_calls):
+            calls[i] = ParsedCall(
+                id=call.id,
+                name=call.name,
+                structured=call.structured,
+                error=f"too many tool calls in one message (at most {self.max_calls}); "
+                "this one was not run",
+            )
+        return calls
+
+    def parse_strict(self, message: Message) -> list[ParsedCall]:
+        """Every call in ``message``; raises :class:`InvalidAction` for the first bad one."""
+        calls = self.parse(message)
+        for call in calls:
+            if call.error is not None:
+                raise InvalidAction(call.error)
+        return calls
+
+    def validate(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """Checked arguments of a call to ``name``; raises :class:`InvalidAction`."""
+        tool = self.tools.get(name)
+        if tool is None:
+            close = difflib.get_close_matches(name, list(self.tools), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InvalidAction(
+                f"unknown tool {name!r}{hint}; available tools: {', '.join(self.tools)}"
+            )
+        return tool.validate(arguments)
+
+    def _checked(self, call_id: str, name: str, arguments: Any, structured: bool) -> ParsedCall:
+        try:
+            args = _decode_arguments(name, arguments)
+            args = self.validate(name, args)
+        except InvalidAction as e:
+            return ParsedCall(id=call_id, name=name, structured=structured, error=str(e))
+        return ParsedCall(id=call_id, name=name, arguments=args, structured=structured)
+
+    def _from_text(self, index: int, body: str | None) -> ParsedCall:
+        call_id = f"call_{index}"
+        if body is None:
+            return _bad(call_id, "a <tool_call> block is not closed: end it with </tool_call>")
+        try:
+            envelope = json.loads(body)
+        except json.JSONDecodeError as e:
+            return _bad(
+                call_id,
+                f"the <tool_call> block is not valid JSON ({e.msg} at char {e.pos}); "
+                f"write {TEXT_CALL_EXAMPLE}",
+            )
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("name"), str):
+            return _bad(
+                call_id,
+                "a <tool_call> block must hold a JSON object with a string 'name' and an "
+                f"'arguments' object: {TEXT_CALL_EXAMPLE}",
+            )
+        unexpected = sorted(set(envelope) - {"name", "arguments", "parameters", "id"})
+        if unexpected:
+            return _bad(
+                call_id,
+                f"unexpected key(s) {unexpected} in <tool_call>; use only 'name' and "
+                "'arguments'",
+                envelope["name"],
+            )
+        args = envelope.get("arguments", envelope.get("parameters", {}))
+        return self._checked(call_id, envelope["name"], args, structured=False)
+
+
+def tool_result_messages(results: Sequence[tuple[ParsedCall, str]]) -> list[Message]:
+    """Messages carrying tool results (or errors) back to the model.
+
+    Structured calls are answered with one ``role="tool"`` message each, referring to the call
+    by ``tool_call_id``; text calls with a single ``role="user"`` message of
+    ``<tool_response>`` blocks, in call order.
+    """
+    out: list[Message] = []
+    text_blocks: list[str] = []
+    for call, content in results:
+        if call.structured:
+            out.append(
+                Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
+            )
+        else:
+            text_blocks.append(f"<tool_response>\n{content}\n</tool_response>")
+    if text_blocks:
+        out.append(Message(role="user", content="\n".join(text_blocks)))
+    return out
+
+
+def _text_blocks(message: Message) -> list[str | None]:
+    """Bodies of the ``<tool_call>`` blocks of a message; ``None`` for an unclosed one."""
+    text = message.content
+    blocks: list[str | None] = [m.group(1).strip() for m in TEXT_CALL_RE.finditer(text)]
+    tail = TEXT_CALL_RE.sub("", text)
+    if "<tool_call>" in tail:
+        blocks.append(None)
+    return blocks
+
+
+def _decode_arguments(name: str, arguments: Any) -> dict[str, Any]:
+    """The arguments as a dict: a JSON-encoded object (or an object) is accepted."""
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError as e:
+            raise InvalidAction(
+                f"the arguments of {name!r} are not valid JSON ({e.msg} at char {e.pos}): "
+                f"send a JSON object such as {{\"param\": \"value\"}}"
+            ) from e
+    if not isinstance(arguments, dict):
+        raise InvalidAction(
+            f"the arguments of {name!r} must be a JSON object, got {_json_type(arguments)}"
+        )
+    return arguments
+
+
+def _bad(call_id: str, error: str, name: str | None = None) -> ParsedCall:
+    return ParsedCall(id=call_id, name=name, structured=False, error=error)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    for name in ("integer", "number", "string", "array", "object"):
+        if isinstance(value, _PY_TYPES[name]):
+            return name
+    return type(value).__name__

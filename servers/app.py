@@ -1,0 +1,366 @@
+"""The FastAPI server that serves any envhub environment.
+
+``create_app(env, settings)`` builds it; ``envhub serve NAME`` runs it with uvicorn. One JSON
+schema for every environment, derived from :mod:`envhub.types` (see ``/docs``).
+
+Protection, in the order a request meets it:
+
+1. bodies over ``max_body_bytes`` get 413 before they are read in full;
+2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
+   ``Retry-After`` instead of queueing without bound;
+3. malformed bodies get 422 naming the field;
+4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
+   stays fast while verification saturates the CPU; each call has a server-side deadline,
+   because a client's time-out does not stop server work;
+5. a failure inside one episode is that episode's status; an unexpected exception is a 500
+   for that request only.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from envhub.core import Env
+from envhub.errors import (
+    ConfigError,
+    EpisodeStateError,
+    NotSupported,
+    TaskNotFound,
+)
+from envhub.types import Message, ResetResult, Score, Status, StepResult, Task
+
+from .sessions import SessionError, SessionTable
+
+log = logging.getLogger("envhub.server")
+T = TypeVar("T")
+
+
+class ServerSettings(BaseModel):
+    """Limits of one server; every one has a finite default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_sessions: int = Field(1024, ge=1)
+    session_ttl_s: float = Field(600.0, gt=0)
+    """Idle seconds after which a session expires."""
+    max_inflight: int = Field(256, ge=1)
+    """Concurrent reset/step/verify requests before answering 503."""
+    threads: int = Field(default_factory=lambda: min(32, 4 * (os.cpu_count() or 1)), ge=1)
+    """Worker threads for environment code."""
+    max_body_bytes: int = Field(4_000_000, ge=1024)
+    max_batch: int = Field(1024, ge=1)
+    request_timeout_s: float = Field(120.0, gt=0)
+    """Server-side deadline of one environment call."""
+
+
+# ---------------------------------------------------------------------------- wire bodies
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ResetRequest(_Body):
+    """Start an episode in a new session."""
+
+    seed: int | None = None
+    task_id: str | None = None
+    close_session: str | None = None
+    """A previous session of the same client to close first."""
+
+
+class ResetResponse(ResetResult):
+    """The opening messages and info, plus the session to step in."""
+
+    session_id: str
+
+
+class StepRequest(_Body):
+    """One assistant message for a session's episode."""
+
+    session_id: str
+    message: Message
+
+
+class CloseRequest(_Body):
+    """End a session."""
+
+    session_id: str
+
+
+class VerifyItem(_Body):
+    """One response to verify against a task given by id, by gold answer, or in full."""
+
+    task_id: str | None = None
+    gold: str | None = None
+    task: Task | None = None
+    response: Message | str
+
+    @model_validator(mode="after")
+    def _one_task(self) -> VerifyItem:
+        given = [k for k in ("task_id", "gold", "task") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of task_id, gold, task (got {given or 'none'})")
+        return self
+
+
+class VerifyRequest(_Body):
+    """A batch of responses to verify."""
+
+    items: list[VerifyItem] = Field(min_length=1)
+
+
+class VerifyResponse(_Body):
+    """One score per item, in order."""
+
+    scores: list[Score]
+
+
+class TaskPage(_Body):
+    """A page of the task listing."""
+
+    tasks: list[Task]
+    total: int
+
+
+class ErrorBody(_Body):
+    """Every error answer: a message and a machine-readable kind."""
+
+    error: str
+    kind: str
+
+
+# ---------------------------------------------------------------------------- middleware
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        """Wrap ``app``."""
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """Reject oversized bodies, pass everything else through."""
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            return await _too_large(self.limit, send)
+        seen = 0
+
+        async def counting_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise _TooLarge
+            return message
+
+        await self.app(scope, counting_receive, send)
+
+
+async def _too_large(limit: int, send: Callable) -> None:
+    body = ErrorBody(error=f"request body over {limit} bytes", kind="too_large")
+    resp = JSONResponse(body.model_dump(), status_code=413)
+    await resp({"type": "http"}, None, send)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------- the app
+
+WORK_PATHS = ("/reset", "/step", "/verify")
+ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
+    TaskNotFound: (404, "task_not_found"),
+    EpisodeStateError: (409, "episode_state"),
+    NotSupported: (400, "not_supported"),
+    ConfigError: (400, "config"),
+    ValueError: (422, "invalid_request"),
+}
+
+
+class _TooLarge(Exception):
+    pass
+
+
+ERROR_CODES[_TooLarge] = (413, "too_large")
+
+
+def _error(code: int, kind: str, message: str, **headers: str) -> JSONResponse:
+    return JSONResponse(ErrorBody(error=message, kind=kind).model_dump(), code, headers=headers)
+
+
+def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
+    """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings."""
+    settings = settings or ServerSettings()
+    sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
+    limiter = anyio.CapacityLimiter(settings.threads)
+    metrics: Counter[str] = Counter()
+    state = {"inflight": 0, "started": time.time()}
+
+    async def run(fn: Callable[..., T], *args: Any) -> T:
+        with anyio.fail_after(settings.request_timeout_s):
+            return await anyio.to_thread.run_sync(fn, *args, limiter=limiter, abandon_on_cancel=True)
+
+    async def reaper() -> None:
+        while True:
+            await anyio.sleep(min(30.0, settings.session_ttl_s / 2))
+            metrics["sessions_expired"] += sessions.reap()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):  # noqa: ANN202
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reaper)
+            yield
+            tg.cancel_scope.cancel()
+        sessions.close_all()
+        env.close()
+
+    app = FastAPI(
+        title=f"envhub: {env.spec.id}",
+        description=env.spec.description or "An envhub environment server.",
+        lifespan=lifespan,
+    )
+
+    @app.middleware("http")
+    async def admission(request: Request, call_next: Callable) -> Any:
+        if request.url.path not in WORK_PATHS:
+            return await call_next(request)
+        if state["inflight"] >= settings.max_inflight:
+            metrics["rejected_overload"] += 1
+            return _error(503, "overloaded", "server at its concurrency limit", **{"Retry-After": "1"})
+        state["inflight"] += 1
+        metrics["requests"] += 1
+        try:
+            return await call_next(request)
+        finally:
+            state["inflight"] -= 1
+
+    @app.exception_handler(RequestValidationError)
+    async def on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]]
+        return _error(422, "invalid_request", "; ".join(parts))
+
+    @app.exception_handler(SessionError)
+    async def on_session(_: Request, exc: SessionError) -> JSONResponse:
+        headers = {"Retry-After": "1"} if exc.code == 503 else {}
+        return _error(exc.code, exc.kind, str(exc), **headers)
+
+    @app.exception_handler(TimeoutError)
+    async def on_deadline(_: Request, exc: TimeoutError) -> JSONResponse:
+        metrics["deadline_exceeded"] += 1
+        return _error(504, "deadline", f"over the server deadline of {settings.request_timeout_s:g} s")
+
+    @app.exception_handler(Exception)
+    async def on_error(_: Request, exc: Exception) -> JSONResponse:
+        for cls, (code, kind) in ERROR_CODES.items():
+            if isinstance(exc, cls):
+                return _error(code, kind, str(exc))
+        log.exception("unexpected error")
+        metrics["internal_errors"] += 1
+        return _error(500, "internal", f"{type(exc).__name__}: {exc}")
+
+    @app.get("/health")
+    async def health() -> dict[str, str]:
+        """Liveness: answers at once, whatever the load."""
+        return {"status": "ok"}
+
+    @app.get("/info")
+    async def info() -> dict[str, Any]:
+        """The environment, its spec and the server's limits."""
+        return {
+            **env.info(),
+            "spec": env.spec.model_dump(mode="json", exclude={"source"}),
+            "server": settings.model_dump(),
+        }
+
+    @app.get("/metrics")
+    async def get_metrics() -> dict[str, Any]:
+        """Counters since start."""
+        return {
+            **metrics,
+            "sessions": len(sessions),
+            "inflight": state["inflight"],
+            "uptime_s": round(time.time() - state["started"], 1),
+        }
+
+    @app.get("/tasks", response_model=TaskPage)
+    async def tasks(split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
+        """A page of the tasks of ``split``."""
+        if offset < 0 or not 1 <= limit <= 10_000:
+            raise ValueError("offset must be >= 0 and limit in 1..10000")
+        all_tasks = await run(env.tasks, split)
+        return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
+
+    @app.post("/reset", response_model=ResetResponse)
+    async def reset(body: ResetRequest) -> ResetResponse:
+        """Start an episode in a new session."""
+        if body.close_session:
+            sessions.close(body.close_session)
+        episode_env = env.fork()
+        result = await run(lambda: episode_env.reset(seed=body.seed, task_id=body.task_id))
+        sid = sessions.create(episode_env)
+        metrics["episodes"] += 1
+        return ResetResponse(session_id=sid, **result.model_dump())
+
+    @app.post("/step", response_model=StepResult)
+    async def step(body: StepRequest) -> StepResult:
+        """One assistant message; the episode's failures come back as its status."""
+        session = sessions.get(body.session_id)
+        async with session.lock:
+            try:
+                result = await run(session.env.step, body.message)
+            except TimeoutError:
+                sessions.close(body.session_id)
+                raise
+        metrics[f"steps_{result.info.status.value}"] += 1
+        if result.done:
+            sessions.close(body.session_id)
+        return result
+
+    @app.post("/close")
+    async def close(body: CloseRequest) -> dict[str, bool]:
+        """End a session early."""
+        return {"closed": sessions.close(body.session_id)}
+
+    @app.post("/verify", response_model=VerifyResponse)
+    async def verify(body: VerifyRequest) -> VerifyResponse:
+        """Verify a batch; one bad item never spoils the others."""
+        if len(body.items) > settings.max_batch:
+            raise ValueError(f"batch of {len(body.items)} items; the limit is {settings.max_batch}")
+        scores = await run(_verify_items, env, body.items)
+        for s in scores:
+            metrics[f"verify_{s.status.value}"] += 1
+        return VerifyResponse(scores=scores)
+
+    app.state.sessions = sessions
+    app.state.settings = settings
+    return app
+
+
+def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
+    out = []
+    for item in items:
+        try:
+            task: Task | str
+            if item.task is not None:
+                task = item.task
+            elif item.gold is not None:
+                task = env.task_from_gold(item.gold)
+            else:
+                task = item.task_id or ""
+            out.append(env.verify(task, item.response))
+        except (TaskNotFound, NotSupported, ConfigError) as e:
+            out.append(Score(reward=0.0, status=Status.INVALID_ACTION, error=str(e)))
+    return out

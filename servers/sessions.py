@@ -1,0 +1,110 @@
+"""The session table of the HTTP server: bounded, with idle expiry.
+
+Each session is a fork of the served environment holding one episode. The table is bounded
+(``max_sessions``); idle sessions expire after ``ttl`` seconds. The ids of recently expired
+sessions are remembered for a while so a late client gets "expired", not "unknown".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from envhub.core import Env
+
+
+class SessionError(Exception):
+    """A session lookup failed; ``code`` is the HTTP status to answer."""
+
+    def __init__(self, code: int, kind: str, message: str) -> None:
+        """Record the HTTP code, the error kind and the message."""
+        super().__init__(message)
+        self.code = code
+        self.kind = kind
+
+
+@dataclass
+class Session:
+    """One episode's environment and its bookkeeping."""
+
+    env: Env
+    last_used: float = field(default_factory=time.monotonic)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class SessionTable:
+    """Sessions by id, bounded in number, expiring when idle."""
+
+    def __init__(self, max_sessions: int, ttl: float, remember_expired: int = 10_000) -> None:
+        """Create an empty table."""
+        self.max_sessions = max_sessions
+        self.ttl = ttl
+        self._sessions: dict[str, Session] = {}
+        self._expired: OrderedDict[str, float] = OrderedDict()
+        self._remember = remember_expired
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def create(self, env: Env) -> str:
+        """Add a session; raises ``SessionError(503)`` when the table is full."""
+        self.reap()
+        if len(self._sessions) >= self.max_sessions:
+            raise SessionError(
+                503, "overloaded", f"all {self.max_sessions} sessions are in use; retry later"
+            )
+        sid = secrets.token_urlsafe(12)
+        self._sessions[sid] = Session(env)
+        return sid
+
+    def get(self, sid: str) -> Session:
+        """The live session ``sid``; 410 if it expired, 404 if it never existed."""
+        session = self._sessions.get(sid)
+        if session is not None and time.monotonic() - session.last_used > self.ttl:
+            self._expire(sid)
+            session = None
+        if session is None:
+            if sid in self._expired:
+                raise SessionError(
+                    410, "session_expired",
+                    f"session {sid!r} expired after {self.ttl:g} s idle; call /reset",
+                )  # fmt: skip
+            raise SessionError(404, "unknown_session", f"unknown session {sid!r}; call /reset")
+        session.last_used = time.monotonic()
+        return session
+
+    def close(self, sid: str) -> bool:
+        """Close and drop a session; False if there was none."""
+        session = self._sessions.pop(sid, None)
+        if session is None:
+            return False
+        session.env.close()
+        return True
+
+    def _expire(self, sid: str) -> None:
+        session = self._sessions.pop(sid, None)
+        if session is not None:
+            session.env.close()
+        self._expired[sid] = time.monotonic()
+        while len(self._expired) > self._remember:
+            self._expired.popitem(last=False)
+
+    def reap(self) -> int:
+        """Expire every session idle for longer than the ttl; returns how many."""
+        now = time.monotonic()
+        stale = [
+            sid
+            for sid, s in self._sessions.items()
+            if now - s.last_used > self.ttl and not s.lock.locked()
+        ]
+        for sid in stale:
+            self._expire(sid)
+        return len(stale)
+
+    def close_all(self) -> None:
+        """Close every session (server shutdown)."""
+        for sid in list(self._sessions):
+            self.close(sid)
