@@ -1,0 +1,402 @@
+"""Generation engines: one interface for sampling tokens from a policy, and the transformers one.
+
+The trainer and the evaluator only see :class:`GenerationEngine`: prompts go in as token ids,
+:class:`Generation` objects come out holding the engine's *own* token ids and per-token
+logprobs. Training sequences are built from these ids (never from re-tokenised text, which
+drifts from what was sampled), and the logprobs feed ``token_mult_prob_error``.
+
+Logprobs are those of the sampled token under the temperature-scaled distribution
+``log_softmax(logits / temperature)`` (``temperature=0`` counts as 1), before top-k/top-p
+truncation: the same quantity the trainer computes, so the two can be compared token by token.
+
+:class:`TransformersEngine` is the fallback wherever vLLM is absent (and the engine tests and
+CPU runs use): a batched sampling loop over a transformers causal LM with a KV cache, stop
+strings, EOS handling and seeded sampling. :class:`ChatFormatter` turns
+:class:`envhub.types.Message` lists into prompt ids and, for multi-turn episodes, turns the
+environment's answer into the ids that continue a conversation after the model's last token.
+
+Example:
+    >>> engine = TransformersEngine.from_pretrained("tiny")           # doctest: +SKIP
+    >>> chat = ChatFormatter(engine.tokenizer)                          # doctest: +SKIP
+    >>> prompt = chat.prompt_ids([Message(role="user", content="2+3?")])  # doctest: +SKIP
+    >>> [g] = engine.generate([prompt], SamplingParams(max_tokens=16))  # doctest: +SKIP
+    >>> g.text, g.token_ids, g.logprobs, g.finish_reason                # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from envhub.types import Message
+
+if TYPE_CHECKING:
+    import torch
+
+FinishReason = Literal["stop", "length"]
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample one completion per prompt."""
+
+    max_tokens: int = 128
+    """Most new tokens per completion."""
+    temperature: float = 1.0
+    """Softmax temperature; 0 means greedy."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1 keeps all tokens)."""
+    top_k: int = 0
+    """Keep only the k most likely tokens (0 keeps all)."""
+    stop: tuple[str, ...] = ()
+    """Strings that end a completion when they appear in its text."""
+    include_stop_str_in_output: bool = True
+    """Keep the matched stop string at the end of ``Generation.text``."""
+    seed: int | None = None
+    """Seed of the sampler; the same seed, prompts and weights give the same completions."""
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        object.__setattr__(self, "stop", tuple(self.stop))
+
+
+@dataclass
+class Generation:
+    """One completion, exactly as the engine sampled it."""
+
+    token_ids: list[int]
+    """Sampled token ids, EOS included when the model emitted it."""
+    logprobs: list[float]
+    """Logprob of each sampled token (see the module docstring); same length as ids."""
+    text: str
+    """Decoded text without special tokens, cut after the stop string if one matched."""
+    finish_reason: FinishReason
+    """``stop`` (EOS or a stop string) or ``length`` (``max_tokens`` reached)."""
+    stop_reason: str | None = None
+    """The stop string that matched, the EOS token text, or ``None``."""
+
+    @property
+    def ended_with_eos(self) -> bool:
+        """True when the last sampled token closed the turn by itself."""
+        return self.finish_reason == "stop" and self.stop_reason == "<eos>"
+
+
+@runtime_checkable
+class GenerationEngine(Protocol):
+    """What the trainer and the evaluator need from any engine (transformers, vLLM)."""
+
+    @property
+    def tokenizer(self) -> Any:
+        """The engine's tokenizer (a transformers tokenizer)."""
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        """Sample one completion for each prompt (token ids), in order."""
+
+
+# ---------------------------------------------------------------------------- chat formatting
+
+
+def _as_dict(message: Message | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(message, Message):
+        return message.model_dump(exclude_none=True)
+    return dict(message)
+
+
+class ChatFormatter:
+    """Renders chat messages to token ids with the tokenizer's chat template.
+
+    Multi-turn sequences are built piecewise so the model's own tokens are never re-encoded:
+    :meth:`prompt_ids` for the opening, then the engine's ids for each model turn, then
+    :meth:`continuation_ids` for each environment answer.
+    """
+
+    def __init__(self, tokenizer: Any) -> None:
+        """Wrap ``tokenizer``; it must have a chat template and an EOS token."""
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError(
+                "the tokenizer has no chat template; use an instruct model's tokenizer "
+                "(for example the SmolLM2 one from trainer.models.smollm2_tokenizer_path())"
+            )
+        self.tokenizer = tokenizer
+        self.eos_id: int = tokenizer.eos_token_id
+        self._probe = "\x00probe\x00"
+
+    def render(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        add_generation_prompt: bool = True,
+    ) -> str:
+        """The chat template's text for ``messages``."""
+        kwargs: dict[str, Any] = {"tools": tools} if tools else {}
+        return self.tokenizer.apply_chat_template(
+            [_as_dict(m) for m in messages],
+            tokenize=False,
+            add_generation_prompt=add_generation_prompt,
+            **kwargs,
+        )
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids of template text (special tokens in the text are recognised)."""
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_ids(
+        self,
+        messages: Sequence[Message | Mapping[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> list[int]:
+        """Ids of the opening messages followed by the assistant's generation prompt."""
+        return self.encode(self.render(messages, tools=tools))
+
+    def continuation_ids(
+        self, env_messages: Sequence[Message | Mapping[str, Any]], *, ended_with_eos: bool
+    ) -> list[int]:
+        """Ids that follow the model's last sampled token when the environment answers.
+
+        They close the assistant turn (an EOS when the model did not emit one itself, then
+        whatever the template puts after it), render ``env_messages`` and open the next
+        assistant turn. Computed as a difference of two renderings around a probe assistant
+        message, so it works for any template whose assistant turn ends with the EOS token.
+        """
+        base: list[dict[str, Any]] = [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "u"},
+            {"role": "assistant", "content": self._probe},
+        ]
+        before = self.render(base, add_generation_prompt=False)
+        after = self.render(base + [_as_dict(m) for m in env_messages])
+        if not after.startswith(before):
+            raise ValueError("the chat template re-renders earlier turns; cannot continue")
+        eos_text = self.tokenizer.eos_token
+        tail = before[before.index(self._probe) + len(self._probe) :]
+        if not tail.startswith(eos_text):
+            raise ValueError(
+                f"the chat template does not end assistant turns with the EOS token {eos_text!r}"
+            )
+        suffix = tail[len(eos_text) :] + after[len(before) :]
+        closing = [] if ended_with_eos else [self.eos_id]
+        return closing + self.encode(suffix)
+
+
+# ---------------------------------------------------------------------------- transformers
+
+
+@dataclass
+class _Row:
+    """Book-keeping of one completion while it is being sampled."""
+
+    ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    done: bool = False
+    finish: FinishReason = "length"
+    stop_reason: str | None = None
+    text: str | None = None
+
+
+class TransformersEngine:
+    """A :class:`GenerationEngine` over a transformers causal LM (CPU or GPU).
+
+    Prompts are left-padded into batches of ``batch_size``; each step feeds the last token
+    with a KV cache. Weights can be replaced in place with :meth:`load_state_dict` (refit).
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64) -> None:
+        """Wrap a loaded model and its tokenizer."""
+        self.model = model.eval()
+        self._tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path_or_gguf_dir: str | Path,
+        *,
+        dtype: str = "float32",
+        device: str = "cpu",
+        batch_size: int = 64,
+    ) -> TransformersEngine:
+        """Load a model: an HF directory, a folder with one GGUF file, or ``smollm2``/``tiny``.
+
+        Args:
+            path_or_gguf_dir: Where the model is (see :func:`trainer.models.resolve_model`).
+            dtype: Torch dtype name; float32 on CPU (bf16 is ~12x slower on AVX2 CPUs).
+            device: Torch device.
+            batch_size: Prompts per forward pass.
+        """
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from .models import resolve_model
+
+        path = resolve_model(str(path_or_gguf_dir))
+        tok = AutoTokenizer.from_pretrained(path)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
+        return cls(model.to(device), tok, batch_size=batch_size)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer."""
+        return self._tokenizer
+
+    def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Replace the weights in place (strict: every parameter must be present)."""
+        import torch
+
+        with torch.no_grad():
+            self.model.load_state_dict(dict(state_dict), strict=True)
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        """Sample one completion per prompt; see :class:`GenerationEngine`."""
+        import torch
+
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        gen = torch.Generator(device=self.model.device)
+        gen.manual_seed(params.seed if params.seed is not None else torch.seed() % 2**63)
+        out: list[Generation] = []
+        for start in range(0, len(prompts), self.batch_size):
+            out.extend(self._generate_batch(prompts[start : start + self.batch_size], params, gen))
+        return out
+
+    def _generate_batch(
+        self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator
+    ) -> list[Generation]:
+        import torch
+        from transformers import DynamicCache
+
+        device = self.model.device
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for i, p in enumerate(prompts):  # left padding: every row ends at the same column
+            ids[i, width - len(p) :] = torch.tensor(p)
+            mask[i, width - len(p) :] = 1
+        ids, mask = ids.to(device), mask.to(device)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        rows = [_Row() for _ in prompts]
+        cache = DynamicCache()
+        with torch.no_grad():
+            logits = self.model(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=positions,
+                past_key_values=cache,
+                use_cache=True,
+            ).logits[:, -1, :]
+            for step in range(params.max_tokens):
+                tokens, logprobs = _sample(logits.float(), params, gen)
+                self._record(rows, tokens.tolist(), logprobs.tolist(), params)
+                if all(r.done for r in rows) or step == params.max_tokens - 1:
+                    break
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                positions = positions[:, -1:] + 1
+                logits = self.model(
+                    input_ids=tokens[:, None],
+                    attention_mask=mask,
+                    position_ids=positions,
+                    past_key_values=cache,
+                    use_cache=True,
+                ).logits[:, -1, :]
+        return [self._finish(r, params) for r in rows]
+
+    def _record(
+        self, rows: list[_Row], tokens: list[int], logprobs: list[float], params: SamplingParams
+    ) -> None:
+        for row, tok, lp in zip(rows, tokens, logprobs, strict=True):
+            if row.done:
+                continue
+            row.ids.append(tok)
+            row.logprobs.append(lp)
+            if tok in self.eos_ids:
+                row.done, row.finish, row.stop_reason = True, "stop", "<eos>"
+            elif params.stop:
+                text = self._tokenizer.decode(row.ids, skip_special_tokens=True)
+                hit = _first_stop(text, params.stop)
+                if hit is not None:
+                    cut, stop = hit
+                    row.done, row.finish, row.stop_reason = True, "stop", stop
+                    row.text = text[: cut + len(stop)] if params.include_stop_str_in_output else (
+                        text[:cut]
+                    )
+
+    def _finish(self, row: _Row, params: SamplingParams) -> Generation:
+        text = row.text
+        if text is None:
+            text = self._tokenizer.decode(row.ids, skip_special_tokens=True)
+        return Generation(
+            token_ids=row.ids,
+            logprobs=row.logprobs,
+            text=text,
+            finish_reason=row.finish,
+            stop_reason=row.stop_reason,
+        )
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
+    """Every id that ends a turn: the tokenizer's EOS and the generation config's."""
+    ids = {tokenizer.eos_token_id}
+    cfg = getattr(model, "generation_config", None)
+    extra = getattr(cfg, "eos_token_id", None) if cfg is not None else None
+    if isinstance(extra, int):
+        ids.add(extra)
+    elif extra:
+        ids.update(extra)
+    return {i for i in ids if i is not None}
+
+
+def _first_stop(text: str, stops: Sequence[str]) -> tuple[int, str] | None:
+    """Earliest match of any stop string in ``text`` as ``(index, stop)``."""
+    best: tuple[int, str] | None = None
+    for stop in stops:
+        at = text.find(stop)
+        if at >= 0 and (best is None or at < best[0]):
+            best = (at, stop)
+    return best
+
+
+def _sample(
+    logits: torch.Tensor, params: SamplingParams, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick one token per row; return ``(tokens [B], logprobs [B])``.
+
+    Logprobs come from ``log_softmax(logits / T)`` before top-k/top-p filtering.
+    """
+    import torch
+
+    temperature = params.temperature if params.temperature > 0 else 1.0
+    logp = torch.log_softmax(logits / temperature, dim=-1)  # [B, V]
+    if params.temperature == 0:
+        tokens = logp.argmax(dim=-1)
+    else:
+        filtered = _filter(logp, params.top_k, params.top_p)
+        probs = torch.softmax(filtered, dim=-1)
+        tokens = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+    return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
+
+
+def _filter(logp: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
+    """Mask tokens outside the top-k and the top-p nucleus with ``-inf``."""
+    import torch
+
+    out = logp
+    if top_k > 0 and top_k < out.shape[-1]:
+        kth = torch.topk(out, top_k, dim=-1).values[:, -1:]
+        out = out.masked_fill(out < kth, float("-inf"))
+    if top_p < 1.0:
+        sorted_lp, order = torch.sort(out, dim=-1, descending=True)
+        cum = torch.softmax(sorted_lp, dim=-1).cumsum(-1)
+        drop = cum - torch.softmax(sorted_lp, dim=-1) > top_p  # keep the token crossing top_p
+        sorted_lp = sorted_lp.masked_fill(drop, float("-inf"))
+        out = torch.full_like(out, float("-inf")).scatter(-1, order, sorted_lp)
+    return out
