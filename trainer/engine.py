@@ -326,8 +326,10 @@ class TransformersEngine:
                 if hit is not None:
                     cut, stop = hit
                     row.done, row.finish, row.stop_reason = True, "stop", stop
-                    row.text = text[: cut + len(stop)] if params.include_stop_str_in_output else (
-                        text[:cut]
+                    row.text = (
+                        text[: cut + len(stop)]
+                        if params.include_stop_str_in_output
+                        else (text[:cut])
                     )
 
     def _finish(self, row: _Row, params: SamplingParams) -> Generation:

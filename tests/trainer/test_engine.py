@@ -28,7 +28,7 @@ def test_seeded_sampling_is_reproducible_and_lengths_match(engine):
 def test_logprobs_match_a_full_forward_even_when_left_padded(engine):
     prompts = [_prompt(engine, "a much longer question about numbers"), _prompt(engine, "hi")]
     gens = engine.generate(prompts, SamplingParams(max_tokens=10, seed=3, temperature=0.7))
-    for prompt, g in zip(prompts, gens):
+    for prompt, g in zip(prompts, gens, strict=True):
         seq = torch.tensor([prompt + g.token_ids])
         with torch.no_grad():
             logits = engine.model(seq).logits[0, len(prompt) - 1 : -1] / 0.7

@@ -1,0 +1,117 @@
+"""GRPO math against numbers worked out by hand."""
+
+import math
+
+import pytest
+import torch
+
+from trainer.grpo import (
+    LossConfig,
+    group_advantages,
+    k3_kl,
+    loss_weights,
+    policy_loss,
+    token_mult_prob_error,
+)
+
+
+def test_advantages_std_normalised_by_hand():
+    rewards = torch.tensor([1.0, 0.0, 1.0, 0.0, 2.0, 2.0, 3.0])
+    groups = [0, 0, 0, 0, 1, 1, 2]
+    adv = group_advantages(rewards, groups, normalize_std=True, eps=0.0)
+    # group 0: mean 0.5, unbiased std sqrt(4 * 0.25 / 3) = 0.57735 -> +-0.5 / 0.57735
+    expected = 0.5 / math.sqrt(1 / 3)
+    assert adv[:4].tolist() == pytest.approx([expected, -expected, expected, -expected], rel=1e-5)
+    # equal rewards give 0, not NaN; a group of one has nothing to compare with
+    assert adv[4:].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_advantages_without_std_are_centered_rewards():
+    rewards = torch.tensor([3.0, 1.0, 0.5, 0.5, 2.0])
+    adv = group_advantages(rewards, [7, 7, 7, 7, 9], normalize_std=False)
+    # group 7: mean 1.25
+    assert adv.tolist() == pytest.approx([1.75, -0.25, -0.75, -0.75, 0.0])
+
+
+def test_clipped_surrogate_by_hand():
+    cfg = LossConfig(clip_low=0.2, clip_high=0.2)
+    old = torch.zeros(2, 2)
+    logp = torch.log(torch.tensor([[1.5, 0.9], [1.5, 0.7]]))
+    adv = torch.tensor([1.0, -1.0])
+    mask = torch.ones(2, 2)
+    w = loss_weights(mask, "token_mean", n_seqs=2, n_tokens=4, max_len=2)
+    terms = policy_loss(logp, old, adv, mask, w, cfg)
+    # A=+1: min(1.5, 1.2) = 1.2 (clipped), min(0.9, 0.9) = 0.9
+    # A=-1: min(-1.5, -1.2) = -1.5, min(-0.7, -0.8) = -0.8 (clipped)
+    expected = (-1.2 - 0.9 + 1.5 + 0.8) / 4
+    assert terms.loss.item() == pytest.approx(expected, rel=1e-5)
+    assert terms.clipped_sum == 2.0 and terms.n_tokens == 4.0
+    assert terms.ratio_sum == pytest.approx(1.5 + 0.9 + 1.5 + 0.7, rel=1e-5)
+
+
+def test_gradient_of_unclipped_token_is_minus_advantage_times_ratio():
+    logp = torch.log(torch.tensor([[0.9]])).requires_grad_()
+    terms = policy_loss(
+        logp,
+        torch.zeros(1, 1),
+        torch.tensor([2.0]),
+        torch.ones(1, 1),
+        torch.ones(1, 1),
+        LossConfig(),
+    )
+    terms.loss.backward()
+    # d/dlogp of -ratio*A = -A*ratio = -2 * 0.9
+    assert logp.grad.item() == pytest.approx(-1.8, rel=1e-5)
+
+
+def test_k3_kl_by_hand_and_in_the_loss():
+    logp = torch.log(torch.tensor([[0.5]]))
+    ref = torch.log(torch.tensor([[0.25]]))
+    # d = ref - logp = log(0.5): exp(d) - d - 1 = 0.5 + 0.693147 - 1
+    assert k3_kl(logp, ref).item() == pytest.approx(0.5 + math.log(2) - 1, rel=1e-5)
+    assert k3_kl(logp, logp).item() == 0.0
+    cfg = LossConfig(kl_beta=0.1)
+    terms = policy_loss(
+        logp, logp, torch.tensor([0.0]), torch.ones(1, 1), torch.ones(1, 1), cfg, ref
+    )
+    assert terms.loss.item() == pytest.approx(0.1 * (0.5 + math.log(2) - 1), rel=1e-5)
+    with pytest.raises(ValueError, match="ref_logp"):
+        policy_loss(logp, logp, torch.tensor([0.0]), torch.ones(1, 1), torch.ones(1, 1), cfg)
+
+
+def test_aggregation_weights_by_hand():
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    tok = loss_weights(mask, "token_mean", n_seqs=2, n_tokens=4, max_len=4)
+    seq = loss_weights(mask, "seq_mean_token_mean", n_seqs=2, n_tokens=4, max_len=4)
+    dr = loss_weights(mask, "seq_mean_token_sum_norm", n_seqs=2, n_tokens=4, max_len=4)
+    assert tok.tolist() == [[0.25, 0.25, 0.25, 0.0], [0.25, 0.0, 0.0, 0.0]]
+    assert seq[0, 0].item() == pytest.approx(1 / 6) and seq[1, 0].item() == pytest.approx(0.5)
+    assert dr[0, :3].tolist() == [0.125] * 3 and dr[1, 0].item() == 0.125
+    with pytest.raises(ValueError, match="token_mean"):
+        loss_weights(mask, "bogus", n_seqs=2, n_tokens=4, max_len=4)
+
+
+@pytest.mark.parametrize("mode", ["token_mean", "seq_mean_token_mean", "seq_mean_token_sum_norm"])
+def test_micro_batches_sum_to_the_full_batch_loss(mode):
+    torch.manual_seed(0)
+    logp = torch.randn(4, 5) * 0.1 - 1
+    old = logp + torch.randn(4, 5) * 0.1
+    adv = torch.randn(4)
+    mask = (torch.rand(4, 5) > 0.3).float()
+    n_tokens = int(mask.sum())
+    w = loss_weights(mask, mode, n_seqs=4, n_tokens=n_tokens, max_len=5)
+    full = policy_loss(logp, old, adv, mask, w, LossConfig()).loss
+    halves = sum(
+        policy_loss(logp[s], old[s], adv[s], mask[s], w[s], LossConfig()).loss
+        for s in (slice(0, 2), slice(2, 4))
+    )
+    assert halves.item() == pytest.approx(full.item(), rel=1e-6)
+
+
+def test_token_mult_prob_error():
+    a = torch.tensor([[-1.0, -2.0, -3.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0]])
+    assert token_mult_prob_error(a, a, mask).item() == 1.0
+    b = a + torch.tensor([[0.1, -0.2, 5.0]])
+    expected = (math.exp(0.1) + math.exp(0.2)) / 2
+    assert token_mult_prob_error(a, b, mask).item() == pytest.approx(expected, rel=1e-6)

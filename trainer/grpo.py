@@ -1,0 +1,214 @@
+"""GRPO as pure tensor functions: advantages, the clipped surrogate, k3 KL, aggregation.
+
+Nothing here knows about Ray, FSDP or environments, so every formula is tested on CPU
+against hand-computed numbers (``tests/trainer/test_grpo.py``).
+
+Shapes: ``B`` sequences of ``T`` positions. Per-token tensors are aligned with the *targets*
+(``ids[:, 1:]``): ``logp[b, t]`` is the log-probability of token ``t + 1`` of sequence ``b``,
+and ``mask[b, t]`` is 1 where that token was sampled by the policy (0 for prompt,
+environment, tool and padding tokens).
+
+Aggregation is expressed as per-token *weights* that sum the loss over the whole batch
+(:data:`AGGREGATIONS`): the loss of a batch is ``sum(weights * per_token_loss)``, so it is the
+same whether the batch is processed at once, in micro-batches with gradient accumulation, or
+split over data-parallel ranks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+def group_advantages(
+    rewards: torch.Tensor,
+    group_ids: Sequence[int] | torch.Tensor,
+    *,
+    normalize_std: bool = True,
+    eps: float = 1e-6,
+) -> torch.Tensor:
+    """Group-relative advantages: ``(r - mean(group))``, divided by ``std(group) + eps``.
+
+    Groups may have different sizes (episodes dropped for infrastructure errors leave a group
+    smaller); a group of one has advantage 0, since it has nothing to be compared with.
+
+    Args:
+        rewards: ``[N]`` episode rewards.
+        group_ids: ``[N]`` the group (prompt) of each episode.
+        normalize_std: Divide by the group's standard deviation (GRPO); off gives Dr. GRPO's
+            ``r - mean``, which does not up-weight nearly-solved or nearly-failed prompts.
+        eps: Added to the std so that a group of equal rewards gives 0, not NaN.
+
+    Returns:
+        ``[N]`` advantages.
+    """
+    rewards = rewards.float()
+    gids = torch.as_tensor(group_ids, dtype=torch.long)
+    _, inverse, counts = torch.unique(gids, return_inverse=True, return_counts=True)
+    sums = torch.zeros(len(counts)).index_add_(0, inverse, rewards)
+    means = sums / counts
+    centered = rewards - means[inverse]
+    if not normalize_std:
+        return torch.where(counts[inverse] > 1, centered, torch.zeros_like(centered))
+    sq = torch.zeros(len(counts)).index_add_(0, inverse, centered**2)
+    # unbiased std, as torch.std and the GRPO paper's implementations use
+    std = torch.sqrt(sq / (counts - 1).clamp(min=1))
+    denom = std[inverse] + eps
+    adv = torch.where(denom > 0, centered / denom.clamp(min=1e-12), torch.zeros_like(centered))
+    return torch.where(counts[inverse] > 1, adv, torch.zeros_like(adv))
+
+
+def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 estimate of KL(policy || reference): ``exp(d) - d - 1``, ``d = ref - logp``.
+
+    Unbiased and always >= 0 (Schulman, "Approximating KL divergence", 2020).
+    """
+    d = ref_logp - logp
+    return torch.exp(d) - d - 1
+
+
+def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
+    """Per-position entropy of ``softmax(logits)``: ``[B, T, V] -> [B, T]``."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
+def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Log-probability of each target token: ``[B, T, V], [B, T] -> [B, T]``."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def token_mult_prob_error(
+    engine_logp: torch.Tensor, trainer_logp: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """NeMo RL's engine/trainer mismatch: masked mean of ``exp(|engine - trainer|)``.
+
+    1.0 means the generation engine and the trainer give every sampled token the same
+    probability; above ~1.05 the importance ratios are no longer trustworthy.
+    """
+    err = torch.exp((engine_logp - trainer_logp).abs())
+    return (err * mask).sum() / mask.sum().clamp(min=1)
+
+
+# ---------------------------------------------------------------------------- aggregation
+
+
+def _token_mean(mask: torch.Tensor, n_seqs: int, n_tokens: int, max_len: int) -> torch.Tensor:
+    """Every policy token of the batch weighs the same (DAPO, NeMo RL's default)."""
+    return mask / max(n_tokens, 1)
+
+
+def _seq_mean_token_mean(
+    mask: torch.Tensor, n_seqs: int, n_tokens: int, max_len: int
+) -> torch.Tensor:
+    """Mean over tokens within a sequence, then over sequences (the GRPO paper)."""
+    per_seq = mask.sum(-1, keepdim=True).clamp(min=1)
+    return mask / per_seq / max(n_seqs, 1)
+
+
+def _seq_mean_token_sum_norm(
+    mask: torch.Tensor, n_seqs: int, n_tokens: int, max_len: int
+) -> torch.Tensor:
+    """Sum over tokens divided by a constant length, then mean over sequences (Dr. GRPO)."""
+    return mask / max(max_len, 1) / max(n_seqs, 1)
+
+
+AGGREGATIONS: dict[str, Callable[[torch.Tensor, int, int, int], torch.Tensor]] = {
+    "token_mean": _token_mean,
+    "seq_mean_token_mean": _seq_mean_token_mean,
+    "seq_mean_token_sum_norm": _seq_mean_token_sum_norm,
+}
+"""Per-token loss weights by aggregation mode: ``fn(mask, n_seqs, n_tokens, max_len)``.
+
+``n_seqs`` and ``n_tokens`` count the whole batch (all micro-batches and ranks), so the weights
+of every micro-batch add up to the loss of the whole batch."""
+
+
+def loss_weights(
+    mask: torch.Tensor, mode: str, *, n_seqs: int, n_tokens: int, max_len: int
+) -> torch.Tensor:
+    """Per-token loss weights of ``mask`` under aggregation ``mode`` (see :data:`AGGREGATIONS`).
+
+    Raises:
+        ValueError: unknown mode; the message lists the known ones.
+    """
+    if mode not in AGGREGATIONS:
+        raise ValueError(f"unknown loss aggregation {mode!r}; choose one of {sorted(AGGREGATIONS)}")
+    return AGGREGATIONS[mode](mask.float(), n_seqs, n_tokens, max_len)
+
+
+# ---------------------------------------------------------------------------- the loss
+
+
+@dataclass(frozen=True)
+class LossConfig:
+    """Settings of the clipped surrogate."""
+
+    clip_low: float = 0.2
+    """Ratios below ``1 - clip_low`` stop pushing a negative-advantage token down."""
+    clip_high: float = 0.2
+    """Ratios above ``1 + clip_high`` stop pushing a positive-advantage token up (DAPO's
+    clip-higher uses a larger value here, e.g. 0.28)."""
+    kl_beta: float = 0.0
+    """Weight of the k3 KL penalty to the reference policy (0: no reference needed)."""
+
+
+@dataclass
+class LossTerms:
+    """The loss of one micro-batch and the sums its statistics are built from."""
+
+    loss: torch.Tensor
+    """Scalar, ``sum(weights * per_token_loss)``; differentiable."""
+    n_tokens: float
+    """Number of policy tokens (mask sum) in this micro-batch."""
+    kl_sum: float
+    clipped_sum: float
+    ratio_sum: float
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    weights: torch.Tensor,
+    cfg: LossConfig,
+    ref_logp: torch.Tensor | None = None,
+) -> LossTerms:
+    """The GRPO loss of one micro-batch.
+
+    Per token: ``-min(ratio * A, clip(ratio, 1 - clip_low, 1 + clip_high) * A)
+    + kl_beta * k3(logp, ref_logp)`` with ``ratio = exp(logp - old_logp)``.
+
+    Args:
+        logp: ``[B, T]`` current policy logprobs (differentiable).
+        old_logp: ``[B, T]`` logprobs of the policy that sampled the batch.
+        advantages: ``[B]`` sequence advantages, broadcast over tokens.
+        mask: ``[B, T]`` 1 on policy tokens.
+        weights: ``[B, T]`` aggregation weights from :func:`loss_weights`.
+        cfg: Clip range and KL weight.
+        ref_logp: ``[B, T]`` reference logprobs; required when ``cfg.kl_beta > 0``.
+    """
+    mask = mask.float()
+    adv = advantages.float().unsqueeze(-1)  # [B, 1]
+    ratio = torch.exp(logp - old_logp)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - cfg.clip_low, 1 + cfg.clip_high) * adv
+    per_token = -torch.minimum(unclipped, clipped)
+    kl = torch.zeros_like(logp)
+    if cfg.kl_beta > 0:
+        if ref_logp is None:
+            raise ValueError("kl_beta > 0 needs ref_logp (reference policy logprobs)")
+        kl = k3_kl(logp, ref_logp)
+        per_token = per_token + cfg.kl_beta * kl
+    was_clipped = (clipped < unclipped).float()  # the clip bound is the active term
+    return LossTerms(
+        loss=(weights * per_token * mask).sum(),
+        n_tokens=float(mask.sum()),
+        kl_sum=float((kl.detach() * mask).sum()),
+        clipped_sum=float((was_clipped * mask).sum()),
+        ratio_sum=float((ratio.detach() * mask).sum()),
+    )
