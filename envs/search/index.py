@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.datasets import read_jsonl, resolve_path
 from envhub.errors import ConfigError, missing
+from envhub.registry import envhub_home
 from envhub.types import Task
 
 from .world import DEFAULT_SIZES, Doc, generate
@@ -150,8 +151,7 @@ def corpus_key(docs: Sequence[Doc], k1: float, b: float) -> str:
 
 def cache_root() -> Path:
     """``$ENVHUB_HOME/cache/search`` (``~/.envhub`` when ``ENVHUB_HOME`` is unset)."""
-    home = Path(os.environ.get("ENVHUB_HOME") or "~/.envhub").expanduser()
-    return home / "cache" / "search"
+    return envhub_home().expanduser() / "cache" / "search"
 
 
 class SearchIndex:

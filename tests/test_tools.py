@@ -1,0 +1,253 @@
+"""The generic tool-call layer: schemas, both call forms, validation and result messages."""
+
+import json
+
+import pytest
+
+from envhub.errors import ConfigError, InvalidAction
+from envhub.tools import Param, Tool, ToolSet, tool_result_messages
+from envhub.types import FunctionCall, Message, ToolCall
+
+SEARCH = Tool(
+    "search",
+    "Search documents.",
+    (
+        Param("query", "string", "Keywords.", min_length=1),
+        Param("k", "integer", "Results.", required=False, default=5, minimum=1, maximum=10),
+    ),
+)
+OPEN = Tool("open", "Open a document.", (Param("doc_id", "string", "Document id."),))
+FLAGS = Tool(
+    "configure",
+    "Typed parameters.",
+    (
+        Param("ratio", "number", "A number."),
+        Param("verbose", "boolean", "A flag."),
+        Param("mode", "string", "A mode.", enum=("fast", "slow")),
+        Param("tags", "array", "Tags.", required=False),
+        Param("extra", "object", "Extra.", required=False),
+    ),
+)
+TOOLS = ToolSet([SEARCH, OPEN, FLAGS])
+
+
+def structured(name: str, arguments: str, call_id: str = "c1") -> Message:
+    fn = FunctionCall(name=name, arguments=arguments)
+    return Message(role="assistant", tool_calls=[ToolCall(id=call_id, function=fn)])
+
+
+def text(*bodies: str, prefix: str = "Let me look.") -> Message:
+    blocks = "".join(f"<tool_call>{b}</tool_call>" for b in bodies)
+    return Message(role="assistant", content=f"{prefix}\n{blocks}")
+
+
+def only_error(message: Message) -> str:
+    calls = TOOLS.parse(message)
+    assert len(calls) == 1 and not calls[0].ok
+    with pytest.raises(InvalidAction) as info:
+        TOOLS.parse_strict(message)
+    assert str(info.value) == calls[0].error
+    return calls[0].error
+
+
+# ------------------------------------------------------------------ schema
+
+
+def test_schema_is_an_openai_function_definition():
+    schema = SEARCH.schema()
+    assert schema["type"] == "function"
+    fn = schema["function"]
+    assert fn["name"] == "search" and fn["description"] == "Search documents."
+    params = fn["parameters"]
+    assert params["type"] == "object" and params["additionalProperties"] is False
+    assert params["required"] == ["query"]
+    assert params["properties"]["query"] == {
+        "type": "string", "description": "Keywords.", "minLength": 1}
+    assert params["properties"]["k"] == {
+        "type": "integer", "description": "Results.", "minimum": 1, "maximum": 10, "default": 5}
+    assert json.loads(json.dumps(TOOLS.schemas())) == TOOLS.schemas()
+    assert [s["function"]["name"] for s in TOOLS.schemas()] == ["search", "open", "configure"]
+
+
+def test_schema_validates_with_jsonschema():
+    jsonschema = pytest.importorskip("jsonschema")
+    params = SEARCH.schema()["function"]["parameters"]
+    jsonschema.validate({"query": "x", "k": 3}, params)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"query": "x", "bogus": 1}, params)
+
+
+def test_bad_definitions_are_config_errors():
+    with pytest.raises(ConfigError, match="tool name"):
+        Tool("bad name", "x")
+    with pytest.raises(ConfigError, match="twice"):
+        Tool("t", "x", (Param("a", "string", "a"), Param("a", "integer", "a")))
+    with pytest.raises(ConfigError, match="unique"):
+        ToolSet([OPEN, OPEN])
+
+
+def test_describe_explains_the_text_form():
+    text_ = TOOLS.describe()
+    assert "<tool_call>" in text_ and '"name": "search"' in text_ and "<tool_response>" in text_
+
+
+# ------------------------------------------------------------------ well-formed calls
+
+
+def test_structured_call_is_parsed_and_defaults_filled():
+    [call] = TOOLS.parse_strict(structured("search", '{"query": "capital of Vandoria"}'))
+    assert call.ok and call.structured and call.id == "c1" and call.name == "search"
+    assert call.arguments == {"query": "capital of Vandoria", "k": 5}
+
+
+def test_structured_calls_several_and_missing_ids():
+    msg = Message(role="assistant", tool_calls=[
+        ToolCall(function=FunctionCall(name="search", arguments='{"query": "a", "k": 2}')),
+        ToolCall(function=FunctionCall(name="open", arguments='{"doc_id": "d1"}')),
+    ])
+    calls = TOOLS.parse_strict(msg)
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("call_0", "search", {"query": "a", "k": 2}), ("call_1", "open", {"doc_id": "d1"})]
+
+
+def test_text_calls_are_parsed_in_order():
+    msg = text('{"name": "search", "arguments": {"query": "Ostrel Systems"}}',
+               ' {"name": "open", "arguments": {"doc_id": "doc-00001"}} ')
+    calls = TOOLS.parse_strict(msg)
+    assert [(c.id, c.name, c.structured) for c in calls] == [
+        ("call_0", "search", False), ("call_1", "open", False)]
+    assert calls[0].arguments == {"query": "Ostrel Systems", "k": 5}
+
+
+def test_text_form_accepts_parameters_and_encoded_arguments():
+    a = TOOLS.parse_strict(text('{"name": "open", "parameters": {"doc_id": "x"}}'))
+    b = TOOLS.parse_strict(text(json.dumps({"name": "open", "arguments": '{"doc_id": "x"}'})))
+    assert a[0].arguments == b[0].arguments == {"doc_id": "x"}
+
+
+def test_structured_calls_win_over_text_and_plain_text_has_none():
+    msg = structured("open", '{"doc_id": "a"}')
+    msg = msg.model_copy(update={"content": '<tool_call>{"name": "search"}</tool_call>'})
+    assert [c.name for c in TOOLS.parse_strict(msg)] == ["open"]
+    plain = Message(role="assistant", content="<answer>Paris</answer>")
+    assert TOOLS.parse(plain) == [] and not ToolSet.has_calls(plain)
+    assert ToolSet.has_calls(text("{bad"))
+
+
+def test_number_accepts_int_and_integer_accepts_integral_float():
+    [call] = TOOLS.parse_strict(structured(
+        "configure", '{"ratio": 2, "verbose": false, "mode": "fast", "tags": [1], "extra": {}}'))
+    assert call.arguments == {"ratio": 2, "verbose": False, "mode": "fast", "tags": [1],
+                              "extra": {}}
+    [call] = TOOLS.parse_strict(structured("search", '{"query": "q", "k": 3.0}'))
+    assert call.arguments["k"] == 3 and isinstance(call.arguments["k"], int)
+
+
+# ------------------------------------------------------------------ malformed calls
+
+
+def test_bad_json_in_structured_arguments():
+    error = only_error(structured("search", '{"query": "x"'))
+    assert "not valid JSON" in error and "'search'" in error
+
+
+def test_bad_json_in_text_block():
+    error = only_error(text('{"name": "search", "arguments": {"query": }}'))
+    assert "not valid JSON" in error and "<tool_call>" in error
+
+
+def test_unclosed_text_block():
+    error = only_error(text('{"name": "search"}', prefix="").model_copy(
+        update={"content": '<tool_call>{"name": "search", "arguments": {"query": "a"}}'}))
+    assert "not closed" in error
+
+
+def test_text_block_without_a_name():
+    assert "string 'name'" in only_error(text('{"arguments": {"query": "a"}}'))
+    assert "string 'name'" in only_error(text('["search", {"query": "a"}]'))
+
+
+def test_text_block_with_unexpected_keys():
+    assert "unexpected key(s) ['tool']" in only_error(
+        text('{"name": "search", "tool": 1, "arguments": {"query": "a"}}'))
+
+
+def test_arguments_that_are_not_an_object():
+    assert "must be a JSON object, got array" in only_error(structured("search", '["a"]'))
+
+
+def test_unknown_tool_suggests_the_close_name():
+    error = only_error(structured("serch", '{"query": "a"}'))
+    assert "unknown tool 'serch'" in error and "did you mean 'search'" in error
+    assert "search, open, configure" in error
+
+
+def test_missing_argument():
+    error = only_error(structured("open", "{}"))
+    assert "missing the required argument 'doc_id'" in error
+
+
+def test_extra_argument():
+    error = only_error(structured("open", '{"doc_id": "a", "page": 2}'))
+    assert "unexpected argument(s) ['page']" in error
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ('{"query": 5}', "'query' of 'search' must be of type string, got integer"),
+        ('{"query": "a", "k": "3"}', "must be of type integer, got string"),
+        ('{"query": "a", "k": true}', "must be of type integer, got boolean"),
+        ('{"query": "a", "k": 2.5}', "must be of type integer, got number"),
+        ('{"query": "a", "k": 0}', "must be at least 1"),
+        ('{"query": "a", "k": 11}', "must be at most 10"),
+        ('{"query": "   "}', "at least 1 non-blank"),
+        ('{"query": null}', "got null"),
+    ],
+)
+def test_wrong_typed_arguments(arguments, expected):
+    assert expected in only_error(structured("search", arguments))
+
+
+def test_enum_and_boolean_checks():
+    error = only_error(structured("configure", '{"ratio": 1, "verbose": 1, "mode": "fast"}'))
+    assert "'verbose' of 'configure' must be of type boolean, got integer" in error
+    error = only_error(structured("configure", '{"ratio": 1, "verbose": true, "mode": "x"}'))
+    assert "must be one of ['fast', 'slow']" in error
+
+
+def test_one_bad_call_does_not_spoil_the_others():
+    calls = TOOLS.parse(text('{"name": "open", "arguments": {"doc_id": "a"}}', "{oops"))
+    assert [c.ok for c in calls] == [True, False]
+    with pytest.raises(InvalidAction):
+        TOOLS.parse_strict(text('{"name": "open", "arguments": {"doc_id": "a"}}', "{oops"))
+
+
+def test_too_many_calls_in_one_message():
+    tools = ToolSet([OPEN], max_calls=2)
+    body = '{"name": "open", "arguments": {"doc_id": "a"}}'
+    calls = tools.parse(text(body, body, body))
+    assert [c.ok for c in calls] == [True, True, False]
+    assert "too many tool calls" in calls[2].error
+
+
+# ------------------------------------------------------------------ results
+
+
+def test_results_for_structured_calls_are_tool_messages():
+    calls = TOOLS.parse(Message(role="assistant", tool_calls=[
+        ToolCall(id="a", function=FunctionCall(name="open", arguments='{"doc_id": "1"}')),
+        ToolCall(id="b", function=FunctionCall(name="open", arguments='{"doc_id": "2"}')),
+    ]))
+    msgs = tool_result_messages([(calls[0], "one"), (calls[1], "two")])
+    assert [(m.role, m.tool_call_id, m.name, m.content) for m in msgs] == [
+        ("tool", "a", "open", "one"), ("tool", "b", "open", "two")]
+
+
+def test_results_for_text_calls_are_one_user_message():
+    calls = TOOLS.parse(text('{"name": "open", "arguments": {"doc_id": "1"}}', "{bad"))
+    [msg] = tool_result_messages([(calls[0], "doc text"), (calls[1], "Error: bad")])
+    assert msg.role == "user" and msg.tool_call_id is None
+    assert msg.content == (
+        "<tool_response>\ndoc text\n</tool_response>\n<tool_response>\nError: bad\n"
+        "</tool_response>")
