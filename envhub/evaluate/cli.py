@@ -108,17 +108,19 @@ def eval_command(
     temperature: Annotated[
         float | None, typer.Option(min=0.0, help="Default 0 for -n 1, else 1.0.")
     ] = None,
-    max_tokens: Annotated[int | None, typer.Option(min=1, help="Tokens per turn [512].")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(min=1, help="Tokens per turn (default 512).")
+    ] = None,
     concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Episodes in flight per env [32].")
+        int | None, typer.Option(min=1, help="Episodes in flight per env (default 32).")
     ] = None,
     runner: Annotated[
-        str | None, typer.Option(help="Environment runner: local, http or docker [local].")
+        str | None, typer.Option(help="Environment runner: local, http or docker (default local).")
     ] = None,
     env_url: Annotated[
         str | None, typer.Option(help="URL of a running `envhub serve` (replaces --runner).")
     ] = None,
-    seed: Annotated[int | None, typer.Option(help="Base of the episode seeds [0].")] = None,
+    seed: Annotated[int | None, typer.Option(help="Base of the episode seeds (default 0).")] = None,
     pass_threshold: Annotated[
         float | None,
         typer.Option(help="Reward that counts as passed when the env has no primary component."),
@@ -126,7 +128,9 @@ def eval_command(
     engine: Annotated[
         str, typer.Option(help="Local model engine: auto (vLLM if installed), vllm, transformers.")
     ] = "auto",
-    out: Annotated[Path | None, typer.Option(help="Run directory [runs/eval-TIME].")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Run directory (default runs/eval-TIME).")
+    ] = None,
     resume: Annotated[
         Path | None, typer.Option(help="Continue the run in DIR, skipping finished episodes.")
     ] = None,
@@ -180,7 +184,7 @@ def _evaluate(
     show_progress: bool,
     as_json: bool,
 ) -> None:
-    from .report import BarProgress, print_summary
+    from .report import BarProgress
     from .runner import Evaluation
 
     try:

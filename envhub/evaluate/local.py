@@ -134,7 +134,7 @@ def load_local_model(
         outs = eng.generate(prompts, params)
         return [
             (g.text, len(ids), len(g.token_ids), g.finish_reason)
-            for g, ids in zip(outs, prompts)
+            for g, ids in zip(outs, prompts, strict=True)
         ]
 
     name = name_or_path if not Path(name_or_path).exists() else str(Path(name_or_path).resolve())

@@ -10,16 +10,14 @@ records it as ``infra_error``, never as a wrong answer.
   ``concurrency``. Retries 429/5xx/connection errors with back-off; every request has a
   finite deadline.
 * :class:`BatchingBackend` serves concurrent episodes from a local generation engine (vLLM, or
-  the trainer's transformers engine): requests that arrive together are generated as one
-  batch in a worker thread. Heavy libraries are imported inside :func:`load_local_model` only.
+  the trainer's transformers engine, see :mod:`envhub.evaluate.local`): requests that arrive
+  together are generated as one batch in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -252,42 +250,6 @@ BatchFn = Callable[[list[list[dict[str, Any]]], list[dict[str, Any]] | None, Sam
 """Generate for a batch of chats (wire dicts) sharing tools and params; returns one
 ``(text, prompt_tokens, completion_tokens, finish_reason)`` per chat."""
 
-_TOOL_CALL_RE = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
-
-
-def parse_tool_calls(text: str) -> Message:
-    """An assistant message from raw model text, with ``<tool_call>{json}</tool_call>`` blocks.
-
-    This is the Hermes/Qwen/SmolLM2 convention that Hugging Face chat templates render tools
-    with. A block that is not valid JSON stays in the text, so the environment sees (and
-    can reject) what the model actually wrote.
-    """
-    calls: list[ToolCall] = []
-    kept = text
-    for i, match in enumerate(_TOOL_CALL_RE.finditer(text)):
-        try:
-            data = json.loads(match.group(1))
-        except json.JSONDecodeError:
-            continue
-        items = data if isinstance(data, list) else [data]
-        for item in items:
-            if not isinstance(item, dict) or "name" not in item:
-                continue
-            args = item.get("arguments", {})
-            calls.append(
-                ToolCall(
-                    id=f"call_{i}_{uuid.uuid4().hex[:8]}",
-                    function=FunctionCall(
-                        name=str(item["name"]),
-                        arguments=args if isinstance(args, str) else json.dumps(args),
-                    ),
-                )
-            )
-        kept = kept.replace(match.group(0), "")
-    if not calls:
-        return Message(role="assistant", content=text)
-    return Message(role="assistant", content=kept.strip(), tool_calls=calls)
-
 
 @dataclass
 class _Pending:
@@ -333,7 +295,9 @@ class BatchingBackend:
         chat = [message_to_wire(m) for m in messages]
         await self._queue.put(_Pending(chat, openai_tools(tools), params, fut))
         text, n_prompt, n_completion, finish = await fut
-        return Generation(parse_tool_calls(text), n_prompt, n_completion, finish)
+        # Tool calls stay in the text (``<tool_call>`` blocks): environments parse that form
+        # themselves (envhub.tools) and answer in a form every chat template renders.
+        return Generation(Message(role="assistant", content=text), n_prompt, n_completion, finish)
 
     async def _serve(self) -> None:
         assert self._queue is not None
@@ -366,7 +330,7 @@ class BatchingBackend:
                     if not item.future.done():
                         item.future.set_exception(err)
                 continue
-            for item, out in zip(items, outs):
+            for item, out in zip(items, outs, strict=True):
                 if not item.future.done():
                     item.future.set_result(out)
 

@@ -22,7 +22,14 @@ from ..core import Env
 from ..errors import NotSupported
 from ..types import Message, Status
 from .metrics import is_passed, summarize
-from .runner import EnvFactory, _describe, _failure_status, primary_component, run_jobs
+from .runner import (
+    EnvFactory,
+    _describe,
+    _failure_status,
+    primary_component,
+    run_jobs,
+    sibling,
+)
 from .store import EpisodeRecord, RunStore
 
 
@@ -90,6 +97,18 @@ def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> Epi
     return new
 
 
+def _rescorer(single: bool, primary: str, threshold: float) -> Any:
+    async def work(env: Env, rec: EpisodeRecord) -> EpisodeRecord:
+        if single:
+            try:
+                return await asyncio.to_thread(_verify, env, rec, primary, threshold)
+            except NotSupported:
+                pass
+        return await asyncio.to_thread(_replay, env, rec, primary, threshold)
+
+    return work
+
+
 async def rescore_run(
     source: RunStore,
     dest: RunStore,
@@ -121,18 +140,10 @@ async def rescore_run(
                 r.model_copy(update={"rescored": False}) for r in recs if not _assistant_messages(r)
             )
 
-            async def work(env: Env, rec: EpisodeRecord) -> EpisodeRecord:
-                if single:
-                    try:
-                        return await asyncio.to_thread(_verify, env, rec, primary, threshold)
-                    except NotSupported:
-                        pass
-                return await asyncio.to_thread(_replay, env, rec, primary, threshold)
-
             await run_jobs(
                 todo,
-                lambda name=name: make_env(name),
-                work,
+                lambda name=name, probe=probe: sibling(probe, make_env, name),
+                _rescorer(single, primary, threshold),
                 out.append,
                 concurrency=concurrency if single else min(concurrency, 4),
                 first_env=probe,

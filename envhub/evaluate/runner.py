@@ -73,6 +73,16 @@ def episode_seed(base: int, env: str, task_id: str, sample: int) -> int:
     return (zlib.crc32(f"{env}/{task_id}/{sample}".encode()) + base) % (2**31)
 
 
+def sibling(env: Env, make_env: EnvFactory, name: str) -> Env:
+    """Another instance of ``env`` for a concurrent episode.
+
+    A fork shares the connection pool and the server (HTTP and Docker runners: never one
+    server per episode); a local environment gets a fresh instance.
+    """
+    fork = getattr(env, "fork", None)
+    return fork() if callable(fork) else make_env(name)
+
+
 def primary_component(env: Env) -> str:
     """The component that says a task was solved (``correctness`` unless the env says)."""
     name = getattr(env, "primary_component", None)
@@ -92,9 +102,7 @@ def env_tools(info: Any) -> list[dict[str, Any]] | None:
 
 
 def _failure_status(exc: BaseException) -> Status:
-    if isinstance(exc, (TransportError, ModelError, OSError)) and not isinstance(
-        exc, EpisodeError
-    ):
+    if isinstance(exc, (TransportError, ModelError, OSError)) and not isinstance(exc, EpisodeError):
         return Status.INFRA_ERROR
     return status_for(exc)
 
@@ -245,6 +253,9 @@ class Evaluation:
 
     async def run(self) -> dict[str, Any]:
         """Evaluate every environment in turn, then write and return the summary."""
+        resolve = getattr(self.model, "resolve_name", None)
+        if resolve is not None:  # the endpoint's model id goes into every record
+            await resolve()
         self.store.write_config(self.config)
         kept = self._compact()
         done = {r.key for r in kept}
@@ -303,7 +314,7 @@ class Evaluation:
 
             await run_jobs(
                 jobs,
-                lambda: self.make_env(name),
+                lambda: sibling(probe, self.make_env, name),
                 work,
                 on_done,
                 concurrency=self.config.concurrency,

@@ -4,7 +4,7 @@ It is a real HTTP server (uvicorn serving a bare ASGI app) that answers
 ``POST /v1/chat/completions`` with whatever a Python *responder* says, at once, so rewards
 are known exactly and a benchmark measures the client, not a model::
 
-    with ScriptedEndpoint(answer_table({"2 + 3": "\\\\boxed{5}"})) as ep:
+    with ScriptedEndpoint(answer_table({"2 + 3": "#### 5"})) as ep:
         envhub eval --base-url ep.base_url ...
 
 A responder takes the request body (dict) and returns the assistant message as a dict
@@ -158,7 +158,9 @@ class ScriptedEndpoint:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self._app, log_level="error", lifespan="on", access_log=False)
+        config = uvicorn.Config(
+            self._app, log_level="error", lifespan="on", access_log=False, interface="asgi3"
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
