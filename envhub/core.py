@@ -172,7 +172,7 @@ class TaskEnv(Env):
         self.spec = spec
         self.options = options
         self.rubric = Rubric(
-            weights=spec.reward.weights,
+            weights=spec.reward.weights or {self.primary_component: 1.0},
             length_limit=spec.reward.length_limit,
             offered=self.components,
         )

@@ -326,7 +326,7 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
                 raise
         metrics[f"steps_{result.info.status.value}"] += 1
         if result.done:
-            sessions.close(body.session_id)
+            sessions.finish(body.session_id)
         return result
 
     @app.post("/close")

@@ -2,7 +2,8 @@
 
 Each session is a fork of the served environment holding one episode. The table is bounded
 (``max_sessions``); idle sessions expire after ``ttl`` seconds. The ids of recently expired
-sessions are remembered for a while so a late client gets "expired", not "unknown".
+or finished sessions are remembered for a while so a late client gets "expired" or "episode is
+over", not "unknown".
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ class SessionTable:
         self.max_sessions = max_sessions
         self.ttl = ttl
         self._sessions: dict[str, Session] = {}
-        self._expired: OrderedDict[str, float] = OrderedDict()
+        self._expired: OrderedDict[str, str] = OrderedDict()
         self._remember = remember_expired
 
     def __len__(self) -> int:
@@ -67,6 +68,10 @@ class SessionTable:
             self._expire(sid)
             session = None
         if session is None:
+            if self._expired.get(sid) == "finished":
+                raise SessionError(
+                    409, "episode_state", "the episode is over; call reset() to start another"
+                )
             if sid in self._expired:
                 raise SessionError(
                     410, "session_expired",
@@ -84,11 +89,15 @@ class SessionTable:
         session.env.close()
         return True
 
-    def _expire(self, sid: str) -> None:
+    def finish(self, sid: str) -> None:
+        """Release a session whose episode ended; later steps get "episode is over"."""
+        self._expire(sid, "finished")
+
+    def _expire(self, sid: str, why: str = "expired") -> None:
         session = self._sessions.pop(sid, None)
         if session is not None:
             session.env.close()
-        self._expired[sid] = time.monotonic()
+        self._expired[sid] = why
         while len(self._expired) > self._remember:
             self._expired.popitem(last=False)
 

@@ -1,0 +1,34 @@
+"""Run an ASGI app with uvicorn in a background thread on a free loopback port."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+
+import httpx
+import uvicorn
+
+from envhub.remote import free_port
+
+
+@contextlib.contextmanager
+def running(app, **config):
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning", **config))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/health", timeout=0.5).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.02)
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(10)

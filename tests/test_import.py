@@ -1,0 +1,24 @@
+"""`import envhub` stays light and never reaches into envs, servers or the trainer."""
+
+import subprocess
+import sys
+
+HEAVY = ["torch", "ray", "vllm", "transformers", "fastapi", "docker", "sympy", "datasets",
+         "envs", "servers", "trainer"]
+
+
+def test_import_envhub_is_light_and_fast():
+    code = (
+        "import sys, time; t = time.perf_counter(); import envhub; dt = time.perf_counter() - t; "
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]; print(dt, heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    dt, heavy = out.stdout.split(" ", 1)
+    assert heavy.strip() == "[]"
+    assert float(dt) < 1.0
+
+
+def test_import_envhub_with_heavy_modules_blocked():
+    block = "; ".join(f"sys.modules[{m!r}] = None" for m in HEAVY)
+    code = f"import sys; {block}; import envhub, envhub.cli, envhub.remote, envhub.checker"
+    subprocess.run([sys.executable, "-c", code], check=True)
