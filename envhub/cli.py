@@ -249,12 +249,17 @@ def train(
     config: Annotated[Path, typer.Argument(help="Training config YAML.")],
     out: Annotated[Path | None, typer.Option(help="Output folder.")] = None,
 ) -> None:
-    """Train with GRPO: envhub train CONFIG.yaml [key=value ...] [--out DIR]."""
+    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR."""
     try:
         from trainer.cli import main
     except ImportError as e:
         _fail(f"training needs the trainer extra: pip install 'envhub[trainer]' ({e})")
     main(str(config), list(ctx.args), str(out) if out else None)
+
+
+from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
+
+app.command("eval")(eval_command)
 
 
 def main() -> None:
