@@ -119,12 +119,11 @@ def serve(
 
     s = EnvSpec.model_validate_json(spec_json) if spec_json else lookup(name)
     env = make_local(s)
-    if hasattr(env, "tasks"):
-        try:
-            n = len(env.tasks())
-            typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
-        except EnvhubError as e:
-            typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
+    try:  # load the data now, so the first request is not the slow one
+        n = len(env.tasks())
+        typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
+    except EnvhubError as e:
+        typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
     if not ipaddress.ip_address(_resolve(host)).is_loopback:
         typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
     settings = ServerSettings(

@@ -90,7 +90,7 @@ class Env(ABC):
         """
         raise NotSupported(f"{type(self).__name__} cannot fork; make() another instance")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional hook, not abstract)
         """Release resources (servers, containers, sandboxes). Safe to call twice."""
 
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:

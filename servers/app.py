@@ -211,7 +211,9 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
 
     async def run(fn: Callable[..., T], *args: Any) -> T:
         with anyio.fail_after(settings.request_timeout_s):
-            return await anyio.to_thread.run_sync(fn, *args, limiter=limiter, abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(
+                fn, *args, limiter=limiter, abandon_on_cancel=True
+            )
 
     async def reaper() -> None:
         while True:
@@ -239,7 +241,8 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
             return await call_next(request)
         if state["inflight"] >= settings.max_inflight:
             metrics["rejected_overload"] += 1
-            return _error(503, "overloaded", "server at its concurrency limit", **{"Retry-After": "1"})
+            message = "server at its concurrency limit"
+            return _error(503, "overloaded", message, **{"Retry-After": "1"})
         state["inflight"] += 1
         metrics["requests"] += 1
         try:
@@ -260,7 +263,8 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
     @app.exception_handler(TimeoutError)
     async def on_deadline(_: Request, exc: TimeoutError) -> JSONResponse:
         metrics["deadline_exceeded"] += 1
-        return _error(504, "deadline", f"over the server deadline of {settings.request_timeout_s:g} s")
+        limit = settings.request_timeout_s
+        return _error(504, "deadline", f"over the server deadline of {limit:g} s")
 
     @app.exception_handler(Exception)
     async def on_error(_: Request, exc: Exception) -> JSONResponse:

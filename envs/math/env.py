@@ -1,4 +1,4 @@
-"""Math environments: ``gsm8k`` (word problems, numeric answers) and ``math`` (symbolic).
+r"""Math environments: ``gsm8k`` (word problems, numeric answers) and ``math`` (symbolic).
 
 One class serves both; the catalog entry picks the data, the prompt and the answer format.
 Components: ``correctness`` (the extracted final answer equals the gold one, see
@@ -39,7 +39,7 @@ class MathEnv(TaskEnv):
         answer_format: Literal["hash", "boxed"] = "hash",
         timeout: float = 2.0,
     ) -> None:
-        """Build from the spec; ``answer_format`` is what the format component rewards.
+        r"""Build from the spec; ``answer_format`` is what the format component rewards.
 
         Args:
             spec: The catalog entry.
