@@ -68,6 +68,13 @@ def _components(s: dict[str, Any]) -> str:
     return " ".join(f"{k}={fmt(v, 2)}" for k, v in s.get("components", {}).items())
 
 
+_SHORT = {"invalid_action": "invalid", "infra_error": "infra", "env_error": "env_err"}
+
+
+def _statuses(counts: dict[str, int]) -> str:
+    return " ".join(f"{_SHORT.get(k, k)}={v}" for k, v in counts.items() if v) or "-"
+
+
 def print_summary(summary: dict[str, Any]) -> None:
     """Print one row per environment: rewards, pass rates, statuses, turns, tokens, time."""
     from rich.console import Console
@@ -81,27 +88,22 @@ def print_summary(summary: dict[str, Any]) -> None:
     if summary.get("rescored_from"):
         title += f" (rescored from {summary['rescored_from']})"
     table = Table(title=title)
-    cols = ["env", "episodes", "mean reward", "pass@1"] + ([f"pass@{k}"] if k > 1 else [])
-    cols += ["ok", "timeout", "invalid", "infra err", "env err", "turns", "tokens in/out", "wall s"]
+    cols = ["env", "episodes", "reward", "pass@1"] + ([f"pass@{k}"] if k > 1 else [])
+    cols += ["status", "turns", "tok in/out", "wall s"]
     for col in cols:
-        table.add_column(col, justify="left" if col == "env" else "right")
+        table.add_column(col, justify="left" if col in ("env", "status") else "right")
     for name, s in envs.items():
-        st = s["status"]
         row = [name, str(s["episodes"]), fmt(s["mean_reward"]), fmt(s["pass@1"])]
         if k > 1:
             row.append(fmt(s.get(f"pass@{k}")))
         row += [
-            str(st["ok"]),
-            str(st["timeout"]),
-            str(st["invalid_action"]),
-            str(st["infra_error"]),
-            str(st["env_error"]),
-            fmt(s["mean_turns"], 2),
+            _statuses(s["status"]),
+            fmt(s["mean_turns"], 1),
             f"{fmt(s['mean_prompt_tokens'], 0)}/{fmt(s['mean_completion_tokens'], 0)}",
             fmt(s["wall_s"], 1),
         ]
         table.add_row(*row)
-    console = Console()
+    console = Console(width=max(Console().width, 100))
     console.print(table)
     for name, s in envs.items():
         line = f"  {name}: {_components(s)}"

@@ -1,0 +1,128 @@
+"""`envhub eval` as a command: table and JSON output, Ctrl-C, --resume, --rescore."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import threading
+import time
+
+import pytest
+import typer
+from eval_fakes import policy, register_fakes
+from typer.testing import CliRunner
+
+import envhub
+from envhub.evaluate.cli import eval_command
+from envhub.evaluate.scripted import ScriptedEndpoint
+from envhub.evaluate.store import RunStore
+
+app = typer.Typer()
+app.command()(eval_command)
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    register_fakes(tmp_path / "home")
+    yield
+    envhub.reset_registry()
+
+
+@pytest.fixture()
+def endpoint():
+    with ScriptedEndpoint(policy) as ep:
+        yield ep
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_table_json_and_files(home, endpoint, tmp_path):
+    out = tmp_path / "run"
+    res = invoke("--base-url", endpoint.base_url, "--env", "arith", "--env", "guess",
+                 "--out", out, "--no-progress")
+    assert res.exit_code == 0, res.output
+    assert "arith" in res.output and "guess" in res.output and "pass@1" in res.output
+    assert "0.833" in res.output  # arith pass@1 = 5/6
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["environments"]) == {"arith", "guess"}
+    assert summary["environments"]["guess"]["pass@1"] == 1.0
+    assert summary["interrupted"] is False
+    config = json.loads((out / "config.json").read_text())
+    assert "api_key" not in config and config["envs"] == ["arith", "guess"]
+
+    res = invoke("--rescore", out, "--json")
+    assert res.exit_code == 0, res.output
+    rescored = json.loads(res.output[res.output.index("{"): res.output.rindex("}") + 1])
+    assert rescored["environments"]["arith"]["pass@1"] == pytest.approx(5 / 6)
+    assert (out / "rescored" / "summary.json").exists()
+
+
+def test_api_key_comes_from_the_environment(home, tmp_path, monkeypatch):
+    seen = []
+
+    def responder(body):
+        return policy(body)
+
+    with ScriptedEndpoint(responder) as ep:
+        import httpx
+        real = httpx.AsyncClient.__init__
+
+        def spy(self, *a, **kw):
+            seen.append((kw.get("headers") or {}).get("Authorization"))
+            real(self, *a, **kw)
+
+        monkeypatch.setattr(httpx.AsyncClient, "__init__", spy)
+        monkeypatch.setenv("ENVHUB_API_KEY", "sk-test")
+        res = invoke("--base-url", ep.base_url, "-e", "arith", "--limit", "2",
+                     "--out", tmp_path / "r", "--no-progress")
+    assert res.exit_code == 0, res.output
+    assert "Bearer sk-test" in seen
+    assert "sk-test" not in (tmp_path / "r" / "config.json").read_text()
+
+
+def test_ctrl_c_keeps_finished_episodes_and_resume_completes(home, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedEndpoint(policy, delay=0.3) as ep:
+        def interrupt():
+            while ep.requests < 4:
+                time.sleep(0.01)
+            _thread.interrupt_main()
+
+        threading.Thread(target=interrupt, daemon=True).start()
+        res = invoke("--base-url", ep.base_url, "-e", "arith", "-n", "4", "--concurrency", "2",
+                     "--out", out, "--no-progress")
+        assert res.exit_code == 130, res.output
+        partial = json.loads((out / "summary.json").read_text())
+        assert partial["interrupted"] is True
+        kept = RunStore(out).load_records()
+        assert 2 <= len(kept) < 24
+        assert partial["environments"]["arith"]["episodes"] == len(kept)
+
+        ep.delay = 0
+        ep.bodies.clear()
+        res = invoke("--resume", out, "--no-progress", "--concurrency", "8")
+        assert res.exit_code == 0, res.output
+    assert len(ep.bodies) == 24 - len(kept)
+    final = json.loads((out / "summary.json").read_text())
+    assert final["interrupted"] is False and final["config"]["concurrency"] == 8
+    s = final["environments"]["arith"]
+    assert s["episodes"] == 24 and s["pass@1"] == pytest.approx(5 / 6)
+    assert len({r.key for r in RunStore(out).load_records()}) == 24
+
+
+def test_usage_errors_name_the_fix(home, endpoint, tmp_path):
+    res = invoke("--base-url", endpoint.base_url, "--out", tmp_path / "r")
+    assert res.exit_code == 2 and "--env" in res.output
+    res = invoke("--base-url", endpoint.base_url, "-e", "arith", "--limit", "1",
+                 "--out", tmp_path / "r", "--no-progress")
+    assert res.exit_code == 0
+    res = invoke("--base-url", endpoint.base_url, "-e", "arith", "--out", tmp_path / "r")
+    assert res.exit_code == 1 and "--resume" in res.output
+    res = invoke("--resume", tmp_path / "r", "-e", "guess")
+    assert res.exit_code == 1 and "envs" in res.output
+    res = invoke("--rescore", tmp_path / "nothing")
+    assert res.exit_code == 1 and "episodes.jsonl" in res.output
