@@ -37,7 +37,6 @@ def call(name, arguments, call_id="c1"):
 
 def play(env, task, structured=True):
     """Run the scripted agent through the env; returns the final step and the transcript."""
-    env.reset(task_id=task.task_id)
     agent = ScriptedAgent(task.prompt, env.toolset, structured=structured)
     transcript = list(env.reset(task_id=task.task_id).messages)
     while True:
@@ -108,13 +107,13 @@ def test_splits_are_disjoint_and_seeded(env):
 
 
 def test_search_returns_ranked_snippets_with_ids(env):
-    env.reset(seed=0)
-    anchor = env._episode.task.metadata["anchor"]
+    task = env.get_task(env.reset(seed=0).info.task_id)
+    anchor = task.metadata["anchor"]
     result = env.step(call("search", {"query": anchor, "k": 3}))
     assert result.info.status is Status.OK and not result.done and result.reward == 0.0
     hits = parse_search(result.messages[0].content)
     assert 1 <= len(hits) <= 3 and hits[0].title == anchor
-    assert hits[0].doc_id == env._episode.task.metadata["path"][0]
+    assert hits[0].doc_id == task.metadata["path"][0]
     assert all(len(h.snippet) <= 202 for h in hits)
     opened = env.step(call("open", {"doc_id": hits[0].doc_id}, call_id="c2"))
     assert opened.messages[0].content.startswith(f"{hits[0].doc_id} | {anchor}\n")
@@ -163,8 +162,7 @@ def test_invalid_calls_flag_the_step_and_the_episode_goes_on(env, message, expec
 
 
 def test_good_and_bad_calls_in_one_message(env):
-    env.reset(seed=4)
-    anchor = env._episode.task.metadata["anchor"]
+    anchor = env.get_task(env.reset(seed=4).info.task_id).metadata["anchor"]
     body = json.dumps({"name": "search", "arguments": {"query": anchor}})
     result = env.step(f"<tool_call>{body}</tool_call><tool_call>{{nope</tool_call>")
     assert result.info.status is Status.INVALID_ACTION
