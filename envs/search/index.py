@@ -128,7 +128,7 @@ def docs_from_contexts(tasks: Sequence[Task]) -> list[Doc]:
     for task in tasks:
         ctx = task.metadata.get("context")
         if isinstance(ctx, dict):
-            pairs = zip(ctx.get("title", []), ctx.get("sentences", []))
+            pairs = zip(ctx.get("title", []), ctx.get("sentences", []), strict=False)
         elif isinstance(ctx, list):
             pairs = ((p[0], p[1]) for p in ctx if isinstance(p, list | tuple) and len(p) == 2)
         else:
@@ -203,7 +203,8 @@ class SearchIndex:
             return []
         k = min(k, len(self.docs))
         ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=0)
-        return [(self.docs[int(i)], float(s)) for i, s in zip(ids[0], scores[0]) if s > 0]
+        pairs = zip(ids[0], scores[0], strict=True)
+        return [(self.docs[int(i)], float(s)) for i, s in pairs if s > 0]
 
 
 def forget_loaded() -> None:

@@ -229,7 +229,7 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
     nm = _Namer(rng)
     countries = [Entity("country", nm.unique(lambda: nm.word(3))) for _ in range(sizes["country"])]
     languages = nm.stems(len(countries))
-    for c, lang in zip(countries, languages):
+    for c, lang in zip(countries, languages, strict=True):
         c.rel.update(region=rng.choice(_REGIONS), language=lang + "ic",
                      currency=f"{nm.word(2)} {rng.choice(_CURRENCY)}")
     bases = nm.stems(max(1, sizes["city"] * 2 // 3))
@@ -274,7 +274,7 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
              "manufacturer": rng.choice(companies).name})
         for _ in range(sizes["invention"])]
     mayors = rng.sample(people, k=min(len(people), len(cities)))
-    for city, mayor in zip(cities, mayors):
+    for city, mayor in zip(cities, mayors, strict=True):
         city.rel["mayor"] = mayor.name
     return [*countries, *cities, *unis, *people, *companies, *inventions]
 
