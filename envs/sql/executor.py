@@ -1,0 +1,214 @@
+"""The guarded executor: run one untrusted SELECT against a sqlite file, and nothing else.
+
+sqlite runs in the server's own process, so the guards are sqlite's own and they are layered:
+
+1. **Text checks** before sqlite sees the query: exactly one statement, and it must start with
+   ``SELECT``, ``WITH`` or ``VALUES`` (``EXPLAIN``, ``PRAGMA``, ``VACUUM``... are refused).
+2. **A read-only connection**: ``file:<path>?mode=ro`` URI, no implicit transactions.
+3. **An authorizer** (``set_authorizer``) that allows only what a query needs (``SELECT``,
+   column reads, function calls, recursive CTEs) and refuses everything else: writes, DDL
+   (temporary tables included), transactions, savepoints, ``ATTACH``/``DETACH`` (which is
+   also how ``VACUUM INTO`` writes a copy, even on a read-only connection), ``PRAGMA``
+   statements and the ``pragma_*`` table functions, and the ``load_extension`` function.
+4. **Limits** (``setlimit``): no attached databases at all, strings and blobs of at most
+   1 MB (``randomblob(1e9)`` fails), bounded SQL length. Extension loading stays disabled
+   (Python never enables it unless asked).
+5. **A deadline** enforced by a progress handler checked every few thousand virtual-machine
+   instructions: a runaway query (infinite recursive CTE, cross joins) is interrupted inside
+   sqlite and reported as :class:`QueryTimeout`.
+6. **A row cap**: at most ``max_rows`` rows are fetched; more is reported as ``truncated``.
+
+What is not covered: memory held by one query before its deadline (a sort over a huge cross
+join grows until interrupted; the 1 MB value limit and the deadline bound it in practice),
+and sqlite bugs themselves. Each call opens its own connection, so any number of threads may
+call :func:`run_query` at once.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import sqltext
+
+PROGRESS_OPS = 2000
+"""Virtual-machine instructions between two deadline checks."""
+MAX_VALUE_BYTES = 1_000_000
+"""Largest string or blob a query may build."""
+MAX_SQL_CHARS = 20_000
+"""Longest query text accepted."""
+ALLOWED_LEADING = frozenset({"SELECT", "WITH", "VALUES"})
+DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+_ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
+
+Row = tuple[Any, ...]
+
+
+class QueryFailed(Exception):
+    """The query did not produce a result; ``kind`` says why."""
+
+    kind = "error"
+
+
+class QueryError(QueryFailed):
+    """sqlite rejected or failed the query (syntax error, unknown column, value too big)."""
+
+    kind = "error"
+
+
+class QueryRefused(QueryFailed):
+    """The guards refused the query (not a single SELECT, or an operation it may not do)."""
+
+    kind = "refused"
+
+
+class QueryTimeout(QueryFailed):
+    """The query ran past its deadline and was interrupted inside sqlite."""
+
+    kind = "timeout"
+
+
+class DatabaseUnavailable(Exception):
+    """The database file is missing or cannot be opened: an infrastructure problem."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    """The result of one query."""
+
+    columns: tuple[str, ...]
+    """Column names, as sqlite reports them (ignored by the comparison)."""
+    rows: list[Row] = field(default_factory=list)
+    truncated: bool = False
+    """True when the query had more than ``max_rows`` rows; ``rows`` holds the first ones."""
+    elapsed_s: float = 0.0
+
+
+def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
+               source: str | None) -> int:
+    if action in _ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_OK
+    return sqlite3.SQLITE_DENY
+
+
+def check_query_text(sql: str) -> None:
+    """Refuse anything but exactly one ``SELECT``/``WITH``/``VALUES`` statement.
+
+    Raises:
+        QueryRefused: Empty, too long, several statements, or another kind of statement.
+    """
+    if len(sql) > MAX_SQL_CHARS:
+        raise QueryRefused(f"query is {len(sql)} characters; at most {MAX_SQL_CHARS} allowed")
+    stmts = sqltext.statements(sql)
+    if not stmts:
+        raise QueryRefused("no SQL statement found")
+    if len(stmts) > 1:
+        raise QueryRefused(f"exactly one statement allowed, got {len(stmts)}")
+    keyword = sqltext.leading_keyword(sql)
+    if keyword not in ALLOWED_LEADING:
+        shown = keyword or stmts[0][0].text[:20]
+        raise QueryRefused(f"only a SELECT query is allowed, got {shown!r}")
+
+
+def open_readonly(db_path: str | Path) -> sqlite3.Connection:
+    """Open ``db_path`` read-only with the authorizer and limits installed.
+
+    Raises:
+        DatabaseUnavailable: The file does not exist or sqlite cannot open it.
+    """
+    path = Path(db_path).resolve()
+    if not path.is_file():
+        raise DatabaseUnavailable(f"database file {path} does not exist")
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, isolation_level=None)
+    except sqlite3.Error as e:
+        raise DatabaseUnavailable(f"cannot open database {path}: {e}") from e
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_CHARS * 4)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH, 1)
+    conn.set_authorizer(_authorize)
+    return conn
+
+
+def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int) -> QueryResult:
+    """Run one untrusted query under every guard and fetch at most ``max_rows`` rows.
+
+    Args:
+        db_path: The sqlite file.
+        sql: The query text (one statement; a trailing ``;`` is fine).
+        timeout_s: Wall-clock deadline for preparing, running and fetching.
+        max_rows: Row cap; one more row is read to tell whether the result was cut.
+
+    Returns:
+        The columns and rows.
+
+    Raises:
+        QueryRefused: The text checks or the authorizer refused the query.
+        QueryTimeout: The deadline passed; sqlite was interrupted.
+        QueryError: sqlite reported any other error.
+        DatabaseUnavailable: The database cannot be opened.
+    """
+    check_query_text(sql)
+    conn = open_readonly(db_path)
+    start = time.monotonic()
+    deadline = start + timeout_s
+    fired = [False]
+
+    def progress() -> int:
+        if time.monotonic() > deadline:
+            fired[0] = True
+            return 1
+        return 0
+
+    conn.set_progress_handler(progress, PROGRESS_OPS)
+    try:
+        cursor = conn.execute(sql)
+        rows = cursor.fetchmany(max_rows + 1)
+        columns = tuple(d[0] for d in cursor.description or ())
+    except sqlite3.Error as e:
+        raise _classify(e, fired[0] or time.monotonic() > deadline, timeout_s) from None
+    finally:
+        conn.close()
+    return QueryResult(
+        columns=columns,
+        rows=[tuple(r) for r in rows[:max_rows]],
+        truncated=len(rows) > max_rows,
+        elapsed_s=time.monotonic() - start,
+    )
+
+
+def _classify(exc: sqlite3.Error, late: bool, timeout_s: float) -> QueryFailed:
+    text = str(exc)
+    if late and "interrupt" in text:
+        return QueryTimeout(f"query ran past its {timeout_s:g} s deadline and was interrupted")
+    if "not authorized" in text or "too many attached" in text:
+        return QueryRefused(f"operation not allowed ({text}); only read-only SELECT queries run")
+    if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in text:
+        return QueryRefused("exactly one statement allowed")
+    return QueryError(text)
+
+
+def format_table(result: QueryResult, *, max_cell: int = 80,
+                 header: Sequence[str] | None = None) -> str:
+    """Render a result as a small text table (pipe separated) for the model to read."""
+    cols = list(header or result.columns)
+    lines = [" | ".join(cols)]
+    for row in result.rows:
+        cells = []
+        for v in row:
+            s = "NULL" if v is None else (v.hex() if isinstance(v, bytes) else str(v))
+            cells.append(s if len(s) <= max_cell else s[: max_cell - 3] + "...")
+        lines.append(" | ".join(cells))
+    n = len(result.rows)
+    if result.truncated:
+        lines.append(f"({n} rows shown; the result has more rows)")
+    else:
+        lines.append(f"({n} row{'s' if n != 1 else ''})")
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""Text-to-SQL with exploration: the multi-turn environment ``sql-multiturn``.
+
+The model may run exploratory queries before it answers. Two conventions are understood, so
+both plain chat models and tool-calling models can play:
+
+- **Text.** A message with a ```` ```sql ```` block (or that is a bare ``SELECT``) runs that
+  query (the last block); the environment answers, as a user message, with the first
+  ``explore_rows`` rows (20 by default) as a text table. A message containing ``FINAL ANSWER`` gives the answer: the last
+  ```` ```sql ```` block after the marker is judged.
+- **Tool calls** (tools listed in ``info["tools"]``), in OpenAI's structured form or as
+  ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` text (see
+  :mod:`envhub.tools`): ``run_query`` with ``{"query": ...}`` runs a query, answered by a
+  ``tool`` message (a ``<tool_response>`` block for text calls); ``submit_answer`` with
+  ``{"query": ...}`` gives the answer. Calls after a ``submit_answer`` are not run.
+
+The turn budget is ``max_turns`` from the YAML entry. On the last turn a message with a query
+but no marker is judged as the answer (with ``format`` 0); running out of turns without an
+answer ends the episode truncated, with every component 0. A message that neither runs a
+query nor answers (or a malformed tool call) gets a reminder of the conventions, with status
+``invalid_action``, and the episode goes on. Exploration errors and time-outs are reported to
+the model as text; only the final answer's time-out makes the step's status ``timeout``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from envhub.core import Episode, Feedback
+from envhub.spec import EnvSpec
+from envhub.tools import Param, ParsedCall, Tool, ToolSet, tool_result_messages
+from envhub.types import Message, Status
+
+from . import sqltext
+from .env import SqlEnv
+from .executor import (
+    ALLOWED_LEADING,
+    DatabaseUnavailable,
+    QueryFailed,
+    format_table,
+    run_query,
+)
+
+FINAL_RE = re.compile(r"final\s+answer\s*:?", re.IGNORECASE)
+RUN_TOOL = "run_query"
+SUBMIT_TOOL = "submit_answer"
+CONVENTIONS = (
+    "Run a query by sending it in a ```sql block; give your answer as FINAL ANSWER: followed "
+    f"by a ```sql block (or call the {RUN_TOOL} / {SUBMIT_TOOL} tools)."
+)
+
+
+_QUERY = Param("query", "string", "One SQLite query.", min_length=1)
+TOOLS = ToolSet([
+    Tool(RUN_TOOL, "Run a read-only SQLite query and see the first rows of its result.",
+         (_QUERY,)),
+    Tool(SUBMIT_TOOL, "Submit your final SQLite query; it is judged and the episode ends.",
+         (_QUERY,)),
+])
+
+
+class SqlMultiTurnEnv(SqlEnv):
+    """Text-to-SQL where the model may explore the database before answering."""
+
+    extra_options = ("explore_rows",)
+
+    def __init__(self, spec: EnvSpec, *, explore_rows: int = 20, **options: Any) -> None:
+        """Like :class:`SqlEnv`, plus ``explore_rows``: rows shown per exploratory query."""
+        super().__init__(spec, **options)
+        self.explore_rows = max(1, int(explore_rows))
+
+    def tools(self) -> list[dict[str, Any]]:
+        """``run_query`` (explore) and ``submit_answer`` (final answer)."""
+        return TOOLS.schemas()
+
+    def init_state(self, episode: Episode) -> dict[str, int]:
+        """Counts of exploratory queries."""
+        return {"explored": 0}
+
+    def explore(self, episode: Episode, sql: str) -> str:
+        """Run one exploratory query and describe its result (or error) as text."""
+        episode.state["explored"] += 1
+        try:
+            result = run_query(self.db_path(episode.task), sql, timeout_s=self.timeout_s,
+                               max_rows=self.explore_rows)
+        except (QueryFailed, DatabaseUnavailable) as e:
+            return f"Error ({getattr(e, 'kind', 'error')}): {e}"
+        return format_table(result)
+
+    def _remaining(self, episode: Episode) -> str:
+        left = self.spec.max_turns - episode.turn
+        if left <= 1:
+            return "\nYour next message must be your final answer."
+        return f"\n({left} turns left.)"
+
+    def _final(self, episode: Episode, sql: str, in_format: bool) -> Feedback:
+        components, details = self.judge(episode.task, sql, in_format)
+        details["explored"] = episode.state["explored"]
+        return Feedback(done=True, components=components, info=details)
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """Run exploratory queries, or judge the final answer."""
+        if TOOLS.has_calls(message):
+            return self._tool_turn(episode, message)
+        text = message.content
+        marker = None
+        for marker in FINAL_RE.finditer(text):
+            pass
+        if marker is not None:
+            found = sqltext.extract_sql(text[marker.end():])
+            return self._final(episode, found.sql, found.fenced)
+        found = sqltext.extract_sql(text)
+        from_block = found.fenced or found.sql != text.strip()
+        has_query = from_block or sqltext.leading_keyword(found.sql) in ALLOWED_LEADING
+        if has_query and episode.turn >= self.spec.max_turns:
+            return self._final(episode, found.sql, False)
+        if not has_query:
+            return Feedback(
+                messages=[Message(role="user", content=f"No query found. {CONVENTIONS}")],
+                status=Status.INVALID_ACTION,
+                error="message neither runs a query nor gives a final answer",
+            )
+        reply = self.explore(episode, found.sql) + self._remaining(episode)
+        return Feedback(messages=[Message(role="user", content=reply)])
+
+    def _tool_turn(self, episode: Episode, message: Message) -> Feedback:
+        results: list[tuple[ParsedCall, str]] = []
+        bad: list[str] = []
+        for call in TOOLS.parse(message):
+            if not call.ok:
+                bad.append(str(call.name))
+                results.append((call, f"Error: {call.error}"))
+            elif call.name == SUBMIT_TOOL:
+                return self._final(episode, sqltext.extract_sql(call.arguments["query"]).sql, True)
+            else:
+                out = self.explore(episode, call.arguments["query"])
+                results.append((call, out + self._remaining(episode)))
+        if bad:
+            return Feedback(messages=tool_result_messages(results), status=Status.INVALID_ACTION,
+                            error=f"malformed tool call(s) to {bad}")
+        return Feedback(messages=tool_result_messages(results))
+
+    def on_truncate(self, episode: Episode) -> dict[str, float]:
+        """No answer within the turn budget: every component 0."""
+        return {"correctness": 0.0, "format": 0.0, "executes": 0.0}
+
+    def reference_action(self, episode: Episode) -> Message:
+        """The gold query as a final answer."""
+        return Message(role="assistant",
+                       content=f"FINAL ANSWER:\n```sql\n{episode.task.answer}\n```")

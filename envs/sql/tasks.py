@@ -1,0 +1,127 @@
+"""Instantiate the built-in templates into tasks, and split them into train and test.
+
+For each template the candidate parameter rows come from its ``params`` query; a fixed seed
+picks up to ``limit`` of them. An instance is kept only when its gold query returns at least
+one row and, for ordered golds, its sort key has no ties (within the result, and between the
+last row and the next one for top-N questions). Instances go round-robin to the splits: every
+fifth instance of a template is a test task, the rest are train tasks, so both splits cover
+the same kinds of question with different values. Task ids look like
+``store/top_spenders/2`` (database, template, instance number) and never change with
+``dataset.seed`` or ``dataset.size``, which only subsample.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+from collections.abc import Iterable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from envhub.types import Task
+
+from . import sqltext
+from .builder import BuiltinDatabases, read_schema
+from .tasksets import TEMPLATES, Template
+
+INSTANCE_SEED = 20240601
+"""Seed that picks the parameter values; fixed so task ids always mean the same question."""
+TEST_EVERY = 4
+"""Every fifth instance of a template is a test task."""
+
+
+def render(template: Template, params: dict[str, Any]) -> tuple[str, str]:
+    """The question and gold SQL of one instance."""
+    question = template.question.format(**{k: str(v) for k, v in params.items()})
+    sql = template.sql.format(**{k: sqltext.quote_literal(v) for k, v in params.items()})
+    return question, sql
+
+
+def _readonly(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+
+def _candidates(conn: sqlite3.Connection, template: Template) -> list[dict[str, Any]]:
+    if template.params is None:
+        return [{}]
+    cur = conn.execute(template.params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]
+
+
+def _keys(rows: Iterable[tuple], sort_key: tuple[int, ...]) -> list[tuple]:
+    return [tuple(r[i] for i in sort_key) for r in rows]
+
+
+def instance_problem(conn: sqlite3.Connection, template: Template,
+                     params: dict[str, Any]) -> str | None:
+    """Why this instance cannot be a task (empty result, ambiguous order), or ``None``."""
+    _, sql = render(template, params)
+    rows = conn.execute(sql).fetchall()
+    if not rows:
+        return "the gold query returns no rows"
+    if sqltext.orders_at_top_level(sql):
+        if not template.sort_key:
+            return "the gold query orders but the template names no sort_key"
+        keys = _keys(rows, template.sort_key)
+        if len(set(keys)) != len(keys):
+            return "the sort key ties within the result"
+        if "n" in params:
+            _, longer = render(template, {**params, "n": int(params["n"]) + 1})
+            more = _keys(conn.execute(longer).fetchall(), template.sort_key)
+            if len(more) > len(keys) and more[len(keys)] == keys[-1]:
+                return "the sort key ties at the LIMIT boundary"
+    return None
+
+
+def template_tasks(conn: sqlite3.Connection, template: Template, schema: str) -> list[Task]:
+    """The kept instances of one template, as tasks (split recorded in metadata)."""
+    rng = random.Random(f"{INSTANCE_SEED}/{template.db_id}/{template.key}")
+    candidates = _candidates(conn, template)
+    rng.shuffle(candidates)
+    tasks: list[Task] = []
+    for params in candidates:
+        if len(tasks) >= template.limit:
+            break
+        if instance_problem(conn, template, params) is not None:
+            continue
+        question, sql = render(template, params)
+        index = len(tasks)
+        tasks.append(Task(
+            task_id=f"{template.db_id}/{template.key}/{index}",
+            prompt=question,
+            answer=sql,
+            metadata={
+                "db_id": template.db_id,
+                "schema": schema,
+                "template": template.key,
+                "params": params,
+                "split": "test" if index % TEST_EVERY == TEST_EVERY - 1 else "train",
+            },
+        ))
+    return tasks
+
+
+def builtin_task_set(databases: BuiltinDatabases,
+                     db_ids: Iterable[str] | None = None) -> dict[str, list[Task]]:
+    """Every built-in task, by split (``train`` and ``test``).
+
+    Args:
+        databases: Where the built-in databases live (built on first use).
+        db_ids: Restrict to these databases; all when ``None``.
+    """
+    wanted = list(db_ids) if db_ids is not None else databases.ids()
+    unknown = sorted(set(wanted) - set(databases.ids()))
+    if unknown:
+        raise KeyError(f"unknown built-in database(s) {unknown}; choose from {databases.ids()}")
+    out: dict[str, list[Task]] = {"train": [], "test": []}
+    for db_id in wanted:
+        path = databases.path(db_id)
+        schema = read_schema(path)
+        with closing(_readonly(path)) as conn:
+            for template in TEMPLATES:
+                if template.db_id == db_id:
+                    for task in template_tasks(conn, template, schema):
+                        out[task.metadata["split"]].append(task)
+    return out
