@@ -258,3 +258,31 @@ def test_bad_options_are_named():
         make_env(top_kk=3)
     with pytest.raises(envhub.errors.ConfigError, match="top_k"):
         make_env(top_k=20)
+
+
+def test_episode_over_http_matches_in_process(env):
+    pytest.importorskip("fastapi")
+    from serving import running
+
+    from envhub.remote import HTTPEnv
+    from servers.app import create_app
+
+    task = env.tasks()[7]
+    local, local_transcript = play(env, task, structured=True)
+    with running(create_app(make_env())) as url, HTTPEnv(url) as remote:
+        first = remote.reset(task_id=task.task_id)
+        assert [t["function"]["name"] for t in first.info.tools] == ["search", "open"]
+        agent = ScriptedAgent(first.messages[-1].content, env.toolset, structured=True)
+        transcript = list(first.messages)
+        while True:
+            action = agent.act(transcript)
+            result = remote.step(action)
+            transcript += [action, *result.messages]
+            if result.done:
+                break
+        bad = remote.reset(task_id=task.task_id)
+        flagged = remote.step(call("open", {"doc_id": "nope"}))
+    assert transcript == local_transcript
+    assert (result.reward, result.info.components) == (local.reward, local.info.components)
+    assert bad.info.task_id == task.task_id
+    assert flagged.info.status is Status.INVALID_ACTION and flagged.messages[0].role == "tool"
