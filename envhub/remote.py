@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -78,7 +79,7 @@ class HTTPEnv(Env):
         timeout: float = 60.0,
         retries: int = 3,
         owner: Closeable | None = None,
-        _shared: tuple[httpx.Client, dict[str, Any], EnvSpec] | None = None,
+        _pool: _Pool | None = None,
     ) -> None:
         """Connect to a server (``owner``, if given, is closed with this env)."""
         self.url = url.rstrip("/")
@@ -86,34 +87,17 @@ class HTTPEnv(Env):
         self.retries = retries
         self._owner = owner
         self._session: str | None = None
-        self._aclients: dict[int, httpx.AsyncClient] = {}
-        if _shared is None:
-            limits = httpx.Limits(max_connections=512, max_keepalive_connections=128)
-            client = httpx.Client(base_url=self.url, timeout=timeout, limits=limits)
-            info = self._get_info(client)
-            spec = EnvSpec.model_validate(info["spec"])
-            _shared = (client, info, spec)
-        self._client, self._info, self.spec = _shared
-        self._is_fork = owner is None and _shared is not None
+        self._is_fork = _pool is not None
+        self._pool = _pool or _Pool(self.url, timeout)
+        self.spec = self._pool.spec
 
-    def _get_info(self, client: httpx.Client) -> dict[str, Any]:
-        try:
-            resp = client.get("/info")
-            resp.raise_for_status()
-        except httpx.HTTPError as e:
-            raise TransportError(f"cannot reach envhub server at {self.url}: {e}") from e
-        return resp.json()
+    @property
+    def _client(self) -> httpx.Client:
+        return self._pool.client
 
     def fork(self) -> HTTPEnv:
         """A second handle on the same server, with its own episode and a shared pool."""
-        child = HTTPEnv(
-            self.url,
-            timeout=self.timeout,
-            retries=self.retries,
-            _shared=(self._client, self._info, self.spec),
-        )
-        child._is_fork = True
-        return child
+        return HTTPEnv(self.url, timeout=self.timeout, retries=self.retries, _pool=self._pool)
 
     # ------------------------------------------------------------------ transport
 
@@ -133,13 +117,7 @@ class HTTPEnv(Env):
         raise AssertionError("unreachable")
 
     def _aclient(self) -> httpx.AsyncClient:
-        loop = id(asyncio.get_running_loop())
-        if loop not in self._aclients:
-            limits = httpx.Limits(max_connections=512, max_keepalive_connections=128)
-            self._aclients[loop] = httpx.AsyncClient(
-                base_url=self.url, timeout=self.timeout, limits=limits
-            )
-        return self._aclients[loop]
+        return self._pool.async_client()
 
     async def _apost(self, path: str, body: dict[str, Any]) -> Any:
         client = self._aclient()
@@ -264,7 +242,7 @@ class HTTPEnv(Env):
 
     def info(self) -> dict[str, Any]:
         """The server's ``/info``."""
-        return dict(self._info)
+        return dict(self._pool.info)
 
     def close(self) -> None:
         """Close the episode; the owner (server, container) and pool too unless a fork."""
@@ -274,17 +252,50 @@ class HTTPEnv(Env):
             except httpx.HTTPError:
                 pass
             self._session = None
-        for client in self._aclients.values():
-            try:
-                asyncio.get_running_loop().create_task(client.aclose())
-            except RuntimeError:
-                pass
-        self._aclients.clear()
         if not self._is_fork:
-            self._client.close()
+            self._pool.close()
             if self._owner is not None:
                 self._owner.close()
                 self._owner = None
+
+
+class _Pool:
+    """What forks of one HTTPEnv share: connection pools and the server's description."""
+
+    LIMITS = httpx.Limits(max_connections=512, max_keepalive_connections=128)
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url, self.timeout = url, timeout
+        self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
+        self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+        try:
+            resp = self.client.get("/info")
+            resp.raise_for_status()
+        except httpx.HTTPError as e:
+            self.client.close()
+            raise TransportError(f"cannot reach envhub server at {url}: {e}") from e
+        self.info: dict[str, Any] = resp.json()
+        self.spec = EnvSpec.model_validate(self.info["spec"])
+
+    def async_client(self) -> httpx.AsyncClient:
+        """The async client of the running event loop (httpx clients are loop-bound)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._async:
+            self._async[loop] = httpx.AsyncClient(
+                base_url=self.url, timeout=self.timeout, limits=self.LIMITS
+            )
+        return self._async[loop]
+
+    def close(self) -> None:
+        self.client.close()
+        for client in self._async.values():
+            try:
+                asyncio.get_running_loop().create_task(client.aclose())
+            except RuntimeError:  # no loop running: let the sockets close with the process
+                pass
+        self._async.clear()
 
 
 def _retry_after(resp: httpx.Response, attempt: int) -> float:
@@ -332,8 +343,9 @@ class ServerProcess:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        with open(self._log.name, errors="replace") as f:
+            tail = f.read()[-2000:]
         self.close()
-        tail = open(self._log.name, errors="replace").read()[-2000:]
         raise TransportError(f"envhub serve did not become healthy at {self.url}:\n{tail}")
 
     def close(self) -> None:
