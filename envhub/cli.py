@@ -256,9 +256,11 @@ def train(
     main(str(config), list(ctx.args), str(out) if out else None)
 
 
+from .docker_cli import docker_app  # noqa: E402  (the docker SDK is imported lazily)
 from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
 
 app.command("eval")(eval_command)
+app.add_typer(docker_app, name="docker")
 
 
 def main() -> None:
