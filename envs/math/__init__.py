@@ -1,0 +1,1 @@
+"""Math environments (gsm8k, math): answer extraction, equivalence and offline data."""

@@ -1,0 +1,413 @@
+"""Answers as small typed structures, and the exact comparisons that need no sympy.
+
+:func:`parse_answer` reads one answer into a tree of picklable named tuples:
+
+* :class:`Expr`: one value, kept as safe Python text (see :mod:`envs.math.latex`), with its
+  exact rational value when it has one (``3/4``, ``0.75``, ``6*7``, ``2^{10}``, ``5!``);
+* :class:`Text`: a word answer (``Friday``, ``no solution``), compared case-insensitively;
+* :class:`Equation`: ``lhs = rhs`` kept as ``lhs - (rhs)``;
+* :class:`Items`: a bare comma list or ``\\{...\\}`` set, compared as a multiset;
+* :class:`Seq`: a bracketed tuple or interval (``(1, 2]``), compared in order, brackets too;
+* :class:`Union`: intervals joined by ``\\cup``.
+
+:func:`quick_compare` settles every comparison whose leaves have rational values (the common
+case: GSM8K answers, fractions, decimals, percentages) with :class:`fractions.Fraction`, and
+answers ``None`` when sympy is needed. Hostile values (``9**9**9**9``, ``100000!``) are caught
+here, by estimating their size from the syntax tree, before anything evaluates them.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from fractions import Fraction
+from typing import NamedTuple, Union as TUnion
+
+from .latex import (
+    CONSTANTS,
+    FUNCTIONS,
+    MAX_DEPTH,
+    AnswerSyntaxError,
+    clean,
+    latex_to_py,
+)
+
+MAX_DIGITS = 5000
+"""A value estimated to have more digits than this is rejected as implausible."""
+
+
+class Expr(NamedTuple):
+    """One value."""
+
+    py: str
+    """Safe Python text of the value (``sqrt(2)/2``)."""
+    decimal: bool
+    """Written with a decimal point: may match an irrational value to 6 significant digits."""
+    percent: bool
+    """Written with ``%``: ``50%`` equals both ``50`` and ``0.5``."""
+    value: Fraction | None
+    """Exact rational value, or None when it has symbols or irrational parts."""
+
+
+class Text(NamedTuple):
+    """A word answer, lower-cased."""
+
+    words: str
+
+
+class Equation(NamedTuple):
+    """``lhs = rhs``, kept as the Python text of ``lhs - (rhs)``."""
+
+    py: str
+
+
+class Items(NamedTuple):
+    """An unordered list (``2, 3``) or set (``\\{2, 3\\}``)."""
+
+    items: tuple[Answer, ...]
+
+
+class Seq(NamedTuple):
+    """An ordered tuple or interval: ``(1, 2)``, ``[0, \\infty)``."""
+
+    left: str
+    items: tuple[Expr, ...]
+    right: str
+
+
+class Union(NamedTuple):
+    """Intervals joined by ``\\cup``."""
+
+    parts: tuple[Seq, ...]
+
+
+Answer = TUnion[Expr, Text, Equation, Items, Seq, Union]
+
+_OPEN, _CLOSE = "([{", ")]}"
+_UNIT_WORDS_SHORT = frozenset({"cm", "mm", "km", "kg", "mg", "ml", "ft", "in", "hr", "yd",
+                               "mi", "oz", "lb"})
+_NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
+_UNIT_TAIL = re.compile(
+    r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
+    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?"
+)
+_MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
+_WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
+_INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
+_INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")
+_CHAIN = re.compile(r"^(.+?)\s*(<|\\le)\s*[A-Za-z]\s*(<|\\le)\s*(.+)$")
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def split_top(s: str, sep: str) -> list[str]:
+    """Split ``s`` at ``sep`` where it is outside every bracket (mismatched ones too)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(s):
+        c = s[i]
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif depth == 0 and s.startswith(sep, i):
+            parts.append(s[start:i])
+            start = i + len(sep)
+            i = start
+            continue
+        if depth > MAX_DEPTH:
+            raise AnswerSyntaxError("answer nested too deeply")
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _wraps(s: str) -> bool:
+    """True when the bracket opening ``s`` closes exactly at its end."""
+    depth = 0
+    for j, c in enumerate(s):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j == len(s) - 1
+    return False
+
+
+def _inequality(s: str) -> str:
+    """``x \\le 3`` -> ``(-\\infty, 3]``; ``1 < x \\le 2`` -> ``(1, 2]``."""
+    m = _CHAIN.match(s)
+    if m:
+        left = "(" if m.group(2) == "<" else "["
+        right = ")" if m.group(3) == "<" else "]"
+        return f"{left}{m.group(1)}, {m.group(4)}{right}"
+    m = _INEQ.match(s)
+    flip = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}
+    op, bound = (m.group(2), m.group(3)) if m else (None, None)
+    if not m:
+        m = _INEQ_FLIP.match(s)
+        if not m:
+            return s
+        op, bound = flip[m.group(2)], m.group(1)
+    return {
+        "<": f"(-\\infty, {bound})", "\\le": f"(-\\infty, {bound}]",
+        ">": f"({bound}, \\infty)", "\\ge": f"[{bound}, \\infty)",
+    }[op]
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_answer(raw: str) -> Answer:
+    """Read one answer (LaTeX-ish text) into an :data:`Answer` tree.
+
+    Raises:
+        AnswerSyntaxError: The text is empty, too long, malformed or unsupported.
+    """
+    s = clean(raw)
+    if not s:
+        raise AnswerSyntaxError("empty answer")
+    return _parse(s)
+
+
+def _parse(s: str) -> Answer:
+    for sep in ("\\pm", "\\mp"):
+        if s.count(sep) == 1:
+            a, b = s.split(sep)
+            return Items((_parse(f"{a}+{b}"), _parse(f"{a}-({b})")))
+    s = _inequality(s)
+    if "\\cup" in s:
+        parts = tuple(_parse(p) for p in split_top(s, "\\cup"))
+        if not all(isinstance(p, Seq) for p in parts):
+            raise AnswerSyntaxError("\\cup joins intervals only")
+        return Union(parts)  # type: ignore[arg-type]
+    if s.startswith("\\{") and s.endswith("\\}"):
+        inner = s[2:-2].strip()
+        return Items(tuple(_parse(p) for p in split_top(inner, ",")) if inner else ())
+    if s[0] in "([" and s[-1] in ")]" and _wraps(s):
+        parts = split_top(s[1:-1], ",")
+        if len(parts) >= 2:
+            return Seq(s[0], tuple(_leaf(p) for p in parts), s[-1])
+        if s[0] == "(" and s[-1] == ")":
+            return _parse(parts[0])
+    parts = [p for part in split_top(s, ",") for p in re.split(r"\s+(?:or|and)\s+", part)]
+    if len(parts) > 1:
+        return Items(tuple(_parse(p) for p in parts))
+    return _leaf(s)
+
+
+def _strip_units(s: str) -> str:
+    """``42 dollars`` -> ``42``; ``5 cm^2`` -> ``5``; ``5 x`` stays (``x`` is not a unit)."""
+    m = _UNIT_TAIL.fullmatch(s)
+    if not m:
+        return s
+    words = m.group("unit").replace(".", " ").split()
+    for w in words:
+        lw = w.lower()
+        if lw in _NOT_UNITS or (len(lw) < 3 and lw not in _UNIT_WORDS_SHORT):
+            return s
+    return m.group("num")
+
+
+def _leaf(s: str) -> Answer:
+    s = _strip_units(s.strip())
+    if s.count("=") == 1 and re.match(r"^\s*[A-Za-z]\s*=", s):
+        s = s.split("=", 1)[1].strip()
+    if not s:
+        raise AnswerSyntaxError("empty item")
+    if _WORDS.fullmatch(s) and (" " in s.strip() or len(s) >= 3) and s not in CONSTANTS:
+        if s.lower() not in FUNCTIONS | {"infty"}:
+            return Text(" ".join(s.lower().split()))
+    if "=" in s:
+        lhs, _, rhs = s.partition("=")
+        if "=" in rhs or not lhs.strip() or not rhs.strip():
+            raise AnswerSyntaxError("only a single '=' is supported")
+        py = f"({latex_to_py(lhs)})-({latex_to_py(rhs)})"
+        check_py(py)
+        return Equation(py)
+    percent = s.endswith("%")
+    if percent:
+        s = s[:-1].rstrip()
+    mixed = _MIXED.fullmatch(s)
+    if mixed:  # 2\frac{1}{2} is two and a half, as MATH writes it
+        sign, whole, num, den = mixed.groups()
+        s = f"{sign}({whole} + {num}/{den})"
+    py = latex_to_py(s)
+    value = check_py(py)
+    decimal = bool(re.search(r"(?<![\w.])\d*\.\d", py))
+    return Expr(py, decimal, percent, value)
+
+
+# ---------------------------------------------------------------- safe evaluation
+
+
+def check_py(py: str) -> Fraction | None:
+    """Validate converted text; return its exact rational value when it has one.
+
+    Raises:
+        AnswerSyntaxError: Bad syntax, a construct outside the whitelist, or a value too
+            large to be a real answer.
+    """
+    try:
+        tree = ast.parse(py, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise AnswerSyntaxError(f"not a math expression: {py[:60]!r}") from e
+    _mag, value = _walk(tree.body, py, 0)
+    return value
+
+
+def _log10(v: Fraction) -> float:
+    return math.log10(abs(v)) if v else -30.0
+
+
+def _walk(node: ast.AST, src: str, depth: int) -> tuple[float, Fraction | None]:
+    """An upper estimate of log10 of the node's size, and its rational value where cheap.
+
+    Symbols count as about 10. The estimate only has to tell real answers (a few hundred
+    digits at most) from hostile ones (``9**9**9**9``), without evaluating anything big.
+    """
+    if depth > 4 * MAX_DEPTH:
+        raise AnswerSyntaxError("answer nested too deeply")
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        text = ast.get_source_segment(src, node) or str(node.value)
+        v = Fraction(text)
+        return _log10(v), v
+    if isinstance(node, ast.Name):
+        if not (len(node.id) == 1 or node.id in CONSTANTS):
+            raise AnswerSyntaxError(f"unknown name {node.id!r}")
+        return 1.0, None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        mag, v = _walk(node.operand, src, depth + 1)
+        return mag, (-v if isinstance(node.op, ast.USub) and v is not None else v)
+    if isinstance(node, ast.BinOp):
+        return _binop(node, src, depth)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id not in FUNCTIONS or node.keywords or not 1 <= len(node.args) <= 2:
+            raise AnswerSyntaxError(f"unsupported call in {src[:60]!r}")
+        args = [_walk(a, src, depth + 1) for a in node.args]
+        if node.func.id != "factorial":
+            return max(a[0] for a in args), None
+        mag, v = args[0]
+        if mag > 4:
+            raise AnswerSyntaxError("factorial argument too large")
+        if v is not None and v.denominator == 1 and v >= 0:
+            digits = math.lgamma(float(v) + 1) / math.log(10)
+            if digits > MAX_DIGITS:
+                raise AnswerSyntaxError("value too large to be an answer")
+            return digits, Fraction(math.factorial(int(v)))
+        return MAX_DIGITS, None
+    raise AnswerSyntaxError(f"unsupported construct in {src[:60]!r}")
+
+
+def _binop(node: ast.BinOp, src: str, depth: int) -> tuple[float, Fraction | None]:
+    (ma, a), (mb, b) = _walk(node.left, src, depth + 1), _walk(node.right, src, depth + 1)
+    op = node.op
+    if isinstance(op, ast.Pow):
+        # |a**b| <= max(|a|, 1/|a|) ** |b|
+        mag = -30.0 if a == 0 else max(abs(ma), 0.01) * 10 ** min(mb, 300.0)
+        if mag > MAX_DIGITS:
+            raise AnswerSyntaxError("value too large to be an answer")
+        if a is not None and b is not None and b.denominator == 1 and not (a == 0 and b < 0):
+            return mag, a ** int(b)
+        return mag, None
+    if isinstance(op, (ast.Add, ast.Sub)):
+        mag = max(ma, mb) + 0.31
+    elif isinstance(op, ast.Mult):
+        mag = ma + mb
+    elif isinstance(op, ast.Div):
+        mag = ma + abs(mb)
+    else:
+        raise AnswerSyntaxError(f"unsupported operator in {src[:60]!r}")
+    if mag > MAX_DIGITS:
+        raise AnswerSyntaxError("value too large to be an answer")
+    if a is None or b is None:
+        return mag, None
+    if isinstance(op, ast.Add):
+        return mag, a + b
+    if isinstance(op, ast.Sub):
+        return mag, a - b
+    if isinstance(op, ast.Mult):
+        return mag, a * b
+    return mag, (a / b if b != 0 else None)
+
+
+# ---------------------------------------------------------------- exact comparison
+
+
+def numbers_equal(p: Expr, g: Expr) -> bool | None:
+    """Compare two rational leaves exactly; ``None`` when either has no rational value.
+
+    A percentage on one side only matches either reading: ``50%`` equals ``50`` and ``0.5``.
+    """
+    if p.value is None or g.value is None:
+        return None
+    if p.percent == g.percent:
+        return p.value == g.value
+    pct, other = (p, g) if p.percent else (g, p)
+    return other.value in (pct.value, pct.value / 100)
+
+
+def quick_compare(pred: Answer, gold: Answer) -> bool | None:
+    """Decide ``pred == gold`` without sympy, or return ``None`` when sympy is needed."""
+    if type(pred) is not type(gold):
+        return False
+    if isinstance(pred, Text):
+        return pred.words == gold.words  # type: ignore[union-attr]
+    if isinstance(pred, Expr):
+        same = numbers_equal(pred, gold)  # type: ignore[arg-type]
+        if same is not None:
+            return same
+        return True if (pred.py, pred.percent) == (gold.py, gold.percent) else None  # type: ignore[union-attr]
+    if isinstance(pred, Equation):
+        return True if pred.py == gold.py else None  # type: ignore[union-attr]
+    if isinstance(pred, Seq):
+        if (pred.left, pred.right, len(pred.items)) != (gold.left, gold.right, len(gold.items)):  # type: ignore[union-attr]
+            return False
+        return _all(quick_compare(p, g) for p, g in zip(pred.items, gold.items))  # type: ignore[union-attr]
+    if isinstance(pred, Union):
+        if len(pred.parts) != len(gold.parts):  # type: ignore[union-attr]
+            return False
+        same = _all(quick_compare(p, g) for p, g in zip(pred.parts, gold.parts))  # type: ignore[union-attr]
+        return True if same else None  # in another order the sets may still be equal
+    return _unordered(pred.items, gold.items)  # type: ignore[union-attr]
+
+
+def _all(results) -> bool | None:  # noqa: ANN001
+    undecided = False
+    for r in results:
+        if r is False:
+            return False
+        undecided |= r is None
+    return None if undecided else True
+
+
+def _unordered(pred: tuple[Answer, ...], gold: tuple[Answer, ...]) -> bool | None:
+    """Multiset equality when every pair is decidable exactly, else ``None``."""
+    if len(pred) != len(gold):
+        return False
+    table = [[quick_compare(p, g) for g in gold] for p in pred]
+    if any(all(r is False for r in row) for row in table):
+        return False
+    if any(r is None for row in table for r in row):
+        return None
+    return matching([[bool(r) for r in row] for row in table])
+
+
+def matching(table: list[list[bool]]) -> bool:
+    """True when every row pairs with a distinct column through a True cell (square table)."""
+    if any(len(row) != len(table) for row in table):
+        return False
+    owner: dict[int, int] = {}
+
+    def place(row: int, seen: set[int]) -> bool:
+        for col, ok in enumerate(table[row]):
+            if ok and col not in seen:
+                seen.add(col)
+                if col not in owner or place(owner[col], seen):
+                    owner[col] = row
+                    return True
+        return False
+
+    return all(place(r, set()) for r in range(len(table)))
