@@ -107,7 +107,9 @@ class Param:
             raise InvalidAction(f"{where} must be at least {self.minimum}, got {value}")
         if self.maximum is not None and value > self.maximum:
             raise InvalidAction(f"{where} must be at most {self.maximum}, got {value}")
-        if self.min_length is not None and len(value.strip()) < self.min_length:
+        if self.min_length is not None and isinstance(value, str) and (
+            len(value.strip()) < self.min_length
+        ):
             raise InvalidAction(
                 f"{where} must have at least {self.min_length} non-blank character(s)"
             )
