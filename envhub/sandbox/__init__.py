@@ -1,0 +1,100 @@
+"""A sandbox for untrusted code (a model's program), reusable by any environment.
+
+Small API::
+
+    from envhub.sandbox import Sandbox, Limits, FunctionSuite, run_suite
+
+    box = Sandbox(Limits(wall_s=10, memory_mb=512))
+    result = box.run_python("print(input())", stdin="hi")     # -> RunResult (stdout, ...)
+    suite = FunctionSuite.from_asserts(["assert add(1, 2) == 3"])
+    report = run_suite(box, "def add(a, b): return a + b", suite)   # -> SuiteReport
+    report.passed, report.total, report.all_passed
+
+Every run is a fresh child process tree under bubblewrap, never the caller's process. A run
+that cannot start raises :class:`SandboxUnavailable` / :class:`SandboxError` (both
+:class:`~envhub.errors.InfraError`: the episode's status is ``infra_error``, never a reward
+of 0).
+
+What is covered (each item has an adversarial test in ``tests/sandbox/``):
+
+- Isolation (bubblewrap ``--unshare-all --die-with-parent --new-session``): new user, pid,
+  network, ipc, uts and cgroup namespaces; no network at all (loopback is the sandbox's own,
+  so the verifier's ports are unreachable); only ``/usr`` (and the ``/bin``, ``/lib*``
+  links) read-only; fresh ``/proc`` and a minimal ``/dev``; the root, ``/dev`` read-only;
+  the only writable places are a private, size-capped tmpfs work dir (``/tmp``) and a 4 MB
+  ``/dev/shm``; environment variables cleared; nested user namespaces refused where bwrap
+  supports ``--disable-userns``.
+- An unprivileged user: when envhub runs as root, each run gets a fresh random host uid
+  (``nobody`` inside), so RLIMIT_NPROC applies (it never applies to root) and a fork bomb is
+  contained per run; without root the caller's own uid is used.
+- Resource limits set in the child before any untrusted code (CPU, address space, file
+  size, processes, open files, no core dumps), a wall-clock deadline enforced by the parent
+  that SIGKILLs the whole process group, and a sweep that kills every process of the run's
+  uid afterwards: no daemon outlives its run (double fork + ``setsid`` included).
+- Bounded reading of stdout and stderr (``Limits.output_bytes`` each, the rest dropped and
+  marked truncated; invalid UTF-8 replaced), stdin fed from the parent or ``/dev/null``.
+- An unforgeable verdict for function tests (:mod:`.harness`): the tests run in a trusted
+  runner process, the program in a worker forked from a zygote that never saw the tests, and
+  the two exchange only plain data (no object of the program reaches the tests, so
+  ``__eq__`` tricks, patched builtins, ``exit(0)`` and printing "all passed" change nothing).
+  The runner is non-dumpable (no ptrace, no ``/proc/PID/fd``), reports on a descriptor the
+  worker never holds, and prefixes each message with a per-run nonce it copies with
+  ``sendfile`` without ever reading it.
+
+What is NOT covered (know this before trusting it):
+
+- Kernel exploits: namespaces and rlimits are not a VM. There is no seccomp filter, so the
+  full syscall surface of the kernel is reachable.
+- Memory outside RLIMIT_AS: the tmpfs work dir (capped by ``tmpfs_mb``) and kernel memory
+  count against the host. There is no cgroup, so total memory of many processes is bounded
+  only by ``nproc x memory_mb``.
+- CPU fairness: a run may use every core until its deadline; limit concurrency outside.
+- Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
+  ``/usr``) are readable; ``/proc`` shows kernel-wide facts (cpu, memory, uptime).
+- Side channels and timing; the program may learn it is sandboxed.
+- A program may kill the runner (same uid): the unreported tests then count as failed.
+- Tests must pass and receive plain data (None, bool, int, float, complex, str, bytes,
+  list, tuple, dict, set, frozenset): other values become opaque objects equal to nothing,
+  and arguments are copies, so in-place mutation of an argument is invisible to the tests.
+- ``mode="rlimit"`` (opt-in via ``ENVHUB_SANDBOX=rlimit``) keeps the limits, the deadline,
+  the process sweep and the verdict channel but NO isolation: the program can read files
+  and use the network. Use it only where bubblewrap cannot run and the code is not hostile.
+"""
+
+from .core import (
+    Limits,
+    RunResult,
+    Sandbox,
+    SandboxError,
+    SandboxUnavailable,
+    processes_of,
+    sweep_uid,
+)
+from .harness import (
+    FunctionSuite,
+    Step,
+    SuiteReport,
+    TestOutcome,
+    called_names,
+    normalize_output,
+    run_io_tests,
+    run_suite,
+)
+
+__all__ = [
+    "FunctionSuite",
+    "Limits",
+    "RunResult",
+    "Sandbox",
+    "SandboxError",
+    "SandboxUnavailable",
+    "Step",
+    "SuiteReport",
+    "TestOutcome",
+    "called_names",
+    "normalize_output",
+    "processes_of",
+    "run_io_tests",
+    "run_suite",
+    "sweep_uid",
+]

@@ -1,0 +1,652 @@
+"""The parent side of the sandbox: build the bubblewrap jail, feed it, read it, reap it.
+
+See :mod:`envhub.sandbox` for what the sandbox covers and what it does not.
+"""
+
+from __future__ import annotations
+
+import ast
+import fcntl
+import os
+import secrets
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import InfraError
+
+RUNNER_SOURCE = (Path(__file__).parent / "_runner.py").read_text(encoding="utf-8")
+NONCE_LEN = 32
+SANDBOX_UID = 65534
+"""The uid (``nobody``) the code sees inside the sandbox."""
+MAX_VERDICT_BYTES = 8 << 20
+DRAIN_CAP = 64 << 20
+"""Bytes of output read (and thrown away) past ``output_bytes`` before the pipe is closed."""
+Mode = Literal["auto", "bwrap", "rlimit"]
+
+
+class SandboxUnavailable(InfraError):
+    """No sandbox can run here (bubblewrap or Python missing); never the model's fault."""
+
+
+class SandboxError(InfraError):
+    """The sandbox failed to start or broke its protocol; never the model's fault."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one sandboxed run. Every field has a finite default."""
+
+    wall_s: float = 10.0
+    """Wall-clock deadline of the whole run; past it every process is killed."""
+    cpu_s: int = 10
+    """CPU seconds per process (RLIMIT_CPU: SIGXCPU, then SIGKILL one second later)."""
+    memory_mb: int = 1024
+    """Address space per process (RLIMIT_AS)."""
+    file_mb: int = 16
+    """Largest file a process may write (RLIMIT_FSIZE)."""
+    tmpfs_mb: int = 64
+    """Size of the private, writable work dir (``/tmp``, a tmpfs) under bubblewrap."""
+    nproc: int = 64
+    """Processes of the sandbox's user (RLIMIT_NPROC): contains fork bombs."""
+    nofile: int = 256
+    """Open descriptors per process (RLIMIT_NOFILE)."""
+    output_bytes: int = 1_000_000
+    """Bytes kept of stdout and of stderr each; the rest is dropped and marked truncated."""
+
+    def rlimits(self) -> dict[str, int]:
+        """The limits the runner applies with ``setrlimit``."""
+        keys = ("cpu_s", "memory_mb", "file_mb", "nproc", "nofile")
+        return {k: v for k, v in asdict(self).items() if k in keys}
+
+
+@dataclass
+class RunResult:
+    """What one sandboxed run produced. Output is text (invalid UTF-8 replaced)."""
+
+    exit_code: int | None
+    """Exit code of the sandbox (bubblewrap passes the program's through); ``None`` if killed."""
+    timed_out: bool
+    """The wall-clock deadline passed and the run was killed."""
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    duration_s: float
+    mode: str
+    """``bwrap`` or ``rlimit``."""
+    uid: int | None = None
+    """Host uid the run used (unique per run when envhub runs as root), for leak checks."""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """Messages of the trusted runner, each checked against the run's nonce."""
+    rejected: int = 0
+    """Messages on the verdict channel that lacked the nonce (a forgery attempt or a bug)."""
+    started: bool = False
+    """The trusted runner reported ready: the sandbox itself came up."""
+    hardened: bool = False
+    """The runner made itself non-dumpable (no ptrace or /proc access from the program)."""
+
+    @property
+    def ok(self) -> bool:
+        """The program exited with code 0 before the deadline."""
+        return self.exit_code == 0 and not self.timed_out
+
+
+class Sandbox:
+    """Runs untrusted programs. Thread-safe: every run is independent.
+
+    Args:
+        limits: Default limits of each run (a run may override them).
+        mode: ``bwrap`` (isolation), ``rlimit`` (limits only: NOT isolation, an explicit
+            opt-in for machines without bubblewrap), or ``auto``: bwrap, else rlimit only when
+            the environment variable ``ENVHUB_SANDBOX=rlimit`` opts in, else refuse.
+        python: Interpreter used inside the sandbox (default: the system ``python3``;
+            ``ENVHUB_SANDBOX_PYTHON`` overrides). The runner needs Python >= 3.8.
+        ro_binds: Extra host paths made visible read-only: ``{host_path: sandbox_path}``.
+    """
+
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        mode: Mode = "auto",
+        python: str | None = None,
+        ro_binds: Mapping[str, str] | None = None,
+    ) -> None:
+        self.limits = limits or Limits()
+        self.requested_mode = mode
+        self.python = python or os.environ.get("ENVHUB_SANDBOX_PYTHON") or _find_python()
+        self.ro_binds = dict(ro_binds or {})
+        self._mode: str | None = None
+        self._bwrap_prefix: list[str] | None = None
+        self._runner_fd: int | None = None
+        self._runner_size = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ public API
+
+    @property
+    def mode(self) -> str:
+        """The mode runs use (``bwrap`` or ``rlimit``); raises if none is allowed here."""
+        with self._lock:
+            if self._mode is None:
+                mode = self._choose_mode()
+                self._runner_fd, self._runner_size = _compile_runner(self.python)
+                self._mode = mode
+            return self._mode
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | str = b"",
+        files: Mapping[str, str] | None = None,
+        limits: Limits | None = None,
+    ) -> RunResult:
+        """Run ``argv`` in the sandbox, its work dir holding ``files`` (name -> text)."""
+        job = {"argv": list(argv), "files": dict(files or {})}
+        return self.launch("exec", job, stdin=stdin, limits=limits)
+
+    def run_python(
+        self,
+        code: str,
+        *,
+        stdin: bytes | str = b"",
+        args: Sequence[str] = (),
+        files: Mapping[str, str] | None = None,
+        limits: Limits | None = None,
+    ) -> RunResult:
+        """Run Python source as ``main.py`` (isolated mode: no site-packages, no env vars)."""
+        all_files = {**(files or {}), "main.py": code}
+        argv = [self.python, "-I", "-S", "main.py", *args]
+        return self.run(argv, stdin=stdin, files=all_files, limits=limits)
+
+    def launch(
+        self,
+        mode: Literal["exec", "tests"],
+        job: Mapping[str, Any],
+        *,
+        stdin: bytes | str = b"",
+        limits: Limits | None = None,
+    ) -> RunResult:
+        """Start the trusted runner in ``mode`` with ``job``; the building block of the API.
+
+        Raises:
+            SandboxUnavailable: no sandbox is allowed or possible here.
+            SandboxError: the sandbox did not come up (the runner never reported ready).
+        """
+        limits = limits or self.limits
+        sandbox_mode = self.mode
+        if isinstance(stdin, str):
+            stdin = stdin.encode()
+        run = _Launch(self, sandbox_mode, mode, dict(job), stdin, limits)
+        result = run.execute()
+        if not result.started and not result.timed_out:
+            raise SandboxError(
+                f"the sandbox ({sandbox_mode}) did not start: exit code {result.exit_code}, "
+                f"stderr: {result.stderr.strip()[-500:] or '(empty)'}"
+            )
+        if not result.started:
+            raise SandboxError(f"the sandbox did not start within {limits.wall_s}s")
+        return result
+
+    # ------------------------------------------------------------------ setup
+
+    def _choose_mode(self) -> str:
+        if not Path(self.python).exists():
+            raise SandboxUnavailable(
+                f"no Python for the sandbox at {self.python!r}: install python3 or set "
+                "ENVHUB_SANDBOX_PYTHON to an interpreter under /usr"
+            )
+        wanted = self.requested_mode
+        if wanted == "auto" and os.environ.get("ENVHUB_SANDBOX") in ("bwrap", "rlimit"):
+            wanted = os.environ["ENVHUB_SANDBOX"]  # type: ignore[assignment]
+        if wanted == "rlimit":
+            return "rlimit"
+        problem = self._probe_bwrap()
+        if problem is None:
+            return "bwrap"
+        raise SandboxUnavailable(
+            f"bubblewrap is not usable here ({problem}). Install it (`apt-get install -y "
+            "bubblewrap`), or accept a weaker sandbox with resource limits but NO isolation "
+            "by setting ENVHUB_SANDBOX=rlimit (or Sandbox(mode='rlimit'))."
+        )
+
+    def _probe_bwrap(self) -> str | None:
+        exe = shutil.which("bwrap")
+        if exe is None:
+            return "the `bwrap` command is not installed"
+        last = ""
+        for disable_userns in (True, False):
+            prefix = _bwrap_prefix(exe, self.limits, self.python, self.ro_binds, disable_userns)
+            uid = _pick_uid()
+            try:
+                proc = subprocess.run(
+                    [*prefix, self.python, "-I", "-S", "-c", "pass"],
+                    capture_output=True,
+                    timeout=30,
+                    **_user_kwargs(uid),
+                )
+            except (OSError, subprocess.TimeoutExpired) as e:
+                return f"bwrap failed to run: {e}"
+            finally:
+                _release_uid(uid)
+            if proc.returncode == 0:
+                self._bwrap_prefix = prefix
+                return None
+            last = proc.stderr.decode(errors="replace").strip()
+        return f"a trial run failed: {last[-300:]}"
+
+    def runner_bootstrap(self) -> tuple[int, list[str]]:
+        """The descriptor holding the compiled runner and the argv prefix that runs it."""
+        assert self._runner_fd is not None
+        boot = (
+            f"import marshal,os;exec(marshal.loads(os.pread({self._runner_fd},"
+            f"{self._runner_size},0)),{{'__name__':'__main__'}})"
+        )
+        return self._runner_fd, [self.python, "-I", "-S", "-c", boot]
+
+    def close(self) -> None:
+        """Release the compiled runner's descriptor (the sandbox can be reused after)."""
+        with self._lock:
+            if self._runner_fd is not None:
+                os.close(self._runner_fd)
+            self._runner_fd, self._mode = None, None
+
+    def bwrap_argv(self, limits: Limits) -> list[str]:
+        """The bubblewrap command line (without the program) for ``limits``."""
+        if self._bwrap_prefix is None:
+            raise SandboxUnavailable("bubblewrap was not probed; use Sandbox.mode first")
+        if limits.tmpfs_mb == self.limits.tmpfs_mb:
+            return list(self._bwrap_prefix)
+        disable = "--disable-userns" in self._bwrap_prefix
+        return _bwrap_prefix(self._bwrap_prefix[0], limits, self.python, self.ro_binds, disable)
+
+
+def _compile_runner(python: str) -> tuple[int, int]:
+    """Compile the runner with the sandbox's Python; return a sealed memfd holding it.
+
+    Compiling the runner's source costs more than starting Python; a marshalled code object
+    loads in well under a millisecond.
+    """
+    script = (
+        "import marshal,sys;sys.stdout.buffer.write(marshal.dumps(compile("
+        "sys.stdin.read(),'envhub-sandbox-runner','exec')))"
+    )
+    try:
+        proc = subprocess.run(
+            [python, "-I", "-S", "-c", script],
+            input=RUNNER_SOURCE.encode(),
+            capture_output=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SandboxUnavailable(f"cannot run the sandbox's Python {python!r}: {e}") from e
+    if proc.returncode != 0 or not proc.stdout:
+        raise SandboxUnavailable(
+            f"the sandbox's Python {python!r} cannot compile the runner (it needs Python "
+            f">= 3.8): {proc.stderr.decode(errors='replace')[-300:]}"
+        )
+    return _memfd("envhub-runner", proc.stdout, seal=True), len(proc.stdout)
+
+
+def _find_python() -> str:
+    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
+        if Path(cand).exists():
+            return cand
+    return sys.executable
+
+
+def _bwrap_prefix(
+    exe: str, limits: Limits, python: str, ro_binds: Mapping[str, str], disable_userns: bool
+) -> list[str]:
+    args = [exe, "--unshare-all", "--unshare-user"]
+    if disable_userns:
+        args.append("--disable-userns")
+    args += ["--die-with-parent", "--new-session", "--uid", str(SANDBOX_UID)]
+    args += ["--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        p = Path("/") / name
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            args += ["--ro-bind", str(p), str(p)]
+    real = Path(python).resolve()
+    if not str(real).startswith("/usr/"):
+        prefix = str(real.parent.parent)
+        args += ["--ro-bind", prefix, prefix]
+    for src, dest in ro_binds.items():
+        args += ["--ro-bind", src, dest]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(4 << 20), "--tmpfs", "/dev/shm"]
+    args += ["--size", str(limits.tmpfs_mb << 20), "--tmpfs", "/tmp"]
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
+    for key, value in _sandbox_env("/tmp").items():
+        args += ["--setenv", key, value]
+    return args
+
+
+def _sandbox_env(home: str) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": home,
+        "TMPDIR": home,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": "0",
+    }
+
+
+_uids_lock = threading.Lock()
+_uids_in_use: set[int] = set()
+
+
+def _pick_uid() -> int | None:
+    """A fresh host uid per run when root (so RLIMIT_NPROC applies and leaks are findable)."""
+    if os.geteuid() != 0:
+        return None
+    with _uids_lock:
+        while True:
+            uid = (1 << 20) + secrets.randbelow(1 << 29)
+            if uid not in _uids_in_use:
+                _uids_in_use.add(uid)
+                return uid
+
+
+def _release_uid(uid: int | None) -> None:
+    with _uids_lock:
+        _uids_in_use.discard(uid)  # type: ignore[arg-type]
+
+
+def _user_kwargs(uid: int | None) -> dict[str, Any]:
+    return {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+
+
+def sweep_uid(uid: int | None, timeout_s: float = 2.0) -> int:
+    """SIGKILL every process of host ``uid`` until none is left; returns how many were seen."""
+    if uid is None:
+        return 0
+    seen: set[int] = set()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = processes_of(uid)
+        if not pids or time.monotonic() > deadline:
+            return len(seen)
+        for pid in pids:
+            seen.add(pid)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.005)
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose real uid is ``uid``."""
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/status", "rb") as f:
+                status = f.read()
+        except OSError:
+            continue
+        fields = dict(line.split(b":", 1) for line in status.splitlines() if b":" in line)
+        state = fields.get(b"State", b"").strip()[:1]
+        real_uid = fields.get(b"Uid", b"-1").split()[0]
+        if state not in (b"Z", b"X") and int(real_uid) == uid:
+            out.append(int(name))
+    return out
+
+
+class _Launch:
+    """One run: descriptors, the process, the read loop, the cleanup."""
+
+    def __init__(
+        self,
+        box: Sandbox,
+        mode: str,
+        runner_mode: str,
+        job: dict[str, Any],
+        stdin: bytes,
+        limits: Limits,
+    ) -> None:
+        self.box, self.mode, self.runner_mode = box, mode, runner_mode
+        self.job, self.stdin, self.limits = job, stdin, limits
+        self.nonce = secrets.token_hex(NONCE_LEN // 2).encode()
+        self.uid = _pick_uid()
+        self.workdir: str | None = None
+
+    def execute(self) -> RunResult:
+        try:
+            return self._execute()
+        finally:
+            if self.workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+            _release_uid(self.uid)
+
+    def _execute(self) -> RunResult:
+        nonce_fd = _memfd("envhub-nonce", self.nonce, seal=True)
+        job_fd = _memfd("envhub-job", repr(self.job).encode(), seal=True)
+        verdict_r, verdict_w = os.pipe()
+        fds = (nonce_fd, job_fd, verdict_w)
+        runner_fd, self.runner = self.box.runner_bootstrap()
+        config = {
+            "mode": self.runner_mode,
+            "limits": self.limits.rlimits(),
+            "verdict_fd": verdict_w,
+            "nonce_fd": nonce_fd,
+            "job_fd": job_fd,
+            "pidns": self.mode == "bwrap",
+        }
+        try:
+            argv, cwd, env = self._command(config)
+            start = time.monotonic()
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE if self.stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(*fds, runner_fd),
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                **_user_kwargs(self.uid),
+            )
+        except OSError as e:
+            for fd in (*fds, verdict_r):
+                os.close(fd)
+            raise SandboxError(f"could not start the sandbox: {e}") from e
+        for fd in fds:
+            os.close(fd)
+        return self._supervise(proc, verdict_r, start)
+
+    def _command(self, config: dict[str, Any]) -> tuple[list[str], str | None, dict[str, str]]:
+        if self.mode == "bwrap":
+            config["env"] = _sandbox_env("/tmp")
+            argv = [*self.box.bwrap_argv(self.limits), *self.runner, repr(config)]
+            return argv, None, {"PATH": "/usr/bin:/bin"}
+        self.workdir = tempfile.mkdtemp(prefix="envhub-sandbox-")
+        if self.uid is not None:
+            os.chown(self.workdir, self.uid, self.uid)
+        config["env"] = _sandbox_env(self.workdir)
+        return [*self.runner, repr(config)], self.workdir, dict(config["env"])
+
+    def _supervise(self, proc: subprocess.Popen, verdict_r: int, start: float) -> RunResult:
+        reader = _Reader(proc, verdict_r, self.stdin, self.limits.output_bytes)
+        deadline = start + self.limits.wall_s
+        timed_out = not reader.pump(deadline)
+        if timed_out:
+            _kill_group(proc.pid)
+        exit_code = _wait(proc, timed_out)
+        if timed_out or self.mode == "rlimit":
+            sweep_uid(self.uid)
+        reader.close()
+        messages, rejected = _parse_verdicts(bytes(reader.verdict), self.nonce)
+        ready = next((m for m in messages if m.get("event") == "ready"), None)
+        return RunResult(
+            exit_code=None if timed_out else exit_code,
+            timed_out=timed_out,
+            stdout=reader.out[1].decode("utf-8", errors="replace"),
+            stderr=reader.out[2].decode("utf-8", errors="replace"),
+            stdout_truncated=reader.truncated[1],
+            stderr_truncated=reader.truncated[2],
+            duration_s=time.monotonic() - start,
+            mode=self.mode,
+            uid=self.uid,
+            messages=[m for m in messages if m is not ready],
+            rejected=rejected,
+            started=ready is not None,
+            hardened=bool(ready and ready.get("hardened")),
+        )
+
+
+_SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
+
+
+def _memfd(name: str, data: bytes, seal: bool = False) -> int:
+    """An anonymous in-memory file holding ``data``; sealed ones can never change."""
+    flags = os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal else 0)
+    fd = os.memfd_create(name, flags)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    if seal:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
+    return fd
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _wait(proc: subprocess.Popen, killed: bool) -> int | None:
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        proc.kill()
+        return proc.wait()
+
+
+def _parse_verdicts(data: bytes, nonce: bytes) -> tuple[list[dict[str, Any]], int]:
+    messages, rejected = [], 0
+    for line in data.split(b"\n"):
+        if not line:
+            continue
+        if not secrets.compare_digest(line[:NONCE_LEN], nonce):
+            rejected += 1
+            continue
+        try:
+            msg = ast.literal_eval(line[NONCE_LEN:].decode())
+        except (ValueError, SyntaxError, RecursionError, MemoryError, UnicodeDecodeError):
+            rejected += 1
+            continue
+        if isinstance(msg, dict):
+            messages.append(msg)
+        else:
+            rejected += 1
+    return messages, rejected
+
+
+class _Reader:
+    """Pumps stdin in and stdout, stderr and the verdict channel out, all bounded."""
+
+    def __init__(self, proc: subprocess.Popen, verdict_r: int, stdin: bytes, cap: int) -> None:
+        self.proc = proc
+        self.sel = selectors.DefaultSelector()
+        self.out = {1: bytearray(), 2: bytearray(), 3: bytearray()}
+        self.seen = {1: 0, 2: 0, 3: 0}
+        self.truncated = {1: False, 2: False, 3: False}
+        self.caps = {1: cap, 2: cap, 3: MAX_VERDICT_BYTES}
+        self.verdict_r = verdict_r
+        assert proc.stdout is not None and proc.stderr is not None
+        for key, fd in ((1, proc.stdout.fileno()), (2, proc.stderr.fileno()), (3, verdict_r)):
+            os.set_blocking(fd, False)
+            self.sel.register(fd, selectors.EVENT_READ, key)
+        self.pending = memoryview(stdin)
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            self.sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, 0)
+
+    @property
+    def verdict(self) -> bytearray:
+        return self.out[3]
+
+    def pump(self, deadline: float) -> bool:
+        """Move data until every output closes; False if the deadline came first."""
+        exited_at: float | None = None
+        while self.sel.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            if exited_at is None and self.proc.poll() is not None:
+                exited_at = now
+            if exited_at is not None and now - exited_at > 0.2:
+                return True  # the program is gone; a leftover holds a pipe open
+            wait = min(deadline - now, 0.05 if exited_at is None else 0.01)
+            for key, _ in self.sel.select(timeout=max(wait, 0.0)):
+                self._handle(key)
+        return True
+
+    def _handle(self, key: selectors.SelectorKey) -> None:
+        which = key.data
+        if which == 0:
+            self._feed(key.fd)
+            return
+        try:
+            chunk = os.read(key.fd, 1 << 16)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self.sel.unregister(key.fd)
+            return
+        self.seen[which] += len(chunk)
+        room = self.caps[which] - len(self.out[which])
+        if room > 0:
+            self.out[which] += chunk[:room]
+        if len(chunk) > room:
+            self.truncated[which] = True
+        if self.seen[which] > self.caps[which] + DRAIN_CAP:
+            self.sel.unregister(key.fd)  # stop draining a flood; the writer blocks till killed
+
+    def _feed(self, fd: int) -> None:
+        try:
+            n = os.write(fd, self.pending[: 1 << 16])
+        except BlockingIOError:
+            return
+        except OSError:
+            n = len(self.pending)
+        self.pending = self.pending[n:]
+        if not self.pending:
+            self.sel.unregister(fd)
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+
+    def close(self) -> None:
+        self.sel.close()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        os.close(self.verdict_r)
+
+
+def with_limits(limits: Limits, **changes: Any) -> Limits:
+    """A copy of ``limits`` with some fields changed (``Limits`` is frozen)."""
+    return replace(limits, **changes)

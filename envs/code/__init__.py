@@ -1,0 +1,1 @@
+"""Python coding environments (HumanEval, MBPP, user tasks), judged in envhub.sandbox."""

@@ -1,0 +1,232 @@
+"""Python coding environments: ``humaneval``, ``humaneval-multiturn``, ``mbpp`` and user tasks.
+
+The model answers with code (its last fenced Python block, or the whole message when it has
+none). The program runs in :mod:`envhub.sandbox` (bubblewrap, never the server's process)
+against the task's tests, which run in a trusted runner that only exchanges plain data with
+the program. Components:
+
+``correctness``
+    1.0 when every test passed (the primary component), else 0.
+``pass_fraction``
+    Passed tests over all tests (each top-level assert of HumanEval's ``check`` is a test).
+``format``
+    1.0 when the code came from a fenced block.
+
+Statuses: a wrong, crashing or hostile program is an ordinary wrong answer (``ok``); a program
+that runs past its deadline is ``timeout``; a sandbox that cannot start is ``infra_error``.
+
+Multi-turn (``max_turns`` > 1): after a failed attempt the environment answers with the
+failing test and its error (truncated to ``feedback_chars``), and the model tries again. The
+reward comes once, at the end: full marks when an attempt passes, else the last attempt's.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from envhub.core import Episode, Feedback, TaskEnv
+from envhub.errors import ConfigError, NotSupported, VerifierTimeout
+from envhub.sandbox import (
+    FunctionSuite,
+    Limits,
+    Sandbox,
+    SuiteReport,
+    run_io_tests,
+    run_suite,
+)
+from envhub.spec import EnvSpec
+from envhub.types import Message, Status, Task
+
+from .extract import build_program, extract_code
+from .tasks import load_humaneval, row_to_code_task, suite_for
+
+ZERO = {"correctness": 0.0, "pass_fraction": 0.0, "format": 0.0}
+
+
+class CodeEnv(TaskEnv):
+    """Write a Python function (or program) that passes the task's tests."""
+
+    components = frozenset(ZERO)
+    primary_component = "correctness"
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        *,
+        timeout_s: float = 20.0,
+        test_timeout_s: float = 5.0,
+        memory_mb: int = 1024,
+        nproc: int = 64,
+        sandbox: str = "auto",
+        feedback_chars: int = 2000,
+        **options: Any,
+    ) -> None:
+        """Build from a spec; keyword options come from the YAML ``options`` mapping.
+
+        Args:
+            spec: The catalog entry.
+            timeout_s: Wall-clock limit of one verification (all tests of one program).
+            test_timeout_s: Limit of one test (every call it makes to the program included).
+            memory_mb: Address-space limit of each sandboxed process.
+            nproc: Process limit of the sandbox.
+            sandbox: ``auto``/``bwrap``, or ``rlimit`` to accept limits without isolation
+                (an explicit opt-in for machines without bubblewrap).
+            feedback_chars: Multi-turn: characters of test output shown after a failure.
+            **options: Passed to :class:`~envhub.core.TaskEnv`.
+        """
+        super().__init__(spec, **options)
+        if sandbox not in ("auto", "bwrap", "rlimit"):
+            raise ConfigError(f"options.sandbox must be auto, bwrap or rlimit, not {sandbox!r}")
+        self.limits = Limits(
+            wall_s=timeout_s, memory_mb=memory_mb, nproc=nproc, cpu_s=max(1, int(timeout_s))
+        )
+        self.test_timeout_s = test_timeout_s
+        self.feedback_chars = feedback_chars
+        self._sandbox_mode = sandbox
+        self._sandbox: Sandbox | None = None
+        self._suites: dict[str, FunctionSuite] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ data
+
+    def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
+        """HumanEval's 164 problems (its only split is ``test``)."""
+        generator = self.spec.dataset.generator or "humaneval"
+        if generator != "humaneval":
+            raise ConfigError(f"{self.spec.name}: unknown builtin code set {generator!r}")
+        if split != "test":
+            raise ConfigError(
+                f"HumanEval has only a 'test' split, not {split!r}: set split: test (and "
+                "mind that training on it contaminates HumanEval evaluations)"
+            )
+        return load_humaneval(size)
+
+    def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
+        """HumanEval, MBPP or user-format rows (see ``envs/code/README.md``)."""
+        return row_to_code_task(row, index, split)
+
+    def task_from_gold(self, gold: str) -> Task:
+        """Code is checked by tests, not against a gold text."""
+        raise NotSupported(f"{self.spec.name} checks code with a task's tests: use --task-id")
+
+    # ------------------------------------------------------------------ verification
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """The sandbox, made on first use (so listing tasks never needs bubblewrap)."""
+        with self._lock:
+            if self._sandbox is None:
+                self._sandbox = Sandbox(self.limits, mode=self._sandbox_mode)  # type: ignore[arg-type]
+            return self._sandbox
+
+    def suite(self, task: Task) -> FunctionSuite:
+        """The task's test suite, parsed once."""
+        suite = self._suites.get(task.task_id)
+        if suite is None:
+            suite = self._suites[task.task_id] = suite_for(task)
+        return suite
+
+    def judge(
+        self, task: Task, response: Message
+    ) -> tuple[dict[str, float], dict[str, Any], SuiteReport]:
+        """Run the response's code against the task; never raises for the program's faults."""
+        code, fenced = extract_code(response.content)
+        meta = task.metadata
+        if meta.get("kind") == "io":
+            cases = [(str(c["input"]), str(c["output"])) for c in meta["io_tests"]]
+            report = run_io_tests(self.sandbox, code, cases, limits=self.limits)
+        else:
+            program = build_program(code, meta.get("prefix", ""), meta.get("entry_point"))
+            report = run_suite(
+                self.sandbox,
+                program,
+                self.suite(task),
+                test_timeout_s=self.test_timeout_s,
+                limits=self.limits,
+            )
+        components = {
+            "correctness": float(report.all_passed),
+            "pass_fraction": report.fraction,
+            "format": float(fenced),
+        }
+        return components, _details(report), report
+
+    def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
+        """Components and details; a program past its deadline raises ``VerifierTimeout``."""
+        components, details, report = self.judge(task, response)
+        if report.timed_out:
+            raise VerifierTimeout(
+                f"the program ran past its deadline ({_first_error(report)}); "
+                f"{report.passed}/{report.total} tests had passed"
+            )
+        return components, details
+
+    # ------------------------------------------------------------------ multi-turn
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """Single-turn: judge once. Multi-turn: judge, and on failure show the failing test."""
+        if self.spec.max_turns <= 1:
+            return super().env_response(episode, message)
+        components, details, report = self.judge(episode.task, message)
+        episode.state = components
+        if report.all_passed:
+            return Feedback(done=True, components=components, info=details)
+        return Feedback(
+            messages=[Message(role="user", content=self.feedback(report))],
+            status=Status.TIMEOUT if report.timed_out else Status.OK,
+            error=_first_error(report) if report.timed_out else None,
+            info=details,
+        )
+
+    def on_truncate(self, episode: Episode) -> dict[str, float]:
+        """Out of turns: the last attempt's components."""
+        return dict(episode.state or ZERO)
+
+    def feedback(self, report: SuiteReport) -> str:
+        """What the model reads after a failed attempt: the first failing test and output."""
+        failure = report.first_failure()
+        lines = [f"Your code passed {report.passed} of {report.total} tests."]
+        if failure is not None:
+            lines += ["", "First failing test:", failure.label, "", f"Error: {failure.error}"]
+        out = (report.run.stdout + report.run.stderr).strip()
+        if out:
+            lines += ["", "Output of your program:", out[-self.feedback_chars // 2 :]]
+        lines += ["", "Fix the code and answer with the complete corrected code."]
+        text = "\n".join(lines)
+        if len(text) > self.feedback_chars:
+            text = text[: self.feedback_chars] + "\n...[truncated]"
+        return text
+
+    def reference_action(self, episode: Episode) -> Message | None:
+        """The task's gold solution, in a fenced block."""
+        gold = episode.task.answer
+        if not gold:
+            return None
+        return Message(role="assistant", content=f"```python\n{gold}\n```")
+
+    def close(self) -> None:
+        """Release the sandbox's compiled runner."""
+        if self._sandbox is not None:
+            self._sandbox.close()
+
+
+def _first_error(report: SuiteReport) -> str:
+    failure = report.first_failure()
+    return f"{failure.label}: {failure.error}" if failure else "no failure"
+
+
+def _details(report: SuiteReport) -> dict[str, Any]:
+    failures = [
+        {"test": o.label, "error": (o.error or "")[:500]} for o in report.outcomes if not o.passed
+    ]
+    return {
+        "passed": report.passed,
+        "total": report.total,
+        "failures": failures[:3],
+        "timed_out": report.timed_out,
+        "stdout": report.run.stdout[-1000:],
+        "stdout_truncated": report.run.stdout_truncated,
+        "sandbox": report.run.mode,
+        "seconds": round(report.run.duration_s, 4),
+    }
