@@ -1,0 +1,1 @@
+"""Text games for language models: Wordle, Sokoban and Connect Four (see README.md)."""

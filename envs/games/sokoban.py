@@ -1,0 +1,239 @@
+"""Sokoban: push every box onto a goal, on procedurally generated, always-solvable levels.
+
+Levels come from :func:`~envs.games.sokoban_level.generate` (reverse play from the solved
+position, then a BFS proof of a shortest solution), one per task, from the task's own seed
+stream: the same ``dataset.seed`` always gives the same levels, and train and test differ.
+Generator settings go in YAML ``dataset.options``: ``width``, ``height`` (walls included,
+default 8x8), ``boxes`` (2), ``min_moves`` (8).
+
+A message may hold one move or a whole sequence: ``<moves>U U R D</moves>`` (letters
+``U D L R``, words ``up down left right`` or arrows, any separators). Without the tag, the last
+line that reads as nothing but moves is played. Moves run in order; at the first move that is
+blocked (a wall, or a box that cannot be pushed) the rest of the message is dropped and the step
+is flagged ``invalid_action``. The game ends when every box is on a goal, when a box is pushed
+into a deadlock the environment can see (a dead square such as a corner, or a frozen 2x2
+block; turn off with ``options.end_on_deadlock: false``), or when ``options.max_moves``
+(default 100) moves have been played.
+
+Components, paid when the game ends: ``solved`` (primary), ``efficiency`` (shortest solution
+length over moves played, when solved) and ``format`` (share of turns that were readable,
+unblocked moves).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from envhub.core import Episode, Feedback
+from envhub.errors import GoldAnswerError
+from envhub.spec import EnvSpec
+from envhub.types import Message, Task
+
+from . import sokoban_level as sk
+from .base import GameEnv, Turns, check_range, last_tag, strip_thinking
+
+RULES = (
+    "Let's play Sokoban. Push every box onto a goal.\n"
+    "Map symbols: # wall, _ floor, . goal, $ box, * box on a goal, @ you, + you on a goal.\n"
+    "You move one square up (U), down (D), left (L) or right (R). Walking into a box pushes "
+    "it one square, if the square behind it is free; you cannot pull boxes or push two at "
+    "once, so a box pushed into a corner is stuck for good.\n"
+    "You may send several moves at once. End your message with them as <moves>...</moves>, "
+    "for example <moves>U U L</moves>.\n\nThe level:\n{board}"
+)
+_WORDS = {"UP": "U", "DOWN": "D", "LEFT": "L", "RIGHT": "R", "↑": "U", "↓": "D", "←": "L", "→": "R"}
+_SEPARATORS = re.compile(r"[\s,;:|/\-.>]+")
+_LABEL = re.compile(r"^\W*(moves?|answer|solution|actions?)\s*[:=]", re.I)
+
+
+def parse_moves(text: str) -> str | None:
+    """The moves in a message as a string over ``UDLR``, or ``None`` when there are none.
+
+    The last ``<moves>``/``<move>`` tag wins; without one, the last line made only of moves.
+    Raises:
+        ValueError: a tag holds something that is not a move (the message names it).
+    """
+    text = strip_thinking(text)
+    tagged = last_tag(text, "moves", "move")
+    if tagged is not None:
+        moves = _normalise(tagged)
+        if moves is None:
+            raise ValueError(f"could not read {tagged!r} as moves; use U, D, L, R")
+        return moves or None
+    for line in reversed(text.strip().splitlines()):
+        moves = _normalise(_LABEL.sub("", line))
+        if moves:
+            return moves
+    return None
+
+
+def _normalise(text: str) -> str | None:
+    out = text.upper()
+    for word, letter in _WORDS.items():
+        out = out.replace(word, letter)
+    out = _SEPARATORS.sub("", out.strip("`*\"' "))
+    return out if all(ch in sk.MOVES for ch in out) else None
+
+
+@dataclass
+class SokobanState:
+    """One game: the level, where things are now, and the counts."""
+
+    board: sk.Board
+    pos: sk.Position
+    optimal: int
+    live: frozenset[int]
+    moves: int = 0
+    pushes: int = 0
+    outcome: str = "playing"
+    turns: Turns = field(default_factory=Turns)
+
+
+class SokobanEnv(GameEnv):
+    """Sokoban on generated levels; see the module docstring for rules and options."""
+
+    components = frozenset({"solved", "efficiency", "format"})
+    primary_component = "solved"
+    game: ClassVar[str] = "sokoban"
+    default_size: ClassVar[int] = 100
+
+    def __init__(self, spec: EnvSpec, max_moves: int = 100, end_on_deadlock: bool = True) -> None:
+        """Check the options."""
+        check_range(spec.name, "max_moves", max_moves, 1)
+        super().__init__(spec, max_moves=max_moves, end_on_deadlock=end_on_deadlock)
+        self.max_moves = int(max_moves)
+        self.end_on_deadlock = bool(end_on_deadlock)
+
+    def make_task(self, rng: random.Random, index: int, split: str) -> Task:
+        """One generated level; its shortest solution is the task's answer."""
+        opt = {
+            "width": self.generator_option("width", 8),
+            "height": self.generator_option("height", 8),
+            "boxes": self.generator_option("boxes", 2),
+            "min_moves": self.generator_option("min_moves", 8),
+        }
+        level, solution = sk.generate(rng, **opt)
+        board = sk.render(level.board, level.start)
+        return Task(
+            task_id=f"sokoban-{split}-{self.spec.dataset.seed}-{index:04d}",
+            prompt=RULES.format(board=board),
+            answer=solution,
+            metadata={"level": board, "optimal_moves": len(solution)},
+        )
+
+    def task_from_gold(self, gold: str) -> Task:
+        """A task for a level given in the text form (its solution is found by BFS)."""
+        level = sk.parse(gold)
+        solution = sk.solve(level.board, level.start)
+        board = sk.render(level.board, level.start)
+        return Task(
+            task_id="sokoban-adhoc",
+            prompt=RULES.format(board=board),
+            answer=solution,
+            metadata={"level": board, "optimal_moves": len(solution or "")},
+        )
+
+    def init_state(self, episode: Episode) -> SokobanState:
+        """The task's level at its start."""
+        task = episode.task
+        try:
+            level = sk.parse(task.metadata["level"])
+        except (KeyError, ValueError) as e:
+            raise GoldAnswerError(f"task {task.task_id} has no readable level: {e}") from e
+        optimal = int(task.metadata.get("optimal_moves") or len(task.answer or "")) or 1
+        board = level.board
+        return SokobanState(board, level.start, optimal, sk.live_cells(board))
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """Play the message's moves in order, stopping at the first blocked one."""
+        state: SokobanState = episode.state
+        hint = "Send moves as <moves>U D L R</moves>, e.g. <moves>R R U</moves>."
+        try:
+            moves = parse_moves(message.content)
+        except ValueError as e:
+            state.turns.record(False)
+            return self.invalid(episode, str(e), f"{self._board(state)}\n{hint}")
+        if not moves:
+            state.turns.record(False)
+            return self.invalid(episode, "no moves found", f"{self._board(state)}\n{hint}")
+        played, error = self._play(state, moves)
+        state.turns.record(error is None)
+        text = self._report(state, played, moves, error)
+        if state.outcome != "playing":
+            return Feedback(
+                messages=[Message(role="user", content=text)],
+                done=True,
+                components=self._components(state),
+                info=self._info(state),
+            )
+        if error is not None:
+            return self.invalid(episode, error, f"{text}\n{hint}", **self._info(state))
+        return Feedback(messages=[Message(role="user", content=text)], info=self._info(state))
+
+    def _play(self, state: SokobanState, moves: str) -> tuple[int, str | None]:
+        """Play ``moves``; returns how many were played and the error that stopped them."""
+        for i, step in enumerate(moves):
+            try:
+                state.pos, pushed = sk.move(state.board, state.pos, step)
+            except sk.Blocked as e:
+                return i, f"move {i + 1} ({step}) {e}"
+            state.moves += 1
+            state.pushes += pushed
+            if sk.solved(state.board, state.pos):
+                state.outcome = "solved"
+            elif pushed and self.end_on_deadlock and sk.deadlocked(state.board, state.pos, state.live):
+                state.outcome = "deadlock"
+            elif state.moves >= self.max_moves:
+                state.outcome = "out_of_moves"
+            if state.outcome != "playing":
+                return i + 1, None
+        return len(moves), None
+
+    def _report(self, state: SokobanState, played: int, moves: str, error: str | None) -> str:
+        lines = [f"Played {played} of {len(moves)} move(s): {moves[:played] or '-'}."]
+        if error:
+            lines.append(f"Stopped: {error}; the rest of the message was ignored.")
+        lines.append(self._board(state))
+        ending = {
+            "solved": f"Solved in {state.moves} moves (shortest: {state.optimal}).",
+            "deadlock": "A box is stuck where it can never reach a goal: the level is lost.",
+            "out_of_moves": f"Out of moves ({self.max_moves}): the level is lost.",
+        }
+        if state.outcome in ending:
+            lines.append(ending[state.outcome])
+        return "\n".join(lines)
+
+    def _board(self, state: SokobanState) -> str:
+        left = sum(b not in state.board.goals for b in state.pos.boxes)
+        return (
+            f"{sk.render(state.board, state.pos)}\n"
+            f"Boxes off goal: {left}. Moves used: {state.moves}/{self.max_moves}."
+        )
+
+    def _components(self, state: SokobanState) -> dict[str, float]:
+        won = state.outcome == "solved"
+        efficiency = min(1.0, state.optimal / state.moves) if won and state.moves else 0.0
+        return {"solved": float(won), "efficiency": efficiency, "format": state.turns.format}
+
+    def _info(self, state: SokobanState) -> dict[str, Any]:
+        return {
+            "board": sk.render(state.board, state.pos),
+            "moves": state.moves,
+            "pushes": state.pushes,
+            "outcome": state.outcome,
+        }
+
+    def on_truncate(self, episode: Episode) -> dict[str, float]:
+        """Out of turns before the level was solved."""
+        return self._components(episode.state)
+
+    def reference_action(self, episode: Episode) -> Message | None:
+        """A shortest solution from the current position (BFS); ``None`` if there is none."""
+        state: SokobanState = episode.state
+        solution = sk.solve(state.board, state.pos)
+        if not solution:
+            return None
+        return Message(role="assistant", content=f"<moves>{' '.join(solution)}</moves>")
