@@ -92,7 +92,7 @@ _NUMBER = re.compile(
 
 
 def _tidy(answer: str) -> str:
-    return answer.strip().strip("*").strip().rstrip(".").strip()
+    return answer.strip().strip("*").strip().rstrip(".,;:").strip()
 
 
 def _hash_answers(text: str) -> list[str]:
@@ -112,17 +112,21 @@ def _read(answer: str) -> Answer | str:
         return " ".join(answer.split()).lower()
 
 
-def _disagree(answers: list[str]) -> bool:
-    """True when some answer is not exactly (without sympy) the same as the last one."""
-    final = _read(answers[-1])
-    for other in answers[:-1]:
-        mine = _read(other)
-        if isinstance(mine, str) or isinstance(final, str):
-            if mine != final:
-                return True
-        elif quick_compare(mine, final) is not True:
-            return True
-    return False
+def _same(a: str, b: str) -> bool:
+    """True when two written answers are the same value, decided exactly and without sympy."""
+    if a.split() == b.split():
+        return True
+    ra, rb = _read(a), _read(b)
+    if ra == rb:
+        return True
+    if isinstance(ra, str) or isinstance(rb, str):
+        return False
+    return quick_compare(ra, rb) is True
+
+
+def _disagree(answers: list[str], final: str) -> bool:
+    """True when some of ``answers`` is not the same value as ``final``."""
+    return any(not _same(a, final) for a in answers)
 
 
 def extract_answer(text: str) -> Extraction:
@@ -132,10 +136,10 @@ def extract_answer(text: str) -> Extraction:
     explicit = hashes + boxes
     if explicit:
         method, answer = ("hash", hashes[-1]) if hashes else ("boxed", boxes[-1])
-        return Extraction(answer, method, _disagree([*explicit, answer]))
+        return Extraction(answer, method, _disagree(explicit, answer))
     stated = _answer_is(text)
     if stated:
-        return Extraction(stated[-1], "answer_is", _disagree(stated))
+        return Extraction(stated[-1], "answer_is", _disagree(stated, stated[-1]))
     numbers = _NUMBER.findall(text)
     if numbers:
         return Extraction(numbers[-1], "last_number", False)

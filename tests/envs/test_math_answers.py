@@ -1,0 +1,210 @@
+"""The math answer checker: extraction rules, hedging, format, equivalence, hostile input."""
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from envhub.errors import GoldAnswerError, VerifierTimeout
+from envs.math import answers
+from envs.math.answers import extract_answer, format_score, is_equivalent
+
+PAIRS_FILE = Path(__file__).with_name("math_pairs.jsonl")
+PAIRS = [json.loads(line) for line in PAIRS_FILE.read_text().splitlines() if line.strip()]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_workers():
+    yield
+    answers.shutdown()
+
+
+# ---------------------------------------------------------------- the hand-checked table
+
+
+def test_pair_table_is_large_and_balanced():
+    assert len(PAIRS) >= 60
+    equal = sum(p["equal"] for p in PAIRS)
+    assert equal >= 20 and len(PAIRS) - equal >= 20
+    needed = {"fraction", "boxed", "sqrt", "percent", "thousands", "negative", "expression",
+              "interval", "units", "list"}
+    assert needed <= {p["category"] for p in PAIRS}
+
+
+@pytest.mark.parametrize(
+    "pair", PAIRS, ids=[f"{p['category']}:{p['pred']}|{p['gold']}" for p in PAIRS]
+)
+def test_hand_checked_pair(pair):
+    assert is_equivalent(pair["pred"], pair["gold"]) is pair["equal"]
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [("1/2", "0.5"), ("1,000", "1000"), ("50%", "0.5"), ("-3", "-3.0"), ("6*7", "42")],
+)
+def test_rational_answers_never_start_the_sympy_workers(pred, gold):
+    answers.shutdown()
+    assert is_equivalent(pred, gold)
+    assert answers._pool is None
+
+
+# ---------------------------------------------------------------- extraction
+
+
+@pytest.mark.parametrize(
+    ("text", "answer", "method"),
+    [
+        ("First 6*7 = 42.\n#### 42", "42", "hash"),
+        ("#### 1,000.", "1,000", "hash"),
+        (r"So the result is $\boxed{\frac{1}{2}}$.", r"\frac{1}{2}", "boxed"),
+        (r"Nested: \boxed{\frac{\sqrt{3}}{2}}", r"\frac{\sqrt{3}}{2}", "boxed"),
+        (r"bare \boxed 7 here", "7", "boxed"),
+        ("Adding up, the answer is 17.", "17", "answer_is"),
+        ("Final answer: **-3.5**", "-3.5", "answer_is"),
+        ("The answer is therefore 12 apples, since 3*4 = 12.", "12 apples", "answer_is"),
+        ("She has 3 apples and buys 4 more, so 7 in all", "7", "last_number"),
+        ("The range is 3-5", "5", "last_number"),
+        ("It costs -4 degrees", "-4", "last_number"),
+        ("Total 1,234,567 units", "1,234,567", "last_number"),
+        (r"so it is \frac{3}{4}", r"\frac{3}{4}", "last_number"),
+    ],
+)
+def test_each_extraction_rule(text, answer, method):
+    found = extract_answer(text)
+    assert (found.answer, found.method, found.hedged) == (answer, method, False)
+
+
+def test_precedence_hash_then_boxed_then_answer_is_then_last_number():
+    text = r"The answer is 5. Also \boxed{5}. #### 5 and 99"
+    assert extract_answer(text).method == "hash"
+    assert extract_answer(r"The answer is 7. \boxed{7} then 99").method == "boxed"
+    assert extract_answer("The answer is 7. Then 99 more").method == "answer_is"
+    assert extract_answer("7 then 99").answer == "99"
+
+
+def test_nothing_found():
+    found = extract_answer("I do not know.")
+    assert (found.answer, found.method, found.hedged) == (None, None, False)
+
+
+def test_last_occurrence_wins_within_a_rule():
+    assert extract_answer(r"\boxed{3} hmm, actually \boxed{3}").answer == "3"
+    assert extract_answer("the answer is 4. Really, the answer is 4.").answer == "4"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        r"It is \boxed{3} or maybe \boxed{4}",
+        "#### 5\n#### 6",
+        "#### 5\n" + r"\boxed{6}",
+        "The answer is 3. No wait, the answer is 4.",
+    ],
+)
+def test_different_final_answers_are_hedged(text):
+    assert extract_answer(text).hedged
+
+
+@pytest.mark.parametrize(
+    "text",
+    [r"\boxed{1/2} which is \boxed{0.5}", "#### 1,000\n#### 1000", r"#### 42 so \boxed{42}"],
+)
+def test_repeating_the_same_value_is_not_hedging(text):
+    assert not extract_answer(text).hedged
+
+
+# ---------------------------------------------------------------- format
+
+
+@pytest.mark.parametrize(
+    ("text", "style", "score"),
+    [
+        ("work...\n#### 42", "hash", 1.0),
+        ("work...\n#### 42", "boxed", 0.0),
+        (r"so \boxed{42}", "boxed", 1.0),
+        (r"so \boxed{42}", "hash", 0.0),
+        ("The answer is 42.", "hash", 0.0),
+        ("#### 42\n#### 42", "hash", 0.0),  # not exactly once
+        (r"\boxed{3} or \boxed{4}", "boxed", 0.0),
+        ("#### 42\n" + r"\boxed{43}", "hash", 0.0),  # hedged
+    ],
+)
+def test_format_score(text, style, score):
+    assert format_score(text, style) == score
+
+
+def test_format_style_must_be_known():
+    with pytest.raises(ValueError, match="hash"):
+        format_score("#### 1", "json")
+
+
+# ---------------------------------------------------------------- gold errors
+
+
+@pytest.mark.parametrize("gold", ["", "   ", r"\frac{1}{", "2 +* 3", r"\weird{3}", "x_1", "9**9**9**9"])
+def test_unparseable_gold_is_an_error_not_a_verdict(gold):
+    with pytest.raises(GoldAnswerError):
+        is_equivalent("3", gold)
+
+
+def test_gold_that_sympy_cannot_evaluate_is_an_error():
+    with pytest.raises(GoldAnswerError):
+        is_equivalent(r"\sqrt{2}", "sqrt()")
+
+
+def test_unreadable_prediction_is_simply_wrong():
+    assert is_equivalent(r"\frac{1}{", "1") is False
+    assert is_equivalent("", "1") is False
+    assert is_equivalent("no idea", "1") is False
+
+
+# ---------------------------------------------------------------- hostile input
+
+
+@pytest.mark.parametrize(
+    "pred",
+    [
+        "9**9**9**9",
+        "9^{9^{9^{9}}}",
+        "100000!",
+        "x^{10^{10}}",
+        "(" * 300 + "1" + ")" * 300,
+        "1" * 200_000,
+        "__import__('os').system('true')",
+        "().__class__",
+    ],
+)
+def test_hostile_predictions_are_rejected_fast(pred):
+    start = time.monotonic()
+    assert is_equivalent(pred, r"\sqrt{2}") is False
+    assert time.monotonic() - start < 0.5
+
+
+def test_slow_symbolic_check_times_out_and_the_pool_recovers():
+    answers.warmup()
+    start = time.monotonic()
+    try:
+        verdict = is_equivalent(r"\sqrt{10^{999}+7}", "2", timeout=1.0)
+    except VerifierTimeout:
+        verdict = "timeout"
+    assert time.monotonic() - start < 1.0 + 1.5
+    assert verdict in ("timeout", False)
+    assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # a fresh worker answers
+    assert not is_equivalent(r"2\sqrt{3}", r"\sqrt{8}", timeout=10)
+
+
+def test_concurrent_callers_share_the_pool():
+    results: list[bool] = []
+
+    def work():
+        results.append(is_equivalent(r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}", timeout=10))
+        results.append(is_equivalent("0.5", r"\frac12"))
+
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [True] * 16
