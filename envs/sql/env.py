@@ -26,7 +26,14 @@ from envhub.types import Message, Task
 from . import sqltext
 from .builder import BuiltinDatabases, read_schema
 from .compare import ABS_TOL, REL_TOL, Tolerance, compare_results
-from .executor import DatabaseUnavailable, QueryFailed, QueryResult, QueryTimeout, run_query
+from .executor import (
+    MAX_VALUE_BYTES,
+    DatabaseUnavailable,
+    QueryFailed,
+    QueryResult,
+    QueryTimeout,
+    run_query,
+)
 from .external import find_database, row_to_sql_task
 from .tasks import builtin_task_set
 
@@ -53,6 +60,7 @@ class SqlEnv(TaskEnv):
         timeout_s: float = 2.0,
         gold_timeout_s: float = 10.0,
         max_rows: int = 10_000,
+        max_value_bytes: int = MAX_VALUE_BYTES,
         rel_tol: float = REL_TOL,
         abs_tol: float = ABS_TOL,
         **options: Any,
@@ -67,6 +75,8 @@ class SqlEnv(TaskEnv):
             timeout_s: Deadline of the model's query, in seconds.
             gold_timeout_s: Deadline of the gold query (exceeding it is ``infra_error``).
             max_rows: Rows fetched at most; a model result beyond it is a wrong answer.
+            max_value_bytes: Largest string or blob a query may build or read (raise it for
+                databases with long texts; it bounds the cost of one function call).
             rel_tol: Relative float tolerance of the comparison.
             abs_tol: Absolute float tolerance of the comparison.
             **options: Options of subclasses; anything else is an error.
@@ -81,6 +91,7 @@ class SqlEnv(TaskEnv):
         self.timeout_s = float(timeout_s)
         self.gold_timeout_s = float(gold_timeout_s)
         self.max_rows = int(max_rows)
+        self.max_value_bytes = int(max_value_bytes)
         self.tolerance = Tolerance(rel_tol=rel_tol, abs_tol=abs_tol)
         self._lock = threading.Lock()
         self._builtin_tasks: dict[str, list[Task]] | None = None
@@ -94,7 +105,7 @@ class SqlEnv(TaskEnv):
         unknown = sorted(set(options) - set(self.extra_options))
         if unknown:
             known = ["cache_dir", "databases", "db_dir", "timeout_s", "gold_timeout_s",
-                     "max_rows", "rel_tol", "abs_tol", *self.extra_options]
+                     "max_rows", "max_value_bytes", "rel_tol", "abs_tol", *self.extra_options]
             raise ConfigError(f"unknown sql option(s) {unknown}; valid options: {known}")
 
     # ------------------------------------------------------------------ data
@@ -163,6 +174,13 @@ class SqlEnv(TaskEnv):
 
     # ------------------------------------------------------------------ verification
 
+    def run(self, db: Path, sql: str, *, timeout_s: float | None = None,
+            max_rows: int | None = None) -> QueryResult:
+        """Run one query under the guards with this environment's limits."""
+        return run_query(db, sql, timeout_s=timeout_s or self.timeout_s,
+                         max_rows=max_rows or self.max_rows,
+                         max_value_bytes=self.max_value_bytes)
+
     def gold_result(self, task: Task, db: Path) -> QueryResult:
         """The gold query's result (cached); any failure is :class:`GoldQueryFailed`."""
         if not task.answer:
@@ -172,8 +190,7 @@ class SqlEnv(TaskEnv):
         if cached is not None:
             return cached
         try:
-            result = run_query(db, task.answer, timeout_s=self.gold_timeout_s,
-                               max_rows=self.max_rows)
+            result = self.run(db, task.answer, timeout_s=self.gold_timeout_s)
         except (QueryFailed, DatabaseUnavailable) as e:
             raise GoldQueryFailed(f"gold query of task {task.task_id!r} failed: "
                                   f"{type(e).__name__}: {e}") from e
@@ -201,7 +218,7 @@ class SqlEnv(TaskEnv):
         details: dict[str, Any] = {"sql": sql, "ordered": ordered, "gold_rows": len(gold.rows)}
         fmt = 1.0 if in_format else 0.0
         try:
-            pred = run_query(db, sql, timeout_s=self.timeout_s, max_rows=self.max_rows)
+            pred = self.run(db, sql)
         except QueryTimeout as e:
             raise VerifierTimeout(f"the model's query: {e}") from e
         except DatabaseUnavailable as e:

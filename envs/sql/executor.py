@@ -11,15 +11,19 @@ sqlite runs in the server's own process, so the guards are sqlite's own and they
    also how ``VACUUM INTO`` writes a copy, even on a read-only connection), ``PRAGMA``
    statements and the ``pragma_*`` table functions, and the ``load_extension`` function.
 4. **Limits** (``setlimit``): no attached databases at all, strings and blobs of at most
-   1 MB (``randomblob(1e9)`` fails), bounded SQL length. Extension loading stays disabled
+   ``max_value_bytes`` (20 kB by default: ``randomblob(1e9)`` fails at once), ``LIKE``
+   patterns of at most 100 characters, bounded SQL length. Extension loading stays disabled
    (Python never enables it unless asked).
-5. **A deadline** enforced by a progress handler checked every few thousand virtual-machine
+5. **A deadline** enforced by a progress handler checked every 100 virtual-machine
    instructions: a runaway query (infinite recursive CTE, cross joins) is interrupted inside
-   sqlite and reported as :class:`QueryTimeout`.
+   sqlite and reported as :class:`QueryTimeout`. One function call is never interrupted, so
+   the value limit above bounds each call's work and :mod:`envs.sql.safefuncs` replaces the
+   functions that are slow even so (``printf``'s repeat, ``trim`` with a character set).
 6. **A row cap**: at most ``max_rows`` rows are fetched; more is reported as ``truncated``.
 
 What is not covered: memory held by one query before its deadline (a sort over a huge cross
-join grows until interrupted; the 1 MB value limit and the deadline bound it in practice),
+join grows until interrupted; the deadline bounds it in practice); an overshoot of the
+deadline by up to ~100 expensive function calls (about a second in the worst case found);
 and sqlite bugs themselves. Each call opens its own connection, so any number of threads may
 call :func:`run_query` at once.
 """
@@ -33,12 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import sqltext
+from . import safefuncs, sqltext
 
-PROGRESS_OPS = 2000
-"""Virtual-machine instructions between two deadline checks."""
-MAX_VALUE_BYTES = 1_000_000
-"""Largest string or blob a query may build."""
+PROGRESS_OPS = 100
+"""Virtual-machine instructions between two deadline checks (costs ~15% of query time)."""
+MAX_VALUE_BYTES = 20_000
+"""Largest string or blob a query may build or read. It bounds the work of one function call
+(which the deadline cannot interrupt): ``replace``/``instr`` on such strings take ~15 ms."""
+MAX_LIKE_PATTERN = 100
+"""Longest ``LIKE``/``GLOB`` pattern (pattern matching costs length x pattern)."""
 MAX_SQL_CHARS = 20_000
 """Longest query text accepted."""
 ALLOWED_LEADING = frozenset({"SELECT", "WITH", "VALUES"})
@@ -116,8 +123,9 @@ def check_query_text(sql: str) -> None:
         raise QueryRefused(f"only a SELECT query is allowed, got {shown!r}")
 
 
-def open_readonly(db_path: str | Path) -> sqlite3.Connection:
-    """Open ``db_path`` read-only with the authorizer and limits installed.
+def open_readonly(db_path: str | Path, *,
+                  max_value_bytes: int = MAX_VALUE_BYTES) -> sqlite3.Connection:
+    """Open ``db_path`` read-only with the authorizer, limits and safe functions installed.
 
     Raises:
         DatabaseUnavailable: The file does not exist or sqlite cannot open it.
@@ -130,14 +138,17 @@ def open_readonly(db_path: str | Path) -> sqlite3.Connection:
     except sqlite3.Error as e:
         raise DatabaseUnavailable(f"cannot open database {path}: {e}") from e
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, MAX_LIKE_PATTERN)
     conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_CHARS * 4)
     conn.setlimit(sqlite3.SQLITE_LIMIT_TRIGGER_DEPTH, 1)
     conn.set_authorizer(_authorize)
+    safefuncs.install(conn)
     return conn
 
 
-def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int) -> QueryResult:
+def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int,
+              max_value_bytes: int = MAX_VALUE_BYTES) -> QueryResult:
     """Run one untrusted query under every guard and fetch at most ``max_rows`` rows.
 
     Args:
@@ -145,6 +156,7 @@ def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int)
         sql: The query text (one statement; a trailing ``;`` is fine).
         timeout_s: Wall-clock deadline for preparing, running and fetching.
         max_rows: Row cap; one more row is read to tell whether the result was cut.
+        max_value_bytes: Largest string or blob the query may build or read.
 
     Returns:
         The columns and rows.
@@ -156,7 +168,7 @@ def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int)
         DatabaseUnavailable: The database cannot be opened.
     """
     check_query_text(sql)
-    conn = open_readonly(db_path)
+    conn = open_readonly(db_path, max_value_bytes=max_value_bytes)
     start = time.monotonic()
     deadline = start + timeout_s
     fired = [False]

@@ -38,7 +38,6 @@ from .executor import (
     DatabaseUnavailable,
     QueryFailed,
     format_table,
-    run_query,
 )
 
 FINAL_RE = re.compile(r"final\s+answer\s*:?", re.IGNORECASE)
@@ -81,8 +80,7 @@ class SqlMultiTurnEnv(SqlEnv):
         """Run one exploratory query and describe its result (or error) as text."""
         episode.state["explored"] += 1
         try:
-            result = run_query(self.db_path(episode.task), sql, timeout_s=self.timeout_s,
-                               max_rows=self.explore_rows)
+            result = self.run(self.db_path(episode.task), sql, max_rows=self.explore_rows)
         except (QueryFailed, DatabaseUnavailable) as e:
             return f"Error ({getattr(e, 'kind', 'error')}): {e}"
         return format_table(result)
