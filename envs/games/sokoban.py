@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from envhub.core import Episode, Feedback
-from envhub.errors import GoldAnswerError
+from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
@@ -126,14 +126,35 @@ class SokobanEnv(GameEnv):
 
     def task_from_gold(self, gold: str) -> Task:
         """A task for a level given in the text form (its solution is found by BFS)."""
-        level = sk.parse(gold)
+        return self._level_task(gold, "sokoban-adhoc")
+
+    def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
+        """A task from a row of a level file (``dataset.kind: jsonl``).
+
+        Rows hold ``level`` (the text form) and optionally ``task_id``; the prompt and the
+        shortest solution are made here.
+        """
+        if not isinstance(row.get("level"), str):
+            raise ConfigError(
+                f"{self.spec.name}: row {index} of split {split!r} has no 'level' text "
+                f"(columns: {sorted(row)}); give each row the level in the text form"
+            )
+        return self._level_task(row["level"], str(row.get("task_id", f"sokoban-{split}-{index:04d}")))
+
+    def _level_task(self, text: str, task_id: str) -> Task:
+        try:
+            level = sk.parse(text)
+        except ValueError as e:
+            raise ConfigError(f"{self.spec.name}: level {task_id} is not readable: {e}") from e
         solution = sk.solve(level.board, level.start)
+        if solution is None:
+            raise ConfigError(f"{self.spec.name}: level {task_id} has no solution (BFS)")
         board = sk.render(level.board, level.start)
         return Task(
-            task_id="sokoban-adhoc",
+            task_id=task_id,
             prompt=RULES.format(board=board),
             answer=solution,
-            metadata={"level": board, "optimal_moves": len(solution or "")},
+            metadata={"level": board, "optimal_moves": len(solution)},
         )
 
     def init_state(self, episode: Episode) -> SokobanState:

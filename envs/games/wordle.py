@@ -32,7 +32,7 @@ from importlib import metadata
 from typing import Any, ClassVar
 
 from envhub.core import Episode, Feedback
-from envhub.errors import DependencyMissing, GoldAnswerError
+from envhub.errors import ConfigError, DependencyMissing, GoldAnswerError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
@@ -184,6 +184,17 @@ class WordleEnv(GameEnv):
         if size:
             answers = answers[:size]
         return [self._task(word, i, split, seed) for i, word in enumerate(answers)]
+
+    def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
+        """A game from a row of a word file (``dataset.kind: jsonl``): ``answer``, ``task_id``."""
+        word = str(row.get("answer", "")).strip().upper()
+        if word not in word_lists().allowed:
+            raise ConfigError(
+                f"{self.spec.name}: row {index} of split {split!r}: answer {row.get('answer')!r} "
+                "is not a five-letter word of the Wordle list"
+            )
+        task = self._task(word, index, split, 0)
+        return task.model_copy(update={"task_id": str(row.get("task_id", task.task_id))})
 
     def _task(self, word: str, index: int, split: str, seed: int) -> Task:
         return Task(
