@@ -52,7 +52,9 @@ What is NOT covered (know this before trusting it):
 - Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
   ``/usr``) are readable; ``/proc`` shows kernel-wide facts (cpu, memory, uptime).
 - Side channels and timing; the program may learn it is sandboxed.
-- A program may kill the runner (same uid): the unreported tests then count as failed.
+- In ``rlimit`` mode a program may kill the runner (same uid): the unreported tests then
+  count as failed. Under bubblewrap the runner is pid 1 of its namespace and cannot be
+  killed from inside.
 - Tests must pass and receive plain data (None, bool, int, float, complex, str, bytes,
   list, tuple, dict, set, frozenset): other values become opaque objects equal to nothing,
   and arguments are copies, so in-place mutation of an argument is invisible to the tests.

@@ -516,7 +516,11 @@ class Session:
         if self.load_error is not None:
             raise CandidateCrashed(self.load_error)
         self.discard()
-        w = Worker(self.sock, self.code)
+        try:
+            w = Worker(self.sock, self.code)
+        except (OSError, ValueError) as e:  # the program killed the zygote earlier
+            self.load_error = f"cannot start the program: its spawner is gone ({e})"
+            raise CandidateCrashed(self.load_error) from None
         self.current = w
         reply = w.receive()
         if "load_error" in reply:
@@ -532,15 +536,30 @@ class Session:
     def discard(self):
         """Kill the current worker and everything it started; return how it ended."""
         w, self.current = self.current, None
+        _reap_orphans()
         if w is None:
             return None
         w.close()
         _kill_tree(w.pid, keep=(os.getpid(), self.zygote_pid))
-        self.sock.sendall((f"wait {w.pid}").encode())
-        status = int(self.sock.recv(64).decode() or 0)
+        try:
+            self.sock.sendall((f"wait {w.pid}").encode())
+            status = int(self.sock.recv(64).decode() or 0)
+        except (OSError, ValueError):  # the program killed the zygote
+            return "its spawner is gone"
         if os.WIFSIGNALED(status):
             return f"killed by signal {os.WTERMSIG(status)}"
         return f"exit code {os.WEXITSTATUS(status)}"
+
+
+def _reap_orphans():
+    """As pid 1 of the sandbox the runner inherits orphans; collect the dead ones."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _kill_tree(pid, keep):

@@ -312,7 +312,11 @@ def _bwrap_prefix(
     args = [exe, "--unshare-all", "--unshare-user"]
     if disable_userns:
         args.append("--disable-userns")
-    args += ["--die-with-parent", "--new-session", "--uid", str(SANDBOX_UID)]
+    # --as-pid-1: no bwrap reaper inside. That reaper would hold every inherited descriptor
+    # (the verdict pipe, the nonce) while staying dumpable, so the program could open them
+    # through /proc/1/fd. The runner is pid 1 instead: non-dumpable, and unkillable from
+    # inside its own namespace.
+    args += ["--as-pid-1", "--die-with-parent", "--new-session", "--uid", str(SANDBOX_UID)]
     args += ["--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         p = Path("/") / name
