@@ -18,10 +18,12 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from envhub import errors
+
 from .grpo import AGGREGATIONS
 
 
-class ConfigError(ValueError):
+class ConfigError(errors.ConfigError):
     """The training config is invalid; the message names the key and the fix."""
 
 

@@ -122,8 +122,11 @@ TOOL_CALL_RE = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 
 
 def to_message(text: str, *, parse_tools: bool) -> Message:
-    """The assistant message for a completion; Hermes-style ``<tool_call>`` JSON becomes
-    structured tool calls when the environment offers tools."""
+    """The assistant message for a completion.
+
+    Hermes-style ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks become
+    structured tool calls when the environment offers tools.
+    """
     calls = []
     if parse_tools:
         for i, m in enumerate(TOOL_CALL_RE.finditer(text)):

@@ -1,0 +1,168 @@
+"""Per-step metrics: computed from the rollout and the workers' sums, then logged everywhere.
+
+Sinks: ``OUT/metrics.jsonl`` (always; one JSON object per step), the console, TensorBoard
+(``OUT/tensorboard``), Weights & Biases when enabled and installed, a progress bar, and at the
+end ``OUT/reward.png``.
+
+Keys: ``reward_mean``/``reward_std``, ``reward/<component>``, ``accuracy`` (mean of the
+``correctness`` component, where the env has one), ``kl``, ``entropy``, ``clip_fraction``,
+``ratio_mean``, ``grad_norm``, ``loss``, ``lr``, ``response_length`` (model tokens per
+episode), ``seq_length``, ``turns``, ``episodes``, ``dropped`` and ``dropped/<status>``,
+``token_mult_prob_error``, ``tokens_per_s`` (generated tokens per second of generation),
+and ``time/<phase>`` for ``rollout``, ``generation``, ``env``, ``logprobs``, ``train``,
+``refit``, ``checkpoint`` and ``step``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .config import LoggingConfig
+from .rollout import RolloutBatch
+
+log = logging.getLogger("envhub.trainer")
+
+
+def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
+    """Reward, length and drop statistics of one step's episodes."""
+    kept = batch.kept
+    out: dict[str, float] = {"episodes": float(len(batch.episodes)), "dropped": 0.0}
+    for status, n in batch.dropped_by_status().items():
+        out[f"dropped/{status}"] = float(n)
+        out["dropped"] += n
+    if not kept:
+        return out
+    rewards = [e.reward for e in kept]
+    out["reward_mean"] = statistics.fmean(rewards)
+    out["reward_std"] = statistics.pstdev(rewards)
+    names = sorted({k for e in kept for k in e.components})
+    for name in names:
+        out[f"reward/{name}"] = statistics.fmean(e.components.get(name, 0.0) for e in kept)
+    if "correctness" in names:
+        out["accuracy"] = statistics.fmean(
+            float(e.components.get("correctness", 0.0) >= 1.0) for e in kept
+        )
+    out["response_length"] = statistics.fmean(e.response_tokens for e in kept)
+    out["seq_length"] = statistics.fmean(len(e.tokens) for e in kept)
+    out["turns"] = statistics.fmean(e.turns for e in kept)
+    generated = sum(e.response_tokens for e in batch.episodes)
+    if batch.generation_time > 0:
+        out["tokens_per_s"] = generated / batch.generation_time
+    return out
+
+
+def train_metrics(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Combine the workers' sums into batch-level means."""
+    total = {k: sum(r.get(k, 0.0) for r in per_rank) for k in per_rank[0]}
+    n = max(total["n_tokens"], 1.0)
+    return {
+        "loss": total["loss"],
+        "kl": total["kl_sum"] / n,
+        "entropy": total["entropy_sum"] / n,
+        "clip_fraction": total["clipped_sum"] / n,
+        "ratio_mean": total["ratio_sum"] / n,
+        "token_mult_prob_error": total["mult_err_sum"] / n,
+        "grad_norm": per_rank[0]["grad_norm"],
+        "lr": per_rank[0]["lr"],
+        "train_tokens": total["n_tokens"],
+    }
+
+
+class MetricsLogger:
+    """Writes each step's metrics to every enabled sink."""
+
+    CONSOLE_KEYS = ("reward_mean", "accuracy", "kl", "entropy", "grad_norm", "dropped")
+
+    def __init__(self, out: Path, cfg: LoggingConfig, total_steps: int, run_config: dict):
+        """Open the sinks under ``out``."""
+        self.out, self.cfg = out, cfg
+        self.path = out / "metrics.jsonl"
+        self._tb: Any = None
+        self._wandb: Any = None
+        self._bar: Any = None
+        if cfg.tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(out / "tensorboard"))
+            except ImportError:
+                log.warning("tensorboard is not installed; pip install tensorboard to use it")
+        if cfg.wandb:
+            try:
+                import wandb
+
+                self._wandb = wandb.init(project=cfg.wandb_project, config=run_config)
+            except ImportError:
+                log.warning("logging.wandb is on but wandb is not installed; skipping it")
+        if cfg.progress_bar:
+            from tqdm import tqdm
+
+            self._bar = tqdm(total=total_steps, desc="grpo", unit="step")
+
+    def start_at(self, step: int) -> None:
+        """Move the progress bar to ``step`` (after a resume)."""
+        if self._bar is not None:
+            self._bar.update(step)
+
+    def log(self, step: int, metrics: dict[str, float]) -> None:
+        """Record one step everywhere."""
+        row = {"step": step, **{k: _plain(v) for k, v in metrics.items()}}
+        with open(self.path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        if self._tb is not None:
+            for k, v in row.items():
+                if k != "step" and isinstance(v, (int, float)):
+                    self._tb.add_scalar(k, v, step)
+            self._tb.flush()
+        if self._wandb is not None:
+            self._wandb.log(row, step=step)
+        shown = {k: row[k] for k in self.CONSOLE_KEYS if k in row}
+        text = " ".join(f"{k}={v:.4g}" for k, v in shown.items())
+        text += f" time/step={row.get('time/step', 0):.1f}s"
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix_str(text)
+        if self.cfg.console:
+            (self._bar.write if self._bar is not None else print)(f"step {step}: {text}")
+
+    def close(self, history: list[dict[str, float]]) -> None:
+        """Close the sinks and draw the reward curve."""
+        if self._bar is not None:
+            self._bar.close()
+        if self._tb is not None:
+            self._tb.close()
+        if self._wandb is not None:
+            self._wandb.finish()
+        if self.cfg.plot and history:
+            plot_rewards(history, self.out / "reward.png")
+
+
+def _plain(v: Any) -> Any:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def plot_rewards(history: list[dict[str, float]], path: Path) -> None:
+    """PNG of mean reward (and accuracy, where present) per step."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [h["step"] for h in history if "reward_mean" in h]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps, [h["reward_mean"] for h in history if "reward_mean" in h], label="reward")
+    acc = [(h["step"], h["accuracy"]) for h in history if "accuracy" in h]
+    if acc:
+        ax.plot(*zip(*acc, strict=True), label="accuracy", linestyle="--")
+    ax.set_xlabel("step")
+    ax.set_ylabel("mean over episodes")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

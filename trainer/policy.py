@@ -1,0 +1,279 @@
+"""The policy on one data-parallel rank: an FSDP2-sharded model, AdamW and the GRPO update.
+
+:class:`Policy` is plain Python so it can run under Ray (``trainer.workers``), under
+``torch.multiprocessing`` (the FSDP equivalence test) or alone (``world_size=1``). Every
+method marked *collective* must be called on all ranks together.
+
+Sharding: ``fully_shard`` on each decoder layer, then on the root (which holds the embeddings,
+tied to the LM head, and the final norm). FSDP2 averages gradients over ranks, so each rank's
+loss (a partial sum of the batch loss, see ``trainer.grpo``) is multiplied by the world size.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .batch import Sample, collate, micro_batches
+from .grpo import LossConfig, entropy_from_logits, policy_loss, token_logprobs
+
+
+def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
+    """Join the process group (``tcp://addr:port``) once per process."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    dist.init_process_group(
+        backend=backend, init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world_size
+    )
+
+
+def lr_lambda(schedule: str, warmup: int, total: int) -> Any:
+    """Multiplier of the base LR at optimizer step ``i``: linear warm-up, then the decay."""
+
+    def constant(progress: float) -> float:
+        return 1.0
+
+    def linear(progress: float) -> float:
+        return max(0.0, 1.0 - progress)
+
+    def cosine(progress: float) -> float:
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+    decay = {"constant": constant, "linear": linear, "cosine": cosine}[schedule]
+
+    def fn(i: int) -> float:
+        if i < warmup:
+            return (i + 1) / warmup
+        return decay((i - warmup) / max(1, total - warmup))
+
+    return fn
+
+
+class Policy:
+    """Model, optimizer and scheduler of one rank."""
+
+    def __init__(
+        self,
+        model_path: str,
+        *,
+        rank: int = 0,
+        world_size: int = 1,
+        optim: dict[str, Any],
+        loss: LossConfig,
+        total_optim_steps: int,
+        temperature: float,
+        micro_batch_size: int,
+        device: str = "cpu",
+        dtype: str = "float32",
+        seed: int = 0,
+    ) -> None:
+        """Load the model from an HF directory and shard it when ``world_size > 1``.
+
+        Args:
+            model_path: HF directory of the initial weights.
+            rank: This process's rank.
+            world_size: Number of ranks (the process group must already exist if > 1).
+            optim: ``lr``, ``weight_decay``, ``betas``, ``warmup_steps``, ``schedule``,
+                ``max_grad_norm`` (see ``trainer.config.OptimConfig``).
+            loss: Clip range and KL weight.
+            total_optim_steps: Length of the LR schedule.
+            temperature: Sampling temperature; logits are divided by it, as the engine does.
+            micro_batch_size: Sequences per forward/backward.
+            device: ``cpu`` or ``cuda``.
+            dtype: Parameter dtype.
+            seed: Seeds torch on this rank.
+        """
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.manual_seed(seed + rank)
+        self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
+        self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
+        self.micro_batch_size = micro_batch_size
+        self.max_grad_norm = optim["max_grad_norm"]
+        self.model_path = model_path
+        tok = AutoTokenizer.from_pretrained(model_path)
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
+        self.model = model.to(self.device)
+        self.model.config.use_cache = False
+        if world_size > 1:
+            self._shard()
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=optim["lr"],
+            betas=tuple(optim["betas"]),
+            weight_decay=optim["weight_decay"],
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer,
+            lr_lambda(optim["schedule"], optim["warmup_steps"], total_optim_steps),
+        )
+
+    def _shard(self) -> None:
+        from torch.distributed.device_mesh import init_device_mesh
+        from torch.distributed.fsdp import fully_shard
+
+        mesh = init_device_mesh(self.device.type, (self.world_size,))
+        for layer in self.model.model.layers:
+            fully_shard(layer, mesh=mesh)
+        fully_shard(self.model, mesh=mesh)
+
+    # ------------------------------------------------------------------ forward
+
+    def _forward(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits ``[B, L-1, V]`` (temperature-scaled) and target logprobs ``[B, L-1]``."""
+        out = self.model(
+            input_ids=mb["input_ids"].to(self.device),
+            attention_mask=mb["attention_mask"].to(self.device),
+            use_cache=False,
+        )
+        logits = out.logits[:, :-1, :].float() / self.temperature
+        return logits, token_logprobs(logits, mb["targets"].to(self.device))
+
+    def logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+        """Target-aligned logprobs of each sample under the current weights. Collective."""
+        out: list[list[float]] = [[] for _ in samples]
+        index = {id(s): i for i, s in enumerate(samples)}
+        with torch.no_grad():
+            for mb_samples in micro_batches(samples, self.micro_batch_size):
+                mb = collate(mb_samples, self.pad_id)
+                _, lp = self._forward(mb)
+                for row, s in enumerate(mb_samples):
+                    out[index[id(s)]] = lp[row, : len(s.tokens) - 1].cpu().tolist()
+        return out
+
+    # ------------------------------------------------------------------ update
+
+    def train(self, minibatches: Sequence[Sequence[Sample]]) -> dict[str, float]:
+        """One optimizer step per minibatch (this rank's shard of it). Collective.
+
+        Returns:
+            Sums over this rank (the driver adds ranks up): ``loss``, ``n_tokens``,
+            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``mult_err_sum``
+            and the per-step ``grad_norm`` (mean over minibatches) and ``lr``.
+        """
+        self.model.train()
+        stats = dict.fromkeys(
+            ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum"], 0.0
+        )
+        stats["mult_err_sum"], norms = 0.0, []
+        for samples in minibatches:
+            self.optimizer.zero_grad(set_to_none=True)
+            for mb_samples in micro_batches(samples, self.micro_batch_size):
+                self._micro_step(collate(mb_samples, self.pad_id), stats)
+            norms.append(self._clip_grad())
+            stats["lr"] = self.scheduler.get_last_lr()[0]
+            self.optimizer.step()
+            self.scheduler.step()
+        stats["grad_norm"] = sum(norms) / max(1, len(norms))
+        return stats
+
+    def _micro_step(self, mb: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
+        logits, logp = self._forward(mb)
+        mask = mb["mask"].to(self.device)
+        if "old_logprobs" in mb:
+            old = mb["old_logprobs"].to(self.device)
+        else:  # one minibatch: the pre-update policy is the current one (on-policy)
+            old = logp.detach()
+        ref = mb.get("ref_logprobs")
+        terms = policy_loss(
+            logp,
+            old,
+            mb["advantages"].to(self.device),
+            mask,
+            mb["weights"].to(self.device),
+            self.loss_cfg,
+            ref.to(self.device) if ref is not None else None,
+        )
+        (terms.loss * self.world_size).backward()
+        with torch.no_grad():
+            ent = entropy_from_logits(logits.detach())
+            eng = mb["engine_logprobs"].to(self.device)
+            mult = torch.exp((eng - old).abs())
+            stats["entropy_sum"] += float((ent * mask).sum())
+            stats["mult_err_sum"] += float((mult * mask).sum())
+        stats["loss"] += float(terms.loss.detach())
+        stats["n_tokens"] += terms.n_tokens
+        stats["kl_sum"] += terms.kl_sum
+        stats["clipped_sum"] += terms.clipped_sum
+        stats["ratio_sum"] += terms.ratio_sum
+
+    def _clip_grad(self) -> float:
+        norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
+        if hasattr(norm, "full_tensor"):
+            norm = norm.full_tensor()
+        return float(norm)
+
+    # ------------------------------------------------------------------ weights
+
+    def full_state_dict(self) -> dict[str, torch.Tensor]:
+        """Unsharded weights with Hugging Face names, on every rank. Collective."""
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+        )
+
+        if self.world_size == 1:
+            return {k: v.detach() for k, v in self.model.state_dict().items()}
+        opts = StateDictOptions(full_state_dict=True, cpu_offload=False)
+        return get_model_state_dict(self.model, options=opts)
+
+    def save(self, directory: str | Path) -> None:
+        """Write the sharded model and optimizer (DCP), scheduler and RNG. Collective."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        directory = Path(directory)
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(directory / "dcp"))
+        extra = {
+            "scheduler": self.scheduler.state_dict(),
+            "torch_rng": torch.get_rng_state(),
+            "python_rng": random.getstate(),
+        }
+        torch.save(extra, directory / f"rank{self.rank}.pt")
+
+    def load(self, directory: str | Path) -> None:
+        """Restore what :meth:`save` wrote. Collective."""
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+        directory = Path(directory)
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        state = {"model": model_sd, "optim": optim_sd}
+        dcp.load(state, checkpoint_id=str(directory / "dcp"))
+        set_state_dict(
+            self.model,
+            self.optimizer,
+            model_state_dict=state["model"],
+            optim_state_dict=state["optim"],
+        )
+        extra_path = directory / f"rank{self.rank}.pt"
+        if not extra_path.exists():
+            extra_path = directory / "rank0.pt"  # resumed on more ranks than saved
+        extra = torch.load(extra_path, weights_only=False)
+        self.scheduler.load_state_dict(extra["scheduler"])
+        torch.set_rng_state(extra["torch_rng"])
+        random.setstate(extra["python_rng"])
+
+    def export(self, directory: str | Path, state: dict[str, torch.Tensor]) -> None:
+        """Save ``state`` (from :meth:`full_state_dict`) as a plain HF directory. Rank 0."""
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+        config = AutoConfig.from_pretrained(self.model_path)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        model.load_state_dict({k: v.cpu() for k, v in state.items()}, strict=True, assign=True)
+        if getattr(config, "tie_word_embeddings", False):
+            model.tie_weights()
+        os.makedirs(directory, exist_ok=True)
+        model.save_pretrained(directory)
+        AutoTokenizer.from_pretrained(self.model_path).save_pretrained(directory)

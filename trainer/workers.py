@@ -1,0 +1,353 @@
+"""Ray worker groups driven by the single controller in :mod:`trainer.train`.
+
+- :class:`PolicyWorker` (one per FSDP2 rank): the sharded policy (:class:`trainer.policy.Policy`)
+  and, with ``placement: colocated``, a generation engine holding the full weights, refit in
+  place after every update (no copy through Ray or disk).
+- :class:`ReferenceWorker`: the frozen initial policy, for the KL term (only when
+  ``loss.kl_beta > 0``).
+- :class:`EnvWorker`: environment clients made with ``envhub.make``; a threaded actor, so one
+  slow episode does not hold up the others.
+
+:class:`Cluster` starts them (on a private local Ray, or an existing cluster given by
+``cluster.address``), and offers the driver plain methods over the groups.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from envhub.types import Message, ResetResult, StepResult
+
+from .batch import Sample
+from .config import Config
+from .engine import Generation, SamplingParams
+from .grpo import LossConfig
+
+
+def _set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+    os.environ["OMP_NUM_THREADS"] = str(n)
+
+
+class PolicyWorker:
+    """One FSDP2 rank, plus its colocated generation engine."""
+
+    def __init__(self, rank: int, world_size: int, config: dict[str, Any], model_dir: str):
+        """Remember settings; the process group is joined in :meth:`setup`."""
+        self.rank, self.world_size = rank, world_size
+        self.cfg = Config.model_validate(config)
+        self.model_dir = model_dir
+        _set_threads(self.cfg.cluster.threads_per_worker)
+        self.policy: Any = None
+        self.engine: Any = None
+
+    def address(self) -> tuple[str, int]:
+        """This node's IP and a free port, for rank 0 to host the process group."""
+        ip = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return ip, s.getsockname()[1]
+
+    def setup(self, addr: str, port: int) -> bool:
+        """Join the process group, load and shard the policy, load the engine. Collective."""
+        import torch
+
+        from .engine import TransformersEngine
+        from .policy import Policy, init_distributed
+
+        c = self.cfg
+        gpu = c.cluster.gpus_per_worker > 0 and torch.cuda.is_available()
+        backend = c.cluster.backend if c.cluster.backend != "auto" else ("nccl" if gpu else "gloo")
+        device = "cuda" if gpu else "cpu"
+        if self.world_size > 1:
+            init_distributed(self.rank, self.world_size, addr, port, backend)
+        loss = LossConfig(c.loss.clip_low, c.loss.clip_high, c.loss.kl_beta)
+        self.policy = Policy(
+            self.model_dir,
+            rank=self.rank,
+            world_size=self.world_size,
+            optim=c.optim.model_dump(),
+            loss=loss,
+            total_optim_steps=c.train.steps * c.train.minibatches,
+            temperature=c.rollout.sampling.temperature,
+            micro_batch_size=c.train.micro_batch_size,
+            device=device,
+            dtype=c.model.dtype,
+            seed=c.seed,
+        )
+        self.engine = TransformersEngine.from_pretrained(
+            self.model_dir,
+            dtype=c.model.dtype,
+            device=device,
+            batch_size=c.cluster.engine_batch_size,
+        )
+        return True
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        """Sample with the colocated engine."""
+        return self.engine.generate(prompts, params)
+
+    def refit(self) -> float:
+        """Copy the current policy weights into the colocated engine. Collective.
+
+        Returns:
+            Seconds spent on this rank.
+        """
+        t0 = time.perf_counter()
+        self.engine.load_state_dict(self.policy.full_state_dict())
+        return time.perf_counter() - t0
+
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """Target-aligned logprobs under the current policy. Collective."""
+        return self.policy.logprobs(samples)
+
+    def train(self, minibatches: list[list[Sample]]) -> dict[str, float]:
+        """One GRPO update on this rank's shards. Collective."""
+        return self.policy.train(minibatches)
+
+    def save(self, directory: str) -> bool:
+        """Write this rank's part of a checkpoint. Collective."""
+        self.policy.save(directory)
+        return True
+
+    def load(self, directory: str) -> bool:
+        """Restore from a checkpoint and refit the engine. Collective."""
+        self.policy.load(directory)
+        self.refit()
+        return True
+
+    def export(self, directory: str) -> bool:
+        """Write the full policy as an HF directory (rank 0 writes). Collective."""
+        state = self.policy.full_state_dict()
+        if self.rank == 0:
+            self.policy.export(directory, state)
+        return True
+
+    def engine_state(self) -> dict[str, Any]:
+        """The engine's weights (for tests: they must equal the policy's after a refit)."""
+        return {k: v.clone() for k, v in self.engine.model.state_dict().items()}
+
+
+class ReferenceWorker:
+    """The frozen initial policy; computes reference logprobs for the KL term."""
+
+    def __init__(self, model_dir: str, config: dict[str, Any]):
+        """Load the model (unsharded: forward passes only)."""
+        cfg = Config.model_validate(config)
+        _set_threads(cfg.cluster.threads_per_worker)
+        from .policy import Policy
+
+        self.policy = Policy(
+            model_dir,
+            optim=cfg.optim.model_dump(),
+            loss=LossConfig(),
+            total_optim_steps=1,
+            temperature=cfg.rollout.sampling.temperature,
+            micro_batch_size=cfg.train.micro_batch_size,
+            dtype=cfg.model.dtype,
+        )
+
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """Target-aligned reference logprobs of each sample."""
+        return self.policy.logprobs(samples)
+
+
+class EnvWorker:
+    """A pool of environment clients made with ``envhub.make`` (threaded actor)."""
+
+    def __init__(self, name: str, runner: str | None, overrides: dict[str, Any]):
+        """Remember how to make clients; they are made on demand."""
+        import envhub
+
+        from .rollout import LocalEnvPool
+
+        self.pool = LocalEnvPool(lambda: envhub.make(name, runner, **overrides))
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """See :class:`trainer.rollout.EnvPool`."""
+        return self.pool.reset(key, seed, task_id)
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """See :class:`trainer.rollout.EnvPool`."""
+        return self.pool.step(key, message)
+
+    def close(self, key: str) -> None:
+        """See :class:`trainer.rollout.EnvPool`."""
+        self.pool.close(key)
+
+    def shutdown(self) -> None:
+        """Close every client (servers and containers the runner started)."""
+        self.pool.shutdown()
+
+
+class RayEnvPool:
+    """An :class:`trainer.rollout.EnvPool` over :class:`EnvWorker` actors, round-robin."""
+
+    def __init__(self, actors: Sequence[Any], timeout_s: float):
+        """Route episodes to ``actors``; ``timeout_s`` bounds each call."""
+        self.actors, self.timeout_s = list(actors), timeout_s
+        self._route: dict[str, Any] = {}
+        self._next = itertools.cycle(range(len(self.actors)))
+        self._lock = threading.Lock()
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """Start ``key`` on the next actor."""
+        with self._lock:
+            actor = self.actors[next(self._next)]
+            self._route[key] = actor
+        return ray.get(actor.reset.remote(key, seed, task_id), timeout=self.timeout_s)
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """Step ``key`` on its actor."""
+        return ray.get(self._route[key].step.remote(key, message), timeout=self.timeout_s)
+
+    def close(self, key: str) -> None:
+        """End ``key``."""
+        with self._lock:
+            actor = self._route.pop(key, None)
+        if actor is not None:
+            ray.get(actor.close.remote(key), timeout=self.timeout_s)
+
+
+class Cluster:
+    """Starts Ray (if needed) and the worker groups; the driver's handle on them."""
+
+    def __init__(self, config: Config, model_dir: str):
+        """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started."""
+        self.cfg = config
+        self._own_ray = False
+        self._ray_dir: str | None = None
+        self._start_ray()
+        self.policy: list[Any] = []
+        self.env_workers: list[Any] = []
+        self.reference: Any = None
+        try:
+            self._start_workers(model_dir)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _start_workers(self, model_dir: str) -> None:
+        config = self.cfg
+        c = config.cluster
+        n = c.policy_workers
+        actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker)(PolicyWorker)
+        data = config.model_dump(mode="json")
+        self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
+        addr, port = ray.get(self.policy[0].address.remote())
+        ray.get([w.setup.remote(addr, port) for w in self.policy])
+        if config.loss.kl_beta > 0:
+            ref = ray.remote(num_cpus=0)(ReferenceWorker)
+            self.reference = ref.remote(model_dir, data)
+        env_actor = ray.remote(num_cpus=0, max_concurrency=256)(EnvWorker)
+        e = config.env
+        overrides = dict(e.overrides)
+        if e.split:
+            overrides["split"] = e.split
+        self.env_workers = [
+            env_actor.remote(e.name, e.runner, overrides) for _ in range(e.workers)
+        ]
+        self.env_pool = RayEnvPool(self.env_workers, e.timeout_s)
+
+    def _start_ray(self) -> None:
+        if ray.is_initialized():
+            return
+        address = self.cfg.cluster.address
+        repo = str(Path(__file__).resolve().parent.parent)
+        path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
+        runtime_env = {"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}}
+        if address:
+            ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
+        else:
+            # A private local Ray: its own temp dir (never joins a stale cluster on a shared
+            # machine) and stopped by this process alone at the end (never `ray stop`).
+            self._ray_dir = tempfile.mkdtemp(prefix="envhub-ray-")
+            ray.init(
+                address="local",
+                num_cpus=self.cfg.cluster.num_cpus or os.cpu_count(),
+                _temp_dir=self._ray_dir,
+                include_dashboard=False,
+                runtime_env=runtime_env,
+                log_to_driver=True,
+            )
+        self._own_ray = True
+
+    # ------------------------------------------------------------------ group operations
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        """Split the prompts over the colocated engines; results in prompt order."""
+        n = len(self.policy)
+        size = -(-len(prompts) // n)
+        chunks = [prompts[i * size : (i + 1) * size] for i in range(n)]
+        seeds = [None if params.seed is None else params.seed + 7919 * r for r in range(n)]
+        refs = [
+            w.generate.remote(chunk, replace(params, seed=seeds[r]))
+            for r, (w, chunk) in enumerate(zip(self.policy, chunks, strict=True))
+            if chunk
+        ]
+        return [g for part in ray.get(refs) for g in part]
+
+    def refit(self) -> float:
+        """New weights into every engine; returns the slowest rank's seconds."""
+        return max(ray.get([w.refit.remote() for w in self.policy]))
+
+    def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
+        """Current-policy logprobs of each rank's shard."""
+        return ray.get([w.logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)])
+
+    def reference_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """Reference logprobs (requires ``loss.kl_beta > 0``)."""
+        if self.reference is None:
+            raise RuntimeError("no reference worker: loss.kl_beta is 0")
+        return ray.get(self.reference.logprobs.remote(samples))
+
+    def train(self, per_rank: list[list[list[Sample]]]) -> list[dict[str, float]]:
+        """Run the update; ``per_rank[r]`` is rank r's list of minibatch shards."""
+        return ray.get([w.train.remote(mb) for w, mb in zip(self.policy, per_rank, strict=True)])
+
+    def save(self, directory: str | Path) -> None:
+        """All ranks write their shards into ``directory``."""
+        ray.get([w.save.remote(str(directory)) for w in self.policy])
+
+    def load(self, directory: str) -> None:
+        """All ranks restore from ``directory`` (and refit their engines)."""
+        ray.get([w.load.remote(directory) for w in self.policy])
+
+    def export(self, directory: str) -> None:
+        """Write the policy as a plain HF directory."""
+        ray.get([w.export.remote(directory) for w in self.policy])
+
+    def shutdown(self) -> None:
+        """Stop the actors, and the local Ray if this cluster started it."""
+        for w in self.env_workers:
+            try:
+                ray.get(w.shutdown.remote(), timeout=30)
+            except Exception:  # a dead env worker must not block the shutdown
+                pass
+        for a in [*self.policy, *self.env_workers, *([self.reference] if self.reference else [])]:
+            ray.kill(a)
+        if self._own_ray:
+            ray.shutdown()
+            self._own_ray = False
+        if self._ray_dir:
+            shutil.rmtree(self._ray_dir, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
