@@ -244,7 +244,13 @@ class Sandbox:
                 self._bwrap_prefix = prefix
                 return None
             last = proc.stderr.decode(errors="replace").strip()
-        return f"a trial run failed: {last[-300:]}"
+        hint = ""
+        if "Permission denied" in last and os.geteuid() == 0:
+            hint = (
+                "; runs use an unprivileged uid, so every bound path (ro_binds, the Python) "
+                "must be readable by other users"
+            )
+        return f"a trial run failed: {last[-300:]}{hint}"
 
     def runner_bootstrap(self) -> tuple[int, list[str]]:
         """The descriptor holding the compiled runner and the argv prefix that runs it."""
