@@ -2,7 +2,8 @@
 
 The model sees a database schema and a question and answers with one SQLite query, in a
 ```` ```sql ```` fenced block (the last one counts; without one, the whole message is taken as
-the query and ``format`` is 0). The verifier runs the model's query and the gold query under
+the query). ``format`` is 1 when the answer is one ``SELECT`` (or ``WITH``/``VALUES``)
+statement in such a block, whether or not it runs; ``executes`` is 1 when it runs. The verifier runs the model's query and the gold query under
 the guards of :mod:`envs.sql.executor` and compares the result sets with
 :mod:`envs.sql.compare`.
 
@@ -30,14 +31,25 @@ from .executor import (
     MAX_VALUE_BYTES,
     DatabaseUnavailable,
     QueryFailed,
+    QueryRefused,
     QueryResult,
     QueryTimeout,
+    check_query_text,
     run_query,
 )
 from .external import find_database, row_to_sql_task
 from .tasks import builtin_task_set
 
 GOLD_CACHE_SIZE = 4096
+
+
+def _single_select(sql: str) -> bool:
+    """True when ``sql`` is one SELECT/WITH/VALUES statement (the requested format)."""
+    try:
+        check_query_text(sql)
+    except QueryRefused:
+        return False
+    return True
 
 
 class GoldQueryFailed(InfraError):
@@ -96,7 +108,8 @@ class SqlEnv(TaskEnv):
         self._lock = threading.Lock()
         self._builtin_tasks: dict[str, list[Task]] | None = None
         self._schemas: dict[str, str] = {}
-        self._gold: dict[tuple[str, str], QueryResult] = {}
+        self._gold: dict[tuple[str, str], QueryResult | Exception] = {}
+        """Gold results by (database, query); deterministic failures are kept too."""
 
     extra_options: tuple[str, ...] = ()
     """Option names a subclass accepts on top of :class:`SqlEnv`'s."""
@@ -187,20 +200,26 @@ class SqlEnv(TaskEnv):
             raise GoldQueryFailed(f"task {task.task_id!r} has no gold query")
         key = (str(db), task.answer)
         cached = self._gold.get(key)
-        if cached is not None:
+        if cached is None:
+            cached = self._run_gold(task, db)
+            if not isinstance(cached, (QueryTimeout, DatabaseUnavailable)):  # may pass later
+                with self._lock:
+                    if len(self._gold) >= GOLD_CACHE_SIZE:
+                        self._gold.pop(next(iter(self._gold)))
+                    self._gold[key] = cached
+        if isinstance(cached, QueryResult):
             return cached
+        raise GoldQueryFailed(f"gold query of task {task.task_id!r} failed: "
+                              f"{type(cached).__name__}: {cached}")
+
+    def _run_gold(self, task: Task, db: Path) -> QueryResult | Exception:
         try:
-            result = self.run(db, task.answer, timeout_s=self.gold_timeout_s)
+            result = self.run(db, task.answer or "", timeout_s=self.gold_timeout_s)
         except (QueryFailed, DatabaseUnavailable) as e:
-            raise GoldQueryFailed(f"gold query of task {task.task_id!r} failed: "
-                                  f"{type(e).__name__}: {e}") from e
+            return e
         if result.truncated:
-            raise GoldQueryFailed(f"gold query of task {task.task_id!r} returns more than "
-                                  f"max_rows={self.max_rows} rows; raise the max_rows option")
-        with self._lock:
-            if len(self._gold) >= GOLD_CACHE_SIZE:
-                self._gold.pop(next(iter(self._gold)))
-            self._gold[key] = result
+            return ValueError(f"it returns more than max_rows={self.max_rows} rows; raise "
+                              "the max_rows option")
         return result
 
     def judge(self, task: Task, sql: str, in_format: bool) -> tuple[dict[str, float],
@@ -216,7 +235,7 @@ class SqlEnv(TaskEnv):
         gold = self.gold_result(task, db)
         ordered = sqltext.orders_at_top_level(task.answer or "")
         details: dict[str, Any] = {"sql": sql, "ordered": ordered, "gold_rows": len(gold.rows)}
-        fmt = 1.0 if in_format else 0.0
+        fmt = 1.0 if in_format and _single_select(sql) else 0.0
         try:
             pred = self.run(db, sql)
         except QueryTimeout as e:

@@ -31,13 +31,13 @@ LIBRARY = [
       "SELECT COUNT(*) FROM loans l JOIN members m ON m.member_id = l.member_id WHERE "
       "m.membership = {membership} AND l.return_date > l.due_date",
       "SELECT DISTINCT membership FROM members ORDER BY membership"),
-    T("library", "most_borrowed",
-      "Which {n} books were borrowed most often? Give the title and the number of loans, "
-      "most first.",
-      "SELECT b.title, COUNT(*) AS n_loans FROM loans l JOIN copies c ON c.copy_id = "
-      "l.copy_id JOIN books b ON b.book_id = c.book_id GROUP BY b.book_id "
-      "ORDER BY n_loans DESC LIMIT {n}",
-      values("n", 1, 2, 3, 5),
+    T("library", "most_pages",
+      "Which {n} members borrowed the most pages (the sum of the page counts of the books of "
+      "all their loans)? Give the member's name and the page total, highest first.",
+      "SELECT m.name, SUM(b.pages) AS total_pages FROM members m JOIN loans l ON l.member_id "
+      "= m.member_id JOIN copies c ON c.copy_id = l.copy_id JOIN books b ON b.book_id = "
+      "c.book_id GROUP BY m.member_id ORDER BY total_pages DESC LIMIT {n}",
+      values("n", 1, 2, 3, 5, 10),
       sort_key=(1,)),
     T("library", "unknown_birth_year",
       "List the names of the authors whose birth year is unknown.",
