@@ -109,7 +109,9 @@ class GameEnv(TaskEnv):
             seed,
         )
         if key not in _TASK_CACHE:
-            tasks = [self.make_task(split_rng(seed, split, i, self.game), i, split) for i in range(n)]
+            tasks = [
+                self.make_task(split_rng(seed, split, i, self.game), i, split) for i in range(n)
+            ]
             while len(_TASK_CACHE) >= _TASK_CACHE_SIZE:
                 _TASK_CACHE.pop(next(iter(_TASK_CACHE)))
             _TASK_CACHE[key] = tasks

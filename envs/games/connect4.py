@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from envhub.core import Episode, Feedback
-from envhub.errors import GoldAnswerError
+from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
@@ -118,23 +118,44 @@ class Connect4Env(GameEnv):
             col = rng.choice(sorted(board.legal()))
             board = board.play(col)
             opening.append(col + 1)
+        task_id = f"connect4-{split}-{self.spec.dataset.seed}-{index:04d}"
+        return self._opening_task(opening, rng.randrange(2**31), task_id)
+
+    def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
+        """A task from a row of an openings file (``dataset.kind: jsonl``).
+
+        Rows hold ``opening`` (1-based columns, as a list or a string such as ``"4433"``),
+        and optionally ``seed`` and ``task_id``.
+        """
+        raw = row.get("opening", [])
+        try:
+            opening = [int(c) for c in raw]
+        except (TypeError, ValueError) as e:
+            raise ConfigError(
+                f"{self.spec.name}: row {index} of split {split!r}: opening {raw!r} must be "
+                "columns 1-7, as a list or a string like '4433'"
+            ) from e
+        task_id = str(row.get("task_id", f"connect4-{split}-{index:04d}"))
+        return self._opening_task(opening, int(row.get("seed", index)), task_id)
+
+    def _opening_task(self, opening: list[int], seed: int, task_id: str) -> Task:
+        board = _replay(opening, task_id)
         first, second = ("X", "O") if len(opening) % 2 == 0 else ("O", "X")
         status = "Your move." if opening else "You move first."
         return Task(
-            task_id=f"connect4-{split}-{self.spec.dataset.seed}-{index:04d}",
+            task_id=task_id,
             prompt=RULES.format(
                 me="X", them="O", board=c4.render(board, first, second), status=status
             ),
-            metadata={"opening": opening, "seed": rng.randrange(2**31)},
+            metadata={"opening": opening, "seed": seed},
         )
 
     def init_state(self, episode: Episode) -> Connect4State:
         """The board after the task's opening; the opponent's dice from task and seed."""
-        board = c4.Board()
-        for col in episode.task.metadata.get("opening", []):
-            if not isinstance(col, int) or not board.can_play(col - 1):
-                raise GoldAnswerError(f"task {episode.task.task_id}: bad opening move {col!r}")
-            board = board.play(col - 1)
+        try:
+            board = _replay(episode.task.metadata.get("opening", []), episode.task.task_id)
+        except ConfigError as e:
+            raise GoldAnswerError(str(e)) from e
         rng = episode_rng(episode.task, episode.seed)
         return Connect4State(board, board.moves % 2 == 0, self.opponent, rng)
 
@@ -155,7 +176,11 @@ class Connect4Env(GameEnv):
             reply = state.opponent.choose(state.board, state.rng)
             state.board = self._drop(state, reply, "loss")
             lines.append(f"Your opponent played column {reply + 1}.")
-        ending = {"win": "You win!", "loss": "Your opponent wins.", "draw": "The board is full: draw."}
+        ending = {
+            "win": "You win!",
+            "loss": "Your opponent wins.",
+            "draw": "The board is full: draw.",
+        }
         lines.append(self._render(state))
         lines.append(ending.get(state.outcome, "Your move."))
         text = "\n".join(lines)
@@ -237,3 +262,17 @@ class Connect4Env(GameEnv):
                 break
             board = board.play(col)
             board = board.play(state.opponent.choose(board, sim))
+
+
+def _replay(opening: list[int], task_id: str) -> c4.Board:
+    """The board after ``opening`` (1-based columns); it must be legal and still undecided."""
+    board = c4.Board()
+    for col in opening:
+        if not isinstance(col, int) or not board.can_play(col - 1):
+            raise ConfigError(f"task {task_id}: opening move {col!r} is not a legal column")
+        if board.wins(col - 1):
+            raise ConfigError(f"task {task_id}: the opening {opening} already wins the game")
+        board = board.play(col - 1)
+    if board.full:
+        raise ConfigError(f"task {task_id}: the opening {opening} fills the board")
+    return board

@@ -190,7 +190,7 @@ class Opponent:
 
 
 def plan_win(
-    board: Board, opponent: Opponent, rng: random.Random, depth: int = 4, budget: int = 2000
+    board: Board, opponent: Opponent, rng: random.Random, depth: int = 4, budget: int = 8000
 ) -> list[int] | None:
     """A sequence of moves for the side to move that wins against ``opponent``.
 

@@ -53,6 +53,7 @@ def parse_moves(text: str) -> str | None:
     """The moves in a message as a string over ``UDLR``, or ``None`` when there are none.
 
     The last ``<moves>``/``<move>`` tag wins; without one, the last line made only of moves.
+
     Raises:
         ValueError: a tag holds something that is not a move (the message names it).
     """
@@ -139,7 +140,9 @@ class SokobanEnv(GameEnv):
                 f"{self.spec.name}: row {index} of split {split!r} has no 'level' text "
                 f"(columns: {sorted(row)}); give each row the level in the text form"
             )
-        return self._level_task(row["level"], str(row.get("task_id", f"sokoban-{split}-{index:04d}")))
+        return self._level_task(
+            row["level"], str(row.get("task_id", f"sokoban-{split}-{index:04d}"))
+        )
 
     def _level_task(self, text: str, task_id: str) -> Task:
         try:
@@ -205,7 +208,11 @@ class SokobanEnv(GameEnv):
             state.pushes += pushed
             if sk.solved(state.board, state.pos):
                 state.outcome = "solved"
-            elif pushed and self.end_on_deadlock and sk.deadlocked(state.board, state.pos, state.live):
+            elif (
+                pushed
+                and self.end_on_deadlock
+                and sk.deadlocked(state.board, state.pos, state.live)
+            ):
                 state.outcome = "deadlock"
             elif state.moves >= self.max_moves:
                 state.outcome = "out_of_moves"

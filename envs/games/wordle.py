@@ -99,8 +99,8 @@ def feedback(guess: str, answer: str) -> str:
     """
     guess, answer = guess.upper(), answer.upper()
     marks = ["_"] * 5
-    left = Counter(a for g, a in zip(guess, answer) if g != a)
-    for i, (g, a) in enumerate(zip(guess, answer)):
+    left = Counter(a for g, a in zip(guess, answer, strict=True) if g != a)
+    for i, (g, a) in enumerate(zip(guess, answer, strict=True)):
         if g == a:
             marks[i] = "G"
     for i, g in enumerate(guess):
@@ -142,8 +142,12 @@ class WordleState:
 def render(state: WordleState, max_guesses: int) -> str:
     """The board as text: one line per guess with its marks, then what is known."""
     lines = [f"{' '.join(g)}   {' '.join(m)}" for g, m in state.rows]
-    present = {g for guess, marks in state.rows for g, m in zip(guess, marks) if m != "_"}
-    absent = sorted({g for guess, marks in state.rows for g, m in zip(guess, marks) if m == "_"})
+    present = {
+        g for guess, marks in state.rows for g, m in zip(guess, marks, strict=True) if m != "_"
+    }
+    absent = sorted(
+        {g for guess, marks in state.rows for g, m in zip(guess, marks, strict=True) if m == "_"}
+    )
     absent = [c for c in absent if c not in present]
     if absent:
         lines.append(f"Letters not in the word: {' '.join(absent)}")
@@ -178,7 +182,9 @@ class WordleEnv(GameEnv):
         stay disjoint whatever the seed or size.
         """
         answers = [
-            w for w in word_lists().answers if (zlib.crc32(w.encode()) % 5 == 0) == (split == "test")
+            w
+            for w in word_lists().answers
+            if (zlib.crc32(w.encode()) % 5 == 0) == (split == "test")
         ]
         random.Random(f"wordle:{seed}:{split}").shuffle(answers)
         if size:
@@ -206,12 +212,16 @@ class WordleEnv(GameEnv):
 
     def task_from_gold(self, gold: str) -> Task:
         """A game whose secret word is ``gold``."""
-        return self._task(self._answer(Task(task_id="adhoc", prompt="", answer=gold)), 0, "adhoc", 0)
+        return self._task(
+            self._answer(Task(task_id="adhoc", prompt="", answer=gold)), 0, "adhoc", 0
+        )
 
     def _answer(self, task: Task) -> str:
         word = (task.answer or "").strip().upper()
         if len(word) != 5 or not word.isalpha():
-            raise GoldAnswerError(f"task {task.task_id}: secret word {task.answer!r} is not 5 letters")
+            raise GoldAnswerError(
+                f"task {task.task_id}: secret word {task.answer!r} is not 5 letters"
+            )
         return word
 
     def init_state(self, episode: Episode) -> WordleState:

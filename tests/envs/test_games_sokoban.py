@@ -141,7 +141,9 @@ def test_unsolvable_level():
     assert sk.solve(dead.board, dead.start) is None
 
 
-@pytest.mark.parametrize("size, boxes, min_moves", [((7, 7), 1, 6), ((8, 8), 2, 8), ((9, 9), 3, 10)])
+@pytest.mark.parametrize(
+    "size, boxes, min_moves", [((7, 7), 1, 6), ((8, 8), 2, 8), ((9, 9), 3, 10)]
+)
 def test_generated_levels_are_solvable(size, boxes, min_moves):
     for i in range(15):
         rng = random.Random(f"t{i}")
@@ -230,7 +232,9 @@ def test_deadlock_ends_the_game(tmp_path):
 
 
 def test_deadlock_can_be_left_to_the_budget(tmp_path):
-    env = from_levels(tmp_path, "#######\n#_____#\n#_$@__#\n#____.#\n#######", end_on_deadlock=False)
+    env = from_levels(
+        tmp_path, "#######\n#_____#\n#_$@__#\n#____.#\n#######", end_on_deadlock=False
+    )
     env.reset(task_id="lvl0")
     r = env.step("<moves>L</moves>")
     assert not r.done and r.info.outcome == "playing"
@@ -262,7 +266,9 @@ def test_seeded_levels_reproducible_and_splits_differ():
     test = [t.metadata["level"] for t in a.tasks("test")]
     assert train == [t.metadata["level"] for t in b.tasks("train")]
     assert not set(train) & set(test)
-    assert split_rng(0, "train", 1, "sokoban").random() != split_rng(0, "test", 1, "sokoban").random()
+    assert (
+        split_rng(0, "train", 1, "sokoban").random() != split_rng(0, "test", 1, "sokoban").random()
+    )
     other = make({"seed_note": 1})  # different generator options: a separate cache entry
     assert [t.metadata["level"] for t in other.tasks("train")] == train
 

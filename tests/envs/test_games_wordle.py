@@ -66,7 +66,7 @@ def test_feedback_properties_on_random_pairs():
         marks = feedback(guess, answer)
         for i in range(5):
             assert (marks[i] == "G") == (guess[i] == answer[i])
-        marked = Counter(g for g, m in zip(guess, marks) if m != "_")
+        marked = Counter(g for g, m in zip(guess, marks, strict=True) if m != "_")
         for letter in set(guess):
             assert marked[letter] == min(guess.count(letter), answer.count(letter))
 
@@ -152,7 +152,9 @@ def test_turn_budget_truncates_with_components():
     env = WordleEnv(spec)
     env.reset(seed=3)
     env.step("nothing")
-    r = env.step("<guess>SLATE</guess>" if env._episode.task.answer != "SLATE" else "<guess>CRANE</guess>")
+    r = env.step(
+        "<guess>SLATE</guess>" if env._episode.task.answer != "SLATE" else "<guess>CRANE</guess>"
+    )
     assert r.truncated and not r.terminated
     assert r.info.components["solved"] == 0.0 and r.info.components["format"] == 0.5
 
@@ -166,7 +168,9 @@ def test_seeding_and_splits():
     train = {t.answer for t in env.tasks("train")}
     test = {t.answer for t in env.tasks("test")}
     assert not train & test and len(train | test) == 2315
-    assert [t.answer for t in make().tasks("train")[:5]] == [t.answer for t in env.tasks("train")[:5]]
+    assert [t.answer for t in make().tasks("train")[:5]] == [
+        t.answer for t in env.tasks("train")[:5]
+    ]
 
 
 def test_bad_options_name_the_option():
