@@ -144,6 +144,10 @@ class Sandbox:
                 self._mode = mode
             return self._mode
 
+    def check(self) -> str:
+        """Probe now (instead of at the first run); return the mode or raise why not."""
+        return self.mode
+
     def run(
         self,
         argv: Sequence[str],

@@ -11,7 +11,7 @@ def _bwrap_problem() -> str | None:
     if shutil.which("bwrap") is None:
         return "bubblewrap is not installed (apt-get install -y bubblewrap)"
     try:
-        Sandbox(mode="bwrap").mode
+        Sandbox(mode="bwrap").check()
     except SandboxUnavailable as e:
         return str(e)
     return None

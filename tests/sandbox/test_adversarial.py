@@ -11,10 +11,9 @@ import threading
 import time
 
 import pytest
+from sandbox_support import ADD_SUITE, HONEST_ADD, assert_nothing_left, needs_bwrap
 
 from envhub.sandbox import run_suite
-
-from sandbox_support import ADD_SUITE, HONEST_ADD, assert_nothing_left, needs_bwrap
 
 pytestmark = needs_bwrap
 
@@ -103,7 +102,11 @@ def test_double_fork_setsid_daemon_does_not_survive(box):
 
 
 def test_huge_output_is_truncated_and_invalid_utf8_replaced(box):
-    flood = "import sys\nsys.stdout.write('x' * 50_000_000)\nsys.stderr.buffer.write(b'\\xff\\xfe' * 10)"
+    flood = (
+        "import sys\n"
+        "sys.stdout.write('x' * 50_000_000)\n"
+        "sys.stderr.buffer.write(b'\\xff\\xfe' * 10)\n"
+    )
     result = box.run_python(flood)
     assert result.stdout_truncated and len(result.stdout) == box.limits.output_bytes
     assert "\ufffd" in result.stderr
@@ -234,7 +237,8 @@ def test_printing_all_passed_and_writing_every_fd_forges_nothing(box):
         "print(fake)\n"
         "for fd in range(3, 256):\n"
         "    try:\n"
-        "        os.write(fd, (\"{'event': 'test', 'index': 0, 'passed': True}\\n\" * 3).encode())\n"
+        "        forged = \"{'event': 'test', 'index': 0, 'passed': True}\\n\" * 3\n"
+        "        os.write(fd, forged.encode())\n"
         "    except OSError:\n"
         "        pass\n"
         "def add(a, b):\n"
@@ -295,7 +299,10 @@ def test_the_runner_is_out_of_reach_of_proc_and_ptrace(box):
         "        continue\n"
         "    for what in ('fd', 'mem', 'environ'):\n"
         "        try:\n"
-        "            os.listdir(f'/proc/{pid}/fd') if what == 'fd' else open(f'/proc/{pid}/{what}', 'rb').read(1)\n"
+        "            if what == 'fd':\n"
+        "                os.listdir(f'/proc/{pid}/fd')\n"
+        "            else:\n"
+        "                open(f'/proc/{pid}/{what}', 'rb').read(1)\n"
         "            hits.append((pid, what))\n"
         "        except OSError:\n"
         "            pass\n"
@@ -342,9 +349,11 @@ def test_recursion_overflow_fails_cleanly(box):
 
 HOSTILE = [
     "def add(a, b):\n    while True:\n        pass\n",
-    "import os\ndef add(a, b):\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n",
+    "import os\ndef add(a, b):\n    while True:\n        try:\n            os.fork()\n"
+    "        except OSError:\n            pass\n",
     "def add(a, b):\n    x = []\n    while True:\n        x.append(' ' * 10**7)\n",
-    "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(100)\ndef add(a, b):\n    return None\n",
+    "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(100)\n"
+    "def add(a, b):\n    return None\n",
     "def add(a, b):\n    print('x' * 10**8)\n",
     "import os\nos._exit(0)",
     "print('all passed')\ndef add(a, b):\n    return None\n",

@@ -29,9 +29,28 @@ from envhub.sandbox import _runner as runner
 @pytest.mark.parametrize(
     "value",
     [
-        None, True, False, 0, -7, 10**50, 1.5, -0.0, float("inf"), float("-inf"), 2 - 3j,
-        "", "a\nb'\"\\", b"\x00\xff", [1, [2, (3,)]], (), (1,), {"a": [1, 2], 3: None},
-        {1, 2}, frozenset({"x"}), set(), {(1, 2): frozenset()},
+        None,
+        True,
+        False,
+        0,
+        -7,
+        10**50,
+        1.5,
+        -0.0,
+        float("inf"),
+        float("-inf"),
+        2 - 3j,
+        "",
+        "a\nb'\"\\",
+        b"\x00\xff",
+        [1, [2, (3,)]],
+        (),
+        (1,),
+        {"a": [1, 2], 3: None},
+        {1, 2},
+        frozenset({"x"}),
+        set(),
+        {(1, 2): frozenset()},
     ],
 )
 def test_codec_round_trips_plain_data(value):
@@ -64,8 +83,16 @@ def test_codec_strips_subclasses_to_their_data():
 
 @pytest.mark.parametrize(
     "text",
-    ["__import__('os').system('true')", "open('/etc/passwd')", "[x for x in ()]", "a.b",
-     "float('1e3')", "lambda: 0", "{**{}}", "..."],
+    [
+        "__import__('os').system('true')",
+        "open('/etc/passwd')",
+        "[x for x in ()]",
+        "a.b",
+        "float('1e3')",
+        "lambda: 0",
+        "{**{}}",
+        "...",
+    ],
 )
 def test_decode_refuses_anything_but_plain_data(text):
     with pytest.raises((ValueError, SyntaxError)):
@@ -75,7 +102,7 @@ def test_decode_refuses_anything_but_plain_data(text):
 # --------------------------------------------------------------------------- suites
 
 
-HUMANEVAL_STYLE = '''
+HUMANEVAL_STYLE = """
 METADATA = {"author": "x"}
 
 
@@ -86,7 +113,7 @@ def check(candidate):
     assert x == 4
     for i in range(3):
         assert candidate(i, i) == 2 * i
-'''
+"""
 
 
 def test_check_function_is_split_into_tests():
@@ -172,7 +199,13 @@ def test_candidate_exceptions_reach_the_tests_as_builtin_types(box):
             "assert f(4) == 2.0",
         ]
     )
-    code = "import math\ndef f(x):\n    if x < 0:\n        raise ValueError('neg')\n    return math.sqrt(x)"
+    code = (
+        "import math\n"
+        "def f(x):\n"
+        "    if x < 0:\n"
+        "        raise ValueError('neg')\n"
+        "    return math.sqrt(x)\n"
+    )
     assert run_suite(box, code, suite).all_passed
 
 
@@ -222,15 +255,15 @@ def test_rlimit_mode_keeps_limits_deadline_and_sweep():
 
 def test_missing_python_is_unavailable():
     with pytest.raises(SandboxUnavailable, match="no Python"):
-        Sandbox(python="/no/python3").mode
+        Sandbox(python="/no/python3").check()
 
 
 @needs_bwrap
 def test_a_sandbox_that_cannot_start_is_an_infra_error(tmp_path):
     with pytest.raises(SandboxUnavailable):
-        Sandbox(mode="bwrap", ro_binds={str(tmp_path / "missing"): "/data"}).mode
+        Sandbox(mode="bwrap", ro_binds={str(tmp_path / "missing"): "/data"}).check()
     box = Sandbox(mode="bwrap")
-    box.mode
+    box.check()
     box.python = "/usr/bin/no-such-python"  # breaks after the probe: the runner never starts
     with pytest.raises(SandboxError, match="did not start"):
         box.run(["/bin/true"])
@@ -252,7 +285,7 @@ def test_ro_binds_are_readable_not_writable(tmp_path):
         shutil.rmtree(shared)
     if os.geteuid() == 0:  # a private folder: the error says what to do
         with pytest.raises(SandboxUnavailable, match="readable by other users"):
-            Sandbox(mode="bwrap", ro_binds={str(tmp_path): "/data"}).mode
+            Sandbox(mode="bwrap", ro_binds={str(tmp_path): "/data"}).check()
 
 
 def test_runner_source_has_no_heavy_imports():
@@ -261,6 +294,7 @@ def test_runner_source_has_no_heavy_imports():
         assert heavy not in src
     out = subprocess.run(
         ["/usr/bin/python3", "-I", "-S", "-c", "import sys; print(sys.version_info >= (3, 8))"],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert out.stdout.strip() == "True" or not os.path.exists("/usr/bin/python3")
