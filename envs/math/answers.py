@@ -1,35 +1,36 @@
-"""Final-answer extraction and answer equivalence for the math environments.
+r"""Final-answer extraction and answer equivalence for the math environments.
 
 **Extraction** (:func:`extract_answer`) looks for the final answer in this order and stops
 at the first rule that finds one; within a rule the *last* occurrence wins:
 
 1. ``hash``: a GSM8K-style ``#### 42`` line;
-2. ``boxed``: ``\\boxed{42}`` (or ``\\fbox{}``), braces balanced;
+2. ``boxed``: ``\boxed{42}`` (or ``\fbox{}``), braces balanced;
 3. ``answer_is``: "the answer is 42", "Final answer: 42" (up to the end of the sentence);
 4. ``last_number``: the last number in the text (``-3``, ``1,000``, ``2.5``, ``3/4``,
-   ``\\frac{3}{4}``, ``50%``).
+   ``\frac{3}{4}``, ``50%``).
 
 A response **hedges** when its explicit final answers (every ``####`` line and every
-``\\boxed{}``; or, when neither is present, every "the answer is") do not all agree; a hedged
+``\boxed{}``; or, when neither is present, every "the answer is") do not all agree; a hedged
 response earns no correctness. Agreement is decided exactly and without sympy, so
-``\\boxed{0.5}`` and ``\\boxed{1/2}`` agree while ``\\boxed{\\sqrt 4}`` and ``\\boxed{2}`` count
+``\boxed{0.5}`` and ``\boxed{1/2}`` agree while ``\boxed{\sqrt 4}`` and ``\boxed{2}`` count
 as two answers.
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envs.math.parse`:
-delimiters, ``\\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
-``x =`` and degree signs are dropped; ``\\frac``/``\\dfrac``, ``\\sqrt``, powers, ``%``,
-``\\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\\cup``,
-inequalities in one variable (``x \\le 3`` is ``(-\\infty, 3]``) and ``\\pm`` are understood.
+delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
+``x =`` and degree signs are dropped; ``\frac``/``\dfrac``, ``\sqrt``, powers, ``%``,
+``\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\cup``,
+inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``) and ``\pm`` are understood.
 
 * Fast path, in-process: when both sides have exact rational values (integers, decimals,
   fractions, percentages, arithmetic on them) they are compared exactly with
   :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds.
-* Symbolic path: anything else (roots, ``\\pi``, symbols, equations, unions) goes to sympy in a
+* Symbolic path: anything else (roots, ``\pi``, symbols, equations, unions) goes to sympy in a
   ``pebble`` worker process with a per-call timeout; a worker that runs over is killed and
   replaced and the call raises :class:`~envhub.errors.VerifierTimeout`.
 
 Limits, on purpose: ``1,234`` is one thousand two hundred thirty-four, never a list (write
-``1, 234``); ``2\\frac{1}{2}`` is a product, not a mixed number; a value written with a decimal
+``1, 234``); an integer right before a numeric fraction is a mixed number (``2\frac{1}{2}`` is
+``2.5``); ``1.5e3`` is scientific notation; a value written with a decimal
 point matches an irrational one to a relative 1e-6, but rationals are compared exactly
 (``0.333`` is not ``1/3``); one-word answers of one or two letters are read as products of
 symbols. Values too large to be real answers (``9**9**9**9``, ``100000!``) and answers over
@@ -147,11 +148,11 @@ def extract_answer(text: str) -> Extraction:
 
 
 def format_score(text: str, style: str) -> float:
-    """1.0 when the final answer is given exactly once in ``style`` and unhedged, else 0.0.
+    r"""1.0 when the final answer is given exactly once in ``style`` and unhedged, else 0.0.
 
     Args:
         text: The response.
-        style: ``hash`` (``#### 42``) or ``boxed`` (``\\boxed{42}``).
+        style: ``hash`` (``#### 42``) or ``boxed`` (``\boxed{42}``).
 
     Raises:
         ValueError: ``style`` is neither.

@@ -1,17 +1,17 @@
-"""From an answer as a model or a dataset writes it to a small, safe Python expression.
+r"""From an answer as a model or a dataset writes it to a small, safe Python expression.
 
 Two steps, both pure string work (no sympy, no ``eval``):
 
 * :func:`clean` strips what never changes an answer's value: math delimiters (``$``,
-  ``\\(``), ``\\text{}`` wrappers, ``\\left``/``\\right``, spacing commands, degree signs,
-  thousands separators (``1,000``, ``1{,}000``, ``1\\,000``), a leading ``x =``, trailing
-  punctuation; ``\\dfrac``/``\\tfrac`` become ``\\frac``; unicode signs become LaTeX.
+  ``\(``), ``\text{}`` wrappers, ``\left``/``\right``, spacing commands, degree signs,
+  thousands separators (``1,000``, ``1{,}000``, ``1\,000``), a leading ``x =``, trailing
+  punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX.
 * :func:`latex_to_py` turns one cleaned expression into Python syntax with explicit ``*``
-  (``2\\sqrt{3}x`` -> ``2*sqrt(3)*x``). Its output uses only numbers, ``+ - * / ** ( ) ,``,
-  single-letter symbols and a whitelist of names, so it is safe to hand to
-  ``sympy.parse_expr`` (which evaluates) and to :mod:`ast`.
+  (``2\sqrt{3}x`` -> ``2*sqrt(3)*x``). Its output uses only numbers, ``+ - * / ** ( ) ,``,
+  single-letter symbols and a whitelist of names, so :mod:`ast` can check it and
+  :mod:`envs.math.symbolic` can build sympy values from it without ever calling ``eval``.
 
-Anything outside that whitelist (unknown commands, underscores, quotes, ``\\dots``) raises
+Anything outside that whitelist (unknown commands, underscores, quotes, ``\dots``) raises
 :class:`AnswerSyntaxError`: for a prediction that is simply a wrong answer, for a gold answer
 an environment bug.
 """
@@ -65,6 +65,7 @@ _SUBS = [
 ]
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
+_SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
 _TOKEN = re.compile(r"\d+\.\d*|\.\d+|\d+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
 
 
@@ -91,7 +92,7 @@ def braced(s: str, start: int) -> tuple[str, int]:
 
 
 def boxed_contents(text: str) -> list[str]:
-    """Contents of every ``\\boxed{...}`` / ``\\fbox{...}`` (or ``\\boxed 5``), in order."""
+    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (or ``\boxed 5``), in order."""
     out = []
     for m in re.finditer(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*", text):
         j = m.end()
@@ -109,7 +110,7 @@ def boxed_contents(text: str) -> list[str]:
 
 
 def _unwrap(s: str, names: tuple[str, ...]) -> str:
-    """Replace ``\\name{X}`` by `` X `` for each command in ``names``."""
+    r"""Replace ``\name{X}`` by `` X `` for each command in ``names``."""
     pattern = re.compile(r"\\(?:" + "|".join(names) + r")(?![a-zA-Z])\s*(?=\{)")
     for _ in range(50):
         m = pattern.search(s)
@@ -263,7 +264,7 @@ def latex_to_py(s: str) -> str:
     Raises:
         AnswerSyntaxError: The text uses anything outside the supported subset.
     """
-    text = _factorials(_convert(s))
+    text = _SCIENTIFIC.sub(r"\1*10**(\2)", _factorials(_convert(s)))
     tokens: list[str] = []
     pos = 0
     while pos < len(text):
@@ -274,6 +275,9 @@ def latex_to_py(s: str) -> str:
         tok = m.group(0)
         if tok.isspace():
             continue
+        if tok[0].isdigit():
+            whole, dot, frac = tok.partition(".")
+            tok = (whole.lstrip("0") or "0") + dot + frac  # Python rejects 05
         tokens.extend(_names(tok) if tok[0].isalpha() else [tok])
     out: list[str] = []
     pending_call = False

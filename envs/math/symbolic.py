@@ -129,7 +129,7 @@ def _equal(pred: Answer, gold: Answer) -> bool:
     if isinstance(pred, Equation) and isinstance(gold, Equation):
         return _equation_equal(_to_sympy(pred.py), _to_sympy(gold.py))
     if isinstance(pred, Seq) and isinstance(gold, Seq):
-        return all(_equal(p, g) for p, g in zip(pred.items, gold.items))
+        return all(_equal(p, g) for p, g in zip(pred.items, gold.items, strict=True))
     if isinstance(pred, Union) and isinstance(gold, Union):
         return _union_equal(pred, gold)
     if isinstance(pred, Items) and isinstance(gold, Items):

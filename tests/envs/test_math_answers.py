@@ -143,7 +143,9 @@ def test_format_style_must_be_known():
 # ---------------------------------------------------------------- gold errors
 
 
-@pytest.mark.parametrize("gold", ["", "   ", r"\frac{1}{", "2 +* 3", r"\weird{3}", "x_1", "9**9**9**9"])
+@pytest.mark.parametrize(
+    "gold", ["", "   ", r"\frac{1}{", "2 +* 3", r"\weird{3}", "x_1", "9**9**9**9"]
+)
 def test_unparseable_gold_is_an_error_not_a_verdict(gold):
     with pytest.raises(GoldAnswerError):
         is_equivalent("3", gold)
@@ -175,6 +177,7 @@ def test_unreadable_prediction_is_simply_wrong():
         "__import__('os').system('true')",
         "().__class__",
     ],
+    ids=["pow", "latex-pow", "factorial", "symbol-pow", "nesting", "long", "import", "dunder"],
 )
 def test_hostile_predictions_are_rejected_fast(pred):
     start = time.monotonic()
