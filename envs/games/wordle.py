@@ -117,7 +117,8 @@ def parse_guess(text: str) -> str | None:
     """The guess in a message, upper case, or ``None`` when there is none to read.
 
     The content of the last ``<guess>...</guess>`` wins; without the tag, the last
-    free-standing five-letter word of the message (outside ``<think>`` blocks). A tag whose
+    free-standing five-letter word in capitals, else the last five-letter word at all
+    (outside ``<think>`` blocks), so "I try CRANE as my guess" guesses CRANE. A tag whose
     content is not one word is returned as written, so the caller can say what was wrong.
     """
     text = strip_thinking(text)
@@ -125,7 +126,9 @@ def parse_guess(text: str) -> str | None:
     if tagged is not None:
         return tagged.strip().strip(".!\"'`*").upper()
     words = _WORD.findall(text)
-    return words[-1].upper() if words else None
+    shouted = [w for w in words if w.isupper()]
+    pick = shouted or words
+    return pick[-1].upper() if pick else None
 
 
 @dataclass

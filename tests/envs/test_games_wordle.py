@@ -79,6 +79,8 @@ def test_feedback_properties_on_random_pairs():
         ("I'll go with <guess> Crane. </guess>", "CRANE"),
         ("my guess: <guess>trace", "TRACE"),
         ("Let me try CRANE", "CRANE"),
+        ("Let me try CRANE as my guess", "CRANE"),
+        ("maybe crane, final: slate", "SLATE"),
         ("<think>maybe SLATE</think> I pick TRACE!", "TRACE"),
         ("<guess>two words</guess>", "TWO WORDS"),
         ("no idea", None),
