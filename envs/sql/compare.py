@@ -19,6 +19,7 @@ The rules (documented in ``envs/sql/README.md``):
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,7 +67,7 @@ class Tolerance:
 
     def rows_equal(self, a: Sequence[Any], b: Sequence[Any]) -> bool:
         """Element-wise equality of two equally long rows."""
-        return len(a) == len(b) and all(self.equal(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(self.equal(x, y) for x, y in zip(a, b, strict=True))
 
 
 def _is_number(v: Any) -> bool:
@@ -100,8 +101,12 @@ def multiset_equal(a: Sequence[Any], b: Sequence[Any], eq: Callable[[Any, Any], 
     """
     if len(a) != len(b):
         return False
+    if _exactly_equal_multisets(a, b):
+        return True
+    if not (_has_float(a) or _has_float(b)):
+        return False  # tolerance only matters for floats: the exact answer stands
     sa, sb = sorted(a, key=key), sorted(b, key=key)
-    if all(eq(x, y) for x, y in zip(sa, sb)):
+    if all(eq(x, y) for x, y in zip(sa, sb, strict=True)):
         return True
     if len(a) > GREEDY_LIMIT:
         return False
@@ -116,6 +121,43 @@ def multiset_equal(a: Sequence[Any], b: Sequence[Any], eq: Callable[[Any, Any], 
     return True
 
 
+def _exactly_equal_multisets(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """Exact multiset equality (``2 == 2.0``, ``None == None``), fast; False when unsure."""
+    try:
+        return Counter(a) == Counter(b)
+    except TypeError:  # unhashable values
+        return False
+
+
+def _has_float(items: Sequence[Any]) -> bool:
+    for item in items:
+        if isinstance(item, float) or (
+                isinstance(item, tuple) and any(isinstance(v, float) for v in item)):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class _Profile:
+    """A cheap summary of a column: counts by kind and the numeric range."""
+
+    counts: tuple[int, int, int, int]
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, column: Sequence[Any]) -> _Profile:
+        nums = [float(v) for v in column if _is_number(v)]
+        nulls = sum(v is None for v in column)
+        texts = sum(isinstance(v, str) for v in column)
+        return cls((nulls, texts, len(nums), len(column) - nulls - texts - len(nums)),
+                   min(nums) if nums else None, max(nums) if nums else None)
+
+    def may_equal(self, other: _Profile, tol: Tolerance) -> bool:
+        return (self.counts == other.counts and tol.equal(self.low, other.low)
+                and tol.equal(self.high, other.high))
+
+
 def _candidate_permutations(gold: list[Row], pred: list[Row], ncols: int,
                             tol: Tolerance) -> Iterator[tuple[int, ...]]:
     """Column permutations ``p`` (gold column ``j`` <- pred column ``p[j]``) worth trying.
@@ -125,9 +167,11 @@ def _candidate_permutations(gold: list[Row], pred: list[Row], ncols: int,
     """
     gcols = [[r[j] for r in gold] for j in range(ncols)]
     pcols = [[r[k] for r in pred] for k in range(ncols)]
+    gprof, pprof = [_Profile.of(c) for c in gcols], [_Profile.of(c) for c in pcols]
     options = [
         [k for k in range(ncols)
-         if multiset_equal(gcols[j], pcols[k], tol.equal, sort_key)]
+         if gprof[j].may_equal(pprof[k], tol)
+         and multiset_equal(gcols[j], pcols[k], tol.equal, sort_key)]
         for j in range(ncols)
     ]
     for j, opts in enumerate(options):  # identity first
@@ -174,10 +218,12 @@ def compare_results(gold: Sequence[Row], pred: Sequence[Row], *, ordered: bool,
     ncols = len(gold[0])
     if pred and len(pred[0]) != ncols:
         return Verdict(False, f"expected {ncols} columns, got {len(pred[0])}")
+    if gold == pred if ordered else _exactly_equal_multisets(gold, pred):
+        return Verdict(True, "match")  # the common case, without tolerance or permutations
     same_rows_other_order = False
     for tried, perm in enumerate(_candidate_permutations(gold, pred, ncols, tol), 1):
         permuted = [tuple(r[k] for k in perm) for r in pred]
-        if ordered and all(tol.rows_equal(g, p) for g, p in zip(gold, permuted)):
+        if ordered and all(tol.rows_equal(g, p) for g, p in zip(gold, permuted, strict=True)):
             return Verdict(True, "match")
         if multiset_equal(gold, permuted, tol.rows_equal, _row_key):
             if not ordered:

@@ -3,9 +3,9 @@
 The model sees a database schema and a question and answers with one SQLite query, in a
 ```` ```sql ```` fenced block (the last one counts; without one, the whole message is taken as
 the query). ``format`` is 1 when the answer is one ``SELECT`` (or ``WITH``/``VALUES``)
-statement in such a block, whether or not it runs; ``executes`` is 1 when it runs. The verifier runs the model's query and the gold query under
-the guards of :mod:`envs.sql.executor` and compares the result sets with
-:mod:`envs.sql.compare`.
+statement in such a block, whether or not it runs; ``executes`` is 1 when it runs. The
+verifier runs the model's query and the gold query under the guards of
+:mod:`envs.sql.executor` and compares the result sets with :mod:`envs.sql.compare`.
 
 Statuses: a model query that is refused, fails or returns the wrong rows is a wrong answer
 (``ok``, ``correctness`` 0): it is the model's doing and worth learning from. A model query

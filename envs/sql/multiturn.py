@@ -5,8 +5,9 @@ both plain chat models and tool-calling models can play:
 
 - **Text.** A message with a ```` ```sql ```` block (or that is a bare ``SELECT``) runs that
   query (the last block); the environment answers, as a user message, with the first
-  ``explore_rows`` rows (20 by default) as a text table. A message containing ``FINAL ANSWER`` gives the answer: the last
-  ```` ```sql ```` block after the marker is judged.
+  ``explore_rows`` rows (20 by default) as a text table. A message containing
+  ``FINAL ANSWER`` gives the answer: the last ```` ```sql ```` block after the marker is
+  judged.
 - **Tool calls** (tools listed in ``info["tools"]``), in OpenAI's structured form or as
   ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` text (see
   :mod:`envhub.tools`): ``run_query`` with ``{"query": ...}`` runs a query, answered by a
@@ -101,10 +102,9 @@ class SqlMultiTurnEnv(SqlEnv):
         if TOOLS.has_calls(message):
             return self._tool_turn(episode, message)
         text = message.content
-        marker = None
-        for marker in FINAL_RE.finditer(text):
-            pass
-        if marker is not None:
+        markers = list(FINAL_RE.finditer(text))
+        if markers:
+            marker = markers[-1]
             found = sqltext.extract_sql(text[marker.end():])
             return self._final(episode, found.sql, found.fenced)
         found = sqltext.extract_sql(text)

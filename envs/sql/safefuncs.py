@@ -63,7 +63,7 @@ def _check_printf(fmt: str, args: tuple[Any, ...]) -> None:
 
 
 def safe_printf(fmt: Any = None, *args: Any) -> Any:
-    """sqlite's ``printf``, refusing widths and precisions over :data:`MAX_PRINTF_WIDTH`."""
+    """The built-in ``printf``, refusing widths and precisions over :data:`MAX_PRINTF_WIDTH`."""
     if isinstance(fmt, str):
         _check_printf(fmt, args)
     marks = ", ".join("?" * (len(args) + 1))

@@ -288,7 +288,8 @@ AIRPORTS = [("LIS", "Humberto Delgado", "Lisbon", "Portugal", 114),
             ("BER", "Brandenburg", "Berlin", "Germany", 48),
             ("MUC", "Franz Josef Strauss", "Munich", "Germany", 448),
             ("FCO", "Fiumicino", "Rome", "Italy", 5), ("MXP", "Malpensa", "Milan", "Italy", 234),
-            ("WAW", "Chopin", "Warsaw", "Poland", 110), ("OSL", "Gardermoen", "Oslo", "Norway", 208)]
+            ("WAW", "Chopin", "Warsaw", "Poland", 110),
+            ("OSL", "Gardermoen", "Oslo", "Norway", 208)]
 AIRLINES = [("Atlantic Air", "AT", "Portugal"), ("Iberia Sky", "IS", "Spain"),
             ("Gallic Wings", "GW", "France"), ("Rhein Jet", "RJ", "Germany"),
             ("Aurora Nordic", "AN", "Norway")]

@@ -127,7 +127,7 @@ def orders_at_top_level(sql: str) -> bool:
     order the final result and does not count.
     """
     words = [t for t in tokenize(sql) if t.kind not in ("comment",)]
-    for a, b in zip(words, words[1:]):
+    for a, b in zip(words, words[1:], strict=False):
         if (a.depth == 0 and a.kind == "word" and b.kind == "word"
                 and a.text.upper() == "ORDER" and b.text.upper() == "BY"):
             return True

@@ -47,7 +47,7 @@ def _candidates(conn: sqlite3.Connection, template: Template) -> list[dict[str, 
         return [{}]
     cur = conn.execute(template.params)
     names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
 def _keys(rows: Iterable[tuple], sort_key: tuple[int, ...]) -> list[tuple]:
