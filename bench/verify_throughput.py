@@ -299,7 +299,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=4.0, help="seconds per concurrency level")
     ap.add_argument("--levels", default="1,8,32,64", help="concurrency levels, comma-separated")
-    ap.add_argument("--gsm-pairs", type=int, default=300, help="GSM8K-style pairs in part 1")
+    ap.add_argument("--gsm-pairs", type=int, default=200, help="GSM8K-style pairs in part 1")
     ap.add_argument("--skip-checker", action="store_true")
     ap.add_argument("--skip-server", action="store_true")
     ap.add_argument("--json", type=Path, help="also write the figures to this file")
