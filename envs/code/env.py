@@ -228,5 +228,4 @@ def _details(report: SuiteReport) -> dict[str, Any]:
         "stdout": report.run.stdout[-1000:],
         "stdout_truncated": report.run.stdout_truncated,
         "sandbox": report.run.mode,
-        "seconds": round(report.run.duration_s, 4),
     }
