@@ -93,8 +93,9 @@ class Connect4Env(GameEnv):
 
         Args:
             spec: The catalog entry.
-            opponent_depth: Plies the opponent searches (1 = one-move lookahead; each extra
-                ply is roughly twice as strong and several times slower).
+            opponent_depth: Plies the opponent searches (1: its own immediate wins and a
+                heuristic; 2: also blocks the model's immediate wins; each ply costs several
+                times more time, for the opponent and for the reference planner).
             opponent_epsilon: Probability that the opponent plays a random legal move.
             reference_budget: Simulated opponent replies the reference planner may spend.
         """
