@@ -86,6 +86,7 @@ _ANSWER_IS = re.compile(
     r"(.{1,200}?)\s*(?:\.(?=\s|$)|\n|$|\s+(?:because|since|which|as)\b)",
     re.IGNORECASE,
 )
+_RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
     r"|(?:(?<![\w)])[-\u2212])?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?"
@@ -101,7 +102,15 @@ def _hash_answers(text: str) -> list[str]:
 
 
 def _answer_is(text: str) -> list[str]:
-    return [a for a in (_tidy(m.group(1)) for m in _ANSWER_IS.finditer(text)) if a]
+    found = []
+    for m in _ANSWER_IS.finditer(text):
+        answer = m.group(1)
+        # "Final Answer: The final answer is $8$." (Minerva style) states it twice
+        while (inner := _RESTATED.match(answer)) is not None:
+            answer = answer[inner.end():]
+        if _tidy(answer):
+            found.append(_tidy(answer))
+    return found
 
 
 @lru_cache(maxsize=8192)

@@ -30,9 +30,22 @@ EQUAL, DIFFERENT, GOLD_ERROR = "equal", "different", "gold_error"
 
 
 def init_worker(memory_bytes: int | None) -> None:
-    """Pool initializer: cap the address space, import sympy and warm the caches."""
+    """Pool initializer: cap the address space, import sympy and warm the caches.
+
+    The cap is ``memory_bytes`` on top of what the forked worker already maps: a worker forked
+    from a large process (a trainer with torch loaded) starts out with its parent's mappings.
+    """
     if memory_bytes:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        try:
+            with open("/proc/self/statm") as f:
+                mapped = int(f.read().split()[0]) * resource.getpagesize()
+        except OSError:
+            mapped = 0
+        cap = mapped + memory_bytes
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     warm()
 
 

@@ -64,6 +64,8 @@ def test_rational_answers_never_start_the_sympy_workers(pred, gold):
         ("Adding up, the answer is 17.", "17", "answer_is"),
         ("Final answer: **-3.5**", "-3.5", "answer_is"),
         ("The answer is therefore 12 apples, since 3*4 = 12.", "12 apples", "answer_is"),
+        ("Final Answer: The final answer is $8$. I hope it is correct.", "$8$", "answer_is"),
+        (r"The final answer is $\frac{3}{4}$.", r"$\frac{3}{4}$", "answer_is"),
         ("She has 3 apples and buys 4 more, so 7 in all", "7", "last_number"),
         ("The range is 3-5", "5", "last_number"),
         ("It costs -4 degrees", "-4", "last_number"),
@@ -211,3 +213,25 @@ def test_concurrent_callers_share_the_pool():
     for t in threads:
         t.join(30)
     assert results == [True] * 16
+
+
+def _allocate_under_limit(queue):
+    from envs.math import symbolic
+
+    symbolic.init_worker(64 * 2**20)
+    try:
+        block = bytearray(512 * 2**20)
+        queue.put(f"allocated {len(block)}")
+    except MemoryError:
+        queue.put("MemoryError")
+
+
+def test_worker_address_space_limit_stops_memory_bombs():
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_allocate_under_limit, args=(queue,))
+    proc.start()
+    proc.join(60)
+    assert queue.get(timeout=5) == "MemoryError"
