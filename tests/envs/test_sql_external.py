@@ -104,3 +104,25 @@ def test_rows_without_a_gold_query_are_rejected(tmp_path):
     env = make(tmp_path, data)
     with pytest.raises(ConfigError, match="gold query"):
         env.tasks("dev")
+
+
+def test_spider_rows_through_the_registered_entry(layout):
+    """``sql-spider`` maps Spider's columns (token lists are dropped from the metadata)."""
+    import envhub
+
+    tmp_path, db_dir, pets, loose, data = layout
+    spec = envhub.catalog().spec("sql-spider")
+    assert "needs-data" in spec.tags and spec.dataset.kind == "hf"
+    env = SqlEnv(spec, **{**spec.options, "db_dir": str(db_dir),
+                          "cache_dir": str(tmp_path / "cache")})
+    row = {"db_id": "pets", "query": "SELECT name FROM owner ORDER BY name",
+           "question": "List owners by name.", "query_toks": ["SELECT", "name"],
+           "question_toks": ["List"], "query_toks_no_value": ["select"]}
+    task = env.row_to_task(row, 3, "validation")
+    assert task.task_id == "validation/3" and set(task.metadata) == {"db_id", "schema",
+                                                                      "db_path"}
+    assert "Database pets" in env.opening_messages(task)[-1].content
+    ok = env.verify(task, "```sql\nSELECT name FROM owner ORDER BY name\n```")
+    assert ok.components["correctness"] == 1.0
+    wrong_order = env.verify(task, "```sql\nSELECT name FROM owner ORDER BY name DESC\n```")
+    assert wrong_order.components["correctness"] == 0.0
