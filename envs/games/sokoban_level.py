@@ -64,7 +64,15 @@ class Level:
 
 
 def parse(text: str) -> Level:
-    """Read the text form (see the module docstring); rows are padded with walls."""
+    """Read the text form (see the module docstring).
+
+    Spaces and ``-`` also read as floor (standard XSB); rows are padded with walls, and
+    everything outside the walls around the player becomes wall.
+
+    Raises:
+        ValueError: an unknown symbol, no player, unequal boxes and goals, or a level that
+            is not enclosed by walls.
+    """
     rows = [r for r in text.strip("\n").splitlines() if r.strip()]
     width = max(len(r) for r in rows)
     walls, goals, boxes, player = set(), set(), set(), None
@@ -83,8 +91,27 @@ def parse(text: str) -> Level:
                 raise ValueError(f"unknown Sokoban symbol {ch!r} in row {r}")
     if player is None or len(boxes) != len(goals) or not boxes:
         raise ValueError("a level needs one player and as many boxes as goals (at least one)")
+    area = _enclosed_area(width, len(rows), walls, player)
+    if (boxes | goals) - area:
+        raise ValueError("a box or goal lies outside the walls around the player")
+    walls = set(range(width * len(rows))) - area  # outside the walls counts as wall
     board = Board(width, len(rows), frozenset(walls), frozenset(goals))
     return Level(board, Position(player, frozenset(boxes)))
+
+
+def _enclosed_area(width: int, height: int, walls: set[int], player: int) -> set[int]:
+    """Cells the player could reach on an empty board; they must be enclosed by walls."""
+    area, stack = {player}, [player]
+    while stack:
+        cell = stack.pop()
+        r, c = divmod(cell, width)
+        if r in (0, height - 1) or c in (0, width - 1):
+            raise ValueError("the level is not enclosed: the player can reach the edge")
+        for nxt in (cell - width, cell + width, cell - 1, cell + 1):
+            if nxt not in walls and nxt not in area:
+                area.add(nxt)
+                stack.append(nxt)
+    return area
 
 
 def render(board: Board, pos: Position) -> str:

@@ -71,6 +71,16 @@ def test_parse_and_render_round_trip():
         sk.parse("#####\n#@$_#\n#####")
 
 
+def test_parse_standard_xsb_with_outside_spaces():
+    level = sk.parse("  #####\n###   #\n#.@$  #\n#######")
+    assert sk.render(level.board, level.start) == "#######\n###___#\n#.@$__#\n#######"
+    assert sk.solve(level.board, level.start) == "RURRDLLL"
+    with pytest.raises(ValueError, match="not enclosed"):
+        sk.parse("#####\n#@$. \n#####")
+    with pytest.raises(ValueError, match="unknown Sokoban symbol"):
+        sk.parse("#####\n#@$.X#\n#####")
+
+
 def test_walk_push_and_blocks():
     level = sk.parse(CORRIDOR)
     board, start = level.board, level.start
