@@ -278,11 +278,31 @@ def exec_mode():
     _close_fds([0, 1, 2])
     _apply_limits(_CFG["limits"])
     argv = job["argv"]
+    if job.get("python_main"):
+        _run_main(job["python_main"], argv)
+        return
     try:
         os.execve(argv[0], argv, _CFG.get("env", {}))
     except OSError as e:
         os.write(2, (f"envhub sandbox: cannot run {argv[0]}: {e}\n").encode())
         os._exit(127)
+
+
+def _run_main(path, argv):
+    """Run a Python file as ``__main__`` in this interpreter: one Python start, not two.
+
+    Equivalent to exec'ing ``python -I -S path`` (this process already runs that way): the
+    descriptors are closed and the limits applied; nothing secret is left in memory (the
+    nonce was never read). Uncaught exceptions print a traceback and exit 1, as Python does.
+    """
+    os.environ.clear()
+    os.environ.update(_CFG.get("env", {}))
+    sys.argv = [path, *argv[argv.index(path) + 1 :]]
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    ns = {"__name__": "__main__", "__file__": path, "__builtins__": builtins}
+    _CFG.clear()
+    exec(compile(source, path, "exec"), ns)
 
 
 # ---------------------------------------------------------------------- zygote and worker

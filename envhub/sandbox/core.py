@@ -172,7 +172,8 @@ class Sandbox:
         """Run Python source as ``main.py`` (isolated mode: no site-packages, no env vars)."""
         all_files = {**(files or {}), "main.py": code}
         argv = [self.python, "-I", "-S", "main.py", *args]
-        return self.run(argv, stdin=stdin, files=all_files, limits=limits)
+        job = {"argv": argv, "files": all_files, "python_main": "main.py"}
+        return self.launch("exec", job, stdin=stdin, limits=limits)
 
     def launch(
         self,

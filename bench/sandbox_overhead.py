@@ -1,0 +1,108 @@
+"""Sandbox overhead and code-verification throughput.
+
+Usage::
+
+    python bench/sandbox_overhead.py [--runs 30] [--workers 1,2,4] [--tasks 40]
+
+Prints, as one JSON object:
+
+- ``bare_ms``: median time of ``python3 -I -S -c PROGRAM`` run directly (fork, exec, exit).
+- ``sandbox_exec_ms``: the same program through ``Sandbox.run_python`` (bubblewrap, the
+  runner, limits, output capture, reaping). ``exec_overhead_ms`` is the difference.
+- ``sandbox_tests_ms``: the same function checked by ``run_suite`` (runner + zygote + worker,
+  three asserts crossing the process boundary); ``tests_overhead_ms`` is the difference with
+  the bare program that runs the same asserts in-process (no isolation, no trusted verdict).
+- ``throughput``: HumanEval gold solutions verified per second through ``env.verify`` with
+  N threads (what the HTTP server does per request), for each N in ``--workers``.
+
+All runs of one kind are interleaved with the others, so machine load hits them alike.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import envhub
+from envhub.core import Episode
+from envhub.sandbox import FunctionSuite, Limits, Sandbox, run_suite
+
+FUNCTION = "def add(a, b):\n    return a + b\n"
+ASSERTS = ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"]
+PROGRAM = FUNCTION + "\n".join(ASSERTS) + "\n"
+
+
+def median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1000, 2)
+
+
+def latency(runs: int, python: str) -> dict[str, float]:
+    box = Sandbox(Limits(wall_s=30))
+    box.check()
+    suite = FunctionSuite.from_asserts(ASSERTS)
+    bare, exec_, tests = [], [], []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([python, "-I", "-S", "-c", PROGRAM], check=True)
+        bare.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        assert box.run_python(PROGRAM).ok
+        exec_.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        assert run_suite(box, FUNCTION, suite).all_passed
+        tests.append(time.perf_counter() - t)
+    out = {
+        "bare_ms": median_ms(bare),
+        "sandbox_exec_ms": median_ms(exec_),
+        "sandbox_tests_ms": median_ms(tests),
+        "mode": box.mode,
+    }
+    out["exec_overhead_ms"] = round(out["sandbox_exec_ms"] - out["bare_ms"], 2)
+    out["tests_overhead_ms"] = round(out["sandbox_tests_ms"] - out["bare_ms"], 2)
+    box.close()
+    return out
+
+
+def throughput(workers: list[int], n_tasks: int) -> dict[str, float]:
+    env = envhub.make("humaneval")
+    tasks = env.tasks()[:n_tasks]
+    golds = [
+        env.reference_action(Episode(task=t, seed=0, rng=random.Random(0), messages=[]))
+        for t in tasks
+    ]
+    env.verify(tasks[0], golds[0])  # warm: probe and compile the runner once
+    out = {}
+    for n in workers:
+        start = time.perf_counter()
+        with ThreadPoolExecutor(n) as pool:
+            scores = list(pool.map(env.verify, tasks, golds))
+        elapsed = time.perf_counter() - start
+        assert all(s.components["correctness"] == 1.0 for s in scores)
+        out[f"{n}_workers_per_s"] = round(len(tasks) / elapsed, 1)
+    env.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--tasks", type=int, default=40)
+    parser.add_argument("--python", default="/usr/bin/python3")
+    args = parser.parse_args()
+    result = {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
+    result.update(latency(args.runs, args.python))
+    workers = [int(w) for w in args.workers.split(",")]
+    result["throughput"] = throughput(workers, args.tasks)
+    result["load_after"] = os.getloadavg()[0]
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
