@@ -173,7 +173,7 @@ class CodeEnv(TaskEnv):
         if report.all_passed:
             return Feedback(done=True, components=components, info=details)
         return Feedback(
-            messages=[Message(role="user", content=self.feedback(report))],
+            messages=[Message(role="user", content=self.feedback(report, episode.task))],
             status=Status.TIMEOUT if report.timed_out else Status.OK,
             error=_first_error(report) if report.timed_out else None,
             info=details,
@@ -183,12 +183,15 @@ class CodeEnv(TaskEnv):
         """Out of turns: the last attempt's components."""
         return dict(episode.state or ZERO)
 
-    def feedback(self, report: SuiteReport) -> str:
+    def feedback(self, report: SuiteReport, task: Task) -> str:
         """What the model reads after a failed attempt: the first failing test and output."""
         failure = report.first_failure()
         lines = [f"Your code passed {report.passed} of {report.total} tests."]
         if failure is not None:
-            lines += ["", "First failing test:", failure.label, "", f"Error: {failure.error}"]
+            test = failure.label
+            if task.metadata.get("kind") != "io":
+                test = self.suite(task).steps[failure.index].code
+            lines += ["", "First failing test:", test, "", f"Error: {failure.error}"]
         out = (report.run.stdout + report.run.stderr).strip()
         if out:
             lines += ["", "Output of your program:", out[-self.feedback_chars // 2 :]]
