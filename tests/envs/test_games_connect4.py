@@ -255,6 +255,13 @@ def test_bad_options_name_the_option():
         make(opponent_epsilon=1.5)
 
 
+def test_strength_set_through_make_overrides():
+    env = envhub.make("connect4", opponent_depth=3, opponent_epsilon=0.0)
+    assert env.opponent == c4.Opponent(depth=3, epsilon=0.0)
+    with pytest.raises(ConfigError, match="opponent_depth"):
+        envhub.make("connect4", opponent_depth=-1)
+
+
 def test_registered_entry_plays_to_a_win():
     env = envhub.make("connect4")
     env.reset(seed=0)

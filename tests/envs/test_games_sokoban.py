@@ -293,6 +293,33 @@ def test_generator_options_apply():
         make({"boxes": "two"}).tasks("train")
 
 
+def test_generator_options_through_make_overrides():
+    env = envhub.make("sokoban", dataset={"size": 3, "options": {"boxes": 3, "width": 9}})
+    for task in env.tasks():
+        level = sk.parse(task.metadata["level"])
+        assert len(level.start.boxes) == 3 and level.board.width == 9 and level.board.height == 8
+
+
+def test_harder_variant_from_yaml_composition(tmp_path):
+    from envhub.registry import BUILTIN_REGISTRY, Registry
+
+    path = tmp_path / "games.yaml"
+    path.write_text(
+        "environments:\n"
+        "  - name: sokoban-hard\n"
+        "    base: sokoban\n"
+        "    dataset: {kind: builtin, size: 3, options: {width: 9, height: 9, boxes: 3,"
+        " min_moves: 14}}\n"
+        "    max_turns: 30\n"
+    )
+    spec = Registry.load([BUILTIN_REGISTRY, path]).spec("sokoban-hard")
+    env = SokobanEnv(spec, **spec.options)
+    assert env.max_moves == 100 and spec.max_turns == 30
+    for task in env.tasks():
+        assert len(sk.parse(task.metadata["level"]).start.boxes) == 3
+        assert task.metadata["optimal_moves"] >= 14
+
+
 def test_registered_entry_reference_solves_every_task():
     env = envhub.make("sokoban")
     for task in env.tasks()[:25]:
