@@ -190,7 +190,55 @@ def own_cpu_seconds() -> float:
     return t.user + t.system
 
 
-async def load_level(base: str, items: list, concurrency: int, duration: float) -> dict:
+class HttpxPoster:
+    """One ``httpx.AsyncClient`` holding one keep-alive connection."""
+
+    def __init__(self, base: str, tls: ssl.SSLContext) -> None:
+        one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        self.client = httpx.AsyncClient(base_url=base, limits=one, timeout=30.0, verify=tls)
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        r = await self.client.post(path, content=body,
+                                   headers={"content-type": "application/json"})
+        return r.status_code, r.content
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+class RawPoster:
+    """A minimal keep-alive HTTP/1.1 client on asyncio streams: almost no client CPU."""
+
+    def __init__(self, base: str, tls: ssl.SSLContext) -> None:
+        host, port = base.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        self.writer.write(head.encode() + body)
+        await self.writer.drain()
+        raw = await self.reader.readuntil(b"\r\n\r\n")  # type: ignore[union-attr]
+        lines = raw.decode("latin-1").split("\r\n")
+        headers = dict(line.split(":", 1) for line in lines[1:] if ":" in line)
+        length = int({k.lower(): v for k, v in headers.items()}["content-length"])
+        return int(lines[0].split()[1]), await self.reader.readexactly(length)  # type: ignore[union-attr]
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+CLIENTS = {"httpx": HttpxPoster, "raw": RawPoster}
+
+
+async def load_level(
+    base: str, items: list, concurrency: int, duration: float, client: str = "httpx"
+) -> dict:
     """Closed-loop load: ``concurrency`` workers, each with its own one-connection client.
 
     One client per worker, not one shared pool: httpx's pool does work linear in its number
@@ -199,39 +247,37 @@ async def load_level(base: str, items: list, concurrency: int, duration: float) 
     latencies: list[float] = []
     health: list[float] = []
     errors = wrong = 0
-    one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     tls = ssl.create_default_context()  # shared: loading certificates per client is slow
-    clients = [httpx.AsyncClient(base_url=base, limits=one, timeout=30.0, verify=tls)
-               for _ in range(concurrency)]
-    await asyncio.gather(*(c.get("/health") for c in clients))  # connect before the clock
+    posters = [CLIENTS[client](base, tls) for _ in range(concurrency)]
+    await asyncio.gather(*(p.post("/verify", items[0][0]) for p in posters))  # connect first
     stop = time.monotonic() + duration
 
     async def worker(k: int) -> None:
         nonlocal errors, wrong
         i = k
-        client = clients[k]
+        poster = posters[k]
         try:
             while time.monotonic() < stop:
                 body, expected = items[i % len(items)]
                 i += concurrency
                 t0 = time.perf_counter()
                 try:
-                    r = await client.post("/verify", json=body)
-                except httpx.HTTPError:
+                    status, content = await poster.post("/verify", body)
+                except (httpx.HTTPError, OSError, asyncio.IncompleteReadError):
                     errors += 1
                     continue
                 latencies.append(time.perf_counter() - t0)
-                if r.status_code != 200:
+                if status != 200:
                     errors += 1
                     continue
-                score = r.json()["scores"][0]
+                score = json.loads(content)["scores"][0]
                 if score["status"] != "ok" or abs(score["reward"] - expected) > 1e-6:
                     wrong += 1
         finally:
-            await client.aclose()
+            await poster.close()
 
     async def prober() -> None:
-        async with httpx.AsyncClient(base_url=base, timeout=10.0) as hc:
+        async with httpx.AsyncClient(base_url=base, timeout=10.0, verify=tls) as hc:
             while time.monotonic() < stop:
                 t0 = time.perf_counter()
                 await hc.get("/health")
@@ -243,49 +289,56 @@ async def load_level(base: str, items: list, concurrency: int, duration: float) 
     elapsed = time.monotonic() - t0
     done = len(latencies) - errors
     return {
-        "concurrency": concurrency, "requests": len(latencies), "rps": done / elapsed,
-        "p50_ms": pct(latencies, 0.5) * 1e3, "p99_ms": pct(latencies, 0.99) * 1e3,
-        "errors": errors, "wrong_rewards": wrong,
+        "client": client, "concurrency": concurrency, "requests": len(latencies),
+        "rps": done / elapsed, "p50_ms": pct(latencies, 0.5) * 1e3,
+        "p99_ms": pct(latencies, 0.99) * 1e3, "errors": errors, "wrong_rewards": wrong,
         "health_p50_ms": pct(health, 0.5) * 1e3, "health_p99_ms": pct(health, 0.99) * 1e3,
         "health_max_ms": max(health, default=float("nan")) * 1e3,
     }
 
 
-def bench_server(levels: list[int], duration: float) -> dict:
+def run_level(proc: subprocess.Popen, base: str, items: list, c: int, duration: float,
+              client: str) -> dict:
+    server_cpu, client_cpu = cpu_seconds(proc.pid), own_cpu_seconds()
+    row = asyncio.run(load_level(base, items, c, duration, client))
+    served = max(1, row["requests"] - row["errors"])
+    row["server_cpu_ms_per_req"] = (cpu_seconds(proc.pid) - server_cpu) / served * 1e3
+    row["client_cpu_ms_per_req"] = (own_cpu_seconds() - client_cpu) / served * 1e3
+    print(f"{client:>6} {c:>5} {row['rps']:>7.0f} {row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} "
+          f"{row['errors']:>6} {row['wrong_rewards']:>6} "
+          f"{row['health_p50_ms']:>8.1f}/{row['health_p99_ms']:.1f}/{row['health_max_ms']:.1f}"
+          f"{'':>6}{row['server_cpu_ms_per_req']:.2f} + {row['client_cpu_ms_per_req']:.2f}")
+    return row
+
+
+def summarize(rows: list[dict]) -> None:
+    for row in rows:
+        if row["concurrency"] != 32:
+            continue
+        print(f"{row['client']} client, concurrency 32: {row['rps'] / PEER_RPS:.1f}x the "
+              f"requests/s of the NeMo Gym math-verify server ({PEER_RPS}/s); p50 "
+              f"{row['p50_ms']:.1f} ms vs {PEER_P50_S * 1e3:.0f} ms "
+              f"({PEER_P50_S * 1e3 / row['p50_ms']:.1f}x lower); p99 {row['p99_ms']:.1f} ms "
+              f"(targets: >= {10 * PEER_RPS:.0f}/s, p99 < 100 ms); server CPU "
+              f"{row['server_cpu_ms_per_req']:.2f} ms/request = "
+              f"{1e3 / row['server_cpu_ms_per_req']:,.0f} requests/s per free core")
+
+
+def bench_server(levels: list[int], raw_levels: list[int], duration: float) -> dict:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = start_server(port)
     try:
         startup = wait_healthy(base, proc)
-        items = make_items(base, 200)
+        items = [(json.dumps(b).encode(), want) for b, want in make_items(base, 200)]
         print(f"\n== server: envhub serve gsm8k on {base} (healthy after {startup:.1f}s), "
               f"single-item POST /verify, {duration:g}s per level ==")
         asyncio.run(load_level(base, items, 8, 1.0))  # warm-up
-        print(f"{'conc':>5} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} "
+        print(f"{'client':>6} {'conc':>5} {'req/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
               f"{'wrong':>6} {'health p50/p99/max ms':>22} {'CPU ms/req server+client':>25}")
-        rows = []
-        for c in levels:
-            server_cpu, client_cpu = cpu_seconds(proc.pid), own_cpu_seconds()
-            row = asyncio.run(load_level(base, items, c, duration))
-            served = max(1, row["requests"] - row["errors"])
-            row["server_cpu_ms_per_req"] = (cpu_seconds(proc.pid) - server_cpu) / served * 1e3
-            row["client_cpu_ms_per_req"] = (own_cpu_seconds() - client_cpu) / served * 1e3
-            rows.append(row)
-            print(f"{c:>5} {row['rps']:>8.0f} {row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} "
-                  f"{row['errors']:>7} {row['wrong_rewards']:>6} "
-                  f"{row['health_p50_ms']:>8.1f}/{row['health_p99_ms']:.1f}/"
-                  f"{row['health_max_ms']:.1f}{'':>8}{row['server_cpu_ms_per_req']:.2f} + "
-                  f"{row['client_cpu_ms_per_req']:.2f}")
-        at32 = next((r for r in rows if r["concurrency"] == 32), None)
-        if at32:
-            print(f"at concurrency 32: {at32['rps'] / PEER_RPS:.1f}x the requests/s of the NeMo "
-                  f"Gym math-verify server ({PEER_RPS}/s), p50 {at32['p50_ms']:.1f} ms vs "
-                  f"{PEER_P50_S * 1e3:.0f} ms ({PEER_P50_S * 1e3 / at32['p50_ms']:.0f}x lower); "
-                  f"targets: >= {10 * PEER_RPS:.0f}/s and p99 < 100 ms")
-            cpu = at32["server_cpu_ms_per_req"]
-            print(f"server CPU per verified request at concurrency 32: {cpu:.2f} ms, i.e. "
-                  f"{1e3 / cpu:,.0f} requests/s per fully available core (the client's own "
-                  f"{at32['client_cpu_ms_per_req']:.2f} ms/request competes for the same cores)")
+        rows = [run_level(proc, base, items, c, duration, "httpx") for c in levels]
+        rows += [run_level(proc, base, items, c, duration, "raw") for c in raw_levels]
+        summarize(rows)
         return {"startup_s": round(startup, 2), "levels": rows}
     finally:
         proc.terminate()
@@ -299,6 +352,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=4.0, help="seconds per concurrency level")
     ap.add_argument("--levels", default="1,8,32,64", help="concurrency levels, comma-separated")
+    ap.add_argument("--raw-levels", default="32",
+                    help="levels also run with the minimal stdlib client ('' for none)")
     ap.add_argument("--gsm-pairs", type=int, default=200, help="GSM8K-style pairs in part 1")
     ap.add_argument("--skip-checker", action="store_true")
     ap.add_argument("--skip-server", action="store_true")
@@ -314,8 +369,9 @@ def main() -> None:
 
         answers.shutdown()
     if not args.skip_server:
-        levels = [int(x) for x in args.levels.split(",")]
-        report["server"] = bench_server(levels, args.duration)
+        levels = [int(x) for x in args.levels.split(",") if x]
+        raw_levels = [int(x) for x in args.raw_levels.split(",") if x]
+        report["server"] = bench_server(levels, raw_levels, args.duration)
     if args.json:
         args.json.write_text(json.dumps(report, indent=2))
 
