@@ -17,7 +17,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from envhub.core import Episode, Feedback, TaskEnv
+from envhub.core import Feedback, TaskEnv
 from envhub.errors import ConfigError
 from envhub.types import Message, Status, Task
 
@@ -130,11 +130,20 @@ class GameEnv(TaskEnv):
             )
         return value
 
-    def invalid(self, episode: Episode, error: str, hint: str, **info: Any) -> Feedback:
-        """Answer an unreadable or illegal move: say why, flag ``invalid_action``, play on."""
-        text = f"Invalid move: {error}\n{hint}"
+    @staticmethod
+    def invalid(error: str, text: str, *, headline: bool = True, **info: Any) -> Feedback:
+        """Answer an unreadable or illegal move: flag ``invalid_action`` and play on.
+
+        Args:
+            error: What was wrong (also the step's ``info.error``).
+            text: The rest of the reply (the board, how to answer).
+            headline: Start the reply with ``Invalid move: <error>``; turn off when ``text``
+                already says it.
+            **info: Extra keys for the step's info.
+        """
+        content = f"Invalid move: {error}\n{text}" if headline else text
         return Feedback(
-            messages=[Message(role="user", content=text)],
+            messages=[Message(role="user", content=content)],
             status=Status.INVALID_ACTION,
             error=error,
             info=info,

@@ -168,7 +168,7 @@ class Connect4Env(GameEnv):
         state.turns.record(error is None)
         if error is not None:
             hint = f"{self._render(state)}\nReply with <move>COLUMN</move>, a column from 1 to 7."
-            return self.invalid(episode, error, hint, board=self._render(state))
+            return self.invalid(error, hint, board=self._render(state))
         assert col is not None
         lines = [f"You played column {col}."]
         state.board = self._drop(state, col - 1, "win")

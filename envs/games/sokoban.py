@@ -179,10 +179,10 @@ class SokobanEnv(GameEnv):
             moves = parse_moves(message.content)
         except ValueError as e:
             state.turns.record(False)
-            return self.invalid(episode, str(e), f"{self._board(state)}\n{hint}")
+            return self.invalid(str(e), f"{self._board(state)}\n{hint}")
         if not moves:
             state.turns.record(False)
-            return self.invalid(episode, "no moves found", f"{self._board(state)}\n{hint}")
+            return self.invalid("no moves found", f"{self._board(state)}\n{hint}")
         played, error = self._play(state, moves)
         state.turns.record(error is None)
         text = self._report(state, played, moves, error)
@@ -194,7 +194,7 @@ class SokobanEnv(GameEnv):
                 info=self._info(state),
             )
         if error is not None:
-            return self.invalid(episode, error, f"{text}\n{hint}", **self._info(state))
+            return self.invalid(error, f"{text}\n{hint}", headline=False, **self._info(state))
         return Feedback(messages=[Message(role="user", content=text)], info=self._info(state))
 
     def _play(self, state: SokobanState, moves: str) -> tuple[int, str | None]:

@@ -243,7 +243,7 @@ class WordleEnv(GameEnv):
             if state.charged >= self.max_guesses:
                 return self._end(state, f"Invalid guess: {error}\n{self._lost(state)}")
             hint = f"{render(state, self.max_guesses)}\nReply with <guess>WORD</guess>."
-            return self.invalid(episode, error, hint, guess=guess or "")
+            return self.invalid(error, hint, guess=guess or "")
         assert guess is not None
         marks = feedback(guess, state.answer)
         state.rows.append((guess, marks))
