@@ -234,13 +234,9 @@ class Sandbox:
         for disable_userns in (True, False):
             prefix = _bwrap_prefix(exe, self.limits, self.python, self.ro_binds, disable_userns)
             uid = _pick_uid()
+            argv, kwargs = as_user(uid, [*prefix, self.python, "-I", "-S", "-c", "pass"])
             try:
-                proc = subprocess.run(
-                    [*prefix, self.python, "-I", "-S", "-c", "pass"],
-                    capture_output=True,
-                    timeout=30,
-                    **_user_kwargs(uid),
-                )
+                proc = subprocess.run(argv, capture_output=True, timeout=30, **kwargs)
             except (OSError, subprocess.TimeoutExpired) as e:
                 return f"bwrap failed to run: {e}"
             finally:
@@ -380,8 +376,21 @@ def _release_uid(uid: int | None) -> None:
         _uids_in_use.discard(uid)  # type: ignore[arg-type]
 
 
-def _user_kwargs(uid: int | None) -> dict[str, Any]:
-    return {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+_SETPRIV = shutil.which("setpriv")
+
+
+def as_user(uid: int | None, argv: list[str]) -> tuple[list[str], dict[str, Any]]:
+    """``argv`` and Popen arguments that run it as host ``uid`` (``None``: as ourselves).
+
+    ``setpriv`` (util-linux) switches the uid after a cheap ``vfork``; Popen's own ``user=``
+    forces a full ``fork`` of the caller, which costs ~0.2 s for a server of 600 MB.
+    """
+    if uid is None:
+        return argv, {}
+    if _SETPRIV:
+        switch = [_SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        return [*switch, *argv], {}
+    return argv, {"user": uid, "group": uid, "extra_groups": []}
 
 
 def sweep_uid(uid: int | None, timeout_s: float = 2.0) -> int:
@@ -464,6 +473,7 @@ class _Launch:
         }
         try:
             argv, cwd, env = self._command(config)
+            argv, kwargs = as_user(self.uid, argv)
             start = time.monotonic()
             proc = subprocess.Popen(
                 argv,
@@ -474,7 +484,7 @@ class _Launch:
                 cwd=cwd,
                 env=env,
                 start_new_session=True,
-                **_user_kwargs(self.uid),
+                **kwargs,
             )
         except OSError as e:
             for fd in (*fds, verdict_r):
