@@ -80,6 +80,22 @@ def test_fork_bomb_is_contained_and_the_next_run_is_fine(box):
     report = attack(box, bomb)
     assert report.passed == 0
     assert run_suite(box, HONEST_ADD, ADD_SUITE).all_passed
+    counted = (
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(5)\n"
+        "            os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as e:\n"
+        "    print('STOPPED', n, e.errno)\n"
+    )
+    result = box.run_python(counted)
+    assert_nothing_left(result)
+    stopped, n, errno = result.stdout.split()
+    assert stopped == "STOPPED" and int(n) < box.limits.nproc and int(errno) == 11  # EAGAIN
 
 
 def test_double_fork_setsid_daemon_does_not_survive(box):
