@@ -7,13 +7,19 @@ last row and the next one for top-N questions). Instances go round-robin to the 
 fifth instance of a template is a test task, the rest are train tasks, so both splits cover
 the same kinds of question with different values. Task ids look like
 ``store/top_spenders/2`` (database, template, instance number) and never change with
-``dataset.seed`` or ``dataset.size``, which only subsample.
+``dataset.seed`` or ``dataset.size``, which only subsample. The tasks of each database are
+cached next to it as JSON, so servers and forks start without re-running the templates.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
+import os
 import random
 import sqlite3
+import uuid
 from collections.abc import Iterable
 from contextlib import closing
 from pathlib import Path
@@ -24,6 +30,8 @@ from envhub.types import Task
 from . import sqltext
 from .builder import BuiltinDatabases, read_schema
 from .tasksets import TEMPLATES, Template
+
+log = logging.getLogger("envhub.sql")
 
 INSTANCE_SEED = 20240601
 """Seed that picks the parameter values; fixed so task ids always mean the same question."""
@@ -117,11 +125,33 @@ def builtin_task_set(databases: BuiltinDatabases,
         raise KeyError(f"unknown built-in database(s) {unknown}; choose from {databases.ids()}")
     out: dict[str, list[Task]] = {"train": [], "test": []}
     for db_id in wanted:
-        path = databases.path(db_id)
-        schema = read_schema(path)
-        with closing(_readonly(path)) as conn:
-            for template in TEMPLATES:
-                if template.db_id == db_id:
-                    for task in template_tasks(conn, template, schema):
-                        out[task.metadata["split"]].append(task)
+        for task in database_tasks(databases, db_id):
+            out[task.metadata["split"]].append(task)
     return out
+
+
+def database_tasks(databases: BuiltinDatabases, db_id: str) -> list[Task]:
+    """The tasks of one built-in database, from a cache file keyed by everything they depend on.
+
+    The key hashes the database's checksum, its templates and the instancing constants, so a
+    changed template or database can never be served stale tasks.
+    """
+    path = databases.path(db_id)
+    templates = [t for t in TEMPLATES if t.db_id == db_id]
+    key = hashlib.sha256(repr((databases.expected_checksum(db_id), templates, INSTANCE_SEED,
+                               TEST_EVERY)).encode()).hexdigest()[:16]
+    cache = databases.cache_dir / f"tasks-{db_id}-{key}.json"
+    if cache.exists():
+        try:
+            return [Task.model_validate(t) for t in json.loads(cache.read_text())]
+        except (ValueError, TypeError):
+            log.warning("sql: unreadable task cache %s; rebuilding it", cache)
+    schema = read_schema(path)
+    tasks: list[Task] = []
+    with closing(_readonly(path)) as conn:
+        for template in templates:
+            tasks.extend(template_tasks(conn, template, schema))
+    tmp = cache.with_name(f".{cache.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_text(json.dumps([t.model_dump(mode="json") for t in tasks]))
+    os.replace(tmp, cache)
+    return tasks

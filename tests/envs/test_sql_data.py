@@ -128,6 +128,15 @@ def test_prompts_carry_the_schema_and_values(task_set):
     assert f"'{task.metadata['params']['city']}'" in task.answer
 
 
+def test_task_cache_is_reused_and_survives_corruption(dbs, task_set):
+    files = sorted(dbs.cache_dir.glob("tasks-*.json"))
+    assert len(files) == 4
+    again = builtin_task_set(dbs)
+    assert again == task_set
+    files[0].write_text("{not json")
+    assert builtin_task_set(dbs) == task_set
+
+
 def test_subset_of_databases(dbs):
     only = builtin_task_set(dbs, ["flights"])
     assert {t.metadata["db_id"] for t in only["train"] + only["test"]} == {"flights"}

@@ -19,9 +19,13 @@ SPEC = dict(name="sql-test", family="sql", entry_point="envs.sql.env:SqlEnv",
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    cache = tmp_path_factory.mktemp("sqlcache")
-    return SqlEnv(EnvSpec(**SPEC), cache_dir=str(cache), timeout_s=0.5)
+def cache(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("sqlcache"))
+
+
+@pytest.fixture(scope="module")
+def env(cache):
+    return SqlEnv(EnvSpec(**SPEC), cache_dir=cache, timeout_s=0.5)
 
 
 def fenced(sql):
@@ -135,8 +139,8 @@ def _adhoc(env, gold, db_id="store"):
     "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d",
     "",
 ])
-def test_broken_gold_is_infra_error_never_a_match(tmp_path, gold):
-    quick = SqlEnv(EnvSpec(**SPEC), cache_dir=str(tmp_path), gold_timeout_s=0.3)
+def test_broken_gold_is_infra_error_never_a_match(cache, gold):
+    quick = SqlEnv(EnvSpec(**SPEC), cache_dir=cache, gold_timeout_s=0.3)
     before = checksums(quick)
     task = _adhoc(quick, gold)
     for response in (fenced(gold), fenced("SELECT 1"), fenced(gold)):
@@ -147,8 +151,8 @@ def test_broken_gold_is_infra_error_never_a_match(tmp_path, gold):
     assert checksums(quick) == before
 
 
-def test_gold_with_too_many_rows_is_infra_error(tmp_path):
-    small = SqlEnv(EnvSpec(**SPEC), cache_dir=str(tmp_path), max_rows=10)
+def test_gold_with_too_many_rows_is_infra_error(cache):
+    small = SqlEnv(EnvSpec(**SPEC), cache_dir=cache, max_rows=10)
     score = small.verify(_adhoc(small, "SELECT * FROM customers"), "SELECT * FROM customers")
     assert score.status is Status.INFRA_ERROR and "max_rows" in score.error
 
