@@ -118,7 +118,7 @@ def _read(answer: str) -> Answer | str:
     """Parsed answer, or its whitespace-normalised text when it does not parse."""
     try:
         return parse_answer(answer)
-    except AnswerSyntaxError:
+    except Exception:  # anything unreadable is compared as text
         return " ".join(answer.split()).lower()
 
 
@@ -184,7 +184,7 @@ def format_score(text: str, style: str) -> float:
 def _gold(gold: str) -> Answer:
     try:
         return parse_answer(gold)
-    except AnswerSyntaxError as e:
+    except (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError) as e:
         raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be parsed: {e}") from e
 
 
@@ -208,8 +208,8 @@ def is_equivalent(pred: str, gold: str, *, timeout: float = 2.0) -> bool:
         return False
     try:
         pred_ans = parse_answer(pred)
-    except AnswerSyntaxError:
-        return False
+    except (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError):
+        return False  # an unreadable prediction is a wrong answer, not a crash
     quick = quick_compare(pred_ans, gold_ans)
     if quick is not None:
         return quick

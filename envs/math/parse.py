@@ -196,13 +196,17 @@ def plain_number(raw: str) -> Expr | None:
 
 
 def _parse(s: str) -> Answer:
+    s = s.strip()
+    if not s:
+        raise AnswerSyntaxError("empty item")
     for sep in ("\\pm", "\\mp"):
         if s.count(sep) == 1:
             a, b = s.split(sep)
             return Items((_parse(f"{a}+{b}"), _parse(f"{a}-({b})")))
     s = _inequality(s)
-    if "\\cup" in s:
-        parts = tuple(_parse(p) for p in split_top(s, "\\cup"))
+    cup = split_top(s, "\\cup") if "\\cup" in s else [s]
+    if len(cup) > 1:
+        parts = tuple(_parse(p) for p in cup)
         if not all(isinstance(p, Seq) for p in parts):
             raise AnswerSyntaxError("\\cup joins intervals only")
         return Union(parts)  # type: ignore[arg-type]

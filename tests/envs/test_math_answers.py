@@ -235,3 +235,28 @@ def test_worker_address_space_limit_stops_memory_bombs():
     proc.start()
     proc.join(60)
     assert queue.get(timeout=5) == "MemoryError"
+
+
+def test_random_garbage_never_crashes_the_checker():
+    """Predictions are judged, gold answers are judged or refused; nothing else escapes."""
+    import random
+
+    rng = random.Random(7)
+    pieces = list("0123456789+-*/^()[]{},. xyzepi%$=<>|!\\_'\"\n") + [
+        r"\frac", r"\sqrt", r"\pi", r"\infty", r"\cup", r"\le", r"\text{", r"\boxed{", "}",
+        r"\left(", r"\right)", "^{", r"\pm", "#### ", "answer is ",
+    ]
+    golds = ["42", r"\frac{1}{2}", r"(-\infty, 3]", "2, 3", r"50\%", r"(1,2)\cup(3,4)"]
+    for _ in range(600):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 30)))
+        found = extract_answer(text)
+        assert format_score(text, "boxed") in (0.0, 1.0)
+        for pred in (text, found.answer or ""):
+            try:
+                assert isinstance(is_equivalent(pred, rng.choice(golds), timeout=5), bool)
+            except VerifierTimeout:
+                pass
+        try:
+            is_equivalent("1", text, timeout=5)
+        except (GoldAnswerError, VerifierTimeout):
+            pass
