@@ -27,6 +27,8 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
 - An unprivileged user: when envhub runs as root, each run gets a fresh random host uid
   (``nobody`` inside), so RLIMIT_NPROC applies (it never applies to root) and a fork bomb is
   contained per run; without root the caller's own uid is used.
+- A per-run cgroup where the host allows one (:mod:`.cgroup`): memory of the whole run
+  and its process count capped, joined before anything of the run starts.
 - Resource limits set in the child before any untrusted code (CPU, address space, file
   size, processes, open files, no core dumps), a wall-clock deadline enforced by the parent
   that SIGKILLs the whole process group, and a sweep that kills every process of the run's
@@ -45,9 +47,10 @@ What is NOT covered (know this before trusting it):
 
 - Kernel exploits: namespaces and rlimits are not a VM. There is no seccomp filter, so the
   full syscall surface of the kernel is reachable.
-- Memory outside RLIMIT_AS: the tmpfs work dir (capped by ``tmpfs_mb``) and kernel memory
-  count against the host. There is no cgroup, so total memory of many processes is bounded
-  only by ``nproc x memory_mb``.
+- Total memory without a cgroup: where envhub is not root or the host has no writable
+  cgroup hierarchy, each process is capped (RLIMIT_AS) but a run as a whole only by
+  ``nproc x memory_mb`` plus its tmpfs. With one (``RunResult.cgroup``), every run gets its
+  own memory cgroup (``total_memory_mb``, tmpfs pages included, no swap) and a pids cap.
 - CPU fairness: a run may use every core until its deadline; limit concurrency outside.
 - Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
   ``/usr``) are readable; ``/proc`` shows kernel-wide facts (cpu, memory, uptime).

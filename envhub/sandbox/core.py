@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InfraError
+from . import cgroup
 
 RUNNER_SOURCE = (Path(__file__).parent / "_runner.py").read_text(encoding="utf-8")
 NONCE_LEN = 32
@@ -62,6 +63,8 @@ class Limits:
     """Open descriptors per process (RLIMIT_NOFILE)."""
     output_bytes: int = 1_000_000
     """Bytes kept of stdout and of stderr each; the rest is dropped and marked truncated."""
+    total_memory_mb: int = 2048
+    """Memory of the whole run (every process and the tmpfs), where a cgroup can be made."""
 
     def rlimits(self) -> dict[str, int]:
         """The limits the runner applies with ``setrlimit``."""
@@ -94,6 +97,8 @@ class RunResult:
     """The trusted runner reported ready: the sandbox itself came up."""
     hardened: bool = False
     """The runner made itself non-dumpable (no ptrace or /proc access from the program)."""
+    cgroup: bool = False
+    """The run had its own cgroup (``Limits.total_memory_mb`` and a process cap applied)."""
 
     @property
     def ok(self) -> bool:
@@ -448,11 +453,14 @@ class _Launch:
         self.nonce = secrets.token_hex(NONCE_LEN // 2).encode()
         self.uid = _pick_uid()
         self.workdir: str | None = None
+        self.cgroup: cgroup.Cgroup | None = None
 
     def execute(self) -> RunResult:
         try:
             return self._execute()
         finally:
+            if self.cgroup is not None:
+                self.cgroup.destroy()
             if self.workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
             _release_uid(self.uid)
@@ -474,6 +482,11 @@ class _Launch:
         try:
             argv, cwd, env = self._command(config)
             argv, kwargs = as_user(self.uid, argv)
+            self.cgroup = cgroup.create(
+                self.nonce[:16].decode(), self.limits.total_memory_mb, self.limits.nproc + 8
+            )
+            if self.cgroup is not None:
+                argv = self.cgroup.wrap(argv)
             start = time.monotonic()
             proc = subprocess.Popen(
                 argv,
@@ -531,6 +544,7 @@ class _Launch:
             rejected=rejected,
             started=ready is not None,
             hardened=bool(ready and ready.get("hardened")),
+            cgroup=self.cgroup is not None,
         )
 
 

@@ -5,6 +5,7 @@ is always: no test passes that should not, the run ends within its deadline, the
 unchanged, and no process of the run survives it.
 """
 
+import ast
 import os
 import socket
 import threading
@@ -65,6 +66,25 @@ def test_memory_bomb_fails_without_hurting_the_host(box):
     assert report.passed == 0 and "MemoryError" in report.outcomes[0].error
     grow = "def add(a, b):\n    x = []\n    while True:\n        x.append(' ' * 10**7)\n"
     assert attack(box, grow).passed == 0
+
+
+def test_many_processes_cannot_sum_past_the_run_memory_cap(box):
+    code = (
+        "import os\n"
+        "for i in range(6):\n"
+        "    if os.fork() == 0:\n"
+        "        x = bytearray(200 << 20)\n"
+        "        for j in range(0, len(x), 4096):\n"
+        "            x[j] = 1\n"
+        "        os._exit(0)\n"
+        "print(sorted(os.wait()[1] for _ in range(6)))\n"
+    )
+    result = box.run_python(code, limits=_limits(box, total_memory_mb=400))
+    if not result.cgroup:
+        pytest.skip("no writable cgroup here: only per-process RLIMIT_AS applies")
+    statuses = ast.literal_eval(result.stdout)
+    assert statuses.count(9) >= 4  # at most two 200 MB children fit in 400 MB: OOM-killed
+    assert_nothing_left(result)
 
 
 def test_fork_bomb_is_contained_and_the_next_run_is_fine(box):

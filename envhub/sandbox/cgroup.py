@@ -1,0 +1,123 @@
+"""A memory and process cap for a whole run: one cgroup per run, where the host allows it.
+
+RLIMIT_AS caps each process; a program that forks ``nproc`` children of ``memory_mb`` each
+(and fills the tmpfs) escapes it. A cgroup caps the run as a whole, tmpfs pages included.
+Needs root and a writable cgroup hierarchy (v1 ``memory`` + ``pids``, or v2 with those
+controllers delegated); elsewhere :func:`create` returns ``None`` and runs go on with rlimits
+only (``RunResult.cgroup`` says which).
+
+The run joins its cgroup before anything of it starts: the command line is prefixed with a
+tiny shell that writes its own pid into ``cgroup.procs`` and then ``exec``s the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+GROUP = "envhub-sandbox"
+JOIN = (
+    'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; '
+    'shift; exec "$@"'
+)
+"""sh script: write our pid into each file before ``--``, then exec what follows it."""
+
+
+@dataclass
+class Cgroup:
+    """The cgroup directories of one run (one per v1 controller, or one v2 directory)."""
+
+    dirs: list[Path]
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` prefixed so the process joins this cgroup before it runs."""
+        procs = [str(d / "cgroup.procs") for d in self.dirs]
+        return ["/bin/sh", "-c", JOIN, "sh", *procs, "--", *argv]
+
+    def pids(self) -> set[int]:
+        """Processes still in the cgroup."""
+        out: set[int] = set()
+        for d in self.dirs:
+            try:
+                out |= {int(p) for p in (d / "cgroup.procs").read_text().split()}
+            except OSError:
+                pass
+        return out
+
+    def destroy(self, timeout_s: float = 2.0) -> None:
+        """Kill what is left and remove the directories."""
+        deadline = time.monotonic() + timeout_s
+        while (pids := self.pids()) and time.monotonic() < deadline:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.005)
+        for d in self.dirs:
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # still busy for a moment after the last process exits
+                    time.sleep(0.005)
+
+
+def create(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
+    """A fresh cgroup capping memory (no swap beyond it) and processes; ``None`` if impossible."""
+    if os.geteuid() != 0 or not ROOT.is_dir():
+        return None
+    try:
+        if (ROOT / "memory" / "memory.limit_in_bytes").exists():
+            return _create_v1(run_id, memory_mb, pids)
+        if (ROOT / "cgroup.controllers").exists():
+            return _create_v2(run_id, memory_mb, pids)
+    except OSError:
+        return None
+    return None
+
+
+def _create_v1(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
+    made: list[Path] = []
+    try:
+        mem = _mkdir(ROOT / "memory" / GROUP / run_id, made)
+        (mem / "memory.limit_in_bytes").write_text(str(memory_mb << 20))
+        swap = mem / "memory.memsw.limit_in_bytes"
+        if swap.exists():
+            swap.write_text(str(memory_mb << 20))
+        if (ROOT / "pids").is_dir():
+            pid_dir = _mkdir(ROOT / "pids" / GROUP / run_id, made)
+            (pid_dir / "pids.max").write_text(str(pids))
+    except OSError:
+        Cgroup(made).destroy()
+        return None
+    return Cgroup(made)
+
+
+def _create_v2(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
+    parent = ROOT / GROUP
+    made: list[Path] = []
+    try:
+        parent.mkdir(exist_ok=True)
+        (parent / "cgroup.subtree_control").write_text("+memory +pids")
+        d = _mkdir(parent / run_id, made)
+        (d / "memory.max").write_text(str(memory_mb << 20))
+        (d / "memory.swap.max").write_text("0")
+        (d / "pids.max").write_text(str(pids))
+    except OSError:
+        Cgroup(made).destroy()
+        return None
+    return Cgroup(made)
+
+
+def _mkdir(path: Path, made: list[Path]) -> Path:
+    path.parent.mkdir(exist_ok=True)
+    path.mkdir()
+    made.append(path)
+    return path
