@@ -116,7 +116,15 @@ class SokobanEnv(GameEnv):
             "boxes": self.generator_option("boxes", 2),
             "min_moves": self.generator_option("min_moves", 8),
         }
-        level, solution = sk.generate(rng, **opt)
+        if min(opt["width"], opt["height"]) < 4 or opt["boxes"] < 1:
+            raise ConfigError(
+                f"{self.spec.name}: dataset.options needs width and height >= 4 (walls "
+                f"included) and boxes >= 1, got {opt}"
+            )
+        try:
+            level, solution = sk.generate(rng, **opt)
+        except ValueError as e:
+            raise ConfigError(f"{self.spec.name}: dataset.options {opt}: {e}") from e
         board = sk.render(level.board, level.start)
         return Task(
             task_id=f"sokoban-{split}-{self.spec.dataset.seed}-{index:04d}",

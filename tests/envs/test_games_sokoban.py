@@ -291,6 +291,10 @@ def test_generator_options_apply():
         assert task.metadata["optimal_moves"] >= 10
     with pytest.raises(ConfigError, match="boxes"):
         make({"boxes": "two"}).tasks("train")
+    with pytest.raises(ConfigError, match="width and height >= 4"):
+        make({"width": 3}).tasks("train")
+    with pytest.raises(ConfigError, match="lower min_moves"):
+        make({"width": 5, "height": 5, "min_moves": 80}).tasks("train")
 
 
 def test_generator_options_through_make_overrides():
