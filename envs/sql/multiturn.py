@@ -7,7 +7,8 @@ both plain chat models and tool-calling models can play:
   query (the last block); the environment answers, as a user message, with the first
   ``explore_rows`` rows (20 by default) as a text table. A message containing
   ``FINAL ANSWER`` gives the answer: the last ```` ```sql ```` block after the marker is
-  judged.
+  judged (without one, the message's last block or the text after the marker, with
+  ``format`` 0).
 - **Tool calls** (tools listed in ``info["tools"]``), in OpenAI's structured form or as
   ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` text (see
   :mod:`envhub.tools`): ``run_query`` with ``{"query": ...}`` runs a query, answered by a
@@ -104,9 +105,12 @@ class SqlMultiTurnEnv(SqlEnv):
         text = message.content
         markers = list(FINAL_RE.finditer(text))
         if markers:
-            marker = markers[-1]
-            found = sqltext.extract_sql(text[marker.end():])
-            return self._final(episode, found.sql, found.fenced)
+            after = sqltext.extract_sql(text[markers[-1].end():])
+            if after.fenced:
+                return self._final(episode, after.sql, True)
+            whole = sqltext.extract_sql(text)  # "```sql ...``` FINAL ANSWER: the query above"
+            from_block = whole.fenced or whole.sql != text.strip()
+            return self._final(episode, whole.sql if from_block else after.sql, False)
         found = sqltext.extract_sql(text)
         from_block = found.fenced or found.sql != text.strip()
         has_query = from_block or sqltext.leading_keyword(found.sql) in ALLOWED_LEADING

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 _SQL_LANGS = frozenset({"sql", "sqlite", "sqlite3"})
+_LABEL_RE = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)[ \t]*(?:\n|$)")
+_INLINE_LABEL_RE = re.compile(r"[ \t]*(sql|sqlite3?)[ \t]+(?=\S)", re.IGNORECASE)
 
 _TOKEN_RE = re.compile(
     r"""
@@ -64,14 +65,36 @@ def extract_sql(text: str) -> Extracted:
     Returns:
         The extracted query and whether it came in the requested format.
     """
-    blocks = [(m.group(1).lower(), m.group(2), m.group(0).rstrip().endswith("```"))
-              for m in _FENCE_RE.finditer(text)]
+    blocks = fenced_blocks(text)
     closed_sql = [body for lang, body, closed in blocks if lang in _SQL_LANGS and closed]
     if closed_sql:
         return Extracted(sql=closed_sql[-1].strip(), fenced=True)
     if blocks:
         return Extracted(sql=blocks[-1][1].strip(), fenced=False)
     return Extracted(sql=text.strip(), fenced=False)
+
+
+def fenced_blocks(text: str) -> list[tuple[str, str, bool]]:
+    """The fenced blocks of ``text`` as ``(label, body, closed)``, in order.
+
+    Fences pair up in order of appearance; a final unpaired fence opens a block that runs to
+    the end (``closed=False``). The label is the word right after the opening fence when the
+    line holds nothing else, or ``sql`` in the one-line form ```` ```sql SELECT 1``` ````.
+    """
+    parts = text.split("```")
+    blocks = []
+    for i in range(1, len(parts), 2):
+        raw, closed = parts[i], i + 1 < len(parts)
+        label_m = _LABEL_RE.match(raw)
+        inline_m = _INLINE_LABEL_RE.match(raw)
+        if label_m:
+            label, body = label_m.group(1).lower(), raw[label_m.end():]
+        elif inline_m:
+            label, body = inline_m.group(1).lower(), raw[inline_m.end():]
+        else:
+            label, body = "", raw
+        blocks.append((label, body, closed))
+    return blocks
 
 
 def tokenize(sql: str) -> list[Token]:

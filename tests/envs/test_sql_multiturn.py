@@ -72,6 +72,12 @@ def test_a_message_without_query_is_invalid_and_the_episode_goes_on(env):
     assert final.info.components["correctness"] == 1.0
 
 
+def test_final_marker_after_the_block_still_judges_it(env):
+    r = env.step(f"```sql\n{gold(env)}\n```\nFINAL ANSWER: the query above.")
+    assert r.terminated and r.info.components == {"correctness": 1.0, "format": 0.0,
+                                                  "executes": 1.0}
+
+
 def test_bare_select_is_run_too(env):
     r = env.step("SELECT COUNT(*) FROM orders")
     assert r.info.status is Status.OK and "1500" in r.messages[0].content

@@ -21,6 +21,13 @@ def test_sqlite_label_and_case_are_accepted():
     assert extract_sql("```SQLite\nSELECT 3\n```") == extract_sql("```sql\nSELECT 3\n```")
 
 
+def test_one_line_fences():
+    assert extract_sql("Answer: ```sql SELECT 2``` done.") == extract_sql("```sql\nSELECT 2\n```")
+    plain = extract_sql("x ```SELECT 3``` y")
+    assert plain.sql == "SELECT 3" and not plain.fenced
+    assert extract_sql("```sql\n```").sql == ""
+
+
 def test_whole_message_when_no_block_is_not_the_format():
     got = extract_sql("  SELECT name FROM t  ")
     assert got.sql == "SELECT name FROM t" and not got.fenced
