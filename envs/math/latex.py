@@ -63,6 +63,9 @@ _SUBS = [
     (re.compile(r"\{,\}"), ","),
     (re.compile(r"\\mathbb\s*\{?\s*R\s*\}?"), r"(-\\infty, \\infty)"),
 ]
+_MATRIX = re.compile(
+    r"^\s*\\begin\{([pbvB]?matrix|array)\}(?:\{[^{}]*\})?(.*?)\\end\{\1\}\s*$", re.S
+)
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
@@ -121,6 +124,18 @@ def _unwrap(s: str, names: tuple[str, ...]) -> str:
     return s
 
 
+def _matrix(s: str) -> str:
+    r"""A whole-answer ``\begin{pmatrix}...\end{pmatrix}`` as a tuple (of row tuples)."""
+    m = _MATRIX.match(s)
+    if not m:
+        return s
+    rows = [r for r in re.split(r"\\\\", m.group(2)) if r.strip()]
+    cells = [[c.strip() for c in r.split("&")] for r in rows]
+    if len(cells) == 1 or all(len(r) == 1 for r in cells):  # a vector
+        return "(" + ", ".join(c for r in cells for c in r) + ")"
+    return "(" + ", ".join("(" + ", ".join(r) + ")" for r in cells) + ")"
+
+
 def clean(s: str) -> str:
     """Strip the notation around an answer that never changes its value (see module doc).
 
@@ -136,6 +151,7 @@ def clean(s: str) -> str:
     if boxes:
         s = boxes[-1]
     s = _unwrap(s, _TEXT_COMMANDS)
+    s = _matrix(s)
     for pattern, repl in _SUBS:
         s = pattern.sub(repl, s)
     s = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)

@@ -70,10 +70,10 @@ class Items(NamedTuple):
 
 
 class Seq(NamedTuple):
-    r"""An ordered tuple or interval: ``(1, 2)``, ``[0, \infty)``."""
+    r"""An ordered tuple or interval (``(1, 2)``, ``[0, \infty)``); a matrix is a tuple of rows."""
 
     left: str
-    items: tuple[Expr, ...]
+    items: tuple[Answer, ...]
     right: str
 
 
@@ -216,7 +216,7 @@ def _parse(s: str) -> Answer:
     if s[0] in "([" and s[-1] in ")]" and _wraps(s):
         parts = split_top(s[1:-1], ",")
         if len(parts) >= 2:
-            return Seq(s[0], tuple(_leaf(p) for p in parts), s[-1])
+            return Seq(s[0], tuple(_parse(p) for p in parts), s[-1])
         if s[0] == "(" and s[-1] == ")":
             return _parse(parts[0])
     parts = [p for part in split_top(s, ",") for p in re.split(r"\s+(?:or|and)\s+", part)]

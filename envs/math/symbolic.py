@@ -222,7 +222,8 @@ def _union_equal(pred: Union, gold: Union) -> bool:
     import sympy
 
     def as_set(u: Union) -> Any:
-        if any(len(p.items) != 2 for p in u.parts):
+        if any(len(p.items) != 2 or not all(isinstance(e, Expr) for e in p.items)
+               for p in u.parts):
             raise ValueError("an interval has exactly two ends")
         return sympy.Union(*[
             sympy.Interval(_to_sympy(p.items[0].py), _to_sympy(p.items[-1].py),
