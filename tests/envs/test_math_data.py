@@ -108,3 +108,25 @@ def test_bad_arguments(fn):
         fn("validation", 5, 0)
     with pytest.raises(ValueError, match="size"):
         fn("train", 0, 0)
+
+
+def test_same_tasks_in_another_process_with_another_hash_seed():
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib, json\n"
+        "from envs.math.data import symbolic_math_tasks\n"
+        "tasks = symbolic_math_tasks('test', 40, 3)\n"
+        "print(hashlib.sha256(json.dumps([t.model_dump() for t in tasks]).encode()).hexdigest())"
+    )
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout.strip()
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1 and len(digests.pop()) == 64
