@@ -15,6 +15,7 @@ deadline, or a database that cannot be opened, is ``infra_error``: never a match
 
 from __future__ import annotations
 
+import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,8 @@ class SqlEnv(TaskEnv):
         if timeout_s <= 0 or gold_timeout_s <= 0 or max_rows < 1:
             raise ConfigError(f"{spec.name}: timeout_s, gold_timeout_s and max_rows must be > 0")
         self.builtin = BuiltinDatabases(cache_dir)
+        if isinstance(databases, str):
+            databases = [databases]
         self.database_ids = list(databases) if databases is not None else None
         self.db_dir = Path(db_dir).expanduser() if db_dir else None
         self.timeout_s = float(timeout_s)
@@ -110,6 +113,12 @@ class SqlEnv(TaskEnv):
         self._schemas: dict[str, str] = {}
         self._gold: dict[tuple[str, str], QueryResult | Exception] = {}
         """Gold results by (database, query); deterministic failures are kept too."""
+        self.options = {
+            "cache_dir": cache_dir, "databases": self.database_ids, "db_dir": db_dir,
+            "timeout_s": timeout_s, "gold_timeout_s": gold_timeout_s, "max_rows": max_rows,
+            "max_value_bytes": max_value_bytes, "rel_tol": rel_tol, "abs_tol": abs_tol,
+            **options,
+        }
 
     extra_options: tuple[str, ...] = ()
     """Option names a subclass accepts on top of :class:`SqlEnv`'s."""
@@ -132,8 +141,6 @@ class SqlEnv(TaskEnv):
             raise ConfigError(f"{self.spec.name}: no split {split!r}; use 'train' or 'test'")
         tasks = self._builtin_tasks[split]
         if size is not None and size < len(tasks):
-            import random
-
             keep = sorted(random.Random(seed).sample(range(len(tasks)), size))
             tasks = [tasks[i] for i in keep]
         return list(tasks)

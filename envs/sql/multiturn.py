@@ -69,6 +69,7 @@ class SqlMultiTurnEnv(SqlEnv):
         """Like :class:`SqlEnv`, plus ``explore_rows``: rows shown per exploratory query."""
         super().__init__(spec, **options)
         self.explore_rows = max(1, int(explore_rows))
+        self.options["explore_rows"] = self.explore_rows
 
     def tools(self) -> list[dict[str, Any]]:
         """``run_query`` (explore) and ``submit_answer`` (final answer)."""
