@@ -16,7 +16,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from envhub import errors
 
@@ -102,11 +109,12 @@ class LossSettings(_Section):
     normalize_std: bool = True
     """Divide advantages by the group's std (GRPO); off is Dr. GRPO's ``r - mean``."""
 
-    @model_validator(mode="after")
-    def _check_aggregation(self) -> LossSettings:
-        if self.aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {sorted(AGGREGATIONS)}")
-        return self
+    @field_validator("aggregation")
+    @classmethod
+    def _check_aggregation(cls, v: str) -> str:
+        if v not in AGGREGATIONS:
+            raise ValueError(f"must be one of {sorted(AGGREGATIONS)}")
+        return v
 
 
 class OptimConfig(_Section):

@@ -105,8 +105,16 @@ class MetricsLogger:
             self._bar = tqdm(total=total_steps, desc="grpo", unit="step")
 
     def start_at(self, step: int) -> None:
-        """Move the progress bar to ``step`` (after a resume)."""
-        if self._bar is not None:
+        """Continue after ``step`` (0 for a fresh run).
+
+        Drops rows of later steps (left by a run that died after logging them but before its
+        checkpoint, or by an earlier run in the same folder) and moves the progress bar.
+        """
+        if self.path.exists():
+            rows = self.path.read_text().splitlines()
+            kept = [r for r in rows if r.strip() and json.loads(r).get("step", 0) <= step]
+            self.path.write_text("".join(r + "\n" for r in kept))
+        if self._bar is not None and step:
             self._bar.update(step)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:

@@ -105,13 +105,16 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     settings = rollout_settings(config, _env_max_turns(config))
     state = ckpt.TrainerState(fingerprint=config.fingerprint(), config_digest=config.digest())
     ckpt_root = out / "checkpoints"
+    resume_from = ckpt.latest(ckpt_root) if config.checkpoint.resume else None
+    if resume_from is not None:  # refuse an incompatible config before starting anything
+        ckpt.check_compatible(ckpt.read_state(resume_from), config.fingerprint(), resume_from)
     logger = MetricsLogger(out, config.logging, config.train.steps, config.model_dump(mode="json"))
     with Cluster(config, model_dir) as cluster:
-        if config.checkpoint.resume and (found := ckpt.latest(ckpt_root)) is not None:
-            state = _resume(cluster, found, config)
-            logger.start_at(state.step)
+        if resume_from is not None:
+            state = _resume(cluster, resume_from, config)
         else:
             cluster.refit()  # engines start from the policy's exact weights
+        logger.start_at(state.step)
         while state.step < config.train.steps:
             step = state.step + 1
             t_step = time.perf_counter()
@@ -196,7 +199,6 @@ def _update(
 
 def _resume(cluster: Cluster, found: Path, config: Config) -> ckpt.TrainerState:
     saved = ckpt.read_state(found)
-    ckpt.check_compatible(saved, config.fingerprint(), found)
     cluster.load(str(found))
     log.info("resumed from %s (step %d, data position %d)", found, saved.step, saved.data_position)
     return saved

@@ -258,9 +258,7 @@ class Cluster:
         overrides = dict(e.overrides)
         if e.split:
             overrides["split"] = e.split
-        self.env_workers = [
-            env_actor.remote(e.name, e.runner, overrides) for _ in range(e.workers)
-        ]
+        self.env_workers = [env_actor.remote(e.name, e.runner, overrides) for _ in range(e.workers)]
         self.env_pool = RayEnvPool(self.env_workers, e.timeout_s)
 
     def _start_ray(self) -> None:

@@ -9,8 +9,14 @@ import torch.multiprocessing as mp
 from trainer.batch import Sample, assign_weights, shard
 from trainer.grpo import LossConfig
 
-OPTIM = dict(lr=1e-3, weight_decay=0.0, betas=(0.9, 0.999), warmup_steps=0,
-             schedule="constant", max_grad_norm=1.0)
+OPTIM = dict(
+    lr=1e-3,
+    weight_decay=0.0,
+    betas=(0.9, 0.999),
+    warmup_steps=0,
+    schedule="constant",
+    max_grad_norm=1.0,
+)
 
 
 def make_samples(n=6, seed=0):
@@ -29,9 +35,16 @@ def make_samples(n=6, seed=0):
 def make_policy(path, rank=0, world=1):
     from trainer.policy import Policy
 
-    return Policy(str(path), rank=rank, world_size=world, optim=OPTIM,
-                  loss=LossConfig(kl_beta=0.0), total_optim_steps=4, temperature=1.0,
-                  micro_batch_size=2)
+    return Policy(
+        str(path),
+        rank=rank,
+        world_size=world,
+        optim=OPTIM,
+        loss=LossConfig(kl_beta=0.0),
+        total_optim_steps=4,
+        temperature=1.0,
+        micro_batch_size=2,
+    )
 
 
 def _worker(rank, world, port, path, queue):
@@ -65,7 +78,9 @@ def test_fsdp2_two_gloo_ranks_match_unsharded(tiny_path):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = free_port()
-    procs = [ctx.Process(target=_worker, args=(r, 2, port, str(tiny_path), queue)) for r in range(2)]
+    procs = [
+        ctx.Process(target=_worker, args=(r, 2, port, str(tiny_path), queue)) for r in range(2)
+    ]
     for p in procs:
         p.start()
     got = dict((r, (st, sd)) for r, st, sd in (queue.get(timeout=120) for _ in range(2)))
@@ -80,6 +95,7 @@ def test_fsdp2_two_gloo_ranks_match_unsharded(tiny_path):
     assert set(state) == set(ref_state)
     for k in ref_state:
         torch.testing.assert_close(state[k], ref_state[k], rtol=1e-4, atol=1e-6)
-    changed = max((ref_state[k] - make_policy(tiny_path).full_state_dict()[k]).abs().max()
-                  for k in ref_state)
+    changed = max(
+        (ref_state[k] - make_policy(tiny_path).full_state_dict()[k]).abs().max() for k in ref_state
+    )
     assert changed > 1e-5  # the update did something

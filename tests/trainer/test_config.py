@@ -1,0 +1,44 @@
+"""The training config: YAML, key=value overrides, errors that name the key."""
+
+from pathlib import Path
+
+import pytest
+
+from trainer.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_example_loads_and_overrides_apply():
+    cfg = load_config(
+        REPO / "examples" / "tiny.yaml",
+        ["train.steps=7", "loss.kl_beta=0.5", 'rollout.sampling.stop=["\\n"]'],
+    )
+    assert cfg.train.steps == 7 and cfg.loss.kl_beta == 0.5
+    assert cfg.rollout.sampling.stop == ["\n"]
+    # a relative dataset path is resolved against the config file's folder
+    assert cfg.env.overrides["dataset"]["path"] == str(REPO / "examples" / "data" / "sums.jsonl")
+
+
+def test_unknown_key_suggests_the_close_one():
+    with pytest.raises(ConfigError, match="unknown config key 'rollout.group_sise'.*group_size"):
+        load_config(None, ["rollout.group_sise=4"])
+
+
+def test_bad_value_names_the_dotted_key():
+    with pytest.raises(ConfigError, match="rollout.group_size"):
+        load_config(None, ["rollout.group_size=1"])
+    with pytest.raises(ConfigError, match="loss.aggregation"):
+        load_config(None, ["loss.aggregation=bogus"])
+    with pytest.raises(ConfigError, match="key=value"):
+        load_config(None, ["train.steps"])
+
+
+def test_free_form_env_overrides_accept_any_key():
+    cfg = load_config(None, ["env.overrides.max_turns=3", "env.overrides.reward.weights.length=-1"])
+    assert cfg.env.overrides == {"max_turns": 3, "reward": {"weights": {"length": -1}}}
+
+
+def test_unavailable_placement_is_refused_with_the_reason():
+    with pytest.raises(ConfigError, match="part 2"):
+        load_config(None, ["cluster.placement=split"])
