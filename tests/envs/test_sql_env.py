@@ -238,3 +238,23 @@ def test_cli_verify_by_task_id():
                               "--response", "SELECT COUNT(*) FROM orders"])
     score = json.loads(out.stdout)
     assert score["status"] == "ok" and score["reward"] == 0.0
+
+
+@pytest.mark.slow
+def test_http_server_verifies_concurrently_and_stays_read_only():
+    """Through `envhub serve`: a batch mixing gold, wrong and hostile answers, checksums kept."""
+    with envhub.make("sql") as local:
+        before = checksums(local)
+        tasks = local.tasks("test")[:12]
+    hostile = ["DROP TABLE orders", "ATTACH DATABASE 'x.db' AS x", "PRAGMA writable_schema=1",
+               "SELECT 1; DELETE FROM loans"]
+    items = [(t.task_id, fenced(t.answer)) for t in tasks]
+    items += [(t.task_id, fenced(h)) for t, h in zip(tasks, hostile, strict=False)]
+    with envhub.make("sql", runner="http") as remote:
+        with ThreadPoolExecutor(4) as pool:
+            batches = list(pool.map(remote.verify_batch, [items] * 4))
+    for scores in batches:
+        assert [s.components["correctness"] for s in scores] == [1.0] * 12 + [0.0] * 4
+        assert all(s.status is Status.OK for s in scores)
+    with envhub.make("sql") as local:
+        assert checksums(local) == before
