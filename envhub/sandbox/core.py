@@ -96,7 +96,8 @@ class RunResult:
     started: bool = False
     """The trusted runner reported ready: the sandbox itself came up."""
     hardened: bool = False
-    """The runner made itself non-dumpable (no ptrace or /proc access from the program)."""
+    """Tests mode: the runner made itself non-dumpable (no ptrace or /proc access from the
+    program). Exec mode has no runner left to guard and reports False."""
     cgroup: bool = False
     """The run had its own cgroup (``Limits.total_memory_mb`` and a process cap applied)."""
 
