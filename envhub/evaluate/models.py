@@ -5,10 +5,10 @@ Every backend answers one chat (plus the environment's tools) with one assistant
 down, time-out, server error after retries) raises :class:`ModelError`; the episode loop
 records it as ``infra_error``, never as a wrong answer.
 
-* :class:`OpenAIEndpoint` posts to ``{base_url}/chat/completions`` with one shared
-  ``httpx.AsyncClient`` whose pool and an ``asyncio.Semaphore`` are both sized by
-  ``concurrency``. Retries 429/5xx/connection errors with back-off; every request has a
-  finite deadline.
+* :class:`OpenAIEndpoint` posts to ``{base_url}/chat/completions`` with one pooled client
+  (aiohttp, or httpx where aiohttp is missing) whose pool and an ``asyncio.Semaphore`` are
+  both sized by ``concurrency``. Retries 429/5xx/connection errors with back-off; every
+  request has a finite deadline.
 * :class:`BatchingBackend` serves concurrent episodes from a local generation engine (vLLM, or
   the trainer's transformers engine, see :mod:`envhub.evaluate.local`): requests that arrive
   together are generated as one batch in a worker thread.
@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from ..errors import EnvhubError
 from ..types import FunctionCall, Message, ToolCall
+from .transport import Transport, make_transport
 
 
 class ModelError(EnvhubError):
@@ -125,6 +126,8 @@ class OpenAIEndpoint:
         concurrency: Requests in flight at most (also the connection-pool size).
         timeout: Seconds allowed for one request.
         max_retries: Extra attempts after a 429, a 5xx or a connection error.
+        transport: ``auto`` (aiohttp where installed, else httpx), ``aiohttp`` or ``httpx``;
+            see :mod:`envhub.evaluate.transport` for why.
     """
 
     def __init__(
@@ -136,6 +139,7 @@ class OpenAIEndpoint:
         concurrency: int = 32,
         timeout: float = 300.0,
         max_retries: int = 3,
+        transport: str = "auto",
     ) -> None:
         """Configure the client; connections open on first use."""
         if concurrency < 1:
@@ -146,25 +150,17 @@ class OpenAIEndpoint:
         self.concurrency = concurrency
         self.timeout = timeout
         self.max_retries = max_retries
-        self._client: Any = None
+        self.transport = transport
+        self._client: Transport | None = None
         self._sem: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
-    def _ensure_client(self) -> Any:
+    def _ensure_client(self) -> Transport:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:  # pools belong to one event loop
-            import httpx
-
             self._loop = loop
             headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
-            self._client = httpx.AsyncClient(
-                base_url=self.base_url,
-                headers=headers,
-                timeout=httpx.Timeout(self.timeout, connect=min(self.timeout, 10.0)),
-                limits=httpx.Limits(
-                    max_connections=self.concurrency, max_keepalive_connections=self.concurrency
-                ),
-            )
+            self._client = make_transport(self.transport, headers, self.timeout, self.concurrency)
             self._sem = asyncio.Semaphore(self.concurrency)
         return self._client
 
@@ -217,8 +213,6 @@ class OpenAIEndpoint:
         )
 
     async def _request(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
-        import httpx
-
         client = self._ensure_client()
         assert self._sem is not None
         delay = 0.5
@@ -226,14 +220,17 @@ class OpenAIEndpoint:
         for attempt in range(self.max_retries + 1):
             try:
                 async with self._sem:
-                    resp = await client.request(method, path, json=body)
-            except httpx.HTTPError as e:
+                    status, raw = await client.request(method, self.base_url + path, body)
+            except client.errors as e:
                 last = f"{type(e).__name__}: {e}"
             else:
-                if resp.status_code < 400:
-                    return resp.json()
-                last = f"HTTP {resp.status_code}: {resp.text[:300]}"
-                if resp.status_code != 429 and resp.status_code < 500:
+                if status < 400:
+                    try:
+                        return json.loads(raw)
+                    except ValueError as e:
+                        raise ModelError(f"{self.base_url}{path} sent invalid JSON: {e}") from e
+                last = f"HTTP {status}: {raw[:300].decode(errors='replace')}"
+                if status != 429 and status < 500:
                     break  # a client error will not heal by retrying
             if attempt < self.max_retries:
                 await asyncio.sleep(delay)

@@ -101,6 +101,8 @@ class ScriptedEndpoint:
         """Chat completions answered so far."""
         self.bodies: list[dict[str, Any]] = []
         """Every chat-completion request body received, in order."""
+        self.authorizations: set[str] = set()
+        """Every ``Authorization`` header value received."""
         self._server: Any = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -125,6 +127,9 @@ class ScriptedEndpoint:
             msg = await receive()
             raw += msg.get("body", b"")
             more = msg.get("more_body", False)
+        for key, value in scope.get("headers", []):
+            if key == b"authorization":
+                self.authorizations.add(value.decode())
         status, payload = self._handle(scope["method"], scope["path"], raw)
         if self.delay and status == 200 and scope["path"].endswith("/chat/completions"):
             await asyncio.sleep(self.delay)

@@ -61,26 +61,12 @@ def test_table_json_and_files(home, endpoint, tmp_path):
     assert (out / "rescored" / "summary.json").exists()
 
 
-def test_api_key_comes_from_the_environment(home, tmp_path, monkeypatch):
-    seen = []
-
-    def responder(body):
-        return policy(body)
-
-    with ScriptedEndpoint(responder) as ep:
-        import httpx
-        real = httpx.AsyncClient.__init__
-
-        def spy(self, *a, **kw):
-            seen.append((kw.get("headers") or {}).get("Authorization"))
-            real(self, *a, **kw)
-
-        monkeypatch.setattr(httpx.AsyncClient, "__init__", spy)
-        monkeypatch.setenv("ENVHUB_API_KEY", "sk-test")
-        res = invoke("--base-url", ep.base_url, "-e", "arith", "--limit", "2",
-                     "--out", tmp_path / "r", "--no-progress")
+def test_api_key_comes_from_the_environment(home, endpoint, tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVHUB_API_KEY", "sk-test")
+    res = invoke("--base-url", endpoint.base_url, "-e", "arith", "--limit", "2",
+                 "--out", tmp_path / "r", "--no-progress")
     assert res.exit_code == 0, res.output
-    assert "Bearer sk-test" in seen
+    assert endpoint.authorizations == {"Bearer sk-test"}
     assert "sk-test" not in (tmp_path / "r" / "config.json").read_text()
 
 

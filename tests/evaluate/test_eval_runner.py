@@ -33,8 +33,9 @@ def endpoint():
         yield ep
 
 
-def run_eval(cfg: EvalConfig, out, ep: ScriptedEndpoint, make_env=None) -> dict:
-    model = OpenAIEndpoint(ep.base_url, None, concurrency=cfg.concurrency, max_retries=1)
+def run_eval(cfg: EvalConfig, out, ep: ScriptedEndpoint, make_env=None, transport="auto"):
+    model = OpenAIEndpoint(ep.base_url, None, concurrency=cfg.concurrency, max_retries=1,
+                           transport=transport)
     ev = Evaluation(cfg, model, RunStore(out), make_env or (lambda name: envhub.make(name)))
 
     async def main():
@@ -46,9 +47,10 @@ def run_eval(cfg: EvalConfig, out, ep: ScriptedEndpoint, make_env=None) -> dict:
     return asyncio.run(main())
 
 
-def test_single_turn_rewards_are_exact(home, endpoint, tmp_path):
+@pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
+def test_single_turn_rewards_are_exact(home, endpoint, tmp_path, transport):
     cfg = EvalConfig(envs=["arith"], base_url=endpoint.base_url, concurrency=4, seed=7)
-    summary = run_eval(cfg, tmp_path / "run", endpoint)
+    summary = run_eval(cfg, tmp_path / "run", endpoint, transport=transport)
     s = summary["environments"]["arith"]
     assert summary["model"] == "scripted"  # asked of GET /models
     assert s["episodes"] == s["scored"] == 6
