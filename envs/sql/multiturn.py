@@ -29,6 +29,7 @@ import re
 from typing import Any
 
 from envhub.core import Episode, Feedback
+from envhub.errors import InfraError
 from envhub.spec import EnvSpec
 from envhub.tools import Param, ParsedCall, Tool, ToolSet, tool_result_messages
 from envhub.types import Message, Status
@@ -84,8 +85,10 @@ class SqlMultiTurnEnv(SqlEnv):
         episode.state["explored"] += 1
         try:
             result = self.run(self.db_path(episode.task), sql, max_rows=self.explore_rows)
-        except (QueryFailed, DatabaseUnavailable) as e:
-            return f"Error ({getattr(e, 'kind', 'error')}): {e}"
+        except QueryFailed as e:
+            return f"Error ({e.kind}): {e}"
+        except DatabaseUnavailable as e:  # the database, not the model: infra_error
+            raise InfraError(str(e)) from e
         return format_table(result)
 
     def _remaining(self, episode: Episode) -> str:

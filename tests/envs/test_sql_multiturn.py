@@ -155,3 +155,20 @@ def test_hostile_exploration_leaves_databases_unchanged(base, tmp_path):
         assert all("Error (refused)" in m.content for m in r.messages)
     assert {d: sha256_file(base.builtin.path(d)) for d in base.builtin.ids()} == before
     assert list(tmp_path.iterdir()) == []
+
+
+def test_database_gone_mid_episode_is_infra_error(base, tmp_path):
+    import shutil
+
+    from envhub.types import Task
+
+    db = tmp_path / "copy.sqlite"
+    shutil.copy(base.builtin.path("store"), db)
+    e = base.fork()
+    e.reset(task_id=TASK)
+    e._episode.task = Task(task_id="copy", prompt="q", answer="SELECT 1",
+                           metadata={"db_path": str(db), "db_id": "copy"})
+    assert e.step("```sql\nSELECT COUNT(*) FROM orders\n```").info.status is Status.OK
+    db.unlink()
+    r = e.step("```sql\nSELECT COUNT(*) FROM orders\n```")
+    assert r.info.status is Status.INFRA_ERROR and r.reward == 0.0 and r.truncated
