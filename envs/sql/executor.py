@@ -131,6 +131,9 @@ def open_readonly(db_path: str | Path, *,
         DatabaseUnavailable: The file does not exist or sqlite cannot open it.
     """
     path = Path(db_path).resolve()
+    if not hasattr(sqlite3.Connection, "setlimit"):
+        raise DatabaseUnavailable("the SQL guards need sqlite3.Connection.setlimit "
+                                  "(Python 3.11 or newer); refusing to run untrusted SQL")
     if not path.is_file():
         raise DatabaseUnavailable(f"database file {path} does not exist")
     try:
@@ -184,7 +187,7 @@ def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int,
         cursor = conn.execute(sql)
         rows = cursor.fetchmany(max_rows + 1)
         columns = tuple(d[0] for d in cursor.description or ())
-    except sqlite3.Error as e:
+    except (sqlite3.Error, sqlite3.Warning) as e:  # Python 3.10 warns on two statements
         raise _classify(e, fired[0] or time.monotonic() > deadline, timeout_s) from None
     finally:
         conn.close()
@@ -196,13 +199,13 @@ def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int,
     )
 
 
-def _classify(exc: sqlite3.Error, late: bool, timeout_s: float) -> QueryFailed:
+def _classify(exc: Exception, late: bool, timeout_s: float) -> QueryFailed:
     text = str(exc)
     if late and "interrupt" in text:
         return QueryTimeout(f"query ran past its {timeout_s:g} s deadline and was interrupted")
     if "not authorized" in text or "too many attached" in text:
         return QueryRefused(f"operation not allowed ({text}); only read-only SELECT queries run")
-    if isinstance(exc, sqlite3.ProgrammingError) and "one statement" in text:
+    if "one statement" in text:
         return QueryRefused("exactly one statement allowed")
     return QueryError(text)
 
