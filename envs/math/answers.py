@@ -60,6 +60,8 @@ WORKERS = int(os.environ.get("ENVHUB_MATH_WORKERS", "2"))
 """Sympy worker processes (``ENVHUB_MATH_WORKERS``)."""
 WORKER_MEMORY_MB = int(os.environ.get("ENVHUB_MATH_WORKER_MEMORY_MB", "2048"))
 """Address-space limit of one worker (``ENVHUB_MATH_WORKER_MEMORY_MB``; 0 for none)."""
+MAX_RESPONSE_CHARS = 100_000
+"""Extraction reads only this many characters from the end of a response."""
 QUEUE_GRACE_S = 10.0
 """How long a call may wait for a free or restarting worker, on top of its timeout."""
 
@@ -80,12 +82,9 @@ class Extraction:
 
 
 _HASH = re.compile(r"####[ \t]*([^\n]*)")
-_ANSWER_IS = re.compile(
-    r"\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*"
-    r"(?:(?:therefore|thus|simply|just|equal\s+to|exactly)\s+)?"
-    r"(.{1,200}?)\s*(?:\.(?=\s|$)|\n|$|\s+(?:because|since|which|as)\b)",
-    re.IGNORECASE,
-)
+_ANSWER_IS = re.compile(r"\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
@@ -102,14 +101,20 @@ def _hash_answers(text: str) -> list[str]:
 
 
 def _answer_is(text: str) -> list[str]:
+    """What follows each "the answer is" / "Answer:", up to the end of its sentence."""
     found = []
     for m in _ANSWER_IS.finditer(text):
-        answer = m.group(1)
+        answer = text[m.end() : m.end() + 200]
         # "Final Answer: The final answer is $8$." (Minerva style) states it twice
         while (inner := _RESTATED.match(answer)) is not None:
-            answer = answer[inner.end():]
-        if _tidy(answer):
-            found.append(_tidy(answer))
+            answer = answer[inner.end() :]
+        filler = _FILLER.match(answer)
+        if filler:
+            answer = answer[filler.end() :]
+        stop = _SENTENCE_END.search(answer)
+        answer = _tidy(answer[: stop.start()] if stop else answer)
+        if answer:
+            found.append(answer)
     return found
 
 
@@ -140,7 +145,11 @@ def _disagree(answers: list[str], final: str) -> bool:
 
 
 def extract_answer(text: str) -> Extraction:
-    """Find the final answer of a response (rules and hedging in the module docstring)."""
+    """Find the final answer of a response (rules and hedging in the module docstring).
+
+    Only the last :data:`MAX_RESPONSE_CHARS` characters are read.
+    """
+    text = text[-MAX_RESPONSE_CHARS:]
     hashes = _hash_answers(text)
     boxes = boxed_contents(text) if "\\boxed" in text or "\\fbox" in text else []
     explicit = hashes + boxes
@@ -166,6 +175,7 @@ def format_score(text: str, style: str) -> float:
     Raises:
         ValueError: ``style`` is neither.
     """
+    text = text[-MAX_RESPONSE_CHARS:]
     if style == "hash":
         markers = _hash_answers(text)
     elif style == "boxed":

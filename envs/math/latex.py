@@ -66,6 +66,9 @@ _SUBS = [
 _MATRIX = re.compile(
     r"^\s*\\begin\{([pbvB]?matrix|array)\}(?:\{[^{}]*\})?(.*?)\\end\{\1\}\s*$", re.S
 )
+_BOXED = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*")
+_BRACE = re.compile(r"(?<!\\)[{}]")
+_BARE = re.compile(r"[^\s$]+")
 _THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
@@ -95,17 +98,29 @@ def braced(s: str, start: int) -> tuple[str, int]:
 
 
 def boxed_contents(text: str) -> list[str]:
-    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (or ``\boxed 5``), in order."""
+    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (or ``\boxed 5``), in order.
+
+    Linear in the text, however many braces are left open.
+    """
+    starts = list(_BOXED.finditer(text))
+    if not starts:
+        return []
+    close_of: dict[int, int] = {}
+    stack: list[int] = []
+    for m in _BRACE.finditer(text):
+        if m.group(0) == "{":
+            stack.append(m.start())
+        elif stack:
+            close_of[stack.pop()] = m.start()
     out = []
-    for m in re.finditer(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*", text):
+    for m in starts:
         j = m.end()
         if j < len(text) and text[j] == "{":
-            try:
-                content, _ = braced(text, j)
-            except AnswerSyntaxError:
+            if j not in close_of:
                 continue
+            content = text[j + 1 : close_of[j]]
         else:
-            bare = re.match(r"[^\s$]+", text[j:])
+            bare = _BARE.match(text, j)
             content = bare.group(0) if bare else ""
         if content.strip():
             out.append(content.strip())

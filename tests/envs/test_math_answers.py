@@ -187,6 +187,24 @@ def test_hostile_predictions_are_rejected_fast(pred):
     assert time.monotonic() - start < 0.5
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\boxed{" * 30000,
+        "\\boxed{1}" * 50000,
+        "the answer is " * 50000,
+        "{" * 100000,
+        "1 " * 300000,
+    ],
+    ids=["unclosed-boxes", "many-boxes", "many-answer-is", "open-braces", "many-numbers"],
+)
+def test_huge_hostile_responses_are_read_in_bounded_time(text):
+    start = time.monotonic()
+    extract_answer(text)
+    format_score(text, "boxed")
+    assert time.monotonic() - start < 2.0
+
+
 def test_slow_symbolic_check_times_out_and_the_pool_recovers():
     answers.warmup()
     start = time.monotonic()
