@@ -330,6 +330,7 @@ class Evaluation:
         wall = {n: self.wall.get(n, now - t0) for n, t0 in self._started.items()}
         for name, prior in self._prior_wall.items():
             wall[name] = wall.get(name, 0.0) + prior
+        self.store.close()
         summary = {
             "model": self.model.name or self.config.model,
             "interrupted": interrupted,

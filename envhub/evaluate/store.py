@@ -103,6 +103,7 @@ class RunStore:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         """Use ``directory`` (created on first write)."""
         self.dir = Path(directory)
+        self._fh: Any = None
 
     @property
     def episodes_path(self) -> Path:
@@ -133,6 +134,8 @@ class RunStore:
 
     def load_records(self) -> list[EpisodeRecord]:
         """Every record of ``episodes.jsonl``; a torn last line (hard kill) is skipped."""
+        if self._fh is not None:
+            self._fh.flush()
         if not self.episodes_path.exists():
             return []
         records = []
@@ -150,14 +153,22 @@ class RunStore:
         return records
 
     def append(self, record: EpisodeRecord) -> None:
-        """Append one record and flush it to disk."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.episodes_path, "a", encoding="utf-8") as f:
-            f.write(record.model_dump_json() + "\n")
-            f.flush()
+        """Append one record and flush it (to the OS: a killed process loses nothing)."""
+        if self._fh is None:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.episodes_path, "a", encoding="utf-8")  # noqa: SIM115
+        self._fh.write(record.model_dump_json() + "\n")
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Close the episodes file (appending reopens it)."""
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
     def rewrite(self, records: Iterable[EpisodeRecord]) -> None:
         """Replace ``episodes.jsonl`` with ``records``."""
+        self.close()
         self._atomic(EPISODES, "".join(r.model_dump_json() + "\n" for r in records))
 
     def write_summary(self, summary: dict[str, Any]) -> None:
