@@ -16,7 +16,8 @@ Prints, as one JSON object:
   machine load does not inflate (wall times on a busy machine mostly measure waiting).
   Processes the kernel reaps when a sandbox's pid namespace ends are not all counted.
 - ``throughput``: HumanEval gold solutions verified per second through ``env.verify`` with
-  N threads (what the HTTP server does per request), for each N in ``--workers``.
+  N threads (what the HTTP server does per request), for each N in ``--workers``;
+  ``throughput_http`` (with ``--http``): the same through a spawned ``envhub serve``.
 
 All runs of one kind are interleaved with the others, so machine load hits them alike.
 """
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import resource
 import statistics
 import subprocess
@@ -35,7 +35,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import envhub
-from envhub.core import Episode
 from envhub.sandbox import FunctionSuite, Limits, Sandbox, run_suite
 
 FUNCTION = "def add(a, b):\n    return a + b\n"
@@ -89,13 +88,10 @@ def latency(runs: int, python: str) -> dict[str, float | str | bool]:
     return out
 
 
-def throughput(workers: list[int], n_tasks: int) -> dict[str, float]:
-    env = envhub.make("humaneval")
-    tasks = env.tasks()[:n_tasks]
-    golds = [
-        env.reference_action(Episode(task=t, seed=0, rng=random.Random(0), messages=[]))
-        for t in tasks
-    ]
+def throughput(workers: list[int], n_tasks: int, runner: str = "local") -> dict[str, float]:
+    env = envhub.make("humaneval", runner=runner)
+    tasks = envhub.make("humaneval").tasks()[:n_tasks]
+    golds = [f"```python\n{t.answer}\n```" for t in tasks]
     env.verify(tasks[0], golds[0])  # warm: probe and compile the runner once
     out = {}
     for n in workers:
@@ -115,11 +111,16 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--python", default="/usr/bin/python3")
+    parser.add_argument(
+        "--http", action="store_true", help="also measure through `envhub serve` (POST /verify)"
+    )
     args = parser.parse_args()
     result = {"cpus": os.cpu_count(), "load_before": os.getloadavg()[0]}
     result.update(latency(args.runs, args.python))
     workers = [int(w) for w in args.workers.split(",")]
     result["throughput"] = throughput(workers, args.tasks)
+    if args.http:
+        result["throughput_http"] = throughput(workers, args.tasks, runner="http")
     result["load_after"] = os.getloadavg()[0]
     print(json.dumps(result, indent=2))
 
