@@ -31,7 +31,7 @@ FLIGHTS = [
       "airport code and the number of bookings, most first.",
       "SELECT f.origin, COUNT(*) AS n_bookings FROM bookings b JOIN flights f ON f.flight_id "
       "= b.flight_id GROUP BY f.origin ORDER BY n_bookings DESC LIMIT {n}",
-      values("n", 1, 2, 3, 4, 5),
+      values("n", 2, 3, 4, 5, 6),
       sort_key=(1,)),
     T("flights", "revenue_by_class",
       "What is the total booking revenue per seat class on the flights of {airline}? Give "
@@ -54,8 +54,8 @@ FLIGHTS = [
       "SELECT maker, km FROM (SELECT DISTINCT manufacturer AS maker FROM aircraft) JOIN ("
       + values("km", 1500, 2000) + ") ORDER BY maker, km"),
     T("flights", "class_bookings_by_nationality",
-      "How many {seat_class} class bookings were made by passengers of {nationality} "
-      "nationality?",
+      "How many bookings in {seat_class} class were made by passengers whose nationality is "
+      "{nationality}?",
       "SELECT COUNT(*) FROM bookings b JOIN passengers p ON p.passenger_id = b.passenger_id "
       "WHERE b.seat_class = {seat_class} AND p.nationality = {nationality}",
       "SELECT DISTINCT b.seat_class, p.nationality FROM bookings b JOIN passengers p ON "
@@ -72,8 +72,8 @@ FLIGHTS = [
       "SELECT COUNT(*) FROM flights f JOIN airports o ON o.code = f.origin JOIN airports d "
       "ON d.code = f.destination WHERE o.country = d.country"),
     T("flights", "max_price_from_city",
-      "What is the highest price paid for a {seat_class} class booking on a flight departing "
-      "from {city}?",
+      "What is the highest price paid for a booking in {seat_class} class on a flight "
+      "departing from {city}?",
       "SELECT MAX(b.price) FROM bookings b JOIN flights f ON f.flight_id = b.flight_id JOIN "
       "airports a ON a.code = f.origin WHERE b.seat_class = {seat_class} AND a.city = {city}",
       "SELECT DISTINCT b.seat_class, a.city FROM bookings b JOIN flights f ON f.flight_id = "
@@ -83,11 +83,12 @@ FLIGHTS = [
       "the model and the number of bookings.",
       "SELECT ac.model, COUNT(b.booking_id) FROM aircraft ac JOIN flights f ON f.aircraft_id "
       "= ac.aircraft_id JOIN bookings b ON b.flight_id = f.flight_id GROUP BY ac.aircraft_id"),
-    T("flights", "longest_delays",
-      "Which {n} flights had the longest delays? Give the flight number and the delay in "
-      "minutes, longest first.",
-      "SELECT flight_no, delay_min FROM flights WHERE delay_min IS NOT NULL "
-      "ORDER BY delay_min DESC LIMIT {n}",
-      values("n", 1, 2, 3, 5),
-      sort_key=(1,)),
+    T("flights", "top_routes_by_revenue",
+      "Which {n} routes (origin and destination airport codes) earned the most booking "
+      "revenue? Give the origin, the destination and the revenue, highest first.",
+      "SELECT f.origin, f.destination, SUM(b.price) AS revenue FROM flights f JOIN bookings b "
+      "ON b.flight_id = f.flight_id GROUP BY f.origin, f.destination "
+      "ORDER BY revenue DESC LIMIT {n}",
+      values("n", 2, 3, 5, 10),
+      sort_key=(2,)),
 ]

@@ -11,8 +11,8 @@ LIBRARY = [
       "SELECT COUNT(*) FROM books WHERE genre = {genre}",
       "SELECT DISTINCT genre FROM books ORDER BY genre"),
     T("library", "recent_books_by_nationality",
-      "List the titles of the books written by {nationality} authors and published after "
-      "{year}.",
+      "List the titles of the books published after {year} by authors whose nationality is "
+      "{nationality}.",
       "SELECT b.title FROM books b JOIN authors a ON a.author_id = b.author_id WHERE "
       "a.nationality = {nationality} AND b.published_year > {year}",
       "SELECT nationality, year FROM (SELECT DISTINCT nationality FROM authors) JOIN ("
@@ -37,7 +37,7 @@ LIBRARY = [
       "SELECT m.name, SUM(b.pages) AS total_pages FROM members m JOIN loans l ON l.member_id "
       "= m.member_id JOIN copies c ON c.copy_id = l.copy_id JOIN books b ON b.book_id = "
       "c.book_id GROUP BY m.member_id ORDER BY total_pages DESC LIMIT {n}",
-      values("n", 1, 2, 3, 5, 10),
+      values("n", 2, 3, 5, 10),
       sort_key=(1,)),
     T("library", "unknown_birth_year",
       "List the names of the authors whose birth year is unknown.",
@@ -63,8 +63,8 @@ LIBRARY = [
       "SELECT genre, city FROM (SELECT DISTINCT genre FROM books) JOIN (SELECT DISTINCT city "
       "FROM branches) ORDER BY genre, city"),
     T("library", "loans_per_year",
-      "How many loans started in each year? Give the year and the number of loans, in "
-      "chronological order.",
+      "How many loans started in each year? Give the year as text 'YYYY' and the number of "
+      "loans, in chronological order.",
       "SELECT strftime('%Y', loan_date) AS year, COUNT(*) FROM loans GROUP BY year "
       "ORDER BY year",
       sort_key=(0,)),

@@ -34,7 +34,7 @@ UNIVERSITY = [
       "SELECT s.name, AVG(e.grade) AS avg_grade FROM students s JOIN enrollments e ON "
       "e.student_id = s.student_id WHERE e.grade IS NOT NULL GROUP BY s.student_id "
       "HAVING COUNT(e.grade) >= {k} ORDER BY avg_grade DESC LIMIT {n}",
-      "SELECT n, k FROM (" + values("n", 1, 3, 5) + ") JOIN (" + values("k", 3, 4, 5)
+      "SELECT n, k FROM (" + values("n", 2, 3, 5) + ") JOIN (" + values("k", 3, 4, 5)
       + ") ORDER BY n, k",
       sort_key=(1,)),
     T("university", "in_progress_by_course",
