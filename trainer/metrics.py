@@ -10,7 +10,8 @@ Keys: ``reward_mean``/``reward_std``, ``reward/<component>``, ``accuracy`` (mean
 episode), ``seq_length``, ``turns``, ``episodes``, ``dropped`` and ``dropped/<status>``,
 ``token_mult_prob_error``, ``tokens_per_s`` (generated tokens per second of generation),
 and ``time/<phase>`` for ``rollout``, ``generation``, ``env``, ``logprobs``, ``train``,
-``refit``, ``checkpoint`` and ``step``.
+``refit``, ``checkpoint`` and ``step``; ``memory/worker_peak_mb`` (the largest policy
+worker's peak: GPU memory on CUDA, resident set size on CPU).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def train_metrics(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
         "grad_norm": per_rank[0]["grad_norm"],
         "lr": per_rank[0]["lr"],
         "train_tokens": total["n_tokens"],
+        "memory/worker_peak_mb": max(r.get("peak_memory_mb", 0.0) for r in per_rank),
     }
 
 

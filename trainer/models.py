@@ -203,3 +203,22 @@ def _gguf_builder(gguf: Path) -> Any:
         tok.save_pretrained(tmp)
 
     return build
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m trainer.models smollm2|tiny [--out DIR]``: build a model folder, print it."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m trainer.models", description=main.__doc__)
+    parser.add_argument("which", choices=sorted(MODEL_ALIASES))
+    parser.add_argument("--out", default=None, help="target folder (smollm2 only)")
+    parser.add_argument("--force", action="store_true", help="convert again")
+    args = parser.parse_args(argv)
+    if args.which == "smollm2":
+        print(convert_smollm2(args.out, force=args.force))
+    else:
+        print(tiny_llama_path())
+
+
+if __name__ == "__main__":
+    main()

@@ -35,6 +35,15 @@ def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: 
     )
 
 
+def _peak_memory_mb(device: torch.device) -> float:
+    """Peak memory of this process: GPU allocations on CUDA, resident set size on CPU."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
 def lr_lambda(schedule: str, warmup: int, total: int) -> Any:
     """Multiplier of the base LR at optimizer step ``i``: linear warm-up, then the decay."""
 
@@ -174,6 +183,7 @@ class Policy:
             self.optimizer.step()
             self.scheduler.step()
         stats["grad_norm"] = sum(norms) / max(1, len(norms))
+        stats["peak_memory_mb"] = _peak_memory_mb(self.device)
         return stats
 
     def _micro_step(self, mb: dict[str, torch.Tensor], stats: dict[str, float]) -> None:

@@ -34,6 +34,7 @@ from .batch import Sample
 from .config import Config
 from .engine import Generation, SamplingParams
 from .grpo import LossConfig
+from .refit import load_into_engine, make_weight_sync
 
 
 def _set_threads(n: int) -> None:
@@ -105,10 +106,10 @@ class PolicyWorker:
         """Copy the current policy weights into the colocated engine. Collective.
 
         Returns:
-            Seconds spent on this rank.
+            Seconds spent on this rank (gather and load).
         """
         t0 = time.perf_counter()
-        self.engine.load_state_dict(self.policy.full_state_dict())
+        load_into_engine(self.engine, self.policy.full_state_dict())
         return time.perf_counter() - t0
 
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:
@@ -250,6 +251,7 @@ class Cluster:
         self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
         addr, port = ray.get(self.policy[0].address.remote())
         ray.get([w.setup.remote(addr, port) for w in self.policy])
+        self.weight_sync = make_weight_sync(c.placement, self.policy)
         if config.loss.kl_beta > 0:
             ref = ray.remote(num_cpus=0)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
@@ -265,21 +267,23 @@ class Cluster:
         if ray.is_initialized():
             return
         address = self.cfg.cluster.address
-        repo = str(Path(__file__).resolve().parent.parent)
-        path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
-        runtime_env = {"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}}
         if address:
-            ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
+            # An existing cluster: code reaches the workers through the image or the job's
+            # runtime environment (`ray job submit --working-dir .`).
+            ray.init(address=address, log_to_driver=True)
         else:
             # A private local Ray: its own temp dir (never joins a stale cluster on a shared
-            # machine) and stopped by this process alone at the end (never `ray stop`).
+            # machine), stopped by this process alone at the end (never `ray stop`).
+            repo = str(Path(__file__).resolve().parent.parent)
+            path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
+            env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
             self._ray_dir = tempfile.mkdtemp(prefix="envhub-ray-")
             ray.init(
                 address="local",
                 num_cpus=self.cfg.cluster.num_cpus or os.cpu_count(),
                 _temp_dir=self._ray_dir,
                 include_dashboard=False,
-                runtime_env=runtime_env,
+                runtime_env={"env_vars": env},
                 log_to_driver=True,
             )
         self._own_ray = True
@@ -300,8 +304,8 @@ class Cluster:
         return [g for part in ray.get(refs) for g in part]
 
     def refit(self) -> float:
-        """New weights into every engine; returns the slowest rank's seconds."""
-        return max(ray.get([w.refit.remote() for w in self.policy]))
+        """New weights into every engine (see :mod:`trainer.refit`); returns seconds."""
+        return self.weight_sync.push()
 
     def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
         """Current-policy logprobs of each rank's shard."""
