@@ -51,8 +51,9 @@ from functools import lru_cache
 from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
 
 from . import symbolic
+from .compare import quick_compare
 from .latex import AnswerSyntaxError, boxed_contents
-from .parse import Answer, parse_answer, quick_compare
+from .parse import Answer, parse_answer
 
 __all__ = ["Extraction", "extract_answer", "format_score", "is_equivalent", "shutdown"]
 

@@ -24,7 +24,8 @@ import string
 from functools import lru_cache
 from typing import Any
 
-from .parse import Answer, Equation, Expr, Items, Seq, Text, Union, matching, quick_compare
+from .compare import matching, quick_compare
+from .parse import Answer, Equation, Expr, Items, Seq, Text, Union
 
 EQUAL, DIFFERENT, GOLD_ERROR = "equal", "different", "gold_error"
 
