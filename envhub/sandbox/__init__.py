@@ -66,15 +66,8 @@ What is NOT covered (know this before trusting it):
   and use the network. Use it only where bubblewrap cannot run and the code is not hostile.
 """
 
-from .core import (
-    Limits,
-    RunResult,
-    Sandbox,
-    SandboxError,
-    SandboxUnavailable,
-    processes_of,
-    sweep_uid,
-)
+from .core import Limits, RunResult, Sandbox
+from .errors import SandboxError, SandboxUnavailable
 from .harness import (
     FunctionSuite,
     Step,
@@ -85,6 +78,7 @@ from .harness import (
     run_io_tests,
     run_suite,
 )
+from .procs import processes_of, sweep_uid
 
 __all__ = [
     "FunctionSuite",

@@ -5,42 +5,22 @@ See :mod:`envhub.sandbox` for what the sandbox covers and what it does not.
 
 from __future__ import annotations
 
-import ast
-import fcntl
 import os
 import secrets
-import selectors
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import InfraError
-from . import cgroup
+from . import cgroup, jail, pipes, procs
+from .errors import SandboxError, SandboxUnavailable
 
-RUNNER_SOURCE = (Path(__file__).parent / "_runner.py").read_text(encoding="utf-8")
-NONCE_LEN = 32
-SANDBOX_UID = 65534
-"""The uid (``nobody``) the code sees inside the sandbox."""
-MAX_VERDICT_BYTES = 8 << 20
-DRAIN_CAP = 64 << 20
-"""Bytes of output read (and thrown away) past ``output_bytes`` before the pipe is closed."""
 Mode = Literal["auto", "bwrap", "rlimit"]
-
-
-class SandboxUnavailable(InfraError):
-    """No sandbox can run here (bubblewrap or Python missing); never the model's fault."""
-
-
-class SandboxError(InfraError):
-    """The sandbox failed to start or broke its protocol; never the model's fault."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +110,7 @@ class Sandbox:
     ) -> None:
         self.limits = limits or Limits()
         self.requested_mode = mode
-        self.python = python or os.environ.get("ENVHUB_SANDBOX_PYTHON") or _find_python()
+        self.python = python or os.environ.get("ENVHUB_SANDBOX_PYTHON") or jail.find_python()
         self.ro_binds = dict(ro_binds or {})
         self._mode: str | None = None
         self._bwrap_prefix: list[str] | None = None
@@ -146,7 +126,7 @@ class Sandbox:
         with self._lock:
             if self._mode is None:
                 mode = self._choose_mode()
-                self._runner_fd, self._runner_size = _compile_runner(self.python)
+                self._runner_fd, self._runner_size = jail.compile_runner(self.python)
                 self._mode = mode
             return self._mode
 
@@ -238,15 +218,15 @@ class Sandbox:
             return "the `bwrap` command is not installed"
         last = ""
         for disable_userns in (True, False):
-            prefix = _bwrap_prefix(exe, self.limits, self.python, self.ro_binds, disable_userns)
-            uid = _pick_uid()
-            argv, kwargs = as_user(uid, [*prefix, self.python, "-I", "-S", "-c", "pass"])
+            prefix = jail.bwrap_prefix(exe, self.limits, self.python, self.ro_binds, disable_userns)
+            uid = procs.pick_uid()
+            argv, kwargs = procs.as_user(uid, [*prefix, self.python, "-I", "-S", "-c", "pass"])
             try:
                 proc = subprocess.run(argv, capture_output=True, timeout=30, **kwargs)
             except (OSError, subprocess.TimeoutExpired) as e:
                 return f"bwrap failed to run: {e}"
             finally:
-                _release_uid(uid)
+                procs.release_uid(uid)
             if proc.returncode == 0:
                 self._bwrap_prefix = prefix
                 return None
@@ -282,159 +262,7 @@ class Sandbox:
         if limits.tmpfs_mb == self.limits.tmpfs_mb:
             return list(self._bwrap_prefix)
         disable = "--disable-userns" in self._bwrap_prefix
-        return _bwrap_prefix(self._bwrap_prefix[0], limits, self.python, self.ro_binds, disable)
-
-
-def _compile_runner(python: str) -> tuple[int, int]:
-    """Compile the runner with the sandbox's Python; return a sealed memfd holding it.
-
-    Compiling the runner's source costs more than starting Python; a marshalled code object
-    loads in well under a millisecond.
-    """
-    script = (
-        "import marshal,sys;sys.stdout.buffer.write(marshal.dumps(compile("
-        "sys.stdin.read(),'envhub-sandbox-runner','exec')))"
-    )
-    try:
-        proc = subprocess.run(
-            [python, "-I", "-S", "-c", script],
-            input=RUNNER_SOURCE.encode(),
-            capture_output=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise SandboxUnavailable(f"cannot run the sandbox's Python {python!r}: {e}") from e
-    if proc.returncode != 0 or not proc.stdout:
-        raise SandboxUnavailable(
-            f"the sandbox's Python {python!r} cannot compile the runner (it needs Python "
-            f">= 3.8): {proc.stderr.decode(errors='replace')[-300:]}"
-        )
-    return _memfd("envhub-runner", proc.stdout, seal=True), len(proc.stdout)
-
-
-def _find_python() -> str:
-    for cand in ("/usr/bin/python3", "/usr/local/bin/python3"):
-        if Path(cand).exists():
-            return cand
-    return sys.executable
-
-
-def _bwrap_prefix(
-    exe: str, limits: Limits, python: str, ro_binds: Mapping[str, str], disable_userns: bool
-) -> list[str]:
-    args = [exe, "--unshare-all", "--unshare-user"]
-    if disable_userns:
-        args.append("--disable-userns")
-    # --as-pid-1: no bwrap reaper inside. That reaper would hold every inherited descriptor
-    # (the verdict pipe, the nonce) while staying dumpable, so the program could open them
-    # through /proc/1/fd. The runner is pid 1 instead: non-dumpable, and unkillable from
-    # inside its own namespace.
-    args += ["--as-pid-1", "--die-with-parent", "--new-session", "--uid", str(SANDBOX_UID)]
-    args += ["--gid", str(SANDBOX_UID), "--hostname", "sandbox", "--ro-bind", "/usr", "/usr"]
-    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        p = Path("/") / name
-        if p.is_symlink():
-            args += ["--symlink", os.readlink(p), str(p)]
-        elif p.is_dir():
-            args += ["--ro-bind", str(p), str(p)]
-    real = Path(python).resolve()
-    if not str(real).startswith("/usr/"):
-        prefix = str(real.parent.parent)
-        args += ["--ro-bind", prefix, prefix]
-    for src, dest in ro_binds.items():
-        args += ["--ro-bind", src, dest]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(4 << 20), "--tmpfs", "/dev/shm"]
-    args += ["--size", str(limits.tmpfs_mb << 20), "--tmpfs", "/tmp"]
-    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", "/tmp", "--clearenv"]
-    for key, value in _sandbox_env("/tmp").items():
-        args += ["--setenv", key, value]
-    return args
-
-
-def _sandbox_env(home: str) -> dict[str, str]:
-    return {
-        "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": home,
-        "TMPDIR": home,
-        "LANG": "C.UTF-8",
-        "PYTHONHASHSEED": "0",
-    }
-
-
-_uids_lock = threading.Lock()
-_uids_in_use: set[int] = set()
-
-
-def _pick_uid() -> int | None:
-    """A fresh host uid per run when root (so RLIMIT_NPROC applies and leaks are findable)."""
-    if os.geteuid() != 0:
-        return None
-    with _uids_lock:
-        while True:
-            uid = (1 << 20) + secrets.randbelow(1 << 29)
-            if uid not in _uids_in_use:
-                _uids_in_use.add(uid)
-                return uid
-
-
-def _release_uid(uid: int | None) -> None:
-    with _uids_lock:
-        _uids_in_use.discard(uid)  # type: ignore[arg-type]
-
-
-_SETPRIV = shutil.which("setpriv")
-
-
-def as_user(uid: int | None, argv: list[str]) -> tuple[list[str], dict[str, Any]]:
-    """``argv`` and Popen arguments that run it as host ``uid`` (``None``: as ourselves).
-
-    ``setpriv`` (util-linux) switches the uid after a cheap ``vfork``; Popen's own ``user=``
-    forces a full ``fork`` of the caller, which costs ~0.2 s for a server of 600 MB.
-    """
-    if uid is None:
-        return argv, {}
-    if _SETPRIV:
-        switch = [_SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
-        return [*switch, *argv], {}
-    return argv, {"user": uid, "group": uid, "extra_groups": []}
-
-
-def sweep_uid(uid: int | None, timeout_s: float = 2.0) -> int:
-    """SIGKILL every process of host ``uid`` until none is left; returns how many were seen."""
-    if uid is None:
-        return 0
-    seen: set[int] = set()
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pids = processes_of(uid)
-        if not pids or time.monotonic() > deadline:
-            return len(seen)
-        for pid in pids:
-            seen.add(pid)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        time.sleep(0.005)
-
-
-def processes_of(uid: int) -> list[int]:
-    """Live (non-zombie) processes whose real uid is ``uid``."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/status", "rb") as f:
-                status = f.read()
-        except OSError:
-            continue
-        fields = dict(line.split(b":", 1) for line in status.splitlines() if b":" in line)
-        state = fields.get(b"State", b"").strip()[:1]
-        real_uid = fields.get(b"Uid", b"-1").split()[0]
-        if state not in (b"Z", b"X") and int(real_uid) == uid:
-            out.append(int(name))
-    return out
+        return jail.bwrap_prefix(self._bwrap_prefix[0], limits, self.python, self.ro_binds, disable)
 
 
 class _Launch:
@@ -451,8 +279,8 @@ class _Launch:
     ) -> None:
         self.box, self.mode, self.runner_mode = box, mode, runner_mode
         self.job, self.stdin, self.limits = job, stdin, limits
-        self.nonce = secrets.token_hex(NONCE_LEN // 2).encode()
-        self.uid = _pick_uid()
+        self.nonce = secrets.token_hex(pipes.NONCE_LEN // 2).encode()
+        self.uid = procs.pick_uid()
         self.workdir: str | None = None
         self.cgroup: cgroup.Cgroup | None = None
 
@@ -464,11 +292,11 @@ class _Launch:
                 self.cgroup.destroy()
             if self.workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
-            _release_uid(self.uid)
+            procs.release_uid(self.uid)
 
     def _execute(self) -> RunResult:
-        nonce_fd = _memfd("envhub-nonce", self.nonce, seal=True)
-        job_fd = _memfd("envhub-job", repr(self.job).encode(), seal=True)
+        nonce_fd = procs.memfd("envhub-nonce", self.nonce, seal=True)
+        job_fd = procs.memfd("envhub-job", repr(self.job).encode(), seal=True)
         verdict_r, verdict_w = os.pipe()
         fds = (nonce_fd, job_fd, verdict_w)
         runner_fd, self.runner = self.box.runner_bootstrap()
@@ -482,7 +310,7 @@ class _Launch:
         }
         try:
             argv, cwd, env = self._command(config)
-            argv, kwargs = as_user(self.uid, argv)
+            argv, kwargs = procs.as_user(self.uid, argv)
             self.cgroup = cgroup.create(
                 self.nonce[:16].decode(), self.limits.total_memory_mb, self.limits.nproc + 8
             )
@@ -510,26 +338,26 @@ class _Launch:
 
     def _command(self, config: dict[str, Any]) -> tuple[list[str], str | None, dict[str, str]]:
         if self.mode == "bwrap":
-            config["env"] = _sandbox_env("/tmp")
+            config["env"] = jail.sandbox_env("/tmp")
             argv = [*self.box.bwrap_argv(self.limits), *self.runner, repr(config)]
             return argv, None, {"PATH": "/usr/bin:/bin"}
         self.workdir = tempfile.mkdtemp(prefix="envhub-sandbox-")
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
-        config["env"] = _sandbox_env(self.workdir)
+        config["env"] = jail.sandbox_env(self.workdir)
         return [*self.runner, repr(config)], self.workdir, dict(config["env"])
 
     def _supervise(self, proc: subprocess.Popen, verdict_r: int, start: float) -> RunResult:
-        reader = _Reader(proc, verdict_r, self.stdin, self.limits.output_bytes)
+        reader = pipes.Reader(proc, verdict_r, self.stdin, self.limits.output_bytes)
         deadline = start + self.limits.wall_s
         timed_out = not reader.pump(deadline)
         if timed_out:
-            _kill_group(proc.pid)
-        exit_code = _wait(proc, timed_out)
+            procs.kill_group(proc.pid)
+        exit_code = procs.wait(proc, timed_out)
         if timed_out or self.mode == "rlimit":
-            sweep_uid(self.uid)
+            procs.sweep_uid(self.uid)
         reader.close()
-        messages, rejected = _parse_verdicts(bytes(reader.verdict), self.nonce)
+        messages, rejected = pipes.parse_verdicts(bytes(reader.verdict), self.nonce)
         ready = next((m for m in messages if m.get("event") == "ready"), None)
         return RunResult(
             exit_code=None if timed_out else exit_code,
@@ -547,146 +375,3 @@ class _Launch:
             hardened=bool(ready and ready.get("hardened")),
             cgroup=self.cgroup is not None,
         )
-
-
-_SEALS = fcntl.F_SEAL_SEAL | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_WRITE
-
-
-def _memfd(name: str, data: bytes, seal: bool = False) -> int:
-    """An anonymous in-memory file holding ``data``; sealed ones can never change."""
-    flags = os.MFD_CLOEXEC | (os.MFD_ALLOW_SEALING if seal else 0)
-    fd = os.memfd_create(name, flags)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-    if seal:
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
-    return fd
-
-
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def _wait(proc: subprocess.Popen, killed: bool) -> int | None:
-    try:
-        return proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc.pid)
-        proc.kill()
-        return proc.wait()
-
-
-def _parse_verdicts(data: bytes, nonce: bytes) -> tuple[list[dict[str, Any]], int]:
-    messages, rejected = [], 0
-    for line in data.split(b"\n"):
-        if not line:
-            continue
-        if not secrets.compare_digest(line[:NONCE_LEN], nonce):
-            rejected += 1
-            continue
-        try:
-            msg = ast.literal_eval(line[NONCE_LEN:].decode())
-        except (ValueError, SyntaxError, RecursionError, MemoryError, UnicodeDecodeError):
-            rejected += 1
-            continue
-        if isinstance(msg, dict):
-            messages.append(msg)
-        else:
-            rejected += 1
-    return messages, rejected
-
-
-class _Reader:
-    """Pumps stdin in and stdout, stderr and the verdict channel out, all bounded."""
-
-    def __init__(self, proc: subprocess.Popen, verdict_r: int, stdin: bytes, cap: int) -> None:
-        self.proc = proc
-        self.sel = selectors.DefaultSelector()
-        self.out = {1: bytearray(), 2: bytearray(), 3: bytearray()}
-        self.seen = {1: 0, 2: 0, 3: 0}
-        self.truncated = {1: False, 2: False, 3: False}
-        self.caps = {1: cap, 2: cap, 3: MAX_VERDICT_BYTES}
-        self.verdict_r = verdict_r
-        assert proc.stdout is not None and proc.stderr is not None
-        for key, fd in ((1, proc.stdout.fileno()), (2, proc.stderr.fileno()), (3, verdict_r)):
-            os.set_blocking(fd, False)
-            self.sel.register(fd, selectors.EVENT_READ, key)
-        self.pending = memoryview(stdin)
-        if proc.stdin is not None:
-            os.set_blocking(proc.stdin.fileno(), False)
-            self.sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE, 0)
-
-    @property
-    def verdict(self) -> bytearray:
-        return self.out[3]
-
-    def pump(self, deadline: float) -> bool:
-        """Move data until every output closes; False if the deadline came first."""
-        exited_at: float | None = None
-        while self.sel.get_map():
-            now = time.monotonic()
-            if now >= deadline:
-                return False
-            if exited_at is None and self.proc.poll() is not None:
-                exited_at = now
-            if exited_at is not None and now - exited_at > 0.2:
-                return True  # the program is gone; a leftover holds a pipe open
-            wait = min(deadline - now, 0.05 if exited_at is None else 0.01)
-            for key, _ in self.sel.select(timeout=max(wait, 0.0)):
-                self._handle(key)
-        return True
-
-    def _handle(self, key: selectors.SelectorKey) -> None:
-        which = key.data
-        if which == 0:
-            self._feed(key.fd)
-            return
-        try:
-            chunk = os.read(key.fd, 1 << 16)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            self.sel.unregister(key.fd)
-            return
-        self.seen[which] += len(chunk)
-        room = self.caps[which] - len(self.out[which])
-        if room > 0:
-            self.out[which] += chunk[:room]
-        if len(chunk) > room:
-            self.truncated[which] = True
-        if self.seen[which] > self.caps[which] + DRAIN_CAP:
-            self.sel.unregister(key.fd)  # stop draining a flood; the writer blocks till killed
-
-    def _feed(self, fd: int) -> None:
-        try:
-            n = os.write(fd, self.pending[: 1 << 16])
-        except BlockingIOError:
-            return
-        except OSError:
-            n = len(self.pending)
-        self.pending = self.pending[n:]
-        if not self.pending:
-            self.sel.unregister(fd)
-            assert self.proc.stdin is not None
-            self.proc.stdin.close()
-
-    def close(self) -> None:
-        self.sel.close()
-        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
-        os.close(self.verdict_r)
-
-
-def with_limits(limits: Limits, **changes: Any) -> Limits:
-    """A copy of ``limits`` with some fields changed (``Limits`` is frozen)."""
-    return replace(limits, **changes)
