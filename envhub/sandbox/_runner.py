@@ -272,7 +272,7 @@ def exec_mode():
     for name, text in job.get("files", {}).items():
         path = os.path.join(os.getcwd(), name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
+        with open(path, "w", encoding="utf-8", errors="surrogatepass") as f:
             f.write(text)
     _say({"event": "ready", "hardened": _CFG["hardened"]})
     _close_fds([0, 1, 2])

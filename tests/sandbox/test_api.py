@@ -298,3 +298,11 @@ def test_runner_source_has_no_heavy_imports():
         text=True,
     )
     assert out.stdout.strip() == "True" or not os.path.exists("/usr/bin/python3")
+
+
+@needs_bwrap
+def test_unencodable_code_is_the_programs_failure_not_an_infra_error(box):
+    result = box.run_python("print('\ud800')")
+    assert result.exit_code != 0
+    report = run_suite(box, "def add(a, b):\n    return '\ud800'\n", ADD_SUITE)
+    assert report.passed == 0 and report.finished
