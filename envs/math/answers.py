@@ -234,6 +234,7 @@ def is_equivalent(pred: str, gold: str, *, timeout: float = 2.0) -> bool:
 
 _lock = threading.Lock()
 _pool = None
+_state = {"atexit": False}
 
 
 def _get_pool():  # noqa: ANN202 (pebble is imported lazily)
@@ -253,7 +254,9 @@ def _get_pool():  # noqa: ANN202 (pebble is imported lazily)
                 max_workers=WORKERS, initializer=symbolic.init_worker, initargs=(memory,),
                 context=ctx,
             )
-            atexit.register(shutdown)
+            if not _state["atexit"]:
+                atexit.register(shutdown)
+                _state["atexit"] = True
         return _pool
 
 
