@@ -55,7 +55,15 @@ from .compare import quick_compare
 from .latex import AnswerSyntaxError, boxed_contents
 from .parse import Answer, parse_answer
 
-__all__ = ["Extraction", "extract_answer", "format_score", "is_equivalent", "shutdown"]
+__all__ = [
+    "Extraction",
+    "extract_answer",
+    "format_score",
+    "is_equivalent",
+    "shutdown",
+    "validate_gold",
+    "warmup",
+]
 
 WORKERS = int(os.environ.get("ENVHUB_MATH_WORKERS", "2"))
 """Sympy worker processes (``ENVHUB_MATH_WORKERS``)."""
@@ -199,6 +207,17 @@ def _gold(gold: str) -> Answer:
         raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be parsed: {e}") from e
 
 
+def validate_gold(gold: str) -> None:
+    """Raise :class:`~envhub.errors.GoldAnswerError` when ``gold`` cannot be read (cached).
+
+    Call it even when the response has no answer to compare, so that a broken gold answer is
+    reported as an error rather than hidden behind a reward of 0.
+    """
+    if not isinstance(gold, str):
+        raise GoldAnswerError(f"gold answer must be text, got {type(gold).__name__}")
+    _gold(gold)
+
+
 def is_equivalent(pred: str, gold: str, *, timeout: float = 2.0) -> bool:
     """True when the predicted answer has the gold answer's value (rules in the module doc).
 
@@ -212,8 +231,7 @@ def is_equivalent(pred: str, gold: str, *, timeout: float = 2.0) -> bool:
         VerifierTimeout: The symbolic comparison ran past ``timeout``.
         InfraError: A worker process died for another reason.
     """
-    if not isinstance(gold, str):
-        raise GoldAnswerError(f"gold answer must be text, got {type(gold).__name__}")
+    validate_gold(gold)
     gold_ans = _gold(gold)
     if not isinstance(pred, str) or not pred.strip():
         return False

@@ -153,6 +153,12 @@ def test_unparseable_gold_is_an_error_not_a_verdict(gold):
         is_equivalent("3", gold)
 
 
+def test_validate_gold_without_a_prediction():
+    answers.validate_gold(r"\frac{1}{2}")
+    with pytest.raises(GoldAnswerError, match="cannot be parsed"):
+        answers.validate_gold(r"\frac{1}{")
+
+
 def test_gold_that_sympy_cannot_evaluate_is_an_error():
     with pytest.raises(GoldAnswerError):
         is_equivalent(r"\sqrt{2}", "sqrt()")
