@@ -22,7 +22,10 @@ reward comes once, at the end: full marks when an attempt passes, else the last 
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from envhub.core import Episode, Feedback, TaskEnv
@@ -36,7 +39,7 @@ from envhub.sandbox import (
     run_suite,
 )
 from envhub.spec import EnvSpec
-from envhub.types import Message, Status, Task
+from envhub.types import Message, Score, Status, Task
 
 from .extract import build_program, extract_code
 from .tasks import load_humaneval, row_to_code_task, suite_for
@@ -60,6 +63,7 @@ class CodeEnv(TaskEnv):
         nproc: int = 64,
         sandbox: str = "auto",
         feedback_chars: int = 2000,
+        parallel: int | None = None,
         **options: Any,
     ) -> None:
         """Build from a spec; keyword options come from the YAML ``options`` mapping.
@@ -73,6 +77,7 @@ class CodeEnv(TaskEnv):
             sandbox: ``auto``/``bwrap``, or ``rlimit`` to accept limits without isolation
                 (an explicit opt-in for machines without bubblewrap).
             feedback_chars: Multi-turn: characters of test output shown after a failure.
+            parallel: Sandboxes run at once by :meth:`verify_batch` (default: the CPU count).
             **options: Passed to :class:`~envhub.core.TaskEnv`.
         """
         super().__init__(spec, **options)
@@ -83,6 +88,7 @@ class CodeEnv(TaskEnv):
         )
         self.test_timeout_s = test_timeout_s
         self.feedback_chars = feedback_chars
+        self.parallel = max(1, parallel or os.cpu_count() or 1)
         self._sandbox_mode = sandbox
         self._sandbox: Sandbox | None = None
         self._suites: dict[str, FunctionSuite] = {}
@@ -161,6 +167,13 @@ class CodeEnv(TaskEnv):
                 f"{report.passed}/{report.total} tests had passed"
             )
         return components, details
+
+    def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
+        """Verify many responses, ``parallel`` sandboxes at a time, in the items' order."""
+        if len(items) <= 1 or self.parallel == 1:
+            return super().verify_batch(items)
+        with ThreadPoolExecutor(min(self.parallel, len(items))) as pool:
+            return list(pool.map(lambda item: self.verify(*item), items))
 
     # ------------------------------------------------------------------ multi-turn
 

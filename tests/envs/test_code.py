@@ -10,13 +10,24 @@ import pytest
 import envhub
 from envhub.core import Episode
 from envhub.errors import ConfigError, DependencyMissing
+from envhub.sandbox import Sandbox, SandboxUnavailable
 from envhub.spec import EnvSpec
 from envhub.types import Status, Task
 from envs.code.env import CodeEnv
 from envs.code.extract import build_program, extract_code
 from envs.code.tasks import load_humaneval, row_to_code_task
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+
+def _bwrap_problem():
+    try:
+        Sandbox(mode="bwrap").check()
+    except SandboxUnavailable as e:
+        return str(e)
+    return None
+
+
+BWRAP_PROBLEM = _bwrap_problem()
+needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no sandbox: {BWRAP_PROBLEM}")
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +132,14 @@ def test_gold_passes_on_a_sample(env):
     sample = [tasks[i] for i in range(0, 164, 16)]
     scores = [env.verify(t, gold(env, t)) for t in sample]
     assert all(s.components["correctness"] == 1.0 for s in scores), scores
+
+
+@needs_bwrap
+def test_verify_batch_runs_in_parallel_and_keeps_order(env):
+    tasks = env.tasks()[:6]
+    items = [(t, gold(env, t) if i % 2 == 0 else "def nope(): pass") for i, t in enumerate(tasks)]
+    scores = env.verify_batch(items)
+    assert [s.components["correctness"] for s in scores] == [1.0, 0.0] * 3
 
 
 @pytest.mark.slow

@@ -2,13 +2,23 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+from envhub.sandbox import Sandbox, SandboxUnavailable
+
+
+def _bwrap_problem():
+    try:
+        Sandbox(mode="bwrap").check()
+    except SandboxUnavailable as e:
+        return str(e)
+    return None
+
+
+needs_bwrap = pytest.mark.skipif(_bwrap_problem() is not None, reason="no bubblewrap sandbox")
 
 GOLD_0 = """```python
 from typing import List
