@@ -40,7 +40,7 @@ import sys
 import time
 
 NONCE_LEN = 32
-MAX_REPLY = 16 << 20
+MAX_REPLY = 4 << 20
 MAX_DEPTH = 200
 TEXT_CAP = 2000
 
@@ -624,6 +624,11 @@ def _on_alarm(signum, frame):
 def tests_mode():
     """Run each step of the job; report every test on the verdict channel."""
     zygote_pid, zsock = _start_zygote()
+    # The runner parses the program's answers: cap its memory too (MemoryError = a failed
+    # test), so a reply built to explode into a huge syntax tree cannot hurt the host.
+    memory_mb = _CFG["limits"].get("memory_mb")
+    if memory_mb:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
     job = _read_job(_CFG["job_fd"])
     _no_int_digit_limit()
     _say({"event": "ready", "hardened": _CFG["hardened"]})

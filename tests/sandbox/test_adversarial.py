@@ -428,3 +428,14 @@ def _limits(box, **changes):
     from dataclasses import replace
 
     return replace(box.limits, **changes)
+
+
+def test_replies_built_to_blow_up_the_runner_only_fail_the_test(box):
+    huge = "def add(a, b):\n    return 'x' * (5 << 20)\n"  # over the 4 MB reply cap
+    report = attack(box, huge, test_timeout_s=5.0)
+    assert report.passed == 0 and report.finished
+    assert "more than" in report.outcomes[0].error
+    wide = "def add(a, b):\n    return [0] * 300_000\n"  # 0.9 MB: 300k syntax-tree nodes
+    report = attack(box, wide, test_timeout_s=10.0)
+    assert report.passed == 0 and report.finished  # parsed under the runner's memory cap
+    assert run_suite(box, HONEST_ADD, ADD_SUITE).all_passed
