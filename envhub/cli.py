@@ -113,13 +113,16 @@ def serve(
         from servers.app import ServerSettings, create_app
     except ImportError as e:
         _fail(f"serving needs the server extra: pip install 'envhub[server]' ({e})")
+    from .core import TaskEnv
     from .make import make_local
     from .registry import spec as lookup
     from .spec import EnvSpec
 
     s = EnvSpec.model_validate_json(spec_json) if spec_json else lookup(name)
     env = make_local(s)
-    try:  # load the data now, so the first request is not the slow one
+    try:  # load the data and start helpers now, so the first request is not the slow one
+        if isinstance(env, TaskEnv):
+            env.warmup()
         n = len(env.tasks())
         typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
     except EnvhubError as e:
@@ -132,9 +135,7 @@ def serve(
         max_inflight=max_inflight,
         **({"threads": threads} if threads else {}),
     )
-    from servers.app import BodyLimit
-
-    api = BodyLimit(create_app(env, settings), settings.max_body_bytes)
+    api = create_app(env, settings)
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
     uvicorn.run(api, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
 

@@ -188,6 +188,10 @@ class TaskEnv(Env):
         clone._rng = random.Random()
         return clone
 
+    def warmup(self) -> None:
+        """Load data and start helpers now, so the first request is not the slow one."""
+        self.tasks()
+
     # ------------------------------------------------------------------ data
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:

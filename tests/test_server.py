@@ -11,12 +11,11 @@ import envhub
 from envhub.errors import EpisodeStateError, TaskNotFound
 from envhub.remote import HTTPEnv
 from envhub.types import Status
-from servers.app import BodyLimit, ServerSettings, create_app
+from servers.app import ServerSettings, create_app
 
 
 def _app(name="echo", **settings):
-    s = ServerSettings(**settings)
-    return BodyLimit(create_app(envhub.make(name), s), s.max_body_bytes)
+    return create_app(envhub.make(name), ServerSettings(**settings))
 
 
 @pytest.fixture

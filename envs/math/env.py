@@ -52,6 +52,11 @@ class MathEnv(TaskEnv):
         self.answer_format = answer_format
         self.timeout = timeout
 
+    def warmup(self) -> None:
+        """Load the tasks and start the symbolic workers (the first start takes seconds)."""
+        super().warmup()
+        answers.warmup()
+
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """Procedural tasks from the generator named in ``dataset.generator``."""
         name = self.spec.dataset.generator or "gsm_symbolic"
@@ -76,6 +81,7 @@ class MathEnv(TaskEnv):
         """Correctness and format of one response."""
         if not task.answer:
             raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
+        answers.validate_gold(task.answer)
         found = answers.extract_answer(response.content)
         correct = False
         if found.answer is not None and not found.hedged:
