@@ -435,7 +435,7 @@ def test_replies_built_to_blow_up_the_runner_only_fail_the_test(box):
     report = attack(box, huge, test_timeout_s=5.0)
     assert report.passed == 0 and report.finished
     assert "more than" in report.outcomes[0].error
-    wide = "def add(a, b):\n    return [0] * 300_000\n"  # 0.9 MB: 300k syntax-tree nodes
-    report = attack(box, wide, test_timeout_s=10.0)
+    wide = "def add(a, b):\n    return [0] * 50_000\n"  # 150 kB: 50k syntax-tree nodes
+    report = attack(box, wide, test_timeout_s=10.0, limits=_limits(box, wall_s=40))
     assert report.passed == 0 and report.finished  # parsed under the runner's memory cap
     assert run_suite(box, HONEST_ADD, ADD_SUITE).all_passed
