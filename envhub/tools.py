@@ -14,9 +14,9 @@ gets, from one place:
 
         <tool_call>{"name": "search", "arguments": {"query": "capital of Vandoria"}}</tool_call>
 
-    ``"parameters"`` is accepted as a synonym of ``"arguments"``, and ``arguments`` may itself
-    be a JSON-encoded string. When a message carries structured calls, its text is not
-    searched for calls.
+    ``"parameters"`` is accepted as a synonym of ``"arguments"``, ``arguments`` may itself be
+    a JSON-encoded string, and a block may hold a JSON list of such objects. When a message
+    carries structured calls, its text is not searched for calls.
 
 * validation of each call's arguments against the schema, with an
   :class:`~envhub.errors.InvalidAction` that says what was wrong and how to fix it (bad JSON,
@@ -231,7 +231,8 @@ class ToolSet:
             ]
             calls = [self._checked(*r) for r in raw]
         else:
-            calls = [self._from_text(i, body) for i, body in enumerate(_text_blocks(message))]
+            envelopes = [env for body in _text_blocks(message) for env in _envelopes(body)]
+            calls = [self._from_text(f"call_{i}", env) for i, env in enumerate(envelopes)]
         for i, call in enumerate(calls[self.max_calls :], start=self.max_calls):
             calls[i] = ParsedCall(
                 id=call.id,
@@ -269,18 +270,9 @@ class ToolSet:
             return ParsedCall(id=call_id, name=name, structured=structured, error=str(e))
         return ParsedCall(id=call_id, name=name, arguments=args, structured=structured)
 
-    def _from_text(self, index: int, body: str | None) -> ParsedCall:
-        call_id = f"call_{index}"
-        if body is None:
-            return _bad(call_id, "a <tool_call> block is not closed: end it with </tool_call>")
-        try:
-            envelope = json.loads(body)
-        except json.JSONDecodeError as e:
-            return _bad(
-                call_id,
-                f"the <tool_call> block is not valid JSON ({e.msg} at char {e.pos}); "
-                f"write {TEXT_CALL_EXAMPLE}",
-            )
+    def _from_text(self, call_id: str, envelope: Any) -> ParsedCall:
+        if isinstance(envelope, InvalidAction):
+            return _bad(call_id, str(envelope))
         if not isinstance(envelope, dict) or not isinstance(envelope.get("name"), str):
             return _bad(
                 call_id,
@@ -328,6 +320,26 @@ def _text_blocks(message: Message) -> list[str | None]:
     if "<tool_call>" in tail:
         blocks.append(None)
     return blocks
+
+
+def _envelopes(body: str | None) -> list[Any]:
+    """The call objects of one ``<tool_call>`` block, or the :class:`InvalidAction` it earns.
+
+    A block normally holds one object; a JSON list of objects (as some small models write)
+    counts as one call per element.
+    """
+    if body is None:
+        return [InvalidAction("a <tool_call> block is not closed: end it with </tool_call>")]
+    try:
+        decoded = json.loads(body)
+    except json.JSONDecodeError as e:
+        return [InvalidAction(
+            f"the <tool_call> block is not valid JSON ({e.msg} at char {e.pos}); "
+            f"write {TEXT_CALL_EXAMPLE}"
+        )]
+    if isinstance(decoded, list) and decoded and all(isinstance(d, dict) for d in decoded):
+        return decoded
+    return [decoded]
 
 
 def _decode_arguments(name: str, arguments: Any) -> dict[str, Any]:

@@ -251,3 +251,14 @@ def test_results_for_text_calls_are_one_user_message():
     assert msg.content == (
         "<tool_response>\ndoc text\n</tool_response>\n<tool_response>\nError: bad\n"
         "</tool_response>")
+
+
+def test_text_block_may_hold_a_list_of_calls():
+    msg = text('[{"name": "search", "arguments": {"query": "a"}}, '
+               '{"name": "open", "arguments": {"doc_id": "b"}}]',
+               '{"name": "open", "arguments": {"doc_id": "c"}}')
+    calls = TOOLS.parse_strict(msg)
+    assert [(c.id, c.name) for c in calls] == [
+        ("call_0", "search"), ("call_1", "open"), ("call_2", "open")]
+    assert calls[2].arguments == {"doc_id": "c"}
+    assert "JSON object" in only_error(text("[]"))
