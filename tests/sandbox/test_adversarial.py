@@ -71,19 +71,19 @@ def test_memory_bomb_fails_without_hurting_the_host(box):
 def test_many_processes_cannot_sum_past_the_run_memory_cap(box):
     code = (
         "import os\n"
-        "for i in range(6):\n"
+        "for i in range(4):\n"
         "    if os.fork() == 0:\n"
         "        x = bytearray(200 << 20)\n"
         "        for j in range(0, len(x), 4096):\n"
         "            x[j] = 1\n"
         "        os._exit(0)\n"
-        "print(sorted(os.wait()[1] for _ in range(6)))\n"
+        "print(sorted(os.wait()[1] for _ in range(4)))\n"
     )
-    result = box.run_python(code, limits=_limits(box, total_memory_mb=400))
+    result = box.run_python(code, limits=_limits(box, total_memory_mb=300, wall_s=60))
     if not result.cgroup:
         pytest.skip("no writable cgroup here: only per-process RLIMIT_AS applies")
     statuses = ast.literal_eval(result.stdout)
-    assert statuses.count(9) >= 4  # at most two 200 MB children fit in 400 MB: OOM-killed
+    assert statuses.count(9) >= 3  # one 200 MB child fits in 300 MB; the others are OOM-killed
     assert_nothing_left(result)
 
 
@@ -130,7 +130,7 @@ def test_double_fork_setsid_daemon_does_not_survive(box):
         "def add(a, b):\n"
         "    return a + b\n"
     )
-    report = attack(box, daemon)
+    report = attack(box, daemon, test_timeout_s=5.0)
     assert report.all_passed  # an honest answer that leaves a daemon: judged, daemon gone
     result = box.run_python(daemon + "print('parent done')")
     assert result.exit_code == 0 and "parent done" in result.stdout
@@ -146,7 +146,9 @@ def test_huge_output_is_truncated_and_invalid_utf8_replaced(box):
     result = box.run_python(flood)
     assert result.stdout_truncated and len(result.stdout) == box.limits.output_bytes
     assert "\ufffd" in result.stderr
-    report = attack(box, "def add(a, b):\n    print('y' * 10_000_000)\n    return a + b\n")
+    report = attack(
+        box, "def add(a, b):\n    print('y' * 10_000_000)\n    return a + b\n", test_timeout_s=5.0
+    )
     assert report.all_passed and report.run.stdout_truncated
 
 
@@ -238,7 +240,7 @@ def test_killing_the_parent_kills_only_the_sandbox(box):
         "            pass\n"
         "    return a + b\n"
     )
-    report = attack(box, code)
+    report = attack(box, code, test_timeout_s=5.0)
     assert os.getpid() == me  # we are alive (our pid does not even exist in there)
     # The runner is pid 1 of the sandbox's namespace: signals from inside cannot kill it,
     # so the (correct) answer is still judged, by the runner, to the end.
@@ -348,7 +350,7 @@ def test_the_runner_is_out_of_reach_of_proc_and_ptrace(box):
         "def add(a, b):\n"
         "    return a + b\n"
     )
-    report = attack(box, code)
+    report = attack(box, code, test_timeout_s=5.0)
     assert report.run.hardened
     hits = report.run.stdout.split("HITS", 1)[1].splitlines()[0]
     # Only the worker's own children could be reachable; the runner, zygote, init are not.
@@ -406,7 +408,7 @@ def test_twenty_runs_at_once_mixed_with_honest_ones(box):
     def go(i: int) -> None:
         code = HONEST_ADD if i % 2 == 0 else HOSTILE[i // 2]
         try:
-            results[i] = run_suite(box, code, ADD_SUITE, test_timeout_s=2.0)
+            results[i] = run_suite(box, code, ADD_SUITE, test_timeout_s=4.0)
         except BaseException as e:  # noqa: BLE001 - collected and asserted below
             errors.append(e)
 
