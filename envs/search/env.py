@@ -188,7 +188,8 @@ class SearchEnv(TaskEnv):
 
     def reference_action(self, episode: Episode) -> Message:
         """The scripted agent's move for generated questions; the gold answer otherwise."""
-        if match_question(episode.task.prompt) is not None:
+        synthetic = self.corpus_spec.kind == "synthetic"
+        if synthetic and match_question(episode.task.prompt) is not None:
             agent = ScriptedAgent(episode.task.prompt, self.toolset, structured=True)
             return agent.act(episode.messages)
         return Message(role="assistant", content=f"<answer>{episode.task.answer}</answer>")
