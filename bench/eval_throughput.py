@@ -62,7 +62,11 @@ class SumEnv(TaskEnv):
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         return [
-            Task(task_id=f"sum/{i}", prompt=f"What is {i} + {i * 7 % 13}?", answer=str(i + i * 7 % 13))
+            Task(
+                task_id=f"sum/{i}",
+                prompt=f"What is {i} + {i * 7 % 13}?",
+                answer=str(i + i * 7 % 13),
+            )
             for i in range(size or 2000)
         ]
 
@@ -87,14 +91,16 @@ def run_envhub(base_url: str, episodes: int, concurrency: int) -> float:
     """Episodes per second of envhub's evaluation loop."""
     from envhub.evaluate import EvalConfig, Evaluation, OpenAIEndpoint, RunStore
 
-    spec = EnvSpec(name="bench-sum", dataset={"size": episodes},
-                   reward={"weights": {"correctness": 1.0}})
+    spec = EnvSpec(
+        name="bench-sum", dataset={"size": episodes}, reward={"weights": {"correctness": 1.0}}
+    )
     cfg = EvalConfig(envs=["bench-sum"], base_url=base_url, concurrency=concurrency)
 
     async def once(out: str, limit: int) -> tuple[dict, float]:
         model = OpenAIEndpoint(base_url, "scripted", concurrency=concurrency)
-        ev = Evaluation(cfg.model_copy(update={"limit": limit}), model, RunStore(out),
-                        lambda name: SumEnv(spec))
+        ev = Evaluation(
+            cfg.model_copy(update={"limit": limit}), model, RunStore(out), lambda name: SumEnv(spec)
+        )
         t0 = time.perf_counter()
         try:
             summary = await ev.run()
@@ -110,47 +116,99 @@ def run_envhub(base_url: str, episodes: int, concurrency: int) -> float:
     return episodes / wall
 
 
-VF_ENV = textwrap.dedent('''
-    import verifiers as vf
-    from datasets import Dataset
+VF_TASKSET = textwrap.dedent("""
+    import verifiers.v1 as vf
 
-    def load_environment(n: int = {n}, **kwargs):
-        rows = [{{"question": f"What is {{i}} + {{i * 7 % 13}}?", "answer": str(i + i * 7 % 13)}}
-                for i in range(n)]
+    class SumData(vf.TaskData):
+        answer: str
 
-        def correct(completion, answer, **kw) -> float:
-            text = completion[-1]["content"] if isinstance(completion, list) else completion
-            return float(text.strip() == answer)
+    class SumTask(vf.Task[SumData]):
+        @vf.reward(weight=1.0)
+        async def correct(self, trace: vf.Trace) -> float:
+            return float((trace.last_reply or "").strip() == self.data.answer)
 
-        return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), eval_dataset=Dataset.from_list(rows),
-                                rubric=vf.Rubric(funcs=[correct]))
-''')
+    class SumConfig(vf.TasksetConfig):
+        n: int = 64
+
+    class SumTaskset(vf.Taskset[SumTask, SumConfig]):
+        def load(self) -> list[SumTask]:
+            pairs = [(i, i * 7 % 13) for i in range(self.config.n)]
+            rows = [(f"What is {i} + {j}?", str(i + j)) for i, j in pairs]
+            return [SumTask(SumData(prompt=q, answer=a), self.config.task) for q, a in rows]
+
+    __all__ = ["SumTaskset"]
+""")
+
+
+def _vf_command(python: str | None) -> list[str] | None:
+    if python:
+        exe = Path(python).parent / "vf-eval"
+        return [str(exe)] if exe.exists() else [python, "-m", "verifiers.v1.cli.eval"]
+    found = shutil.which("vf-eval")
+    return [found] if found else None
 
 
 def run_vf_eval(python: str | None, base_url: str, episodes: int, concurrency: int) -> str:
-    """Run the same work through vf-eval; return its episodes/s or why it could not run."""
-    vf = [python, "-m", "verifiers.scripts.eval"] if python else None
-    if vf is None and shutil.which("vf-eval"):
-        vf = [shutil.which("vf-eval")]
+    """The same work through vf-eval (verifiers 0.4, v1 API: null harness, subprocess runtime).
+
+    Returns its rollouts/s, or why it could not run. Its null harness runs a uv script (the
+    chat program) per rollout, so ``uv`` must be on PATH and able to install that script's
+    dependencies once.
+    """
+    vf = _vf_command(python)
     if vf is None:
         return "not run: verifiers is not installed (give --vf-python)"
     with tempfile.TemporaryDirectory() as tmp:
-        mod = Path(tmp) / "envhub_bench_sum.py"
-        mod.write_text(VF_ENV.format(n=episodes))
-        env = {**os.environ, "PYTHONPATH": tmp, "OPENAI_API_KEY": "x", "HF_HUB_OFFLINE": "1",
-               "HF_DATASETS_OFFLINE": "1"}
-        cmd = vf + ["envhub_bench_sum", "-m", "scripted", "-b", base_url, "-k", "OPENAI_API_KEY",
-                    "-n", str(episodes), "-r", "1", "-c", str(concurrency)]
+        (Path(tmp) / "envhub_bench_sum.py").write_text(VF_TASKSET)
+        env = {
+            **os.environ,
+            "PYTHONPATH": tmp,
+            "OPENAI_API_KEY": "x",
+            "HF_HUB_OFFLINE": "1",
+            "PATH": f"{Path(vf[0]).parent}:{os.environ.get('PATH', '')}",
+        }
+        cmd = vf + [
+            "envhub_bench_sum",
+            "-m",
+            "scripted",
+            "--client.base-url",
+            base_url,
+            "--client.api-key-var",
+            "OPENAI_API_KEY",
+            "-r",
+            "1",
+            "-c",
+            str(concurrency),
+            "--no-push",
+            "--env.taskset.n",
+            str(episodes),
+            "--env.agent.harness.id",
+            "null",
+            "--env.agent.runtime.type",
+            "subprocess",
+            "-o",
+            f"{tmp}/out",
+        ]
         t0 = time.perf_counter()
         try:
-            res = subprocess.run(cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=900)
+            res = subprocess.run(
+                cmd, env=env, cwd=tmp, capture_output=True, text=True, timeout=1200
+            )
         except subprocess.TimeoutExpired:
-            return f"not run: vf-eval ran past 900 s for {episodes} rollouts"
+            return f"not run: vf-eval ran past 1200 s for {episodes} rollouts"
         wall = time.perf_counter() - t0
-        if res.returncode != 0:
-            tail = (res.stderr or res.stdout).strip().splitlines()[-5:]
-            return "failed: " + " | ".join(tail)
-        return f"{episodes / wall:.1f}"
+        traces = list(Path(tmp, "out").rglob("traces.jsonl"))
+        rewards = []
+        for path in traces:
+            for line in path.read_text().splitlines():
+                for trace in json.loads(line).get("traces", []):
+                    score = (trace.get("rewards") or {}).get("correct", {}).get("score")
+                    if trace.get("ok") and score is not None:
+                        rewards.append(score)
+        if res.returncode != 0 or len(rewards) < episodes:
+            tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+            return f"failed: {len(rewards)}/{episodes} rollouts scored: " + " | ".join(tail)
+        return f"{episodes / wall:.2f}"
 
 
 def main() -> None:
@@ -158,7 +216,12 @@ def main() -> None:
     p.add_argument("--episodes", type=int, default=2000)
     p.add_argument("--concurrency", type=int, default=32)
     p.add_argument("--vf-python", default=None, help="a Python with `verifiers` installed")
-    p.add_argument("--vf-episodes", type=int, default=None, help="rollouts for vf-eval")
+    p.add_argument(
+        "--vf-episodes",
+        type=int,
+        default=64,
+        help="rollouts for vf-eval (it runs a process per rollout: keep it small)",
+    )
     p.add_argument("--serve", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.serve:
@@ -166,21 +229,27 @@ def main() -> None:
     proc, base_url = start_endpoint()
     try:
         ours = run_envhub(base_url, args.episodes, args.concurrency)
-        theirs = run_vf_eval(args.vf_python, base_url, args.vf_episodes or args.episodes,
-                             args.concurrency)
+        theirs = run_vf_eval(args.vf_python, base_url, args.vf_episodes, args.concurrency)
     finally:
         proc.kill()
         proc.wait()
-    result = {"envhub_episodes_per_s": round(ours, 1), "vf_eval_episodes_per_s": theirs,
-              "concurrency": args.concurrency, "episodes": args.episodes, "cpus": os.cpu_count()}
+    result = {
+        "envhub_episodes_per_s": round(ours, 1),
+        "vf_eval_episodes_per_s": theirs,
+        "concurrency": args.concurrency,
+        "episodes": args.episodes,
+        "cpus": os.cpu_count(),
+    }
     try:
         result["ratio"] = round(ours / float(theirs), 1)
     except ValueError:
         result["ratio"] = None
     print(json.dumps(result))
-    print(f"envhub eval: {ours:.1f} episodes/s at concurrency {args.concurrency} "
-          f"(goal >= 100); vf-eval: {theirs}"
-          + (f"; ratio {result['ratio']}x" if result["ratio"] else ""))
+    print(
+        f"envhub eval: {ours:.1f} episodes/s at concurrency {args.concurrency} "
+        f"(goal >= 100); vf-eval: {theirs}"
+        + (f"; ratio {result['ratio']}x" if result["ratio"] else "")
+    )
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ are known exactly and a benchmark measures the client, not a model::
 
 A responder takes the request body (dict) and returns the assistant message as a dict
 (``content`` and optionally ``tool_calls``), or raises :class:`ScriptedHTTPError` to answer
-with an HTTP error. ``usage`` counts whitespace-separated words. uvicorn is imported when a
-server starts (the ``server`` extra).
+with an HTTP error. ``usage`` counts whitespace-separated words. ``stream: true`` requests get
+the same answer as server-sent events (one delta chunk, a finish chunk, a usage chunk).
+uvicorn is imported when a server starts (the ``server`` extra).
 """
 
 from __future__ import annotations
@@ -83,6 +84,24 @@ def completion(body: dict[str, Any], message: dict[str, Any], model: str) -> dic
     }
 
 
+def _sse(response: dict[str, Any]) -> bytes:
+    """A completion as the server-sent events of ``stream: true``: one delta, then the end."""
+    choice = response["choices"][0]
+    base = {k: response[k] for k in ("id", "created", "model")}
+    base["object"] = "chat.completion.chunk"
+    delta = {k: v for k, v in choice["message"].items() if v is not None}
+    if delta.get("tool_calls"):
+        delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(delta["tool_calls"])]
+    chunks = [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
+        {**base, "choices": [], "usage": response["usage"]},
+    ]
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + (
+        b"data: [DONE]\n\n"
+    )
+
+
 class ScriptedEndpoint:
     """Serve a responder as an OpenAI-compatible endpoint on ``127.0.0.1`` in a thread.
 
@@ -133,8 +152,11 @@ class ScriptedEndpoint:
         status, payload = self._handle(scope["method"], scope["path"], raw)
         if self.delay and status == 200 and scope["path"].endswith("/chat/completions"):
             await asyncio.sleep(self.delay)
-        data = json.dumps(payload).encode()
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(data))]
+        if status == 200 and isinstance(payload, dict) and payload.pop("_stream", False):
+            data, kind = _sse(payload), b"text/event-stream"
+        else:
+            data, kind = json.dumps(payload).encode(), b"application/json"
+        headers = [(b"content-type", kind), (b"content-length", b"%d" % len(data))]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data})
 
@@ -153,7 +175,7 @@ class ScriptedEndpoint:
         except ScriptedHTTPError as e:
             return e.status, {"error": {"message": e.text}}
         self.requests += 1
-        return 200, completion(body, message, self.model)
+        return 200, {**completion(body, message, self.model), "_stream": bool(body.get("stream"))}
 
     def start(self) -> ScriptedEndpoint:
         """Start serving on a free loopback port; returns self once it accepts requests."""
