@@ -68,6 +68,27 @@ def test_memory_bomb_fails_without_hurting_the_host(box):
     assert attack(box, grow).passed == 0
 
 
+def test_cpu_limit_kills_a_spinning_program_before_the_wall_clock(box):
+    # One CPU second; the wall clock is generous because a busy machine gives little CPU.
+    result = box.run_python("while True:\n    pass\n", limits=_limits(box, cpu_s=1, wall_s=120))
+    assert not result.timed_out and result.exit_code != 0
+    assert_nothing_left(result)
+
+
+def test_descriptor_limit_holds(box):
+    code = (
+        "import os\n"
+        "fds = []\n"
+        "try:\n"
+        "    while True:\n"
+        "        fds.append(os.open('/dev/null', os.O_RDONLY))\n"
+        "except OSError as e:\n"
+        "    print(len(fds), e.errno)\n"
+    )
+    count, errno = box.run_python(code).stdout.split()
+    assert int(count) < box.limits.nofile and int(errno) == 24  # EMFILE
+
+
 def test_many_processes_cannot_sum_past_the_run_memory_cap(box):
     code = (
         "import os\n"
