@@ -17,7 +17,9 @@ of 0).
 
 What is covered (each item has an adversarial test in ``tests/sandbox/``):
 
-- Isolation (bubblewrap ``--unshare-all --die-with-parent --new-session``): new user, pid,
+- Isolation (bubblewrap ``--unshare-all --die-with-parent --new-session --as-pid-1``; the
+  trusted runner is pid 1, so no bwrap reaper sits in the namespace holding the run's
+  descriptors, and signals from inside cannot kill the runner): new user, pid,
   network, ipc, uts and cgroup namespaces; no network at all (loopback is the sandbox's own,
   so the verifier's ports are unreachable); only ``/usr`` (and the ``/bin``, ``/lib*``
   links) read-only; fresh ``/proc`` and a minimal ``/dev``; the root, ``/dev`` read-only;
@@ -25,14 +27,16 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   ``/dev/shm``; environment variables cleared; nested user namespaces refused where bwrap
   supports ``--disable-userns``.
 - An unprivileged user: when envhub runs as root, each run gets a fresh random host uid
-  (``nobody`` inside), so RLIMIT_NPROC applies (it never applies to root) and a fork bomb is
-  contained per run; without root the caller's own uid is used.
+  (``nobody`` inside; switched by ``setpriv`` after a ``vfork``), so RLIMIT_NPROC applies
+  (it never applies to root) and a fork bomb is contained per run; without root the caller's
+  own uid is used.
 - A per-run cgroup where the host allows one (:mod:`.cgroup`): memory of the whole run
   and its process count capped, joined before anything of the run starts.
 - Resource limits set in the child before any untrusted code (CPU, address space, file
   size, processes, open files, no core dumps), a wall-clock deadline enforced by the parent
-  that SIGKILLs the whole process group, and a sweep that kills every process of the run's
-  uid afterwards: no daemon outlives its run (double fork + ``setsid`` included).
+  that SIGKILLs the whole process group, the pid namespace dying with its pid 1, and a sweep
+  of the run's uid and cgroup afterwards: no daemon outlives its run (double fork +
+  ``setsid`` included).
 - Bounded reading of stdout and stderr (``Limits.output_bytes`` each, the rest dropped and
   marked truncated; invalid UTF-8 replaced), stdin fed from the parent or ``/dev/null``.
 - An unforgeable verdict for function tests (:mod:`.harness`): the tests run in a trusted
@@ -41,7 +45,8 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   ``__eq__`` tricks, patched builtins, ``exit(0)`` and printing "all passed" change nothing).
   The runner is non-dumpable (no ptrace, no ``/proc/PID/fd``), reports on a descriptor the
   worker never holds, and prefixes each message with a per-run nonce it copies with
-  ``sendfile`` without ever reading it.
+  ``sendfile`` without ever reading it. Replies are size-capped and parsed under the run's
+  memory limit. ``run``/``run_python`` (exec mode) leave judging the output to the caller.
 
 What is NOT covered (know this before trusting it):
 
