@@ -102,12 +102,16 @@ def main() -> None:
     for r in rows:
         s = r["step"]
         over = f"+{s['median_ms'] - base:.2f}" if base is not None else "-"
-        print(f"{r['runner']:8} {r['startup_s']:8.2f} {r['reset']['median_ms']:9.2f} "
-              f"{s['median_ms']:8.2f} {s['p90_ms']:8.2f} {s['mean_ms']:8.2f} {over:>12}")  # fmt: skip
+        print(
+            f"{r['runner']:8} {r['startup_s']:8.2f} {r['reset']['median_ms']:9.2f} "
+            f"{s['median_ms']:8.2f} {s['p90_ms']:8.2f} {s['mean_ms']:8.2f} {over:>12}"
+        )
     for runner, why in skipped.items():
         print(f"{runner:8} skipped: {why}")
     if args.json:
-        args.json.write_text(json.dumps({"env": args.env, "rows": rows, "skipped": skipped}, indent=1))
+        args.json.write_text(
+            json.dumps({"env": args.env, "rows": rows, "skipped": skipped}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def engine() -> Any:
 
 
 def _proc_start(pid: int) -> str:
-    """Start time of ``pid`` in clock ticks ("" if unknown): tells a live owner from a reused pid."""
+    """Start time of ``pid`` in clock ticks ("" if unknown): tells an owner from a reused pid."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         return stat.rsplit(")", 1)[1].split()[19]
@@ -164,7 +164,9 @@ def _sweep_once() -> None:
         clean(all_=False)
 
 
-def build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None, log: Any = None) -> str:
+def build(
+    base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None, log: Any = None
+) -> str:
     """Build the envhub image on ``base_image`` and return its tag (see :mod:`.docker_image`)."""
     return build_image(engine(), base_image=base_image, extras=extras, log=log)
 
@@ -334,7 +336,11 @@ def start_container(
     """
     client = engine()
     _sweep_once()
-    log = (lambda line: print(line, file=sys.stderr)) if os.environ.get("ENVHUB_DOCKER_VERBOSE") else None
+    log = (
+        (lambda line: print(line, file=sys.stderr))
+        if os.environ.get("ENVHUB_DOCKER_VERBOSE")
+        else None
+    )
     image = image or image_for(client, list(spec.docker.extras), log=log)
     if spec.docker.network:
         kwargs = _run_kwargs(spec, image, None, {f"{CONTAINER_PORT}/tcp": (host, port or None)})

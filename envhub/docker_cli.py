@@ -23,7 +23,8 @@ def _fail(e: Exception) -> typer.Exit:
 @docker_app.command("build")
 def build_cmd(
     base_image: str = typer.Option(
-        None, "--base-image",
+        None,
+        "--base-image",
         help="Base image with Python >= 3.10 and pip (default python:3.11-slim). Without a "
         "registry: the name scripts/offline-base-image.sh prints.",
     ),

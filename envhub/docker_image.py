@@ -179,8 +179,10 @@ def build_image(
     if offline and base_labels.get(LABEL_BASE_EXTRAS) is not None:
         have = set(base_labels[LABEL_BASE_EXTRAS].split(","))
         if log and set(extras) - have:
-            log(f"warning: offline base {base_image} lacks the dependencies of extras "
-                f"{sorted(set(extras) - have)}; building without them")
+            log(
+                f"warning: offline base {base_image} lacks the dependencies of extras "
+                f"{sorted(set(extras) - have)}; building without them"
+            )
         extras = sorted(set(extras) & have | {"server"})
     key = source_key(extras)
     tag = tag or f"{IMAGE_REPO}:{key}"

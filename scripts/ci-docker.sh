@@ -51,7 +51,7 @@ start() {
   fi
   t0=$SECONDS
   local image
-  image="$(cd "$REPO" && "$PYTHON" -c 'import sys; from envhub.docker import docker_app; sys.argv[0] = "envhub docker"; docker_app()' build --base-image "$base" --quiet | tail -1)"
+  image="$(cd "$REPO" && "$PYTHON" -m envhub.cli docker build --base-image "$base" --quiet | tail -1)"
   log "envhub image $image ($((SECONDS - t0))s)"
   echo "export DOCKER_HOST=unix://$SOCK"
   echo "export ENVHUB_DOCKER_BASE_IMAGE=$base"
@@ -59,7 +59,7 @@ start() {
 
 stop() {
   if docker info >/dev/null 2>&1; then
-    (cd "$REPO" && "$PYTHON" -c 'import sys; from envhub.docker import docker_app; sys.argv[0] = "envhub docker"; docker_app()' clean --all >&2) || true
+    (cd "$REPO" && "$PYTHON" -m envhub.cli docker clean --all >&2) || true
   fi
   if [[ -f "$PIDFILE" ]]; then
     local pid; pid="$(cat "$PIDFILE")"

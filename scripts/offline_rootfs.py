@@ -25,9 +25,9 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tomllib
 from pathlib import Path
 
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -163,13 +163,27 @@ def copy_system_lib(path: str, root: Path, skip_under: list[Path]) -> None:
     asked = Path(os.path.realpath(os.path.dirname(path))) / os.path.basename(path)
     if asked != real and not (root / asked.relative_to("/")).exists():
         (root / asked.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
-        os.symlink(real.name if asked.parent == real.parent else str(real), root / asked.relative_to("/"))
+        os.symlink(
+            real.name if asked.parent == real.parent else str(real), root / asked.relative_to("/")
+        )
 
 
 def skeleton(root: Path) -> None:
     """Folders, merged-/usr links, users and the loader configuration of the file system."""
-    for d in ("usr/bin", "usr/lib", "usr/lib64", "usr/sbin", "etc", "tmp", "proc", "sys",
-              "dev", "root", "var/tmp", "run"):
+    for d in (
+        "usr/bin",
+        "usr/lib",
+        "usr/lib64",
+        "usr/sbin",
+        "etc",
+        "tmp",
+        "proc",
+        "sys",
+        "dev",
+        "root",
+        "var/tmp",
+        "run",
+    ):
         (root / d).mkdir(parents=True, exist_ok=True)
     for link in ("bin", "lib", "lib64", "sbin"):
         if not (root / link).exists():
@@ -188,22 +202,29 @@ def main() -> None:
     ap.add_argument("rootfs", type=Path)
     ap.add_argument("--pyproject", type=Path, required=True)
     ap.add_argument("--extras", default="server", help="comma-separated envhub extras")
-    ap.add_argument("--allow-missing", action="store_true",
-                    help="leave out extras whose dependencies are not installed here")
+    ap.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="leave out extras whose dependencies are not installed here",
+    )
     ap.add_argument("--extras-out", type=Path, help="write the extras fully copied here")
     args = ap.parse_args()
     root: Path = args.rootfs
     extras = [e for e in args.extras.split(",") if e]
     complete = [e for e in extras if not resolve(project_requirements(args.pyproject, [e]))[1]]
     if set(complete) != set(extras) and args.allow_missing:
-        print(f"warning: leaving out extras {sorted(set(extras) - set(complete))}: their "
-              "dependencies are not installed here", file=sys.stderr)
+        print(
+            f"warning: leaving out extras {sorted(set(extras) - set(complete))}: their "
+            "dependencies are not installed here",
+            file=sys.stderr,
+        )
         extras = complete
     reqs = project_requirements(args.pyproject, extras) + [Requirement(n) for n in ALWAYS]
     dists, missing = resolve(reqs)
     if missing:
         raise SystemExit(
-            "error: not installed on this machine: " + ", ".join(missing)
+            "error: not installed on this machine: "
+            + ", ".join(missing)
             + f"\nfix: pip install -e '.[{','.join(extras)}]' first (or pass --allow-missing)"
         )
     if args.extras_out:
@@ -212,8 +233,12 @@ def main() -> None:
     site = copy_interpreter(root)
     n = copy_dists(dists, site)
     print(f"copied python {sys.version.split()[0]}, {len(dists)} distributions ({n} files)")
-    elf = [Path(sys.executable).resolve(), *site.rglob("*.so*"), *root.joinpath(
-        PREFIX.lstrip("/"), "lib").glob("**/lib-dynload/*.so"), Path("/bin/sh")]
+    elf = [
+        Path(sys.executable).resolve(),
+        *site.rglob("*.so*"),
+        *root.joinpath(PREFIX.lstrip("/"), "lib").glob("**/lib-dynload/*.so"),
+        Path("/bin/sh"),
+    ]
     elf = [p for p in elf if p.is_file()]
     libs, unresolved = needed_libs(elf)
     libs |= {str(p) for p in Path("/").glob("lib/*/libgcc_s.so.1")}
@@ -228,8 +253,9 @@ def main() -> None:
             os.symlink(sh.name, target)
     subprocess.run(["ldconfig", "-r", str(root)], check=True)
     if unresolved:
-        print("warning: libraries not found by ldd:", ", ".join(sorted(unresolved)),
-              file=sys.stderr)
+        print(
+            "warning: libraries not found by ldd:", ", ".join(sorted(unresolved)), file=sys.stderr
+        )
     print(f"copied {len(libs)} shared libraries")
 
 

@@ -260,8 +260,9 @@ def test_interpreter_exit_removes_unclosed_containers(engine):
 
 @pytest.mark.docker
 def test_leftovers_of_a_crashed_run_are_found_and_removed(engine):
-    out = _child("h = dk.start_container(spec('search'))\nprint(os.getpid(), flush=True)\n"
-                 "os._exit(9)")  # fmt: skip  (no atexit, no finalizers: a crash)
+    out = _child(
+        "h = dk.start_container(spec('search'))\nprint(os.getpid(), flush=True)\nos._exit(9)"
+    )  # fmt: skip  (no atexit, no finalizers: a crash)
     pid = out.stdout.split()[-1]
     assert len(_ours(engine, **{dk.LABEL_OWNER: pid})) == 1
     removed = dk.clean()

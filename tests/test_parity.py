@@ -94,7 +94,9 @@ def test_transcripts_are_meaningful(transcript):
     name, runs = transcript
     rewards = [r["reward"] for _, _, results in runs for r in results[1:]]
     assert len(rewards) >= len(SEEDS), f"{name}: no steps were played"
-    assert all(r["info"]["status"] in ("ok", "invalid_action") for _, _, rs in runs for r in rs), name
+    assert all(r["info"]["status"] in ("ok", "invalid_action") for _, _, rs in runs for r in rs), (
+        name
+    )
 
 
 def test_in_process_is_deterministic(transcript):
