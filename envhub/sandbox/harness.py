@@ -237,6 +237,13 @@ def _report(suite: FunctionSuite, run: RunResult) -> SuiteReport:
         raise SandboxError(
             f"{run.rejected} message(s) on the verdict channel lacked the run's nonce"
         )
+    if not finished and not run.timed_out and run.mode == "bwrap":
+        # Under bubblewrap the program cannot kill the runner (pid 1 of its namespace), so
+        # a runner that stopped early failed by itself: an infra error, never a silent 0.
+        raise SandboxError(
+            f"the test runner stopped before the end (exit code {run.exit_code}): "
+            f"{run.stderr.strip()[-500:] or 'no output'}"
+        )
     why = "the run timed out" if run.timed_out else "the test harness was killed"
     outcomes = [
         seen.get(i) or TestOutcome(i, step.label, False, f"not run: {why}")

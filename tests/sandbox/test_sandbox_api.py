@@ -306,3 +306,39 @@ def test_unencodable_code_is_the_programs_failure_not_an_infra_error(box):
     assert result.exit_code != 0
     report = run_suite(box, "def add(a, b):\n    return '\ud800'\n", ADD_SUITE)
     assert report.passed == 0 and report.finished
+
+
+def _run_result(mode, messages, timed_out=False):
+    from envhub.sandbox import RunResult
+
+    return RunResult(
+        exit_code=None if timed_out else 1,
+        timed_out=timed_out,
+        stdout="",
+        stderr="boom",
+        stdout_truncated=False,
+        stderr_truncated=False,
+        duration_s=0.1,
+        mode=mode,
+        messages=messages,
+        started=True,
+    )
+
+
+def test_verdict_counting_by_the_parent():
+    from envhub.sandbox.harness import _report
+
+    first = {"event": "test", "index": 0, "passed": True}
+    forged = [first, first, {"event": "test", "index": 99, "passed": True}]
+    done = [{"event": "done", "passed": 3}]
+    report = _report(ADD_SUITE, _run_result("bwrap", forged + done))
+    assert (report.passed, report.total) == (1, 3)  # duplicates and unknown indexes ignored
+    # A runner that stops early under bwrap failed by itself: infra, never a silent 0.
+    with pytest.raises(SandboxError, match="stopped before the end"):
+        _report(ADD_SUITE, _run_result("bwrap", [first]))
+    # In rlimit mode the program can kill the runner: what was not reported failed.
+    weak = _report(ADD_SUITE, _run_result("rlimit", [first]))
+    assert weak.passed == 1 and not weak.finished
+    assert "harness was killed" in weak.outcomes[1].error
+    timed = _report(ADD_SUITE, _run_result("bwrap", [first], timed_out=True))
+    assert timed.timed_out and "timed out" in timed.outcomes[2].error
