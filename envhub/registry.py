@@ -255,11 +255,7 @@ def register(path: str | Path) -> list[EnvSpec]:
     target_dir = user_registry_dir()
     target_dir.mkdir(parents=True, exist_ok=True)
     for spec_, raw in loaded:
-        out = dict(raw)
-        ds = out.get("dataset")
-        if isinstance(ds, dict) and ds.get("path") and ds.get("kind") in ("jsonl", "parquet"):
-            p = Path(str(ds["path"])).expanduser()
-            out["dataset"] = {**ds, "path": str(p if p.is_absolute() else path.parent / p)}
+        out = {**raw, "base_dir": raw.get("base_dir") or str(path.parent)}
         target = target_dir / f"{spec_.id}.yaml"
         tmp = target.with_suffix(".tmp")
         tmp.write_text(yaml.safe_dump(out, sort_keys=False), encoding="utf-8")

@@ -86,6 +86,9 @@ class EnvSpec(_Strict):
     docker: DockerSpec = Field(default_factory=DockerSpec)
     source: str | None = Field(default=None, exclude=True)
     """File this entry was read from (set by the loader, for error messages)."""
+    base_dir: str | None = None
+    """Folder that relative paths (data files, databases, corpora) resolve against; set by
+    ``envhub register`` to the registered file's folder. Default: the YAML file's folder."""
 
     @field_validator("name")
     @classmethod
@@ -111,4 +114,6 @@ class EnvSpec(_Strict):
     @property
     def source_dir(self) -> Path | None:
         """Folder of the YAML file this entry came from (relative data paths resolve here)."""
+        if self.base_dir:
+            return Path(self.base_dir)
         return Path(self.source).parent if self.source else None
