@@ -26,6 +26,7 @@ import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from envhub.core import Episode, Feedback, TaskEnv
@@ -141,7 +142,8 @@ class CodeEnv(TaskEnv):
         meta = task.metadata
         if meta.get("kind") == "io":
             cases = [(str(c["input"]), str(c["output"])) for c in meta["io_tests"]]
-            report = run_io_tests(self.sandbox, code, cases, limits=self.limits)
+            per_case = replace(self.limits, wall_s=self.test_timeout_s)
+            report = run_io_tests(self.sandbox, code, cases, limits=per_case)
         else:
             program = build_program(code, meta.get("prefix", ""), meta.get("entry_point"))
             report = run_suite(
