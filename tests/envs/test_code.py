@@ -247,6 +247,13 @@ def test_user_jsonl_tasks_verify(tmp_path):
 
 
 @needs_bwrap
+def test_user_io_task_that_hangs_is_a_timeout(tmp_path):
+    with user_env(tmp_path, USER_ROWS[2:], options={"test_timeout_s": 1}) as env:
+        score = env.verify("mine/echo-sum", "```python\nwhile True:\n    pass\n```")
+    assert score.status is Status.TIMEOUT
+
+
+@needs_bwrap
 def test_mbpp_rows_from_a_local_jsonl(tmp_path):
     row = {
         "task_id": 2,
