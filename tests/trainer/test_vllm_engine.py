@@ -1,0 +1,180 @@
+"""VLLMEngine against the transformers reference on a tiny random Llama (one engine per module).
+
+vLLM's CPU attention needs a head size >= 32, so these tests use the tiny Llama with two heads
+of 32 (hidden 64) rather than the default four heads of 16.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip(
+    "vllm", reason="vLLM is not installed (pip install -e .[vllm]; see trainer/VLLM.md)"
+)
+
+import torch  # noqa: E402
+
+from trainer.engine import ChatFormatter, SamplingParams, TransformersEngine  # noqa: E402
+
+TOL = 2e-4
+
+
+@pytest.fixture(scope="module")
+def tiny_vllm_path():
+    from trainer.models import tiny_llama_path
+
+    return tiny_llama_path(hidden_size=64, heads=2)
+
+
+@pytest.fixture(scope="module")
+def vengine(tiny_vllm_path):
+    from trainer.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine(tiny_vllm_path, kv_cache_gib=0.25, max_model_len=512, max_num_seqs=16)
+    yield engine
+    engine.close()
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_vllm_path):
+    return TransformersEngine.from_pretrained(tiny_vllm_path)
+
+
+@pytest.fixture(scope="module")
+def prompts(hf):
+    chat = ChatFormatter(hf.tokenizer)
+    questions = ["What is 2+3?", "Name a colour.", "Say hi", "Count to five, please."]
+    return [chat.prompt_ids([{"role": "user", "content": q}]) for q in questions]
+
+
+def teacher_logprobs(model, prompt, completion, temperature=1.0):
+    """log_softmax(logits / T) of ``completion`` after ``prompt`` under a transformers model."""
+    ids = torch.tensor([prompt + completion])
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits[0, len(prompt) - 1 : -1].float()
+    t = temperature if temperature > 0 else 1.0
+    logp = torch.log_softmax(logits / t, dim=-1)
+    return logp.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+
+
+def assert_close(a, b, tol=TOL):
+    assert len(a) == len(b)
+    worst = max((abs(x - y) for x, y in zip(a, b)), default=0.0)
+    assert worst < tol, f"logprobs differ by {worst:.2e}"
+
+
+def test_is_a_generation_engine(vengine):
+    from trainer.engine import GenerationEngine
+
+    assert isinstance(vengine, GenerationEngine)
+    assert vengine.tokenizer.eos_token == "<|im_end|>"
+
+
+def test_greedy_tokens_and_logprobs_equal_transformers(vengine, hf, prompts):
+    params = SamplingParams(max_tokens=12, temperature=0)
+    ours = vengine.generate(prompts, params)
+    ref = hf.generate(prompts, params)
+    for g, r in zip(ours, ref):
+        assert g.token_ids == r.token_ids
+        assert_close(g.logprobs, r.logprobs)
+        assert g.text == r.text
+        assert g.finish_reason == r.finish_reason
+
+
+@pytest.mark.parametrize(("temperature", "top_k", "top_p"), [(1.0, 0, 1.0), (0.7, 20, 0.9)])
+def test_sampled_logprobs_follow_the_trainers_definition(
+    vengine, hf, prompts, temperature, top_k, top_p
+):
+    # log_softmax(logits / T) of the sampled token, before top-k/top-p: the quantity the
+    # trainer computes, even with truncation on (vLLM's processed_logprobs would renormalise).
+    params = SamplingParams(max_tokens=10, temperature=temperature, top_k=top_k, top_p=top_p, seed=3)
+    for prompt, g in zip(prompts, vengine.generate(prompts, params)):
+        assert len(g.token_ids) == len(g.logprobs) == 10
+        ref = teacher_logprobs(hf.model, prompt, g.token_ids, temperature)
+        assert_close(g.logprobs, ref)
+        if top_k:  # every sampled token lies in the top-k of the reference distribution
+            assert all(lp > -30 for lp in g.logprobs)
+
+
+def test_score_matches_generate(vengine, prompts):
+    params = SamplingParams(max_tokens=8, temperature=0.8, seed=5)
+    gens = vengine.generate(prompts, params)
+    scored = vengine.score([p + g.token_ids for p, g in zip(prompts, gens)],
+                           [len(p) for p in prompts], temperature=0.8)
+    for g, s in zip(gens, scored):
+        assert_close(g.logprobs, s)
+
+
+def test_max_tokens_and_stop_strings(vengine, prompts):
+    [g] = vengine.generate(prompts[:1], SamplingParams(max_tokens=5, temperature=0))
+    assert len(g.token_ids) == 5 and g.finish_reason == "length" and g.stop_reason is None
+    [long] = vengine.generate(prompts[:1], SamplingParams(max_tokens=24, temperature=0))
+    text = long.text
+    assert len(text) > 6, text
+    stop = text[3:5]
+    cut = text.index(stop)
+    [kept] = vengine.generate(prompts[:1], SamplingParams(max_tokens=24, temperature=0, stop=(stop,)))
+    assert kept.finish_reason == "stop" and kept.stop_reason == stop
+    assert kept.text == text[: cut + len(stop)]
+    assert len(kept.token_ids) < len(long.token_ids)
+    assert kept.token_ids == long.token_ids[: len(kept.token_ids)]
+    [dropped] = vengine.generate(
+        prompts[:1],
+        SamplingParams(max_tokens=24, temperature=0, stop=(stop,), include_stop_str_in_output=False),
+    )
+    assert dropped.text == text[:cut]
+
+
+def test_seeded_sampling_is_reproducible(vengine, prompts):
+    group = [prompts[0]] * 4
+    params = SamplingParams(max_tokens=8, temperature=1.0, seed=11)
+    first = [g.token_ids for g in vengine.generate(group, params)]
+    again = [g.token_ids for g in vengine.generate(group, params)]
+    other = [g.token_ids for g in vengine.generate(group, SamplingParams(max_tokens=8, seed=12))]
+    assert first == again
+    assert first != other
+    assert len({tuple(t) for t in first}) > 1, "a group of equal prompts got equal samples"
+
+
+def perturbed(state, scale, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return {k: v + scale * torch.randn(v.shape, generator=gen) for k, v in state.items()}
+
+
+def test_refit_matches_the_trainer_in_both_directions(vengine, hf, prompts, tiny_vllm_path):
+    from transformers import AutoModelForCausalLM
+
+    trainer_model = AutoModelForCausalLM.from_pretrained(tiny_vllm_path, dtype=torch.float32)
+    weights_a = {k: v.clone() for k, v in trainer_model.state_dict().items()}
+    weights_b = perturbed(weights_a, 0.05, seed=1)
+    params = SamplingParams(max_tokens=8, temperature=0.9, seed=7)
+    seen = []
+    try:
+        for name, weights in [("B", weights_b), ("A", weights_a), ("B", weights_b), ("A", weights_a)]:
+            vengine.load_state_dict(weights)
+            assert vengine.last_refit_seconds is not None
+            trainer_model.load_state_dict(weights)
+            gens = vengine.generate(prompts, params)
+            for prompt, g in zip(prompts, gens):
+                ref = teacher_logprobs(trainer_model, prompt, g.token_ids, 0.9)
+                assert_close(g.logprobs, ref)
+            seen.append((name, [g.logprobs for g in gens]))
+    finally:
+        vengine.load_state_dict(weights_a)
+    # the refits really changed the engine: A and B give different logprobs, A twice the same
+    assert seen[0][1] != seen[1][1]
+    assert seen[1][1] == seen[3][1]
+    assert seen[0][1] == seen[2][1]
+
+
+def test_refit_refuses_a_partial_state_dict(vengine, tiny_vllm_path):
+    from transformers import AutoModelForCausalLM
+
+    full = AutoModelForCausalLM.from_pretrained(tiny_vllm_path, dtype=torch.float32).state_dict()
+    partial = {k: v for k, v in full.items() if ".layers.1." not in k}
+    try:
+        with pytest.raises(ValueError, match="without new values"):
+            vengine.load_state_dict(partial)
+    finally:
+        vengine.load_state_dict(full)
