@@ -66,9 +66,12 @@ What is NOT covered (know this before trusting it):
 - Tests must pass and receive plain data (None, bool, int, float, complex, str, bytes,
   list, tuple, dict, set, frozenset): other values become opaque objects equal to nothing,
   and arguments are copies, so in-place mutation of an argument is invisible to the tests.
-- ``mode="rlimit"`` (opt-in via ``ENVHUB_SANDBOX=rlimit``) keeps the limits, the deadline,
-  the process sweep and the verdict channel but NO isolation: the program can read files
-  and use the network. Use it only where bubblewrap cannot run and the code is not hostile.
+- ``mode="rlimit"`` (opt-in via ``ENVHUB_SANDBOX=rlimit``) keeps the limits, the deadline
+  and the verdict channel but NO isolation: the program can read files and use the network.
+  As root it still gets its own uid, cgroup and sweep; without root it runs as the caller's
+  uid, so it can signal the caller (``kill(-1)`` reaches the server) and a ``setsid`` daemon
+  can outlive the run. Use it only where bubblewrap cannot run and something else isolates
+  (a container per server) or the code is not hostile.
 """
 
 from .core import Limits, RunResult, Sandbox
