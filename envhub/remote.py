@@ -318,35 +318,45 @@ def free_port(host: str = "127.0.0.1") -> int:
 class ServerProcess:
     """An ``envhub serve`` child process on a loopback port, stopped on :meth:`close`."""
 
-    def __init__(self, spec: EnvSpec, *, host: str = "127.0.0.1", startup_timeout: float = 90):
-        """Start the server and wait until ``/health`` answers."""
-        self.port = free_port(host)
-        self.url = f"http://{host}:{self.port}"
-        self._log = tempfile.NamedTemporaryFile(prefix="envhub-serve-", suffix=".log", delete=False)
-        cmd = [
-            sys.executable, "-m", "envhub.cli", "serve", spec.name,
-            "--host", host, "--port", str(self.port),
-            "--spec-json", spec.model_dump_json(),
-        ]  # fmt: skip
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
-        self._wait(startup_timeout)
+    def __init__(self, spec: EnvSpec, *, host: str = "127.0.0.1", startup_timeout: float = 180):
+        """Start the server and wait until ``/health`` answers.
 
-    def _wait(self, timeout: float) -> None:
+        The free port is picked before the child binds it, so another process may take it in
+        between: then the start is retried on a new port (three tries).
+        """
+        self._log = tempfile.NamedTemporaryFile(prefix="envhub-serve-", suffix=".log", delete=False)
+        for attempt in range(3):
+            self.port = free_port(host)
+            self.url = f"http://{host}:{self.port}"
+            cmd = [
+                sys.executable, "-m", "envhub.cli", "serve", spec.name,
+                "--host", host, "--port", str(self.port),
+                "--spec-json", spec.model_dump_json(),
+            ]  # fmt: skip
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            self._log.truncate(0)
+            self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+            if self._wait(startup_timeout):
+                return
+            tail = self._tail()
+            if "address already in use" not in tail.lower() or attempt == 2:
+                self.close()
+                raise TransportError(f"envhub serve did not become healthy at {self.url}:\n{tail}")
+
+    def _wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                break
+        while time.monotonic() < deadline and self.proc.poll() is None:
             try:
                 if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
-                    return
+                    return True
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        return False
+
+    def _tail(self) -> str:
         with open(self._log.name, errors="replace") as f:
-            tail = f.read()[-2000:]
-        self.close()
-        raise TransportError(f"envhub serve did not become healthy at {self.url}:\n{tail}")
+            return f.read()[-2000:]
 
     def close(self) -> None:
         """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
