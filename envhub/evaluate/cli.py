@@ -35,9 +35,10 @@ def env_factory(config: EvalConfig) -> Any:
     """``name -> Env`` for the config's runner (``envhub.make``; the URL of a server)."""
     from ..make import make
 
-    if config.env_url:
+    if config.env_url:  # a running server keeps its own settings; tasks(split) still works
         return lambda name: make(name, runner="http", url=config.env_url)
-    return lambda name: make(name, runner=config.runner)
+    overrides = {"split": config.split} if config.split else {}
+    return lambda name: make(name, runner=config.runner, **overrides)
 
 
 def _server_env_name(url: str) -> str:
