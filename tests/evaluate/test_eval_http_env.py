@@ -1,0 +1,79 @@
+"""Environments served over HTTP (`envhub serve`'s app): the same numbers as in-process."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import pytest
+from eval_fakes import policy, register_fakes
+
+import envhub
+from envhub.evaluate import EvalConfig, Evaluation, OpenAIEndpoint, RunStore
+from envhub.evaluate.cli import env_factory
+from envhub.evaluate.scripted import ScriptedEndpoint
+
+pytest.importorskip("fastapi")
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    register_fakes(tmp_path / "home")
+    yield
+    envhub.reset_registry()
+
+
+def serve(name: str):
+    """Run the envhub server app for ``name`` on a loopback port; return (url, stop)."""
+    import uvicorn
+
+    from servers.app import create_app
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(create_app(envhub.make(name)), log_level="error"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    def stop():
+        server.should_exit = True
+        thread.join(10)
+
+    return f"http://127.0.0.1:{sock.getsockname()[1]}", stop
+
+
+def evaluate(cfg: EvalConfig, out, base_url: str) -> dict:
+    model = OpenAIEndpoint(base_url, None, concurrency=cfg.concurrency)
+    ev = Evaluation(cfg, model, RunStore(out), env_factory(cfg))
+
+    async def main():
+        try:
+            return await ev.run()
+        finally:
+            await model.aclose()
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("name", ["arith", "guess", "flaky"])
+def test_env_url_gives_the_local_numbers(home, tmp_path, name):
+    keys = ("mean_reward", "pass@1", "pass@2", "components", "status", "mean_turns")
+    with ScriptedEndpoint(policy) as ep:
+        base = dict(envs=[name], base_url=ep.base_url, n=2, temperature=0.5, concurrency=4)
+        local = evaluate(EvalConfig(**base), tmp_path / "local", ep.base_url)
+        url, stop = serve(name)
+        try:
+            remote = evaluate(EvalConfig(**base, env_url=url), tmp_path / "http", ep.base_url)
+        finally:
+            stop()
+    for key in keys:
+        assert remote["environments"][name][key] == local["environments"][name][key], key
+    recs = RunStore(tmp_path / "http").load_records()
+    assert len(recs) == local["environments"][name]["episodes"]
