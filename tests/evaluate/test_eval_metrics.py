@@ -77,3 +77,14 @@ def test_passed_criterion():
 def test_empty_summary_has_no_figures():
     s = summarize_env([], k=1)
     assert s["episodes"] == 0 and s["mean_reward"] is None and s["pass@1"] is None
+
+
+def test_importing_the_evaluator_stays_light():
+    import subprocess
+    import sys
+
+    code = ("import sys, envhub.evaluate, envhub.evaluate.cli; "
+            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'trainer', 'aiohttp', "
+            "'uvicorn', 'fastapi') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
