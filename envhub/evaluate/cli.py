@@ -136,7 +136,8 @@ def eval_command(
         Path | None, typer.Option(help="Continue the run in DIR, skipping finished episodes.")
     ] = None,
     rescore: Annotated[
-        Path | None, typer.Option(help="Re-verify DIR's episodes; no generation.")
+        Path | None,
+        typer.Option(help="Re-verify DIR's episodes; no generation (--runner/--env-url apply)."),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Progress bars.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")] = (
@@ -147,7 +148,7 @@ def eval_command(
     if rescore is not None:
         if resume is not None or model or base_url or env:
             _fail("--rescore re-verifies recorded outputs: give it alone (and --out)", 2)
-        return _rescore(rescore, out, concurrency or 8, as_json)
+        return _rescore(rescore, out, concurrency or 8, as_json, runner, env_url)
     given = dict(
         model=model,
         base_url=base_url,
@@ -190,7 +191,7 @@ def _evaluate(
 
     try:
         backend = build_model(config, api_key, engine)
-    except (EnvhubError, FileNotFoundError) as e:
+    except (EnvhubError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
     bars = BarProgress(enabled=show_progress)
     evaluation = Evaluation(config, backend, store, env_factory(config), progress=bars)
@@ -220,7 +221,14 @@ def _evaluate(
     typer.echo(f"wrote {store.summary_path} and {store.episodes_path}", err=True)
 
 
-def _rescore(source: Path, out: Path | None, concurrency: int, as_json: bool) -> None:
+def _rescore(
+    source: Path,
+    out: Path | None,
+    concurrency: int,
+    as_json: bool,
+    runner: str | None,
+    env_url: str | None,
+) -> None:
     from .rescore import rescore_run
 
     src = RunStore(source)
@@ -230,6 +238,8 @@ def _rescore(source: Path, out: Path | None, concurrency: int, as_json: bool) ->
     if dest.dir.resolve() == src.dir.resolve():
         _fail("--out must differ from the rescored directory (its episodes are kept as they are)")
     cfg = src.read_config()
+    if runner or env_url:  # the recorded run's server may be gone: verify elsewhere
+        cfg = cfg.model_copy(update={"runner": runner or cfg.runner, "env_url": env_url})
     try:
         summary = asyncio.run(rescore_run(src, dest, env_factory(cfg), concurrency=concurrency))
     except EnvhubError as e:
