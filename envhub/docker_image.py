@@ -216,9 +216,7 @@ def build_image(
             for chunk in stream:
                 if "error" in chunk:
                     lines.append(chunk["error"])
-                    raise ImageBuildError(
-                        f"docker build of {tag} on {base_image} failed:\n" + "".join(lines[-30:])
-                    )
+                    raise ImageBuildError(_build_failure(tag, base_image, offline, lines))
                 text = chunk.get("stream") or ""
                 lines.append(text)
                 if log and text.strip():
@@ -228,6 +226,18 @@ def build_image(
     client.images.get(tag).tag(IMAGE_REPO, "latest")
     prune_images(client, keep=KEEP_IMAGES)
     return tag
+
+
+def _build_failure(tag: str, base_image: str, offline: bool, lines: list[str]) -> str:
+    text = "".join(lines[-30:])
+    hint = ""
+    if offline and "No matching distribution" in text:
+        hint = (
+            f"\nThe offline base {base_image} lacks a dependency added since it was made: "
+            "install the project here (`pip install -e '.[server,...]'`), then rerun "
+            "`scripts/offline-base-image.sh` and build again."
+        )
+    return f"docker build of {tag} on {base_image} failed:\n{text}{hint}"
 
 
 def prune_images(client: Any, keep: int = 0) -> list[str]:
