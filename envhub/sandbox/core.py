@@ -249,11 +249,11 @@ class Sandbox:
         return self._runner_fd, [self.python, "-I", "-S", "-c", boot]
 
     def close(self) -> None:
-        """Release the compiled runner's descriptor (the sandbox can be reused after)."""
-        with self._lock:
-            if self._runner_fd is not None:
-                os.close(self._runner_fd)
-            self._runner_fd, self._mode = None, None
+        """Nothing to release (kept so a sandbox can be handled like a resource).
+
+        Runs clean up after themselves, and the compiled runner is shared by every sandbox of
+        the process.
+        """
 
     def bwrap_argv(self, limits: Limits) -> list[str]:
         """The bubblewrap command line (without the program) for ``limits``."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,12 +21,25 @@ SANDBOX_UID = 65534
 """The uid (``nobody``) the code sees inside the sandbox."""
 
 
+_COMPILED: dict[str, tuple[int, int]] = {}
+_COMPILED_LOCK = threading.Lock()
+
+
 def compile_runner(python: str) -> tuple[int, int]:
-    """Compile the runner with the sandbox's Python; return a sealed memfd holding it.
+    """The runner compiled by the sandbox's Python, in a sealed memfd: ``(fd, size)``.
 
     Compiling the runner's source costs more than starting Python; a marshalled code object
-    loads in well under a millisecond.
+    loads in well under a millisecond. One memfd per interpreter, for the life of the
+    process: it is sealed (immutable) and read with ``pread``, so every sandbox and every
+    concurrent run share it, and no ``close`` can pull it from under a running launch.
     """
+    with _COMPILED_LOCK:
+        if python not in _COMPILED:
+            _COMPILED[python] = _compile(python)
+        return _COMPILED[python]
+
+
+def _compile(python: str) -> tuple[int, int]:
     script = (
         "import marshal,sys;sys.stdout.buffer.write(marshal.dumps(compile("
         "sys.stdin.read(),'envhub-sandbox-runner','exec')))"

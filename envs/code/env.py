@@ -223,10 +223,15 @@ class CodeEnv(TaskEnv):
             return None
         return Message(role="assistant", content=f"```python\n{gold}\n```")
 
-    def close(self) -> None:
-        """Release the sandbox's compiled runner."""
-        if self._sandbox is not None:
-            self._sandbox.close()
+    def warmup(self) -> None:
+        """Load the tasks and probe the sandbox now (forks then share the probed sandbox)."""
+        super().warmup()
+        self.sandbox.check()
+
+    def fork(self) -> CodeEnv:
+        """A handle with its own episode, sharing tasks, suites and the sandbox."""
+        _ = self.sandbox  # made before copying, so every fork shares one probed sandbox
+        return super().fork()  # type: ignore[return-value]
 
 
 def _first_error(report: SuiteReport) -> str:

@@ -296,3 +296,15 @@ def test_unknown_sandbox_option_is_a_config_error():
 def test_task_metadata_is_json_safe():
     task = load_humaneval(3)[2]
     assert Task.model_validate_json(task.model_dump_json()) == task
+
+
+@needs_bwrap
+def test_forks_share_one_sandbox_and_closing_one_breaks_nothing():
+    with envhub.make("humaneval") as env:
+        env.warmup()
+        a, b = env.fork(), env.fork()
+        assert a.sandbox is b.sandbox is env.sandbox
+        a.close()
+        task = env.get_task("HumanEval/2")
+        assert b.verify(task, gold(b, task)).components["correctness"] == 1.0
+        assert env.verify(task, gold(env, task)).components["correctness"] == 1.0
