@@ -138,8 +138,11 @@ def test_seeded_sampling_is_reproducible(vengine, prompts):
 
 
 def perturbed(state, scale, seed):
+    """New weights; the LM head stays tied to the embeddings, as in the model's own state dict."""
     gen = torch.Generator().manual_seed(seed)
-    return {k: v + scale * torch.randn(v.shape, generator=gen) for k, v in state.items()}
+    out = {k: v + scale * torch.randn(v.shape, generator=gen) for k, v in state.items()}
+    out["lm_head.weight"] = out["model.embed_tokens.weight"]
+    return out
 
 
 def test_refit_matches_the_trainer_in_both_directions(vengine, hf, prompts, tiny_vllm_path):
