@@ -137,26 +137,43 @@ class Policy:
 
     # ------------------------------------------------------------------ forward
 
-    def _forward(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits ``[B, L-1, V]`` (temperature-scaled) and target logprobs ``[B, L-1]``."""
+    def _forward(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Temperature-scaled logits and target logprobs from the first policy token on.
+
+        Logits are computed only for target columns ``start:``, where ``start`` is the first
+        column holding a policy token in any row: prompt positions before it never carry
+        loss, and the vocabulary projection is the costliest part of a small model.
+
+        Returns:
+            ``(logits [B, T', V], logp [B, T'], start)`` with ``T' = L - 1 - start``.
+        """
+        mask = mb["mask"]
+        cols = mask.any(0).nonzero()
+        start = int(cols[0]) if len(cols) else mask.shape[1] - 1
         out = self.model(
             input_ids=mb["input_ids"].to(self.device),
             attention_mask=mb["attention_mask"].to(self.device),
             use_cache=False,
+            logits_to_keep=mask.shape[1] + 1 - start,
         )
         logits = out.logits[:, :-1, :].float() / self.temperature
-        return logits, token_logprobs(logits, mb["targets"].to(self.device))
+        targets = mb["targets"][:, start:].to(self.device)
+        return logits, token_logprobs(logits, targets), start
 
     def logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
-        """Target-aligned logprobs of each sample under the current weights. Collective."""
+        """Target-aligned logprobs of each sample under the current weights. Collective.
+
+        Positions before the batch's first policy token are reported as 0.
+        """
         out: list[list[float]] = [[] for _ in samples]
         index = {id(s): i for i, s in enumerate(samples)}
         with torch.no_grad():
             for mb_samples in micro_batches(samples, self.micro_batch_size):
                 mb = collate(mb_samples, self.pad_id)
-                _, lp = self._forward(mb)
+                _, lp, start = self._forward(mb)
                 for row, s in enumerate(mb_samples):
-                    out[index[id(s)]] = lp[row, : len(s.tokens) - 1].cpu().tolist()
+                    kept = lp[row, : len(s.tokens) - 1 - start].cpu().tolist()
+                    out[index[id(s)]] = [0.0] * start + kept
         return out
 
     # ------------------------------------------------------------------ update
@@ -187,27 +204,27 @@ class Policy:
         return stats
 
     def _micro_step(self, mb: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
-        logits, logp = self._forward(mb)
-        mask = mb["mask"].to(self.device)
-        if "old_logprobs" in mb:
-            old = mb["old_logprobs"].to(self.device)
-        else:  # one minibatch: the pre-update policy is the current one (on-policy)
-            old = logp.detach()
-        ref = mb.get("ref_logprobs")
+        logits, logp, start = self._forward(mb)
+
+        def cut(key: str) -> torch.Tensor:
+            return mb[key][:, start:].to(self.device)
+
+        mask = cut("mask")
+        # one minibatch: the pre-update policy is the current one (on-policy)
+        old = cut("old_logprobs") if "old_logprobs" in mb else logp.detach()
         terms = policy_loss(
             logp,
             old,
             mb["advantages"].to(self.device),
             mask,
-            mb["weights"].to(self.device),
+            cut("weights"),
             self.loss_cfg,
-            ref.to(self.device) if ref is not None else None,
+            cut("ref_logprobs") if "ref_logprobs" in mb else None,
         )
         (terms.loss * self.world_size).backward()
         with torch.no_grad():
             ent = entropy_from_logits(logits.detach())
-            eng = mb["engine_logprobs"].to(self.device)
-            mult = torch.exp((eng - old).abs())
+            mult = torch.exp((cut("engine_logprobs") - old).abs())
             stats["entropy_sum"] += float((ent * mask).sum())
             stats["mult_err_sum"] += float((mult * mask).sum())
         stats["loss"] += float(terms.loss.detach())
