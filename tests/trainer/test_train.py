@@ -159,7 +159,8 @@ def test_multi_turn_environment_trains(tmp_path):
         "rollout.sampling.max_tokens=12",
         "loss.kl_beta=0",
         "checkpoint.every=0",
-        "rollout.prompts_per_step=2", "cluster.policy_workers=1",
+        "rollout.prompts_per_step=2",
+        "cluster.policy_workers=1",
     )
     assert [r["step"] for r in rows] == [1, 2]
     assert all(r["turns"] == 2 for r in rows)  # random text: invalid guesses, a second turn
