@@ -190,28 +190,33 @@ async def run_jobs(
 ) -> None:
     """Run ``work(env, job)`` over ``jobs`` with ``concurrency`` workers, one env each.
 
-    Workers build their environment lazily (in a thread) and close it when the queue is
-    empty, or when the run is cancelled.
+    Every worker's environment is built (in threads, together) before the first episode
+    starts, so the first model requests arrive together: a local engine then sees one full
+    batch instead of a trickle. Environments are closed at the end, or on cancellation.
     """
+    n = max(1, min(concurrency, len(jobs)))
+    if not jobs:
+        return
     queue: asyncio.Queue[Any] = asyncio.Queue()
     for job in jobs:
         queue.put_nowait(job)
-    spare = [first_env] if first_env is not None else []
+    envs: list[Env] = [first_env] if first_env is not None else []
+    built = asyncio.gather(*(asyncio.to_thread(make_env) for _ in range(n - len(envs))))
+    try:
+        envs.extend(await built)
 
-    async def worker() -> None:
-        env: Env | None = None
-        try:
+        async def worker(env: Env) -> None:
             while not queue.empty():
                 job = queue.get_nowait()
-                if env is None:
-                    env = spare.pop() if spare else await asyncio.to_thread(make_env)
                 on_done(await work(env, job))
-        finally:
-            if env is not None and env is not first_env:
-                await asyncio.to_thread(env.close)
 
-    n = max(1, min(concurrency, len(jobs)))
-    await asyncio.gather(*(worker() for _ in range(n)))
+        await asyncio.gather(*(worker(env) for env in envs))
+    finally:
+        if not built.done():  # cancelled while building: close what got built
+            built.cancel()
+        for env in envs:
+            if env is not first_env:
+                await asyncio.to_thread(env.close)
 
 
 class Evaluation:
