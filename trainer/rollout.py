@@ -45,8 +45,8 @@ class EnvPool(Protocol):
     def step(self, key: str, message: Message) -> StepResult:
         """Send the model's message to the episode ``key``."""
 
-    def close(self, key: str) -> None:
-        """End the episode ``key`` and release its client."""
+    def close(self, key: str, discard: bool = False) -> None:
+        """End the episode ``key``; ``discard`` closes its client instead of reusing it."""
 
 
 class LocalEnvPool:
@@ -77,12 +77,14 @@ class LocalEnvPool:
         """Step the episode ``key``."""
         return self._live[key].step(message)
 
-    def close(self, key: str) -> None:
-        """Return the client of ``key`` to the idle list."""
+    def close(self, key: str, discard: bool = False) -> None:
+        """Return the client of ``key`` to the idle list, or close it after a failure."""
         with self._lock:
             env = self._live.pop(key, None)
-            if env is not None:
+            if env is not None and not discard:
                 self._idle.append(env)
+        if env is not None and discard:
+            env.close()
 
     def shutdown(self) -> None:
         """Close every client."""
@@ -280,7 +282,8 @@ def collect(
     for ep in episodes:
         if not ep.done:
             ep.done, ep.end = True, "max_turns"
-    call_all([lambda e=e: pool.close(e.key) for e in episodes], settings.timeout_s)
+    # a client whose environment failed is not trusted with another episode
+    call_all([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
     return batch
 
 

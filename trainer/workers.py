@@ -186,9 +186,9 @@ class EnvWorker:
         """See :class:`trainer.rollout.EnvPool`."""
         return self.pool.step(key, message)
 
-    def close(self, key: str) -> None:
+    def close(self, key: str, discard: bool = False) -> None:
         """See :class:`trainer.rollout.EnvPool`."""
-        self.pool.close(key)
+        self.pool.close(key, discard)
 
     def shutdown(self) -> None:
         """Close every client (servers and containers the runner started)."""
@@ -216,12 +216,12 @@ class RayEnvPool:
         """Step ``key`` on its actor."""
         return ray.get(self._route[key].step.remote(key, message), timeout=self.timeout_s)
 
-    def close(self, key: str) -> None:
+    def close(self, key: str, discard: bool = False) -> None:
         """End ``key``."""
         with self._lock:
             actor = self._route.pop(key, None)
         if actor is not None:
-            ray.get(actor.close.remote(key), timeout=self.timeout_s)
+            ray.get(actor.close.remote(key, discard), timeout=self.timeout_s)
 
 
 class Cluster:

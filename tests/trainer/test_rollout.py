@@ -110,6 +110,8 @@ def test_infra_error_episodes_are_dropped_and_counted(engine):
     assert all(e.status is Status.INFRA_ERROR and "sandbox died" in e.error for e in dropped)
     assert batch.dropped_by_status() == {"infra_error": 2}
     assert [e.seed for e in batch.kept] == [8, 8]
+    # the clients of failed episodes were closed, the healthy ones kept for reuse
+    assert len(pool._idle) == 2 and not pool._live
 
 
 def test_a_hanging_env_is_dropped_at_its_deadline(engine):
