@@ -233,6 +233,10 @@ def _report(suite: FunctionSuite, run: RunResult) -> SuiteReport:
             error=msg.get("error"),
             timed_out=bool(msg.get("timeout")),
         )
+    if not run.hardened:
+        # Without PR_SET_DUMPABLE=0 the program could reach the runner's descriptors through
+        # /proc: no verdict from such a run can be trusted.
+        raise SandboxError("the test runner could not make itself non-dumpable (prctl)")
     if run.rejected:
         raise SandboxError(
             f"{run.rejected} message(s) on the verdict channel lacked the run's nonce"

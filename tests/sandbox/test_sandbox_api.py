@@ -322,6 +322,7 @@ def _run_result(mode, messages, timed_out=False):
         mode=mode,
         messages=messages,
         started=True,
+        hardened=True,
     )
 
 
@@ -342,3 +343,7 @@ def test_verdict_counting_by_the_parent():
     assert "harness was killed" in weak.outcomes[1].error
     timed = _report(ADD_SUITE, _run_result("bwrap", [first], timed_out=True))
     assert timed.timed_out and "timed out" in timed.outcomes[2].error
+    soft = _run_result("bwrap", [first, *done])
+    soft.hardened = False
+    with pytest.raises(SandboxError, match="non-dumpable"):
+        _report(ADD_SUITE, soft)
