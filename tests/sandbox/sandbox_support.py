@@ -20,7 +20,7 @@ def _bwrap_problem() -> str | None:
 BWRAP_PROBLEM = _bwrap_problem()
 needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no isolation: {BWRAP_PROBLEM}")
 
-FAST = Limits(wall_s=8.0, cpu_s=4, memory_mb=512, nproc=32, output_bytes=100_000)
+FAST = Limits(wall_s=15.0, cpu_s=4, memory_mb=512, nproc=32, output_bytes=100_000)
 """Short limits so adversarial runs end quickly."""
 
 ADD_SUITE = FunctionSuite.from_asserts(

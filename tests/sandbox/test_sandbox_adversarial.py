@@ -52,7 +52,7 @@ def test_sleep_is_killed_by_the_wall_clock(box):
 def test_input_without_stdin_fails_fast(box):
     result = box.run_python("print(input())")
     assert result.exit_code != 0 and "EOFError" in result.stderr and not result.timed_out
-    report = attack(box, "def add(a, b):\n    return int(input())\n")
+    report = attack(box, "def add(a, b):\n    return int(input())\n", test_timeout_s=5.0)
     assert report.passed == 0 and not report.timed_out
     assert "EOFError" in report.outcomes[0].error
 
@@ -342,7 +342,7 @@ def test_patching_builtins_and_the_harness_changes_nothing(box):
     suite_code = ["assert add(31337, 0) == 31337", "assert add(1, 1) == 2"]
     from envhub.sandbox import FunctionSuite
 
-    report = run_suite(box, code, FunctionSuite.from_asserts(suite_code), test_timeout_s=2)
+    report = run_suite(box, code, FunctionSuite.from_asserts(suite_code), test_timeout_s=5)
     assert report.passed == 0
     assert "FOUND-TESTS" not in report.run.stdout and "no tests in memory" in report.run.stdout
     assert_nothing_left(report.run)
@@ -390,14 +390,14 @@ def test_segfault_fails_that_test_and_the_others_still_run(box):
         "        ctypes.string_at(0)\n"
         "    return a + b\n"
     )
-    report = attack(box, code)
+    report = attack(box, code, test_timeout_s=5.0)
     assert [o.passed for o in report.outcomes] == [True, False, True]
     assert "signal 11" in report.outcomes[1].error
 
 
 def test_recursion_overflow_fails_cleanly(box):
     code = "def add(a, b):\n    return add(a, b)\n"
-    report = attack(box, code)
+    report = attack(box, code, test_timeout_s=5.0)
     assert report.passed == 0 and "RecursionError" in report.outcomes[0].error
     deep = "import sys\nsys.setrecursionlimit(10**9)\ndef add(a, b):\n    return add(a, b) + 1\n"
     assert attack(box, deep).passed == 0
@@ -429,7 +429,7 @@ def test_twenty_runs_at_once_mixed_with_honest_ones(box):
     def go(i: int) -> None:
         code = HONEST_ADD if i % 2 == 0 else HOSTILE[i // 2]
         try:
-            results[i] = run_suite(box, code, ADD_SUITE, test_timeout_s=4.0)
+            results[i] = run_suite(box, code, ADD_SUITE, test_timeout_s=6.0)
         except BaseException as e:  # noqa: BLE001 - collected and asserted below
             errors.append(e)
 
