@@ -8,6 +8,7 @@
 # printed is the image name to pass as `envhub docker build --base-image IMAGE`.
 #
 # Usage: scripts/offline-base-image.sh [--extras server,math,...] [--tag NAME:TAG] [--allow-missing]
+#        [--force]   (without it, an image whose content key matches is reused)
 # Env:   PYTHON (default python3), DOCKER_HOST (the engine to import into).
 # Needs: root (chroot check), docker CLI, ldd, ldconfig; the dependencies installed here
 #        (`pip install -e '.[server,math,code,search,games]'`).
@@ -18,12 +19,14 @@ PYTHON="${PYTHON:-python3}"
 TAG="envhub-base:offline"
 EXTRAS=""
 ALLOW=()
+FORCE=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --extras) EXTRAS="$2"; shift 2 ;;
     --tag) TAG="$2"; shift 2 ;;
     --allow-missing) ALLOW=(--allow-missing); shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --force) FORCE=1; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "error: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -33,6 +36,15 @@ if [[ -z "$EXTRAS" ]]; then
 fi
 command -v docker >/dev/null || { echo "error: docker CLI not found (apt-get install -y docker.io)" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "error: no Docker engine at ${DOCKER_HOST:-unix:///var/run/docker.sock}; start dockerd (scripts/ci-docker.sh start)" >&2; exit 1; }
+
+# Up to date already? (same python, same installed distributions, same extras, same script)
+KEY="$("$PYTHON" "$REPO/scripts/offline_rootfs.py" /nonexistent --pyproject "$REPO/pyproject.toml" \
+  --extras "$EXTRAS" "${ALLOW[@]}" --key-only)"
+if [[ -z "$FORCE" ]] && [[ "$(docker image inspect -f '{{index .Config.Labels "envhub.base-key"}}' "$TAG" 2>/dev/null)" == "$KEY" ]]; then
+  echo "$TAG is up to date (key $KEY; --force rebuilds it)" >&2
+  echo "$TAG"
+  exit 0
+fi
 
 WORK="$(mktemp -d /tmp/envhub-rootfs.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
@@ -53,7 +65,7 @@ fi
 PYVER="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 tar -C "$ROOT" --numeric-owner -cf - . | docker import \
   --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 PYTHONUTF8=1' \
-  --change "LABEL envhub.offline-base=1 envhub.base-extras=$EXTRAS envhub.python=$PYVER" \
+  --change "LABEL envhub.offline-base=1 envhub.base-extras=$EXTRAS envhub.python=$PYVER envhub.base-key=$KEY" \
   --change 'CMD ["python3"]' \
   - "$TAG" >/dev/null
 SIZE=$(du -sh "$ROOT" | cut -f1)

@@ -18,6 +18,7 @@ Requires: run as root for the final check (``chroot``); ``ldd`` and ``ldconfig``
 from __future__ import annotations
 
 import argparse
+import hashlib
 import importlib.metadata as md
 import os
 import re
@@ -196,6 +197,14 @@ def skeleton(root: Path) -> None:
     (root / "etc/os-release").write_text('NAME="envhub offline base"\nID=envhub-offline\n')
 
 
+def content_key(dists: dict[str, md.Distribution], extras: list[str]) -> str:
+    """Hash of what the root would hold: an unchanged key means the image is up to date."""
+    parts = [sys.version, str(Path(sys.executable).resolve()), ",".join(sorted(extras))]
+    parts += sorted(f"{name}=={d.version}" for name, d in dists.items())
+    parts.append(hashlib.sha256(Path(__file__).read_bytes()).hexdigest())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
 def main() -> None:
     """Build the root file system; print a summary line per step."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -208,6 +217,11 @@ def main() -> None:
         help="leave out extras whose dependencies are not installed here",
     )
     ap.add_argument("--extras-out", type=Path, help="write the extras fully copied here")
+    ap.add_argument(
+        "--key-only",
+        action="store_true",
+        help="print a key of what would be copied (python, distributions, extras) and stop",
+    )
     args = ap.parse_args()
     root: Path = args.rootfs
     extras = [e for e in args.extras.split(",") if e]
@@ -227,6 +241,9 @@ def main() -> None:
             + ", ".join(missing)
             + f"\nfix: pip install -e '.[{','.join(extras)}]' first (or pass --allow-missing)"
         )
+    if args.key_only:
+        print(content_key(dists, extras))
+        return
     if args.extras_out:
         args.extras_out.write_text(",".join(extras))
     skeleton(root)
