@@ -169,6 +169,9 @@ def plot_rewards(history: list[dict[str, float]], path: Path) -> None:
     acc = [(h["step"], h["accuracy"]) for h in history if "accuracy" in h]
     if acc:
         ax.plot(*zip(*acc, strict=True), label="accuracy", linestyle="--")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel("mean over episodes")
     ax.grid(alpha=0.3)
