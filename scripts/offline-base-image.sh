@@ -62,12 +62,14 @@ if [[ $(id -u) -eq 0 ]]; then
     || { echo "error: the copied python does not start in the new root (see above)" >&2; exit 1; }
 fi
 
+OLD_ID="$(docker image inspect -f '{{.Id}}' "$TAG" 2>/dev/null || true)"
 PYVER="$("$PYTHON" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
 tar -C "$ROOT" --numeric-owner -cf - . | docker import \
   --change 'ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 PYTHONUTF8=1' \
   --change "LABEL envhub.offline-base=1 envhub.base-extras=$EXTRAS envhub.python=$PYVER envhub.base-key=$KEY" \
   --change 'CMD ["python3"]' \
   - "$TAG" >/dev/null
+if [[ -n "$OLD_ID" ]]; then docker image rm "$OLD_ID" >/dev/null 2>&1 || true; fi  # the replaced one
 SIZE=$(du -sh "$ROOT" | cut -f1)
 printf 'built %s (python %s, extras %s, %s) in %.1fs\n' "$TAG" "$PYVER" "$EXTRAS" "$SIZE" \
   "$("$PYTHON" -c "import time; print(time.time() - $START)")" >&2
