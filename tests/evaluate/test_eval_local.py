@@ -10,9 +10,6 @@ from eval_fakes import register_fakes
 import envhub
 from envhub.evaluate import EvalConfig, Evaluation, RunStore
 
-pytest.importorskip("torch")
-pytest.importorskip("transformers")
-
 
 @pytest.fixture()
 def home(tmp_path, monkeypatch):
@@ -25,6 +22,8 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def tiny():
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
     from envhub.evaluate.local import load_local_model
 
     try:
@@ -40,7 +39,12 @@ def tiny():
 
     backend._batch_fn = counting
     backend.calls = calls
-    return backend
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # two OpenMP threads on a busy 2-core machine: ~8x slower
+    yield backend
+    torch.set_num_threads(threads)
 
 
 def run(cfg, out, backend):
