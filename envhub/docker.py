@@ -370,17 +370,25 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, on_term)
-    handle = start_container(lookup(name), host=host, port=port)
-    print(f"envhub: {name} serving at {handle.url} in container {handle.name} "
-          "(Ctrl-C stops and removes it)", file=sys.stderr, flush=True)  # fmt: skip
-    try:
+    handle: DockerHandle | None = None
+    try:  # a signal during start-up lands here too; the atexit hook removes a half-made one
+        handle = start_container(lookup(name), host=host, port=port)
+        print(
+            f"envhub: {name} serving at {handle.url} in container {handle.name} "
+            "(Ctrl-C stops and removes it)",
+            file=sys.stderr,
+            flush=True,
+        )
         for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
             sys.stderr.write(chunk.decode(errors="replace"))
         raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
     except KeyboardInterrupt:
         pass
     finally:
-        handle.close()
+        if handle is not None:
+            handle.close()
+        else:
+            _remove_owned(os.getpid())
         signal.signal(signal.SIGTERM, previous)
 
 

@@ -333,3 +333,53 @@ def test_build_without_a_base_image_says_how_to_make_one(engine):
     with pytest.raises(EnvhubError, match="offline-base-image.sh"):
         di.build_image(engine, base_image="localhost:1/envhub-no-such-base:never")
     assert time.monotonic() - start < 30
+
+
+# ------------------------------------------------------------------ offline base (no engine)
+
+
+def _rootfs_module():
+    import importlib.util
+
+    path = REPO / "scripts" / "offline_rootfs.py"
+    mod_spec = importlib.util.spec_from_file_location("offline_rootfs", path)
+    mod = importlib.util.module_from_spec(mod_spec)
+    mod_spec.loader.exec_module(mod)
+    return mod
+
+
+def test_offline_rootfs_resolves_the_server_dependencies():
+    rf = _rootfs_module()
+    reqs = rf.project_requirements(REPO / "pyproject.toml", ["server"])
+    dists, missing = rf.resolve(reqs + [rf.Requirement("pip")])
+    assert missing == []
+    assert {"pydantic", "pydantic-core", "fastapi", "uvicorn", "httpx", "pip"} <= set(dists)
+    assert "torch" not in dists  # the trainer's stack stays out of the server image
+    key = rf.content_key(dists, ["server"])
+    assert key == rf.content_key(dists, ["server"]) != rf.content_key(dists, ["server", "x"])
+
+
+@pytest.mark.docker
+def test_envhub_serve_docker_runs_until_sigterm_then_removes(engine):
+    import signal
+
+    from envhub.remote import free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        assert httpx.get(f"http://127.0.0.1:{port}/info").json()["spec"]["name"] == "search"
+        assert len(_ours(engine, **{dk.LABEL_OWNER: str(proc.pid)})) == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=60)[0].decode()
+    assert proc.returncode == 0, out
+    assert _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)}) == []
