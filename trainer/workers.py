@@ -270,7 +270,10 @@ class Cluster:
         if address:
             # An existing cluster: code reaches the workers through the image or the job's
             # runtime environment (`ray job submit --working-dir .`).
-            ray.init(address=address, log_to_driver=True)
+            # A head on loopback registers its node as 127.0.0.1; the driver must match it.
+            host = address.split("://")[-1].rsplit(":", 1)[0]
+            local = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
+            ray.init(address=address, log_to_driver=True, **local)
         else:
             # A private local Ray: its own temp dir (never joins a stale cluster on a shared
             # machine), stopped by this process alone at the end (never `ray stop`).
