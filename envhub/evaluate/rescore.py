@@ -32,6 +32,9 @@ from .runner import (
 )
 from .store import EpisodeRecord, RunStore
 
+_BATCH = 32
+"""Episodes per ``verify_batch`` call when rescoring single-turn environments."""
+
 
 def _assistant_messages(rec: EpisodeRecord) -> list[Message]:
     return [m for m in rec.messages if m.role == "assistant"]
@@ -47,19 +50,20 @@ def _single_turn(env: Env) -> bool:
         return False
 
 
-def _verify(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> EpisodeRecord:
-    answer = _assistant_messages(rec)[-1]
-    score = env.verify(rec.task_id, answer)
-    new = rec.model_copy(deep=True)
-    new.reward, new.components, new.status, new.error = (
-        score.reward,
-        dict(score.components),
-        score.status,
-        score.error,
-    )
-    new.passed = is_passed(new.status, new.reward, new.components, primary, threshold)
-    new.rescored = True
-    return new
+def _verify(
+    env: Env, recs: list[EpisodeRecord], primary: str, threshold: float
+) -> list[EpisodeRecord]:
+    """Re-verify the final answers of single-turn episodes in one ``verify_batch`` call."""
+    scores = env.verify_batch([(r.task_id, _assistant_messages(r)[-1]) for r in recs])
+    out = []
+    for rec, score in zip(recs, scores, strict=True):
+        new = rec.model_copy(deep=True)
+        new.reward, new.components = score.reward, dict(score.components)
+        new.status, new.error = score.status, score.error
+        new.passed = is_passed(new.status, new.reward, new.components, primary, threshold)
+        new.rescored = True
+        out.append(new)
+    return out
 
 
 def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> EpisodeRecord:
@@ -98,13 +102,13 @@ def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> Epi
 
 
 def _rescorer(single: bool, primary: str, threshold: float) -> Any:
-    async def work(env: Env, rec: EpisodeRecord) -> EpisodeRecord:
+    async def work(env: Env, recs: list[EpisodeRecord]) -> list[EpisodeRecord]:
         if single:
             try:
-                return await asyncio.to_thread(_verify, env, rec, primary, threshold)
+                return await asyncio.to_thread(_verify, env, recs, primary, threshold)
             except NotSupported:
                 pass
-        return await asyncio.to_thread(_replay, env, rec, primary, threshold)
+        return [await asyncio.to_thread(_replay, env, r, primary, threshold) for r in recs]
 
     return work
 
@@ -140,12 +144,15 @@ async def rescore_run(
                 r.model_copy(update={"rescored": False}) for r in recs if not _assistant_messages(r)
             )
 
+            # single-turn: batches through one instance's verify_batch (one request over
+            # HTTP); multi-turn: one replay per job, on up to `concurrency` instances
+            size = _BATCH if single else 1
             await run_jobs(
-                todo,
+                [todo[i : i + size] for i in range(0, len(todo), size)],
                 lambda name=name, probe=probe: sibling(probe, make_env, name),
                 _rescorer(single, primary, threshold),
-                out.append,
-                concurrency=concurrency if single else min(concurrency, 4),
+                out.extend,
+                concurrency=1 if single else concurrency,
                 first_env=probe,
             )
         finally:
