@@ -9,6 +9,7 @@ from pathlib import Path
 
 
 def main() -> None:
+    """Write the file (overwrites it)."""
     path = Path(__file__).parent / "data" / "sums.jsonl"
     path.parent.mkdir(exist_ok=True)
     with open(path, "w") as f:
