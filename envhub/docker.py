@@ -144,9 +144,9 @@ def _remove_owned(pid: int) -> None:
 
 
 def clean(all_: bool = False) -> list[str]:
-    """Remove envhub's containers whose owner process is dead (every one with ``all_``).
+    """Remove envhub's containers whose owner process is dead (``all_``: every one).
 
-    Returns the names of the removed containers.
+    With ``all_`` envhub's internal network goes too. Returns the names of what was removed.
     """
     client = engine()
     removed = []
@@ -154,6 +154,13 @@ def clean(all_: bool = False) -> list[str]:
         if all_ or not _owner_alive(c.labels):
             if _remove(client, c.id):
                 removed.append(c.name)
+    if all_:
+        for net in client.networks.list(filters={"label": f"{LABEL_MANAGED}=1"}):
+            try:
+                net.remove()
+                removed.append(f"network {net.name}")
+            except Exception:  # noqa: BLE001 - still in use by a container of another engine user
+                pass
     return removed
 
 

@@ -292,6 +292,12 @@ def image_for(client: Any, extras: list[str], *, log: Any = None) -> str:
         except docker.errors.ImageNotFound:
             base = None
     start = time.monotonic()
+    print(
+        f"envhub: building {tag} for the current code on {base or DEFAULT_BASE_IMAGE} "
+        "(once per code change; ENVHUB_DOCKER_IMAGE pins an image)",
+        file=sys.stderr,
+        flush=True,
+    )
     built = build_image(client, base_image=base or DEFAULT_BASE_IMAGE, extras=want, tag=tag,
                         log=log)  # fmt: skip
     if log:
