@@ -43,6 +43,8 @@ start() {
       sleep 0.2
     done
     log "dockerd up (pid $(cat "$PIDFILE"))"
+    # Started here: if building the images fails, stop it again rather than leave it running.
+    trap 'log "image build failed; stopping dockerd"; stop' ERR
   fi
   local t0=$SECONDS base="${ENVHUB_DOCKER_BASE_IMAGE:-}"
   if [[ -z "$base" ]]; then
@@ -53,6 +55,7 @@ start() {
   local image
   image="$(cd "$REPO" && "$PYTHON" -m envhub.cli docker build --base-image "$base" --quiet | tail -1)"
   log "envhub image $image ($((SECONDS - t0))s)"
+  trap - ERR
   echo "export DOCKER_HOST=unix://$SOCK"
   echo "export ENVHUB_DOCKER_BASE_IMAGE=$base"
 }
