@@ -228,6 +228,20 @@ def _run_kwargs(spec: EnvSpec, image: str, network: str | None, ports: dict) -> 
     )  # fmt: skip
 
 
+def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
+    """``docker run -d``; a container created but not started (port taken...) is removed."""
+    try:
+        container = client.containers.run(**kwargs)
+        container.reload()
+        return container
+    except BaseException:
+        try:
+            _remove(client, kwargs["name"])
+        except Exception:  # noqa: BLE001 - report the original failure
+            pass
+        raise
+
+
 class DockerHandle:
     """A running container serving one environment: ``url`` to reach it, ``close`` to remove it.
 
@@ -351,17 +365,23 @@ def start_container(
     image = image or image_for(client, list(spec.docker.extras), log=log)
     if spec.docker.network:
         kwargs = _run_kwargs(spec, image, None, {f"{CONTAINER_PORT}/tcp": (host, port or None)})
-        container = client.containers.run(**kwargs)
-        container.reload()
+        container = _launch(client, kwargs)
         bound = container.ports[f"{CONTAINER_PORT}/tcp"][0]
         handle = DockerHandle(client, container, f"http://{host}:{bound['HostPort']}")
     else:
         from .docker_relay import Relay
 
-        container = client.containers.run(**_run_kwargs(spec, image, _network(client), {}))
-        container.reload()
-        ip = container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]
-        relay = Relay((ip, CONTAINER_PORT), host=host, port=port)
+        try:  # bind first: a taken port fails before any container exists
+            relay = Relay(None, host=host, port=port)
+        except OSError as e:
+            raise TransportError(f"cannot listen on {host}:{port} ({e}); pick another port") from e
+        try:
+            container = _launch(client, _run_kwargs(spec, image, _network(client), {}))
+        except BaseException:
+            relay.close()
+            raise
+        relay.target = (container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"],
+                        CONTAINER_PORT)  # fmt: skip
         handle = DockerHandle(client, container, f"http://{host}:{relay.port}", relay)
     _wait_healthy(handle, timeout)
     return handle

@@ -20,8 +20,13 @@ CHUNK = 1 << 16
 class Relay:
     """Forward ``host:port`` to ``target`` until :meth:`close`."""
 
-    def __init__(self, target: tuple[str, int], *, host: str = "127.0.0.1", port: int = 0):
-        """Bind now (so the port is known and taken), serve in a daemon thread."""
+    def __init__(
+        self, target: tuple[str, int] | None, *, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        """Bind now (so the port is known and taken), serve in a daemon thread.
+
+        ``target`` may be set later; until then connections are closed at once.
+        """
         self.target = target
         self._sock = socket.create_server((host, port), reuse_port=False)
         self.host, self.port = self._sock.getsockname()[:2]
@@ -46,6 +51,9 @@ class Relay:
         self._loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.target is None:
+            writer.close()
+            return
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except (OSError, asyncio.CancelledError):

@@ -383,3 +383,18 @@ def test_envhub_serve_docker_runs_until_sigterm_then_removes(engine):
         out = proc.communicate(timeout=60)[0].decode()
     assert proc.returncode == 0, out
     assert _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)}) == []
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("network", [False, True])
+def test_a_taken_port_fails_cleanly(engine, network):
+    import socket
+
+    import docker.errors
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises((TransportError, docker.errors.APIError)) as err:
+            dk.start_container(_spec(network=network), port=port)
+    assert str(port) in str(err.value) or "address already in use" in str(err.value).lower()
+    assert _ours(engine, **{dk.LABEL_OWNER: str(os.getpid())}) == []
