@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
@@ -127,7 +128,8 @@ def serve(
         typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
     except EnvhubError as e:
         typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
-    if not ipaddress.ip_address(_resolve(host)).is_loopback:
+    in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
+    if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
         typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
     settings = ServerSettings(
         max_sessions=max_sessions,
