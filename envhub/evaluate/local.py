@@ -68,6 +68,13 @@ class VLLMEngine:
         """The model's tokenizer."""
         return self.llm.get_tokenizer()
 
+    def close(self) -> None:
+        """Stop vLLM's engine process (best effort: the API differs across versions)."""
+        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
+        shutdown = getattr(core, "shutdown", None)
+        if callable(shutdown):
+            shutdown()
+
     def generate(self, prompts: list[list[int]], params: Any) -> list[Any]:
         """Sample one completion per prompt (token ids); returns trainer ``Generation``s."""
         from trainer.engine import Generation

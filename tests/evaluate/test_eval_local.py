@@ -39,11 +39,16 @@ def tiny():
 
     backend._batch_fn = counting
     backend.calls = calls
+    return backend
+
+
+@pytest.fixture()
+def one_thread():
     import torch
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # two OpenMP threads on a busy 2-core machine: ~8x slower
-    yield backend
+    yield
     torch.set_num_threads(threads)
 
 
@@ -53,7 +58,7 @@ def run(cfg, out, backend):
 
 
 @pytest.mark.slow
-def test_tiny_model_single_and_multi_turn(home, tiny, tmp_path):
+def test_tiny_model_single_and_multi_turn(home, tiny, one_thread, tmp_path):
     cfg = EvalConfig(model="tiny", envs=["arith", "guess"], max_tokens=6, concurrency=6)
     summary = run(cfg, tmp_path / "a", tiny)
     arith = summary["environments"]["arith"]
