@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -251,6 +252,34 @@ BatchFn = Callable[[list[list[dict[str, Any]]], list[dict[str, Any]] | None, Sam
 ``(text, prompt_tokens, completion_tokens, finish_reason)`` per chat."""
 
 
+async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` in a daemon thread and await its result.
+
+    Unlike ``asyncio.to_thread``, an interrupted run does not wait for it: ``asyncio.run``
+    joins the default executor's threads on the way out, which after Ctrl-C would hold the
+    exit until a whole local-engine batch (minutes on a CPU) had finished.
+    """
+    loop = asyncio.get_running_loop()
+    fut: asyncio.Future = loop.create_future()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if not fut.done():
+            fut.set_result(value) if ok else fut.set_exception(value)
+
+    def target() -> None:
+        try:
+            result: tuple[bool, Any] = (True, fn(*args))
+        except BaseException as e:  # handed to the awaiting coroutine
+            result = (False, e)
+        try:
+            loop.call_soon_threadsafe(deliver, *result)
+        except RuntimeError:  # the loop is gone (interrupted): nobody waits any more
+            pass
+
+    threading.Thread(target=target, daemon=True, name="envhub-eval-engine").start()
+    return await fut
+
+
 @dataclass
 class _Pending:
     chat: list[dict[str, Any]]
@@ -322,7 +351,7 @@ class BatchingBackend:
             groups.setdefault(key, []).append(item)
         for items in groups.values():
             try:
-                outs = await asyncio.to_thread(
+                outs = await in_daemon_thread(
                     self._batch_fn, [i.chat for i in items], items[0].tools, items[0].params
                 )
                 if len(outs) != len(items):

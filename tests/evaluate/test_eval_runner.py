@@ -221,3 +221,22 @@ def test_resume_retries_infra_errors(home, tmp_path):
         second = run_eval(cfg, tmp_path / "run", ep)["environments"]["arith"]
     assert len(ep.bodies) == 1  # only the failed episode ran again
     assert second["status"]["infra_error"] == 0 and second["pass@1"] == pytest.approx(5 / 6)
+
+
+def test_interrupted_engine_batch_does_not_hold_the_exit():
+    """A cancelled local-engine batch must not keep asyncio.run (and Ctrl-C) waiting."""
+    import time
+
+    from envhub.evaluate.models import BatchingBackend, SamplingParams
+    from envhub.types import Message
+
+    backend = BatchingBackend("slow", lambda chats, tools, p: time.sleep(5) or [])
+
+    async def main():
+        chat = [Message(role="user", content="hi")]
+        await asyncio.wait_for(backend.generate(chat, tools=None, params=SamplingParams()), 0.2)
+
+    t0 = time.perf_counter()
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(main())
+    assert time.perf_counter() - t0 < 3
