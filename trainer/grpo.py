@@ -93,6 +93,29 @@ def token_mult_prob_error(
     return (err * mask).sum() / mask.sum().clamp(min=1)
 
 
+def off_policy_weights(
+    old_logp: torch.Tensor, behaviour_logp: torch.Tensor, mask: torch.Tensor, cap: float
+) -> torch.Tensor:
+    """Truncated importance weights ``min(pi_old / pi_behaviour, cap)`` per token (no grad).
+
+    One-step off-policy training samples a batch with the weights of step t-1 (the
+    *behaviour* policy, whose logprobs the engine returned) and updates the policy of step t
+    (``old``: the weights before this update). As in decoupled PPO (Hilton et al. 2022,
+    "Batch size-invariance for policy optimization"; AReaL), the clipped surrogate keeps
+    ``ratio = pi / pi_old`` (the trust region is around the current policy) and each token's
+    term is multiplied by this weight, which corrects for the batch having been drawn from
+    ``pi_behaviour``; truncation at ``cap`` bounds the variance (truncated IS, as in IMPALA).
+
+    Args:
+        old_logp: ``[B, T]`` logprobs under the policy before this update.
+        behaviour_logp: ``[B, T]`` the engine's logprobs of the tokens it sampled.
+        mask: ``[B, T]`` 1 on policy tokens; masked positions get weight 1.
+        cap: Upper bound of a weight.
+    """
+    w = torch.exp(old_logp.detach().float() - behaviour_logp.float()).clamp(max=cap)
+    return torch.where(mask.bool(), w, torch.ones_like(w))
+
+
 # ---------------------------------------------------------------------------- aggregation
 
 
@@ -167,6 +190,7 @@ class LossTerms:
     kl_sum: float
     clipped_sum: float
     ratio_sum: float
+    is_weight_sum: float = 0.0
 
 
 def policy_loss(
@@ -177,6 +201,7 @@ def policy_loss(
     weights: torch.Tensor,
     cfg: LossConfig,
     ref_logp: torch.Tensor | None = None,
+    is_weights: torch.Tensor | None = None,
 ) -> LossTerms:
     """The GRPO loss of one micro-batch.
 
@@ -191,6 +216,8 @@ def policy_loss(
         weights: ``[B, T]`` aggregation weights from :func:`loss_weights`.
         cfg: Clip range and KL weight.
         ref_logp: ``[B, T]`` reference logprobs; required when ``cfg.kl_beta > 0``.
+        is_weights: ``[B, T]`` off-policy importance weights (:func:`off_policy_weights`)
+            multiplying the surrogate (not the KL term); None for on-policy batches.
     """
     mask = mask.float()
     adv = advantages.float().unsqueeze(-1)  # [B, 1]
@@ -198,6 +225,8 @@ def policy_loss(
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1 - cfg.clip_low, 1 + cfg.clip_high) * adv
     per_token = -torch.minimum(unclipped, clipped)
+    if is_weights is not None:
+        per_token = per_token * is_weights
     kl = torch.zeros_like(logp)
     if cfg.kl_beta > 0:
         if ref_logp is None:
@@ -211,4 +240,5 @@ def policy_loss(
         kl_sum=float((kl.detach() * mask).sum()),
         clipped_sum=float((was_clipped * mask).sum()),
         ratio_sum=float((ratio.detach() * mask).sum()),
+        is_weight_sum=float((is_weights * mask).sum()) if is_weights is not None else 0.0,
     )

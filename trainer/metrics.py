@@ -72,6 +72,7 @@ def train_metrics(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
         "lr": per_rank[0]["lr"],
         "train_tokens": total["n_tokens"],
         "memory/worker_peak_mb": max(r.get("peak_memory_mb", 0.0) for r in per_rank),
+        **({"is_weight_mean": total["is_weight_sum"] / n} if total.get("is_weight_sum") else {}),
     }
 
 

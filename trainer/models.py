@@ -149,7 +149,12 @@ def tiny_llama_path(
     return _atomic_dir(final, build)
 
 
-MODEL_ALIASES = {"smollm2": smollm2_path, "tiny": tiny_llama_path}
+def tiny_vllm_path() -> Path:
+    """The tiny random Llama with two heads of 32: vLLM's CPU attention needs head size >= 32."""
+    return tiny_llama_path(hidden_size=64, heads=2)
+
+
+MODEL_ALIASES = {"smollm2": smollm2_path, "tiny": tiny_llama_path, "tiny-vllm": tiny_vllm_path}
 """Names accepted wherever a model path is expected."""
 
 

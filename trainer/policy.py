@@ -21,7 +21,13 @@ from typing import Any
 import torch
 
 from .batch import Sample, collate, micro_batches
-from .grpo import LossConfig, entropy_from_logits, policy_loss, token_logprobs
+from .grpo import (
+    LossConfig,
+    entropy_from_logits,
+    off_policy_weights,
+    policy_loss,
+    token_logprobs,
+)
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -83,6 +89,7 @@ class Policy:
         device: str = "cpu",
         dtype: str = "float32",
         seed: int = 0,
+        off_policy_cap: float | None = None,
     ) -> None:
         """Load the model from an HF directory and shard it when ``world_size > 1``.
 
@@ -99,6 +106,9 @@ class Policy:
             device: ``cpu`` or ``cuda``.
             dtype: Parameter dtype.
             seed: Seeds torch on this rank.
+            off_policy_cap: When set, batches were sampled one step stale: every token's
+                surrogate is weighted by ``trainer.grpo.off_policy_weights`` against the
+                engine's logprobs, truncated at this value.
         """
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -106,6 +116,7 @@ class Policy:
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
         self.micro_batch_size = micro_batch_size
+        self.off_policy_cap = off_policy_cap
         self.max_grad_norm = optim["max_grad_norm"]
         self.model_path = model_path
         tok = AutoTokenizer.from_pretrained(model_path)
@@ -187,9 +198,8 @@ class Policy:
             and the per-step ``grad_norm`` (mean over minibatches) and ``lr``.
         """
         self.model.train()
-        stats = dict.fromkeys(
-            ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum"], 0.0
-        )
+        keys = ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum"]
+        stats = dict.fromkeys([*keys, "is_weight_sum"], 0.0)
         stats["mult_err_sum"], norms = 0.0, []
         for samples in minibatches:
             self.optimizer.zero_grad(set_to_none=True)
@@ -212,6 +222,9 @@ class Policy:
         mask = cut("mask")
         # one minibatch: the pre-update policy is the current one (on-policy)
         old = cut("old_logprobs") if "old_logprobs" in mb else logp.detach()
+        is_w = None
+        if self.off_policy_cap is not None:
+            is_w = off_policy_weights(old, cut("engine_logprobs"), mask, self.off_policy_cap)
         terms = policy_loss(
             logp,
             old,
@@ -220,6 +233,7 @@ class Policy:
             cut("weights"),
             self.loss_cfg,
             cut("ref_logprobs") if "ref_logprobs" in mb else None,
+            is_w,
         )
         (terms.loss * self.world_size).backward()
         with torch.no_grad():
@@ -232,6 +246,7 @@ class Policy:
         stats["kl_sum"] += terms.kl_sum
         stats["clipped_sum"] += terms.clipped_sum
         stats["ratio_sum"] += terms.ratio_sum
+        stats["is_weight_sum"] += terms.is_weight_sum
 
     def _clip_grad(self) -> float:
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)

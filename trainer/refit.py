@@ -7,8 +7,13 @@ by ``cluster.placement`` from :data:`SYNCS`:
   all-gathers the full weights from the FSDP2 shards (``get_model_state_dict`` with
   ``full_state_dict=True``) and loads them into its engine in the same process: no copy
   through Ray's object store or disk.
-- ``split`` (trainer part 2): engines on their own resources, weights sent through the object
-  store or a collective; it implements the same ``push``.
+- engines as their own actors (``engine: vllm``, or ``placement: split``;
+  :class:`ObjectStoreSync`, ``generation.transport: object_store``): the ranks gather the full
+  weights (collective), rank 0's copy becomes one object in Ray's object store (the return
+  value of its ``gather_state`` call, never fetched by the driver), and every engine reads it
+  from there and loads it in place. On one node the engines read it from shared memory; on a
+  cluster Ray moves it once per node. A ``nccl`` transport (a torch collective group between
+  rank 0 and the GPU engines, as NeMo RL does) is the next step and is refused by the config.
 """
 
 from __future__ import annotations
@@ -50,16 +55,43 @@ class ColocatedSync:
         return time.perf_counter() - t0
 
 
-SYNCS: dict[str, Callable[[Sequence[Any]], WeightSync]] = {"colocated": ColocatedSync}
-"""Weight sync by ``cluster.placement``."""
+class ObjectStoreSync:
+    """Refit of engine actors through Ray's object store (see module docstring)."""
+
+    def __init__(self, policy_workers: Sequence[Any], engines: Sequence[Any]) -> None:
+        """``engines``: :class:`trainer.generation.GenerationWorker` actor handles."""
+        self.workers, self.engines = list(policy_workers), list(engines)
+        self.last_load_seconds: float = 0.0
+
+    def push(self) -> float:
+        """Gather on every rank, ship rank 0's copy once, load into every engine."""
+        import ray
+
+        t0 = time.perf_counter()
+        gathered = [w.gather_state.remote() for w in self.workers]
+        loads = [e.load_weights.remote(gathered[0]) for e in self.engines]
+        ray.get(gathered[1:])
+        self.last_load_seconds = max(ray.get(loads))
+        return time.perf_counter() - t0
 
 
-def make_weight_sync(placement: str, policy_workers: Sequence[Any]) -> WeightSync:
-    """The :class:`WeightSync` for ``placement``.
+SYNCS: dict[str, Callable[..., WeightSync]] = {
+    "colocated": ColocatedSync,
+    "object_store": ObjectStoreSync,
+}
+"""Weight sync implementations: in-process, or through the object store to engine actors."""
+
+
+def make_weight_sync(
+    policy_workers: Sequence[Any], engines: Sequence[Any] = (), transport: str = "object_store"
+) -> WeightSync:
+    """In-process sync when the engines live in the policy workers, else ``transport``.
 
     Raises:
-        ValueError: a placement without an implementation yet.
+        ValueError: a transport without an implementation.
     """
-    if placement not in SYNCS:
-        raise ValueError(f"no refit for placement {placement!r} yet; available: {sorted(SYNCS)}")
-    return SYNCS[placement](policy_workers)
+    if not engines:
+        return ColocatedSync(policy_workers)
+    if transport not in SYNCS or transport == "colocated":
+        raise ValueError(f"no refit transport {transport!r}; available: object_store")
+    return SYNCS[transport](policy_workers, engines)

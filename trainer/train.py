@@ -24,6 +24,10 @@ Deviations from the paper, on purpose:
   the generation engine is reported as ``token_mult_prob_error`` instead of corrected.
 - The KL penalty is in the loss (k3, as the paper), but off by default (``kl_beta: 0``), as
   in DAPO and Dr. GRPO: no reference model is loaded then.
+- ``generation.one_step_off_policy`` (split placement): step t+1's batch is sampled, with
+  the weights of step t-1, while step t trains; each token's surrogate is weighted by
+  ``min(pi_old / pi_behaviour, is_cap)`` (``grpo.off_policy_weights``, decoupled PPO) and
+  the time saved is logged as ``time/overlap_saved``.
 - Multi-turn episodes get one advantage per episode (the sum of its step rewards), applied to
   every model token of every turn.
 """
@@ -33,8 +37,9 @@ from __future__ import annotations
 import logging
 import random
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -115,53 +120,154 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
         else:
             cluster.refit()  # engines start from the policy's exact weights
         logger.start_at(state.step)
-        while state.step < config.train.steps:
-            step = state.step + 1
-            t_step = time.perf_counter()
-            times: dict[str, float] = {}
-
-            # 1. rollout: G episodes for each of this step's tasks
-            t0 = time.perf_counter()
-            n_prompts = config.rollout.prompts_per_step
-            seeds = [task_seed(config.seed, state.data_position + i) for i in range(n_prompts)]
-            batch = collect(
-                cluster.generate,
-                cluster.env_pool,
-                chat,
-                seeds,
-                settings,
-                sample_seed=(config.seed * 1_000_003 + step) * 1000,
-            )
-            times["time/rollout"] = time.perf_counter() - t0
-            times["time/generation"] = batch.generation_time
-            times["time/env"] = batch.env_time
-
-            # 2. rewards -> group-relative advantages
-            samples = to_samples(batch, config.loss.normalize_std)
-            metrics = rollout_metrics(batch)
-
-            # 3-4. logprobs (reference, pre-update policy) and the update
-            if samples:
-                metrics |= _update(cluster, config, samples, pad_id, settings, times)
-
-            # 5. refit: the engines get the new weights
-            t0 = time.perf_counter()
-            cluster.refit()
-            times["time/refit"] = time.perf_counter() - t0
-
-            state.step, state.data_position = step, state.data_position + n_prompts
-            state.history.append(_history_row(step, metrics))
-            if _checkpoint_due(config, step):
-                t0 = time.perf_counter()
-                ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
-                times["time/checkpoint"] = time.perf_counter() - t0
-            times["time/step"] = time.perf_counter() - t_step
-            logger.log(step, metrics | times)
-
+        rollouts = _Rollouts(cluster, chat, config, settings)
+        try:
+            _loop(cluster, config, state, rollouts, logger, pad_id, settings, ckpt_root)
+        finally:
+            rollouts.close()
         if config.checkpoint.export_final:
             cluster.export(str(out / "final"))
     logger.close(state.history)
     return state
+
+
+class _Rollouts:
+    """Collects a step's batch now, or (one-step off-policy) the next one in the background."""
+
+    def __init__(self, cluster: Cluster, chat: ChatFormatter, config: Config, settings: Any):
+        """``config.generation.one_step_off_policy`` turns the background collection on."""
+        self.cluster, self.chat, self.config, self.settings = cluster, chat, config, settings
+        self.off_policy = config.generation.one_step_off_policy
+        self._pool = ThreadPoolExecutor(1, "envhub-rollout") if self.off_policy else None
+        self.pending: Future[tuple[RolloutBatch, float]] | None = None
+
+    def run(self, step: int, position: int) -> tuple[RolloutBatch, float]:
+        """Collect step ``step``'s batch (tasks from data ``position``); returns it, seconds."""
+        t0 = time.perf_counter()
+        n = self.config.rollout.prompts_per_step
+        batch = collect(
+            self.cluster.generate,
+            self.cluster.env_pool,
+            self.chat,
+            [task_seed(self.config.seed, position + i) for i in range(n)],
+            self.settings,
+            sample_seed=(self.config.seed * 1_000_003 + step) * 1000,
+        )
+        return batch, time.perf_counter() - t0
+
+    def take(self, step: int, position: int) -> tuple[RolloutBatch, float]:
+        """The batch launched during the previous step if any, else one collected now."""
+        if self.pending is not None:
+            found, self.pending = self.pending.result(), None
+            return found
+        return self.run(step, position)
+
+    def launch(self, step: int, position: int) -> None:
+        """Off-policy: start step ``step``'s rollout with the engines' current weights."""
+        if self._pool is not None and step <= self.config.train.steps:
+            self.pending = self._pool.submit(self.run, step, position)
+
+    def wait(self) -> tuple[float, float]:
+        """Wait for the launched rollout: ``(seconds waited, seconds the rollout took)``."""
+        if self.pending is None:
+            return 0.0, 0.0
+        t0 = time.perf_counter()
+        _, rollout_s = self.pending.result()
+        return time.perf_counter() - t0, rollout_s
+
+    def close(self) -> None:
+        """Stop the background thread (a pending rollout is abandoned)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _loop(
+    cluster: Cluster,
+    config: Config,
+    state: ckpt.TrainerState,
+    rollouts: _Rollouts,
+    logger: MetricsLogger,
+    pad_id: int,
+    settings: RolloutSettings,
+    ckpt_root: Path,
+) -> None:
+    """The steps, from ``state.step + 1`` to ``train.steps``."""
+    n_prompts = config.rollout.prompts_per_step
+    while state.step < config.train.steps:
+        step = state.step + 1
+        t_step = time.perf_counter()
+
+        # 1. rollout: G episodes for each of this step's tasks (off-policy: launched during
+        #    the previous step, sampled with the weights before that step's update)
+        batch, rollout_s = rollouts.take(step, state.data_position)
+        times = {
+            "time/rollout": rollout_s,
+            "time/generation": batch.generation_time,
+            "time/env": batch.env_time,
+        }
+        rollouts.launch(step + 1, state.data_position + n_prompts)
+
+        # 2. rewards -> group-relative advantages
+        samples = to_samples(batch, config.loss.normalize_std)
+        metrics = rollout_metrics(batch)
+
+        # 3-4. logprobs (reference, pre-update policy) and the update
+        if samples:
+            metrics |= _update(cluster, config, samples, pad_id, settings, times)
+
+        # off-policy: the next rollout must end before the engines change weights; what it
+        # took minus what is still waited for here is the time the overlap saved
+        if rollouts.off_policy:
+            waited, next_rollout_s = rollouts.wait()
+            times["time/overlap_wait"] = waited
+            times["time/overlap_saved"] = max(0.0, next_rollout_s - waited)
+
+        # 5. refit: the engines get the new weights (and, if asked, are checked against them)
+        t0 = time.perf_counter()
+        cluster.refit()
+        times["time/refit"] = time.perf_counter() - t0
+        if config.generation.verify_refit and samples:
+            metrics["refit/logprob_max_diff"] = verify_refit(cluster, config, samples)
+
+        state.step, state.data_position = step, state.data_position + n_prompts
+        state.history.append(_history_row(step, metrics))
+        if _checkpoint_due(config, step):
+            t0 = time.perf_counter()
+            ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
+            times["time/checkpoint"] = time.perf_counter() - t0
+        times["time/step"] = time.perf_counter() - t_step
+        logger.log(step, metrics | times)
+
+
+def verify_refit(cluster: Cluster, config: Config, samples: list[Sample], probes: int = 2) -> float:
+    """Largest |engine - trainer| logprob over the policy tokens of the first ``probes`` samples.
+
+    Both sides score the same token ids after the refit; every rank gets the same probes
+    (the forward is collective under FSDP2) and rank 0's answer is used.
+
+    Raises:
+        RuntimeError: the difference is above ``generation.verify_tolerance``.
+    """
+    probe = [s for s in samples if s.n_policy_tokens > 0][:probes]
+    if not probe:
+        return 0.0
+    starts = [next(j for j in range(1, len(s.tokens)) if s.loss_mask[j]) for s in probe]
+    trainer = cluster.policy_logprobs([probe] * len(cluster.policy))[0]
+    engine = cluster.engine_logprobs(
+        [s.tokens for s in probe], starts, config.rollout.sampling.temperature
+    )
+    worst = 0.0
+    for s, start, t_lp, e_lp in zip(probe, starts, trainer, engine, strict=True):
+        for j in range(start, len(s.tokens)):
+            if s.loss_mask[j]:
+                worst = max(worst, abs(t_lp[j - 1] - e_lp[j - start]))
+    if worst > config.generation.verify_tolerance:
+        raise RuntimeError(
+            f"refit check failed: engine and trainer logprobs differ by up to {worst:.2e} "
+            f"(> generation.verify_tolerance={config.generation.verify_tolerance}) on the same "
+            "tokens; the engine did not receive the new weights"
+        )
+    return worst
 
 
 def _update(

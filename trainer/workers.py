@@ -89,14 +89,31 @@ class PolicyWorker:
             device=device,
             dtype=c.model.dtype,
             seed=c.seed,
+            off_policy_cap=c.generation.is_cap if c.generation.one_step_off_policy else None,
         )
-        self.engine = TransformersEngine.from_pretrained(
-            self.model_dir,
-            dtype=c.model.dtype,
-            device=device,
-            batch_size=c.cluster.engine_batch_size,
-        )
+        if not c.separate_engines:  # otherwise engines are their own actors (generation.py)
+            self.engine = TransformersEngine.from_pretrained(
+                self.model_dir,
+                dtype=c.model.dtype,
+                device=device,
+                batch_size=c.cluster.engine_batch_size,
+            )
         return True
+
+    def gather_state(self) -> dict[str, Any] | None:
+        """Full weights on CPU from rank 0 (None on other ranks) for engine actors. Collective."""
+        state = self.policy.full_state_dict()
+        if self.rank != 0:
+            return None
+        return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
+
+    def engine_score(
+        self, sequences: list[list[int]], starts: list[int], temperature: float
+    ) -> list[list[float]]:
+        """The colocated engine's logprobs of given tokens (refit verification)."""
+        from .generation import engine_score
+
+        return engine_score(self.engine, sequences, starts, temperature)
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         """Sample with the colocated engine."""
@@ -109,7 +126,8 @@ class PolicyWorker:
             Seconds spent on this rank (gather and load).
         """
         t0 = time.perf_counter()
-        load_into_engine(self.engine, self.policy.full_state_dict())
+        if self.engine is not None:
+            load_into_engine(self.engine, self.policy.full_state_dict())
         return time.perf_counter() - t0
 
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:
@@ -236,6 +254,7 @@ class Cluster:
         self.policy: list[Any] = []
         self.env_workers: list[Any] = []
         self.reference: Any = None
+        self.engines: list[Any] = []
         try:
             self._start_workers(model_dir)
         except BaseException:
@@ -251,7 +270,10 @@ class Cluster:
         self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
         addr, port = ray.get(self.policy[0].address.remote())
         ray.get([w.setup.remote(addr, port) for w in self.policy])
-        self.weight_sync = make_weight_sync(c.placement, self.policy)
+        from .generation import start_engines
+
+        self.engines = start_engines(config, model_dir) if config.separate_engines else []
+        self.weight_sync = make_weight_sync(self.policy, self.engines, config.generation.transport)
         if config.loss.kl_beta > 0:
             ref = ray.remote(num_cpus=0)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
@@ -294,14 +316,15 @@ class Cluster:
     # ------------------------------------------------------------------ group operations
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Split the prompts over the colocated engines; results in prompt order."""
-        n = len(self.policy)
+        """Split the prompts over the engines; results in prompt order."""
+        group = self.engines or self.policy
+        n = len(group)
         size = -(-len(prompts) // n)
         chunks = [prompts[i * size : (i + 1) * size] for i in range(n)]
         seeds = [None if params.seed is None else params.seed + 7919 * r for r in range(n)]
         refs = [
             w.generate.remote(chunk, replace(params, seed=seeds[r]))
-            for r, (w, chunk) in enumerate(zip(self.policy, chunks, strict=True))
+            for r, (w, chunk) in enumerate(zip(group, chunks, strict=True))
             if chunk
         ]
         return [g for part in ray.get(refs) for g in part]
@@ -331,13 +354,26 @@ class Cluster:
     def load(self, directory: str) -> None:
         """All ranks restore from ``directory`` (and refit their engines)."""
         ray.get([w.load.remote(directory) for w in self.policy])
+        if self.engines:
+            self.refit()
 
     def export(self, directory: str) -> None:
         """Write the policy as a plain HF directory."""
         ray.get([w.export.remote(directory) for w in self.policy])
 
+    def engine_logprobs(
+        self, sequences: list[list[int]], starts: list[int], temperature: float
+    ) -> list[list[float]]:
+        """The first engine's logprobs of given tokens (``trainer.generation.engine_score``)."""
+        first = self.engines[0] if self.engines else self.policy[0]
+        method = first.score if self.engines else first.engine_score
+        return ray.get(method.remote(sequences, starts, temperature))
+
     def shutdown(self) -> None:
         """Stop the actors, and the local Ray if this cluster started it."""
+        from .generation import close_engines
+
+        close_engines(self.engines)
         for w in self.env_workers:
             try:
                 ray.get(w.shutdown.remote(), timeout=30)

@@ -39,6 +39,13 @@ def test_free_form_env_overrides_accept_any_key():
     assert cfg.env.overrides == {"max_turns": 3, "reward": {"weights": {"length": -1}}}
 
 
-def test_unavailable_placement_is_refused_with_the_reason():
-    with pytest.raises(ConfigError, match="part 2"):
-        load_config(None, ["cluster.placement=split"])
+def test_off_policy_needs_split_placement():
+    with pytest.raises(ConfigError, match="placement=split"):
+        load_config(None, ["generation.one_step_off_policy=true"])
+    cfg = load_config(None, ["cluster.placement=split", "generation.one_step_off_policy=true"])
+    assert cfg.separate_engines and cfg.generation.kv_cache_gib == 1.0
+
+
+def test_nccl_transport_is_refused_with_the_fix():
+    with pytest.raises(ConfigError, match="object_store"):
+        load_config(None, ["cluster.placement=split", "generation.transport=nccl"])
