@@ -3,11 +3,19 @@
 Runs the trainer in this process on a config (the tiny example by default) for a few steps
 and reports the mean over the steps after the first (the first pays for lazy set-up), per
 phase (``time/*``), generated tokens per second, and the largest policy worker's peak memory.
-Started with trainer part 1; part 2 adds the race against TRL's GRPOTrainer on SmolLM2.
+
+``--race-trl`` runs the race of trainer part 2: envhub's trainer on
+``examples/smollm2_math.yaml`` (SmolLM2-135M-Instruct, vLLM engine in split placement,
+one-step off-policy) against TRL's ``GRPOTrainer`` (``bench/trl_grpo.py``, its own venv) on
+the same work: the same prompt pool (two-number sums written once as a jsonl dataset for
+envhub and as chat messages with the same system prompt for TRL), group size, sampling
+settings, completion length (``--max-tokens``, default 128), micro-batch size, learning rate
+and number of steps; then it prints both summaries and the ratios TRL / envhub.
 
     python bench/grpo_step.py                                   # tiny example, 4 steps
     python bench/grpo_step.py --config examples/tiny.yaml --steps 6 rollout.group_size=8
     python bench/grpo_step.py --json bench/grpo_step.json
+    python bench/grpo_step.py --race-trl --steps 4              # envhub vs TRL on SmolLM2
 
 Start-up (Ray, worker processes, model loading) is reported separately as ``startup_s``.
 """
@@ -40,27 +48,21 @@ def summarise(rows: list[dict], startup_s: float) -> dict:
     return out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default=str(ROOT / "examples" / "tiny.yaml"))
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--json", default=None, help="also write the summary here")
-    parser.add_argument("overrides", nargs="*", help="key=value config overrides")
-    args = parser.parse_args()
-
+def run_envhub(config_path: str, steps: int, extra: list[str]) -> dict:
+    """Train ``steps`` steps in this process; the :func:`summarise` of its metrics."""
     from trainer.config import load_config
     from trainer.train import train
 
     overrides = [
-        f"train.steps={args.steps}",
+        f"train.steps={steps}",
         "checkpoint.every=0",
         "checkpoint.export_final=false",
         "logging.progress_bar=false",
         "logging.tensorboard=false",
         "logging.plot=false",
-        *args.overrides,
+        *extra,
     ]
-    config = load_config(args.config, overrides)
+    config = load_config(config_path, overrides)
     with tempfile.TemporaryDirectory(prefix="grpo-bench-") as tmp:
         out = Path(tmp)
         t0 = time.perf_counter()
@@ -68,10 +70,97 @@ def main() -> None:
         total = time.perf_counter() - t0
         rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     startup = total - sum(r["time/step"] for r in rows)
-    summary = summarise(rows, startup)
-    print(f"config {args.config} ({' '.join(args.overrides) or 'as is'}), {args.steps} steps")
-    for k, v in summary.items():
-        print(f"  {k:28s} {v:10.3f}")
+    return summarise(rows, startup)
+
+
+SYSTEM = "Add the numbers. Think briefly, then give the answer as \\boxed{N}."
+
+
+def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
+    """envhub and TRL on the same work (see the module docstring); both summaries + ratios."""
+    from bench.trl_grpo import TRLSettings, default_prompts, run_trl
+
+    rows = default_prompts(args.prompts_per_step * args.steps, seed=0)
+    data = tmp / "race_sums.jsonl"
+    with open(data, "w") as f:
+        for i, r in enumerate(rows):
+            question = r["prompt"][0]["content"]
+            f.write(json.dumps({"task_id": f"race/{i}", "prompt": question, "answer": r["answer"]}))
+            f.write("\n")
+    trl_rows = [
+        {"prompt": [{"role": "system", "content": SYSTEM}, *r["prompt"]], "answer": r["answer"]}
+        for r in rows
+    ]
+    envhub = run_envhub(
+        args.config or str(ROOT / "examples" / "smollm2_math.yaml"),
+        args.steps,
+        [
+            f"env.overrides.dataset={{kind: jsonl, path: {data}}}",
+            f"env.overrides.system_prompt={json.dumps(SYSTEM)}",
+            "env.overrides.prompt_template='{prompt}'",
+            f"rollout.prompts_per_step={args.prompts_per_step}",
+            f"rollout.group_size={args.group_size}",
+            f"rollout.sampling.max_tokens={args.max_tokens}",
+            "rollout.sampling.temperature=1.0",
+            f"train.micro_batch_size={args.micro_batch_size}",
+            f"optim.lr={args.lr}",
+            "loss.kl_beta=0",
+            *args.overrides,
+        ],
+    )
+    trl = run_trl(
+        TRLSettings(
+            prompts=trl_rows,
+            prompts_per_step=args.prompts_per_step,
+            group_size=args.group_size,
+            max_tokens=args.max_tokens,
+            steps=args.steps,
+            micro_batch_size=args.micro_batch_size,
+            lr=args.lr,
+            threads=args.trl_threads,
+        )
+    )
+    ratios = {
+        "step_time_trl_over_envhub": trl["seconds_per_step"] / envhub["time/step"],
+        "tokens_per_s_envhub_over_trl": envhub["tokens_per_s"] / max(trl["tokens_per_s"], 1e-9),
+        "peak_mb_trl_over_envhub_policy_worker": trl["peak_rss_mb"]
+        / max(envhub["memory/worker_peak_mb"], 1e-9),
+    }
+    return {"envhub": envhub, "trl": trl, "ratios": ratios}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default=None, help="default: tiny.yaml (race: smollm2)")
+    parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--json", default=None, help="also write the summary here")
+    parser.add_argument("--race-trl", action="store_true", help="race TRL's GRPOTrainer")
+    parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--micro-batch-size", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-6)
+    parser.add_argument("--trl-threads", type=int, default=2)
+    parser.add_argument("overrides", nargs="*", help="key=value config overrides (envhub)")
+    args = parser.parse_args()
+    if args.race_trl:
+        with tempfile.TemporaryDirectory(prefix="grpo-race-") as tmp:
+            result = race_trl(args, Path(tmp))
+        for side in ("envhub", "trl"):
+            print(side)
+            for k, v in result[side].items():
+                if isinstance(v, (int, float)):
+                    print(f"  {k:36s} {v:10.3f}")
+        print("ratios (goal: TRL step time / envhub step time >= 2)")
+        for k, v in result["ratios"].items():
+            print(f"  {k:36s} {v:10.3f}")
+        summary = result
+    else:
+        config = args.config or str(ROOT / "examples" / "tiny.yaml")
+        summary = run_envhub(config, args.steps, args.overrides)
+        print(f"config {config} ({' '.join(args.overrides) or 'as is'}), {args.steps} steps")
+        for k, v in summary.items():
+            print(f"  {k:28s} {v:10.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=1))
 
