@@ -118,6 +118,7 @@ def summarize_env(
         "status": status,
         "excluded": {s.value: status[s.value] for s in sorted(EXCLUDED)},
         "invalid_actions": sum(r.invalid_actions for r in records),
+        "capped_episodes": sum(1 for r in records if r.capped_turns),
         "mean_turns": _mean([r.turns for r in records]),
         "mean_prompt_tokens": _mean(prompt),
         "mean_completion_tokens": _mean(completion),

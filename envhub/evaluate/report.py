@@ -113,6 +113,8 @@ def print_summary(summary: dict[str, Any]) -> None:
                 f"  | before: mean reward {fmt(b['mean_reward'])}, pass@1 {fmt(b['pass@1'])};"
                 f" {s['changed_episodes']} episode(s) changed"
             )
+        if s.get("capped_episodes"):
+            line += f"  | {s['capped_episodes']} episode(s) hit --max-tokens"
         if s["excluded"]["infra_error"] or s["excluded"]["env_error"]:
             line += "  | infra/env errors excluded from rewards and pass rates"
         console.print(line, highlight=False)

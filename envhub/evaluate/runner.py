@@ -152,6 +152,7 @@ async def run_episode(
             break
         messages.append(gen.message)
         rec.turns += 1
+        rec.capped_turns += gen.finish_reason == "length"
         if gen.prompt_tokens is not None:
             prompt_tokens.append(gen.prompt_tokens)
         if gen.completion_tokens is not None:

@@ -63,7 +63,12 @@ def _words(value: Any) -> int:
 
 
 def completion(body: dict[str, Any], message: dict[str, Any], model: str) -> dict[str, Any]:
-    """A chat-completion response carrying ``message``, with word-count ``usage``."""
+    """A chat-completion response carrying ``message``, with word-count ``usage``.
+
+    A ``finish_reason`` key in ``message`` sets the choice's finish reason (e.g. ``length``).
+    """
+    message = dict(message)
+    finish = message.pop("finish_reason", None)
     prompt = sum(_words(m.get("content")) for m in body.get("messages", []))
     out = _words(message.get("content")) + sum(
         _words(c["function"].get("arguments")) for c in message.get("tool_calls") or []
@@ -77,7 +82,7 @@ def completion(body: dict[str, Any], message: dict[str, Any], model: str) -> dic
             {
                 "index": 0,
                 "message": {"role": "assistant", "content": None, **message},
-                "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
+                "finish_reason": finish or ("tool_calls" if message.get("tool_calls") else "stop"),
             }
         ],
         "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},

@@ -85,6 +85,8 @@ class EpisodeRecord(BaseModel):
     turns: int = 0
     invalid_actions: int = 0
     """Steps flagged ``invalid_action`` while the episode went on."""
+    capped_turns: int = 0
+    """Model turns cut by ``max_tokens`` (finish reason ``length``)."""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     wall_s: float = 0.0

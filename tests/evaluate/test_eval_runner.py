@@ -136,6 +136,8 @@ def test_model_endpoint_failure_is_infra_error(home, tmp_path):
     def responder(body):
         if "4 + 4" in body["messages"][-1]["content"]:
             body = dict(body, messages=[{"role": "user", "content": "explode"}])
+        if "2 + 3" in body["messages"][-1]["content"]:  # cut by max_tokens, still judged
+            return {"content": "ANSWER: 5", "finish_reason": "length"}
         return policy(body)
 
     with ScriptedEndpoint(responder) as ep:
@@ -143,6 +145,7 @@ def test_model_endpoint_failure_is_infra_error(home, tmp_path):
         s = run_eval(cfg, tmp_path / "run", ep)["environments"]["arith"]
     assert s["status"]["infra_error"] == 1 and s["scored"] == 5
     assert s["pass@1"] == pytest.approx(4 / 5)
+    assert s["capped_episodes"] == 1
     rec = next(r for r in RunStore(tmp_path / "run").load_records() if r.task_id == "arith/1")
     assert rec.error.startswith("model:") and "500" in rec.error
     assert rec.passed is None and rec.turns == 0
