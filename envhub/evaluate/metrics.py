@@ -62,7 +62,9 @@ def is_passed(
 
 
 def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+    # fsum is exactly rounded, so the mean does not depend on the order episodes finished in
+    # (a rescored or resumed run lists them in another order and must give equal figures)
+    return math.fsum(values) / len(values) if values else None
 
 
 def summarize_env(
