@@ -38,79 +38,11 @@ def choose_engine(preference: str = "auto") -> str:
     return preference
 
 
-class VLLMEngine:
-    """A minimal vLLM engine with the trainer's ``generate(prompt_ids, params)`` interface.
-
-    Used only where ``trainer.engine`` offers no vLLM engine of its own. Set
-    ``VLLM_CPU_KVCACHE_SPACE`` on CPU (see RUNTIME-NOTES), or vLLM reserves most of the RAM.
-    """
-
-    def __init__(self, path: str, **llm_kwargs: Any) -> None:
-        """Start ``vllm.LLM`` on the HF directory ``path`` (float32, eager: see below).
-
-        On CPU, bfloat16 runs ~12x slower than float32 on AVX2-only machines and
-        ``torch.compile`` adds ~15 s to the start, so both are off unless overridden; the KV
-        cache gets 1 GiB unless ``VLLM_CPU_KVCACHE_SPACE`` says otherwise (vLLM's own default
-        reserves most of the RAM).
-        """
-        import os
-
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-        os.environ.setdefault("VLLM_HOST_IP", "127.0.0.1")
-        import vllm
-
-        self._vllm = vllm
-        kwargs = {"dtype": "float32", "enforce_eager": True, "seed": 0, **llm_kwargs}
-        self.llm = vllm.LLM(model=path, **kwargs)
-
-    @property
-    def tokenizer(self) -> Any:
-        """The model's tokenizer."""
-        return self.llm.get_tokenizer()
-
-    def close(self) -> None:
-        """Stop vLLM's engine process (best effort: the API differs across versions)."""
-        core = getattr(getattr(self.llm, "llm_engine", None), "engine_core", None)
-        shutdown = getattr(core, "shutdown", None)
-        if callable(shutdown):
-            shutdown()
-
-    def generate(self, prompts: list[list[int]], params: Any) -> list[Any]:
-        """Sample one completion per prompt (token ids); returns trainer ``Generation``s."""
-        from trainer.engine import Generation
-
-        sp = self._vllm.SamplingParams(
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            seed=params.seed,
-        )
-        inputs = [{"prompt_token_ids": p} for p in prompts]
-        outs = self.llm.generate(inputs, sp, use_tqdm=False)
-        result = []
-        for out in outs:
-            c = out.outputs[0]
-            result.append(
-                Generation(
-                    token_ids=list(c.token_ids),
-                    logprobs=[0.0] * len(c.token_ids),
-                    text=c.text,
-                    finish_reason="length" if c.finish_reason == "length" else "stop",
-                )
-            )
-        return result
-
-
 def _build_engine(path: Path, engine: str, batch_size: int) -> Any:
     if engine == "vllm":
-        try:  # the trainer's engine (with refit) once it exists; ours otherwise
-            from trainer.vllm_engine import VLLMEngine as TrainerVLLM
+        from trainer.vllm_engine import VLLMEngine
 
-            if hasattr(TrainerVLLM, "from_pretrained"):
-                return TrainerVLLM.from_pretrained(str(path))
-        except ImportError:
-            pass
-        return VLLMEngine(str(path))
+        return VLLMEngine.from_pretrained(str(path))
     from trainer.engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(str(path), batch_size=batch_size)
