@@ -98,6 +98,7 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
             f"env.overrides.dataset={{kind: jsonl, path: {data}}}",
             f"env.overrides.system_prompt={json.dumps(SYSTEM)}",
             "env.overrides.prompt_template='{prompt}'",
+            "env.overrides.answer_format=boxed",
             f"rollout.prompts_per_step={args.prompts_per_step}",
             f"rollout.group_size={args.group_size}",
             f"rollout.sampling.max_tokens={args.max_tokens}",
