@@ -7,15 +7,16 @@ HEAVY = ["torch", "ray", "vllm", "transformers", "fastapi", "docker", "sympy", "
          "envs", "servers", "trainer"]
 
 
-def test_import_envhub_is_light_and_fast():
+def test_import_envhub_is_light():
+    """No heavy library at import. (Import *time* is measured, not asserted: a timed unit
+    test flakes on a loaded machine; `python -X importtime -c "import envhub"` shows it.)"""
     code = (
         "import sys, time; t = time.perf_counter(); import envhub; dt = time.perf_counter() - t; "
         f"heavy = [m for m in {HEAVY!r} if m in sys.modules]; print(dt, heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    dt, heavy = out.stdout.split(" ", 1)
+    _, heavy = out.stdout.split(" ", 1)
     assert heavy.strip() == "[]"
-    assert float(dt) < 1.0
 
 
 def test_import_envhub_with_heavy_modules_blocked():
