@@ -132,12 +132,13 @@ class VLLMEngine:
             max_num_seqs=max_num_seqs,
             kv_cache_memory_bytes=int(kv_cache_gib * GIB),
             logprobs_mode="raw_logprobs",
+            worker_extension_cls=f"{__name__}.VLLMWorkerExtension",
             **llm_kwargs,
         )
         self.start_seconds = time.perf_counter() - started
         self._tokenizer = self.llm.get_tokenizer()
         self._scale: float = 1.0
-        counts = self.llm.collective_rpc(_set_logit_scale, args=(1.0,))
+        counts = self.llm.collective_rpc("envhub_set_logit_scale", args=(1.0,))
         if not all(counts):
             raise RuntimeError(
                 f"{self.model_path}: the vLLM model has no LogitsProcessor module, so the "
@@ -211,7 +212,7 @@ class VLLMEngine:
     def _fold_temperature(self, temperature: float) -> None:
         scale = 1.0 / temperature if temperature > 0 else 1.0
         if scale != self._scale:
-            self.llm.collective_rpc(_set_logit_scale, args=(scale,))
+            self.llm.collective_rpc("envhub_set_logit_scale", args=(scale,))
             self._scale = scale
 
     @staticmethod
@@ -247,7 +248,7 @@ class VLLMEngine:
         started = time.perf_counter()
         if self.in_process:
             loaded = self.llm.collective_rpc(
-                _load_weights, args=(dict(state_dict), None, self.keep_plain_weights)
+                "envhub_load_weights", args=(dict(state_dict), None, self.keep_plain_weights)
             )
         else:
             loaded = self._load_through_shm(state_dict)
@@ -268,10 +269,15 @@ class VLLMEngine:
         fd, name = tempfile.mkstemp(prefix="envhub-refit-", suffix=".safetensors", dir=folder)
         os.close(fd)
         try:
-            tensors = {k: v.detach().contiguous().cpu() for k, v in state_dict.items()}
+            tensors, seen = {}, set()
+            for key, value in _plain_tensors(state_dict):
+                if value.data_ptr() in seen:  # a tied weight (lm_head): safetensors refuses
+                    continue  # shared storage, and the model loads it from its twin
+                seen.add(value.data_ptr())
+                tensors[key] = value.contiguous().cpu()
             save_file(tensors, name)
             return self.llm.collective_rpc(
-                _load_weights, args=(None, name, self.keep_plain_weights)
+                "envhub_load_weights", args=(None, name, self.keep_plain_weights)
             )
         finally:
             os.unlink(name)
@@ -310,9 +316,27 @@ def _to_generation(completion: Any) -> Generation:
 
 
 # ---------------------------------------------------------------------------- worker side
-# These functions run inside each vLLM worker (called through collective_rpc with the worker
-# as first argument); they only use what every vLLM platform has, except the clearly marked
-# CPU repack path.
+# These functions run inside each vLLM worker, through the methods of VLLMWorkerExtension
+# (vLLM mixes that class into its worker; collective_rpc calls them by name, so nothing but
+# names, paths and, in-process, the state dict by reference crosses to the worker). They only
+# use what every vLLM platform has, except the clearly marked CPU repack path.
+
+
+class VLLMWorkerExtension:
+    """Methods vLLM adds to each of its workers (``worker_extension_cls``)."""
+
+    def envhub_set_logit_scale(self, factor: float) -> int:
+        """See :func:`_set_logit_scale`."""
+        return _set_logit_scale(self, factor)
+
+    def envhub_load_weights(
+        self,
+        state_dict: dict[str, torch.Tensor] | None,
+        path: str | None,
+        keep_plain: bool = True,
+    ) -> list[str]:
+        """See :func:`_load_weights`."""
+        return _load_weights(self, state_dict, path, keep_plain)
 
 
 def _worker_model(worker: Any) -> Any:

@@ -181,3 +181,27 @@ def test_refit_refuses_a_partial_state_dict(vengine, tiny_vllm_path):
             vengine.load_state_dict(partial)
     finally:
         vengine.load_state_dict(full)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_worker_process_engine_refits_through_shared_memory(tiny_vllm_path, hf, prompts):
+    # vLLM's own worker processes (as with tensor parallelism): weights cross the process
+    # boundary as a safetensors file in /dev/shm. A second engine start: ~30-60 s here.
+    from trainer.vllm_engine import VLLMEngine
+
+    engine = VLLMEngine(
+        tiny_vllm_path, kv_cache_gib=0.25, max_model_len=512, max_num_seqs=16, in_process=False
+    )
+    try:
+        weights_a = {k: v.clone() for k, v in hf.model.state_dict().items()}
+        weights_b = perturbed(weights_a, 0.05, seed=2)
+        params = SamplingParams(max_tokens=6, temperature=0)
+        for weights in (weights_b, weights_a):
+            engine.load_state_dict(weights)
+            hf.load_state_dict(weights)
+            for prompt, g in zip(prompts, engine.generate(prompts, params)):
+                assert_close(g.logprobs, teacher_logprobs(hf.model, prompt, g.token_ids))
+    finally:
+        hf.load_state_dict(weights_a)
+        engine.close()
