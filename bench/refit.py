@@ -101,8 +101,11 @@ def main() -> None:
         engine_s.append(time.perf_counter() - t0)
         gaps.append(max_logprob_gap(engine, model, prompt, completion))
         rss.append(rss_mb())
-        print(f"round {round_}: copy {copy_s[-1]:.3f} s, engine {engine_s[-1]:.3f} s, "
-              f"max |logprob gap| {gaps[-1]:.2e}, rss {rss[-1]:.0f} MB", flush=True)
+        print(
+            f"round {round_}: copy {copy_s[-1]:.3f} s, engine {engine_s[-1]:.3f} s, "
+            f"max |logprob gap| {gaps[-1]:.2e}, rss {rss[-1]:.0f} MB",
+            flush=True,
+        )
     engine.close()
 
     summary = {

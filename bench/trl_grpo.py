@@ -100,8 +100,13 @@ def run_trl(settings: TRLSettings) -> dict:
     if not settings.prompts:
         settings.prompts = default_prompts(settings.prompts_per_step * settings.steps)
     python = venv_python()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
-           "TOKENIZERS_PARALLELISM": "false", "WANDB_DISABLED": "true"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "WANDB_DISABLED": "true",
+    }
     proc = subprocess.run(
         [str(python), str(Path(__file__).resolve()), "--worker"],
         input=json.dumps(asdict(settings)),
@@ -136,7 +141,7 @@ def _worker(settings: dict) -> dict:
     if per_step % s.micro_batch_size:
         raise ValueError("prompts_per_step x group_size must be a multiple of micro_batch_size")
     accum = per_step // s.micro_batch_size
-    rows = (s.prompts * (s.steps * s.prompts_per_step // max(len(s.prompts), 1) + 1))
+    rows = s.prompts * (s.steps * s.prompts_per_step // max(len(s.prompts), 1) + 1)
     dataset = Dataset.from_list(rows[: s.steps * s.prompts_per_step])
 
     def reward(completions, answer, **_):
@@ -185,13 +190,17 @@ def _worker(settings: dict) -> dict:
     tok = AutoTokenizer.from_pretrained(s.model)
     model = AutoModelForCausalLM.from_pretrained(s.model, dtype=torch.float32)
     trainer = GRPOTrainer(
-        model=model, reward_funcs=reward, args=config, train_dataset=dataset,
-        processing_class=tok, callbacks=[Clock()],
+        model=model,
+        reward_funcs=reward,
+        args=config,
+        train_dataset=dataset,
+        processing_class=tok,
+        callbacks=[Clock()],
     )
     started = time.perf_counter()
     trainer.train()
     total = time.perf_counter() - started
-    steps = [b - a for a, b in zip(stamps, stamps[1:])]
+    steps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
     steady = steps[1:] or steps
     tokens = [n * per_step for n in lengths]
     steady_tokens = tokens[1:] or tokens
@@ -240,10 +249,17 @@ def main() -> None:
     if args.prompts_jsonl:
         prompts = [json.loads(x) for x in Path(args.prompts_jsonl).read_text().splitlines() if x]
     settings = TRLSettings(
-        model=args.model, prompts=prompts, prompts_per_step=args.prompts_per_step,
-        group_size=args.group_size, max_tokens=args.max_tokens, temperature=args.temperature,
-        top_p=args.top_p, top_k=args.top_k, steps=args.steps,
-        micro_batch_size=args.micro_batch_size, threads=args.threads,
+        model=args.model,
+        prompts=prompts,
+        prompts_per_step=args.prompts_per_step,
+        group_size=args.group_size,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        top_k=args.top_k,
+        steps=args.steps,
+        micro_batch_size=args.micro_batch_size,
+        threads=args.threads,
     )
     result = run_trl(settings)
     print(json.dumps(result, indent=1))

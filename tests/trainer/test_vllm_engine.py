@@ -60,7 +60,7 @@ def teacher_logprobs(model, prompt, completion, temperature=1.0):
 
 def assert_close(a, b, tol=TOL):
     assert len(a) == len(b)
-    worst = max((abs(x - y) for x, y in zip(a, b)), default=0.0)
+    worst = max((abs(x - y) for x, y in zip(a, b, strict=True)), default=0.0)
     assert worst < tol, f"logprobs differ by {worst:.2e}"
 
 
@@ -75,7 +75,7 @@ def test_greedy_tokens_and_logprobs_equal_transformers(vengine, hf, prompts):
     params = SamplingParams(max_tokens=12, temperature=0)
     ours = vengine.generate(prompts, params)
     ref = hf.generate(prompts, params)
-    for g, r in zip(ours, ref):
+    for g, r in zip(ours, ref, strict=True):
         assert g.token_ids == r.token_ids
         assert_close(g.logprobs, r.logprobs)
         assert g.text == r.text
@@ -88,8 +88,10 @@ def test_sampled_logprobs_follow_the_trainers_definition(
 ):
     # log_softmax(logits / T) of the sampled token, before top-k/top-p: the quantity the
     # trainer computes, even with truncation on (vLLM's processed_logprobs would renormalise).
-    params = SamplingParams(max_tokens=10, temperature=temperature, top_k=top_k, top_p=top_p, seed=3)
-    for prompt, g in zip(prompts, vengine.generate(prompts, params)):
+    params = SamplingParams(
+        max_tokens=10, temperature=temperature, top_k=top_k, top_p=top_p, seed=3
+    )
+    for prompt, g in zip(prompts, vengine.generate(prompts, params), strict=True):
         assert len(g.token_ids) == len(g.logprobs) == 10
         ref = teacher_logprobs(hf.model, prompt, g.token_ids, temperature)
         assert_close(g.logprobs, ref)
@@ -100,9 +102,12 @@ def test_sampled_logprobs_follow_the_trainers_definition(
 def test_score_matches_generate(vengine, prompts):
     params = SamplingParams(max_tokens=8, temperature=0.8, seed=5)
     gens = vengine.generate(prompts, params)
-    scored = vengine.score([p + g.token_ids for p, g in zip(prompts, gens)],
-                           [len(p) for p in prompts], temperature=0.8)
-    for g, s in zip(gens, scored):
+    scored = vengine.score(
+        [p + g.token_ids for p, g in zip(prompts, gens, strict=True)],
+        [len(p) for p in prompts],
+        temperature=0.8,
+    )
+    for g, s in zip(gens, scored, strict=True):
         assert_close(g.logprobs, s)
 
 
@@ -114,14 +119,18 @@ def test_max_tokens_and_stop_strings(vengine, prompts):
     assert len(text) > 6, text
     stop = text[3:5]
     cut = text.index(stop)
-    [kept] = vengine.generate(prompts[:1], SamplingParams(max_tokens=24, temperature=0, stop=(stop,)))
+    [kept] = vengine.generate(
+        prompts[:1], SamplingParams(max_tokens=24, temperature=0, stop=(stop,))
+    )
     assert kept.finish_reason == "stop" and kept.stop_reason == stop
     assert kept.text == text[: cut + len(stop)]
     assert len(kept.token_ids) < len(long.token_ids)
     assert kept.token_ids == long.token_ids[: len(kept.token_ids)]
     [dropped] = vengine.generate(
         prompts[:1],
-        SamplingParams(max_tokens=24, temperature=0, stop=(stop,), include_stop_str_in_output=False),
+        SamplingParams(
+            max_tokens=24, temperature=0, stop=(stop,), include_stop_str_in_output=False
+        ),
     )
     assert dropped.text == text[:cut]
 
@@ -154,12 +163,17 @@ def test_refit_matches_the_trainer_in_both_directions(vengine, hf, prompts, tiny
     params = SamplingParams(max_tokens=8, temperature=0.9, seed=7)
     seen = []
     try:
-        for name, weights in [("B", weights_b), ("A", weights_a), ("B", weights_b), ("A", weights_a)]:
+        for name, weights in [
+            ("B", weights_b),
+            ("A", weights_a),
+            ("B", weights_b),
+            ("A", weights_a),
+        ]:
             vengine.load_state_dict(weights)
             assert vengine.last_refit_seconds is not None
             trainer_model.load_state_dict(weights)
             gens = vengine.generate(prompts, params)
-            for prompt, g in zip(prompts, gens):
+            for prompt, g in zip(prompts, gens, strict=True):
                 ref = teacher_logprobs(trainer_model, prompt, g.token_ids, 0.9)
                 assert_close(g.logprobs, ref)
             seen.append((name, [g.logprobs for g in gens]))
@@ -200,7 +214,7 @@ def test_worker_process_engine_refits_through_shared_memory(tiny_vllm_path, hf, 
         for weights in (weights_b, weights_a):
             engine.load_state_dict(weights)
             hf.load_state_dict(weights)
-            for prompt, g in zip(prompts, engine.generate(prompts, params)):
+            for prompt, g in zip(prompts, engine.generate(prompts, params), strict=True):
                 assert_close(g.logprobs, teacher_logprobs(hf.model, prompt, g.token_ids))
     finally:
         hf.load_state_dict(weights_a)
