@@ -15,7 +15,8 @@ from pydantic import ValidationError
 
 from .core import Env
 from .errors import ConfigError
-from .registry import _merge, load_entry_point, spec as lookup
+from .registry import _merge, load_entry_point
+from .registry import spec as lookup
 from .spec import EnvSpec
 
 
