@@ -56,7 +56,9 @@ def _worker(rank, world, port, path, queue):
     shards = shard(make_samples(), world, policy.pad_id)
     stats = policy.train([shards[rank]])
     state = policy.full_state_dict()
-    queue.put((rank, stats, {k: v.clone() for k, v in state.items()} if rank == 0 else None))
+    # numpy arrays pickle by value; tensors would share file descriptors that die with this
+    # process, racing the parent's read
+    queue.put((rank, stats, {k: v.numpy().copy() for k, v in state.items()} if rank == 0 else None))
     import torch.distributed as dist
 
     dist.barrier()
@@ -85,6 +87,7 @@ def test_fsdp2_two_gloo_ranks_match_unsharded(tiny_path):
         p.start()
     got = dict((r, (st, sd)) for r, st, sd in (queue.get(timeout=120) for _ in range(2)))
     (stats0, state), (stats1, _) = got[0], got[1]
+    state = {k: torch.from_numpy(v) for k, v in state.items()}
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
