@@ -27,6 +27,7 @@ from .runner import (
     _describe,
     _failure_status,
     primary_component,
+    record_step,
     run_jobs,
     sibling,
 )
@@ -86,15 +87,8 @@ def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> Epi
             new.status, new.error, new.truncated = _failure_status(e), _describe(e), True
             break
         messages.extend(step.messages)
-        new.reward += step.reward
-        for name, value in step.info.components.items():
-            new.components[name] = new.components.get(name, 0.0) + value
-        new.status, new.error = step.info.status, step.info.error
-        if step.done:
-            new.terminated, new.truncated = step.terminated, step.truncated
+        if record_step(new, step):
             break
-        if step.info.status is Status.INVALID_ACTION:
-            new.invalid_actions += 1
     new.messages = messages
     new.passed = is_passed(new.status, new.reward, new.components, primary, threshold)
     new.rescored = True

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from ..core import Env
 from ..errors import EpisodeError, TransportError, status_for
-from ..types import Message, Status
+from ..types import Message, Status, StepResult
 from .metrics import is_passed, summarize
 from .models import ModelBackend, ModelError, SamplingParams
 from .store import EpisodeRecord, EvalConfig, RunStore
@@ -66,6 +66,24 @@ class EpisodeJob:
     seed: int
     primary: str
     max_turns: int
+
+
+def record_step(rec: EpisodeRecord, step: StepResult) -> bool:
+    """Add one step's reward, components and status to ``rec``; True when the episode ended.
+
+    Episode reward is the sum of step rewards, each component the sum over the steps, and the
+    status that of the last step (shared by the episode loop and ``--rescore``'s replay).
+    """
+    rec.reward += step.reward
+    for name, value in step.info.components.items():
+        rec.components[name] = rec.components.get(name, 0.0) + value
+    rec.status, rec.error = step.info.status, step.info.error
+    if step.done:
+        rec.terminated, rec.truncated = step.terminated, step.truncated
+        return True
+    if step.info.status is Status.INVALID_ACTION:
+        rec.invalid_actions += 1
+    return False
 
 
 def episode_seed(base: int, env: str, task_id: str, sample: int) -> int:
@@ -163,15 +181,8 @@ async def run_episode(
             rec.status, rec.error, rec.truncated = _failure_status(e), _describe(e), True
             break
         messages.extend(step.messages)
-        rec.reward += step.reward
-        for name, value in step.info.components.items():
-            rec.components[name] = rec.components.get(name, 0.0) + value
-        rec.status, rec.error = step.info.status, step.info.error
-        if step.done:
-            rec.terminated, rec.truncated = step.terminated, step.truncated
+        if record_step(rec, step):
             break
-        if step.info.status is Status.INVALID_ACTION:
-            rec.invalid_actions += 1
     rec.messages = messages
     rec.prompt_tokens = sum(prompt_tokens) if prompt_tokens else None
     rec.completion_tokens = sum(completion_tokens) if completion_tokens else None
