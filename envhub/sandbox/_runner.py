@@ -245,6 +245,28 @@ def _write_all(fd, data):
         view = view[os.write(fd, view) :]
 
 
+def _job_fd():
+    """The descriptor of the job: given at start, or (warm start) received once a run comes.
+
+    A warm sandbox is started before its run exists and blocks here on a socket; the parent
+    passes the job's sealed memfd with SCM_RIGHTS. A socket closed without one means the
+    sandbox was not needed: leave quietly.
+    """
+    if _CFG.get("job_sock") is None:
+        return _CFG["job_fd"]
+    sock = _socket.socket(fileno=_CFG.pop("job_sock"))
+    try:
+        _, ancillary, _, _ = sock.recvmsg(1, _socket.CMSG_SPACE(4))
+    except OSError:
+        ancillary = []
+    finally:
+        sock.close()
+    for level, kind, data in ancillary:
+        if level == _socket.SOL_SOCKET and kind == _socket.SCM_RIGHTS and len(data) >= 4:
+            return int.from_bytes(data[:4], sys.byteorder)
+    os._exit(0)
+
+
 def _read_job(fd):
     chunks = []
     offset = 0
@@ -268,7 +290,7 @@ def _no_int_digit_limit():
 
 def exec_mode():
     """Write files, limit this process, drop every extra descriptor, exec the program."""
-    job = _read_job(_CFG["job_fd"])
+    job = _read_job(_job_fd())
     for name, text in job.get("files", {}).items():
         path = os.path.join(os.getcwd(), name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -629,7 +651,7 @@ def tests_mode():
     memory_mb = _CFG["limits"].get("memory_mb")
     if memory_mb:
         resource.setrlimit(resource.RLIMIT_AS, (memory_mb << 20, memory_mb << 20))
-    job = _read_job(_CFG["job_fd"])
+    job = _read_job(_job_fd())
     _no_int_digit_limit()
     _say({"event": "ready", "hardened": _CFG["hardened"]})
     session = Session(zygote_pid, zsock, job["code"])

@@ -8,12 +8,14 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -80,6 +82,8 @@ class RunResult:
     program). Exec mode has no runner left to guard and reports False."""
     cgroup: bool = False
     """The run had its own cgroup (``Limits.total_memory_mb`` and a process cap applied)."""
+    warm: bool = False
+    """The run used a sandbox started ahead of it (``Sandbox(warm=N)``)."""
 
     @property
     def ok(self) -> bool:
@@ -98,6 +102,13 @@ class Sandbox:
         python: Interpreter used inside the sandbox (default: the system ``python3``;
             ``ENVHUB_SANDBOX_PYTHON`` overrides). The runner needs Python >= 3.8.
         ro_binds: Extra host paths made visible read-only: ``{host_path: sandbox_path}``.
+        warm: Sandboxes kept started ahead of their runs, per kind of run (exec or tests,
+            and the limits they are started with). A warm sandbox has its namespaces, its
+            uid, cgroup and rlimits and its interpreter ready and waits for a job, so a run
+            pays only for its own work: the start-up moves off the run's path (it still costs
+            the same CPU, on a background thread). 0 (the default) starts each run cold.
+            Each warm sandbox is single-use, like a cold one. Call :meth:`close` to stop them
+            (they also die with the process).
     """
 
     def __init__(
@@ -107,7 +118,10 @@ class Sandbox:
         mode: Mode = "auto",
         python: str | None = None,
         ro_binds: Mapping[str, str] | None = None,
+        warm: int = 0,
     ) -> None:
+        if warm < 0:
+            raise ValueError(f"warm must be >= 0, not {warm}")
         self.limits = limits or Limits()
         self.requested_mode = mode
         self.python = python or os.environ.get("ENVHUB_SANDBOX_PYTHON") or jail.find_python()
@@ -117,6 +131,9 @@ class Sandbox:
         self._runner_fd: int | None = None
         self._runner_size = 0
         self._lock = threading.Lock()
+        self._warm = _WarmPool(self, warm) if warm else None
+        if self._warm is not None:
+            weakref.finalize(self, self._warm.close)
 
     # ------------------------------------------------------------------ public API
 
@@ -179,8 +196,15 @@ class Sandbox:
         sandbox_mode = self.mode
         if isinstance(stdin, str):
             stdin = stdin.encode()
-        run = _Launch(self, sandbox_mode, mode, dict(job), stdin, limits)
-        result = run.execute()
+        result = None
+        if self._warm is not None:
+            warm = self._warm.take(mode, limits)
+            if warm is not None:
+                result = warm.deliver(dict(job), stdin, limits)
+            if result is not None and not result.started and not result.timed_out:
+                result = None  # it died while waiting (killed from outside): go cold
+        if result is None:
+            result = _Launch(sandbox_mode, mode, limits).run(self, dict(job), stdin)
         if not result.started and not result.timed_out:
             raise SandboxError(
                 f"the sandbox ({sandbox_mode}) did not start: exit code {result.exit_code}, "
@@ -249,11 +273,20 @@ class Sandbox:
         return self._runner_fd, [self.python, "-I", "-S", "-c", boot]
 
     def close(self) -> None:
-        """Nothing to release (kept so a sandbox can be handled like a resource).
+        """Stop the warm sandboxes, if any (runs clean up after themselves).
 
-        Runs clean up after themselves, and the compiled runner is shared by every sandbox of
-        the process.
+        The sandbox stays usable: later runs start cold. The compiled runner is shared by
+        every sandbox of the process and stays.
         """
+        if self._warm is not None:
+            self._warm.close()
+
+    def wait_warm(self, timeout_s: float = 30.0) -> bool:
+        """Block until every kind of run seen so far has its warm sandboxes ready.
+
+        True when they are (or ``warm`` is 0); False at the timeout (runs then start cold).
+        """
+        return self._warm is None or self._warm.wait_full(timeout_s)
 
     def bwrap_argv(self, limits: Limits) -> list[str]:
         """The bubblewrap command line (without the program) for ``limits``."""
@@ -266,60 +299,117 @@ class Sandbox:
 
 
 class _Launch:
-    """One run: descriptors, the process, the read loop, the cleanup."""
+    """One run: descriptors, the process, the read loop, the cleanup.
 
-    def __init__(
-        self,
-        box: Sandbox,
-        mode: str,
-        runner_mode: str,
-        job: dict[str, Any],
-        stdin: bytes,
-        limits: Limits,
-    ) -> None:
-        self.box, self.mode, self.runner_mode = box, mode, runner_mode
-        self.job, self.stdin, self.limits = job, stdin, limits
+    Cold: :meth:`run` starts the sandbox with its job and supervises it. Warm: :meth:`spawn`
+    starts it without a job (the runner blocks on a socket, its interpreter up, its limits
+    set), and :meth:`deliver` hands it the job later; the run's clock starts then.
+    """
+
+    def __init__(self, mode: str, runner_mode: str, limits: Limits) -> None:
+        self.mode, self.runner_mode, self.limits = mode, runner_mode, limits
         self.nonce = secrets.token_hex(pipes.NONCE_LEN // 2).encode()
         self.uid = procs.pick_uid()
         self.workdir: str | None = None
         self.cgroup: cgroup.Cgroup | None = None
+        self.proc: subprocess.Popen | None = None
+        self.verdict_r: int | None = None
+        self.job_sock: socket.socket | None = None
 
-    def execute(self) -> RunResult:
+    def run(self, box: Sandbox, job: dict[str, Any], stdin: bytes) -> RunResult:
+        """Start the sandbox with ``job`` and supervise it to the end."""
         try:
-            return self._execute()
+            job_fd = procs.memfd("envhub-job", repr(job).encode(), seal=True)
+            try:
+                self.spawn(box, job_fd, piped_stdin=bool(stdin))
+            finally:
+                os.close(job_fd)
+            return self._supervise(stdin, time.monotonic())
         finally:
-            if self.cgroup is not None:
-                self.cgroup.destroy()
-            if self.workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
-            procs.release_uid(self.uid)
+            self.cleanup()
 
-    def _execute(self) -> RunResult:
+    def deliver(self, job: dict[str, Any], stdin: bytes, limits: Limits) -> RunResult | None:
+        """Give a warm sandbox its job and supervise it; ``None`` if it died while waiting."""
+        assert self.job_sock is not None
+        self.limits = limits
+        try:
+            job_fd = procs.memfd("envhub-job", repr(job).encode(), seal=True)
+            try:
+                socket.send_fds(self.job_sock, [b"j"], [job_fd])
+            except OSError:
+                self.discard()
+                return None
+            finally:
+                os.close(job_fd)
+                self.job_sock.close()
+            result = self._supervise(stdin, time.monotonic())
+            result.warm = True
+            return result
+        finally:
+            self.cleanup()
+
+    def alive(self) -> bool:
+        """The process is still running (a warm sandbox waiting for its job)."""
+        return self.proc is not None and self.proc.poll() is None
+
+    def discard(self) -> None:
+        """Kill an unused warm sandbox and release what it held."""
+        if self.job_sock is not None:
+            self.job_sock.close()
+        if self.proc is not None:
+            procs.kill_group(self.proc.pid)
+            procs.wait(self.proc, killed=True)
+            for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                if stream is not None:
+                    stream.close()
+        if self.verdict_r is not None:
+            os.close(self.verdict_r)
+            self.verdict_r = None
+        self.cleanup()
+
+    def cleanup(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.destroy()
+            self.cgroup = None
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        procs.release_uid(self.uid)
+
+    def spawn(self, box: Sandbox, job_fd: int | None, *, piped_stdin: bool = True) -> None:
+        """Start the sandbox: with its job (``job_fd``), or warm (``None``): job comes later.
+
+        ``box`` is not kept: a warm launch must not keep its sandbox alive.
+        """
         nonce_fd = procs.memfd("envhub-nonce", self.nonce, seal=True)
-        job_fd = procs.memfd("envhub-job", repr(self.job).encode(), seal=True)
         verdict_r, verdict_w = os.pipe()
-        fds = (nonce_fd, job_fd, verdict_w)
-        runner_fd, self.runner = self.box.runner_bootstrap()
+        fds = [nonce_fd, verdict_w]
+        runner_fd, runner = box.runner_bootstrap()
         config = {
             "mode": self.runner_mode,
             "limits": self.limits.rlimits(),
             "verdict_fd": verdict_w,
             "nonce_fd": nonce_fd,
-            "job_fd": job_fd,
             "pidns": self.mode == "bwrap",
         }
+        if job_fd is None:
+            self.job_sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            fds.append(theirs.detach())
+            config["job_sock"] = fds[-1]
+        else:
+            fds.append(job_fd)
+            config["job_fd"] = job_fd
         try:
-            argv, cwd, env = self._command(config)
+            argv, cwd, env = self._command(box, runner, config)
             argv, kwargs = procs.as_user(self.uid, argv)
             self.cgroup = cgroup.create(
                 self.nonce[:16].decode(), self.limits.total_memory_mb, self.limits.nproc + 8
             )
             if self.cgroup is not None:
                 argv = self.cgroup.wrap(argv)
-            start = time.monotonic()
-            proc = subprocess.Popen(
+            self.proc = subprocess.Popen(
                 argv,
-                stdin=subprocess.PIPE if self.stdin else subprocess.DEVNULL,
+                stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=(*fds, runner_fd),
@@ -329,26 +419,34 @@ class _Launch:
                 **kwargs,
             )
         except OSError as e:
-            for fd in (*fds, verdict_r):
-                os.close(fd)
+            os.close(verdict_r)
+            if self.job_sock is not None:
+                self.job_sock.close()
             raise SandboxError(f"could not start the sandbox: {e}") from e
-        for fd in fds:
-            os.close(fd)
-        return self._supervise(proc, verdict_r, start)
+        finally:
+            for fd in fds:
+                if fd != job_fd:
+                    os.close(fd)
+        self.verdict_r = verdict_r
 
-    def _command(self, config: dict[str, Any]) -> tuple[list[str], str | None, dict[str, str]]:
+    def _command(
+        self, box: Sandbox, runner: list[str], config: dict[str, Any]
+    ) -> tuple[list[str], str | None, dict[str, str]]:
         if self.mode == "bwrap":
             config["env"] = jail.sandbox_env("/tmp")
-            argv = [*self.box.bwrap_argv(self.limits), *self.runner, repr(config)]
+            argv = [*box.bwrap_argv(self.limits), *runner, repr(config)]
             return argv, None, {"PATH": "/usr/bin:/bin"}
         self.workdir = tempfile.mkdtemp(prefix="envhub-sandbox-")
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
         config["env"] = jail.sandbox_env(self.workdir)
-        return [*self.runner, repr(config)], self.workdir, dict(config["env"])
+        return [*runner, repr(config)], self.workdir, dict(config["env"])
 
-    def _supervise(self, proc: subprocess.Popen, verdict_r: int, start: float) -> RunResult:
-        reader = pipes.Reader(proc, verdict_r, self.stdin, self.limits.output_bytes)
+    def _supervise(self, stdin: bytes, start: float) -> RunResult:
+        proc, verdict_r = self.proc, self.verdict_r
+        assert proc is not None and verdict_r is not None
+        self.verdict_r = None  # the reader closes it
+        reader = pipes.Reader(proc, verdict_r, stdin, self.limits.output_bytes)
         deadline = start + self.limits.wall_s
         timed_out = not reader.pump(deadline)
         if timed_out:
@@ -375,3 +473,98 @@ class _Launch:
             hardened=bool(ready and ready.get("hardened")),
             cgroup=self.cgroup is not None,
         )
+
+
+class _WarmPool:
+    """Warm sandboxes, ``size`` per kind of run, refilled by one background thread.
+
+    A kind is the runner's mode and the limits a sandbox is started with (``wall_s`` and
+    ``output_bytes`` are enforced by the parent, so they do not split kinds). The first run
+    of a kind starts cold and asks for that kind; the filler then keeps ``size`` of it ready.
+    The filler is a long-lived thread on purpose: ``--die-with-parent`` ties a sandbox to the
+    thread that started it.
+    """
+
+    def __init__(self, box: Sandbox, size: int) -> None:
+        self.box = weakref.ref(box)
+        self.size = size
+        self.ready: dict[tuple[str, Limits], list[_Launch]] = {}
+        self.cond = threading.Condition()
+        self.closed = False
+        self.thread: threading.Thread | None = None
+        self.failures = 0
+
+    @staticmethod
+    def kind(runner_mode: str, limits: Limits) -> tuple[str, Limits]:
+        return runner_mode, replace(limits, wall_s=0.0, output_bytes=0)
+
+    def take(self, runner_mode: str, limits: Limits) -> _Launch | None:
+        """A live warm sandbox of this kind, or ``None`` (then one is asked for)."""
+        key = self.kind(runner_mode, limits)
+        dead = []
+        found = None
+        with self.cond:
+            if self.closed:
+                return None
+            queue = self.ready.setdefault(key, [])
+            while queue and found is None:
+                launch = queue.pop(0)
+                if launch.alive():
+                    found = launch
+                else:
+                    dead.append(launch)
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=self._fill, name="envhub-sandbox-warm", daemon=True
+                )
+                self.thread.start()
+            self.cond.notify()
+        for launch in dead:
+            launch.discard()
+        return found
+
+    def wait_full(self, timeout_s: float) -> bool:
+        with self.cond:
+            return self.cond.wait_for(lambda: self.closed or self._wanted() is None, timeout_s)
+
+    def _wanted(self) -> tuple[str, Limits] | None:
+        return next((k for k, q in self.ready.items() if len(q) < self.size), None)
+
+    def _fill(self) -> None:
+        while True:
+            with self.cond:
+                while not self.closed and self._wanted() is None:
+                    self.cond.wait()
+                if self.closed:
+                    return
+                runner_mode, limits = key = self._wanted()  # type: ignore[misc]
+            box = self.box()
+            if box is None:
+                return
+            launch = _Launch(box.mode, runner_mode, limits)
+            try:
+                launch.spawn(box, None)
+            except Exception:  # noqa: BLE001 (runs go cold; the cold path reports why)
+                launch.cleanup()
+                self.failures += 1
+                time.sleep(min(5.0, 0.1 * 2**self.failures))
+                continue
+            finally:
+                del box
+            self.failures = 0
+            with self.cond:
+                if not self.closed:
+                    self.ready[key].append(launch)
+                    self.cond.notify_all()
+                    continue
+            launch.discard()
+            return
+
+    def close(self) -> None:
+        with self.cond:
+            self.closed = True
+            launches = [launch for queue in self.ready.values() for launch in queue]
+            self.ready.clear()
+            self.cond.notify_all()
+        for launch in launches:
+            launch.discard()

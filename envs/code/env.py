@@ -65,6 +65,7 @@ class CodeEnv(TaskEnv):
         sandbox: str = "auto",
         feedback_chars: int = 2000,
         parallel: int | None = None,
+        sandbox_warm: int = 2,
         **options: Any,
     ) -> None:
         """Build from a spec; keyword options come from the YAML ``options`` mapping.
@@ -79,6 +80,9 @@ class CodeEnv(TaskEnv):
                 (an explicit opt-in for machines without bubblewrap).
             feedback_chars: Multi-turn: characters of test output shown after a failure.
             parallel: Sandboxes run at once by :meth:`verify_batch` (default: the CPU count).
+            sandbox_warm: Sandboxes kept started ahead of their runs (see
+                :class:`~envhub.sandbox.Sandbox`'s ``warm``): a verification then skips the
+                sandbox's start-up; 0 starts each run cold.
             **options: Passed to :class:`~envhub.core.TaskEnv`.
         """
         super().__init__(spec, **options)
@@ -91,6 +95,10 @@ class CodeEnv(TaskEnv):
         self.feedback_chars = feedback_chars
         self.parallel = max(1, parallel or os.cpu_count() or 1)
         self._sandbox_mode = sandbox
+        if sandbox_warm < 0:
+            raise ConfigError(f"options.sandbox_warm must be >= 0, not {sandbox_warm}")
+        self._sandbox_warm = sandbox_warm
+        self._is_fork = False
         self._sandbox: Sandbox | None = None
         self._suites: dict[str, FunctionSuite] = {}
         self._lock = threading.Lock()
@@ -124,7 +132,11 @@ class CodeEnv(TaskEnv):
         """The sandbox, made on first use (so listing tasks never needs bubblewrap)."""
         with self._lock:
             if self._sandbox is None:
-                self._sandbox = Sandbox(self.limits, mode=self._sandbox_mode)  # type: ignore[arg-type]
+                self._sandbox = Sandbox(
+                    self.limits,
+                    mode=self._sandbox_mode,  # type: ignore[arg-type]
+                    warm=self._sandbox_warm,
+                )
             return self._sandbox
 
     def suite(self, task: Task) -> FunctionSuite:
@@ -231,7 +243,15 @@ class CodeEnv(TaskEnv):
     def fork(self) -> CodeEnv:
         """A handle with its own episode, sharing tasks, suites and the sandbox."""
         _ = self.sandbox  # made before copying, so every fork shares one probed sandbox
-        return super().fork()  # type: ignore[return-value]
+        clone: CodeEnv = super().fork()  # type: ignore[assignment]
+        clone._is_fork = True
+        return clone
+
+    def close(self) -> None:
+        """Stop the warm sandboxes (the environment's own handle only: forks share them)."""
+        if not self._is_fork and self._sandbox is not None:
+            self._sandbox.close()
+        super().close()
 
 
 def _first_error(report: SuiteReport) -> str:
