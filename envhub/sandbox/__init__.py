@@ -10,7 +10,10 @@ Small API::
     report = run_suite(box, "def add(a, b): return a + b", suite)   # -> SuiteReport
     report.passed, report.total, report.all_passed
 
-Every run is a fresh child process tree under bubblewrap, never the caller's process. A run
+Every run is a fresh child process tree under bubblewrap, never the caller's process.
+``Sandbox(warm=N)`` starts N sandboxes of each kind of run ahead of time (namespaces, uid,
+cgroup, rlimits and the interpreter up, waiting for a job on a socket), so a run skips the
+start-up; each is still used once. A run
 that cannot start raises :class:`SandboxUnavailable` / :class:`SandboxError` (both
 :class:`~envhub.errors.InfraError`: the episode's status is ``infra_error``, never a reward
 of 0).
