@@ -17,6 +17,15 @@ the ratio ``engine / copy`` (goal: within 2x).
     python bench/refit.py                     # SmolLM2, 5 rounds (~2 minutes here)
     python bench/refit.py --model tiny-h64-a2 --rounds 3
     python bench/refit.py --no-in-process --json refit.json
+
+``--transports`` compares instead the split-placement transports on the same weights (no
+vLLM needed): a sender actor (policy rank 0's part) and a receiver actor holding a
+transformers model (an engine actor's part) on a private local Ray; each round is timed from
+the sender's state dict to the receiver's finished ``load_state_dict``, once through Ray's
+object store (``generation.transport: object_store``) and once over a gloo group
+(``trainer.collective``, ``generation.transport: gloo``, ``--bucket-mb``):
+
+    python bench/refit.py --transports        # SmolLM2, 5 rounds of each
 """
 
 from __future__ import annotations
@@ -68,13 +77,142 @@ def max_logprob_gap(engine, model, prompt: list[int], completion: list[int]) -> 
     return max(abs(a - b) for a, b in zip(ours, ref, strict=True))
 
 
+class Sender:
+    """Policy rank 0's part: holds the weights; returns them or broadcasts them."""
+
+    def __init__(self, path: str) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        torch.set_num_threads(1)
+        model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+        self.base = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        self.state = self.base
+
+    def host(self, timeout_s: float) -> int:
+        from trainer.collective import host_store
+
+        self.store, port = host_store(timeout_s)
+        return port
+
+    def join(self, port: int, timeout_s: float) -> bool:
+        from trainer.collective import RefitGroup
+
+        self.group = RefitGroup("gloo", "127.0.0.1", port, 0, 2, timeout_s, store=self.store)
+        return True
+
+    def perturb(self, seed: int) -> float:
+        t0 = time.perf_counter()
+        self.state = perturbed(self.base, seed)
+        return time.perf_counter() - t0
+
+    def get_state(self) -> dict:
+        return self.state
+
+    def send(self, bucket_mb: int) -> bool:
+        self.group.send_state(self.state, bucket_mb * 2**20)
+        return True
+
+
+class Receiver:
+    """An engine actor's part: a transformers model refit from either transport."""
+
+    def __init__(self, path: str) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        torch.set_num_threads(1)
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+
+    def join(self, port: int, timeout_s: float) -> bool:
+        from trainer.collective import RefitGroup
+
+        self.group = RefitGroup("gloo", "127.0.0.1", port, 1, 2, timeout_s)
+        return True
+
+    def load(self, state: dict) -> float:
+        import torch
+
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            self.model.load_state_dict(state)
+        return time.perf_counter() - t0
+
+    def receive(self) -> float:
+        return self.load(self.group.receive_state())
+
+    def checksum(self) -> float:
+        return float(sum(v.double().sum() for v in self.model.state_dict().values()))
+
+
+def compare_transports(args: argparse.Namespace) -> None:
+    """Object store against gloo on the same weights (see the module docstring)."""
+    import tempfile
+
+    import ray
+
+    path = str(resolve(args.model))
+    env = {"PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false"}
+    with tempfile.TemporaryDirectory(prefix="envhub-bench-ray-") as tmp:
+        ray.init(
+            address="local",
+            num_cpus=2,
+            _temp_dir=tmp,
+            include_dashboard=False,
+            runtime_env={"env_vars": env},
+        )
+        try:
+            sender = ray.remote(num_cpus=1)(Sender).remote(path)
+            receiver = ray.remote(num_cpus=1)(Receiver).remote(path)
+            port = ray.get(sender.host.remote(60.0))
+            ray.get([sender.join.remote(port, 60.0), receiver.join.remote(port, 60.0)])
+            times: dict[str, list[float]] = {"object_store": [], "gloo": []}
+            for round_ in range(args.rounds):
+                ray.get(sender.perturb.remote(round_))
+                sums = {}
+                for transport in times:
+                    t0 = time.perf_counter()
+                    if transport == "object_store":
+                        ray.get(receiver.load.remote(sender.get_state.remote()))
+                    else:
+                        ray.get([sender.send.remote(args.bucket_mb), receiver.receive.remote()])
+                    times[transport].append(time.perf_counter() - t0)
+                    sums[transport] = ray.get(receiver.checksum.remote())
+                if sums["object_store"] != sums["gloo"]:
+                    raise SystemExit(f"the transports delivered different weights: {sums}")
+                print(
+                    f"round {round_}: object_store {times['object_store'][-1]:.3f} s, "
+                    f"gloo {times['gloo'][-1]:.3f} s",
+                    flush=True,
+                )
+        finally:
+            ray.shutdown()
+    summary = {
+        "model": path,
+        "rounds": args.rounds,
+        "bucket_mb": args.bucket_mb,
+        "object_store_s_median": statistics.median(times["object_store"]),
+        "gloo_s_median": statistics.median(times["gloo"]),
+        "ratio_gloo_over_object_store": statistics.median(times["gloo"])
+        / statistics.median(times["object_store"]),
+    }
+    print(json.dumps(summary, indent=1))
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--no-in-process", dest="in_process", action="store_false")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--transports", action="store_true", help="object store vs gloo")
+    parser.add_argument("--bucket-mb", type=int, default=256)
     args = parser.parse_args()
+    if args.transports:
+        compare_transports(args)
+        return
 
     import torch
     from transformers import AutoModelForCausalLM

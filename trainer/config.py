@@ -186,10 +186,20 @@ class GenerationConfig(_Section):
     default would take most of the machine's memory)."""
     max_num_seqs: int = Field(default=256, ge=1)
     """vLLM: most sequences decoded together."""
-    transport: Literal["object_store", "nccl"] = "object_store"
-    """How weights reach split engines: ``object_store`` (rank 0's full state dict put in
-    Ray's object store once, read by every engine). ``nccl`` (a torch collective group
-    between rank 0 and the engines, for GPUs) is not implemented yet."""
+    transport: Literal["object_store", "gloo", "nccl"] = "object_store"
+    """How weights reach engine actors (``placement: split`` or ``engine: vllm``; colocated
+    transformers engines are refit in process). ``object_store``: rank 0's full state dict
+    becomes one object in Ray's object store, read by every engine (CPU or GPU, any cluster).
+    ``gloo``: a torch collective group of policy rank 0 and the engines, separate from the
+    FSDP2 group; rank 0 broadcasts CPU tensors in flat buckets of ``bucket_mb`` (works here
+    and on any cluster). ``nccl``: the same group on GPU tensors (GPU clusters, NeMo RL's
+    way); refused at start-up when rank 0 or an engine has no CUDA device."""
+    bucket_mb: int = Field(default=256, ge=1)
+    """``gloo``/``nccl``: largest flat bucket on the wire, in MB (one dtype per bucket); each
+    side holds one bucket beyond the full weights."""
+    refit_timeout_s: float = Field(default=300.0, gt=0)
+    """``gloo``/``nccl``: deadline of the group's rendezvous and of every bucket's broadcast;
+    a dead or stuck member fails the run with an error naming the transport."""
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
@@ -253,10 +263,12 @@ class Config(_Section):
                 "generation.one_step_off_policy needs cluster.placement=split (colocated "
                 "engines share the policy's resources, so there is nothing to overlap)"
             )
-        if g.transport == "nccl":
+        if g.transport != "object_store" and not self.separate_engines:
             raise ValueError(
-                "generation.transport=nccl is not implemented yet; use object_store (works "
-                "on CPU and GPU, one copy of the weights through Ray's object store)"
+                f"generation.transport={g.transport} moves weights to engine actors, but the "
+                "transformers engines of placement=colocated live in the policy workers and "
+                "are refit in process: set cluster.placement=split (or cluster.engine=vllm), "
+                "or drop generation.transport"
             )
         return self
 

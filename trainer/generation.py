@@ -2,8 +2,10 @@
 
 :class:`GenerationWorker` holds one engine (:class:`trainer.vllm_engine.VLLMEngine` or
 :class:`trainer.engine.TransformersEngine`) and offers what the driver needs: ``generate``,
-``load_weights`` (refit from a state dict that Ray resolves out of its object store) and
-``score`` (the engine's logprobs of given tokens, used to verify a refit).
+``load_weights`` (refit from a state dict that Ray resolves out of its object store),
+``join_refit_group``/``receive_weights`` (refit over a torch collective group,
+``trainer.collective``) and ``score`` (the engine's logprobs of given tokens, used to verify
+a refit).
 
 :func:`start_engines` places them:
 
@@ -122,6 +124,34 @@ class GenerationWorker:
         t0 = time.perf_counter()
         self.engine.load_state_dict(state)
         return time.perf_counter() - t0
+
+    def join_refit_group(
+        self, transport: str, host: str, port: int, rank: int, size: int, timeout_s: float
+    ) -> bool:
+        """Join the weight-transfer group as ``rank`` (``trainer.collective``)."""
+        from .collective import RefitGroup
+
+        self.refit_group = RefitGroup(transport, host, port, rank, size, timeout_s)
+        return True
+
+    def receive_weights(self) -> dict[str, float]:
+        """Refit over the group: receive the buckets, load the state dict; seconds of each."""
+        t0 = time.perf_counter()
+        state = self.refit_group.receive_state()
+        t1 = time.perf_counter()
+        self.engine.load_state_dict(state)
+        return {"transfer_s": t1 - t0, "load_s": time.perf_counter() - t1}
+
+    def leave_refit_group(self) -> None:
+        """Leave the weight-transfer group."""
+        group = getattr(self, "refit_group", None)
+        if group is not None:
+            group.close()
+        self.refit_group = None
+
+    def engine_state(self) -> dict[str, Any]:
+        """The engine's weights on CPU (transformers engine; tests compare them after refits)."""
+        return {k: v.detach().cpu().clone() for k, v in self.engine.model.state_dict().items()}
 
     def score(
         self, sequences: list[list[int]], starts: list[int], temperature: float

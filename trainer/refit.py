@@ -12,8 +12,14 @@ by ``cluster.placement`` from :data:`SYNCS`:
   weights (collective), rank 0's copy becomes one object in Ray's object store (the return
   value of its ``gather_state`` call, never fetched by the driver), and every engine reads it
   from there and loads it in place. On one node the engines read it from shared memory; on a
-  cluster Ray moves it once per node. A ``nccl`` transport (a torch collective group between
-  rank 0 and the GPU engines, as NeMo RL does) is the next step and is refused by the config.
+  cluster Ray moves it once per node.
+- the same engine actors over a torch collective group (:class:`CollectiveSync`,
+  ``generation.transport: gloo`` on CPU tensors, ``nccl`` on GPU tensors, as NeMo RL does on
+  GPU clusters): policy rank 0 broadcasts the gathered weights in size-bounded flat buckets
+  straight to every engine, with no copy through the object store or the driver
+  (:mod:`trainer.collective` holds the group and the bucket layout).
+
+Every sync returns the seconds of the whole refit; a failure names the transport.
 """
 
 from __future__ import annotations
@@ -75,15 +81,116 @@ class ObjectStoreSync:
         return time.perf_counter() - t0
 
 
+class CollectiveSync:
+    """Refit of engine actors over a torch collective group (see module docstring).
+
+    The group is set up here, once: policy rank 0 hosts the store, then rank 0 and every
+    engine join in a single ``ray.get`` (they must join concurrently). :meth:`close` tears it
+    down.
+    """
+
+    def __init__(
+        self,
+        policy_workers: Sequence[Any],
+        engines: Sequence[Any],
+        *,
+        transport: str,
+        timeout_s: float = 300.0,
+        bucket_mb: int = 256,
+    ) -> None:
+        """Join the group; ``timeout_s`` bounds the rendezvous and every broadcast."""
+        self.workers, self.engines = list(policy_workers), list(engines)
+        self.transport, self.timeout_s = transport, timeout_s
+        self.last_load_seconds = self.last_transfer_seconds = 0.0
+        # a backstop only: every broadcast has its own timeout, and a failed member is
+        # reported as soon as its call returns
+        self.deadline_s = 2 * timeout_s + 60
+        store = self.workers[0].host_refit_store.remote(transport, timeout_s)
+        host, port = self._wait([store], "starting the store on policy rank 0")[0]
+        size = len(self.engines) + 1
+        joins = [
+            self.workers[0].join_refit_group.remote(
+                transport, host, port, size, timeout_s, bucket_mb
+            ),
+            *[
+                e.join_refit_group.remote(transport, host, port, i + 1, size, timeout_s)
+                for i, e in enumerate(self.engines)
+            ],
+        ]
+        self._wait(joins, "joining the group")
+
+    def push(self) -> float:
+        """Gather on every rank, broadcast rank 0's copy in buckets, load into every engine."""
+        t0 = time.perf_counter()
+        sends = [w.send_weights.remote() for w in self.workers]
+        receives = [e.receive_weights.remote() for e in self.engines]
+        done = self._wait(sends + receives, "moving the weights")
+        times = done[len(sends) :]
+        self.last_transfer_seconds = max(t["transfer_s"] for t in times)
+        self.last_load_seconds = max(t["load_s"] for t in times)
+        return time.perf_counter() - t0
+
+    def close(self) -> None:
+        """Leave the group on every member (best effort: members may be dead already)."""
+        import ray
+
+        members = [self.workers[0], *self.engines]
+        try:
+            ray.get([m.leave_refit_group.remote() for m in members], timeout=30)
+        except Exception:  # a dead member must not block the shutdown
+            pass
+
+    def _wait(self, refs: list[Any], what: str) -> list[Any]:
+        """Results of ``refs`` in order; the first failure or the deadline raises at once.
+
+        Raises:
+            ConfigError: a member refused the transport (e.g. ``nccl`` without CUDA).
+            RefitTransportError: a member failed or died, or the deadline passed.
+        """
+        import ray
+
+        from .collective import RefitTransportError
+        from .config import ConfigError
+
+        pending, end = list(refs), time.monotonic() + self.deadline_s
+        while pending:
+            ready, pending = ray.wait(pending, timeout=max(0.0, end - time.monotonic()))
+            if not ready:
+                raise RefitTransportError(
+                    f"refit over generation.transport={self.transport} timed out while {what} "
+                    f"({self.deadline_s:.0f} s; generation.refit_timeout_s="
+                    f"{self.timeout_s:g}): a member is stuck"
+                )
+            for ref in ready:
+                try:
+                    ray.get(ref)
+                except (ConfigError, RefitTransportError):
+                    raise
+                except Exception as e:  # a dead actor (RayActorError), a crash in a member
+                    raise RefitTransportError(
+                        f"refit over generation.transport={self.transport} failed while "
+                        f"{what}: {type(e).__name__}: {e}"
+                    ) from e
+        return ray.get(list(refs))
+
+
 SYNCS: dict[str, Callable[..., WeightSync]] = {
-    "colocated": ColocatedSync,
     "object_store": ObjectStoreSync,
+    "gloo": CollectiveSync,
+    "nccl": CollectiveSync,
 }
-"""Weight sync implementations: in-process, or through the object store to engine actors."""
+"""Engine-actor refit by ``generation.transport`` (colocated engines need none)."""
+COLLECTIVE = frozenset({"gloo", "nccl"})
+"""Transports that take the collective options (``transport``, ``timeout_s``, ``bucket_mb``)."""
 
 
 def make_weight_sync(
-    policy_workers: Sequence[Any], engines: Sequence[Any] = (), transport: str = "object_store"
+    policy_workers: Sequence[Any],
+    engines: Sequence[Any] = (),
+    transport: str = "object_store",
+    *,
+    timeout_s: float = 300.0,
+    bucket_mb: int = 256,
 ) -> WeightSync:
     """In-process sync when the engines live in the policy workers, else ``transport``.
 
@@ -92,6 +199,9 @@ def make_weight_sync(
     """
     if not engines:
         return ColocatedSync(policy_workers)
-    if transport not in SYNCS or transport == "colocated":
-        raise ValueError(f"no refit transport {transport!r}; available: object_store")
-    return SYNCS[transport](policy_workers, engines)
+    if transport not in SYNCS:
+        raise ValueError(f"no refit transport {transport!r}; available: {', '.join(SYNCS)}")
+    if transport not in COLLECTIVE:
+        return SYNCS[transport](policy_workers, engines)
+    options = {"transport": transport, "timeout_s": timeout_s, "bucket_mb": bucket_mb}
+    return SYNCS[transport](policy_workers, engines, **options)

@@ -107,6 +107,45 @@ class PolicyWorker:
             return None
         return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
 
+    def host_refit_store(self, transport: str, timeout_s: float) -> tuple[str, int]:
+        """Rank 0: host the weight-transfer group's store; returns this node's IP and its port.
+
+        Raises:
+            ConfigError: ``nccl`` without CUDA in this process.
+        """
+        from .collective import host_store, transport_device
+
+        transport_device(transport)  # refuse nccl without CUDA before anyone waits
+        self._refit_store, port = host_store(timeout_s)
+        return ray.util.get_node_ip_address(), port
+
+    def join_refit_group(
+        self, transport: str, host: str, port: int, size: int, timeout_s: float, bucket_mb: int
+    ) -> bool:
+        """Rank 0: join the weight-transfer group as its rank 0 (``trainer.collective``)."""
+        from .collective import RefitGroup
+
+        self.refit_group = RefitGroup(
+            transport, host, port, 0, size, timeout_s, store=self._refit_store
+        )
+        self.refit_bucket_bytes = bucket_mb * 2**20
+        return True
+
+    def send_weights(self) -> dict[str, float]:
+        """Gather the full weights (collective); rank 0 broadcasts them to the engines."""
+        t0 = time.perf_counter()
+        state = self.policy.full_state_dict()
+        if self.rank == 0:
+            self.refit_group.send_state(state, self.refit_bucket_bytes)
+        return {"transfer_s": time.perf_counter() - t0}
+
+    def leave_refit_group(self) -> None:
+        """Leave the weight-transfer group and stop its store."""
+        group = getattr(self, "refit_group", None)
+        if group is not None:
+            group.close()
+        self.refit_group = self._refit_store = None
+
     def engine_score(
         self, sequences: list[list[int]], starts: list[int], temperature: float
     ) -> list[list[float]]:
@@ -273,7 +312,14 @@ class Cluster:
         from .generation import start_engines
 
         self.engines = start_engines(config, model_dir) if config.separate_engines else []
-        self.weight_sync = make_weight_sync(self.policy, self.engines, config.generation.transport)
+        g = config.generation
+        self.weight_sync = make_weight_sync(
+            self.policy,
+            self.engines,
+            g.transport,
+            timeout_s=g.refit_timeout_s,
+            bucket_mb=g.bucket_mb,
+        )
         if config.loss.kl_beta > 0:
             ref = ray.remote(num_cpus=0)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
@@ -373,6 +419,9 @@ class Cluster:
         """Stop the actors, and the local Ray if this cluster started it."""
         from .generation import close_engines
 
+        close = getattr(getattr(self, "weight_sync", None), "close", None)
+        if callable(close):  # the collective transports' group
+            close()
         close_engines(self.engines)
         for w in self.env_workers:
             try:

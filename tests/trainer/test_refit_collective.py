@@ -1,0 +1,294 @@
+"""Refit over a torch collective group (``generation.transport: gloo``; ``trainer.collective``).
+
+Bucketing without any process group; the group itself between two spawned processes
+(broadcast, and a member that never joins); then the trainer in split placement with the
+gloo transport, end to end, and a cluster-level check that the engine actor's weights equal
+the policy's after each of several refits.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+from trainer.collective import (
+    RefitGroup,
+    RefitTransportError,
+    empty_state,
+    host_store,
+    pack_bucket,
+    plan_layout,
+    transport_device,
+    unpack_bucket,
+)
+from trainer.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "examples" / "tiny.yaml"
+GLOO = [
+    "cluster.placement=split",
+    "cluster.policy_workers=1",
+    "cluster.num_cpus=3",
+    "generation.num_engines=1",
+    "generation.transport=gloo",
+    "generation.bucket_mb=1",  # the tiny model's ~13 MB go in many buckets
+    "generation.verify_refit=true",
+    "loss.kl_beta=0",
+    "checkpoint.every=0",
+    "checkpoint.export_final=false",
+]
+
+
+def mixed_state():
+    g = torch.Generator().manual_seed(0)
+    embed = torch.randn(50, 8, generator=g)
+    return {
+        "embed.weight": embed,
+        "layer.weight": torch.randn(7, 9, generator=g),
+        "layer.bias": torch.randn(7, generator=g).to(torch.bfloat16),
+        "steps": torch.arange(5, dtype=torch.int64),
+        "scale": torch.tensor(0.5, dtype=torch.float16),
+        "lm_head.weight": embed,  # tied to the embedding: sent once
+    }
+
+
+def round_trip(state, layout):
+    dest = empty_state(layout)
+    for bucket in layout.buckets:
+        flat = torch.empty(bucket.numel, dtype=getattr(torch, bucket.dtype))
+        pack_bucket(state, bucket, flat)
+        unpack_bucket(flat, bucket, dest)
+    return dest
+
+
+# ------------------------------------------------------------------- bucketing, no group
+
+
+@pytest.mark.parametrize("bucket_bytes", [64, 100, 1000, 2**20])
+def test_buckets_round_trip_a_mixed_dtype_state_dict(bucket_bytes):
+    state = mixed_state()
+    layout = plan_layout(state, bucket_bytes)
+    for b in layout.buckets:
+        itemsize = torch.empty((), dtype=getattr(torch, b.dtype)).element_size()
+        assert b.numel * itemsize <= bucket_bytes  # the limit holds, large tensors split
+        assert sum(p.numel for p in b.pieces) == b.numel
+    got = round_trip(state, layout)
+    assert list(got) == list(state)
+    for k, v in state.items():
+        assert got[k].dtype == v.dtype and got[k].shape == v.shape
+        torch.testing.assert_close(got[k], v, rtol=0, atol=0)
+    assert got["lm_head.weight"] is got["embed.weight"]  # the tie survives
+    sent = sum(b.numel for b in layout.buckets)
+    assert sent == sum(v.numel() for k, v in state.items() if k != "lm_head.weight")
+
+
+def test_small_buckets_split_a_tensor_and_one_dtype_per_bucket():
+    layout = plan_layout(mixed_state(), bucket_bytes=64)  # 16 float32 elements a bucket
+    embed_pieces = [p for b in layout.buckets for p in b.pieces if p.name == "embed.weight"]
+    assert len(embed_pieces) == 25  # 400 elements / 16
+    assert {b.dtype for b in layout.buckets} == {"float32", "bfloat16", "int64", "float16"}
+    with pytest.raises(ValueError, match="cannot hold one"):
+        plan_layout(mixed_state(), bucket_bytes=4)  # not one int64
+
+
+def test_layout_check_names_a_changed_state_dict():
+    state = mixed_state()
+    layout = plan_layout(state, 1000)
+    layout.check(state)
+    assert type(layout).from_json(layout.to_json()) == layout  # the header's wire form
+    with pytest.raises(ValueError, match="no longer matches"):
+        layout.check({**state, "layer.weight": torch.zeros(7, 10)})
+
+
+def test_config_accepts_gloo_and_nccl_only_for_engine_actors():
+    cfg = load_config(None, ["cluster.placement=split", "generation.transport=gloo"])
+    assert cfg.generation.bucket_mb == 256 and cfg.generation.refit_timeout_s == 300
+    # nccl parses anywhere; it is refused at start-up where there is no CUDA
+    load_config(None, ["cluster.placement=split", "generation.transport=nccl"])
+    with pytest.raises(ConfigError, match="placement=split"):
+        load_config(None, ["generation.transport=gloo"])
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
+def test_nccl_without_cuda_is_refused_with_the_fix():
+    with pytest.raises(ConfigError, match="transport=gloo"):
+        transport_device("nccl")
+
+
+# ------------------------------------------------------------- the group, two processes
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _member(rank, port, timeout_s, rounds, queue):
+    """Group rank 0 hosts the store on ``port`` and sends; rank 1 receives."""
+    torch.set_num_threads(1)
+    try:
+        if rank == 0:
+            from torch.distributed import TCPStore
+
+            store = TCPStore("127.0.0.1", port, None, True, _td(timeout_s), wait_for_workers=False)
+            group = RefitGroup("gloo", "127.0.0.1", port, 0, 2, timeout_s, store=store)
+            for r in range(rounds):
+                group.send_state({k: v + r for k, v in mixed_state().items()}, 100)
+            queue.put((0, "sent"))
+            time.sleep(timeout_s + 5)  # alive but silent: the receiver's extra call times out
+        else:
+            group = RefitGroup("gloo", "127.0.0.1", port, 1, 2, timeout_s)
+            got = [group.receive_state() for _ in range(rounds)]
+            t0 = time.monotonic()
+            try:
+                group.receive_state()
+                queue.put((2, "a refit arrived that nobody sent"))
+            except RefitTransportError as e:
+                queue.put((2, (str(e), time.monotonic() - t0)))
+            # numpy arrays pickle by value (tensors would share fds that die with this
+            # process); numpy has no bfloat16: its bits travel as int16
+            queue.put((1, [{k: _as_numpy(v) for k, v in s.items()} for s in got]))
+        group.close()
+    except Exception as e:
+        queue.put((rank, e))
+
+
+def _as_numpy(t):
+    return t.view(torch.int16).numpy().copy() if t.dtype == torch.bfloat16 else t.numpy().copy()
+
+
+def _td(seconds):
+    import datetime
+
+    return datetime.timedelta(seconds=seconds)
+
+
+def test_two_processes_broadcast_a_state_dict_and_a_silent_sender_times_out():
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port, timeout_s = free_port(), 8
+    procs = [ctx.Process(target=_member, args=(r, port, timeout_s, 2, queue)) for r in (0, 1)]
+    for p in procs:
+        p.start()
+    got = dict(queue.get(timeout=120) for _ in range(3))
+    for p in procs:
+        p.join(30)
+    assert got[0] == "sent", got[0]
+    message, waited = got[2]
+    assert "transport=gloo" in message and "broadcasting" in message, message
+    assert timeout_s - 1 < waited < timeout_s + 10
+    assert isinstance(got[1], list) and len(got[1]) == 2, got[1]
+    for r, received in enumerate(got[1]):
+        for k, v in mixed_state().items():
+            want = v + r
+            have = torch.from_numpy(received[k])
+            if want.dtype == torch.bfloat16:
+                have = have.view(torch.bfloat16)
+            torch.testing.assert_close(have, want, rtol=0, atol=0)
+
+
+def test_a_member_that_never_joins_times_out_with_the_transport_named():
+    store, port = host_store(timeout_s=3)
+    t0 = time.monotonic()
+    with pytest.raises(RefitTransportError, match=r"transport=gloo .*joining the group"):
+        RefitGroup("gloo", "127.0.0.1", port, 0, 2, timeout_s=2, store=store)
+    assert time.monotonic() - t0 < 15
+
+
+# ------------------------------------------------------------------- the trainer, on Ray
+
+
+def envhub_train(config, out, *overrides):
+    """`envhub train` in a subprocess (its private Ray stops with it); the metrics rows."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "envhub.cli", "train", str(config), *overrides, "--out", str(out)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_two_steps_in_split_placement_over_gloo(tmp_path):
+    rows = envhub_train(TINY, tmp_path / "gloo", "train.steps=2", *GLOO)
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["time/refit"] > 0
+        # after each refit the engine actor scores the same tokens as the trainer
+        assert r["refit/logprob_max_diff"] < 1e-3
+        # and step 2 was sampled by the weights step 1 trained (refit 1 landed)
+        assert abs(r["token_mult_prob_error"] - 1.0) < 1e-3
+        assert r["grad_norm"] > 0
+
+
+CLUSTER_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, time, torch, ray
+    from trainer.batch import Sample, assign_weights
+    from trainer.config import load_config
+    from trainer.models import resolve_model
+    from trainer.workers import Cluster
+
+    def make_samples():
+        g = torch.Generator().manual_seed(0)
+        out = []
+        for i in range(4):
+            tokens = torch.randint(10, 1000, (12,), generator=g).tolist()
+            mask = [0] * 4 + [1] * 8
+            out.append(Sample(tokens, mask, [-1.0 * m for m in mask], float(i % 2) * 2 - 1))
+        assign_weights(out, "token_mean", norm_len=16)
+        return out
+
+    cfg = load_config(sys.argv[1], sys.argv[2:])
+    with Cluster(cfg, str(resolve_model(cfg.model.path))) as cluster:
+        def engine_minus_policy():
+            engine = ray.get(cluster.engines[0].engine_state.remote())
+            policy = ray.get(cluster.policy[0].gather_state.remote())
+            assert set(engine) == set(policy)
+            return engine, max(float((engine[k] - policy[k]).abs().max()) for k in policy)
+
+        cluster.refit()
+        before, diffs, moved = engine_minus_policy()[0], [], []
+        for _ in range(3):  # several updates and refits in a row
+            cluster.train([[make_samples()]])
+            cluster.refit()
+            after, diff = engine_minus_policy()
+            diffs.append(diff)
+            moved.append(max(float((after[k] - before[k]).abs().max()) for k in after))
+            before = after
+        # a dead engine: the next refit fails at once, naming the transport
+        ray.kill(cluster.engines[0])
+        t0 = time.monotonic()
+        try:
+            cluster.refit()
+            error = "no error"
+        except Exception as e:
+            error = f"{type(e).__name__}: {e}"
+        dead = {"error": error[:2000], "seconds": time.monotonic() - t0}
+        print("RESULT", json.dumps({"diffs": diffs, "moved": moved, "dead": dead}))
+    """
+)
+
+
+def test_engine_weights_follow_the_policy_over_gloo(tmp_path):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    overrides = [*GLOO, "optim.lr=1e-2", "generation.refit_timeout_s=20"]
+    cmd = [sys.executable, "-c", CLUSTER_SCRIPT, str(TINY), *overrides]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("RESULT ")]
+    result = json.loads(line.removeprefix("RESULT "))
+    assert result["diffs"] == [0.0, 0.0, 0.0]  # bit-identical after every refit
+    assert all(m > 1e-6 for m in result["moved"])  # and every update reached the engine
+    dead = result["dead"]
+    assert dead["error"].startswith("RefitTransportError"), dead
+    assert "transport=gloo" in dead["error"] and dead["seconds"] < 30, dead

@@ -1,0 +1,370 @@
+"""Refit over a torch collective group: ``generation.transport: gloo`` or ``nccl``.
+
+The weight-transfer group is separate from the FSDP2 default process group: policy rank 0 is
+group rank 0 and engine ``i`` is group rank ``i + 1``. Policy rank 0 hosts a
+``torch.distributed.TCPStore`` on a free port of its node; every member wraps it in a
+``PrefixStore`` and builds the backend directly (``ProcessGroupGloo`` or ``ProcessGroupNCCL``)
+with ``generation.refit_timeout_s`` as its timeout: no ``init_process_group``, so the policy
+workers keep their default group and the engines never get one.
+
+A refit moves the full Hugging Face state dict in flat buckets of at most
+``generation.bucket_mb`` MB each, one dtype per bucket (a tensor larger than a bucket is
+split across several). A small header, the :class:`Layout` (names, shapes, dtypes, the
+buckets and their pieces), goes once ahead of the first refit's buckets: shapes never change.
+Each side holds the full state dict plus one bucket. The engine rebuilds the state dict and
+loads it with its own ``load_state_dict`` (the vLLM CPU repack is handled there).
+
+``gloo`` moves CPU tensors and works anywhere; ``nccl`` is the same code on CUDA tensors
+(NeMo RL's way on GPU clusters) and is refused when a member has no CUDA device.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import torch
+
+from .config import ConfigError
+
+GROUP_PREFIX = "envhub-refit"
+"""Key prefix of the weight-transfer group in its store."""
+
+
+class RefitTransportError(RuntimeError):
+    """The weight-transfer group failed (a dead or late member, a timeout)."""
+
+
+# ------------------------------------------------------------------------------ layout
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One entry of the state dict: name, shape, dtype, or the earlier entry it aliases."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    """``str(torch.dtype)`` without the ``torch.`` prefix, e.g. ``float32``."""
+    alias_of: str | None = None
+    """Tied weights (``lm_head.weight`` and the embedding): sent once, shared on arrival."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A contiguous run of one tensor's elements inside one bucket."""
+
+    name: str
+    tensor_offset: int
+    bucket_offset: int
+    numel: int
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """One flat tensor on the wire: a single dtype, at most the bucket limit in bytes."""
+
+    dtype: str
+    numel: int
+    pieces: tuple[Piece, ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The header: every tensor of the state dict and the buckets that carry them."""
+
+    tensors: tuple[TensorSpec, ...]
+    buckets: tuple[Bucket, ...]
+
+    def to_json(self) -> str:
+        """The header as JSON (what goes on the wire: plain data, never pickle)."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Layout:
+        """Inverse of :meth:`to_json`."""
+        data = json.loads(text)
+        tensors = tuple(TensorSpec(**{**t, "shape": tuple(t["shape"])}) for t in data["tensors"])
+        buckets = tuple(
+            Bucket(b["dtype"], b["numel"], tuple(Piece(**p) for p in b["pieces"]))
+            for b in data["buckets"]
+        )
+        return cls(tensors, buckets)
+
+    def check(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Raise ValueError if ``state`` does not have this layout's names and shapes."""
+        want = {t.name: (t.shape, t.dtype) for t in self.tensors}
+        got = {k: (tuple(v.shape), dtype_name(v.dtype)) for k, v in state.items()}
+        if want != got:
+            diff = sorted(set(want.items()) ^ set(got.items()))[:3]
+            raise ValueError(f"the state dict no longer matches the refit layout (e.g. {diff})")
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """``torch.float32`` -> ``"float32"``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def to_dtype(name: str) -> torch.dtype:
+    """``"float32"`` -> ``torch.float32``."""
+    return getattr(torch, name)
+
+
+def _specs(state: Mapping[str, torch.Tensor]) -> list[TensorSpec]:
+    seen: dict[tuple[int, tuple[int, ...], str], str] = {}
+    specs = []
+    for name, t in state.items():
+        key = (t.data_ptr(), tuple(t.shape), dtype_name(t.dtype))
+        alias = seen.get(key) if t.numel() > 0 else None
+        specs.append(TensorSpec(name, tuple(t.shape), dtype_name(t.dtype), alias))
+        seen.setdefault(key, name)
+    return specs
+
+
+def plan_layout(state: Mapping[str, torch.Tensor], bucket_bytes: int) -> Layout:
+    """Cut ``state`` into flat per-dtype buckets of at most ``bucket_bytes`` each.
+
+    Tensors of one dtype form one stream of elements, in state-dict order; the stream is cut
+    every ``bucket_bytes``, so a large tensor spans several buckets and no bucket exceeds the
+    limit. Aliased tensors (tied weights) are not sent twice.
+
+    Raises:
+        ValueError: ``bucket_bytes`` smaller than one element.
+    """
+    specs = _specs(state)
+    by_dtype: dict[str, list[TensorSpec]] = {}
+    for s in specs:
+        if s.alias_of is None:
+            by_dtype.setdefault(s.dtype, []).append(s)
+    buckets: list[Bucket] = []
+    for dtype, members in by_dtype.items():
+        itemsize = torch.empty((), dtype=to_dtype(dtype)).element_size()
+        capacity = bucket_bytes // itemsize
+        if capacity < 1:
+            raise ValueError(f"bucket of {bucket_bytes} bytes cannot hold one {dtype} element")
+        buckets.extend(_cut_stream(dtype, members, capacity))
+    return Layout(tuple(specs), tuple(buckets))
+
+
+def _cut_stream(dtype: str, members: list[TensorSpec], capacity: int) -> Iterator[Bucket]:
+    pieces: list[Piece] = []
+    used = 0
+    for spec in members:
+        numel, done = _numel(spec.shape), 0
+        while done < numel:
+            take = min(numel - done, capacity - used)
+            pieces.append(Piece(spec.name, done, used, take))
+            done, used = done + take, used + take
+            if used == capacity:
+                yield Bucket(dtype, used, tuple(pieces))
+                pieces, used = [], 0
+    if pieces:
+        yield Bucket(dtype, used, tuple(pieces))
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def pack_bucket(state: Mapping[str, torch.Tensor], bucket: Bucket, out: torch.Tensor) -> None:
+    """Copy ``bucket``'s pieces of ``state`` into the flat tensor ``out`` (may be reused)."""
+    for p in bucket.pieces:
+        src = state[p.name].detach().reshape(-1)[p.tensor_offset : p.tensor_offset + p.numel]
+        out[p.bucket_offset : p.bucket_offset + p.numel].copy_(src)
+
+
+def unpack_bucket(flat: torch.Tensor, bucket: Bucket, dest: Mapping[str, torch.Tensor]) -> None:
+    """Copy the flat tensor ``flat`` into ``bucket``'s pieces of the tensors in ``dest``."""
+    for p in bucket.pieces:
+        view = dest[p.name].view(-1)[p.tensor_offset : p.tensor_offset + p.numel]
+        view.copy_(flat[p.bucket_offset : p.bucket_offset + p.numel])
+
+
+def empty_state(layout: Layout, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
+    """Fresh tensors for every entry of ``layout`` (aliases share their original's tensor)."""
+    out: dict[str, torch.Tensor] = {}
+    for t in layout.tensors:
+        if t.alias_of is not None:
+            out[t.name] = out[t.alias_of]
+        else:
+            out[t.name] = torch.empty(t.shape, dtype=to_dtype(t.dtype), device=device)
+    return out
+
+
+# ------------------------------------------------------------------------------- group
+
+
+def host_store(timeout_s: float) -> tuple[Any, int]:
+    """Start the group's TCPStore on a free port of this node (policy rank 0).
+
+    Returns:
+        The store (keep it alive as long as the group) and its port.
+    """
+    from torch.distributed import TCPStore
+
+    store = TCPStore(
+        "0.0.0.0",
+        0,
+        None,
+        True,
+        datetime.timedelta(seconds=timeout_s),
+        wait_for_workers=False,
+    )
+    return store, store.port
+
+
+def transport_device(transport: str) -> torch.device:
+    """Where the buckets live: CPU for gloo, this process's CUDA device for nccl.
+
+    Raises:
+        ConfigError: ``nccl`` without a CUDA device in this process.
+    """
+    if transport == "gloo":
+        return torch.device("cpu")
+    if transport != "nccl":
+        raise ConfigError(f"no collective refit transport {transport!r}; use gloo or nccl")
+    if not torch.cuda.is_available():
+        raise ConfigError(
+            "generation.transport=nccl needs a CUDA device in policy rank 0 and every engine "
+            "(cluster.gpus_per_worker>0, generation.gpus_per_engine>0 on GPU nodes); this "
+            "process has none: use generation.transport=gloo (CPU tensors, works anywhere) "
+            "or object_store"
+        )
+    return torch.device("cuda", torch.cuda.current_device())
+
+
+class RefitGroup:
+    """This process's membership in the weight-transfer group (see the module docstring)."""
+
+    def __init__(
+        self,
+        transport: str,
+        host: str,
+        port: int,
+        rank: int,
+        size: int,
+        timeout_s: float,
+        store: Any = None,
+    ) -> None:
+        """Join the group; blocks until all ``size`` members have joined.
+
+        Args:
+            transport: ``gloo`` or ``nccl``.
+            host: the node of group rank 0, which hosts the store.
+            port: the store's port (:func:`host_store`).
+            rank: 0 for policy rank 0, ``i + 1`` for engine ``i``.
+            size: number of engines + 1.
+            timeout_s: deadline of the rendezvous and of every broadcast.
+            store: rank 0 passes the store it hosts; the others connect to ``host:port``.
+
+        Raises:
+            RefitTransportError: a member did not join within ``timeout_s``.
+        """
+        self.transport, self.rank, self.size = transport, rank, size
+        self.timeout = datetime.timedelta(seconds=timeout_s)
+        self.device = transport_device(transport)
+        try:
+            if store is None:
+                from torch.distributed import TCPStore
+
+                store = TCPStore(host, port, None, False, self.timeout)
+            self.store = store
+            self.pg = self._backend(torch.distributed.PrefixStore(GROUP_PREFIX, store))
+        except Exception as e:  # DistStoreError, gloo/NCCL connection errors
+            raise self.error(f"joining the group as rank {rank} of {size}", e) from e
+        self.layout: Layout | None = None
+
+    def _backend(self, store: Any) -> Any:
+        dist = torch.distributed
+        if self.transport == "nccl":
+            opts = dist.ProcessGroupNCCL.Options()
+            opts._timeout = self.timeout
+            return dist.ProcessGroupNCCL(store, self.rank, self.size, opts)
+        return dist.ProcessGroupGloo(store, self.rank, self.size, self.timeout)
+
+    def error(self, what: str, cause: BaseException) -> RefitTransportError:
+        """A :class:`RefitTransportError` naming the transport, the step and the fixes."""
+        return RefitTransportError(
+            f"refit over generation.transport={self.transport} failed while {what} "
+            f"(timeout {self.timeout.total_seconds():.0f} s, generation.refit_timeout_s): "
+            f"{type(cause).__name__}: {cause}. A member died or is stuck; check the engine "
+            "actors' logs, or use generation.transport=object_store"
+        )
+
+    def broadcast(self, tensor: torch.Tensor, what: str = "broadcasting weights") -> None:
+        """Broadcast ``tensor`` from group rank 0 in place, within the group's timeout."""
+        opts = torch.distributed.BroadcastOptions()
+        opts.rootRank = 0
+        try:
+            self.pg.broadcast([tensor], opts).wait(self.timeout)
+        except Exception as e:
+            raise self.error(what, e) from e
+
+    def broadcast_text(self, text: str = "") -> str:
+        """Rank 0 sends ``text`` (its length, then its UTF-8 bytes); every rank returns it."""
+        data = text.encode() if self.rank == 0 else b""
+        size = torch.tensor([len(data)], dtype=torch.int64, device=self.device)
+        self.broadcast(size, "sending the header")
+        payload = torch.empty(int(size.item()), dtype=torch.uint8, device=self.device)
+        if self.rank == 0:
+            payload.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+        self.broadcast(payload, "sending the header")
+        return payload.cpu().numpy().tobytes().decode()
+
+    def send_state(self, state: Mapping[str, torch.Tensor], bucket_bytes: int) -> None:
+        """Rank 0: the header (first call only), then every bucket of ``state``."""
+        if self.layout is None:
+            self.layout = plan_layout(state, bucket_bytes)
+            self.broadcast_text(self.layout.to_json())
+        self.layout.check(state)
+        with torch.no_grad():
+            for bucket, flat in self._buffers():
+                pack_bucket(state, bucket, flat)
+                self.broadcast(flat)
+        self._sync()
+
+    def receive_state(self) -> dict[str, torch.Tensor]:
+        """Engines: the header (first call only), then the buckets, as a full state dict."""
+        if self.layout is None:
+            self.layout = Layout.from_json(self.broadcast_text())
+        dest = empty_state(self.layout, self.device)
+        with torch.no_grad():
+            for bucket, flat in self._buffers():
+                self.broadcast(flat)
+                unpack_bucket(flat, bucket, dest)
+        self._sync()
+        return dest
+
+    def _buffers(self) -> Iterator[tuple[Bucket, torch.Tensor]]:
+        """Each bucket with a flat buffer for it: one buffer per dtype, reused."""
+        assert self.layout is not None
+        sizes: dict[str, int] = {}
+        for b in self.layout.buckets:
+            sizes[b.dtype] = max(sizes.get(b.dtype, 0), b.numel)
+        for dtype, n in sizes.items():
+            buffer = torch.empty(n, dtype=to_dtype(dtype), device=self.device)
+            for b in self.layout.buckets:
+                if b.dtype == dtype:
+                    yield b, buffer[: b.numel]
+            del buffer
+
+    def _sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def close(self) -> None:
+        """Leave the group (best effort: the other members may be gone already)."""
+        pg, self.pg = getattr(self, "pg", None), None
+        shutdown = getattr(pg, "shutdown", None)
+        if callable(shutdown):
+            try:
+                shutdown()
+            except Exception:  # a torn-down peer must not fail the shutdown
+                pass
+        self.store = None
