@@ -1,11 +1,13 @@
 """Refit over a torch collective group (``generation.transport: gloo``; ``trainer.collective``).
 
 Bucketing without any process group; the group itself between two spawned processes
-(broadcast, and a member that never joins); then the trainer in split placement with the
-gloo transport, end to end, and a cluster-level check that the engine actor's weights equal
-the policy's after each of several refits.
+(broadcast, a member that never joins, a silent sender); then the trainer in split placement
+with the gloo transport, end to end (the transformers engine; vLLM too when installed,
+marked slow), and a cluster-level check that the engine actor's weights equal the policy's
+after each of several refits and that a dead engine fails the next refit at once.
 """
 
+import importlib.util
 import json
 import os
 import socket
@@ -217,8 +219,24 @@ def envhub_train(config, out, *overrides):
     return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_two_steps_in_split_placement_over_gloo(tmp_path):
-    rows = envhub_train(TINY, tmp_path / "gloo", "train.steps=2", *GLOO)
+VLLM = ["cluster.engine=vllm", "model.path=tiny-vllm", "generation.kv_cache_gib=0.25"]
+HAS_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param([], id="transformers"),
+        # vLLM loads only in the run's engine actor, never in this pytest process; ~70 s here
+        pytest.param(
+            VLLM,
+            id="vllm",
+            marks=[pytest.mark.slow, pytest.mark.skipif(not HAS_VLLM, reason="vLLM missing")],
+        ),
+    ],
+)
+def test_two_steps_in_split_placement_over_gloo(tmp_path, engine):
+    rows = envhub_train(TINY, tmp_path / "gloo", "train.steps=2", *GLOO, *engine)
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
         assert r["time/refit"] > 0
