@@ -46,6 +46,11 @@ def test_off_policy_needs_split_placement():
     assert cfg.separate_engines and cfg.generation.kv_cache_gib == 1.0
 
 
-def test_nccl_transport_is_refused_with_the_fix():
-    with pytest.raises(ConfigError, match="object_store"):
-        load_config(None, ["cluster.placement=split", "generation.transport=nccl"])
+def test_collective_transports_need_engine_actors():
+    for transport in ("gloo", "nccl"):  # nccl is checked for CUDA when the group is made
+        cfg = load_config(None, ["cluster.placement=split", f"generation.transport={transport}"])
+        assert cfg.generation.transport == transport
+    with pytest.raises(ConfigError, match="placement=split"):
+        load_config(None, ["generation.transport=gloo"])  # colocated transformers engines
+    with pytest.raises(ConfigError, match="transport"):
+        load_config(None, ["cluster.placement=split", "generation.transport=mpi"])
