@@ -20,7 +20,11 @@ Prints, as one JSON object:
   path): at full load, throughput is set by the CPU figures, not by the warm latency.
 - ``*_child_cpu_ms``: CPU time (user + system) of the child processes per run, which
   machine load does not inflate (wall times on a busy machine mostly measure waiting).
-  Processes the kernel reaps when a sandbox's pid namespace ends are not all counted.
+  As root, runs are children of the sandbox's spawner process, not of this one: its own CPU
+  and that of the runs it reaped (``getrusage`` inside it) are added. Processes the kernel
+  reaps when a sandbox's pid namespace ends are not all counted.
+- ``spawner``: runs were started by the spawner (``ENVHUB_SANDBOX_SPAWNER=0``: by
+  ``sh`` + ``setpriv``, the path used before the spawner, for comparison).
 - ``throughput``: HumanEval gold solutions verified per second through ``env.verify`` with
   N threads (what the HTTP server does per request), for each N in ``--workers``;
   ``throughput_http`` (with ``--http``): the same through a spawned ``envhub serve``.
@@ -41,7 +45,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import envhub
-from envhub.sandbox import FunctionSuite, Limits, Sandbox, run_suite
+from envhub.sandbox import FunctionSuite, Limits, Sandbox, run_suite, spawner
 
 FUNCTION = "def add(a, b):\n    return a + b\n"
 ASSERTS = ["assert add(1, 2) == 3", "assert add(2, 2) == 4", "assert add(-1, 1) == 0"]
@@ -53,9 +57,12 @@ def median_ms(samples: list[float]) -> float:
 
 
 def children_cpu() -> float:
-    """CPU seconds (user + system) of reaped children: a cost that machine load leaves alone."""
+    """CPU seconds (user + system) of reaped children: a cost that machine load leaves alone.
+
+    Includes the spawner and the runs it reaped (they are not children of this process).
+    """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return usage.ru_utime + usage.ru_stime + spawner.cpu_seconds()
 
 
 def latency(runs: int, python: str) -> dict[str, float | str | bool]:
@@ -87,7 +94,7 @@ def latency(runs: int, python: str) -> dict[str, float | str | bool]:
                 sys.exit(f"a {kind} run failed")
             wall[kind].append(time.perf_counter() - t)
             cpu[kind] += children_cpu() - c
-    out: dict[str, float | str | bool] = {"mode": box.mode}
+    out: dict[str, float | str | bool] = {"mode": box.mode, "spawner": spawner.active()}
     out["cgroup"] = box.run(["/bin/true"]).cgroup
     for kind in kinds:
         out[f"{kind}_ms"] = median_ms(wall[kind])

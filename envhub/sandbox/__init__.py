@@ -30,9 +30,11 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   ``/dev/shm``; environment variables cleared; nested user namespaces refused where bwrap
   supports ``--disable-userns``.
 - An unprivileged user: when envhub runs as root, each run gets a fresh random host uid
-  (``nobody`` inside; switched by ``setpriv`` after a ``vfork``), so RLIMIT_NPROC applies
-  (it never applies to root) and a fork bomb is contained per run; without root the caller's
-  own uid is used.
+  (``nobody`` inside), so RLIMIT_NPROC applies (it never applies to root) and a fork bomb is
+  contained per run; without root the caller's own uid is used. As root, runs are started by
+  a small spawner process (:mod:`.spawner`: uid, cgroup and session set without an exec
+  chain; it dies with the server and kills its runs); ``ENVHUB_SANDBOX_SPAWNER=0`` (or a
+  spawner that cannot start) uses ``sh`` + ``setpriv`` after a ``vfork`` instead.
 - A per-run cgroup where the host allows one (:mod:`.cgroup`): memory of the whole run
   and its process count capped, joined before anything of the run starts.
 - Resource limits set in the child before any untrusted code (CPU, address space, file

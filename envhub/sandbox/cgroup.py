@@ -6,8 +6,10 @@ Needs root and a writable cgroup hierarchy (v1 ``memory`` + ``pids``, or v2 with
 controllers delegated); elsewhere :func:`create` returns ``None`` and runs go on with rlimits
 only (``RunResult.cgroup`` says which).
 
-The run joins its cgroup before anything of it starts: the command line is prefixed with a
-tiny shell that writes its own pid into ``cgroup.procs`` and then ``exec``s the sandbox.
+The run joins its cgroup before anything of it starts: the spawner (:mod:`.spawner`) steps
+into the cgroup itself while it creates the run's process; on the ``setpriv`` path the
+command line is prefixed with a tiny shell that writes its own pid into ``cgroup.procs`` and
+then ``exec``s the sandbox.
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ class Cgroup:
     """The cgroup directories of one run (one per v1 controller, or one v2 directory)."""
 
     dirs: list[Path]
+
+    def joins(self) -> list[tuple[str, str]]:
+        """Per hierarchy: the ``cgroup.procs`` file to join, and the hierarchy's mount point.
+
+        The layout is ``<mount>/envhub-sandbox/<run id>`` (v1: one mount per controller).
+        """
+        return [(str(d / "cgroup.procs"), str(d.parent.parent)) for d in self.dirs]
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` prefixed so the process joins this cgroup before it runs."""

@@ -312,7 +312,7 @@ class _Launch:
         self.uid = procs.pick_uid()
         self.workdir: str | None = None
         self.cgroup: cgroup.Cgroup | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: procs.Process | None = None
         self.verdict_r: int | None = None
         self.job_sock: socket.socket | None = None
 
@@ -357,7 +357,7 @@ class _Launch:
         if self.job_sock is not None:
             self.job_sock.close()
         if self.proc is not None:
-            procs.kill_group(self.proc.pid)
+            procs.kill_group(self.proc)
             procs.wait(self.proc, killed=True)
             for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 if stream is not None:
@@ -401,22 +401,18 @@ class _Launch:
             config["job_fd"] = job_fd
         try:
             argv, cwd, env = self._command(box, runner, config)
-            argv, kwargs = procs.as_user(self.uid, argv)
             self.cgroup = cgroup.create(
                 self.nonce[:16].decode(), self.limits.total_memory_mb, self.limits.nproc + 8
             )
-            if self.cgroup is not None:
-                argv = self.cgroup.wrap(argv)
-            self.proc = subprocess.Popen(
+            self.proc = procs.start(
                 argv,
-                stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                uid=self.uid,
+                cgroup=self.cgroup,
+                python=box.python,
+                piped_stdin=piped_stdin,
                 pass_fds=(*fds, runner_fd),
                 cwd=cwd,
                 env=env,
-                start_new_session=True,
-                **kwargs,
             )
         except OSError as e:
             os.close(verdict_r)
@@ -450,7 +446,7 @@ class _Launch:
         deadline = start + self.limits.wall_s
         timed_out = not reader.pump(deadline)
         if timed_out:
-            procs.kill_group(proc.pid)
+            procs.kill_group(proc)
         exit_code = procs.wait(proc, timed_out)
         if timed_out or self.mode == "rlimit":
             procs.sweep_uid(self.uid)

@@ -6,9 +6,11 @@ import ast
 import os
 import secrets
 import selectors
-import subprocess
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .procs import Process
 
 NONCE_LEN = 32
 """Bytes of the per-run nonce (hex) that prefix every verdict message."""
@@ -41,7 +43,7 @@ def parse_verdicts(data: bytes, nonce: bytes) -> tuple[list[dict[str, Any]], int
 class Reader:
     """Pumps stdin in and stdout, stderr and the verdict channel out, all bounded."""
 
-    def __init__(self, proc: subprocess.Popen, verdict_r: int, stdin: bytes, cap: int) -> None:
+    def __init__(self, proc: Process, verdict_r: int, stdin: bytes, cap: int) -> None:
         self.proc = proc
         self.sel = selectors.DefaultSelector()
         self.out = {1: bytearray(), 2: bytearray(), 3: bytearray()}

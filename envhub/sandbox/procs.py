@@ -1,8 +1,9 @@
-"""Process plumbing of the sandbox: per-run uids, switching to them, sweeping, memfds."""
+"""Process plumbing of the sandbox: starting a run as its uid, uids, sweeping, memfds."""
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import secrets
 import shutil
@@ -10,7 +11,18 @@ import signal
 import subprocess
 import threading
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from . import spawner
+from .spawner import SpawnedProcess
+
+if TYPE_CHECKING:
+    from .cgroup import Cgroup
+
+Process: TypeAlias = subprocess.Popen | SpawnedProcess
+"""A run's top process: started by the spawner, or by Popen (``setpriv`` path, or not root)."""
+log = logging.getLogger("envhub.sandbox")
 
 _UIDS_LOCK = threading.Lock()
 _UIDS_IN_USE: set[int] = set()
@@ -49,6 +61,57 @@ def as_user(uid: int | None, argv: list[str]) -> tuple[list[str], dict[str, Any]
         switch = [_SETPRIV, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
         return [*switch, *argv], {}
     return argv, {"user": uid, "group": uid, "extra_groups": []}
+
+
+def start(
+    argv: list[str],
+    *,
+    uid: int | None,
+    cgroup: Cgroup | None,
+    python: str,
+    piped_stdin: bool,
+    pass_fds: Sequence[int],
+    cwd: str | None,
+    env: Mapping[str, str],
+) -> Process:
+    """Start a run's top process as ``uid``, in ``cgroup``, in a new session, stdio piped.
+
+    As root (``uid`` given) through the spawner of ``python`` (:mod:`.spawner`); when it is
+    off (``ENVHUB_SANDBOX_SPAWNER=0``) or cannot start, through ``sh`` (cgroup join) and
+    ``setpriv`` (uid switch) from here.
+
+    Raises:
+        OSError: the process could not be started.
+    """
+    if uid is not None and spawner.enabled():
+        exe = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
+        try:
+            return spawner.spawn(
+                python,
+                [exe or argv[0], *argv[1:]],
+                uid=uid,
+                cgroup_joins=cgroup.joins() if cgroup is not None else [],
+                piped_stdin=piped_stdin,
+                pass_fds=pass_fds,
+                cwd=cwd,
+                env=env,
+            )
+        except spawner.SpawnerUnavailable as e:
+            log.warning("sandbox spawner unavailable (%s); this run uses setpriv", e)
+    argv, kwargs = as_user(uid, argv)
+    if cgroup is not None:
+        argv = cgroup.wrap(argv)
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE if piped_stdin else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        pass_fds=pass_fds,
+        cwd=cwd,
+        env=dict(env),
+        start_new_session=True,
+        **kwargs,
+    )
 
 
 def sweep_uid(uid: int | None, timeout_s: float = 2.0) -> int:
@@ -104,19 +167,23 @@ def memfd(name: str, data: bytes, seal: bool = False) -> int:
     return fd
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group ``pid`` leads, if it still exists."""
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+def kill_group(proc: Process) -> None:
+    """SIGKILL the process group ``proc`` leads, unless it was reaped (its pid may be reused)."""
+    if isinstance(proc, SpawnedProcess):
+        proc.kill()  # the spawner reaps, so it checks
+        return
+    if proc.returncode is None:  # not reaped: the pid (and group) are still ours
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
-def wait(proc: subprocess.Popen, killed: bool) -> int | None:
+def wait(proc: Process, killed: bool) -> int | None:
     """Reap ``proc`` (killing its group if it lingers); its exit status."""
     try:
         return proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
-        kill_group(proc.pid)
+        kill_group(proc)
         proc.kill()
         return proc.wait()

@@ -1,0 +1,181 @@
+"""The spawner (root only): runs start from it, it survives nothing it should not, and the
+``setpriv`` path takes over when it is off or cannot start."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from sandbox_support import ADD_SUITE, FAST, HONEST_ADD, assert_nothing_left, needs_bwrap
+
+from envhub.sandbox import Sandbox, processes_of, procs, run_suite, spawner
+from envhub.sandbox.spawner import SpawnedProcess
+
+pytestmark = [
+    needs_bwrap,
+    pytest.mark.skipif(os.geteuid() != 0, reason="the spawner is used only as root"),
+]
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def started(monkeypatch):
+    """Every run's top process, as :func:`procs.start` returned it."""
+    seen = []
+    real = procs.start
+
+    def record(*args, **kwargs):
+        proc = real(*args, **kwargs)
+        seen.append(proc)
+        return proc
+
+    monkeypatch.setattr(procs, "start", record)
+    return seen
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{name}/status").read_text()
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in status:
+            out.append(int(name))
+    return out
+
+
+def uid_of(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(status.split("\nUid:\t", 1)[1].split()[0])
+
+
+def test_cold_and_tests_runs_go_through_the_spawner(box, started):
+    result = box.run_python("print(input()[::-1])", stdin="abc")
+    assert result.ok and result.stdout == "cba\n" and result.cgroup
+    assert run_suite(box, HONEST_ADD, ADD_SUITE).all_passed
+    pid = spawner.get(box.python).pid
+    assert [type(p) for p in started] == [SpawnedProcess, SpawnedProcess]
+    assert all(p.spawner_pid == pid and p.returncode == 0 for p in started)
+    assert_nothing_left(result)
+
+
+def test_a_spawned_process_gets_its_descriptors_uid_and_session_only(box):
+    """Below bubblewrap (which closes extra descriptors itself): the spawner's own promise."""
+    extra_r, extra_w = os.pipe()
+    uid = procs.pick_uid()
+    script = (
+        "ls /proc/self/fd | tr '\\n' ' '; echo; id -u; id -g; id -G; echo $$; "
+        "cut -d' ' -f6 /proc/$$/stat; grep SigBlk /proc/$$/status"
+    )
+    try:
+        proc = spawner.get(box.python).spawn(
+            ["/bin/sh", "-c", script], uid=uid, env={"PATH": "/usr/bin:/bin"}, pass_fds=[extra_w]
+        )
+        proc.stdin.close()
+        assert proc.wait(10) == 0
+        out = proc.stdout.read().decode().split("\n")
+    finally:
+        procs.release_uid(uid)
+        os.close(extra_r)
+        os.close(extra_w)
+        for stream in (proc.stdout, proc.stderr):
+            stream.close()
+    # ls: 0-2, the passed descriptor at its own number, and its directory listing
+    assert sorted(map(int, out[0].split())) == sorted([0, 1, 2, 3, extra_w])
+    assert out[1:4] == [str(uid)] * 3  # uid, gid, and no other group
+    assert out[4] == out[5]  # its own session
+    assert out[6].split() == ["SigBlk:", "0000000000000000"]
+
+
+def test_a_warm_sandbox_comes_from_the_spawner_too(started):
+    box = Sandbox(FAST, mode="bwrap", warm=1)
+    try:
+        box.run_python("pass")
+        assert box.wait_warm(20)
+        result = box.run_python("print('warm')")
+        assert result.warm and result.ok and result.stdout == "warm\n"
+        assert all(isinstance(p, SpawnedProcess) for p in started)
+    finally:
+        box.close()
+
+
+def test_16_threads_launch_at_once_each_run_its_own_uid(box, started):
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda i: box.run_python(f"print({i} * 3)"), range(16)))
+    assert [r.stdout for r in results] == [f"{i * 3}\n" for i in range(16)]
+    assert all(r.ok for r in results)
+    assert len({r.uid for r in results}) == 16
+    assert len(started) == 16 and all(isinstance(p, SpawnedProcess) for p in started)
+    for result in results:
+        assert_nothing_left(result)
+
+
+def test_a_killed_spawner_is_restarted_on_the_next_run(box, started):
+    assert box.run_python("pass").ok
+    old = spawner.get(box.python).pid
+    os.kill(old, signal.SIGKILL)
+    result = box.run_python("print('after')")
+    assert result.ok and result.stdout == "after\n"
+    assert isinstance(started[-1], SpawnedProcess) and started[-1].spawner_pid != old
+    assert spawner.get(box.python).pid == started[-1].spawner_pid
+
+
+def test_server_death_kills_the_spawner_and_every_run_it_started(tmp_path):
+    script = textwrap.dedent(
+        """
+        import threading, time
+        from envhub.sandbox import Limits, Sandbox, spawner
+        box = Sandbox(Limits(wall_s=120), mode="bwrap")
+        run = lambda: box.run_python("import time\\ntime.sleep(120)")
+        threading.Thread(target=run, daemon=True).start()
+        print(spawner.get(box.python).pid, flush=True)
+        time.sleep(120)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    server = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env)
+    try:
+        spawner_pid = int(server.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not (runs := children_of(spawner_pid)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (run,) = runs
+        uid = uid_of(run)
+        assert uid != 0 and processes_of(uid)
+    finally:
+        server.kill()
+        server.wait()
+    deadline = time.monotonic() + 10
+    while (processes_of(uid) or os.path.exists(f"/proc/{spawner_pid}")) and (
+        time.monotonic() < deadline
+    ):
+        time.sleep(0.05)
+    assert processes_of(uid) == []
+    assert not os.path.exists(f"/proc/{spawner_pid}")  # reaped by init: gone entirely
+
+
+def test_ENVHUB_SANDBOX_SPAWNER_0_uses_setpriv(box, started, monkeypatch):
+    monkeypatch.setenv("ENVHUB_SANDBOX_SPAWNER", "0")
+    result = box.run_python("import os\nprint(os.getuid())")
+    assert result.ok and result.stdout == "65534\n" and result.cgroup
+    assert run_suite(box, HONEST_ADD, ADD_SUITE).all_passed
+    assert [type(p) for p in started] == [subprocess.Popen, subprocess.Popen]
+    assert_nothing_left(result)
+
+
+def test_a_spawner_that_cannot_start_falls_back_to_setpriv(box, started, monkeypatch, caplog):
+    monkeypatch.setattr(spawner, "SOURCE", "raise SystemExit(3)")
+    monkeypatch.setattr(spawner, "_SPAWNERS", {})  # as if none had started yet
+    monkeypatch.setattr(spawner, "_FAILED", {})
+    result = box.run_python("print('fallback')")
+    assert result.ok and result.stdout == "fallback\n"
+    assert isinstance(started[-1], subprocess.Popen)
+    assert "spawner unavailable" in caplog.text
+    assert box.run_python("pass").ok  # the failure is remembered: no new try for a while
+    assert spawner._FAILED and isinstance(started[-1], subprocess.Popen)
