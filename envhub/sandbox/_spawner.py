@@ -20,6 +20,9 @@ no Python runs in the child): its descriptors moved to the requested numbers (ev
 else of ours is close-on-exec), SIGPIPE/SIGXFSZ at their defaults, a new session, and the
 run's cgroup and uid taken from this process, which steps into them for the length of the
 call (see :func:`_spawn_as`). A failing step is answered with an error (nothing started).
+One visible difference from the ``setpriv`` path: glibc's ``posix_spawn`` leaves its two
+internal signals (32 and 33, below SIGRTMIN) ignored in the child, so in the run; programs
+never use them, and runs are stopped with SIGKILL.
 
 It dies with its server: on EOF of its socket, when its parent pid changes (polled) or on
 its parent-death signal, it SIGKILLs every run it started (their process groups, then every
@@ -135,9 +138,9 @@ def _spawn_as(request, actions):
             joined.append(root)
         if request["cwd"]:
             os.chdir(request["cwd"])
-        os.setresgid(uid, 0, 0)
-        os.setresuid(uid, 0, 0)
         try:
+            os.setresgid(uid, 0, 0)
+            os.setresuid(uid, 0, 0)
             return os.posix_spawn(
                 argv[0],
                 argv,
@@ -151,8 +154,11 @@ def _spawn_as(request, actions):
             _become_root_again()
     finally:
         os.chdir("/")
-        for root in joined:
-            _write_pid(_home(root), "cgroup return")
+        try:
+            for root in joined:
+                _write_pid(_home(root), "cgroup return")
+        except OSError as e:  # never seen; we would sit in a run's cgroup: restart instead
+            raise Stop() from e
 
 
 def _become_root_again():

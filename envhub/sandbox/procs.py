@@ -97,7 +97,7 @@ def start(
                 env=env,
             )
         except spawner.SpawnerUnavailable as e:
-            log.warning("sandbox spawner unavailable (%s); this run uses setpriv", e)
+            _warn_once(f"sandbox spawner unavailable ({e}); runs use setpriv meanwhile")
     argv, kwargs = as_user(uid, argv)
     if cgroup is not None:
         argv = cgroup.wrap(argv)
@@ -112,6 +112,17 @@ def start(
         start_new_session=True,
         **kwargs,
     )
+
+
+_WARNED: dict[str, float] = {}
+
+
+def _warn_once(message: str, every_s: float = 60.0) -> None:
+    """Log ``message`` unless it was logged less than ``every_s`` ago (no flood per run)."""
+    now = time.monotonic()
+    if now - _WARNED.get(message, -every_s) >= every_s:
+        _WARNED[message] = now
+        log.warning(message)
 
 
 def sweep_uid(uid: int | None, timeout_s: float = 2.0) -> int:

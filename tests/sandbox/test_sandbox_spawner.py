@@ -1,5 +1,5 @@
-"""The spawner (root only): runs start from it, it survives nothing it should not, and the
-``setpriv`` path takes over when it is off or cannot start."""
+"""The spawner (root only): runs start from it, it dies with its server and takes its runs
+along, a dead one is replaced, and ``setpriv`` takes over when it is off or cannot start."""
 
 import os
 import signal
@@ -63,34 +63,38 @@ def test_cold_and_tests_runs_go_through_the_spawner(box, started):
     assert [type(p) for p in started] == [SpawnedProcess, SpawnedProcess]
     assert all(p.spawner_pid == pid and p.returncode == 0 for p in started)
     assert_nothing_left(result)
+    # it stepped into each run's cgroup and uid only while starting it
+    assert "envhub-sandbox" not in Path(f"/proc/{pid}/cgroup").read_text()
+    assert Path(f"/proc/{pid}/status").read_text().count("\t0\t0\t0\t0\n") == 2  # Uid, Gid
+
+
+def spawned_output(box, argv: list[str], uid: int, pass_fds=()) -> list[str]:
+    """Start ``argv`` through the spawner (no bubblewrap), its stdout lines."""
+    proc = spawner.get(box.python).spawn(
+        argv, uid=uid, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds
+    )
+    with proc.stdin, proc.stdout, proc.stderr:
+        assert proc.wait(10) == 0, proc.stderr.read()
+        return proc.stdout.read().decode().split("\n")
 
 
 def test_a_spawned_process_gets_its_descriptors_uid_and_session_only(box):
     """Below bubblewrap (which closes extra descriptors itself): the spawner's own promise."""
     extra_r, extra_w = os.pipe()
     uid = procs.pick_uid()
-    script = (
-        "ls /proc/self/fd | tr '\\n' ' '; echo; id -u; id -g; id -G; echo $$; "
-        "cut -d' ' -f6 /proc/$$/stat; grep SigBlk /proc/$$/status"
-    )
+    script = "ls /proc/self/fd | tr '\\n' ' '; echo; id -u; id -g; id -G; echo $$; ps -o sid= $$"
     try:
-        proc = spawner.get(box.python).spawn(
-            ["/bin/sh", "-c", script], uid=uid, env={"PATH": "/usr/bin:/bin"}, pass_fds=[extra_w]
-        )
-        proc.stdin.close()
-        assert proc.wait(10) == 0
-        out = proc.stdout.read().decode().split("\n")
+        out = spawned_output(box, ["/bin/sh", "-c", script], uid, pass_fds=[extra_w])
+        mask = spawned_output(box, ["/bin/grep", "SigBlk", "/proc/self/status"], uid)
     finally:
         procs.release_uid(uid)
         os.close(extra_r)
         os.close(extra_w)
-        for stream in (proc.stdout, proc.stderr):
-            stream.close()
     # ls: 0-2, the passed descriptor at its own number, and its directory listing
     assert sorted(map(int, out[0].split())) == sorted([0, 1, 2, 3, extra_w])
     assert out[1:4] == [str(uid)] * 3  # uid, gid, and no other group
-    assert out[4] == out[5]  # its own session
-    assert out[6].split() == ["SigBlk:", "0000000000000000"]
+    assert out[4] == out[5].strip()  # its own session
+    assert mask[0].split() == ["SigBlk:", "0000000000000000"]
 
 
 def test_a_warm_sandbox_comes_from_the_spawner_too(started):
