@@ -97,7 +97,7 @@ def start(
                 env=env,
             )
         except spawner.SpawnerUnavailable as e:
-            _warn_once(f"sandbox spawner unavailable ({e}); runs use setpriv meanwhile")
+            _warn_once(f"sandbox spawner of {python} unavailable ({e}); runs use setpriv")
     argv, kwargs = as_user(uid, argv)
     if cgroup is not None:
         argv = cgroup.wrap(argv)

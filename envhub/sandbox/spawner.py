@@ -142,14 +142,15 @@ class Spawner:
     def _await_ready(self) -> None:
         self.sock.settimeout(START_TIMEOUT_S)
         try:
-            message = marshal.loads(self.sock.recv(4096))
+            data = self.sock.recv(4096)
+            message = marshal.loads(data) if data else ("exited", "it exited at once")
         except (OSError, EOFError, ValueError) as e:
             message = ("no answer", str(e))
         finally:
             self.sock.settimeout(None)
         if message[0] != "ready":
             self.stop()
-            raise SpawnerUnavailable(f"the spawner did not start ({message[1] or 'it exited'})")
+            raise SpawnerUnavailable(f"the spawner did not start: {message[1]}")
 
     @property
     def alive(self) -> bool:
@@ -320,15 +321,18 @@ def get(python: str) -> Spawner:
 
 
 def spawn(python: str, argv: Sequence[str], **kwargs: Any) -> SpawnedProcess:
-    """:meth:`Spawner.spawn` through the spawner of ``python``, restarted once if it died.
+    """:meth:`Spawner.spawn` through the spawner of ``python``; once more if that failed.
+
+    A spawner that died is replaced by :func:`get` on the second try.
 
     Raises:
         SpawnerUnavailable: no spawner could start the run (fall back to ``setpriv``).
     """
+    spawner = get(python)  # one that cannot start says why, right away
     try:
-        return get(python).spawn(argv, **kwargs)
+        return spawner.spawn(argv, **kwargs)
     except SpawnerUnavailable:
-        return get(python).spawn(argv, **kwargs)  # a dead one is replaced by get()
+        return get(python).spawn(argv, **kwargs)
 
 
 def active() -> bool:
