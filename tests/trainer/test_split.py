@@ -104,3 +104,23 @@ def test_one_step_off_policy(tmp_path, engine):
     # step 1 is on-policy (weights 1); step 2's batch came from the weights before step 1
     assert rows[0]["is_weight_mean"] == pytest.approx(1.0, abs=1e-3)
     assert rows[1]["token_mult_prob_error"] > 1.0 + 1e-4
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_VLLM, reason="vLLM missing")
+def test_colocated_vllm_engines_share_the_policy_resources(tmp_path):
+    colocated = [o for o in SPLIT if not o.startswith(("cluster.placement", "generation.num_"))]
+    rows = envhub_train(
+        TINY,
+        tmp_path / "colocated",
+        "train.steps=2",
+        *colocated,
+        "cluster.placement=colocated",
+        "cluster.engine=vllm",
+        "model.path=tiny-vllm",
+    )
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["time/refit"] > 0
+        assert r["refit/logprob_max_diff"] < 1e-3  # the engine holds the updated weights
+        assert abs(r["token_mult_prob_error"] - 1.0) < 1e-3  # on-policy: sampled by them
