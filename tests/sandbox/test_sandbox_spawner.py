@@ -130,6 +130,22 @@ def test_a_killed_spawner_is_restarted_on_the_next_run(box, started):
     assert spawner.get(box.python).pid == started[-1].spawner_pid
 
 
+def test_a_forked_server_starts_its_own_spawner(box):
+    assert box.run_python("pass").ok
+    ours = spawner.get(box.python).pid
+    child = os.fork()
+    if child == 0:  # must not talk on its parent's socket (two readers would mix answers)
+        try:
+            result = box.run_python("print('child')")
+            theirs = spawner.get(box.python).pid
+            os._exit(0 if result.stdout == "child\n" and theirs != ours else 1)
+        finally:
+            os._exit(2)
+    assert os.waitpid(child, 0)[1] == 0
+    assert box.run_python("print('parent')").stdout == "parent\n"
+    assert spawner.get(box.python).pid == ours
+
+
 def test_server_death_kills_the_spawner_and_every_run_it_started(tmp_path):
     script = textwrap.dedent(
         """
