@@ -90,10 +90,25 @@ def shard(samples: Sequence[Sample], world_size: int, pad_id: int) -> list[list[
     return shards
 
 
-def micro_batches(samples: Sequence[Sample], size: int) -> list[list[Sample]]:
-    """Consecutive micro-batches of at most ``size`` samples (similar lengths together)."""
-    ordered = sorted(samples, key=lambda s: len(s.tokens))
+def micro_batches(
+    samples: Sequence[Sample], size: int, *, by_prompt: bool = False
+) -> list[list[Sample]]:
+    """Consecutive micro-batches of at most ``size`` samples.
+
+    Similar lengths together (least padding), or, ``by_prompt``, samples of one prompt
+    together, then by length (packed micro-batches compute a shared prompt once).
+    """
+    if by_prompt:
+        ordered = sorted(samples, key=lambda s: (prompt_of(s), len(s.tokens)))
+    else:
+        ordered = sorted(samples, key=lambda s: len(s.tokens))
     return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+
+
+def prompt_of(sample: Sample) -> tuple[int, ...]:
+    """The tokens before the sample's first policy token."""
+    mask = sample.loss_mask
+    return tuple(sample.tokens[: mask.index(1) if 1 in mask else len(mask)])
 
 
 def collate(samples: Sequence[Sample], pad_id: int) -> dict[str, torch.Tensor]:

@@ -137,6 +137,12 @@ class TrainConfig(_Section):
     steps: int = Field(default=10, ge=1)
     micro_batch_size: int = Field(default=4, ge=1)
     """Sequences per forward/backward on one worker; bounds memory (gradients accumulate)."""
+    pack: bool = True
+    """Run each micro-batch as one packed row: the samples of one prompt are put together
+    and their shared prompt is computed once, with no padding (``trainer.packing``); same
+    logits and gradients as the padded batch. Set a ``micro_batch_size`` that is a multiple
+    of ``rollout.group_size`` (or divides it) to share the most. ``false``: padded batches
+    (e.g. to keep flash attention's fast path on GPUs)."""
     minibatches: int = Field(default=1, ge=1)
     """Optimizer steps per rollout batch. 1 is strictly on-policy: the trainer's logprobs
     before the update are taken from the training forward itself, saving a pass."""

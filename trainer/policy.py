@@ -28,6 +28,7 @@ from .grpo import (
     policy_loss,
     token_logprobs,
 )
+from .packing import MAX_PACKED_TOKENS, pack, packed_length
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -90,6 +91,7 @@ class Policy:
         dtype: str = "float32",
         seed: int = 0,
         off_policy_cap: float | None = None,
+        pack: bool = True,
     ) -> None:
         """Load the model from an HF directory and shard it when ``world_size > 1``.
 
@@ -109,6 +111,7 @@ class Policy:
             off_policy_cap: When set, batches were sampled one step stale: every token's
                 surrogate is weighted by ``trainer.grpo.off_policy_weights`` against the
                 engine's logprobs, truncated at this value.
+            pack: Run each micro-batch as one packed row (:mod:`trainer.packing`).
         """
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -117,6 +120,7 @@ class Policy:
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
         self.micro_batch_size = micro_batch_size
         self.off_policy_cap = off_policy_cap
+        self.pack = pack
         self.max_grad_norm = optim["max_grad_norm"]
         self.model_path = model_path
         tok = AutoTokenizer.from_pretrained(model_path)
@@ -148,12 +152,16 @@ class Policy:
 
     # ------------------------------------------------------------------ forward
 
-    def _forward(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, int]:
+    def _forward(
+        self, mb: dict[str, torch.Tensor], samples: Sequence[Sample] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
         """Temperature-scaled logits and target logprobs from the first policy token on.
 
         Logits are computed only for target columns ``start:``, where ``start`` is the first
         column holding a policy token in any row: prompt positions before it never carry
-        loss, and the vocabulary projection is the costliest part of a small model.
+        loss, and the vocabulary projection is the costliest part of a small model. With
+        ``samples`` (and ``pack``), the micro-batch runs as one packed row
+        (:mod:`trainer.packing`: shared prompt once, no padding); the result is the same.
 
         Returns:
             ``(logits [B, T', V], logp [B, T'], start)`` with ``T' = L - 1 - start``.
@@ -161,13 +169,25 @@ class Policy:
         mask = mb["mask"]
         cols = mask.any(0).nonzero()
         start = int(cols[0]) if len(cols) else mask.shape[1] - 1
-        out = self.model(
-            input_ids=mb["input_ids"].to(self.device),
-            attention_mask=mb["attention_mask"].to(self.device),
-            use_cache=False,
-            logits_to_keep=mask.shape[1] + 1 - start,
-        )
-        logits = out.logits[:, :-1, :].float() / self.temperature
+        if samples is not None and self.pack and packed_length(samples) <= MAX_PACKED_TOKENS:
+            dtype = next(self.model.parameters()).dtype
+            packed = pack(samples, start, mb["input_ids"].shape[1], dtype)
+            out = self.model(
+                input_ids=packed.input_ids.to(self.device),
+                position_ids=packed.position_ids.to(self.device),
+                attention_mask=packed.attention_mask.to(self.device),
+                use_cache=False,
+                logits_to_keep=packed.keep.to(self.device),
+            )
+            logits = out.logits[0][packed.index.to(self.device)].float() / self.temperature
+        else:
+            out = self.model(
+                input_ids=mb["input_ids"].to(self.device),
+                attention_mask=mb["attention_mask"].to(self.device),
+                use_cache=False,
+                logits_to_keep=mask.shape[1] + 1 - start,
+            )
+            logits = out.logits[:, :-1, :].float() / self.temperature
         targets = mb["targets"][:, start:].to(self.device)
         return logits, token_logprobs(logits, targets), start
 
@@ -179,9 +199,9 @@ class Policy:
         out: list[list[float]] = [[] for _ in samples]
         index = {id(s): i for i, s in enumerate(samples)}
         with torch.no_grad():
-            for mb_samples in micro_batches(samples, self.micro_batch_size):
+            for mb_samples in micro_batches(samples, self.micro_batch_size, by_prompt=self.pack):
                 mb = collate(mb_samples, self.pad_id)
-                _, lp, start = self._forward(mb)
+                _, lp, start = self._forward(mb, mb_samples)
                 for row, s in enumerate(mb_samples):
                     kept = lp[row, : len(s.tokens) - 1 - start].cpu().tolist()
                     out[index[id(s)]] = [0.0] * start + kept
@@ -203,8 +223,8 @@ class Policy:
         stats["mult_err_sum"], norms = 0.0, []
         for samples in minibatches:
             self.optimizer.zero_grad(set_to_none=True)
-            for mb_samples in micro_batches(samples, self.micro_batch_size):
-                self._micro_step(collate(mb_samples, self.pad_id), stats)
+            for mb_samples in micro_batches(samples, self.micro_batch_size, by_prompt=self.pack):
+                self._micro_step(collate(mb_samples, self.pad_id), mb_samples, stats)
             norms.append(self._clip_grad())
             stats["lr"] = self.scheduler.get_last_lr()[0]
             self.optimizer.step()
@@ -213,8 +233,10 @@ class Policy:
         stats["peak_memory_mb"] = _peak_memory_mb(self.device)
         return stats
 
-    def _micro_step(self, mb: dict[str, torch.Tensor], stats: dict[str, float]) -> None:
-        logits, logp, start = self._forward(mb)
+    def _micro_step(
+        self, mb: dict[str, torch.Tensor], samples: Sequence[Sample], stats: dict[str, float]
+    ) -> None:
+        logits, logp, start = self._forward(mb, samples)
 
         def cut(key: str) -> torch.Tensor:
             return mb[key][:, start:].to(self.device)

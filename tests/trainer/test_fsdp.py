@@ -96,8 +96,10 @@ def test_fsdp2_two_gloo_ranks_match_unsharded(tiny_path):
     assert stats0["n_tokens"] + stats1["n_tokens"] == ref_stats["n_tokens"]
     assert stats0["grad_norm"] == pytest.approx(ref_stats["grad_norm"], rel=1e-4)
     assert set(state) == set(ref_state)
+    # Ranks pack different micro-batches, so sums round differently; Adam's m/sqrt(v) turns
+    # a rounding-level gradient difference on a near-zero gradient into up to ~lr of update.
     for k in ref_state:
-        torch.testing.assert_close(state[k], ref_state[k], rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(state[k], ref_state[k], rtol=1e-4, atol=2e-5)
     changed = max(
         (ref_state[k] - make_policy(tiny_path).full_state_dict()[k]).abs().max() for k in ref_state
     )

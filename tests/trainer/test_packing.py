@@ -1,0 +1,103 @@
+"""Packed micro-batches (trainer.packing): one row, shared prompt once, same numbers."""
+
+import copy
+
+import pytest
+import torch
+
+from trainer.batch import Sample, assign_weights, micro_batches
+from trainer.grpo import LossConfig
+from trainer.packing import common_prefix, pack
+
+OPTIM = {
+    "lr": 1e-3,
+    "weight_decay": 0.0,
+    "betas": (0.9, 0.999),
+    "warmup_steps": 0,
+    "schedule": "constant",
+    "max_grad_norm": 1.0,
+}
+
+
+def sample(prompt, response, advantage=1.0):
+    tokens = [*prompt, *response]
+    mask = [0] * len(prompt) + [1] * len(response)
+    lp = [-1.0 if m else 0.0 for m in mask]
+    return Sample(tokens, mask, lp, advantage)
+
+
+def groups(seed=0):
+    """Two prompts (one a prefix-sharing cousin of the other), uneven responses, a dummy."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(n):
+        return torch.randint(5, 900, (n,), generator=g).tolist()
+
+    p1 = rand(9)
+    p2 = p1[:4] + rand(6)
+    out = [sample(p1, rand(n), a) for n, a in ((3, 1.0), (7, -1.0), (5, 0.5), (1, -0.5))]
+    out += [sample(p2, rand(n), a) for n, a in ((6, 1.0), (2, -1.0), (8, 0.0))]
+    out.append(Sample.dummy(0))
+    assign_weights(out, "token_mean", norm_len=8)
+    return out
+
+
+def test_pack_layout():
+    batch = [sample([1, 2, 3, 4], [5, 6]), sample([1, 2, 3, 4], [7, 8, 9])]
+    assert common_prefix(batch) == 4
+    packed = pack(batch, start=3, width=7, dtype=torch.float32)
+    assert packed.input_ids.tolist() == [[1, 2, 3, 4, 5, 6, 7, 8, 9]]
+    assert packed.position_ids.tolist() == [[0, 1, 2, 3, 4, 5, 4, 5, 6]]
+    allowed = packed.attention_mask[0, 0] == 0
+    assert allowed[6, :4].all() and not allowed[6, 4:6].any() and allowed[6, 6]  # prefix + self
+    assert not allowed[3, 4]  # causal
+    # column 3 predicts token 4 (5 / 7) from the shared position 3 in both rows
+    kept = packed.keep[packed.index]
+    assert kept.tolist() == [[3, 4, 3], [3, 6, 7]]  # row 0's last column is padding
+
+
+def test_groups_stay_together_in_micro_batches():
+    batch = groups()
+    mbs = micro_batches(batch, 4, by_prompt=True)
+    prompts = [
+        {tuple(s.tokens[: s.loss_mask.index(1)]) for s in mb if 1 in s.loss_mask} for mb in mbs
+    ]
+    assert [len(p) for p in prompts] == [1, 1] + [len(p) for p in prompts[2:]]
+
+
+@pytest.fixture(scope="module")
+def policies():
+    from trainer.models import tiny_llama_path
+    from trainer.policy import Policy
+
+    def make(pack):
+        return Policy(
+            str(tiny_llama_path()),
+            optim=OPTIM,
+            loss=LossConfig(kl_beta=0.0),
+            total_optim_steps=4,
+            temperature=0.7,
+            micro_batch_size=4,
+            pack=pack,
+        )
+
+    return make(True), make(False)
+
+
+def test_packed_and_padded_give_the_same_logprobs_and_update(policies):
+    packed, padded = policies
+    batch = groups()
+    a = packed.logprobs(batch)
+    b = padded.logprobs(batch)
+    for s, x, y in zip(batch, a, b, strict=True):
+        policy = [j for j, m in enumerate(s.loss_mask[1:]) if m]  # only these are defined
+        assert [x[j] for j in policy] == pytest.approx([y[j] for j in policy], abs=2e-5)
+    sa = packed.train([copy.deepcopy(batch)])
+    sb = padded.train([copy.deepcopy(batch)])
+    assert sa["loss"] == pytest.approx(sb["loss"], abs=1e-5)
+    assert sa["grad_norm"] == pytest.approx(sb["grad_norm"], rel=1e-4)
+    assert sa["n_tokens"] == sb["n_tokens"]
+    for (name, p), q in zip(
+        packed.model.named_parameters(), padded.model.parameters(), strict=True
+    ):
+        assert torch.allclose(p, q, atol=1e-5), name
