@@ -109,6 +109,8 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
             *args.overrides,
         ],
     )
+    if args.envhub_only:
+        return {"envhub": envhub}
     trl = run_trl(
         TRLSettings(
             prompts=trl_rows,
@@ -142,19 +144,23 @@ def main() -> None:
     parser.add_argument("--micro-batch-size", type=int, default=8)
     parser.add_argument("--lr", type=float, default=1e-6)
     parser.add_argument("--trl-threads", type=int, default=2)
+    parser.add_argument(
+        "--envhub-only", action="store_true", help="race settings, envhub's side only"
+    )
     parser.add_argument("overrides", nargs="*", help="key=value config overrides (envhub)")
     args = parser.parse_args()
     if args.race_trl:
         with tempfile.TemporaryDirectory(prefix="grpo-race-") as tmp:
             result = race_trl(args, Path(tmp))
-        for side in ("envhub", "trl"):
+        for side in ("envhub", "trl")[: 1 if args.envhub_only else 2]:
             print(side)
             for k, v in result[side].items():
                 if isinstance(v, (int, float)):
                     print(f"  {k:36s} {v:10.3f}")
-        print("ratios (goal: TRL step time / envhub step time >= 2)")
-        for k, v in result["ratios"].items():
-            print(f"  {k:36s} {v:10.3f}")
+        if not args.envhub_only:
+            print("ratios (goal: TRL step time / envhub step time >= 2)")
+            for k, v in result["ratios"].items():
+                print(f"  {k:36s} {v:10.3f}")
         summary = result
     else:
         config = args.config or str(ROOT / "examples" / "tiny.yaml")

@@ -105,17 +105,23 @@ def compare_checkers(name: str, pairs: list[dict]) -> dict:
     ours, t_ours = run_envhub(pairs)
     theirs, t_theirs = run_math_verify(pairs)
     result = {"set": name, "pairs": len(pairs)}
-    print(f"\n== checker: {name} ({len(pairs)} pairs, "
-          f"{sum(p['equal'] for p in pairs)} equal by hand) ==")
+    print(
+        f"\n== checker: {name} ({len(pairs)} pairs, "
+        f"{sum(p['equal'] for p in pairs)} equal by hand) =="
+    )
     for label, got, elapsed in (("envhub", ours, t_ours), ("math-verify", theirs, t_theirs)):
         wrong = [(p, g) for p, g in zip(pairs, got, strict=True) if g is not p["equal"]]
         rate = len(pairs) / elapsed
         result[label] = {"correct": len(pairs) - len(wrong), "pairs_per_s": round(rate, 1)}
-        print(f"{label:>12}: {len(pairs) - len(wrong)}/{len(pairs)} agree with the hand truth,"
-              f" {rate:,.0f} pairs/s ({elapsed * 1000:.0f} ms)")
+        print(
+            f"{label:>12}: {len(pairs) - len(wrong)}/{len(pairs)} agree with the hand truth,"
+            f" {rate:,.0f} pairs/s ({elapsed * 1000:.0f} ms)"
+        )
         for p, g in wrong[:15]:
-            print(f"{'':>14}disagrees: pred={p['pred']!r} gold={p['gold']!r} "
-                  f"truth={p['equal']} got={g}")
+            print(
+                f"{'':>14}disagrees: pred={p['pred']!r} gold={p['gold']!r} "
+                f"truth={p['equal']} got={g}"
+            )
         if len(wrong) > 15:
             print(f"{'':>14}... and {len(wrong) - 15} more")
     ratio = t_theirs / t_ours
@@ -134,19 +140,31 @@ def free_port() -> int:
 
 
 def start_server(port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", "from envhub.cli import app; app()", "serve", "gsm8k",
-           "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from envhub.cli import app; app()",
+        "serve",
+        "gsm8k",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
 
 
 def wait_healthy(base: str, proc: subprocess.Popen, timeout: float = 90.0) -> float:
     start = time.monotonic()
     while time.monotonic() - start < timeout:
         if proc.poll() is not None:
-            raise RuntimeError(f"envhub serve exited with {proc.returncode}:\n"
-                               f"{proc.stderr.read() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"envhub serve exited with {proc.returncode}:\n"
+                f"{proc.stderr.read() if proc.stderr else ''}"
+            )
         try:
             if httpx.get(f"{base}/health", timeout=1.0).status_code == 200:
                 return time.monotonic() - start
@@ -198,8 +216,7 @@ class HttpxPoster:
         self.client = httpx.AsyncClient(base_url=base, limits=one, timeout=30.0, verify=tls)
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
-        r = await self.client.post(path, content=body,
-                                   headers={"content-type": "application/json"})
+        r = await self.client.post(path, content=body, headers={"content-type": "application/json"})
         return r.status_code, r.content
 
     async def close(self) -> None:
@@ -218,8 +235,10 @@ class RawPoster:
     async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        head = (f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n"
-                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")
+        head = (
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        )
         self.writer.write(head.encode() + body)
         await self.writer.drain()
         raw = await self.reader.readuntil(b"\r\n\r\n")  # type: ignore[union-attr]
@@ -289,25 +308,34 @@ async def load_level(
     elapsed = time.monotonic() - t0
     done = len(latencies) - errors
     return {
-        "client": client, "concurrency": concurrency, "requests": len(latencies),
-        "rps": done / elapsed, "p50_ms": pct(latencies, 0.5) * 1e3,
-        "p99_ms": pct(latencies, 0.99) * 1e3, "errors": errors, "wrong_rewards": wrong,
-        "health_p50_ms": pct(health, 0.5) * 1e3, "health_p99_ms": pct(health, 0.99) * 1e3,
+        "client": client,
+        "concurrency": concurrency,
+        "requests": len(latencies),
+        "rps": done / elapsed,
+        "p50_ms": pct(latencies, 0.5) * 1e3,
+        "p99_ms": pct(latencies, 0.99) * 1e3,
+        "errors": errors,
+        "wrong_rewards": wrong,
+        "health_p50_ms": pct(health, 0.5) * 1e3,
+        "health_p99_ms": pct(health, 0.99) * 1e3,
         "health_max_ms": max(health, default=float("nan")) * 1e3,
     }
 
 
-def run_level(proc: subprocess.Popen, base: str, items: list, c: int, duration: float,
-              client: str) -> dict:
+def run_level(
+    proc: subprocess.Popen, base: str, items: list, c: int, duration: float, client: str
+) -> dict:
     server_cpu, client_cpu = cpu_seconds(proc.pid), own_cpu_seconds()
     row = asyncio.run(load_level(base, items, c, duration, client))
     served = max(1, row["requests"] - row["errors"])
     row["server_cpu_ms_per_req"] = (cpu_seconds(proc.pid) - server_cpu) / served * 1e3
     row["client_cpu_ms_per_req"] = (own_cpu_seconds() - client_cpu) / served * 1e3
-    print(f"{client:>6} {c:>5} {row['rps']:>7.0f} {row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} "
-          f"{row['errors']:>6} {row['wrong_rewards']:>6} "
-          f"{row['health_p50_ms']:>8.1f}/{row['health_p99_ms']:.1f}/{row['health_max_ms']:.1f}"
-          f"{'':>6}{row['server_cpu_ms_per_req']:.2f} + {row['client_cpu_ms_per_req']:.2f}")
+    print(
+        f"{client:>6} {c:>5} {row['rps']:>7.0f} {row['p50_ms']:>8.1f} {row['p99_ms']:>8.1f} "
+        f"{row['errors']:>6} {row['wrong_rewards']:>6} "
+        f"{row['health_p50_ms']:>8.1f}/{row['health_p99_ms']:.1f}/{row['health_max_ms']:.1f}"
+        f"{'':>6}{row['server_cpu_ms_per_req']:.2f} + {row['client_cpu_ms_per_req']:.2f}"
+    )
     return row
 
 
@@ -315,13 +343,15 @@ def summarize(rows: list[dict]) -> None:
     for row in rows:
         if row["concurrency"] != 32:
             continue
-        print(f"{row['client']} client, concurrency 32: {row['rps'] / PEER_RPS:.1f}x the "
-              f"requests/s of the NeMo Gym math-verify server ({PEER_RPS}/s); p50 "
-              f"{row['p50_ms']:.1f} ms vs {PEER_P50_S * 1e3:.0f} ms "
-              f"({PEER_P50_S * 1e3 / row['p50_ms']:.1f}x lower); p99 {row['p99_ms']:.1f} ms "
-              f"(targets: >= {10 * PEER_RPS:.0f}/s, p99 < 100 ms); server CPU "
-              f"{row['server_cpu_ms_per_req']:.2f} ms/request = "
-              f"{1e3 / row['server_cpu_ms_per_req']:,.0f} requests/s per free core")
+        print(
+            f"{row['client']} client, concurrency 32: {row['rps'] / PEER_RPS:.1f}x the "
+            f"requests/s of the NeMo Gym math-verify server ({PEER_RPS}/s); p50 "
+            f"{row['p50_ms']:.1f} ms vs {PEER_P50_S * 1e3:.0f} ms "
+            f"({PEER_P50_S * 1e3 / row['p50_ms']:.1f}x lower); p99 {row['p99_ms']:.1f} ms "
+            f"(targets: >= {10 * PEER_RPS:.0f}/s, p99 < 100 ms); server CPU "
+            f"{row['server_cpu_ms_per_req']:.2f} ms/request = "
+            f"{1e3 / row['server_cpu_ms_per_req']:,.0f} requests/s per free core"
+        )
 
 
 def bench_server(levels: list[int], raw_levels: list[int], duration: float) -> dict:
@@ -331,11 +361,15 @@ def bench_server(levels: list[int], raw_levels: list[int], duration: float) -> d
     try:
         startup = wait_healthy(base, proc)
         items = [(json.dumps(b).encode(), want) for b, want in make_items(base, 200)]
-        print(f"\n== server: envhub serve gsm8k on {base} (healthy after {startup:.1f}s), "
-              f"single-item POST /verify, {duration:g}s per level ==")
+        print(
+            f"\n== server: envhub serve gsm8k on {base} (healthy after {startup:.1f}s), "
+            f"single-item POST /verify, {duration:g}s per level =="
+        )
         asyncio.run(load_level(base, items, 8, 1.0))  # warm-up
-        print(f"{'client':>6} {'conc':>5} {'req/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
-              f"{'wrong':>6} {'health p50/p99/max ms':>22} {'CPU ms/req server+client':>25}")
+        print(
+            f"{'client':>6} {'conc':>5} {'req/s':>7} {'p50 ms':>8} {'p99 ms':>8} {'errors':>6} "
+            f"{'wrong':>6} {'health p50/p99/max ms':>22} {'CPU ms/req server+client':>25}"
+        )
         rows = [run_level(proc, base, items, c, duration, "httpx") for c in levels]
         rows += [run_level(proc, base, items, c, duration, "raw") for c in raw_levels]
         summarize(rows)
@@ -352,8 +386,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--duration", type=float, default=4.0, help="seconds per concurrency level")
     ap.add_argument("--levels", default="1,8,32,64", help="concurrency levels, comma-separated")
-    ap.add_argument("--raw-levels", default="32",
-                    help="levels also run with the minimal stdlib client ('' for none)")
+    ap.add_argument(
+        "--raw-levels",
+        default="32",
+        help="levels also run with the minimal stdlib client ('' for none)",
+    )
     ap.add_argument("--gsm-pairs", type=int, default=200, help="GSM8K-style pairs in part 1")
     ap.add_argument("--skip-checker", action="store_true")
     ap.add_argument("--skip-server", action="store_true")
@@ -363,8 +400,10 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, load average {load}, python {sys.version.split()[0]}")
     report: dict = {}
     if not args.skip_checker:
-        report["checker"] = [compare_checkers("hand-checked table", load_pairs()),
-                             compare_checkers("GSM8K-style answers", gsm_pairs(args.gsm_pairs))]
+        report["checker"] = [
+            compare_checkers("hand-checked table", load_pairs()),
+            compare_checkers("GSM8K-style answers", gsm_pairs(args.gsm_pairs)),
+        ]
         from envs.math import answers
 
         answers.shutdown()

@@ -31,6 +31,7 @@ def envhub_train(config, out, *overrides):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
+
 SPLIT = [
     "cluster.placement=split",
     "cluster.policy_workers=1",
