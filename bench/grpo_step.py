@@ -5,12 +5,13 @@ and reports the mean over the steps after the first (the first pays for lazy set
 phase (``time/*``), generated tokens per second, and the largest policy worker's peak memory.
 
 ``--race-trl`` runs the race of trainer part 2: envhub's trainer on
-``examples/smollm2_math.yaml`` (SmolLM2-135M-Instruct, vLLM engine in split placement,
-one-step off-policy) against TRL's ``GRPOTrainer`` (``bench/trl_grpo.py``, its own venv) on
-the same work: the same prompt pool (two-number sums written once as a jsonl dataset for
-envhub and as chat messages with the same system prompt for TRL), group size, sampling
-settings, completion length (``--max-tokens``, default 128), micro-batch size, learning rate
-and number of steps; then it prints both summaries and the ratios TRL / envhub.
+``examples/smollm2_math.yaml`` (SmolLM2-135M-Instruct, vLLM engine in split placement; run
+on-policy here, generation and training in turn, see ``race_trl``) against TRL's
+``GRPOTrainer`` (``bench/trl_grpo.py``, its own venv) on the same work: the same prompt
+pool (two-number sums written once as a jsonl dataset for envhub and as chat messages with
+the same system prompt for TRL), group size, sampling settings, completion length
+(``--max-tokens``, default 128), micro-batch size, learning rate and number of steps; then
+it prints both summaries and the ratios TRL / envhub.
 
     python bench/grpo_step.py                                   # tiny example, 4 steps
     python bench/grpo_step.py --config examples/tiny.yaml --steps 6 rollout.group_size=8
@@ -106,6 +107,10 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
             f"train.micro_batch_size={args.micro_batch_size}",
             f"optim.lr={args.lr}",
             "loss.kl_beta=0",
+            # Two cores: generation and training compete for the same ones, so overlapping
+            # them (one-step off-policy) cannot add compute; in turn, the engine gets both.
+            "generation.one_step_off_policy=false",
+            "generation.threads_per_engine=2",
             *args.overrides,
         ],
     )
@@ -123,9 +128,14 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
             threads=args.trl_threads,
         )
     )
+    # envhub's own tokens_per_s is per second of generation; TRL's is per second of step
+    envhub["step_tokens_per_s"] = (
+        envhub["response_length"] * envhub["episodes_per_step"] / envhub["time/step"]
+    )
     ratios = {
         "step_time_trl_over_envhub": trl["seconds_per_step"] / envhub["time/step"],
-        "tokens_per_s_envhub_over_trl": envhub["tokens_per_s"] / max(trl["tokens_per_s"], 1e-9),
+        "step_tokens_per_s_envhub_over_trl": envhub["step_tokens_per_s"]
+        / max(trl["tokens_per_s"], 1e-9),
         "peak_mb_trl_over_envhub_policy_worker": trl["peak_rss_mb"]
         / max(envhub["memory/worker_peak_mb"], 1e-9),
     }
