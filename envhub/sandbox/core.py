@@ -348,6 +348,17 @@ class _Launch:
         finally:
             self.cleanup()
 
+    def wait_until_waiting(self, timeout_s: float) -> bool:
+        """A warm sandbox's runner is up and blocked on its job socket (it says so)."""
+        assert self.job_sock is not None
+        self.job_sock.settimeout(timeout_s)
+        try:
+            return self.job_sock.recv(1) == b"w"
+        except OSError:
+            return False
+        finally:
+            self.job_sock.settimeout(None)
+
     def alive(self) -> bool:
         """The process is still running (a warm sandbox waiting for its job)."""
         return self.proc is not None and self.proc.poll() is None
@@ -471,6 +482,10 @@ class _Launch:
         )
 
 
+WARM_START_TIMEOUT_S = 30.0
+"""How long a warm sandbox may take to come up before it is discarded."""
+
+
 class _WarmPool:
     """Warm sandboxes, ``size`` per kind of run, refilled by one background thread.
 
@@ -547,6 +562,11 @@ class _WarmPool:
                 continue
             finally:
                 del box
+            if not launch.wait_until_waiting(WARM_START_TIMEOUT_S):
+                launch.discard()  # it died starting: the cold path will say why, if it can
+                self.failures += 1
+                time.sleep(min(5.0, 0.1 * 2**self.failures))
+                continue
             self.failures = 0
             with self.cond:
                 if not self.closed:
