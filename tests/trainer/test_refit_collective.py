@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.multiprocessing as mp
+from train_support import envhub_train
 
 from trainer.collective import (
     RefitGroup,
@@ -207,16 +208,6 @@ def test_a_member_that_never_joins_times_out_with_the_transport_named():
 
 
 # ------------------------------------------------------------------- the trainer, on Ray
-
-
-def envhub_train(config, out, *overrides):
-    """`envhub train` in a subprocess (its private Ray stops with it); the metrics rows."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "envhub.cli", "train", str(config), *overrides, "--out", str(out)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
 VLLM = ["cluster.engine=vllm", "model.path=tiny-vllm", "generation.kv_cache_gib=0.25"]

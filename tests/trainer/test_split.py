@@ -6,30 +6,17 @@ transformers engine, and the same with vLLM when it is installed.
 """
 
 import importlib.util
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from train_support import envhub_train
 
 from trainer.engine import TransformersEngine
 from trainer.generation import engine_score, require_vllm
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"
-
-
-def envhub_train(config, out, *overrides):
-    """`envhub train` in a subprocess (its private Ray stops with it); the metrics rows."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "envhub.cli", "train", str(config), *overrides, "--out", str(out)]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
-    return [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
 SPLIT = [
