@@ -161,3 +161,23 @@ def test_concurrent_warm_runs_mixed_with_hostile_ones():
 def test_warm_must_not_be_negative():
     with pytest.raises(ValueError, match="warm"):
         Sandbox(FAST, warm=-1)
+
+
+def test_warm_sandboxes_that_fail_to_start_leave_runs_cold(monkeypatch):
+    from envhub.sandbox import core
+
+    def broken(self, box, job_fd, **kwargs):
+        if job_fd is None:  # only the warm starts fail
+            raise core.SandboxError("no room for a warm sandbox")
+        return spawn(self, box, job_fd, **kwargs)
+
+    spawn = core._Launch.spawn
+    monkeypatch.setattr(core._Launch, "spawn", broken)
+    box = Sandbox(FAST, mode="bwrap", warm=1)
+    try:
+        results = [box.run_python(f"print({i})") for i in range(3)]
+        assert [r.stdout for r in results] == ["0\n", "1\n", "2\n"]
+        assert not any(r.warm for r in results)
+        assert not box.wait_warm(0.5) and box._warm.failures >= 1
+    finally:
+        box.close()
