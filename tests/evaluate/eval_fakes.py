@@ -147,3 +147,20 @@ def register_fakes(home: Path) -> None:
     envhub.reset_registry()
     envhub.register(path)
     envhub.reset_registry()
+
+
+def run_evaluation(cfg, out, model, make_env) -> dict:
+    """Run an ``Evaluation`` of ``model`` to the end (closing the model); its summary."""
+    import asyncio
+
+    from envhub.evaluate import Evaluation, RunStore
+
+    ev = Evaluation(cfg, model, RunStore(out), make_env)
+
+    async def main():
+        try:
+            return await ev.run()
+        finally:
+            await model.aclose()
+
+    return asyncio.run(main())

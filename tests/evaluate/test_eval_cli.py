@@ -9,25 +9,15 @@ import time
 
 import pytest
 import typer
-from eval_fakes import policy, register_fakes
+from eval_fakes import policy
 from typer.testing import CliRunner
 
-import envhub
 from envhub.evaluate.cli import eval_command
 from envhub.evaluate.scripted import ScriptedEndpoint
 from envhub.evaluate.store import RunStore
 
 app = typer.Typer()
 app.command()(eval_command)
-
-
-@pytest.fixture()
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    register_fakes(tmp_path / "home")
-    yield
-    envhub.reset_registry()
 
 
 @pytest.fixture()

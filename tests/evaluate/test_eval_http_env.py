@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import threading
 import time
 
 import pytest
-from eval_fakes import policy, register_fakes
+from eval_fakes import policy, run_evaluation
 
 import envhub
-from envhub.evaluate import EvalConfig, Evaluation, OpenAIEndpoint, RunStore
+from envhub.evaluate import EvalConfig, OpenAIEndpoint, RunStore
 from envhub.evaluate.cli import env_factory
 from envhub.evaluate.scripted import ScriptedEndpoint
 
 pytest.importorskip("fastapi")
-
-
-@pytest.fixture()
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    register_fakes(tmp_path / "home")
-    yield
-    envhub.reset_registry()
 
 
 def serve(name: str):
@@ -51,15 +41,7 @@ def serve(name: str):
 
 def evaluate(cfg: EvalConfig, out, base_url: str) -> dict:
     model = OpenAIEndpoint(base_url, None, concurrency=cfg.concurrency)
-    ev = Evaluation(cfg, model, RunStore(out), env_factory(cfg))
-
-    async def main():
-        try:
-            return await ev.run()
-        finally:
-            await model.aclose()
-
-    return asyncio.run(main())
+    return run_evaluation(cfg, out, model, env_factory(cfg))
 
 
 @pytest.mark.parametrize("name", ["arith", "guess", "flaky"])

@@ -6,19 +6,9 @@ import asyncio
 import sys
 
 import pytest
-from eval_fakes import register_fakes
 
 import envhub
 from envhub.evaluate import EvalConfig, Evaluation, RunStore
-
-
-@pytest.fixture()
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    register_fakes(tmp_path / "home")
-    yield
-    envhub.reset_registry()
 
 
 @pytest.fixture(scope="module")

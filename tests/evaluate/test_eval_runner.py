@@ -10,21 +10,18 @@ import asyncio
 import json
 
 import pytest
-from eval_fakes import SECRETS, SUMS, binary_search_turns, policy, register_fakes
+from eval_fakes import (
+    SECRETS,
+    SUMS,
+    binary_search_turns,
+    policy,
+    run_evaluation,
+)
 
 import envhub
-from envhub.evaluate import EvalConfig, Evaluation, OpenAIEndpoint, RunStore
+from envhub.evaluate import EvalConfig, OpenAIEndpoint, RunStore
 from envhub.evaluate.rescore import rescore_run
 from envhub.evaluate.scripted import ScriptedEndpoint
-
-
-@pytest.fixture()
-def home(tmp_path, monkeypatch):
-    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
-    (tmp_path / "home").mkdir()
-    register_fakes(tmp_path / "home")
-    yield tmp_path / "home"
-    envhub.reset_registry()
 
 
 @pytest.fixture()
@@ -34,17 +31,10 @@ def endpoint():
 
 
 def run_eval(cfg: EvalConfig, out, ep: ScriptedEndpoint, make_env=None, transport="auto"):
-    model = OpenAIEndpoint(ep.base_url, None, concurrency=cfg.concurrency, max_retries=1,
-                           transport=transport)
-    ev = Evaluation(cfg, model, RunStore(out), make_env or (lambda name: envhub.make(name)))
-
-    async def main():
-        try:
-            return await ev.run()
-        finally:
-            await model.aclose()
-
-    return asyncio.run(main())
+    model = OpenAIEndpoint(
+        ep.base_url, None, concurrency=cfg.concurrency, max_retries=1, transport=transport
+    )
+    return run_evaluation(cfg, out, model, make_env or (lambda name: envhub.make(name)))
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpx"])
