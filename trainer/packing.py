@@ -54,13 +54,7 @@ def common_prefix(samples: Sequence[Sample]) -> int:
     return n
 
 
-def packed_length(samples: Sequence[Sample]) -> int:
-    """Length of the packed row of ``samples``."""
-    prefix = common_prefix(samples)
-    return prefix + sum(len(s.tokens) - prefix for s in samples)
-
-
-def pack(samples: Sequence[Sample], start: int, width: int, dtype: torch.dtype) -> Packed:
+def pack(samples: Sequence[Sample], start: int, width: int, dtype: torch.dtype) -> Packed | None:
     """Pack a micro-batch whose padded form is ``width`` tokens wide.
 
     Args:
@@ -68,8 +62,14 @@ def pack(samples: Sequence[Sample], start: int, width: int, dtype: torch.dtype) 
         start: First padded target column whose logits are needed (as in the padded path).
         width: The padded width ``L`` (targets are ``L - 1`` wide).
         dtype: The attention mask's dtype (the model's).
+
+    Returns:
+        The packed row, or ``None`` when it would be longer than :data:`MAX_PACKED_TOKENS`
+        (the micro-batch then stays padded).
     """
     prefix = common_prefix(samples)
+    if prefix + sum(len(s.tokens) - prefix for s in samples) > MAX_PACKED_TOKENS:
+        return None
     tokens = list(samples[0].tokens[:prefix])
     positions = list(range(prefix))
     segment = [-1] * prefix

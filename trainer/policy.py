@@ -28,7 +28,7 @@ from .grpo import (
     policy_loss,
     token_logprobs,
 )
-from .packing import MAX_PACKED_TOKENS, pack, packed_length
+from .packing import pack
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -169,9 +169,11 @@ class Policy:
         mask = mb["mask"]
         cols = mask.any(0).nonzero()
         start = int(cols[0]) if len(cols) else mask.shape[1] - 1
-        if samples is not None and self.pack and packed_length(samples) <= MAX_PACKED_TOKENS:
+        packed = None
+        if samples is not None and self.pack:
             dtype = next(self.model.parameters()).dtype
             packed = pack(samples, start, mb["input_ids"].shape[1], dtype)
+        if packed is not None:
             out = self.model(
                 input_ids=packed.input_ids.to(self.device),
                 position_ids=packed.position_ids.to(self.device),

@@ -101,3 +101,11 @@ def test_packed_and_padded_give_the_same_logprobs_and_update(policies):
         packed.model.named_parameters(), padded.model.parameters(), strict=True
     ):
         assert torch.allclose(p, q, atol=1e-5), name
+
+
+def test_a_row_too_long_stays_padded(monkeypatch):
+    import trainer.packing as packing
+
+    monkeypatch.setattr(packing, "MAX_PACKED_TOKENS", 8)
+    batch = [sample([1, 2, 3, 4], [5, 6]), sample([1, 2, 3, 4], [7, 8, 9])]  # packs to 9
+    assert pack(batch, start=3, width=7, dtype=torch.float32) is None
