@@ -24,8 +24,9 @@ file in shared memory (``/dev/shm``), never as pickled tensors through ``collect
 (seconds for a 135 M model). On GPUs the worker calls the model's own ``load_weights``. On
 CPU vLLM repacks every linear weight into oneDNN's format after loading and empties the
 original parameter, so ``load_weights`` alone silently loads only embeddings and norms; the
-CPU path (:func:`_cpu_unpack`, :func:`_cpu_repack`) rebuilds the emptied parameters, loads,
-and repacks. Then the prefix cache is reset, since cached KV blocks belong to the old weights.
+CPU path (:mod:`trainer.vllm_cpu_refit`) has the packed layers record what ``load_weights``
+gives them and packs that straight from the given tensors. Then the prefix cache is reset,
+since cached KV blocks belong to the old weights.
 
 **Environment.** Construct the engine in the process that will use it (for example inside a
 ``@ray.remote`` actor): the constructor sets ``VLLM_HOST_IP`` (default ``127.0.0.1``) and
@@ -368,6 +369,8 @@ def _load_weights(
     import torch
     from vllm.platforms import current_platform
 
+    from . import vllm_cpu_refit
+
     model = _worker_model(worker)
     if state_dict is None:
         from safetensors.torch import load_file
@@ -375,11 +378,10 @@ def _load_weights(
         state_dict = load_file(path)  # type: ignore[arg-type]
     on_cpu = current_platform.is_cpu()
     with torch.no_grad():
-        if on_cpu:
-            _cpu_unpack(model)
+        recorders = vllm_cpu_refit.capture(model) if on_cpu else {}
         loaded = model.load_weights(_plain_tensors(state_dict))
         if on_cpu:
-            _cpu_repack(model, keep_plain)
+            vllm_cpu_refit.repack(model, recorders, keep_plain)
     if loaded is None:  # an old model class that does not report what it loaded
         return []
     expected = {name for name, _ in model.named_parameters()}
@@ -390,82 +392,3 @@ def _plain_tensors(state_dict: Mapping[str, torch.Tensor]) -> Iterable[tuple[str
     for name, tensor in state_dict.items():
         full = getattr(tensor, "full_tensor", None)  # a DTensor from an FSDP2 state dict
         yield name, (full() if callable(full) else tensor).detach()
-
-
-# ---- CPU repack path (vllm-cpu only) ---------------------------------------------------
-
-
-def _unquantized_layers(model: Any) -> Iterable[Any]:
-    from vllm.model_executor.layers.linear import LinearBase, UnquantizedLinearMethod
-
-    for module in model.modules():
-        if isinstance(module, LinearBase) and isinstance(
-            getattr(module, "quant_method", None), UnquantizedLinearMethod
-        ):
-            yield module
-
-
-def _cpu_unpack(model: Any) -> None:
-    """Give every linear layer whose weight vLLM emptied after packing a real weight again.
-
-    The plain weight kept by the previous :func:`_cpu_repack` is put back when there is one
-    (no allocation); otherwise a new parameter gets the shape, dtype and weight loader that
-    ``create_weights`` gave the original, so the model's ``load_weights`` (merged QKV and
-    gate/up shards included) fills it as at start-up.
-    """
-    for layer in _unquantized_layers(model):
-        if layer.weight.numel() > 0:
-            continue
-        kept = getattr(layer, "_envhub_plain_weight", None)
-        if kept is not None:
-            layer.weight = kept
-            continue
-        weight_loader = (
-            layer.weight_loader_v2
-            if type(layer.quant_method).__name__ in _weight_loader_v2_methods()
-            else layer.weight_loader
-        )
-        layer.quant_method.create_weights(
-            layer,
-            getattr(layer, "input_size_per_partition", layer.input_size),
-            list(layer.output_partition_sizes),
-            layer.input_size,
-            layer.output_size,
-            layer.params_dtype,
-            weight_loader=weight_loader,
-        )
-
-
-def _weight_loader_v2_methods() -> set[str]:
-    from vllm.model_executor.layers import linear
-
-    return set(getattr(linear, "WEIGHT_LOADER_V2_SUPPORTED", ()))
-
-
-def _cpu_repack(model: Any, keep_plain: bool) -> None:
-    """Re-run vLLM's post-load processing on every unquantized linear and embedding layer.
-
-    This packs the new weights into oneDNN's format (and empties the plain weights again);
-    embeddings used as the tied LM head keep their weight but hold a packed copy too, which
-    is stale after a refit. With ``keep_plain`` the plain weights are kept for the next
-    refit, which then loads into them instead of allocating (faster, more memory).
-    """
-    from vllm.model_executor.layers.vocab_parallel_embedding import (
-        UnquantizedEmbeddingMethod,
-        VocabParallelEmbedding,
-    )
-
-    for layer in _unquantized_layers(model):
-        plain = layer.weight
-        layer.quant_method.process_weights_after_loading(layer)
-        if keep_plain and layer.weight is not plain and layer.weight.numel() == 0:
-            layer.__dict__["_envhub_plain_weight"] = plain  # not a registered parameter
-    # Only the LM head's packed copy is used (for the logits); the input embedding's is not,
-    # so repacking it would be wasted work. Without an ``lm_head`` attribute, repack them all.
-    head = getattr(model, "lm_head", None)
-    embeddings = [head] if isinstance(head, VocabParallelEmbedding) else list(model.modules())
-    for module in embeddings:
-        if isinstance(module, VocabParallelEmbedding) and isinstance(
-            getattr(module, "quant_method", None), UnquantizedEmbeddingMethod
-        ):
-            module.quant_method.process_weights_after_loading(module)

@@ -207,6 +207,50 @@ def test_refit_refuses_a_partial_state_dict(vengine, tiny_vllm_path):
         vengine.load_state_dict(full)
 
 
+def test_refit_refuses_a_merged_layer_without_all_its_shards(vengine, tiny_vllm_path):
+    from transformers import AutoModelForCausalLM
+
+    full = AutoModelForCausalLM.from_pretrained(tiny_vllm_path, dtype=torch.float32).state_dict()
+    partial = {k: v for k, v in full.items() if k != "model.layers.0.self_attn.k_proj.weight"}
+    try:
+        with pytest.raises(ValueError, match=r"layers\.0\.self_attn\.qkv_proj.*missing \[1\]"):
+            vengine.load_state_dict(partial)
+    finally:
+        vengine.load_state_dict(full)
+
+
+def flat_views(state):
+    """The state dict as views of one flat buffer, in order, as the gloo/nccl transports
+    deliver it (so q/k/v and gate/up lie back to back); the tied head shares its tensor."""
+    owners = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    flat = torch.cat([v.reshape(-1) for v in owners.values()])
+    out, at = {}, 0
+    for k, v in owners.items():
+        out[k] = flat[at : at + v.numel()].view(v.shape)
+        at += v.numel()
+    out["lm_head.weight"] = out["model.embed_tokens.weight"]
+    return out, flat
+
+
+def test_refit_from_flat_buffers_matches_and_keeps_no_reference_to_them(
+    vengine, hf, prompts, tiny_vllm_path
+):
+    from transformers import AutoModelForCausalLM
+
+    trainer_model = AutoModelForCausalLM.from_pretrained(tiny_vllm_path, dtype=torch.float32)
+    weights_a = {k: v.clone() for k, v in trainer_model.state_dict().items()}
+    weights_b, flat = flat_views(perturbed(weights_a, 0.05, seed=3))
+    params = SamplingParams(max_tokens=8, temperature=0)
+    try:
+        vengine.load_state_dict(weights_b)
+        trainer_model.load_state_dict(weights_b)
+        flat.zero_()  # the sender reuses its buffer: the engine must have its own copy
+        for prompt, g in zip(prompts, vengine.generate(prompts, params), strict=True):
+            assert_close(g.logprobs, teacher_logprobs(trainer_model, prompt, g.token_ids))
+    finally:
+        vengine.load_state_dict(weights_a)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_worker_process_engine_refits_through_shared_memory(tiny_vllm_path, hf, prompts):
