@@ -11,8 +11,9 @@ A refit moves the full Hugging Face state dict in flat buckets of at most
 ``generation.bucket_mb`` MB each, one dtype per bucket (a tensor larger than a bucket is
 split across several). A small header, the :class:`Layout` (names, shapes, dtypes, the
 buckets and their pieces), goes once ahead of the first refit's buckets: shapes never change.
-Each side holds the full state dict plus one bucket. The engine rebuilds the state dict and
-loads it with its own ``load_state_dict`` (the vLLM CPU repack is handled there).
+The sender holds the full state dict plus one bucket; the engines receive each bucket in place
+into a state dict that is views of one flat buffer per dtype (:func:`flat_state`), and load it
+with their own ``load_state_dict`` (the vLLM CPU repack is handled there).
 
 ``gloo`` moves CPU tensors and works anywhere; ``nccl`` is the same code on CUDA tensors
 (NeMo RL's way on GPU clusters) and is refused when a member has no CUDA device.
@@ -179,22 +180,46 @@ def pack_bucket(state: Mapping[str, torch.Tensor], bucket: Bucket, out: torch.Te
         out[p.bucket_offset : p.bucket_offset + p.numel].copy_(src)
 
 
-def unpack_bucket(flat: torch.Tensor, bucket: Bucket, dest: Mapping[str, torch.Tensor]) -> None:
-    """Copy the flat tensor ``flat`` into ``bucket``'s pieces of the tensors in ``dest``."""
-    for p in bucket.pieces:
-        view = dest[p.name].view(-1)[p.tensor_offset : p.tensor_offset + p.numel]
-        view.copy_(flat[p.bucket_offset : p.bucket_offset + p.numel])
+def flat_state(
+    layout: Layout, device: torch.device | str = "cpu"
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
+    """A state dict for ``layout`` as views of one flat buffer per dtype, and those buffers.
 
-
-def empty_state(layout: Layout, device: torch.device | str = "cpu") -> dict[str, torch.Tensor]:
-    """Fresh tensors for every entry of ``layout`` (aliases share their original's tensor)."""
+    Each dtype's buffer is that dtype's stream, so bucket ``i`` of a dtype is the slice after
+    the buckets before it: buckets can be received in place, with no copy. Tensors that follow
+    each other in the state dict (``q``/``k``/``v``, ``gate``/``up``) lie back to back, which
+    lets the vLLM-CPU refit pack merged layers straight from them (:mod:`trainer.vllm_cpu_refit`).
+    """
+    sizes: dict[str, int] = {}
+    for t in layout.tensors:
+        if t.alias_of is None:
+            sizes[t.dtype] = sizes.get(t.dtype, 0) + _numel(t.shape)
+    flats = {d: torch.empty(n, dtype=to_dtype(d), device=device) for d, n in sizes.items()}
+    at = dict.fromkeys(sizes, 0)
     out: dict[str, torch.Tensor] = {}
     for t in layout.tensors:
         if t.alias_of is not None:
             out[t.name] = out[t.alias_of]
-        else:
-            out[t.name] = torch.empty(t.shape, dtype=to_dtype(t.dtype), device=device)
-    return out
+            continue
+        n = _numel(t.shape)
+        out[t.name] = flats[t.dtype][at[t.dtype] : at[t.dtype] + n].view(t.shape)
+        at[t.dtype] += n
+    return out, flats
+
+
+def bucket_slices(
+    layout: Layout, flats: Mapping[str, torch.Tensor]
+) -> Iterator[tuple[Bucket, torch.Tensor]]:
+    """Each bucket of ``layout``, in sending order, with its slice of ``flats``.
+
+    ``flats`` are :func:`flat_state`'s buffers: receiving into the slice is receiving into
+    the state dict.
+    """
+    at = dict.fromkeys(flats, 0)
+    for bucket in layout.buckets:
+        start = at[bucket.dtype]
+        at[bucket.dtype] = start + bucket.numel
+        yield bucket, flats[bucket.dtype][start : start + bucket.numel]
 
 
 # ------------------------------------------------------------------------------- group
@@ -333,26 +358,26 @@ class RefitGroup:
         """Engines: the header (first call only), then the buckets, as a full state dict."""
         if self.layout is None:
             self.layout = Layout.from_json(self.broadcast_text())
-        dest = empty_state(self.layout, self.device)
+        dest, flats = flat_state(self.layout, self.device)
         with torch.no_grad():
-            for bucket, flat in self._buffers():
-                self.broadcast(flat)
-                unpack_bucket(flat, bucket, dest)
+            for _, place in bucket_slices(self.layout, flats):  # in place: no unpacking copy
+                self.broadcast(place)
         self._sync()
         return dest
 
     def _buffers(self) -> Iterator[tuple[Bucket, torch.Tensor]]:
-        """Each bucket with a flat buffer for it: one buffer per dtype, reused."""
+        """Each bucket, in sending order, with a flat buffer for it (one per dtype, reused)."""
         assert self.layout is not None
         sizes: dict[str, int] = {}
         for b in self.layout.buckets:
             sizes[b.dtype] = max(sizes.get(b.dtype, 0), b.numel)
-        for dtype, n in sizes.items():
-            buffer = torch.empty(n, dtype=to_dtype(dtype), device=self.device)
-            for b in self.layout.buckets:
-                if b.dtype == dtype:
-                    yield b, buffer[: b.numel]
-            del buffer
+        buffers: dict[str, torch.Tensor] = {}
+        for b in self.layout.buckets:
+            if b.dtype not in buffers:
+                buffers[b.dtype] = torch.empty(
+                    sizes[b.dtype], dtype=to_dtype(b.dtype), device=self.device
+                )
+            yield b, buffers[b.dtype][: b.numel]
 
     def _sync(self) -> None:
         if self.device.type == "cuda":

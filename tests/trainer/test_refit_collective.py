@@ -25,12 +25,12 @@ from train_support import envhub_train
 from trainer.collective import (
     RefitGroup,
     RefitTransportError,
-    empty_state,
+    bucket_slices,
+    flat_state,
     host_store,
     pack_bucket,
     plan_layout,
     transport_device,
-    unpack_bucket,
 )
 from trainer.config import ConfigError, load_config
 
@@ -64,11 +64,12 @@ def mixed_state():
 
 
 def round_trip(state, layout):
-    dest = empty_state(layout)
-    for bucket in layout.buckets:
+    """Pack each bucket as the sender does and land it where the receiver does."""
+    dest, flats = flat_state(layout)
+    for bucket, place in bucket_slices(layout, flats):
         flat = torch.empty(bucket.numel, dtype=getattr(torch, bucket.dtype))
         pack_bucket(state, bucket, flat)
-        unpack_bucket(flat, bucket, dest)
+        place.copy_(flat)
     return dest
 
 
@@ -91,6 +92,17 @@ def test_buckets_round_trip_a_mixed_dtype_state_dict(bucket_bytes):
     assert got["lm_head.weight"] is got["embed.weight"]  # the tie survives
     sent = sum(b.numel for b in layout.buckets)
     assert sent == sum(v.numel() for k, v in state.items() if k != "lm_head.weight")
+
+
+def test_received_tensors_of_a_dtype_lie_back_to_back_in_one_buffer():
+    # what lets the vLLM-CPU refit pack merged q/k/v and gate/up without a copy
+    state = mixed_state()
+    dest, flats = flat_state(plan_layout(state, 100))
+    embed, layer = dest["embed.weight"], dest["layer.weight"]
+    assert embed.untyped_storage().data_ptr() == layer.untyped_storage().data_ptr()
+    assert layer.data_ptr() == embed.data_ptr() + embed.numel() * embed.element_size()
+    assert set(flats) == {"float32", "bfloat16", "int64", "float16"}
+    assert flats["float32"].numel() == embed.numel() + layer.numel()
 
 
 def test_small_buckets_split_a_tensor_and_one_dtype_per_bucket():
