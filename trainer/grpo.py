@@ -16,8 +16,9 @@ split over data-parallel ranks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -79,6 +80,101 @@ def token_logprobs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Log-probability of each target token: ``[B, T, V], [B, T] -> [B, T]``."""
     logp = torch.log_softmax(logits.float(), dim=-1)
     return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+LOGPROB_CHUNK_BYTES = 8 * 2**20
+"""Size of the float32 ``[rows, V]`` slice that :func:`logprobs_and_entropy` works on at once."""
+
+
+def logprobs_and_entropy(
+    logits: torch.Tensor,
+    rows: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    chunk_rows: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`token_logprobs` and :func:`entropy_from_logits` of ``logits / temperature``.
+
+    The memory-lean form of the two: no full-vocabulary tensor besides ``logits`` itself is
+    ever alive. Rows are processed a slice at a time (``log_softmax`` in float32, the target
+    gathered, the entropy summed), and the backward recomputes each slice's softmax and writes
+    the gradient into ``logits``' own storage, which it no longer needs. So backward may run
+    once (the default), and the caller must not read ``logits`` after it.
+
+    Positions may share a row with different targets (a packed micro-batch: the prompt's last
+    position predicts every sample's first token), and rows may be read by no position.
+
+    Args:
+        logits: ``[N, V]`` raw model outputs (any float dtype).
+        rows: ``[...]`` the row of ``logits`` each position reads.
+        targets: ``[...]`` (as ``rows``) the token whose logprob each position wants.
+        temperature: Logits are divided by it.
+        chunk_rows: Rows per slice; by default a float32 slice of
+            :data:`LOGPROB_CHUNK_BYTES`.
+
+    Returns:
+        ``(logp, entropy)``, float32, shaped as ``rows``; only ``logp`` has a gradient.
+    """
+    if chunk_rows is None:
+        chunk_rows = max(1, LOGPROB_CHUNK_BYTES // (4 * logits.shape[-1]))
+    return _ChunkedLogprobs.apply(logits, rows, targets, float(temperature), chunk_rows)
+
+
+class _ChunkedLogprobs(torch.autograd.Function):
+    """Autograd of :func:`logprobs_and_entropy`."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        logits: torch.Tensor,
+        rows: torch.Tensor,
+        targets: torch.Tensor,
+        temperature: float,
+        chunk: int,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Slice by slice: float32 ``log_softmax``, the targets' entries, the entropy."""
+        flat_rows, flat_targets = rows.reshape(-1), targets.reshape(-1)
+        logp = torch.empty(flat_rows.shape, dtype=torch.float32, device=logits.device)
+        row_entropy = torch.empty(logits.shape[0], dtype=torch.float32, device=logits.device)
+        for lo, hi, sel in _slices(flat_rows, logits.shape[0], chunk):
+            ls = torch.log_softmax(logits[lo:hi].float() / temperature, dim=-1)
+            logp[sel] = ls[flat_rows[sel] - lo, flat_targets[sel]]
+            row_entropy[lo:hi] = -(ls.exp().mul_(ls)).sum(-1)
+        ctx.save_for_backward(logits, flat_rows, flat_targets)
+        ctx.temperature, ctx.chunk, ctx.consumed = temperature, chunk, False
+        entropy = row_entropy[flat_rows].reshape(rows.shape)
+        ctx.mark_non_differentiable(entropy)
+        return logp.reshape(rows.shape), entropy
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad_logp: torch.Tensor, grad_entropy: torch.Tensor) -> tuple:
+        """The gradient of ``logp``, written into the saved logits slice by slice."""
+        if ctx.consumed:
+            raise RuntimeError(
+                "logprobs_and_entropy: backward ran twice; its first run overwrote the saved "
+                "logits with their gradient (do not retain this graph)"
+            )
+        ctx.consumed = True
+        logits, rows, targets = ctx.saved_tensors
+        t = ctx.temperature
+        g = grad_logp.reshape(-1).float()
+        # d logp[m] / d z[r] = onehot(target[m]) - softmax(z[r]) for the positions m of row r
+        g_row = torch.zeros(logits.shape[0], dtype=torch.float32, device=logits.device)
+        g_row.index_add_(0, rows, g)
+        for lo, hi, sel in _slices(rows, logits.shape[0], ctx.chunk):
+            grad = torch.softmax(logits[lo:hi].float() / t, dim=-1)
+            grad.mul_(-g_row[lo:hi, None])
+            grad.index_put_((rows[sel] - lo, targets[sel]), g[sel], accumulate=True)
+            logits[lo:hi] = grad.div_(t)
+        return logits, None, None, None, None
+
+
+def _slices(rows: torch.Tensor, n: int, chunk: int) -> Iterator[tuple[int, int, torch.Tensor]]:
+    """``(lo, hi, positions whose row is in [lo, hi))`` for consecutive slices of ``n`` rows."""
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        yield lo, hi, ((rows >= lo) & (rows < hi)).nonzero(as_tuple=True)[0]
 
 
 def token_mult_prob_error(

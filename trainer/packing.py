@@ -8,8 +8,9 @@ see the prefix and itself only (causally). The logits are the padded path's, to 
 rounding, and so are the gradients (the prefix's activations receive every segment's
 gradient, as the shared tensor they are).
 
-:func:`pack` builds the row; the policy gathers the logits it needs back into the padded
-``[B, T', V]`` layout (``Packed.index``), so the loss code is the same for both paths.
+:func:`pack` builds the row; the policy computes logprobs on the kept rows' logits and
+reads them into the padded ``[B, T']`` layout (``Packed.index``), so the loss code is the
+same for both paths and no padded ``[B, T', V]`` tensor is ever built.
 """
 
 from __future__ import annotations

@@ -21,13 +21,7 @@ from typing import Any
 import torch
 
 from .batch import Sample, collate, micro_batches
-from .grpo import (
-    LossConfig,
-    entropy_from_logits,
-    off_policy_weights,
-    policy_loss,
-    token_logprobs,
-)
+from .grpo import LossConfig, logprobs_and_entropy, off_policy_weights, policy_loss
 from .packing import pack
 
 
@@ -155,7 +149,7 @@ class Policy:
     def _forward(
         self, mb: dict[str, torch.Tensor], samples: Sequence[Sample] | None = None
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """Temperature-scaled logits and target logprobs from the first policy token on.
+        """Target logprobs and entropies (at the temperature) from the first policy token on.
 
         Logits are computed only for target columns ``start:``, where ``start`` is the first
         column holding a policy token in any row: prompt positions before it never carry
@@ -163,8 +157,14 @@ class Policy:
         ``samples`` (and ``pack``), the micro-batch runs as one packed row
         (:mod:`trainer.packing`: shared prompt once, no padding); the result is the same.
 
+        Memory: the model's ``[K, V]`` logits (``K`` kept rows: packed, the distinct
+        positions; padded, ``B * T'``) are the only full-vocabulary tensor;
+        :func:`trainer.grpo.logprobs_and_entropy` reads them in slices, and its backward
+        turns them into their own gradient.
+
         Returns:
-            ``(logits [B, T', V], logp [B, T'], start)`` with ``T' = L - 1 - start``.
+            ``(logp [B, T'], entropy [B, T'], start)`` with ``T' = L - 1 - start``;
+            ``entropy`` has no gradient.
         """
         mask = mb["mask"]
         cols = mask.any(0).nonzero()
@@ -181,17 +181,21 @@ class Policy:
                 use_cache=False,
                 logits_to_keep=packed.keep.to(self.device),
             )
-            logits = out.logits[0][packed.index.to(self.device)].float() / self.temperature
+            rows = packed.index.to(self.device)
         else:
             out = self.model(
                 input_ids=mb["input_ids"].to(self.device),
                 attention_mask=mb["attention_mask"].to(self.device),
                 use_cache=False,
-                logits_to_keep=mask.shape[1] + 1 - start,
+                logits_to_keep=torch.arange(start, mask.shape[1], device=self.device),
             )
-            logits = out.logits[:, :-1, :].float() / self.temperature
+            rows = torch.arange(out.logits.shape[0] * out.logits.shape[1], device=self.device)
+            rows = rows.reshape(out.logits.shape[:2])
+        logits = out.logits.reshape(-1, out.logits.shape[-1])
+        del out  # the autograd function holds the logits alone (it overwrites them)
         targets = mb["targets"][:, start:].to(self.device)
-        return logits, token_logprobs(logits, targets), start
+        logp, entropy = logprobs_and_entropy(logits, rows, targets, self.temperature)
+        return logp, entropy, start
 
     def logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
         """Target-aligned logprobs of each sample under the current weights. Collective.
@@ -203,7 +207,7 @@ class Policy:
         with torch.no_grad():
             for mb_samples in micro_batches(samples, self.micro_batch_size, by_prompt=self.pack):
                 mb = collate(mb_samples, self.pad_id)
-                _, lp, start = self._forward(mb, mb_samples)
+                lp, _, start = self._forward(mb, mb_samples)
                 for row, s in enumerate(mb_samples):
                     kept = lp[row, : len(s.tokens) - 1 - start].cpu().tolist()
                     out[index[id(s)]] = [0.0] * start + kept
@@ -238,7 +242,7 @@ class Policy:
     def _micro_step(
         self, mb: dict[str, torch.Tensor], samples: Sequence[Sample], stats: dict[str, float]
     ) -> None:
-        logits, logp, start = self._forward(mb, samples)
+        logp, ent, start = self._forward(mb, samples)
 
         def cut(key: str) -> torch.Tensor:
             return mb[key][:, start:].to(self.device)
@@ -261,7 +265,6 @@ class Policy:
         )
         (terms.loss * self.world_size).backward()
         with torch.no_grad():
-            ent = entropy_from_logits(logits.detach())
             mult = torch.exp((cut("engine_logprobs") - old).abs())
             stats["entropy_sum"] += float((ent * mask).sum())
             stats["mult_err_sum"] += float((mult * mask).sum())

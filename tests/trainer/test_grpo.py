@@ -7,10 +7,13 @@ import torch
 
 from trainer.grpo import (
     LossConfig,
+    entropy_from_logits,
     group_advantages,
     k3_kl,
+    logprobs_and_entropy,
     loss_weights,
     policy_loss,
+    token_logprobs,
     token_mult_prob_error,
 )
 
@@ -115,3 +118,38 @@ def test_token_mult_prob_error():
     b = a + torch.tensor([[0.1, -0.2, 5.0]])
     expected = (math.exp(0.1) + math.exp(0.2)) / 2
     assert token_mult_prob_error(a, b, mask).item() == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("chunk_rows", [2, 3, None])
+def test_chunked_logprobs_equal_the_plain_formulas_and_their_gradient(dtype, chunk_rows):
+    """Shared rows (a packed prompt's last position), an unused row, slices that split rows."""
+    torch.manual_seed(0)
+    base = (torch.randn(7, 11) * 3).to(dtype)
+    rows = torch.tensor([[0, 1, 2, 2], [0, 4, 5, 6]])  # row 0 twice, row 3 never
+    targets = torch.tensor([[3, 1, 4, 1], [5, 9, 2, 6]])
+    g = torch.randn(2, 4)
+
+    plain = base.clone().requires_grad_()
+    scaled = plain[rows].float() / 0.7
+    ref_lp = token_logprobs(scaled, targets)
+    ref_ent = entropy_from_logits(scaled.detach())
+    (ref_lp * g).sum().backward()
+
+    leaf = base.clone().requires_grad_()
+    lp, ent = logprobs_and_entropy(leaf * 1, rows, targets, 0.7, chunk_rows)
+    assert lp.dtype == ent.dtype == torch.float32 and not ent.requires_grad
+    (lp * g).sum().backward()
+
+    assert torch.allclose(lp, ref_lp, atol=1e-6) and torch.allclose(ent, ref_ent, atol=1e-6)
+    tol = 1e-6 if dtype == torch.float32 else 1e-2  # bf16: the gradient is rounded to bf16
+    assert torch.allclose(leaf.grad.float(), plain.grad.float(), atol=tol)
+    assert leaf.grad[3].abs().sum() == 0  # nobody read row 3
+
+
+def test_chunked_logprobs_refuse_a_second_backward():
+    logits = torch.randn(3, 5, requires_grad=True)
+    lp, _ = logprobs_and_entropy(logits * 1, torch.tensor([0, 1, 2]), torch.tensor([1, 2, 3]))
+    lp.sum().backward(retain_graph=True)
+    with pytest.raises(RuntimeError, match="backward ran twice"):
+        lp.sum().backward()
