@@ -6,13 +6,19 @@ round the script makes a new perturbed state dict (as a training step would), th
 
 * ``copy``: ``model.load_state_dict(new)`` into a transformers model (a plain in-memory copy,
   the floor for any in-place refit);
-* ``engine``: ``VLLMEngine.load_state_dict(new)`` (on CPU: rebuild the packed linear weights,
-  load through the model's ``load_weights``, repack into oneDNN's format, reset the prefix
-  cache), in-process by default or through ``/dev/shm`` with ``--no-in-process``;
+* ``engine``: ``VLLMEngine.load_state_dict(new)`` with ``new`` as separate tensors (what a
+  colocated refit hands over); on CPU: ``load_weights``, then every linear layer packed into
+  oneDNN's format (``trainer.vllm_cpu_refit``), then the prefix cache reset; in-process by
+  default or through ``/dev/shm`` with ``--no-in-process``;
+* ``engine_flat``: the same weights as views of one flat buffer, as the ``gloo``/``nccl``
+  transports deliver them (merged q/k/v and gate/up are packed without a concatenation);
+* ``pack_floor`` (vLLM-CPU only): vLLM's oneDNN pack alone (``create_onednn_mm``) of the
+  same linear weights, merged as the engine holds them, and the tied LM head: the work any
+  refit into vLLM-CPU's packed layers must do, whatever the loading around it;
 
 and checks after each refit that the engine's logprobs on a fixed completion equal the
 transformers model's (so a fast refit that loads nothing cannot pass). It prints medians and
-the ratio ``engine / copy`` (goal: within 2x).
+the ratios to ``copy`` (goal: within 2x).
 
     python bench/refit.py                     # SmolLM2, 5 rounds (~2 minutes here)
     python bench/refit.py --model tiny-h64-a2 --rounds 3
@@ -58,6 +64,65 @@ def perturbed(base: dict, seed: int) -> dict:
     if "lm_head.weight" in out and "model.embed_tokens.weight" in out:
         out["lm_head.weight"] = out["model.embed_tokens.weight"]  # keep the tie
     return out
+
+
+def flat_views(state: dict) -> dict:
+    """``state`` as views of one flat buffer, in order (the collective transports' layout)."""
+    import torch
+
+    owners = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    flat = torch.cat([v.reshape(-1) for v in owners.values()])
+    out, at = {}, 0
+    for k, v in owners.items():
+        out[k] = flat[at : at + v.numel()].view(v.shape)
+        at += v.numel()
+    if "lm_head.weight" in state:
+        out["lm_head.weight"] = out.get("model.embed_tokens.weight", state["lm_head.weight"])
+    return out
+
+
+def packed_weights(state: dict) -> list:
+    """The ``[N, K]`` weights vLLM-CPU packs for a Llama-family state dict.
+
+    q/k/v and gate/up merged as in the engine, the other linear weights, and the LM head (the
+    tied embedding); the input embedding is not packed.
+    """
+    import torch
+
+    groups: dict[str, list] = {}
+    for name, t in state.items():
+        if t.ndim != 2 or "embed_tokens" in name:
+            continue
+        for part, merged in (("q_proj", "qkv"), ("k_proj", "qkv"), ("v_proj", "qkv")):
+            name = name.replace(part, merged)
+        name = name.replace("gate_proj", "gate_up").replace("up_proj", "gate_up")
+        groups.setdefault(name, []).append(t)
+    return [torch.cat(g) if len(g) > 1 else g[0] for g in groups.values()]
+
+
+class PackFloor:
+    """vLLM-CPU's oneDNN pack (``create_onednn_mm``) alone, of the weights the engine packs.
+
+    As in the engine, each new handle replaces the one packed from the previous weights, so
+    the allocator can reuse its memory.
+    """
+
+    def __init__(self) -> None:
+        from vllm import _custom_ops as ops
+
+        self.ops = ops if getattr(ops, "_supports_onednn", False) else None
+        self.handles: list = []
+
+    def __call__(self, weights: list) -> float | None:
+        """Seconds to pack ``weights``; None off vLLM-CPU."""
+        if self.ops is None:
+            return None
+        if len(self.handles) != len(weights):
+            self.handles = [None] * len(weights)
+        t0 = time.perf_counter()
+        for i, w in enumerate(weights):
+            self.handles[i] = self.ops.create_onednn_mm(w.t(), 32)
+        return time.perf_counter() - t0
 
 
 def rss_mb() -> float:
@@ -222,38 +287,50 @@ def main() -> None:
     path = resolve(args.model)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
     base = {k: v.clone() for k, v in model.state_dict().items()}
-    megabytes = sum(v.numel() * v.element_size() for v in base.values()) / 2**20
+    unique = {v.data_ptr(): v for v in base.values()}.values()  # the tied head once
+    megabytes = sum(v.numel() * v.element_size() for v in unique) / 2**20
     engine = VLLMEngine(path, kv_cache_gib=1, max_model_len=1024, in_process=args.in_process)
     prompt = engine.tokenizer("The capital of France is", add_special_tokens=False)["input_ids"]
     completion = engine.tokenizer(" Paris, a city of", add_special_tokens=False)["input_ids"]
 
-    copy_s, engine_s, gaps, rss = [], [], [], [rss_mb()]
+    times: dict[str, list[float]] = {"copy": [], "engine": [], "engine_flat": [], "pack_floor": []}
+    gaps, rss, pack_floor = [], [rss_mb()], PackFloor()
     for round_ in range(args.rounds):
         new = perturbed(base, round_)
         t0 = time.perf_counter()
         with torch.no_grad():
             model.load_state_dict(new)
-        copy_s.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        engine.load_state_dict(new)
-        engine_s.append(time.perf_counter() - t0)
-        gaps.append(max_logprob_gap(engine, model, prompt, completion))
+        times["copy"].append(time.perf_counter() - t0)
+        for kind, state in (("engine", new), ("engine_flat", flat_views(new))):
+            t0 = time.perf_counter()
+            engine.load_state_dict(state)
+            times[kind].append(time.perf_counter() - t0)
+            gaps.append(max_logprob_gap(engine, model, prompt, completion))
+        floor = pack_floor(packed_weights(new))
+        if floor is not None:
+            times["pack_floor"].append(floor)
         rss.append(rss_mb())
         print(
-            f"round {round_}: copy {copy_s[-1]:.3f} s, engine {engine_s[-1]:.3f} s, "
-            f"max |logprob gap| {gaps[-1]:.2e}, rss {rss[-1]:.0f} MB",
+            f"round {round_}: "
+            + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in times.items() if v)
+            + f", max |logprob gap| {max(gaps[-2:]):.2e}, rss {rss[-1]:.0f} MB",
             flush=True,
         )
     engine.close()
 
+    medians = {k: statistics.median(v) for k, v in times.items() if v}
     summary = {
         "model": str(path),
         "weights_mb": round(megabytes, 1),
         "in_process": args.in_process,
         "rounds": args.rounds,
-        "copy_s_median": statistics.median(copy_s),
-        "engine_refit_s_median": statistics.median(engine_s),
-        "ratio_engine_over_copy": statistics.median(engine_s) / statistics.median(copy_s),
+        "torch_threads": torch.get_num_threads(),
+        **{f"{k}_s_median": round(v, 4) for k, v in medians.items()},
+        **{
+            f"ratio_{k}_over_copy": round(v / medians["copy"], 2)
+            for k, v in medians.items()
+            if k != "copy"
+        },
         "max_logprob_gap": max(gaps),
         "rss_mb_before": round(rss[0]),
         "rss_mb_after_first_refit": round(rss[1]),

@@ -87,9 +87,10 @@ class VLLMEngine:
         enforce_eager: Skip torch.compile/CUDA graphs (starts ~15 s faster on CPU).
         max_num_seqs: Most sequences decoded together.
         host_ip: Value of ``VLLM_HOST_IP`` when it is not already set.
-        keep_plain_weights: CPU only: keep an unpacked copy of the linear weights between
-            refits, so a refit loads into it instead of allocating (faster; costs one more
-            copy of the linear weights in memory, ~0.5 GB for SmolLM2-135M in float32).
+        keep_plain_weights: CPU only: keep the buffers that merged layers (q/k/v, gate/up)
+            are concatenated into when their shards arrive as separate tensors, so the next
+            refit reuses them (faster; ~0.3 GB for SmolLM2-135M in float32). Shards from the
+            collective transports lie back to back and need no buffer.
         **llm_kwargs: Passed to ``vllm.LLM`` as is (for example ``tensor_parallel_size``,
             ``gpu_memory_utilization``).
     """
