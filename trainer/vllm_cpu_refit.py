@@ -68,16 +68,18 @@ def capture(model: Any) -> dict[Any, _Recorder]:
 def repack(model: Any, recorders: dict[Any, _Recorder], keep_plain: bool) -> None:
     """Pack the recorded weights of every layer, then the tied LM head (see the module doc).
 
-    A layer that recorded nothing keeps its old packed weight; the caller reports it, since
-    ``load_weights`` did not list it as loaded.
+    Every layer's weight is assembled (and checked) before any layer is packed, so a refused
+    state dict leaves the engine's weights as they were. A layer that recorded nothing keeps
+    its old packed weight; the caller reports it, since ``load_weights`` did not list it.
     """
-    for layer in unquantized_linear_layers(model):
-        recorder = recorders.get(layer)
-        if recorder is None or not recorder.parts:
-            continue
-        weight, owned = _assemble(layer, recorder.parts, keep_plain)
+    plan = [
+        (layer, recorder.parts, *_assemble(layer, recorder.parts, keep_plain))
+        for layer, recorder in recorders.items()
+        if recorder.parts
+    ]
+    for layer, parts, weight, owned in plan:
         if weight is None:
-            weight, owned = _load_plain(layer, recorder.parts), True
+            weight, owned = _load_plain(layer, parts, keep_plain), True
         layer.weight = torch.nn.Parameter(weight, requires_grad=False)
         layer.quant_method.process_weights_after_loading(layer)
         if layer.weight.numel() and not owned:  # not packed (a plain-GEMM fallback): own it
@@ -120,12 +122,12 @@ def _assemble(
     run = _back_to_back(tensors)
     if run is not None:
         return run, False
-    buffer = layer.__dict__.get("_envhub_plain_weight")
+    buffer = layer.__dict__.get("_envhub_concat_buffer")
     if buffer is None or buffer.shape != (sum(sizes), k):
         buffer = torch.empty(sum(sizes), k, dtype=layer.params_dtype)
     torch.cat(tensors, out=buffer)
     if keep_plain:
-        layer.__dict__["_envhub_plain_weight"] = buffer  # not a registered parameter
+        layer.__dict__["_envhub_concat_buffer"] = buffer  # not a registered parameter
     return buffer, True
 
 
@@ -153,9 +155,15 @@ def _back_to_back(tensors: Sequence[torch.Tensor]) -> torch.Tensor | None:
     return first.as_strided((rows, first.shape[1]), (first.shape[1], 1))
 
 
-def _load_plain(layer: Any, parts: Sequence[tuple[Any, torch.Tensor]]) -> torch.Tensor:
-    """Load ``parts`` through the layer's own weight loader into a plain weight (slow path)."""
-    kept = layer.__dict__.get("_envhub_plain_weight")
+def _load_plain(
+    layer: Any, parts: Sequence[tuple[Any, torch.Tensor]], keep_plain: bool
+) -> torch.Tensor:
+    """Load ``parts`` through the layer's own weight loader into a plain weight (slow path).
+
+    The plain weight is created as vLLM's ``create_weights`` does (shape, dtype, loader and
+    the attributes loaders read), or is the one kept from the previous slow refit.
+    """
+    kept = layer.__dict__.get("_envhub_plain_param")
     if kept is not None:
         layer.weight = kept
     else:
@@ -173,6 +181,8 @@ def _load_plain(layer: Any, parts: Sequence[tuple[Any, torch.Tensor]]) -> torch.
             layer.params_dtype,
             weight_loader=loader,
         )
+        if keep_plain:
+            layer.__dict__["_envhub_plain_param"] = layer.weight  # not a registered parameter
     param = layer.weight
     for shard, tensor in parts:
         if shard is None:

@@ -56,7 +56,7 @@ def test_separate_shards_are_concatenated_in_shard_order_into_a_kept_buffer():
     again, _ = _assemble(layer, [("q", q + 1), ("k", k), ("v", v)], keep_plain=True)
     assert again.data_ptr() == weight.data_ptr()  # the buffer is reused, not reallocated
     _, _ = _assemble(fresh := qkv_layer(), [("q", q), ("k", k), ("v", v)], keep_plain=False)
-    assert "_envhub_plain_weight" not in fresh.__dict__
+    assert "_envhub_concat_buffer" not in fresh.__dict__
 
 
 def test_a_whole_weight_is_used_as_given():

@@ -251,6 +251,28 @@ def test_refit_from_flat_buffers_matches_and_keeps_no_reference_to_them(
         vengine.load_state_dict(weights_a)
 
 
+def test_refit_in_another_dtype_goes_through_the_layers_own_loaders(
+    vengine, hf, prompts, tiny_vllm_path
+):
+    # bfloat16 weights into the float32 engine: not the fast path (the pack would see the
+    # wrong dtype), so each layer's own loader converts them, twice to use the kept weight
+    from transformers import AutoModelForCausalLM
+
+    trainer_model = AutoModelForCausalLM.from_pretrained(tiny_vllm_path, dtype=torch.float32)
+    weights_a = {k: v.clone() for k, v in trainer_model.state_dict().items()}
+    params = SamplingParams(max_tokens=8, temperature=0)
+    try:
+        for seed in (4, 5):
+            half = {k: v.bfloat16() for k, v in perturbed(weights_a, 0.05, seed=seed).items()}
+            half["lm_head.weight"] = half["model.embed_tokens.weight"]
+            vengine.load_state_dict(half)
+            trainer_model.load_state_dict({k: v.float() for k, v in half.items()})
+            for prompt, g in zip(prompts, vengine.generate(prompts, params), strict=True):
+                assert_close(g.logprobs, teacher_logprobs(trainer_model, prompt, g.token_ids))
+    finally:
+        vengine.load_state_dict(weights_a)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_worker_process_engine_refits_through_shared_memory(tiny_vllm_path, hf, prompts):
