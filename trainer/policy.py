@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from .batch import Sample, collate, micro_batches
+from .fused import fuse
 from .grpo import LossConfig, logprobs_and_entropy, off_policy_weights, policy_loss
 from .packing import pack
 
@@ -122,6 +123,7 @@ class Policy:
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
         self.model = model.to(self.device)
         self.model.config.use_cache = False
+        fuse(self.model)  # fused MLPs and norms: the same numbers, fewer activations kept
         if world_size > 1:
             self._shard()
         self.optimizer = torch.optim.AdamW(
