@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import signal
 import socket
 import tempfile
 import threading
@@ -359,6 +360,7 @@ class Cluster:
                 log_to_driver=True,
             )
         self._own_ray = True
+        _unwind_on_sigterm()
 
     # ------------------------------------------------------------------ group operations
 
@@ -434,6 +436,8 @@ class Cluster:
         if self._own_ray:
             ray.shutdown()
             self._own_ray = False
+            if signal.getsignal(signal.SIGTERM) is _sigterm_exit:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
         if self._ray_dir:
             shutil.rmtree(self._ray_dir, ignore_errors=True)
 
@@ -442,3 +446,19 @@ class Cluster:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+def _sigterm_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _unwind_on_sigterm() -> None:
+    """Make SIGTERM (``kill``, a scheduler's stop) unwind the driver like Ctrl-C does.
+
+    ``ray.init`` installs a driver handler that aborts the process on SIGTERM, so the
+    cluster's ``shutdown`` never runs: actors stay up on a shared cluster and a private local
+    Ray leaves agent processes behind. Raising ``SystemExit`` instead lets ``with Cluster``
+    stop them. Only the main thread can set handlers; elsewhere Ray's stays.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm_exit)
