@@ -69,13 +69,14 @@ class _SwiGLUDown(torch.autograd.Function):
         """The plain MLP's last three operations; the product is freed after the matmul."""
         ctx.save_for_backward(gate, up, weight)
         ctx.has_bias = bias is not None
-        return F.linear(F.silu(gate) * up, weight, bias)
+        return F.linear(F.silu(gate).mul_(up), weight, bias)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad: torch.Tensor) -> tuple:
         """Recompute ``silu(gate) * up``, then autograd's formulas for linear, mul and silu."""
         gate, up, weight = ctx.saved_tensors
+        # in place where a temporary is ours: fewer [tokens, intermediate] blocks allocated
         sig = torch.sigmoid(gate)
         act = gate * sig
         grad_w = grad_b = None
@@ -85,9 +86,10 @@ class _SwiGLUDown(torch.autograd.Function):
         if ctx.has_bias and ctx.needs_input_grad[3]:
             grad_b = grad.reshape(-1, grad.shape[-1]).sum(0)
         grad_h = grad @ weight
-        grad_up = grad_h * act
+        grad_up = act.mul_(grad_h)
         # silu'(x) = sigmoid(x) * (1 + x * (1 - sigmoid(x))), as in torch's silu_backward
-        grad_gate = (grad_h * up) * (sig * (1 + gate * (1 - sig)))
+        dsilu = torch.sub(1, sig).mul_(gate).add_(1).mul_(sig)
+        grad_gate = grad_h.mul_(up).mul_(dsilu)
         return grad_gate, grad_up, grad_w, grad_b
 
 
@@ -100,7 +102,10 @@ class _RMSNorm(torch.autograd.Function):
         xf = x.float()
         rstd = torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
         ctx.save_for_backward(x, weight, rstd)
-        return weight * (xf * rstd).to(x.dtype)
+        normed = (xf * rstd).to(x.dtype)
+        if torch.result_type(weight, normed) == normed.dtype:
+            return normed.mul_(weight)  # one block fewer than ``weight * normed``
+        return weight * normed
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -114,5 +119,5 @@ class _RMSNorm(torch.autograd.Function):
         grad_n = (grad * weight).float()
         # d/dx of x * rstd: rstd * (g - normed * mean(g * normed))
         dot = (grad_n * normed).mean(-1, keepdim=True)
-        grad_x = (grad_n - normed * dot) * rstd
+        grad_x = grad_n.sub_(normed.mul_(dot)).mul_(rstd)
         return grad_x.to(x.dtype), grad_w, None
