@@ -32,8 +32,9 @@ HEAVY_EXTRAS = frozenset({"trainer", "docker", "dev", "all", "data"})
 """Extras never installed into the server image by default (not needed to serve an env)."""
 SOURCE_DIRS = ("envhub", "envs", "servers")
 SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "registry.yaml", "MANIFEST.in")
-KEEP_IMAGES = 3
-"""Envhub images kept after a build (older ones, made for older source, are removed)."""
+KEEP_IMAGES = 2
+"""Images made for older source kept after a build (the newest; older ones are removed).
+Images of the current source are always kept, whatever their extras."""
 LABEL_IMAGE = "envhub.image"
 LABEL_KEY = "envhub.source-key"
 LABEL_EXTRAS = "envhub.extras"
@@ -224,7 +225,7 @@ def build_image(
         except docker.errors.APIError as e:
             raise ImageBuildError(f"docker build of {tag} failed: {e}") from e
     client.images.get(tag).tag(IMAGE_REPO, "latest")
-    prune_images(client, keep=KEEP_IMAGES)
+    prune_images(client, keep=KEEP_IMAGES, stale_only=True)
     return tag
 
 
@@ -240,11 +241,27 @@ def _build_failure(tag: str, base_image: str, offline: bool, lines: list[str]) -
     return f"docker build of {tag} on {base_image} failed:\n{text}{hint}"
 
 
-def prune_images(client: Any, keep: int = 0) -> list[str]:
-    """Remove envhub images but the ``keep`` newest (and those containers still use)."""
+def prune_images(client: Any, keep: int = 0, *, stale_only: bool = False) -> list[str]:
+    """Remove envhub images but the ``keep`` newest (and those containers still use).
+
+    With ``stale_only``, only images made for other source than the current checkout's are
+    candidates (an image whose ``envhub.source-key`` label differs from :func:`source_key` of
+    its own extras): images of the current code, whatever their extras, are never removed,
+    since another server or test may be about to start a container from one.
+    """
     import docker.errors
 
     images = client.images.list(filters={"label": f"{LABEL_IMAGE}=1"})
+    if stale_only:
+        current: dict[str, str] = {}
+        stale = []
+        for im in images:
+            extras = im.labels.get(LABEL_EXTRAS, "")
+            if extras not in current:
+                current[extras] = source_key(extras.split(",") if extras else [])
+            if im.labels.get(LABEL_KEY) != current[extras]:
+                stale.append(im)
+        images = stale
     images.sort(key=lambda im: im.attrs.get("Created", ""), reverse=True)
     removed = []
     for im in images[keep:]:

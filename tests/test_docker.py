@@ -104,6 +104,31 @@ def test_source_key_follows_the_code_not_the_caches(tmp_path, monkeypatch):
     assert di.source_key(["server"]) != key
 
 
+def test_pruning_after_a_build_keeps_every_image_of_the_current_code(monkeypatch):
+    # A build that hits docker's cache keeps its old "Created" date, so age alone would
+    # remove the image another test or server has pinned; only stale source may go.
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(di, "source_key", lambda extras: "now-" + ",".join(sorted(extras)))
+
+    def image(tag, key, extras, created):
+        labels = {di.LABEL_IMAGE: "1", di.LABEL_KEY: key, di.LABEL_EXTRAS: extras}
+        return SimpleNamespace(tags=[tag], id=tag, labels=labels, attrs={"Created": created})
+
+    images = [
+        image("cur-a", "now-server", "server", "2020-01-01"),  # current code, cached long ago
+        image("cur-b", "now-code,server", "server,code", "2020-01-02"),
+        image("old-1", "was-server", "server", "2026-01-03"),
+        image("old-2", "was-server", "server", "2026-01-02"),
+        image("old-3", "was-code,server", "code,server", "2026-01-01"),
+    ]
+    store = SimpleNamespace(list=lambda filters: list(images), remove=lambda t, noprune: None)
+    client = SimpleNamespace(images=store)
+    assert di.prune_images(client, keep=1, stale_only=True) == ["old-2", "old-3"]
+    everything = ["old-1", "old-2", "old-3", "cur-b", "cur-a"]  # newest first
+    assert di.prune_images(client, keep=0) == everything  # `docker clean --images`
+
+
 def test_run_policy_from_spec():
     spec = _spec(memory_mb=300, pids_limit=64)
     kw = dk._run_kwargs(spec, "envhub:test", dk.NETWORK, {})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import json
+import signal
 import threading
 import time
 
@@ -60,7 +61,16 @@ def test_api_key_comes_from_the_environment(home, endpoint, tmp_path, monkeypatc
     assert "sk-test" not in (tmp_path / "r" / "config.json").read_text()
 
 
-def test_ctrl_c_keeps_finished_episodes_and_resume_completes(home, tmp_path):
+@pytest.fixture
+def default_sigint():
+    """Python's own SIGINT handler for the test: ``interrupt_main`` is a no-op under SIG_DFL or
+    SIG_IGN, and asyncio turns SIGINT into a cancellation only over the default handler."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_keeps_finished_episodes_and_resume_completes(home, tmp_path, default_sigint):
     out = tmp_path / "run"
     with ScriptedEndpoint(policy, delay=0.3) as ep:
         def interrupt():
