@@ -99,7 +99,8 @@ def logprobs_and_entropy(
     ever alive. Rows are processed a slice at a time (``log_softmax`` in float32, the target
     gathered, the entropy summed), and the backward recomputes each slice's softmax and writes
     the gradient into ``logits``' own storage, which it no longer needs. So backward may run
-    once (the default), and the caller must not read ``logits`` after it.
+    once (the default), and the caller must not read ``logits`` after it. (A leaf tensor, or
+    a view of one, is never overwritten: its gradient gets a buffer of its own.)
 
     Positions may share a row with different targets (a packed micro-batch: the prompt's last
     position predicts every sample's first token), and rows may be read by no position.
@@ -142,6 +143,8 @@ class _ChunkedLogprobs(torch.autograd.Function):
             row_entropy[lo:hi] = -(ls.exp().mul_(ls)).sum(-1)
         ctx.save_for_backward(logits, flat_rows, flat_targets)
         ctx.temperature, ctx.chunk, ctx.consumed = temperature, chunk, False
+        base = logits if logits._base is None else logits._base
+        ctx.in_place = not base.is_leaf  # a model's output, not a parameter or user data
         entropy = row_entropy[flat_rows].reshape(rows.shape)
         ctx.mark_non_differentiable(entropy)
         return logp.reshape(rows.shape), entropy
@@ -150,13 +153,14 @@ class _ChunkedLogprobs(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad_logp: torch.Tensor, grad_entropy: torch.Tensor) -> tuple:
         """The gradient of ``logp``, written into the saved logits slice by slice."""
-        if ctx.consumed:
+        if ctx.consumed and ctx.in_place:
             raise RuntimeError(
                 "logprobs_and_entropy: backward ran twice; its first run overwrote the saved "
                 "logits with their gradient (do not retain this graph)"
             )
         ctx.consumed = True
         logits, rows, targets = ctx.saved_tensors
+        out = logits if ctx.in_place else torch.empty_like(logits)
         t = ctx.temperature
         g = grad_logp.reshape(-1).float()
         # d logp[m] / d z[r] = onehot(target[m]) - softmax(z[r]) for the positions m of row r
@@ -166,8 +170,8 @@ class _ChunkedLogprobs(torch.autograd.Function):
             grad = torch.softmax(logits[lo:hi].float() / t, dim=-1)
             grad.mul_(-g_row[lo:hi, None])
             grad.index_put_((rows[sel] - lo, targets[sel]), g[sel], accumulate=True)
-            logits[lo:hi] = grad.div_(t)
-        return logits, None, None, None, None
+            out[lo:hi] = grad.div_(t)
+        return out, None, None, None, None
 
 
 def _slices(rows: torch.Tensor, n: int, chunk: int) -> Iterator[tuple[int, int, torch.Tensor]]:

@@ -153,3 +153,16 @@ def test_chunked_logprobs_refuse_a_second_backward():
     lp.sum().backward(retain_graph=True)
     with pytest.raises(RuntimeError, match="backward ran twice"):
         lp.sum().backward()
+
+
+def test_chunked_logprobs_leave_a_leaf_tensor_as_it_was():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 6, requires_grad=True)
+    before = logits.detach().clone()
+    rows, targets = torch.tensor([0, 1, 3]), torch.tensor([2, 5, 0])
+    lp, _ = logprobs_and_entropy(logits, rows, targets, 0.5)
+    lp.sum().backward()
+    assert torch.equal(logits.detach(), before)
+    plain = before.clone().requires_grad_()
+    token_logprobs(plain[rows] / 0.5, targets).sum().backward()
+    assert torch.allclose(logits.grad, plain.grad, atol=1e-6)
