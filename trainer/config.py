@@ -143,6 +143,10 @@ class TrainConfig(_Section):
     logits and gradients as the padded batch. Set a ``micro_batch_size`` that is a multiple
     of ``rollout.group_size`` (or divides it) to share the most. ``false``: padded batches
     (e.g. to keep flash attention's fast path on GPUs)."""
+    fused: bool = True
+    """Give the policy's SwiGLU MLPs and RMSNorms fused forwards that keep fewer activations
+    for backward (``trainer.fused``: Llama, Mistral, Qwen2/3 modules; others are left
+    alone); same numbers to float rounding. ``false``: the model's own modules."""
     minibatches: int = Field(default=1, ge=1)
     """Optimizer steps per rollout batch. 1 is strictly on-policy: the trainer's logprobs
     before the update are taken from the training forward itself, saving a pass."""

@@ -87,6 +87,7 @@ class Policy:
         seed: int = 0,
         off_policy_cap: float | None = None,
         pack: bool = True,
+        fused: bool = True,
     ) -> None:
         """Load the model from an HF directory and shard it when ``world_size > 1``.
 
@@ -107,6 +108,7 @@ class Policy:
                 surrogate is weighted by ``trainer.grpo.off_policy_weights`` against the
                 engine's logprobs, truncated at this value.
             pack: Run each micro-batch as one packed row (:mod:`trainer.packing`).
+            fused: Fuse the model's MLPs and RMSNorms (:mod:`trainer.fused`).
         """
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -123,7 +125,8 @@ class Policy:
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
         self.model = model.to(self.device)
         self.model.config.use_cache = False
-        fuse(self.model)  # fused MLPs and norms: the same numbers, fewer activations kept
+        if fused:  # the same numbers, fewer activations kept for backward
+            fuse(self.model)
         if world_size > 1:
             self._shard()
         self.optimizer = torch.optim.AdamW(

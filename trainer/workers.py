@@ -92,6 +92,7 @@ class PolicyWorker:
             seed=c.seed,
             off_policy_cap=c.generation.is_cap if c.generation.one_step_off_policy else None,
             pack=c.train.pack,
+            fused=c.train.fused,
         )
         if not c.separate_engines:  # otherwise engines are their own actors (generation.py)
             self.engine = TransformersEngine.from_pretrained(

@@ -72,3 +72,17 @@ def test_fused_norm_and_mlp_equal_the_plain_modules(tiny, dtype):
         assert torch.allclose(xs[1].grad.float(), xs[0].grad.float(), atol=tol, rtol=tol)
         for p, q in zip(plain.parameters(), fused.parameters(), strict=True):
             assert torch.allclose(q.grad.float(), p.grad.float(), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_the_policy_fuses_unless_train_fused_is_off(fused):
+    from trainer.grpo import LossConfig
+    from trainer.models import tiny_llama_path
+    from trainer.policy import Policy
+
+    optim = {"lr": 1e-3, "weight_decay": 0.0, "betas": (0.9, 0.999), "warmup_steps": 0,
+             "schedule": "constant", "max_grad_norm": 1.0}  # fmt: skip
+    policy = Policy(str(tiny_llama_path()), optim=optim, loss=LossConfig(), total_optim_steps=1,
+                    temperature=1.0, micro_batch_size=2, fused=fused)  # fmt: skip
+    swapped = [m for m in policy.model.modules() if "forward" in vars(m)]
+    assert bool(swapped) is fused
