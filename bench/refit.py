@@ -67,17 +67,13 @@ def perturbed(base: dict, seed: int) -> dict:
 
 
 def flat_views(state: dict) -> dict:
-    """``state`` as views of one flat buffer, in order (the collective transports' layout)."""
-    import torch
+    """A copy of ``state`` laid out as the collective transports deliver it (one flat buffer
+    per dtype, tensors back to back, the tied head shared): ``trainer.collective``'s own."""
+    from trainer.collective import flat_state, plan_layout
 
-    owners = {k: v for k, v in state.items() if k != "lm_head.weight"}
-    flat = torch.cat([v.reshape(-1) for v in owners.values()])
-    out, at = {}, 0
-    for k, v in owners.items():
-        out[k] = flat[at : at + v.numel()].view(v.shape)
-        at += v.numel()
-    if "lm_head.weight" in state:
-        out["lm_head.weight"] = out.get("model.embed_tokens.weight", state["lm_head.weight"])
+    out, _ = flat_state(plan_layout(state, 2**40))
+    for name, tensor in state.items():
+        out[name].copy_(tensor)
     return out
 
 

@@ -220,16 +220,14 @@ def test_refit_refuses_a_merged_layer_without_all_its_shards(vengine, tiny_vllm_
 
 
 def flat_views(state):
-    """The state dict as views of one flat buffer, in order, as the gloo/nccl transports
-    deliver it (so q/k/v and gate/up lie back to back); the tied head shares its tensor."""
-    owners = {k: v for k, v in state.items() if k != "lm_head.weight"}
-    flat = torch.cat([v.reshape(-1) for v in owners.values()])
-    out, at = {}, 0
-    for k, v in owners.items():
-        out[k] = flat[at : at + v.numel()].view(v.shape)
-        at += v.numel()
-    out["lm_head.weight"] = out["model.embed_tokens.weight"]
-    return out, flat
+    """A copy of ``state`` as the gloo/nccl transports deliver it (so q/k/v and gate/up lie
+    back to back), and its float32 buffer."""
+    from trainer.collective import flat_state, plan_layout
+
+    out, flats = flat_state(plan_layout(state, 2**40))
+    for name, tensor in state.items():
+        out[name].copy_(tensor)
+    return out, flats["float32"]
 
 
 def test_refit_from_flat_buffers_matches_and_keeps_no_reference_to_them(
