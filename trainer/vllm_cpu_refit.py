@@ -69,8 +69,9 @@ def repack(model: Any, recorders: dict[Any, _Recorder], keep_plain: bool) -> Non
     """Pack the recorded weights of every layer, then the tied LM head (see the module doc).
 
     Every layer's weight is assembled (and checked) before any layer is packed, so a refused
-    state dict leaves the engine's weights as they were. A layer that recorded nothing keeps
-    its old packed weight; the caller reports it, since ``load_weights`` did not list it.
+    state dict leaves every packed layer as it was (embeddings and norms were loaded by then:
+    load the full state dict again). A layer that recorded nothing keeps its old packed
+    weight; the caller reports it, since ``load_weights`` did not list it.
     """
     plan = [
         (layer, recorder.parts, *_assemble(layer, recorder.parts, keep_plain))
