@@ -11,6 +11,7 @@ loss (a partial sum of the batch loss, see ``trainer.grpo``) is multiplied by th
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import random
@@ -125,8 +126,12 @@ class Policy:
         model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
         self.model = model.to(self.device)
         self.model.config.use_cache = False
-        if fused:  # the same numbers, fewer activations kept for backward
-            fuse(self.model)
+        if fused and fuse(self.model) == 0:  # the same numbers, fewer activations kept
+            logging.getLogger("envhub.trainer").info(
+                "train.fused: no MLP or RMSNorm of %s is one trainer.fused knows; training "
+                "with the model's own modules",
+                type(model).__name__,
+            )
         if world_size > 1:
             self._shard()
         self.optimizer = torch.optim.AdamW(
