@@ -58,18 +58,12 @@ def main() -> None:
     parser.add_argument("--no-pack", action="store_true", help="padded micro-batches")
     args = parser.parse_args()
 
+    from trainer.config import OptimConfig
     from trainer.grpo import LossConfig
     from trainer.models import resolve_model
     from trainer.policy import Policy
 
-    optim = {
-        "lr": 1e-6,
-        "weight_decay": 0.0,
-        "betas": (0.9, 0.999),
-        "warmup_steps": 0,
-        "schedule": "constant",
-        "max_grad_norm": 1.0,
-    }
+    optim = OptimConfig(lr=1e-6).model_dump()  # the config's defaults otherwise
     policy = Policy(
         str(resolve_model(args.model)),
         optim=optim,

@@ -76,12 +76,12 @@ def test_fused_norm_and_mlp_equal_the_plain_modules(tiny, dtype):
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_the_policy_fuses_unless_train_fused_is_off(fused):
+    from trainer.config import OptimConfig
     from trainer.grpo import LossConfig
     from trainer.models import tiny_llama_path
     from trainer.policy import Policy
 
-    optim = {"lr": 1e-3, "weight_decay": 0.0, "betas": (0.9, 0.999), "warmup_steps": 0,
-             "schedule": "constant", "max_grad_norm": 1.0}  # fmt: skip
+    optim = OptimConfig(lr=1e-3).model_dump()
     policy = Policy(str(tiny_llama_path()), optim=optim, loss=LossConfig(), total_optim_steps=1,
                     temperature=1.0, micro_batch_size=2, fused=fused)  # fmt: skip
     swapped = [m for m in policy.model.modules() if "forward" in vars(m)]

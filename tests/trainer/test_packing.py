@@ -6,17 +6,11 @@ import pytest
 import torch
 
 from trainer.batch import Sample, assign_weights, micro_batches
+from trainer.config import OptimConfig
 from trainer.grpo import LossConfig
 from trainer.packing import common_prefix, pack
 
-OPTIM = {
-    "lr": 1e-3,
-    "weight_decay": 0.0,
-    "betas": (0.9, 0.999),
-    "warmup_steps": 0,
-    "schedule": "constant",
-    "max_grad_norm": 1.0,
-}
+OPTIM = OptimConfig(lr=1e-3).model_dump()
 
 
 def sample(prompt, response, advantage=1.0):
