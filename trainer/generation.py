@@ -61,15 +61,16 @@ def engine_score(
         return engine.score(sequences, starts, temperature=temperature)
     import torch
 
+    from .grpo import token_logprobs
+
     t = temperature if temperature > 0 else 1.0
     out = []
     with torch.no_grad():
         for seq, start in zip(sequences, starts, strict=True):
             ids = torch.tensor([seq], device=engine.model.device)
             logits = engine.model(input_ids=ids).logits[0, start - 1 : -1].float()
-            logp = torch.log_softmax(logits / t, dim=-1)
-            tgt = torch.tensor(seq[start:], device=logp.device)[:, None]
-            out.append(logp.gather(-1, tgt).squeeze(-1).cpu().tolist())
+            targets = torch.tensor(seq[start:], device=logits.device)
+            out.append(token_logprobs(logits / t, targets).cpu().tolist())
     return out
 
 
