@@ -267,9 +267,7 @@ class _Pool:
     def __init__(self, url: str, timeout: float) -> None:
         self.url, self.timeout = url, timeout
         self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
-        self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
         try:
             resp = self.client.get("/info")
             resp.raise_for_status()
@@ -377,5 +375,3 @@ class ServerProcess:
 def spawn_server(spec: EnvSpec) -> ServerProcess:
     """Start ``envhub serve`` for ``spec`` (overrides included) on a free loopback port."""
     return ServerProcess(spec)
-
-

@@ -107,8 +107,10 @@ class Param:
             raise InvalidAction(f"{where} must be at least {self.minimum}, got {value}")
         if self.maximum is not None and value > self.maximum:
             raise InvalidAction(f"{where} must be at most {self.maximum}, got {value}")
-        if self.min_length is not None and isinstance(value, str) and (
-            len(value.strip()) < self.min_length
+        if (
+            self.min_length is not None
+            and isinstance(value, str)
+            and (len(value.strip()) < self.min_length)
         ):
             raise InvalidAction(
                 f"{where} must have at least {self.min_length} non-blank character(s)"
@@ -283,8 +285,7 @@ class ToolSet:
         if unexpected:
             return _bad(
                 call_id,
-                f"unexpected key(s) {unexpected} in <tool_call>; use only 'name' and "
-                "'arguments'",
+                f"unexpected key(s) {unexpected} in <tool_call>; use only 'name' and 'arguments'",
                 envelope["name"],
             )
         args = envelope.get("arguments", envelope.get("parameters", {}))
@@ -302,9 +303,7 @@ def tool_result_messages(results: Sequence[tuple[ParsedCall, str]]) -> list[Mess
     text_blocks: list[str] = []
     for call, content in results:
         if call.structured:
-            out.append(
-                Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
-            )
+            out.append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
         else:
             text_blocks.append(f"<tool_response>\n{content}\n</tool_response>")
     if text_blocks:
@@ -333,10 +332,12 @@ def _envelopes(body: str | None) -> list[Any]:
     try:
         decoded = json.loads(body)
     except json.JSONDecodeError as e:
-        return [InvalidAction(
-            f"the <tool_call> block is not valid JSON ({e.msg} at char {e.pos}); "
-            f"write {TEXT_CALL_EXAMPLE}"
-        )]
+        return [
+            InvalidAction(
+                f"the <tool_call> block is not valid JSON ({e.msg} at char {e.pos}); "
+                f"write {TEXT_CALL_EXAMPLE}"
+            )
+        ]
     if isinstance(decoded, list) and decoded and all(isinstance(d, dict) for d in decoded):
         return decoded
     return [decoded]
@@ -352,7 +353,7 @@ def _decode_arguments(name: str, arguments: Any) -> dict[str, Any]:
         except json.JSONDecodeError as e:
             raise InvalidAction(
                 f"the arguments of {name!r} are not valid JSON ({e.msg} at char {e.pos}): "
-                f"send a JSON object such as {{\"param\": \"value\"}}"
+                f'send a JSON object such as {{"param": "value"}}'
             ) from e
     if not isinstance(arguments, dict):
         raise InvalidAction(

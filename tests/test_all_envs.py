@@ -46,8 +46,9 @@ def _transcript(env, seeds, actions):
         steps = []
         for action in actions[seed]:
             r = env.step(action)
-            steps.append((r.messages, r.reward, r.terminated, r.truncated,
-                          r.info.status, r.info.components))
+            steps.append(
+                (r.messages, r.reward, r.terminated, r.truncated, r.info.status, r.info.components)
+            )
             if r.done:
                 break
         out.append((first.messages, first.info.task_id, steps))
@@ -66,8 +67,7 @@ def test_http_runner_matches_in_process(env_id):
         ref = local.fork()
         ref.reset(seed=seed)
         gold = ref.reference_action(ref._episode)
-        actions[seed] = ["I am not sure.", gold or "x"] if ref.spec.max_turns > 1 else [
-            gold or "x"]
+        actions[seed] = ["I am not sure.", gold or "x"] if ref.spec.max_turns > 1 else [gold or "x"]
         actions[seed + 1000] = ["I am not sure."]
     all_seeds = (*seeds, *(s + 1000 for s in seeds))
     with envhub.make(env_id, runner="http") as remote:

@@ -59,20 +59,30 @@ def test_verify_usage_errors(dummy_registry):
 def test_verify_batch_keeps_order_and_isolates_bad_lines(dummy_registry, tmp_path):
     src = tmp_path / "in.jsonl"
     dst = tmp_path / "out.jsonl"
-    src.write_text("\n".join([
-        json.dumps({"gold": "x", "response": "x"}),
-        "{not json",
-        json.dumps({"task_id": "train/2", "response": "charlie"}),
-        json.dumps({"response": "orphan"}),
-        json.dumps({"task_id": "nope", "response": "a"}),
-        json.dumps({"task_id": "train/0", "response": "boom"}),
-    ]))
+    src.write_text(
+        "\n".join(
+            [
+                json.dumps({"gold": "x", "response": "x"}),
+                "{not json",
+                json.dumps({"task_id": "train/2", "response": "charlie"}),
+                json.dumps({"response": "orphan"}),
+                json.dumps({"task_id": "nope", "response": "a"}),
+                json.dumps({"task_id": "train/0", "response": "boom"}),
+            ]
+        )
+    )
     out = run("verify", "echo", "--batch", str(src), "--out", str(dst))
     assert out.exit_code == 0
     rows = [json.loads(x) for x in dst.read_text().splitlines()]
     assert [r["line"] for r in rows] == [1, 2, 3, 4, 5, 6]
-    assert [r["status"] for r in rows] == ["ok", "bad_input", "ok", "bad_input", "bad_input",
-                                           "env_error"]
+    assert [r["status"] for r in rows] == [
+        "ok",
+        "bad_input",
+        "ok",
+        "bad_input",
+        "bad_input",
+        "env_error",
+    ]
     assert rows[0]["reward"] == 1.5 and rows[2]["reward"] == 1.5
     assert "in.jsonl:2" in rows[1]["error"]
 
@@ -81,6 +91,7 @@ def test_register_then_list(tmp_path):
     f = tmp_path / "e.yaml"
     f.write_text("name: cli-echo\nentry_point: dummy_envs:EchoEnv\n")
     import envhub
+
     envhub.reset_registry()
     out = run("register", str(f))
     assert out.exit_code == 0 and "registered cli-echo-v1" in out.stdout
@@ -88,8 +99,9 @@ def test_register_then_list(tmp_path):
     assert "cli-echo" in [line.split()[0] for line in run("list").stdout.splitlines()]
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\nmax_turns: 0\nentry_point: a:b\n")
-    proc = subprocess.run([sys.executable, "-m", "envhub.cli", "register", str(bad)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "envhub.cli", "register", str(bad)], capture_output=True, text=True
+    )
     assert proc.returncode == 1 and "bad.yaml:2" in proc.stderr and "max_turns" in proc.stderr
     for p in envhub.registry.user_registry_dir().glob("*.yaml"):
         p.unlink()
@@ -100,10 +112,14 @@ def test_serve_subprocess_answers_health_and_verify(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text("name: served-echo\nentry_point: dummy_envs:EchoEnv\n")
     import envhub
+
     envhub.register(f)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "envhub.cli", "serve", "served-echo",
-                             "--port", str(port)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envhub.cli", "serve", "served-echo", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(200):
@@ -112,6 +128,7 @@ def test_serve_subprocess_answers_health_and_verify(tmp_path):
                     break
             except httpx.HTTPError:
                 import time
+
                 time.sleep(0.05)
         r = httpx.post(url + "/verify", json={"items": [{"gold": "zulu", "response": "zulu"}]})
         assert r.json()["scores"][0]["reward"] == 1.0

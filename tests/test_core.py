@@ -42,8 +42,7 @@ def test_step_before_reset_and_wrong_role(echo):
 
 @pytest.mark.parametrize(
     ("text", "status"),
-    [("boom", Status.ENV_ERROR), ("infra", Status.INFRA_ERROR),
-     ("invalid", Status.INVALID_ACTION)],
+    [("boom", Status.ENV_ERROR), ("infra", Status.INFRA_ERROR), ("invalid", Status.INVALID_ACTION)],
 )
 def test_failures_become_status_not_crash(echo, text, status):
     echo.reset(seed=0)

@@ -3,8 +3,19 @@
 import subprocess
 import sys
 
-HEAVY = ["torch", "ray", "vllm", "transformers", "fastapi", "docker", "sympy", "datasets",
-         "envs", "servers", "trainer"]
+HEAVY = [
+    "torch",
+    "ray",
+    "vllm",
+    "transformers",
+    "fastapi",
+    "docker",
+    "sympy",
+    "datasets",
+    "envs",
+    "servers",
+    "trainer",
+]
 
 
 def test_import_envhub_is_light():

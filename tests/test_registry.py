@@ -37,14 +37,18 @@ def test_versioned_names_and_suggestions():
 
 
 def test_register_entry_point_env(tmp_path):
-    f = _write(tmp_path, "mine.yaml", """
+    f = _write(
+        tmp_path,
+        "mine.yaml",
+        """
         name: my-echo
         version: 2
         family: test
         entry_point: dummy_envs:EchoEnv
         reward: {weights: {correctness: 2.0}}
         tags: [mine]
-    """)
+    """,
+    )
     [spec] = envhub.register(f)
     assert spec.id == "my-echo-v2"
     assert "my-echo-v2" in envhub.catalog().ids()
@@ -54,15 +58,22 @@ def test_register_entry_point_env(tmp_path):
 
 def test_register_composition_of_existing_parts(tmp_path):
     data = tmp_path / "sums.jsonl"
-    data.write_text("\n".join(json.dumps({"id": f"s{i}", "q": f"What is {i}+{i}?", "a": str(2 * i)})
-                              for i in range(5)))
-    f = _write(tmp_path, "sums.yaml", """
+    data.write_text(
+        "\n".join(
+            json.dumps({"id": f"s{i}", "q": f"What is {i}+{i}?", "a": str(2 * i)}) for i in range(5)
+        )
+    )
+    f = _write(
+        tmp_path,
+        "sums.yaml",
+        """
         name: tiny-sums
         base: gsm8k
         dataset: {kind: jsonl, path: sums.jsonl, fields: {task_id: id, prompt: q, answer: a}}
         prompt_template: "Add: {prompt}"
         reward: {weights: {format: 0.5}}
-    """)
+    """,
+    )
     envhub.register(f)
     spec = envhub.spec("tiny-sums")
     assert spec.entry_point == "envs.math.env:MathEnv" and spec.family == "math"
@@ -73,16 +84,23 @@ def test_register_composition_of_existing_parts(tmp_path):
         assert env.step("#### 6").reward == 1.5
 
 
-@pytest.mark.parametrize(("text", "expect"), [
-    ("name: broken\nentry_point: [unclosed\n", r"broken\.yaml:\d+: not valid YAML"),
-    ("name: bad-turns\nentry_point: dummy_envs:EchoEnv\nmax_turns: many\n",
-     r"bad\.yaml:3: environment 'bad-turns', field 'max_turns': .*integer"),
-    ("name: typo\nentry_point: dummy_envs:EchoEnv\nrewards: {weights: {}}\n",
-     r"typo\.yaml:3: environment 'typo', field 'rewards': Extra inputs"),
-    ("name: orphan\nbase: no-such-env\n", r"field 'base': no environment named 'no-such-env'"),
-    ("name: ghost\nentry_point: nowhere.module:Env\n", r"cannot import 'nowhere.module'"),
-    ("name: Bad Name\nentry_point: dummy_envs:EchoEnv\n", r"field 'name'"),
-])
+@pytest.mark.parametrize(
+    ("text", "expect"),
+    [
+        ("name: broken\nentry_point: [unclosed\n", r"broken\.yaml:\d+: not valid YAML"),
+        (
+            "name: bad-turns\nentry_point: dummy_envs:EchoEnv\nmax_turns: many\n",
+            r"bad\.yaml:3: environment 'bad-turns', field 'max_turns': .*integer",
+        ),
+        (
+            "name: typo\nentry_point: dummy_envs:EchoEnv\nrewards: {weights: {}}\n",
+            r"typo\.yaml:3: environment 'typo', field 'rewards': Extra inputs",
+        ),
+        ("name: orphan\nbase: no-such-env\n", r"field 'base': no environment named 'no-such-env'"),
+        ("name: ghost\nentry_point: nowhere.module:Env\n", r"cannot import 'nowhere.module'"),
+        ("name: Bad Name\nentry_point: dummy_envs:EchoEnv\n", r"field 'name'"),
+    ],
+)
 def test_bad_yaml_names_file_line_field_and_changes_nothing(tmp_path, text, expect):
     fname = {"broken": "broken.yaml", "bad-turns": "bad.yaml", "typo": "typo.yaml"}
     key = text.split("\n")[0].split(": ")[1]

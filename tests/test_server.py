@@ -30,25 +30,36 @@ def test_health_info_tasks(echo_url):
     assert info["spec"]["name"] == "echo" and info["components"] == ["correctness", "format"]
     page = httpx.get(echo_url + "/tasks", params={"limit": 3, "offset": 2}).json()
     assert page["total"] == 8 and [t["task_id"] for t in page["tasks"]] == [
-        "train/2", "train/3", "train/4"]
+        "train/2",
+        "train/3",
+        "train/4",
+    ]
     assert "/reset" in httpx.get(echo_url + "/openapi.json").json()["paths"]
 
 
 def test_oversized_body_is_413(echo_url):
-    r = httpx.post(echo_url + "/verify", json={"items": [
-        {"task_id": "train/0", "response": "x" * 10_000}]})
+    r = httpx.post(
+        echo_url + "/verify", json={"items": [{"task_id": "train/0", "response": "x" * 10_000}]}
+    )
     assert r.status_code == 413 and r.json()["kind"] == "too_large"
 
 
-@pytest.mark.parametrize("body", [
-    {"session_id": "s", "message": {"role": "robot", "content": "hi"}},
-    {"session_id": "s"},
-    {"session_id": "s", "message": {"role": "assistant"}, "extra": 1},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"session_id": "s", "message": {"role": "robot", "content": "hi"}},
+        {"session_id": "s"},
+        {"session_id": "s", "message": {"role": "assistant"}, "extra": 1},
+    ],
+)
 def test_malformed_step_is_422_with_field(echo_url, body):
     r = httpx.post(echo_url + "/step", json=body)
     assert r.status_code == 422
-    assert r.json()["kind"] == "invalid_request" and "message" in r.json()["error"] or "extra" in r.json()["error"]
+    assert (
+        r.json()["kind"] == "invalid_request"
+        and "message" in r.json()["error"]
+        or "extra" in r.json()["error"]
+    )
 
 
 def test_verify_item_needs_one_task_source(echo_url):
@@ -57,12 +68,16 @@ def test_verify_item_needs_one_task_source(echo_url):
 
 
 def test_unknown_and_expired_sessions(echo_url):
-    r = httpx.post(echo_url + "/step", json={"session_id": "nope", "message": {"role": "assistant"}})
+    r = httpx.post(
+        echo_url + "/step", json={"session_id": "nope", "message": {"role": "assistant"}}
+    )
     assert r.status_code == 404 and r.json()["kind"] == "unknown_session"
     sid = httpx.post(echo_url + "/reset", json={"seed": 1}).json()["session_id"]
     time.sleep(0.7)
-    r = httpx.post(echo_url + "/step", json={"session_id": sid,
-                                             "message": {"role": "assistant", "content": "a"}})
+    r = httpx.post(
+        echo_url + "/step",
+        json={"session_id": sid, "message": {"role": "assistant", "content": "a"}},
+    )
     assert r.status_code == 410 and "expired" in r.json()["error"]
 
 
@@ -86,14 +101,20 @@ def test_crash_inside_episode_is_that_episodes_status(echo_url):
 
 def test_overload_answers_503_with_retry_after(dummy_registry):
     with running(_app(max_inflight=1, threads=2)) as url:
+
         async def go():
             async with httpx.AsyncClient(base_url=url, timeout=10) as c:
-                slow = asyncio.create_task(c.post("/verify", json={"items": [
-                    {"task_id": "train/0", "response": "slow 0.5"}]}))
+                slow = asyncio.create_task(
+                    c.post(
+                        "/verify", json={"items": [{"task_id": "train/0", "response": "slow 0.5"}]}
+                    )
+                )
                 await asyncio.sleep(0.15)
-                fast = await c.post("/verify", json={"items": [
-                    {"task_id": "train/0", "response": "alpha"}]})
+                fast = await c.post(
+                    "/verify", json={"items": [{"task_id": "train/0", "response": "alpha"}]}
+                )
                 return (await slow), fast
+
         slow, fast = asyncio.run(go())
     assert slow.status_code == 200
     assert fast.status_code == 503 and fast.headers["Retry-After"] == "1"
@@ -102,11 +123,20 @@ def test_overload_answers_503_with_retry_after(dummy_registry):
 def test_health_stays_fast_while_verification_saturates(dummy_registry):
     """64 concurrent CPU-bound verifications; /health must still answer in < 100 ms p95."""
     with running(_app(threads=4, max_inflight=1000)) as url:
+
         async def go():
-            async with httpx.AsyncClient(base_url=url, timeout=30,
-                                         limits=httpx.Limits(max_connections=100)) as c:
-                load = [asyncio.create_task(c.post("/verify", json={"items": [
-                    {"task_id": "train/0", "response": "slow 0.3"}]})) for _ in range(64)]
+            async with httpx.AsyncClient(
+                base_url=url, timeout=30, limits=httpx.Limits(max_connections=100)
+            ) as c:
+                load = [
+                    asyncio.create_task(
+                        c.post(
+                            "/verify",
+                            json={"items": [{"task_id": "train/0", "response": "slow 0.3"}]},
+                        )
+                    )
+                    for _ in range(64)
+                ]
                 await asyncio.sleep(0.2)
                 lat = []
                 for _ in range(10):
@@ -116,6 +146,7 @@ def test_health_stays_fast_while_verification_saturates(dummy_registry):
                     await asyncio.sleep(0.05)
                 results = await asyncio.gather(*load)
                 return lat, results
+
         lat, results = asyncio.run(go())
     assert all(r.status_code == 200 for r in results)
     assert sorted(lat)[8] < 0.1, lat

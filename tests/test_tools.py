@@ -62,9 +62,17 @@ def test_schema_is_an_openai_function_definition():
     assert params["type"] == "object" and params["additionalProperties"] is False
     assert params["required"] == ["query"]
     assert params["properties"]["query"] == {
-        "type": "string", "description": "Keywords.", "minLength": 1}
+        "type": "string",
+        "description": "Keywords.",
+        "minLength": 1,
+    }
     assert params["properties"]["k"] == {
-        "type": "integer", "description": "Results.", "minimum": 1, "maximum": 10, "default": 5}
+        "type": "integer",
+        "description": "Results.",
+        "minimum": 1,
+        "maximum": 10,
+        "default": 5,
+    }
     assert json.loads(json.dumps(TOOLS.schemas())) == TOOLS.schemas()
     assert [s["function"]["name"] for s in TOOLS.schemas()] == ["search", "open", "configure"]
 
@@ -101,21 +109,30 @@ def test_structured_call_is_parsed_and_defaults_filled():
 
 
 def test_structured_calls_several_and_missing_ids():
-    msg = Message(role="assistant", tool_calls=[
-        ToolCall(function=FunctionCall(name="search", arguments='{"query": "a", "k": 2}')),
-        ToolCall(function=FunctionCall(name="open", arguments='{"doc_id": "d1"}')),
-    ])
+    msg = Message(
+        role="assistant",
+        tool_calls=[
+            ToolCall(function=FunctionCall(name="search", arguments='{"query": "a", "k": 2}')),
+            ToolCall(function=FunctionCall(name="open", arguments='{"doc_id": "d1"}')),
+        ],
+    )
     calls = TOOLS.parse_strict(msg)
     assert [(c.id, c.name, c.arguments) for c in calls] == [
-        ("call_0", "search", {"query": "a", "k": 2}), ("call_1", "open", {"doc_id": "d1"})]
+        ("call_0", "search", {"query": "a", "k": 2}),
+        ("call_1", "open", {"doc_id": "d1"}),
+    ]
 
 
 def test_text_calls_are_parsed_in_order():
-    msg = text('{"name": "search", "arguments": {"query": "Ostrel Systems"}}',
-               ' {"name": "open", "arguments": {"doc_id": "doc-00001"}} ')
+    msg = text(
+        '{"name": "search", "arguments": {"query": "Ostrel Systems"}}',
+        ' {"name": "open", "arguments": {"doc_id": "doc-00001"}} ',
+    )
     calls = TOOLS.parse_strict(msg)
     assert [(c.id, c.name, c.structured) for c in calls] == [
-        ("call_0", "search", False), ("call_1", "open", False)]
+        ("call_0", "search", False),
+        ("call_1", "open", False),
+    ]
     assert calls[0].arguments == {"query": "Ostrel Systems", "k": 5}
 
 
@@ -135,10 +152,18 @@ def test_structured_calls_win_over_text_and_plain_text_has_none():
 
 
 def test_number_accepts_int_and_integer_accepts_integral_float():
-    [call] = TOOLS.parse_strict(structured(
-        "configure", '{"ratio": 2, "verbose": false, "mode": "fast", "tags": [1], "extra": {}}'))
-    assert call.arguments == {"ratio": 2, "verbose": False, "mode": "fast", "tags": [1],
-                              "extra": {}}
+    [call] = TOOLS.parse_strict(
+        structured(
+            "configure", '{"ratio": 2, "verbose": false, "mode": "fast", "tags": [1], "extra": {}}'
+        )
+    )
+    assert call.arguments == {
+        "ratio": 2,
+        "verbose": False,
+        "mode": "fast",
+        "tags": [1],
+        "extra": {},
+    }
     [call] = TOOLS.parse_strict(structured("search", '{"query": "q", "k": 3.0}'))
     assert call.arguments["k"] == 3 and isinstance(call.arguments["k"], int)
 
@@ -157,8 +182,11 @@ def test_bad_json_in_text_block():
 
 
 def test_unclosed_text_block():
-    error = only_error(text('{"name": "search"}', prefix="").model_copy(
-        update={"content": '<tool_call>{"name": "search", "arguments": {"query": "a"}}'}))
+    error = only_error(
+        text('{"name": "search"}', prefix="").model_copy(
+            update={"content": '<tool_call>{"name": "search", "arguments": {"query": "a"}}'}
+        )
+    )
     assert "not closed" in error
 
 
@@ -169,7 +197,8 @@ def test_text_block_without_a_name():
 
 def test_text_block_with_unexpected_keys():
     assert "unexpected key(s) ['tool']" in only_error(
-        text('{"name": "search", "tool": 1, "arguments": {"query": "a"}}'))
+        text('{"name": "search", "tool": 1, "arguments": {"query": "a"}}')
+    )
 
 
 def test_arguments_that_are_not_an_object():
@@ -235,13 +264,20 @@ def test_too_many_calls_in_one_message():
 
 
 def test_results_for_structured_calls_are_tool_messages():
-    calls = TOOLS.parse(Message(role="assistant", tool_calls=[
-        ToolCall(id="a", function=FunctionCall(name="open", arguments='{"doc_id": "1"}')),
-        ToolCall(id="b", function=FunctionCall(name="open", arguments='{"doc_id": "2"}')),
-    ]))
+    calls = TOOLS.parse(
+        Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="a", function=FunctionCall(name="open", arguments='{"doc_id": "1"}')),
+                ToolCall(id="b", function=FunctionCall(name="open", arguments='{"doc_id": "2"}')),
+            ],
+        )
+    )
     msgs = tool_result_messages([(calls[0], "one"), (calls[1], "two")])
     assert [(m.role, m.tool_call_id, m.name, m.content) for m in msgs] == [
-        ("tool", "a", "open", "one"), ("tool", "b", "open", "two")]
+        ("tool", "a", "open", "one"),
+        ("tool", "b", "open", "two"),
+    ]
 
 
 def test_results_for_text_calls_are_one_user_message():
@@ -249,16 +285,21 @@ def test_results_for_text_calls_are_one_user_message():
     [msg] = tool_result_messages([(calls[0], "doc text"), (calls[1], "Error: bad")])
     assert msg.role == "user" and msg.tool_call_id is None
     assert msg.content == (
-        "<tool_response>\ndoc text\n</tool_response>\n<tool_response>\nError: bad\n"
-        "</tool_response>")
+        "<tool_response>\ndoc text\n</tool_response>\n<tool_response>\nError: bad\n</tool_response>"
+    )
 
 
 def test_text_block_may_hold_a_list_of_calls():
-    msg = text('[{"name": "search", "arguments": {"query": "a"}}, '
-               '{"name": "open", "arguments": {"doc_id": "b"}}]',
-               '{"name": "open", "arguments": {"doc_id": "c"}}')
+    msg = text(
+        '[{"name": "search", "arguments": {"query": "a"}}, '
+        '{"name": "open", "arguments": {"doc_id": "b"}}]',
+        '{"name": "open", "arguments": {"doc_id": "c"}}',
+    )
     calls = TOOLS.parse_strict(msg)
     assert [(c.id, c.name) for c in calls] == [
-        ("call_0", "search"), ("call_1", "open"), ("call_2", "open")]
+        ("call_0", "search"),
+        ("call_1", "open"),
+        ("call_2", "open"),
+    ]
     assert calls[2].arguments == {"doc_id": "c"}
     assert "JSON object" in only_error(text("[]"))

@@ -269,7 +269,9 @@ def _get_pool():  # noqa: ANN202 (pebble is imported lazily)
             ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
             memory = WORKER_MEMORY_MB * 2**20 if WORKER_MEMORY_MB > 0 else None
             _pool = ProcessPool(
-                max_workers=WORKERS, initializer=symbolic.init_worker, initargs=(memory,),
+                max_workers=WORKERS,
+                initializer=symbolic.init_worker,
+                initargs=(memory,),
                 context=ctx,
             )
             if not _state["atexit"]:

@@ -49,8 +49,14 @@ def _collect(
         if question in seen or _split_of(question) != split:
             continue
         seen.add(question)
-        tasks.append(Task(task_id=f"{prefix}/{split}/{len(tasks)}", prompt=question,
-                          answer=answer, metadata=meta))
+        tasks.append(
+            Task(
+                task_id=f"{prefix}/{split}/{len(tasks)}",
+                prompt=question,
+                answer=answer,
+                metadata=meta,
+            )
+        )
         if len(tasks) == size:
             return tasks
     raise RuntimeError(f"{prefix}: could only generate {len(tasks)} distinct {split} tasks")
@@ -84,8 +90,10 @@ def gsm_symbolic_tasks(split: str, size: int, seed: int) -> list[Task]:
         for round_ in range(50):
             stream = (seed * 1_000_003 + round_) * 2 + SPLITS.index(split)
             for row in reasoning_gym.create_dataset("gsm_symbolic", size=chunk, seed=stream):
-                meta = {"source": "reasoning_gym/gsm_symbolic",
-                        "solution": row["metadata"].get("answer_cot", "")}
+                meta = {
+                    "source": "reasoning_gym/gsm_symbolic",
+                    "solution": row["metadata"].get("answer_cot", ""),
+                }
                 yield row["question"], str(row["answer"]).strip(), meta
 
     return _collect(split, size, items(), "gsm_symbolic")
@@ -145,16 +153,20 @@ def _fraction_sum(rng: random.Random) -> tuple[str, str]:
     b, d = rng.randint(2, 12), rng.randint(2, 12)
     op = rng.choice(["+", "-"])
     value = Fraction(a, b) + (Fraction(c, d) if op == "+" else -Fraction(c, d))
-    q = (f"Compute $\\frac{{{a}}}{{{b}}} {op} \\frac{{{c}}}{{{d}}}$. "
-         "Express your answer as a common fraction in lowest terms.")
+    q = (
+        f"Compute $\\frac{{{a}}}{{{b}}} {op} \\frac{{{c}}}{{{d}}}$. "
+        "Express your answer as a common fraction in lowest terms."
+    )
     return q, _frac(value)
 
 
 def _fraction_product(rng: random.Random) -> tuple[str, str]:
     a, b, c, d = (rng.randint(1, 15) for _ in range(4))
     value = Fraction(a, b + 1) * Fraction(-c, d + 1)
-    q = (f"Compute $\\frac{{{a}}}{{{b + 1}}} \\cdot \\left(-\\frac{{{c}}}{{{d + 1}}}\\right)$. "
-         "Express your answer as a fraction in lowest terms.")
+    q = (
+        f"Compute $\\frac{{{a}}}{{{b + 1}}} \\cdot \\left(-\\frac{{{c}}}{{{d + 1}}}\\right)$. "
+        "Express your answer as a fraction in lowest terms."
+    )
     return q, _frac(value)
 
 
@@ -172,8 +184,10 @@ def _simplify_sqrt(rng: random.Random) -> tuple[str, str]:
 def _quadratic_roots(rng: random.Random) -> tuple[str, str]:
     r1, r2 = rng.sample(range(-12, 13), 2)
     eq = _poly([1, -(r1 + r2), r1 * r2])
-    return (f"Find all real solutions of ${eq} = 0$. Give them separated by commas.",
-            f"{min(r1, r2)}, {max(r1, r2)}")
+    return (
+        f"Find all real solutions of ${eq} = 0$. Give them separated by commas.",
+        f"{min(r1, r2)}, {max(r1, r2)}",
+    )
 
 
 def _quadratic_radical(rng: random.Random) -> tuple[str, str]:
@@ -193,18 +207,24 @@ def _linear_inequality(rng: random.Random) -> tuple[str, str]:
         answer = f"(-\\infty, {bound}{')' if strict else ']'}"
     else:
         answer = f"{'(' if strict else '['}{bound}, \\infty)"
-    return (f"Solve ${_poly([a, b])} {op} {c}$ for $x$. Write your answer in interval notation.",
-            answer)
+    return (
+        f"Solve ${_poly([a, b])} {op} {c}$ for $x$. Write your answer in interval notation.",
+        answer,
+    )
 
 
 def _abs_inequality(rng: random.Random) -> tuple[str, str]:
     a, b = rng.randint(-9, 9), rng.randint(1, 9)
     inner = _poly([1, -a])
     if rng.random() < 0.5:
-        return (f"Solve $|{inner}| \\le {b}$. Write your answer in interval notation.",
-                f"[{a - b}, {a + b}]")
-    return (f"Solve $|{inner}| > {b}$. Write your answer in interval notation.",
-            f"(-\\infty, {a - b}) \\cup ({a + b}, \\infty)")
+        return (
+            f"Solve $|{inner}| \\le {b}$. Write your answer in interval notation.",
+            f"[{a - b}, {a + b}]",
+        )
+    return (
+        f"Solve $|{inner}| > {b}$. Write your answer in interval notation.",
+        f"(-\\infty, {a - b}) \\cup ({a + b}, \\infty)",
+    )
 
 
 def _percent(rng: random.Random) -> tuple[str, str]:
@@ -227,8 +247,10 @@ def _rationalize(rng: random.Random) -> tuple[str, str]:
     q = Fraction(a, m)
     num = f"{'' if q.numerator == 1 else q.numerator}\\sqrt{{{m}}}"
     answer = num if q.denominator == 1 else f"\\frac{{{num}}}{{{q.denominator}}}"
-    return (f"Rationalize the denominator: $\\frac{{{a}}}{{\\sqrt{{{m}}}}}$. "
-            "Simplify your answer.", answer)
+    return (
+        f"Rationalize the denominator: $\\frac{{{a}}}{{\\sqrt{{{m}}}}}$. Simplify your answer.",
+        answer,
+    )
 
 
 def _decimal_to_fraction(rng: random.Random) -> tuple[str, str]:
@@ -240,8 +262,7 @@ def _decimal_to_fraction(rng: random.Random) -> tuple[str, str]:
 
 def _large_product(rng: random.Random) -> tuple[str, str]:
     a, b = rng.randint(101, 999), rng.randint(1001, 9999)
-    return (f"Compute ${a} \\times {b}$. Write the result with thousands separators.",
-            f"{a * b:,}")
+    return (f"Compute ${a} \\times {b}$. Write the result with thousands separators.", f"{a * b:,}")
 
 
 def _distance(rng: random.Random) -> tuple[str, str]:
@@ -249,17 +270,27 @@ def _distance(rng: random.Random) -> tuple[str, str]:
     if (x1, y1) == (x2, y2):
         x2 += 3
     d2 = (x1 - x2) ** 2 + (y1 - y2) ** 2
-    return (f"What is the distance between the points $({x1}, {y1})$ and $({x2}, {y2})$? "
-            "Express your answer in simplest radical form.", _sqrt_tex(d2))
+    return (
+        f"What is the distance between the points $({x1}, {y1})$ and $({x2}, {y2})$? "
+        "Express your answer in simplest radical form.",
+        _sqrt_tex(d2),
+    )
 
 
 KINDS: dict[str, Callable[[random.Random], tuple[str, str]]] = {
-    "fraction_sum": _fraction_sum, "fraction_product": _fraction_product,
-    "linear_equation": _linear_equation, "simplify_sqrt": _simplify_sqrt,
-    "quadratic_roots": _quadratic_roots, "quadratic_radical": _quadratic_radical,
-    "linear_inequality": _linear_inequality, "abs_inequality": _abs_inequality,
-    "percent": _percent, "expand": _expand, "rationalize": _rationalize,
-    "decimal_to_fraction": _decimal_to_fraction, "large_product": _large_product,
+    "fraction_sum": _fraction_sum,
+    "fraction_product": _fraction_product,
+    "linear_equation": _linear_equation,
+    "simplify_sqrt": _simplify_sqrt,
+    "quadratic_roots": _quadratic_roots,
+    "quadratic_radical": _quadratic_radical,
+    "linear_inequality": _linear_inequality,
+    "abs_inequality": _abs_inequality,
+    "percent": _percent,
+    "expand": _expand,
+    "rationalize": _rationalize,
+    "decimal_to_fraction": _decimal_to_fraction,
+    "large_product": _large_product,
     "distance": _distance,
 }
 """Problem kinds of the symbolic set, drawn in turn."""

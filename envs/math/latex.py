@@ -26,30 +26,86 @@ MAX_DEPTH = 40
 """Deepest bracket nesting accepted (deeper ones are hostile or broken)."""
 
 FUNCTIONS = frozenset(
-    {"sqrt", "root", "sin", "cos", "tan", "cot", "sec", "csc", "asin", "acos", "atan",
-     "log", "exp", "Abs", "factorial"}
+    {
+        "sqrt",
+        "root",
+        "sin",
+        "cos",
+        "tan",
+        "cot",
+        "sec",
+        "csc",
+        "asin",
+        "acos",
+        "atan",
+        "log",
+        "exp",
+        "Abs",
+        "factorial",
+    }
 )
 """Names that are applied to an argument."""
 CONSTANTS = frozenset({"pi", "oo", "E", "I"})
 """Names that stand for a value."""
 
 _LATEX_NAMES = {
-    "pi": "pi", "infty": "oo", "infinity": "oo", "cdot": "*", "times": "*", "ast": "*",
-    "div": "/", "sin": "sin", "cos": "cos", "tan": "tan", "cot": "cot", "sec": "sec",
-    "csc": "csc", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "ln": "log",
-    "log": "log", "exp": "exp",
+    "pi": "pi",
+    "infty": "oo",
+    "infinity": "oo",
+    "cdot": "*",
+    "times": "*",
+    "ast": "*",
+    "div": "/",
+    "sin": "sin",
+    "cos": "cos",
+    "tan": "tan",
+    "cot": "cot",
+    "sec": "sec",
+    "csc": "csc",
+    "arcsin": "asin",
+    "arccos": "acos",
+    "arctan": "atan",
+    "ln": "log",
+    "log": "log",
+    "exp": "exp",
 }
-_TEXT_COMMANDS = ("text", "textbf", "textit", "textrm", "textnormal", "mathrm", "mathbf",
-                  "mathit", "mbox", "operatorname", "boldsymbol", "bf", "rm")
+_TEXT_COMMANDS = (
+    "text",
+    "textbf",
+    "textit",
+    "textrm",
+    "textnormal",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "mbox",
+    "operatorname",
+    "boldsymbol",
+    "bf",
+    "rm",
+)
 _UNICODE = {
-    "\u2212": "-", "\u2013": "-", "\u2014": "-", "\u00d7": "\\times ", "\u00f7": "\\div ",
-    "\u00b7": "\\cdot ", "\u22c5": "\\cdot ", "\u221a": "\\sqrt", "\u03c0": "\\pi ",
-    "\u221e": "\\infty ", "\u2264": "\\le ", "\u2265": "\\ge ", "\u222a": "\\cup ",
-    "\u00a0": " ", "\u2009": " ", "\u202f": " ", "\u00b0": "",
+    "\u2212": "-",
+    "\u2013": "-",
+    "\u2014": "-",
+    "\u00d7": "\\times ",
+    "\u00f7": "\\div ",
+    "\u00b7": "\\cdot ",
+    "\u22c5": "\\cdot ",
+    "\u221a": "\\sqrt",
+    "\u03c0": "\\pi ",
+    "\u221e": "\\infty ",
+    "\u2264": "\\le ",
+    "\u2265": "\\ge ",
+    "\u222a": "\\cup ",
+    "\u00a0": " ",
+    "\u2009": " ",
+    "\u202f": " ",
+    "\u00b0": "",
 }
 _SUBS = [
-    (re.compile(r"\\\$"), ""),                     # \$ (currency)
-    (re.compile(r"\$|\\\(|\\\)|\\\[|\\\]"), ""),   # math delimiters
+    (re.compile(r"\\\$"), ""),  # \$ (currency)
+    (re.compile(r"\$|\\\(|\\\)|\\\[|\\\]"), ""),  # math delimiters
     (re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle)(?![a-zA-Z])"), ""),
     (re.compile(r"\\[,;:!]|\\quad|\\qquad"), ""),
     (re.compile(r"\\ "), " "),
@@ -207,7 +263,7 @@ def _convert(s: str, depth: int = 0) -> str:
         if c == "\\":
             m = re.match(r"\\([a-zA-Z]+)", s[i:])
             if not m:
-                raise AnswerSyntaxError(f"unsupported command at {s[i:i + 10]!r}")
+                raise AnswerSyntaxError(f"unsupported command at {s[i : i + 10]!r}")
             name, i = m.group(1), i + m.end()
             if name == "frac":
                 num, i = _arg(s, i)
@@ -222,8 +278,9 @@ def _convert(s: str, depth: int = 0) -> str:
                     index, i = s[i + 1 : close], close + 1
                 body, i = _arg(s, i)
                 body = _convert(body, depth + 1)
-                out.append(f"root({body},{_convert(index, depth + 1)})" if index
-                           else f"sqrt({body})")
+                out.append(
+                    f"root({body},{_convert(index, depth + 1)})" if index else f"sqrt({body})"
+                )
             elif name in _LATEX_NAMES:
                 out.append(f" {_LATEX_NAMES[name]} ")
             else:
@@ -272,8 +329,12 @@ def _factorials(text: str) -> str:
 
 
 def _is_atom_end(tok: str) -> bool:
-    return tok == ")" or tok[0].isdigit() or tok[0] == "." or (
-        tok[0].isalpha() and tok not in FUNCTIONS)
+    return (
+        tok == ")"
+        or tok[0].isdigit()
+        or tok[0] == "."
+        or (tok[0].isalpha() and tok not in FUNCTIONS)
+    )
 
 
 def _is_atom_start(tok: str) -> bool:
@@ -301,7 +362,7 @@ def latex_to_py(s: str) -> str:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise AnswerSyntaxError(f"unexpected text at {text[pos:pos + 10]!r}")
+            raise AnswerSyntaxError(f"unexpected text at {text[pos : pos + 10]!r}")
         pos = m.end()
         tok = m.group(0)
         if tok.isspace():

@@ -86,8 +86,9 @@ class Union(NamedTuple):
 Answer = Expr | Text | Equation | Items | Seq | Union
 
 _OPEN, _CLOSE = "([{", ")]}"
-_UNIT_WORDS_SHORT = frozenset({"cm", "mm", "km", "kg", "mg", "ml", "ft", "in", "hr", "yd",
-                               "mi", "oz", "lb"})
+_UNIT_WORDS_SHORT = frozenset(
+    {"cm", "mm", "km", "kg", "mg", "ml", "ft", "in", "hr", "yd", "mi", "oz", "lb"}
+)
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
@@ -156,8 +157,10 @@ def _inequality(s: str) -> str:
             return s
         op, bound = flip[m.group(2)], m.group(1)
     return {
-        "<": f"(-\\infty, {bound})", "\\le": f"(-\\infty, {bound}]",
-        ">": f"({bound}, \\infty)", "\\ge": f"[{bound}, \\infty)",
+        "<": f"(-\\infty, {bound})",
+        "\\le": f"(-\\infty, {bound}]",
+        ">": f"({bound}, \\infty)",
+        "\\ge": f"[{bound}, \\infty)",
     }[op]
 
 

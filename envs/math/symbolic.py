@@ -84,10 +84,25 @@ def _namespace() -> dict[str, Any]:
 
     ns: dict[str, Any] = {c: sympy.Symbol(c) for c in string.ascii_letters}
     ns.update(
-        E=sympy.E, I=sympy.I, pi=sympy.pi, oo=sympy.oo, sqrt=sympy.sqrt, root=sympy.root,
-        sin=sympy.sin, cos=sympy.cos, tan=sympy.tan, cot=sympy.cot, sec=sympy.sec,
-        csc=sympy.csc, asin=sympy.asin, acos=sympy.acos, atan=sympy.atan, log=sympy.log,
-        exp=sympy.exp, Abs=sympy.Abs, factorial=sympy.factorial,
+        E=sympy.E,
+        I=sympy.I,
+        pi=sympy.pi,
+        oo=sympy.oo,
+        sqrt=sympy.sqrt,
+        root=sympy.root,
+        sin=sympy.sin,
+        cos=sympy.cos,
+        tan=sympy.tan,
+        cot=sympy.cot,
+        sec=sympy.sec,
+        csc=sympy.csc,
+        asin=sympy.asin,
+        acos=sympy.acos,
+        atan=sympy.atan,
+        log=sympy.log,
+        exp=sympy.exp,
+        Abs=sympy.Abs,
+        factorial=sympy.factorial,
     )
     return ns
 
@@ -109,8 +124,13 @@ def _to_sympy(py: str) -> Any:
             return -v if isinstance(node.op, ast.USub) else v
         if isinstance(node, ast.BinOp):
             a, b = build(node.left), build(node.right)
-            ops = {ast.Add: lambda: a + b, ast.Sub: lambda: a - b, ast.Mult: lambda: a * b,
-                   ast.Div: lambda: a / b, ast.Pow: lambda: a**b}
+            ops = {
+                ast.Add: lambda: a + b,
+                ast.Sub: lambda: a - b,
+                ast.Mult: lambda: a * b,
+                ast.Div: lambda: a / b,
+                ast.Pow: lambda: a**b,
+            }
             return ops[type(node.op)]()
         if isinstance(node, ast.Call):
             return ns[node.func.id](*[build(a) for a in node.args])  # type: ignore[attr-defined]
@@ -223,13 +243,18 @@ def _union_equal(pred: Union, gold: Union) -> bool:
     import sympy
 
     def as_set(u: Union) -> Any:
-        if any(len(p.items) != 2 or not all(isinstance(e, Expr) for e in p.items)
-               for p in u.parts):
+        if any(len(p.items) != 2 or not all(isinstance(e, Expr) for e in p.items) for p in u.parts):
             raise ValueError("an interval has exactly two ends")
-        return sympy.Union(*[
-            sympy.Interval(_to_sympy(p.items[0].py), _to_sympy(p.items[-1].py),
-                           p.left == "(", p.right == ")")
-            for p in u.parts
-        ])
+        return sympy.Union(
+            *[
+                sympy.Interval(
+                    _to_sympy(p.items[0].py),
+                    _to_sympy(p.items[-1].py),
+                    p.left == "(",
+                    p.right == ")",
+                )
+                for p in u.parts
+            ]
+        )
 
     return bool(as_set(pred) == as_set(gold))

@@ -183,8 +183,13 @@ class SearchEnv(TaskEnv):
     def on_truncate(self, episode: Episode) -> dict[str, float]:
         """No answer before the turn budget ran out: nothing earned, the calls still count."""
         state: SearchState = episode.state
-        return {"correctness": 0.0, "f1": 0.0, "format": 0.0,
-                "tool_calls": float(state.calls), "invalid_calls": float(state.invalid)}
+        return {
+            "correctness": 0.0,
+            "f1": 0.0,
+            "format": 0.0,
+            "tool_calls": float(state.calls),
+            "invalid_calls": float(state.invalid),
+        }
 
     def reference_action(self, episode: Episode) -> Message:
         """The scripted agent's move for generated questions; the gold answer otherwise."""
@@ -222,8 +227,15 @@ def _tool_defs(top_k: int, max_k: int) -> list[Tool]:
             "best matching documents with their ids, titles and the start of their text.",
             params=(
                 Param("query", "string", "Keywords to look for, e.g. a name.", min_length=1),
-                Param("k", "integer", "How many results to return.", required=False,
-                      default=top_k, minimum=1, maximum=max_k),
+                Param(
+                    "k",
+                    "integer",
+                    "How many results to return.",
+                    required=False,
+                    default=top_k,
+                    minimum=1,
+                    maximum=max_k,
+                ),
             ),
         ),
         Tool(

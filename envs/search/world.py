@@ -78,48 +78,154 @@ class Template:
 
 
 TEMPLATES: tuple[Template, ...] = (
-    Template("founder_birth_city", "In which city was the founder of {a} born?", "company",
-             (("company", "founder"), ("person", "birth_city"))),
-    Template("founder_birth_country", "In which country was the founder of {a} born?",
-             "company", (("company", "founder"), ("person", "birth_city"), ("city", "country"))),
-    Template("maker_founded_year",
-             "In what year was the company that manufactures the {a} founded?", "invention",
-             (("invention", "manufacturer"), ("company", "founded"))),
-    Template("inventor_university", "Which university did the inventor of the {a} attend?",
-             "invention", (("invention", "inventor"), ("person", "university"))),
-    Template("capital_mayor", "Who is the mayor of the capital of {a}?", "country",
-             (("country", "capital"), ("city", "mayor"))),
-    Template("birthplace_river", "On which river does the birthplace of {a} lie?", "person",
-             (("person", "birth_city"), ("city", "river"))),
-    Template("maker_hq_country",
-             "In which country is the company that manufactures the {a} headquartered?",
-             "invention",
-             (("invention", "manufacturer"), ("company", "hq"), ("city", "country"))),
-    Template("hq_language",
-             "What is the official language of the country where {a} is headquartered?",
-             "company", (("company", "hq"), ("city", "country"), ("country", "language"))),
+    Template(
+        "founder_birth_city",
+        "In which city was the founder of {a} born?",
+        "company",
+        (("company", "founder"), ("person", "birth_city")),
+    ),
+    Template(
+        "founder_birth_country",
+        "In which country was the founder of {a} born?",
+        "company",
+        (("company", "founder"), ("person", "birth_city"), ("city", "country")),
+    ),
+    Template(
+        "maker_founded_year",
+        "In what year was the company that manufactures the {a} founded?",
+        "invention",
+        (("invention", "manufacturer"), ("company", "founded")),
+    ),
+    Template(
+        "inventor_university",
+        "Which university did the inventor of the {a} attend?",
+        "invention",
+        (("invention", "inventor"), ("person", "university")),
+    ),
+    Template(
+        "capital_mayor",
+        "Who is the mayor of the capital of {a}?",
+        "country",
+        (("country", "capital"), ("city", "mayor")),
+    ),
+    Template(
+        "birthplace_river",
+        "On which river does the birthplace of {a} lie?",
+        "person",
+        (("person", "birth_city"), ("city", "river")),
+    ),
+    Template(
+        "maker_hq_country",
+        "In which country is the company that manufactures the {a} headquartered?",
+        "invention",
+        (("invention", "manufacturer"), ("company", "hq"), ("city", "country")),
+    ),
+    Template(
+        "hq_language",
+        "What is the official language of the country where {a} is headquartered?",
+        "company",
+        (("company", "hq"), ("city", "country"), ("country", "language")),
+    ),
 )
 
 DEFAULT_SIZES: dict[str, int] = {
-    "country": 30, "city": 300, "university": 60, "person": 1200, "company": 600,
+    "country": 30,
+    "city": 300,
+    "university": 60,
+    "person": 1200,
+    "company": 600,
     "invention": 600,
 }
 
-_ONSETS = ("b", "br", "c", "d", "dr", "f", "g", "gr", "h", "k", "kr", "l", "m", "n", "p",
-           "pr", "r", "s", "st", "t", "tr", "v", "z", "th", "sh", "ch")
+_ONSETS = (
+    "b",
+    "br",
+    "c",
+    "d",
+    "dr",
+    "f",
+    "g",
+    "gr",
+    "h",
+    "k",
+    "kr",
+    "l",
+    "m",
+    "n",
+    "p",
+    "pr",
+    "r",
+    "s",
+    "st",
+    "t",
+    "tr",
+    "v",
+    "z",
+    "th",
+    "sh",
+    "ch",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "ae", "ia", "ou", "ei")
 _CODAS = ("", "", "", "n", "r", "l", "s", "m", "k", "x", "nd", "rn", "lt")
-_REGIONS = ("the Northern Reach", "the Amber Coast", "the Iron Steppe", "the Glass Isles",
-            "the Southern Marches", "the High Plateau", "the Eastern Shelf")
+_REGIONS = (
+    "the Northern Reach",
+    "the Amber Coast",
+    "the Iron Steppe",
+    "the Glass Isles",
+    "the Southern Marches",
+    "the High Plateau",
+    "the Eastern Shelf",
+)
 _CURRENCY = ("mark", "crown", "florin", "dinar", "tael", "shilling")
-_OCCUPATIONS = ("chemist", "painter", "merchant", "surveyor", "physician", "banker",
-                "novelist", "composer", "builder", "teacher", "sculptor", "diplomat")
-_INDUSTRIES = ("shipping", "textile", "mining", "software", "brewing", "railway",
-               "pharmaceutical", "insurance", "publishing", "glassmaking")
+_OCCUPATIONS = (
+    "chemist",
+    "painter",
+    "merchant",
+    "surveyor",
+    "physician",
+    "banker",
+    "novelist",
+    "composer",
+    "builder",
+    "teacher",
+    "sculptor",
+    "diplomat",
+)
+_INDUSTRIES = (
+    "shipping",
+    "textile",
+    "mining",
+    "software",
+    "brewing",
+    "railway",
+    "pharmaceutical",
+    "insurance",
+    "publishing",
+    "glassmaking",
+)
 _CO_SUFFIX = ("Systems", "Dynamics", "Labs", "Industries", "Works", "Group", "Holdings")
-_INV_NOUNS = ("Loom", "Compass", "Lantern", "Engine", "Press", "Telescope", "Valve",
-              "Pump", "Clock", "Kiln", "Sextant", "Dynamo", "Barometer", "Lathe", "Gyroscope",
-              "Furnace", "Capacitor", "Turbine", "Relay", "Prism")
+_INV_NOUNS = (
+    "Loom",
+    "Compass",
+    "Lantern",
+    "Engine",
+    "Press",
+    "Telescope",
+    "Valve",
+    "Pump",
+    "Clock",
+    "Kiln",
+    "Sextant",
+    "Dynamo",
+    "Barometer",
+    "Lathe",
+    "Gyroscope",
+    "Furnace",
+    "Capacitor",
+    "Turbine",
+    "Relay",
+    "Prism",
+)
 _CITY_PREFIX = ("New ", "Port ", "Upper ", "Lower ", "Fort ")
 
 
@@ -167,8 +273,11 @@ class World:
         rng = random.Random(f"questions:{self.seed}:{seed}:{split}")
         pools = []
         for t in TEMPLATES:
-            anchors = [e.name for e in self.entities
-                       if e.kind == t.anchor and _split_of(t.key, e.name) == split]
+            anchors = [
+                e.name
+                for e in self.entities
+                if e.kind == t.anchor and _split_of(t.key, e.name) == split
+            ]
             rng.shuffle(anchors)
             pools.append((t, anchors))
         size = size or 500
@@ -183,14 +292,20 @@ class World:
 
     def _task(self, split: str, index: int, template: Template, anchor: str) -> Task:
         answer, path = self.answer(template, anchor)
-        aliases = [f"{answer} River", f"the {answer} River"] if template.key.endswith(
-            "river") else []
+        aliases = (
+            [f"{answer} River", f"the {answer} River"] if template.key.endswith("river") else []
+        )
         return Task(
             task_id=f"{split}-{index:05d}",
             prompt=template.text.format(a=anchor),
             answer=answer,
-            metadata={"template": template.key, "anchor": anchor, "hops": len(template.chain),
-                      "aliases": aliases, "path": path},
+            metadata={
+                "template": template.key,
+                "anchor": anchor,
+                "hops": len(template.chain),
+                "aliases": aliases,
+                "path": path,
+            },
         )
 
 
@@ -209,8 +324,9 @@ class _Namer:
 
     def word(self, syllables: int = 2) -> str:
         r = self.rng
-        return "".join(r.choice(_ONSETS) + r.choice(_VOWELS) + r.choice(_CODAS)
-                       for _ in range(syllables)).capitalize()
+        return "".join(
+            r.choice(_ONSETS) + r.choice(_VOWELS) + r.choice(_CODAS) for _ in range(syllables)
+        ).capitalize()
 
     def unique(self, make: Callable[[], str]) -> str:
         for _ in range(10_000):
@@ -230,49 +346,91 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
     countries = [Entity("country", nm.unique(lambda: nm.word(3))) for _ in range(sizes["country"])]
     languages = nm.stems(len(countries))
     for c, lang in zip(countries, languages, strict=True):
-        c.rel.update(region=rng.choice(_REGIONS), language=lang + "ic",
-                     currency=f"{nm.word(2)} {rng.choice(_CURRENCY)}")
+        c.rel.update(
+            region=rng.choice(_REGIONS),
+            language=lang + "ic",
+            currency=f"{nm.word(2)} {rng.choice(_CURRENCY)}",
+        )
     bases = nm.stems(max(1, sizes["city"] * 2 // 3))
     rivers = nm.stems(max(1, sizes["city"] // 4))
     cities = []
     for i in range(sizes["city"]):
         country = countries[i] if i < len(countries) else rng.choice(countries)
         name = nm.unique(lambda: rng.choice(("",) * 3 + _CITY_PREFIX) + rng.choice(bases))
-        cities.append(Entity("city", name, rel={
-            "country": country.name, "river": rng.choice(rivers),
-            "founded": str(rng.randint(900, 1850))}))
+        cities.append(
+            Entity(
+                "city",
+                name,
+                rel={
+                    "country": country.name,
+                    "river": rng.choice(rivers),
+                    "founded": str(rng.randint(900, 1850)),
+                },
+            )
+        )
         if "capital" not in country.rel:
             country.rel["capital"] = name
     unis = []
     for _ in range(sizes["university"]):
         city = rng.choice(cities)
-        name = nm.unique(lambda c=city: rng.choice((
-            f"University of {c.name}", f"{nm.word(2)} Institute of Technology",
-            f"{nm.word(2)} College", f"{c.name} Polytechnic")))
-        unis.append(Entity("university", name, rel={
-            "city": city.name, "founded": str(rng.randint(1500, 1950))}))
+        name = nm.unique(
+            lambda c=city: rng.choice(
+                (
+                    f"University of {c.name}",
+                    f"{nm.word(2)} Institute of Technology",
+                    f"{nm.word(2)} College",
+                    f"{c.name} Polytechnic",
+                )
+            )
+        )
+        unis.append(
+            Entity(
+                "university", name, rel={"city": city.name, "founded": str(rng.randint(1500, 1950))}
+            )
+        )
     firsts, lasts = nm.stems(150), nm.stems(max(1, sizes["person"] // 3))
-    people = [Entity("person", nm.unique(lambda: f"{rng.choice(firsts)} {rng.choice(lasts)}"),
-                     rel={"occupation": rng.choice(_OCCUPATIONS),
-                          "birth_city": rng.choice(cities).name,
-                          "birth_year": str(rng.randint(1800, 1990)),
-                          "university": rng.choice(unis).name})
-              for _ in range(sizes["person"])]
+    people = [
+        Entity(
+            "person",
+            nm.unique(lambda: f"{rng.choice(firsts)} {rng.choice(lasts)}"),
+            rel={
+                "occupation": rng.choice(_OCCUPATIONS),
+                "birth_city": rng.choice(cities).name,
+                "birth_year": str(rng.randint(1800, 1990)),
+                "university": rng.choice(unis).name,
+            },
+        )
+        for _ in range(sizes["person"])
+    ]
     co_stems = nm.stems(max(1, sizes["company"] * 2 // 5))
     companies = []
     for _ in range(sizes["company"]):
         founder = rng.choice(people)
-        companies.append(Entity(
-            "company", nm.unique(lambda: f"{rng.choice(co_stems)} {rng.choice(_CO_SUFFIX)}"),
-            rel={"industry": rng.choice(_INDUSTRIES), "founder": founder.name,
-                 "founded": str(int(founder.rel["birth_year"]) + rng.randint(20, 50)),
-                 "hq": rng.choice(cities).name}))
+        companies.append(
+            Entity(
+                "company",
+                nm.unique(lambda: f"{rng.choice(co_stems)} {rng.choice(_CO_SUFFIX)}"),
+                rel={
+                    "industry": rng.choice(_INDUSTRIES),
+                    "founder": founder.name,
+                    "founded": str(int(founder.rel["birth_year"]) + rng.randint(20, 50)),
+                    "hq": rng.choice(cities).name,
+                },
+            )
+        )
     adjectives = nm.stems(max(1, sizes["invention"] // 4))
-    inventions = [Entity(
-        "invention", nm.unique(lambda: f"{rng.choice(adjectives)} {rng.choice(_INV_NOUNS)}"),
-        rel={"year": str(rng.randint(1700, 2000)), "inventor": rng.choice(people).name,
-             "manufacturer": rng.choice(companies).name})
-        for _ in range(sizes["invention"])]
+    inventions = [
+        Entity(
+            "invention",
+            nm.unique(lambda: f"{rng.choice(adjectives)} {rng.choice(_INV_NOUNS)}"),
+            rel={
+                "year": str(rng.randint(1700, 2000)),
+                "inventor": rng.choice(people).name,
+                "manufacturer": rng.choice(companies).name,
+            },
+        )
+        for _ in range(sizes["invention"])
+    ]
     mayors = rng.sample(people, k=min(len(people), len(cities)))
     for city, mayor in zip(cities, mayors, strict=True):
         city.rel["mayor"] = mayor.name
@@ -281,8 +439,13 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
 
 def _document(rng: random.Random, e: Entity, mentions: list[str]) -> Doc:
     """The document of one entity: its opening fact, then shuffled facts, mentions, filler."""
-    facts = [FACTS[(e.kind, r)].format(s=e.name, o=o) for (k, r) in FACTS if k == e.kind
-             for o in [e.rel.get(r)] if o is not None]
+    facts = [
+        FACTS[(e.kind, r)].format(s=e.name, o=o)
+        for (k, r) in FACTS
+        if k == e.kind
+        for o in [e.rel.get(r)]
+        if o is not None
+    ]
     body = facts[1:] + mentions + [f.format(s=e.name) for f in rng.sample(FILLER, 2)]
     rng.shuffle(body)
     return Doc(doc_id=e.doc_id, title=e.name, text=" ".join([facts[0], *body]))

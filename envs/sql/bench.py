@@ -40,8 +40,10 @@ def main() -> None:
             scores = list(pool.map(lambda it: env.verify(*it), items))
         dt = time.perf_counter() - t
         assert all(s.components["correctness"] == 1.0 for s in scores)
-        print(f"verify {len(items)} gold answers, {threads} thread(s), cold gold cache: "
-              f"{len(items) / dt:.0f}/s ({1000 * dt / len(items):.1f} ms each)")
+        print(
+            f"verify {len(items)} gold answers, {threads} thread(s), cold gold cache: "
+            f"{len(items) / dt:.0f}/s ({1000 * dt / len(items):.1f} ms each)"
+        )
     t = time.perf_counter()
     scores = env.verify_batch(items)
     dt = time.perf_counter() - t
@@ -54,8 +56,10 @@ def main() -> None:
             run_query(dbs.path("store"), runaway, timeout_s=0.5, max_rows=10)
         except QueryTimeout:
             overshoot.append(time.perf_counter() - t - 0.5)
-    print(f"runaway cross join, 0.5 s deadline: interrupted after +{max(overshoot) * 1000:.0f} "
-          "ms at most (5 runs)")
+    print(
+        f"runaway cross join, 0.5 s deadline: interrupted after +{max(overshoot) * 1000:.0f} "
+        "ms at most (5 runs)"
+    )
 
 
 if __name__ == "__main__":

@@ -92,8 +92,9 @@ def _row_key(row: Sequence[Any]) -> tuple[tuple[int, Any], ...]:
     return tuple(sort_key(v) for v in row)
 
 
-def multiset_equal(a: Sequence[Any], b: Sequence[Any], eq: Callable[[Any, Any], bool],
-                   key: Callable[[Any], Any]) -> bool:
+def multiset_equal(
+    a: Sequence[Any], b: Sequence[Any], eq: Callable[[Any, Any], bool], key: Callable[[Any], Any]
+) -> bool:
     """Equality of two multisets under a tolerant ``eq``.
 
     Fast path: sort both by ``key`` and compare pairwise. When that fails (a value near a
@@ -132,7 +133,8 @@ def _exactly_equal_multisets(a: Sequence[Any], b: Sequence[Any]) -> bool:
 def _has_float(items: Sequence[Any]) -> bool:
     for item in items:
         if isinstance(item, float) or (
-                isinstance(item, tuple) and any(isinstance(v, float) for v in item)):
+            isinstance(item, tuple) and any(isinstance(v, float) for v in item)
+        ):
             return True
     return False
 
@@ -150,16 +152,23 @@ class _Profile:
         nums = [float(v) for v in column if _is_number(v)]
         nulls = sum(v is None for v in column)
         texts = sum(isinstance(v, str) for v in column)
-        return cls((nulls, texts, len(nums), len(column) - nulls - texts - len(nums)),
-                   min(nums) if nums else None, max(nums) if nums else None)
+        return cls(
+            (nulls, texts, len(nums), len(column) - nulls - texts - len(nums)),
+            min(nums) if nums else None,
+            max(nums) if nums else None,
+        )
 
     def may_equal(self, other: _Profile, tol: Tolerance) -> bool:
-        return (self.counts == other.counts and tol.equal(self.low, other.low)
-                and tol.equal(self.high, other.high))
+        return (
+            self.counts == other.counts
+            and tol.equal(self.low, other.low)
+            and tol.equal(self.high, other.high)
+        )
 
 
-def _candidate_permutations(gold: list[Row], pred: list[Row], ncols: int,
-                            tol: Tolerance) -> Iterator[tuple[int, ...]]:
+def _candidate_permutations(
+    gold: list[Row], pred: list[Row], ncols: int, tol: Tolerance
+) -> Iterator[tuple[int, ...]]:
     """Column permutations ``p`` (gold column ``j`` <- pred column ``p[j]``) worth trying.
 
     Only pairs of columns holding the same multiset of values can be matched; the identity
@@ -169,9 +178,12 @@ def _candidate_permutations(gold: list[Row], pred: list[Row], ncols: int,
     pcols = [[r[k] for r in pred] for k in range(ncols)]
     gprof, pprof = [_Profile.of(c) for c in gcols], [_Profile.of(c) for c in pcols]
     options = [
-        [k for k in range(ncols)
-         if gprof[j].may_equal(pprof[k], tol)
-         and multiset_equal(gcols[j], pcols[k], tol.equal, sort_key)]
+        [
+            k
+            for k in range(ncols)
+            if gprof[j].may_equal(pprof[k], tol)
+            and multiset_equal(gcols[j], pcols[k], tol.equal, sort_key)
+        ]
         for j in range(ncols)
     ]
     for j, opts in enumerate(options):  # identity first
@@ -196,8 +208,9 @@ def _candidate_permutations(gold: list[Row], pred: list[Row], ncols: int,
     yield from walk(0)
 
 
-def compare_results(gold: Sequence[Row], pred: Sequence[Row], *, ordered: bool,
-                    tol: Tolerance | None = None) -> Verdict:
+def compare_results(
+    gold: Sequence[Row], pred: Sequence[Row], *, ordered: bool, tol: Tolerance | None = None
+) -> Verdict:
     """Compare the model's rows with the gold rows.
 
     Args:

@@ -114,9 +114,15 @@ class SqlEnv(TaskEnv):
         self._gold: dict[tuple[str, str], QueryResult | Exception] = {}
         """Gold results by (database, query); deterministic failures are kept too."""
         self.options = {
-            "cache_dir": cache_dir, "databases": self.database_ids, "db_dir": db_dir,
-            "timeout_s": timeout_s, "gold_timeout_s": gold_timeout_s, "max_rows": max_rows,
-            "max_value_bytes": max_value_bytes, "rel_tol": rel_tol, "abs_tol": abs_tol,
+            "cache_dir": cache_dir,
+            "databases": self.database_ids,
+            "db_dir": db_dir,
+            "timeout_s": timeout_s,
+            "gold_timeout_s": gold_timeout_s,
+            "max_rows": max_rows,
+            "max_value_bytes": max_value_bytes,
+            "rel_tol": rel_tol,
+            "abs_tol": abs_tol,
             **options,
         }
 
@@ -126,8 +132,18 @@ class SqlEnv(TaskEnv):
     def _check_options(self, options: dict[str, Any]) -> None:
         unknown = sorted(set(options) - set(self.extra_options))
         if unknown:
-            known = ["cache_dir", "databases", "db_dir", "timeout_s", "gold_timeout_s",
-                     "max_rows", "max_value_bytes", "rel_tol", "abs_tol", *self.extra_options]
+            known = [
+                "cache_dir",
+                "databases",
+                "db_dir",
+                "timeout_s",
+                "gold_timeout_s",
+                "max_rows",
+                "max_value_bytes",
+                "rel_tol",
+                "abs_tol",
+                *self.extra_options,
+            ]
             raise ConfigError(f"unknown sql option(s) {unknown}; valid options: {known}")
 
     # ------------------------------------------------------------------ data
@@ -161,8 +177,14 @@ class SqlEnv(TaskEnv):
         else:
             path = db_file
         row = {**row, "db_id": db_id}
-        return row_to_sql_task(row, index, split, fields=self.spec.dataset.fields,
-                               db_file=db_file, schema=self._schema(path))
+        return row_to_sql_task(
+            row,
+            index,
+            split,
+            fields=self.spec.dataset.fields,
+            db_file=db_file,
+            schema=self._schema(path),
+        )
 
     def _schema(self, path: Path) -> str:
         key = str(path)
@@ -186,20 +208,27 @@ class SqlEnv(TaskEnv):
         elif meta.get("db_id") in self.builtin.ids():
             path = self.builtin.path(meta["db_id"])
         else:
-            raise InfraError(f"task {task.task_id!r} names no known database "
-                             f"(db_id={meta.get('db_id')!r}, no db_path)")
+            raise InfraError(
+                f"task {task.task_id!r} names no known database "
+                f"(db_id={meta.get('db_id')!r}, no db_path)"
+            )
         if not path.is_file():
             raise InfraError(f"database file {path} of task {task.task_id!r} is missing")
         return path
 
     # ------------------------------------------------------------------ verification
 
-    def run(self, db: Path, sql: str, *, timeout_s: float | None = None,
-            max_rows: int | None = None) -> QueryResult:
+    def run(
+        self, db: Path, sql: str, *, timeout_s: float | None = None, max_rows: int | None = None
+    ) -> QueryResult:
         """Run one query under the guards with this environment's limits."""
-        return run_query(db, sql, timeout_s=timeout_s or self.timeout_s,
-                         max_rows=max_rows or self.max_rows,
-                         max_value_bytes=self.max_value_bytes)
+        return run_query(
+            db,
+            sql,
+            timeout_s=timeout_s or self.timeout_s,
+            max_rows=max_rows or self.max_rows,
+            max_value_bytes=self.max_value_bytes,
+        )
 
     def gold_result(self, task: Task, db: Path) -> QueryResult:
         """The gold query's result (cached); any failure is :class:`GoldQueryFailed`."""
@@ -216,8 +245,9 @@ class SqlEnv(TaskEnv):
                     self._gold[key] = cached
         if isinstance(cached, QueryResult):
             return cached
-        raise GoldQueryFailed(f"gold query of task {task.task_id!r} failed: "
-                              f"{type(cached).__name__}: {cached}")
+        raise GoldQueryFailed(
+            f"gold query of task {task.task_id!r} failed: {type(cached).__name__}: {cached}"
+        )
 
     def _run_gold(self, task: Task, db: Path) -> QueryResult | Exception:
         try:
@@ -225,12 +255,14 @@ class SqlEnv(TaskEnv):
         except (QueryFailed, DatabaseUnavailable) as e:
             return e
         if result.truncated:
-            return ValueError(f"it returns more than max_rows={self.max_rows} rows; raise "
-                              "the max_rows option")
+            return ValueError(
+                f"it returns more than max_rows={self.max_rows} rows; raise the max_rows option"
+            )
         return result
 
-    def judge(self, task: Task, sql: str, in_format: bool) -> tuple[dict[str, float],
-                                                                   dict[str, Any]]:
+    def judge(
+        self, task: Task, sql: str, in_format: bool
+    ) -> tuple[dict[str, float], dict[str, Any]]:
         """Run ``sql`` and compare with the gold result: the components and details.
 
         Raises:

@@ -95,8 +95,9 @@ class QueryResult:
     elapsed_s: float = 0.0
 
 
-def _authorize(action: int, arg1: str | None, arg2: str | None, db: str | None,
-               source: str | None) -> int:
+def _authorize(
+    action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None
+) -> int:
     if action in _ALLOWED_ACTIONS:
         return sqlite3.SQLITE_OK
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() not in DENIED_FUNCTIONS:
@@ -123,8 +124,9 @@ def check_query_text(sql: str) -> None:
         raise QueryRefused(f"only a SELECT query is allowed, got {shown!r}")
 
 
-def open_readonly(db_path: str | Path, *,
-                  max_value_bytes: int = MAX_VALUE_BYTES) -> sqlite3.Connection:
+def open_readonly(
+    db_path: str | Path, *, max_value_bytes: int = MAX_VALUE_BYTES
+) -> sqlite3.Connection:
     """Open ``db_path`` read-only with the authorizer, limits and safe functions installed.
 
     Raises:
@@ -132,8 +134,10 @@ def open_readonly(db_path: str | Path, *,
     """
     path = Path(db_path).resolve()
     if not hasattr(sqlite3.Connection, "setlimit"):
-        raise DatabaseUnavailable("the SQL guards need sqlite3.Connection.setlimit "
-                                  "(Python 3.11 or newer); refusing to run untrusted SQL")
+        raise DatabaseUnavailable(
+            "the SQL guards need sqlite3.Connection.setlimit "
+            "(Python 3.11 or newer); refusing to run untrusted SQL"
+        )
     if not path.is_file():
         raise DatabaseUnavailable(f"database file {path} does not exist")
     try:
@@ -150,8 +154,14 @@ def open_readonly(db_path: str | Path, *,
     return conn
 
 
-def run_query(db_path: str | Path, sql: str, *, timeout_s: float, max_rows: int,
-              max_value_bytes: int = MAX_VALUE_BYTES) -> QueryResult:
+def run_query(
+    db_path: str | Path,
+    sql: str,
+    *,
+    timeout_s: float,
+    max_rows: int,
+    max_value_bytes: int = MAX_VALUE_BYTES,
+) -> QueryResult:
     """Run one untrusted query under every guard and fetch at most ``max_rows`` rows.
 
     Args:
@@ -210,8 +220,9 @@ def _classify(exc: Exception, late: bool, timeout_s: float) -> QueryFailed:
     return QueryError(text)
 
 
-def format_table(result: QueryResult, *, max_cell: int = 80,
-                 header: Sequence[str] | None = None) -> str:
+def format_table(
+    result: QueryResult, *, max_cell: int = 80, header: Sequence[str] | None = None
+) -> str:
     """Render a result as a small text table (pipe separated) for the model to read."""
     cols = list(header or result.columns)
     lines = [" | ".join(cols)]

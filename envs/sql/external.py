@@ -38,8 +38,9 @@ def _first(row: dict[str, Any], keys: tuple[str, ...], renamed: str | None) -> A
     return None
 
 
-def find_database(db_id: str, db_path: str | None, db_dir: Path | None,
-                  base: Path | None) -> Path | None:
+def find_database(
+    db_id: str, db_path: str | None, db_dir: Path | None, base: Path | None
+) -> Path | None:
     """The sqlite file of a row, or ``None`` when no file is found (maybe a built-in id)."""
     if db_path:
         p = Path(db_path).expanduser()
@@ -47,15 +48,25 @@ def find_database(db_id: str, db_path: str | None, db_dir: Path | None,
             p = (db_dir or base or Path.cwd()) / p
         return p
     if db_dir is not None:
-        for candidate in (db_dir / db_id / f"{db_id}.sqlite", db_dir / f"{db_id}.sqlite",
-                          db_dir / f"{db_id}.db"):
+        for candidate in (
+            db_dir / db_id / f"{db_id}.sqlite",
+            db_dir / f"{db_id}.sqlite",
+            db_dir / f"{db_id}.db",
+        ):
             if candidate.is_file():
                 return candidate
     return None
 
 
-def row_to_sql_task(row: dict[str, Any], index: int, split: str, *, fields: dict[str, str],
-                    db_file: Path | None, schema: str) -> Task:
+def row_to_sql_task(
+    row: dict[str, Any],
+    index: int,
+    split: str,
+    *,
+    fields: dict[str, str],
+    db_file: Path | None,
+    schema: str,
+) -> Task:
     """Build a task from one external row whose database was resolved to ``db_file``.
 
     Args:
@@ -77,8 +88,11 @@ def row_to_sql_task(row: dict[str, Any], index: int, split: str, *, fields: dict
     if row.get("evidence"):
         prompt += f"\nHint: {str(row['evidence']).strip()}"
     task_id = _first(row, ID_KEYS, fields.get("task_id"))
-    extra = {k: v for k, v in row.items()
-             if k not in _CONSUMED and isinstance(v, (str, int, float, bool))}
+    extra = {
+        k: v
+        for k, v in row.items()
+        if k not in _CONSUMED and isinstance(v, (str, int, float, bool))
+    }
     metadata: dict[str, Any] = {**extra, "db_id": str(row.get("db_id") or ""), "schema": schema}
     if db_file is not None:
         metadata["db_path"] = str(db_file)

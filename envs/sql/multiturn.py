@@ -53,12 +53,20 @@ CONVENTIONS = (
 
 
 _QUERY = Param("query", "string", "One SQLite query.", min_length=1)
-TOOLS = ToolSet([
-    Tool(RUN_TOOL, "Run a read-only SQLite query and see the first rows of its result.",
-         (_QUERY,)),
-    Tool(SUBMIT_TOOL, "Submit your final SQLite query; it is judged and the episode ends.",
-         (_QUERY,)),
-])
+TOOLS = ToolSet(
+    [
+        Tool(
+            RUN_TOOL,
+            "Run a read-only SQLite query and see the first rows of its result.",
+            (_QUERY,),
+        ),
+        Tool(
+            SUBMIT_TOOL,
+            "Submit your final SQLite query; it is judged and the episode ends.",
+            (_QUERY,),
+        ),
+    ]
+)
 
 
 class SqlMultiTurnEnv(SqlEnv):
@@ -109,7 +117,7 @@ class SqlMultiTurnEnv(SqlEnv):
         text = message.content
         markers = list(FINAL_RE.finditer(text))
         if markers:
-            after = sqltext.extract_sql(text[markers[-1].end():])
+            after = sqltext.extract_sql(text[markers[-1].end() :])
             if after.fenced:
                 return self._final(episode, after.sql, True)
             whole = sqltext.extract_sql(text)  # "```sql ...``` FINAL ANSWER: the query above"
@@ -142,8 +150,11 @@ class SqlMultiTurnEnv(SqlEnv):
                 out = self.explore(episode, call.arguments["query"])
                 results.append((call, out + self._remaining(episode)))
         if bad:
-            return Feedback(messages=tool_result_messages(results), status=Status.INVALID_ACTION,
-                            error=f"malformed tool call(s) to {bad}")
+            return Feedback(
+                messages=tool_result_messages(results),
+                status=Status.INVALID_ACTION,
+                error=f"malformed tool call(s) to {bad}",
+            )
         return Feedback(messages=tool_result_messages(results))
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
@@ -152,5 +163,6 @@ class SqlMultiTurnEnv(SqlEnv):
 
     def reference_action(self, episode: Episode) -> Message:
         """The gold query as a final answer."""
-        return Message(role="assistant",
-                       content=f"FINAL ANSWER:\n```sql\n{episode.task.answer}\n```")
+        return Message(
+            role="assistant", content=f"FINAL ANSWER:\n```sql\n{episode.task.answer}\n```"
+        )

@@ -15,16 +15,74 @@ from dataclasses import dataclass
 
 Rows = dict[str, list[tuple]]
 
-FIRST = ["Ana", "Ben", "Chloe", "David", "Elena", "Farid", "Grace", "Hugo", "Ines", "Jonas",
-         "Kira", "Liam", "Maya", "Noah", "Olga", "Pablo", "Quinn", "Rosa", "Sami", "Tara",
-         "Umar", "Vera", "Wen", "Ximena", "Yusuf", "Zoe", "Arjun", "Bea", "Carlos", "Dana"]
-LAST = ["Smith", "Garcia", "Nguyen", "Muller", "Rossi", "Kowalski", "Silva", "Tanaka",
-        "Okafor", "Dubois", "Larsen", "Novak", "Haddad", "Ivanova", "Kim", "Lopez", "Brown",
-        "Costa", "Fischer", "Moreau"]
-CITIES = [("Lisbon", "Portugal"), ("Porto", "Portugal"), ("Madrid", "Spain"),
-          ("Barcelona", "Spain"), ("Paris", "France"), ("Lyon", "France"), ("Berlin", "Germany"),
-          ("Munich", "Germany"), ("Rome", "Italy"), ("Milan", "Italy"), ("Warsaw", "Poland"),
-          ("Oslo", "Norway")]
+FIRST = [
+    "Ana",
+    "Ben",
+    "Chloe",
+    "David",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Kira",
+    "Liam",
+    "Maya",
+    "Noah",
+    "Olga",
+    "Pablo",
+    "Quinn",
+    "Rosa",
+    "Sami",
+    "Tara",
+    "Umar",
+    "Vera",
+    "Wen",
+    "Ximena",
+    "Yusuf",
+    "Zoe",
+    "Arjun",
+    "Bea",
+    "Carlos",
+    "Dana",
+]
+LAST = [
+    "Smith",
+    "Garcia",
+    "Nguyen",
+    "Muller",
+    "Rossi",
+    "Kowalski",
+    "Silva",
+    "Tanaka",
+    "Okafor",
+    "Dubois",
+    "Larsen",
+    "Novak",
+    "Haddad",
+    "Ivanova",
+    "Kim",
+    "Lopez",
+    "Brown",
+    "Costa",
+    "Fischer",
+    "Moreau",
+]
+CITIES = [
+    ("Lisbon", "Portugal"),
+    ("Porto", "Portugal"),
+    ("Madrid", "Spain"),
+    ("Barcelona", "Spain"),
+    ("Paris", "France"),
+    ("Lyon", "France"),
+    ("Berlin", "Germany"),
+    ("Munich", "Germany"),
+    ("Rome", "Italy"),
+    ("Milan", "Italy"),
+    ("Warsaw", "Poland"),
+    ("Oslo", "Norway"),
+]
 
 
 @dataclass(frozen=True)
@@ -96,10 +154,13 @@ CREATE TABLE reviews (
 CATEGORIES = ["Books", "Electronics", "Garden", "Kitchen", "Sports", "Toys", "Music", "Office"]
 ADJ = ["Classic", "Compact", "Deluxe", "Eco", "Smart", "Mini", "Pro", "Ultra", "Vintage", "Basic"]
 NOUNS = {
-    "Books": ["Novel", "Atlas", "Cookbook", "Guide"], "Electronics": ["Headphones", "Charger",
-    "Speaker", "Tablet"], "Garden": ["Hose", "Shovel", "Planter", "Rake"], "Kitchen": ["Kettle",
-    "Pan", "Blender", "Knife"], "Sports": ["Ball", "Racket", "Helmet", "Mat"], "Toys": ["Puzzle",
-    "Robot", "Kite", "Blocks"], "Music": ["Guitar", "Drum", "Ukulele", "Keyboard"],
+    "Books": ["Novel", "Atlas", "Cookbook", "Guide"],
+    "Electronics": ["Headphones", "Charger", "Speaker", "Tablet"],
+    "Garden": ["Hose", "Shovel", "Planter", "Rake"],
+    "Kitchen": ["Kettle", "Pan", "Blender", "Knife"],
+    "Sports": ["Ball", "Racket", "Helmet", "Mat"],
+    "Toys": ["Puzzle", "Robot", "Kite", "Blocks"],
+    "Music": ["Guitar", "Drum", "Ukulele", "Keyboard"],
     "Office": ["Stapler", "Lamp", "Chair", "Notebook"],
 }
 STATUSES = ["delivered"] * 6 + ["shipped"] * 2 + ["pending", "cancelled", "returned"]
@@ -136,11 +197,23 @@ def _store(rng: random.Random) -> Rows:
             items.append((oid, pid, rng.randint(1, 5), charged))
     reviews = []
     for rid in range(1, 701):
-        reviews.append((rid, rng.randrange(1, 81), rng.randrange(1, 301),
-                        rng.choice([1, 2, 3, 3, 4, 4, 4, 5, 5, 5]),
-                        _day(rng, dt.date(2022, 1, 1), 900).isoformat()))
-    return {"categories": categories, "products": products, "customers": customers,
-            "orders": orders, "order_items": items, "reviews": reviews}
+        reviews.append(
+            (
+                rid,
+                rng.randrange(1, 81),
+                rng.randrange(1, 301),
+                rng.choice([1, 2, 3, 3, 4, 4, 4, 5, 5, 5]),
+                _day(rng, dt.date(2022, 1, 1), 900).isoformat(),
+            )
+        )
+    return {
+        "categories": categories,
+        "products": products,
+        "customers": customers,
+        "orders": orders,
+        "order_items": items,
+        "reviews": reviews,
+    }
 
 
 # ---------------------------------------------------------------------------- university
@@ -187,25 +260,52 @@ CREATE TABLE enrollments (
 );
 """
 
-DEPTS = [("Computer Science", "CS", "Turing Hall"), ("Mathematics", "MA", "Noether Hall"),
-         ("Physics", "PH", "Curie Hall"), ("Biology", "BI", "Darwin Hall"),
-         ("History", "HI", "Herodotus Hall"), ("Economics", "EC", "Smith Hall")]
-COURSE_TOPICS = ["Introduction", "Methods", "Theory", "Laboratory", "Seminar", "Advanced Topics",
-                 "Foundations", "Applications"]
+DEPTS = [
+    ("Computer Science", "CS", "Turing Hall"),
+    ("Mathematics", "MA", "Noether Hall"),
+    ("Physics", "PH", "Curie Hall"),
+    ("Biology", "BI", "Darwin Hall"),
+    ("History", "HI", "Herodotus Hall"),
+    ("Economics", "EC", "Smith Hall"),
+]
+COURSE_TOPICS = [
+    "Introduction",
+    "Methods",
+    "Theory",
+    "Laboratory",
+    "Seminar",
+    "Advanced Topics",
+    "Foundations",
+    "Applications",
+]
 TERMS = ["2022-fall", "2023-spring", "2023-fall", "2024-spring"]
 
 
 def _university(rng: random.Random) -> Rows:
-    depts = [(i + 1, n, b, float(rng.randrange(200, 2000) * 1000)) for i, (n, _, b)
-             in enumerate(DEPTS)]
-    instructors = [(i, _name(rng), rng.randint(1, len(DEPTS)),
-                    float(rng.randrange(40, 130) * 1000 + rng.randrange(0, 1000)),
-                    rng.randint(1995, 2023)) for i in range(1, 41)]
+    depts = [
+        (i + 1, n, b, float(rng.randrange(200, 2000) * 1000)) for i, (n, _, b) in enumerate(DEPTS)
+    ]
+    instructors = [
+        (
+            i,
+            _name(rng),
+            rng.randint(1, len(DEPTS)),
+            float(rng.randrange(40, 130) * 1000 + rng.randrange(0, 1000)),
+            rng.randint(1995, 2023),
+        )
+        for i in range(1, 41)
+    ]
     courses = []
     for d, (dname, code, _) in enumerate(DEPTS, 1):
         for k, topic in enumerate(rng.sample(COURSE_TOPICS, 6)):
-            courses.append((f"{code}{100 + 10 * k + rng.randint(1, 9)}", f"{dname}: {topic}",
-                            d, rng.choice([3, 4, 5, 6])))
+            courses.append(
+                (
+                    f"{code}{100 + 10 * k + rng.randint(1, 9)}",
+                    f"{dname}: {topic}",
+                    d,
+                    rng.choice([3, 4, 5, 6]),
+                )
+            )
     students = []
     for s in range(1, 401):
         dept = rng.randint(1, len(DEPTS))
@@ -222,12 +322,21 @@ def _university(rng: random.Random) -> Rows:
     enrollments = []
     for s in students:
         for course, term in rng.sample(offered, rng.randint(2, 7)):
-            grade = None if term == TERMS[-1] and rng.random() < 0.6 else float(
-                round(min(20.0, max(0.0, rng.gauss(12.5, 3.5))), 1))
+            grade = (
+                None
+                if term == TERMS[-1] and rng.random() < 0.6
+                else float(round(min(20.0, max(0.0, rng.gauss(12.5, 3.5))), 1))
+            )
             enrollments.append((s[0], course, term, grade))
     enrollments = sorted(set(enrollments), key=lambda e: (e[0], e[1], e[2]))
-    return {"departments": depts, "instructors": instructors, "students": students,
-            "courses": courses, "teaches": sorted(set(teaches)), "enrollments": enrollments}
+    return {
+        "departments": depts,
+        "instructors": instructors,
+        "students": students,
+        "courses": courses,
+        "teaches": sorted(set(teaches)),
+        "enrollments": enrollments,
+    }
 
 
 # ---------------------------------------------------------------------------- flights
@@ -280,21 +389,35 @@ CREATE TABLE bookings (
 );
 """
 
-AIRPORTS = [("LIS", "Humberto Delgado", "Lisbon", "Portugal", 114),
-            ("OPO", "Francisco Sa Carneiro", "Porto", "Portugal", 69),
-            ("MAD", "Barajas", "Madrid", "Spain", 610), ("BCN", "El Prat", "Barcelona", "Spain", 4),
-            ("CDG", "Charles de Gaulle", "Paris", "France", 119),
-            ("LYS", "Saint-Exupery", "Lyon", "France", 250),
-            ("BER", "Brandenburg", "Berlin", "Germany", 48),
-            ("MUC", "Franz Josef Strauss", "Munich", "Germany", 448),
-            ("FCO", "Fiumicino", "Rome", "Italy", 5), ("MXP", "Malpensa", "Milan", "Italy", 234),
-            ("WAW", "Chopin", "Warsaw", "Poland", 110),
-            ("OSL", "Gardermoen", "Oslo", "Norway", 208)]
-AIRLINES = [("Atlantic Air", "AT", "Portugal"), ("Iberia Sky", "IS", "Spain"),
-            ("Gallic Wings", "GW", "France"), ("Rhein Jet", "RJ", "Germany"),
-            ("Aurora Nordic", "AN", "Norway")]
-AIRCRAFT = [("A320", "Airbus", 180), ("A321", "Airbus", 220), ("737-800", "Boeing", 189),
-            ("E195", "Embraer", 120), ("A220", "Airbus", 135), ("ATR 72", "ATR", 70)]
+AIRPORTS = [
+    ("LIS", "Humberto Delgado", "Lisbon", "Portugal", 114),
+    ("OPO", "Francisco Sa Carneiro", "Porto", "Portugal", 69),
+    ("MAD", "Barajas", "Madrid", "Spain", 610),
+    ("BCN", "El Prat", "Barcelona", "Spain", 4),
+    ("CDG", "Charles de Gaulle", "Paris", "France", 119),
+    ("LYS", "Saint-Exupery", "Lyon", "France", 250),
+    ("BER", "Brandenburg", "Berlin", "Germany", 48),
+    ("MUC", "Franz Josef Strauss", "Munich", "Germany", 448),
+    ("FCO", "Fiumicino", "Rome", "Italy", 5),
+    ("MXP", "Malpensa", "Milan", "Italy", 234),
+    ("WAW", "Chopin", "Warsaw", "Poland", 110),
+    ("OSL", "Gardermoen", "Oslo", "Norway", 208),
+]
+AIRLINES = [
+    ("Atlantic Air", "AT", "Portugal"),
+    ("Iberia Sky", "IS", "Spain"),
+    ("Gallic Wings", "GW", "France"),
+    ("Rhein Jet", "RJ", "Germany"),
+    ("Aurora Nordic", "AN", "Norway"),
+]
+AIRCRAFT = [
+    ("A320", "Airbus", 180),
+    ("A321", "Airbus", 220),
+    ("737-800", "Boeing", 189),
+    ("E195", "Embraer", 120),
+    ("A220", "Airbus", 135),
+    ("ATR 72", "ATR", 70),
+]
 NATIONS = ["Portugal", "Spain", "France", "Germany", "Italy", "Poland", "Norway", "Brazil"]
 
 
@@ -310,11 +433,24 @@ def _flights(rng: random.Random) -> Rows:
         dep = f"{day.isoformat()} {rng.randrange(5, 23):02d}:{rng.choice([0, 15, 30, 45]):02d}"
         status = rng.choice(["on_time"] * 7 + ["delayed"] * 2 + ["cancelled"])
         delay = rng.randrange(5, 240) if status == "delayed" else None
-        flights.append((fid, f"{AIRLINES[al - 1][1]}{rng.randrange(100, 9999)}", al,
-                        AIRPORTS[a][0], AIRPORTS[b][0], rng.randint(1, len(AIRCRAFT)), dep,
-                        30 + dist // 12 + rng.randrange(0, 25), dist, status, delay))
-    passengers = [(p, _name(rng), rng.choice(NATIONS), rng.randint(1940, 2010))
-                  for p in range(1, 501)]
+        flights.append(
+            (
+                fid,
+                f"{AIRLINES[al - 1][1]}{rng.randrange(100, 9999)}",
+                al,
+                AIRPORTS[a][0],
+                AIRPORTS[b][0],
+                rng.randint(1, len(AIRCRAFT)),
+                dep,
+                30 + dist // 12 + rng.randrange(0, 25),
+                dist,
+                status,
+                delay,
+            )
+        )
+    passengers = [
+        (p, _name(rng), rng.choice(NATIONS), rng.randint(1940, 2010)) for p in range(1, 501)
+    ]
     bookings = []
     for bid in range(1, 2501):
         fl = flights[rng.randrange(len(flights))]
@@ -322,8 +458,14 @@ def _flights(rng: random.Random) -> Rows:
         factor = {"economy": 1.0, "business": 2.6, "first": 4.5}[cls]
         price = round((40 + fl[8] * 0.09) * factor * rng.uniform(0.8, 1.4), 2)
         bookings.append((bid, fl[0], rng.randint(1, 500), cls, price))
-    return {"airports": list(AIRPORTS), "airlines": airlines, "aircraft": aircraft,
-            "flights": flights, "passengers": passengers, "bookings": bookings}
+    return {
+        "airports": list(AIRPORTS),
+        "airlines": airlines,
+        "aircraft": aircraft,
+        "flights": flights,
+        "passengers": passengers,
+        "bookings": bookings,
+    }
 
 
 # ---------------------------------------------------------------------------- library
@@ -371,59 +513,138 @@ CREATE TABLE loans (
 """
 
 GENRES = ["Fantasy", "Mystery", "Science Fiction", "Poetry", "History", "Biography", "Romance"]
-TITLE_A = ["Silent", "Hidden", "Last", "Golden", "Broken", "Distant", "Red", "Winter", "Lost",
-           "Burning", "Quiet", "Northern"]
-TITLE_B = ["River", "Garden", "Empire", "Letters", "Harbor", "Voyage", "Mirror", "Orchard",
-           "Tower", "Road", "Island", "Crown"]
-BRANCHES = [("Central Library", "Lisbon"), ("Riverside Branch", "Lisbon"),
-            ("Old Town Branch", "Porto"), ("University Branch", "Coimbra"),
-            ("Harbor Branch", "Porto")]
+TITLE_A = [
+    "Silent",
+    "Hidden",
+    "Last",
+    "Golden",
+    "Broken",
+    "Distant",
+    "Red",
+    "Winter",
+    "Lost",
+    "Burning",
+    "Quiet",
+    "Northern",
+]
+TITLE_B = [
+    "River",
+    "Garden",
+    "Empire",
+    "Letters",
+    "Harbor",
+    "Voyage",
+    "Mirror",
+    "Orchard",
+    "Tower",
+    "Road",
+    "Island",
+    "Crown",
+]
+BRANCHES = [
+    ("Central Library", "Lisbon"),
+    ("Riverside Branch", "Lisbon"),
+    ("Old Town Branch", "Porto"),
+    ("University Branch", "Coimbra"),
+    ("Harbor Branch", "Porto"),
+]
 
 
 def _library(rng: random.Random) -> Rows:
-    authors = [(i, _name(rng), None if rng.random() < 0.15 else rng.randint(1900, 1990),
-                rng.choice(NATIONS)) for i in range(1, 61)]
+    authors = [
+        (
+            i,
+            _name(rng),
+            None if rng.random() < 0.15 else rng.randint(1900, 1990),
+            rng.choice(NATIONS),
+        )
+        for i in range(1, 61)
+    ]
     books, titles = [], []
     for b in range(1, 241):
         title = f"The {rng.choice(TITLE_A)} {rng.choice(TITLE_B)}"
         if title in titles:
             title = f"{title} {['II', 'III', 'IV', 'V', 'VI'][titles.count(title) % 5]}"
         titles.append(title)
-        books.append((b, title, rng.randint(1, 60), rng.choice(GENRES), rng.randint(1950, 2023),
-                      rng.randrange(90, 900)))
+        books.append(
+            (
+                b,
+                title,
+                rng.randint(1, 60),
+                rng.choice(GENRES),
+                rng.randint(1950, 2023),
+                rng.randrange(90, 900),
+            )
+        )
     branches = [(i + 1, n, c) for i, (n, c) in enumerate(BRANCHES)]
     copies = []
     for b in books:
         for _ in range(rng.randint(1, 4)):
             copies.append((len(copies) + 1, b[0], rng.randint(1, len(BRANCHES))))
     member_cities = ["Lisbon", "Porto", "Coimbra", "Braga"]
-    members = [(m, _name(rng), rng.choice(member_cities),
-                _day(rng, dt.date(2018, 1, 1), 6 * 365).isoformat(),
-                rng.choice(["standard"] * 3 + ["premium", "student", "student"]))
-               for m in range(1, 251)]
+    members = [
+        (
+            m,
+            _name(rng),
+            rng.choice(member_cities),
+            _day(rng, dt.date(2018, 1, 1), 6 * 365).isoformat(),
+            rng.choice(["standard"] * 3 + ["premium", "student", "student"]),
+        )
+        for m in range(1, 251)
+    ]
     loans = []
     for lid in range(1, 2001):
         member = members[rng.randrange(len(members))]
         start = dt.date.fromisoformat(member[3]) + dt.timedelta(days=rng.randrange(1, 700))
         due = start + dt.timedelta(days=21)
         back = None if rng.random() < 0.08 else start + dt.timedelta(days=rng.randrange(1, 40))
-        loans.append((lid, rng.randint(1, len(copies)), member[0], start.isoformat(),
-                      due.isoformat(), back.isoformat() if back else None))
-    return {"authors": authors, "books": books, "branches": branches, "copies": copies,
-            "members": members, "loans": loans}
+        loans.append(
+            (
+                lid,
+                rng.randint(1, len(copies)),
+                member[0],
+                start.isoformat(),
+                due.isoformat(),
+                back.isoformat() if back else None,
+            )
+        )
+    return {
+        "authors": authors,
+        "books": books,
+        "branches": branches,
+        "copies": copies,
+        "members": members,
+        "loans": loans,
+    }
 
 
 SCHEMAS: dict[str, Schema] = {
     s.db_id: s
     for s in (
-        Schema("store", "an online shop: products, customers, orders, reviews", STORE_DDL,
-               _store, 1101),
-        Schema("university", "departments, instructors, students, courses, grades",
-               UNIVERSITY_DDL, _university, 2202),
-        Schema("flights", "airports, airlines, flights, passengers, bookings", FLIGHTS_DDL,
-               _flights, 3303),
-        Schema("library", "authors, books, branches, copies, members, loans", LIBRARY_DDL,
-               _library, 4404),
+        Schema(
+            "store", "an online shop: products, customers, orders, reviews", STORE_DDL, _store, 1101
+        ),
+        Schema(
+            "university",
+            "departments, instructors, students, courses, grades",
+            UNIVERSITY_DDL,
+            _university,
+            2202,
+        ),
+        Schema(
+            "flights",
+            "airports, airlines, flights, passengers, bookings",
+            FLIGHTS_DDL,
+            _flights,
+            3303,
+        ),
+        Schema(
+            "library",
+            "authors, books, branches, copies, members, loans",
+            LIBRARY_DDL,
+            _library,
+            4404,
+        ),
     )
 }
 """The built-in databases by id."""

@@ -88,9 +88,9 @@ def fenced_blocks(text: str) -> list[tuple[str, str, bool]]:
         label_m = _LABEL_RE.match(raw)
         inline_m = _INLINE_LABEL_RE.match(raw)
         if label_m:
-            label, body = label_m.group(1).lower(), raw[label_m.end():]
+            label, body = label_m.group(1).lower(), raw[label_m.end() :]
         elif inline_m:
-            label, body = inline_m.group(1).lower(), raw[inline_m.end():]
+            label, body = inline_m.group(1).lower(), raw[inline_m.end() :]
         else:
             label, body = "", raw
         blocks.append((label, body, closed))
@@ -151,8 +151,13 @@ def orders_at_top_level(sql: str) -> bool:
     """
     words = [t for t in tokenize(sql) if t.kind not in ("comment",)]
     for a, b in zip(words, words[1:], strict=False):
-        if (a.depth == 0 and a.kind == "word" and b.kind == "word"
-                and a.text.upper() == "ORDER" and b.text.upper() == "BY"):
+        if (
+            a.depth == 0
+            and a.kind == "word"
+            and b.kind == "word"
+            and a.text.upper() == "ORDER"
+            and b.text.upper() == "BY"
+        ):
             return True
     return False
 

@@ -62,8 +62,9 @@ def _keys(rows: Iterable[tuple], sort_key: tuple[int, ...]) -> list[tuple]:
     return [tuple(r[i] for i in sort_key) for r in rows]
 
 
-def instance_problem(conn: sqlite3.Connection, template: Template,
-                     params: dict[str, Any]) -> str | None:
+def instance_problem(
+    conn: sqlite3.Connection, template: Template, params: dict[str, Any]
+) -> str | None:
     """Why this instance cannot be a task (empty result, ambiguous order), or ``None``."""
     _, sql = render(template, params)
     rows = conn.execute(sql).fetchall()
@@ -96,23 +97,26 @@ def template_tasks(conn: sqlite3.Connection, template: Template, schema: str) ->
             continue
         question, sql = render(template, params)
         index = len(tasks)
-        tasks.append(Task(
-            task_id=f"{template.db_id}/{template.key}/{index}",
-            prompt=question,
-            answer=sql,
-            metadata={
-                "db_id": template.db_id,
-                "schema": schema,
-                "template": template.key,
-                "params": params,
-                "split": "test" if index % TEST_EVERY == TEST_EVERY - 1 else "train",
-            },
-        ))
+        tasks.append(
+            Task(
+                task_id=f"{template.db_id}/{template.key}/{index}",
+                prompt=question,
+                answer=sql,
+                metadata={
+                    "db_id": template.db_id,
+                    "schema": schema,
+                    "template": template.key,
+                    "params": params,
+                    "split": "test" if index % TEST_EVERY == TEST_EVERY - 1 else "train",
+                },
+            )
+        )
     return tasks
 
 
-def builtin_task_set(databases: BuiltinDatabases,
-                     db_ids: Iterable[str] | None = None) -> dict[str, list[Task]]:
+def builtin_task_set(
+    databases: BuiltinDatabases, db_ids: Iterable[str] | None = None
+) -> dict[str, list[Task]]:
     """Every built-in task, by split (``train`` and ``test``).
 
     Args:
@@ -138,8 +142,9 @@ def database_tasks(databases: BuiltinDatabases, db_id: str) -> list[Task]:
     """
     path = databases.path(db_id)
     templates = [t for t in TEMPLATES if t.db_id == db_id]
-    key = hashlib.sha256(repr((databases.expected_checksum(db_id), templates, INSTANCE_SEED,
-                               TEST_EVERY)).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        repr((databases.expected_checksum(db_id), templates, INSTANCE_SEED, TEST_EVERY)).encode()
+    ).hexdigest()[:16]
     cache = databases.cache_dir / f"tasks-{db_id}-{key}.json"
     if cache.exists():
         try:

@@ -28,8 +28,18 @@ def test_pair_table_is_large_and_balanced():
     assert len(PAIRS) >= 60
     equal = sum(p["equal"] for p in PAIRS)
     assert equal >= 20 and len(PAIRS) - equal >= 20
-    needed = {"fraction", "boxed", "sqrt", "percent", "thousands", "negative", "expression",
-              "interval", "units", "list"}
+    needed = {
+        "fraction",
+        "boxed",
+        "sqrt",
+        "percent",
+        "thousands",
+        "negative",
+        "expression",
+        "interval",
+        "units",
+        "list",
+    }
     assert needed <= {p["category"] for p in PAIRS}
 
 
@@ -267,8 +277,21 @@ def test_random_garbage_never_crashes_the_checker():
 
     rng = random.Random(7)
     pieces = list("0123456789+-*/^()[]{},. xyzepi%$=<>|!\\_'\"\n") + [
-        r"\frac", r"\sqrt", r"\pi", r"\infty", r"\cup", r"\le", r"\text{", r"\boxed{", "}",
-        r"\left(", r"\right)", "^{", r"\pm", "#### ", "answer is ",
+        r"\frac",
+        r"\sqrt",
+        r"\pi",
+        r"\infty",
+        r"\cup",
+        r"\le",
+        r"\text{",
+        r"\boxed{",
+        "}",
+        r"\left(",
+        r"\right)",
+        "^{",
+        r"\pm",
+        "#### ",
+        "answer is ",
     ]
     golds = ["42", r"\frac{1}{2}", r"(-\infty, 3]", "2, 3", r"50\%", r"(1,2)\cup(3,4)"]
     for _ in range(600):

@@ -124,7 +124,11 @@ def test_same_tasks_in_another_process_with_another_hash_seed():
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     digests = {
         subprocess.run(
-            [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True,
+            [sys.executable, "-c", code],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
             env={**os.environ, "PYTHONHASHSEED": seed},
         ).stdout.strip()
         for seed in ("1", "2")

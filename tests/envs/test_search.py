@@ -13,14 +13,24 @@ from envs.search.env import SearchEnv
 from envs.search.results import parse_search
 from envs.search.scoring import extract_answer, normalize, score_answer, token_f1
 
-WEIGHTS = {"correctness": 1.0, "f1": 0.5, "format": 0.1, "tool_calls": -0.01,
-           "invalid_calls": -0.05}
+WEIGHTS = {
+    "correctness": 1.0,
+    "f1": 0.5,
+    "format": 0.1,
+    "tool_calls": -0.01,
+    "invalid_calls": -0.05,
+}
 
 
 def make_env(max_turns=10, **options):
-    spec = EnvSpec(name="search-test", family="search", entry_point="envs.search.env:SearchEnv",
-                   dataset={"kind": "builtin", "size": 200}, max_turns=max_turns,
-                   reward={"weights": WEIGHTS})
+    spec = EnvSpec(
+        name="search-test",
+        family="search",
+        entry_point="envs.search.env:SearchEnv",
+        dataset={"kind": "builtin", "size": 200},
+        max_turns=max_turns,
+        reward={"weights": WEIGHTS},
+    )
     return SearchEnv(spec, **options)
 
 
@@ -130,16 +140,24 @@ def test_search_with_no_match(env):
 @pytest.mark.parametrize(
     ("message", "expected"),
     [
-        (Message(role="assistant", tool_calls=[ToolCall(
-            id="c1", function=FunctionCall(name="search", arguments="{bad json"))]),
-         "not valid JSON"),
+        (
+            Message(
+                role="assistant",
+                tool_calls=[
+                    ToolCall(id="c1", function=FunctionCall(name="search", arguments="{bad json"))
+                ],
+            ),
+            "not valid JSON",
+        ),
         (call("lookup", {"query": "x"}), "unknown tool 'lookup'"),
         (call("search", {}), "missing the required argument 'query'"),
         (call("search", {"query": "x", "lang": "en"}), "unexpected argument(s) ['lang']"),
         (call("search", {"query": ["x"]}), "must be of type string"),
         (call("open", {"doc_id": "doc-99999"}), "no document has id 'doc-99999'"),
-        (Message(role="assistant", content='<tool_call>{"name": "search",</tool_call>'),
-         "not valid JSON"),
+        (
+            Message(role="assistant", content='<tool_call>{"name": "search",</tool_call>'),
+            "not valid JSON",
+        ),
     ],
 )
 def test_invalid_calls_flag_the_step_and_the_episode_goes_on(env, message, expected):
@@ -192,8 +210,13 @@ def test_answer_forms(env):
     assert plain.info.components["format"] == 0.0 and plain.info.components["f1"] > 0
     env.reset(seed=6)
     tagged = env.step(f"<think>search more?</think><answer>{gold.upper()}</answer>")
-    assert tagged.info.components == {"correctness": 1.0, "f1": 1.0, "format": 1.0,
-                                      "tool_calls": 0.0, "invalid_calls": 0.0}
+    assert tagged.info.components == {
+        "correctness": 1.0,
+        "f1": 1.0,
+        "format": 1.0,
+        "tool_calls": 0.0,
+        "invalid_calls": 0.0,
+    }
     assert tagged.info.answer == gold.upper()
 
 
@@ -207,7 +230,8 @@ def test_river_aliases(env):
 def test_squad_normalisation_and_f1():
     assert normalize("The  Ostrel-Systems, Inc.") == "ostrelsystems inc"
     assert token_f1("University of Velsa", "the University of Port Velsa") == pytest.approx(
-        2 * 1.0 * 0.75 / 1.75)
+        2 * 1.0 * 0.75 / 1.75
+    )
     assert token_f1("", "x") == 0.0
     assert extract_answer("<answer>a</answer><answer>b</answer>") == ("b", False)
     assert extract_answer("<answer> </answer>") == ("", False)

@@ -19,15 +19,22 @@ from envs.search.index import CorpusSpec, SearchIndex, corpus_key, load_corpus
 from envs.search.world import DEFAULT_SIZES, Doc, generate
 
 ROOT = Path(__file__).resolve().parents[2]
-SMALL = {"country": 5, "city": 30, "university": 6, "person": 60, "company": 30,
-         "invention": 30}
+SMALL = {"country": 5, "city": 30, "university": 6, "person": 60, "company": 30, "invention": 30}
 
 
 def test_world_is_deterministic_across_processes():
-    code = ("from envs.search.world import generate; from envs.search.index import corpus_key;"
-            f"print(corpus_key(generate(3, {SMALL!r}).docs, 1.5, 0.75))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                         text=True, check=True, env={"PYTHONHASHSEED": "99", "PATH": ""})
+    code = (
+        "from envs.search.world import generate; from envs.search.index import corpus_key;"
+        f"print(corpus_key(generate(3, {SMALL!r}).docs, 1.5, 0.75))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "99", "PATH": ""},
+    )
     assert out.stdout.strip() == corpus_key(generate(3, SMALL).docs, 1.5, 0.75)
     assert corpus_key(generate(4, SMALL).docs, 1.5, 0.75) != out.stdout.strip()
 
@@ -35,8 +42,9 @@ def test_world_is_deterministic_across_processes():
 def test_world_is_large_with_look_alike_names():
     world = generate(0)
     assert len(world.docs) == sum(DEFAULT_SIZES.values()) >= 2500
-    assert len({d.doc_id for d in world.docs}) == len({d.title for d in world.docs}) == len(
-        world.docs)
+    assert (
+        len({d.doc_id for d in world.docs}) == len({d.title for d in world.docs}) == len(world.docs)
+    )
     companies = [e.name for e in world.entities if e.kind == "company"]
     stems = collections.Counter(n.split()[0] for n in companies)
     assert sum(stems[n.split()[0]] > 1 for n in companies) / len(companies) > 0.8
@@ -65,7 +73,8 @@ def test_index_is_cached_on_disk_by_corpus_hash(tmp_path, monkeypatch):
     assert cached.loaded_from_cache and cached.key == built.key
     query = docs[40].title
     assert [d.doc_id for d, _ in cached.search(query, 5)] == [
-        d.doc_id for d, _ in built.search(query, 5)]
+        d.doc_id for d, _ in built.search(query, 5)
+    ]
     changed = [*docs[:-1], Doc(docs[-1].doc_id, docs[-1].title, docs[-1].text + " More.")]
     other = SearchIndex(changed)
     assert other.key != built.key and not other.loaded_from_cache
@@ -98,9 +107,17 @@ def test_an_entity_name_finds_its_document():
 
 
 def _spec(tmp_path, dataset, corpus, **extra):
-    return EnvSpec(name="search-local", family="search", entry_point="envs.search.env:SearchEnv",
-                   dataset=dataset, max_turns=4, source=str(tmp_path / "env.yaml"),
-                   reward={"weights": {"correctness": 1.0}}, options={"corpus": corpus}, **extra)
+    return EnvSpec(
+        name="search-local",
+        family="search",
+        entry_point="envs.search.env:SearchEnv",
+        dataset=dataset,
+        max_turns=4,
+        source=str(tmp_path / "env.yaml"),
+        reward={"weights": {"correctness": 1.0}},
+        options={"corpus": corpus},
+        **extra,
+    )
 
 
 def _write_jsonl(path, rows):
@@ -108,21 +125,38 @@ def _write_jsonl(path, rows):
 
 
 def test_local_jsonl_corpus_and_questions(tmp_path):
-    _write_jsonl(tmp_path / "docs.jsonl", [
-        {"id": "w1", "title": "Ada Lovelace", "text": "Ada Lovelace wrote the first program."},
-        {"id": "w2", "title": "Charles Babbage", "text": "Babbage designed the Analytical "
-         "Engine."},
-    ])
-    _write_jsonl(tmp_path / "q.jsonl", [
-        {"id": "q1", "question": "Who designed the Analytical Engine?",
-         "answer": "Charles Babbage"}])
-    spec = _spec(tmp_path, {"kind": "jsonl", "path": "q.jsonl",
-                            "fields": {"task_id": "id", "prompt": "question"}},
-                 {"kind": "jsonl", "path": "docs.jsonl"}, split="train")
+    _write_jsonl(
+        tmp_path / "docs.jsonl",
+        [
+            {"id": "w1", "title": "Ada Lovelace", "text": "Ada Lovelace wrote the first program."},
+            {
+                "id": "w2",
+                "title": "Charles Babbage",
+                "text": "Babbage designed the Analytical Engine.",
+            },
+        ],
+    )
+    _write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {
+                "id": "q1",
+                "question": "Who designed the Analytical Engine?",
+                "answer": "Charles Babbage",
+            }
+        ],
+    )
+    spec = _spec(
+        tmp_path,
+        {"kind": "jsonl", "path": "q.jsonl", "fields": {"task_id": "id", "prompt": "question"}},
+        {"kind": "jsonl", "path": "docs.jsonl"},
+        split="train",
+    )
     env = SearchEnv(spec, **spec.options)
     env.reset(seed=0)
-    result = env.step('<tool_call>{"name": "search", "arguments": {"query": "Analytical '
-                      'Engine"}}</tool_call>')
+    result = env.step(
+        '<tool_call>{"name": "search", "arguments": {"query": "Analytical Engine"}}</tool_call>'
+    )
     assert "w2 | Charles Babbage" in result.messages[0].content
     assert env.step("<answer>charles babbage</answer>").info.components["correctness"] == 1.0
     check_env(env)
@@ -130,23 +164,44 @@ def test_local_jsonl_corpus_and_questions(tmp_path):
 
 @pytest.mark.parametrize("layout", ["hf", "json"])
 def test_corpus_from_hotpotqa_contexts(tmp_path, layout):
-    paragraphs = [["Velsa", ["Velsa is a town. ", "It lies on the Oltra."]],
-                  ["Oltra", ["The Oltra is a river in Kesh."]]]
-    ctx = paragraphs if layout == "json" else {
-        "title": [p[0] for p in paragraphs], "sentences": [p[1] for p in paragraphs]}
-    _write_jsonl(tmp_path / "hotpot.jsonl", [
-        {"id": "h1", "question": "In which country is the river through Velsa?",
-         "answer": "Kesh", "context": ctx}])
-    spec = _spec(tmp_path, {"kind": "jsonl", "path": "hotpot.jsonl",
-                            "fields": {"task_id": "id", "prompt": "question"}},
-                 {"kind": "contexts"})
+    paragraphs = [
+        ["Velsa", ["Velsa is a town. ", "It lies on the Oltra."]],
+        ["Oltra", ["The Oltra is a river in Kesh."]],
+    ]
+    ctx = (
+        paragraphs
+        if layout == "json"
+        else {"title": [p[0] for p in paragraphs], "sentences": [p[1] for p in paragraphs]}
+    )
+    _write_jsonl(
+        tmp_path / "hotpot.jsonl",
+        [
+            {
+                "id": "h1",
+                "question": "In which country is the river through Velsa?",
+                "answer": "Kesh",
+                "context": ctx,
+            }
+        ],
+    )
+    spec = _spec(
+        tmp_path,
+        {
+            "kind": "jsonl",
+            "path": "hotpot.jsonl",
+            "fields": {"task_id": "id", "prompt": "question"},
+        },
+        {"kind": "contexts"},
+    )
     env = SearchEnv(spec, **spec.options)
     assert [(d.title, d.text) for d in env.index.docs] == [
-        ("Oltra", "The Oltra is a river in Kesh."), ("Velsa", "Velsa is a town. It lies on the "
-                                                    "Oltra.")]
+        ("Oltra", "The Oltra is a river in Kesh."),
+        ("Velsa", "Velsa is a town. It lies on the Oltra."),
+    ]
     env.reset(seed=0)
-    result = env.step('<tool_call>{"name": "open", "arguments": {"doc_id": "wiki-000000"}}'
-                      "</tool_call>")
+    result = env.step(
+        '<tool_call>{"name": "open", "arguments": {"doc_id": "wiki-000000"}}</tool_call>'
+    )
     assert "river in Kesh" in result.messages[0].content
     check_env(env)
 
@@ -162,8 +217,12 @@ def test_missing_corpus_columns_and_files_are_named(tmp_path):
     _write_jsonl(tmp_path / "docs.jsonl", [{"id": "a", "body": "x"}])
     with pytest.raises(ConfigError, match="corpus.fields.text"):
         load_corpus(CorpusSpec(kind="jsonl", path="docs.jsonl"), tmp_path)
-    assert load_corpus(CorpusSpec(kind="jsonl", path="docs.jsonl", fields={"text": "body"}),
-                       tmp_path)[0].text == "x"
+    assert (
+        load_corpus(CorpusSpec(kind="jsonl", path="docs.jsonl", fields={"text": "body"}), tmp_path)[
+            0
+        ].text
+        == "x"
+    )
     with pytest.raises(ConfigError, match="does not exist"):
         load_corpus(CorpusSpec(kind="jsonl", path="nope.jsonl"), tmp_path)
     with pytest.raises(ConfigError, match="needs corpus.path"):
@@ -175,9 +234,14 @@ def test_missing_corpus_columns_and_files_are_named(tmp_path):
 
 @pytest.mark.slow
 def test_scripted_agent_solves_all_generated_questions():
-    spec = EnvSpec(name="search-all", family="search", entry_point="envs.search.env:SearchEnv",
-                   dataset={"kind": "builtin", "size": 10_000}, max_turns=12,
-                   reward={"weights": {"correctness": 1.0}})
+    spec = EnvSpec(
+        name="search-all",
+        family="search",
+        entry_point="envs.search.env:SearchEnv",
+        dataset={"kind": "builtin", "size": 10_000},
+        max_turns=12,
+        reward={"weights": {"correctness": 1.0}},
+    )
     env = SearchEnv(spec)
     total = 0
     for split in ("train", "test"):

@@ -26,8 +26,10 @@ def task_set(dbs):
 
 def _dump(path):
     with closing(sqlite3.connect(path)) as conn:
-        tables = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        tables = [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+        ]
         return {t: conn.execute(f"SELECT * FROM {t} ORDER BY rowid").fetchall() for t in tables}
 
 
@@ -60,8 +62,9 @@ def test_cache_is_reused_and_a_tampered_copy_is_rebuilt(tmp_path, monkeypatch):
     good = sha256_file(path)
     mtime = path.stat().st_mtime_ns
     built = []
-    monkeypatch.setattr(builder, "build_database",
-                        lambda *a: built.append(a) or pytest.fail("rebuilt a good cache"))
+    monkeypatch.setattr(
+        builder, "build_database", lambda *a: built.append(a) or pytest.fail("rebuilt a good cache")
+    )
     assert BuiltinDatabases(tmp_path).path("library") == path
     assert path.stat().st_mtime_ns == mtime and not built
     monkeypatch.undo()

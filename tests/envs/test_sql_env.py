@@ -13,9 +13,13 @@ from envhub.types import Status, Task
 from envs.sql.builder import sha256_file
 from envs.sql.env import SqlEnv
 
-SPEC = dict(name="sql-test", family="sql", entry_point="envs.sql.env:SqlEnv",
-            prompt_template="{schema}\n\nQuestion: {prompt}",
-            reward={"weights": {"correctness": 1.0, "format": 0.1}})
+SPEC = dict(
+    name="sql-test",
+    family="sql",
+    entry_point="envs.sql.env:SqlEnv",
+    prompt_template="{schema}\n\nQuestion: {prompt}",
+    reward={"weights": {"correctness": 1.0, "format": 0.1}},
+)
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +45,10 @@ def test_every_gold_scores_full_marks(env):
         for task in env.tasks(split):
             score = env.verify(task, fenced(task.answer))
             assert score.status is Status.OK, (task.task_id, score.error)
-            assert score.components == {"correctness": 1.0, "format": 1.0, "executes": 1.0}, \
-                (task.task_id, score.info)
+            assert score.components == {"correctness": 1.0, "format": 1.0, "executes": 1.0}, (
+                task.task_id,
+                score.info,
+            )
             assert score.reward == pytest.approx(1.1)
 
 
@@ -59,13 +65,16 @@ def test_equivalent_queries_match(env):
         assert score.components["correctness"] == 1.0, (sql, score.info)
 
 
-@pytest.mark.parametrize("edit,reason", [
-    ("SELECT first_name FROM customers WHERE city = '{city}'", "columns"),
-    ("SELECT first_name, last_name, city FROM customers WHERE city = '{city}'", "columns"),
-    ("SELECT DISTINCT first_name, last_name FROM customers WHERE city = '{city}'", None),
-    ("SELECT first_name, last_name FROM customers WHERE city <> '{city}'", "rows"),
-    ("SELECT first_name, last_name FROM customers", "rows"),
-])
+@pytest.mark.parametrize(
+    "edit,reason",
+    [
+        ("SELECT first_name FROM customers WHERE city = '{city}'", "columns"),
+        ("SELECT first_name, last_name, city FROM customers WHERE city = '{city}'", "columns"),
+        ("SELECT DISTINCT first_name, last_name FROM customers WHERE city = '{city}'", None),
+        ("SELECT first_name, last_name FROM customers WHERE city <> '{city}'", "rows"),
+        ("SELECT first_name, last_name FROM customers", "rows"),
+    ],
+)
 def test_wrong_answers_score_zero_with_status_ok(env, edit, reason):
     task = env.get_task("store/customers_in_city/0")
     sql = edit.format(city=task.metadata["params"]["city"])
@@ -95,15 +104,18 @@ def test_format_component_needs_a_sql_block(env):
     assert bare.reward == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("response,kind,fmt", [
-    ("```sql\nSELECT nope FROM customers\n```", "error", 1.0),
-    ("```sql\nSELECT * FROM pragma_table_info('orders')\n```", "refused", 1.0),
-    ("I think the answer is 42.", "refused", 0.0),
-    ("", "refused", 0.0),
-    ("```sql\nDROP TABLE customers\n```", "refused", 0.0),
-    ("```sql\nSELECT 1; DELETE FROM orders\n```", "refused", 0.0),
-    ("```sql\nATTACH DATABASE '/tmp/x.db' AS x\n```", "refused", 0.0),
-])
+@pytest.mark.parametrize(
+    "response,kind,fmt",
+    [
+        ("```sql\nSELECT nope FROM customers\n```", "error", 1.0),
+        ("```sql\nSELECT * FROM pragma_table_info('orders')\n```", "refused", 1.0),
+        ("I think the answer is 42.", "refused", 0.0),
+        ("", "refused", 0.0),
+        ("```sql\nDROP TABLE customers\n```", "refused", 0.0),
+        ("```sql\nSELECT 1; DELETE FROM orders\n```", "refused", 0.0),
+        ("```sql\nATTACH DATABASE '/tmp/x.db' AS x\n```", "refused", 0.0),
+    ],
+)
 def test_model_errors_are_wrong_answers_not_crashes(env, response, kind, fmt):
     before = checksums(env)
     score = env.verify("store/orders_with_status/0", response)
@@ -116,15 +128,19 @@ def test_model_errors_are_wrong_answers_not_crashes(env, response, kind, fmt):
 
 
 def test_runaway_model_query_is_a_timeout(env):
-    score = env.verify("store/orders_with_status/0", fenced(
-        "SELECT COUNT(*) FROM order_items a, order_items b, order_items c"))
+    score = env.verify(
+        "store/orders_with_status/0",
+        fenced("SELECT COUNT(*) FROM order_items a, order_items b, order_items c"),
+    )
     assert score.status is Status.TIMEOUT and score.reward == 0.0
     assert "deadline" in score.error
 
 
 def test_endless_result_is_cut_at_max_rows_and_wrong(env):
-    score = env.verify("store/orders_with_status/0", fenced(
-        "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r"))
+    score = env.verify(
+        "store/orders_with_status/0",
+        fenced("WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r"),
+    )
     assert score.status is Status.OK and score.components["correctness"] == 0.0
     assert "max_rows" in score.info["reason"]
 
@@ -133,12 +149,15 @@ def _adhoc(env, gold, db_id="store"):
     return Task(task_id="adhoc/1", prompt="q", answer=gold, metadata={"db_id": db_id})
 
 
-@pytest.mark.parametrize("gold", [
-    "SELECT no_such_column FROM customers",
-    "DELETE FROM customers",
-    "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d",
-    "",
-])
+@pytest.mark.parametrize(
+    "gold",
+    [
+        "SELECT no_such_column FROM customers",
+        "DELETE FROM customers",
+        "SELECT COUNT(*) FROM order_items a, order_items b, order_items c, order_items d",
+        "",
+    ],
+)
 def test_broken_gold_is_infra_error_never_a_match(cache, gold):
     quick = SqlEnv(EnvSpec(**SPEC), cache_dir=cache, gold_timeout_s=0.3)
     before = checksums(quick)
@@ -158,12 +177,17 @@ def test_gold_with_too_many_rows_is_infra_error(cache):
 
 
 def test_missing_database_is_infra_error(env, tmp_path):
-    task = Task(task_id="x", prompt="q", answer="SELECT 1",
-                metadata={"db_path": str(tmp_path / "gone.sqlite")})
+    task = Task(
+        task_id="x",
+        prompt="q",
+        answer="SELECT 1",
+        metadata={"db_path": str(tmp_path / "gone.sqlite")},
+    )
     score = env.verify(task, "SELECT 1")
     assert score.status is Status.INFRA_ERROR and "missing" in score.error
-    assert env.verify(_adhoc(env, "SELECT 1", db_id="nope"), "SELECT 1").status \
-        is Status.INFRA_ERROR
+    assert (
+        env.verify(_adhoc(env, "SELECT 1", db_id="nope"), "SELECT 1").status is Status.INFRA_ERROR
+    )
 
 
 def test_verify_from_many_threads(env):
@@ -234,8 +258,9 @@ def test_cli_verify_by_task_id():
     assert out.exit_code == 0, out.output
     score = json.loads(out.stdout)
     assert score["status"] == "ok" and score["components"]["correctness"] == 1.0
-    out = runner.invoke(app, ["verify", "sql", "--task-id", task_id,
-                              "--response", "SELECT COUNT(*) FROM orders"])
+    out = runner.invoke(
+        app, ["verify", "sql", "--task-id", task_id, "--response", "SELECT COUNT(*) FROM orders"]
+    )
     score = json.loads(out.stdout)
     assert score["status"] == "ok" and score["reward"] == 0.0
 
@@ -246,8 +271,12 @@ def test_http_server_verifies_concurrently_and_stays_read_only():
     with envhub.make("sql") as local:
         before = checksums(local)
         tasks = local.tasks("test")[:12]
-    hostile = ["DROP TABLE orders", "ATTACH DATABASE 'x.db' AS x", "PRAGMA writable_schema=1",
-               "SELECT 1; DELETE FROM loans"]
+    hostile = [
+        "DROP TABLE orders",
+        "ATTACH DATABASE 'x.db' AS x",
+        "PRAGMA writable_schema=1",
+        "SELECT 1; DELETE FROM loans",
+    ]
     items = [(t.task_id, fenced(t.answer)) for t in tasks]
     items += [(t.task_id, fenced(h)) for t, h in zip(tasks, hostile, strict=False)]
     with envhub.make("sql", runner="http") as remote:

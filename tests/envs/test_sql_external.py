@@ -31,19 +31,38 @@ def layout(tmp_path):
     loose = db_dir / "extra" / "shop.db"
     loose.parent.mkdir()
     with closing(sqlite3.connect(loose)) as conn:
-        conn.executescript("CREATE TABLE item (sku TEXT, price REAL);"
-                           "INSERT INTO item VALUES ('a', 1.5), ('b', 2.25);")
+        conn.executescript(
+            "CREATE TABLE item (sku TEXT, price REAL);"
+            "INSERT INTO item VALUES ('a', 1.5), ('b', 2.25);"
+        )
         conn.commit()
     rows = [
-        {"question": "How many cats are there?", "query": "SELECT count(*) FROM pet WHERE "
-         "kind = 'cat'", "db_id": "pets", "difficulty": "easy"},
-        {"question_id": 17, "question": "Owners of dogs?", "SQL": "SELECT T1.name FROM owner "
-         "AS T1 JOIN pet AS T2 ON T1.id = T2.owner_id WHERE T2.kind = 'dog'", "db_id": "pets",
-         "evidence": "dog refers to kind = 'dog'"},
-        {"task_id": "shop-1", "question": "Total price?", "query": "SELECT SUM(price) FROM item",
-         "db_id": "shop", "db_path": "extra/shop.db"},  # relative to db_dir
-        {"question": "How many categories?", "query": "SELECT COUNT(*) FROM categories",
-         "db_id": "store"},
+        {
+            "question": "How many cats are there?",
+            "query": "SELECT count(*) FROM pet WHERE kind = 'cat'",
+            "db_id": "pets",
+            "difficulty": "easy",
+        },
+        {
+            "question_id": 17,
+            "question": "Owners of dogs?",
+            "SQL": "SELECT T1.name FROM owner "
+            "AS T1 JOIN pet AS T2 ON T1.id = T2.owner_id WHERE T2.kind = 'dog'",
+            "db_id": "pets",
+            "evidence": "dog refers to kind = 'dog'",
+        },
+        {
+            "task_id": "shop-1",
+            "question": "Total price?",
+            "query": "SELECT SUM(price) FROM item",
+            "db_id": "shop",
+            "db_path": "extra/shop.db",
+        },  # relative to db_dir
+        {
+            "question": "How many categories?",
+            "query": "SELECT COUNT(*) FROM categories",
+            "db_id": "store",
+        },
     ]
     data = tmp_path / "dev.jsonl"
     data.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
@@ -51,10 +70,15 @@ def layout(tmp_path):
 
 
 def make(tmp_path, data, **options):
-    spec = EnvSpec(name="sql-local", family="sql", entry_point="envs.sql.env:SqlEnv",
-                   dataset={"kind": "jsonl", "path": str(data)}, split="dev",
-                   prompt_template="{schema}\n\nQuestion: {prompt}",
-                   source=str(tmp_path / "mine.yaml"))
+    spec = EnvSpec(
+        name="sql-local",
+        family="sql",
+        entry_point="envs.sql.env:SqlEnv",
+        dataset={"kind": "jsonl", "path": str(data)},
+        split="dev",
+        prompt_template="{schema}\n\nQuestion: {prompt}",
+        source=str(tmp_path / "mine.yaml"),
+    )
     return SqlEnv(spec, cache_dir=str(tmp_path / "cache"), **options)
 
 
@@ -86,8 +110,16 @@ def test_golds_verify_and_wrong_answers_do_not(layout):
 def test_relative_db_path_resolves_against_the_yaml_folder(layout):
     tmp_path, db_dir, pets, loose, data = layout
     env = make(tmp_path, data)  # no db_dir
-    task = env.row_to_task({"question": "q", "query": "SELECT 1", "db_id": "shop",
-                            "db_path": "database/extra/shop.db"}, 0, "dev")
+    task = env.row_to_task(
+        {
+            "question": "q",
+            "query": "SELECT 1",
+            "db_id": "shop",
+            "db_path": "database/extra/shop.db",
+        },
+        0,
+        "dev",
+    )
     assert task.metadata["db_path"] == str(loose)
 
 
@@ -113,14 +145,19 @@ def test_spider_rows_through_the_registered_entry(layout):
     tmp_path, db_dir, pets, loose, data = layout
     spec = envhub.catalog().spec("sql-spider")
     assert "needs-data" in spec.tags and spec.dataset.kind == "hf"
-    env = SqlEnv(spec, **{**spec.options, "db_dir": str(db_dir),
-                          "cache_dir": str(tmp_path / "cache")})
-    row = {"db_id": "pets", "query": "SELECT name FROM owner ORDER BY name",
-           "question": "List owners by name.", "query_toks": ["SELECT", "name"],
-           "question_toks": ["List"], "query_toks_no_value": ["select"]}
+    env = SqlEnv(
+        spec, **{**spec.options, "db_dir": str(db_dir), "cache_dir": str(tmp_path / "cache")}
+    )
+    row = {
+        "db_id": "pets",
+        "query": "SELECT name FROM owner ORDER BY name",
+        "question": "List owners by name.",
+        "query_toks": ["SELECT", "name"],
+        "question_toks": ["List"],
+        "query_toks_no_value": ["select"],
+    }
     task = env.row_to_task(row, 3, "validation")
-    assert task.task_id == "validation/3" and set(task.metadata) == {"db_id", "schema",
-                                                                      "db_path"}
+    assert task.task_id == "validation/3" and set(task.metadata) == {"db_id", "schema", "db_path"}
     assert "Database pets" in env.opening_messages(task)[-1].content
     ok = env.verify(task, "```sql\nSELECT name FROM owner ORDER BY name\n```")
     assert ok.components["correctness"] == 1.0

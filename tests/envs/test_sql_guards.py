@@ -38,7 +38,7 @@ def test_honest_query_runs(db, checksum):
 
 HOSTILE = {
     "insert": "INSERT INTO customers (customer_id, first_name, last_name, city, country, "
-              "signup_date) VALUES (9999, 'x', 'y', 'z', 'w', '2020-01-01')",
+    "signup_date) VALUES (9999, 'x', 'y', 'z', 'w', '2020-01-01')",
     "update": "UPDATE products SET price = 0",
     "delete": "DELETE FROM orders",
     "drop": "DROP TABLE orders",
@@ -94,19 +94,22 @@ def test_authorizer_alone_refuses_what_text_checks_would(db, checksum, tmp_path,
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT length(randomblob(500000000))",
-    "SELECT length(zeroblob(500000000))",
-    "SELECT length(printf('%.*c', 2000000000, 'x'))",  # 20 s in plain sqlite
-    "SELECT length(format('%.*c', 2000000000, 'x'))",
-    "SELECT length(printf('%2000000000d', 1))",
-    # quadratic trim: 11 s in plain sqlite with 100 kB strings
-    "SELECT length(trim(replace(hex(zeroblob(9990)), '0', 'a'), "
-    "replace(hex(zeroblob(600)), '0', 'b') || 'a'))",
-    "SELECT trim(randomblob(10000), randomblob(600))",
-    "SELECT replace(hex(zeroblob(9000)), '0', 'a') LIKE '%' || "
-    "replace(hex(zeroblob(5000)), '0', 'a') || 'b'",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT length(randomblob(500000000))",
+        "SELECT length(zeroblob(500000000))",
+        "SELECT length(printf('%.*c', 2000000000, 'x'))",  # 20 s in plain sqlite
+        "SELECT length(format('%.*c', 2000000000, 'x'))",
+        "SELECT length(printf('%2000000000d', 1))",
+        # quadratic trim: 11 s in plain sqlite with 100 kB strings
+        "SELECT length(trim(replace(hex(zeroblob(9990)), '0', 'a'), "
+        "replace(hex(zeroblob(600)), '0', 'b') || 'a'))",
+        "SELECT trim(randomblob(10000), randomblob(600))",
+        "SELECT replace(hex(zeroblob(9000)), '0', 'a') LIKE '%' || "
+        "replace(hex(zeroblob(5000)), '0', 'a') || 'b'",
+    ],
+)
 def test_single_expensive_calls_fail_fast_or_finish_fast(db, checksum, sql):
     start = time.monotonic()
     try:
@@ -117,9 +120,12 @@ def test_single_expensive_calls_fail_fast_or_finish_fast(db, checksum, sql):
 
 
 def test_safe_replacements_keep_sqlite_semantics(db):
-    rows = run(db, "SELECT printf('%5.2f|%s|%d|%%', 3.14159, 'ab', 7), format('%-3s|', 'x'), "
-                   "trim('xxhixx', 'x'), ltrim('abcab', 'ab'), rtrim('abcbb', 'b'), "
-                   "trim(12300, '0'), trim(NULL, 'a'), trim('  pad  ')").rows
+    rows = run(
+        db,
+        "SELECT printf('%5.2f|%s|%d|%%', 3.14159, 'ab', 7), format('%-3s|', 'x'), "
+        "trim('xxhixx', 'x'), ltrim('abcab', 'ab'), rtrim('abcbb', 'b'), "
+        "trim(12300, '0'), trim(NULL, 'a'), trim('  pad  ')",
+    ).rows
     assert rows == [(" 3.14|ab|7|%", "x  |", "hi", "cab", "abc", "123", None, "pad")]
 
 
@@ -130,17 +136,23 @@ def test_errors_in_model_sql_are_query_errors(db):
         run(db, "SELECT no_such_column FROM customers")
 
 
-@pytest.mark.parametrize("sql", [
-    "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT MAX(x) FROM r",
-    "SELECT COUNT(*) FROM order_items a, order_items b, order_items c",
-    "SELECT a.first_name FROM customers a, customers b, customers c ORDER BY random() LIMIT 1",
-    "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || 'a' FROM r WHERE length(s) < "
-    "19000) SELECT COUNT(*) FROM r a, r b",
-    # many expensive calls per row: each is bounded, the deadline falls between rows
-    "SELECT COUNT(*) FROM customers a, customers b WHERE " + " OR ".join(
-        f"(a.customer_id || b.customer_id || replace(hex(zeroblob(9000)), '0', 'a')) "
-        f"LIKE '%{'a' * 90}b{i}'" for i in range(20)),
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT MAX(x) FROM r",
+        "SELECT COUNT(*) FROM order_items a, order_items b, order_items c",
+        "SELECT a.first_name FROM customers a, customers b, customers c ORDER BY random() LIMIT 1",
+        "WITH RECURSIVE r(s) AS (SELECT 'a' UNION ALL SELECT s || 'a' FROM r WHERE length(s) < "
+        "19000) SELECT COUNT(*) FROM r a, r b",
+        # many expensive calls per row: each is bounded, the deadline falls between rows
+        "SELECT COUNT(*) FROM customers a, customers b WHERE "
+        + " OR ".join(
+            f"(a.customer_id || b.customer_id || replace(hex(zeroblob(9000)), '0', 'a')) "
+            f"LIKE '%{'a' * 90}b{i}'"
+            for i in range(20)
+        ),
+    ],
+)
 def test_runaway_queries_are_interrupted_near_the_deadline(db, checksum, sql):
     start = time.monotonic()
     with pytest.raises(QueryTimeout):
@@ -149,8 +161,11 @@ def test_runaway_queries_are_interrupted_near_the_deadline(db, checksum, sql):
 
 
 def test_row_cap_truncates_an_endless_result(db, checksum):
-    result = run(db, "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
-                     "SELECT x FROM r", max_rows=50)
+    result = run(
+        db,
+        "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT x FROM r",
+        max_rows=50,
+    )
     assert len(result.rows) == 50 and result.truncated
     assert result.rows[-1] == (50,)
 

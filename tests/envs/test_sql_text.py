@@ -34,7 +34,7 @@ def test_whole_message_when_no_block_is_not_the_format():
 
 
 def test_other_fences_and_unclosed_blocks_are_used_but_not_the_format():
-    assert extract_sql("```\nSELECT 4\n```") .sql == "SELECT 4"
+    assert extract_sql("```\nSELECT 4\n```").sql == "SELECT 4"
     assert not extract_sql("```\nSELECT 4\n```").fenced
     cut = extract_sql("Here:\n```sql\nSELECT 5 FROM t WHERE")
     assert cut.sql == "SELECT 5 FROM t WHERE" and not cut.fenced
@@ -43,18 +43,21 @@ def test_other_fences_and_unclosed_blocks_are_used_but_not_the_format():
     assert mixed.sql == "SELECT 6" and mixed.fenced
 
 
-@pytest.mark.parametrize("sql,n", [
-    ("SELECT 1", 1),
-    ("SELECT 1;", 1),
-    ("SELECT 1; -- trailing comment", 1),
-    ("SELECT ';' FROM t", 1),
-    ('SELECT "a;b" FROM t', 1),
-    ("SELECT 1 /* ; */", 1),
-    ("SELECT 1; SELECT 2", 2),
-    ("SELECT 1;\nDROP TABLE t;", 2),
-    ("  ;;  ", 0),
-    ("-- only a comment", 0),
-])
+@pytest.mark.parametrize(
+    "sql,n",
+    [
+        ("SELECT 1", 1),
+        ("SELECT 1;", 1),
+        ("SELECT 1; -- trailing comment", 1),
+        ("SELECT ';' FROM t", 1),
+        ('SELECT "a;b" FROM t', 1),
+        ("SELECT 1 /* ; */", 1),
+        ("SELECT 1; SELECT 2", 2),
+        ("SELECT 1;\nDROP TABLE t;", 2),
+        ("  ;;  ", 0),
+        ("-- only a comment", 0),
+    ],
+)
 def test_statement_count_respects_quotes_and_comments(sql, n):
     assert len(statements(sql)) == n
 
@@ -65,17 +68,20 @@ def test_leading_keyword_skips_comments_and_parentheses():
     assert leading_keyword("'text'") == ""
 
 
-@pytest.mark.parametrize("sql,ordered", [
-    ("SELECT a FROM t ORDER BY a", True),
-    ("select a from t order\n  by a desc limit 3", True),
-    ("SELECT a FROM t", False),
-    ("SELECT a FROM (SELECT a FROM t ORDER BY a)", False),
-    ("WITH x AS (SELECT a FROM t ORDER BY a LIMIT 2) SELECT a FROM x", False),
-    ("SELECT a, RANK() OVER (ORDER BY a) FROM t", False),
-    ("SELECT 'ORDER BY' FROM t", False),
-    ("SELECT a FROM t -- ORDER BY a", False),
-    ("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1", True),
-])
+@pytest.mark.parametrize(
+    "sql,ordered",
+    [
+        ("SELECT a FROM t ORDER BY a", True),
+        ("select a from t order\n  by a desc limit 3", True),
+        ("SELECT a FROM t", False),
+        ("SELECT a FROM (SELECT a FROM t ORDER BY a)", False),
+        ("WITH x AS (SELECT a FROM t ORDER BY a LIMIT 2) SELECT a FROM x", False),
+        ("SELECT a, RANK() OVER (ORDER BY a) FROM t", False),
+        ("SELECT 'ORDER BY' FROM t", False),
+        ("SELECT a FROM t -- ORDER BY a", False),
+        ("SELECT a FROM t UNION SELECT b FROM u ORDER BY 1", True),
+    ],
+)
 def test_top_level_order_by(sql, ordered):
     assert orders_at_top_level(sql) is ordered
 

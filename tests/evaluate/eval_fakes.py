@@ -31,8 +31,12 @@ class ArithEnv(TaskEnv):
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         return [
-            Task(task_id=f"arith/{i}", prompt=f"What is {a} + {b}?", answer=str(a + b),
-                 metadata={"flaky": i % 2 == 1})
+            Task(
+                task_id=f"arith/{i}",
+                prompt=f"What is {a} + {b}?",
+                answer=str(a + b),
+                metadata={"flaky": i % 2 == 1},
+            )
             for i, (a, b) in enumerate(SUMS)
         ]
 
@@ -57,14 +61,26 @@ class GuessEnv(TaskEnv):
     components = frozenset({"correctness"})
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
-        return [Task(task_id=f"guess/{i}", prompt="Guess my number (1-100).", answer=str(n))
-                for i, n in enumerate(SECRETS)]
+        return [
+            Task(task_id=f"guess/{i}", prompt="Guess my number (1-100).", answer=str(n))
+            for i, n in enumerate(SECRETS)
+        ]
 
     def tools(self):
-        return [{"type": "function", "function": {
-            "name": "guess", "description": "Guess the number.",
-            "parameters": {"type": "object", "properties": {"n": {"type": "integer"}},
-                           "required": ["n"]}}}]
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": "guess",
+                    "description": "Guess the number.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"n": {"type": "integer"}},
+                        "required": ["n"],
+                    },
+                },
+            }
+        ]
 
     def env_response(self, episode: Episode, message: Message) -> Feedback:
         if not message.tool_calls:
@@ -106,9 +122,16 @@ def policy(body: dict) -> dict:
                 elif m["content"] == "lower":
                     hi = guessed - 1
         turn = sum(1 for m in msgs if m["role"] == "assistant")
-        return {"content": "", "tool_calls": [{
-            "id": f"call-{turn}", "type": "function",
-            "function": {"name": "guess", "arguments": json.dumps({"n": (lo + hi) // 2})}}]}
+        return {
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": f"call-{turn}",
+                    "type": "function",
+                    "function": {"name": "guess", "arguments": json.dumps({"n": (lo + hi) // 2})},
+                }
+            ],
+        }
     text = last_user_text(body)
     if "explode" in text:
         raise ScriptedHTTPError(500, "model server fell over")

@@ -33,8 +33,17 @@ def invoke(*args):
 
 def test_table_json_and_files(home, endpoint, tmp_path):
     out = tmp_path / "run"
-    res = invoke("--base-url", endpoint.base_url, "--env", "arith", "--env", "guess",
-                 "--out", out, "--no-progress")
+    res = invoke(
+        "--base-url",
+        endpoint.base_url,
+        "--env",
+        "arith",
+        "--env",
+        "guess",
+        "--out",
+        out,
+        "--no-progress",
+    )
     assert res.exit_code == 0, res.output
     assert "arith" in res.output and "guess" in res.output and "pass@1" in res.output
     assert "0.833" in res.output  # arith pass@1 = 5/6
@@ -47,15 +56,24 @@ def test_table_json_and_files(home, endpoint, tmp_path):
 
     res = invoke("--rescore", out, "--json")
     assert res.exit_code == 0, res.output
-    rescored = json.loads(res.output[res.output.index("{"): res.output.rindex("}") + 1])
+    rescored = json.loads(res.output[res.output.index("{") : res.output.rindex("}") + 1])
     assert rescored["environments"]["arith"]["pass@1"] == pytest.approx(5 / 6)
     assert (out / "rescored" / "summary.json").exists()
 
 
 def test_api_key_comes_from_the_environment(home, endpoint, tmp_path, monkeypatch):
     monkeypatch.setenv("ENVHUB_API_KEY", "sk-test")
-    res = invoke("--base-url", endpoint.base_url, "-e", "arith", "--limit", "2",
-                 "--out", tmp_path / "r", "--no-progress")
+    res = invoke(
+        "--base-url",
+        endpoint.base_url,
+        "-e",
+        "arith",
+        "--limit",
+        "2",
+        "--out",
+        tmp_path / "r",
+        "--no-progress",
+    )
     assert res.exit_code == 0, res.output
     assert endpoint.authorizations == {"Bearer sk-test"}
     assert "sk-test" not in (tmp_path / "r" / "config.json").read_text()
@@ -73,14 +91,26 @@ def default_sigint():
 def test_ctrl_c_keeps_finished_episodes_and_resume_completes(home, tmp_path, default_sigint):
     out = tmp_path / "run"
     with ScriptedEndpoint(policy, delay=0.3) as ep:
+
         def interrupt():
             while ep.requests < 4:
                 time.sleep(0.01)
             _thread.interrupt_main()
 
         threading.Thread(target=interrupt, daemon=True).start()
-        res = invoke("--base-url", ep.base_url, "-e", "arith", "-n", "4", "--concurrency", "2",
-                     "--out", out, "--no-progress")
+        res = invoke(
+            "--base-url",
+            ep.base_url,
+            "-e",
+            "arith",
+            "-n",
+            "4",
+            "--concurrency",
+            "2",
+            "--out",
+            out,
+            "--no-progress",
+        )
         assert res.exit_code == 130, res.output
         partial = json.loads((out / "summary.json").read_text())
         assert partial["interrupted"] is True
@@ -103,8 +133,17 @@ def test_ctrl_c_keeps_finished_episodes_and_resume_completes(home, tmp_path, def
 def test_usage_errors_name_the_fix(home, endpoint, tmp_path):
     res = invoke("--base-url", endpoint.base_url, "--out", tmp_path / "r")
     assert res.exit_code == 2 and "--env" in res.output
-    res = invoke("--base-url", endpoint.base_url, "-e", "arith", "--limit", "1",
-                 "--out", tmp_path / "r", "--no-progress")
+    res = invoke(
+        "--base-url",
+        endpoint.base_url,
+        "-e",
+        "arith",
+        "--limit",
+        "1",
+        "--out",
+        tmp_path / "r",
+        "--no-progress",
+    )
     assert res.exit_code == 0
     res = invoke("--base-url", endpoint.base_url, "-e", "arith", "--out", tmp_path / "r")
     assert res.exit_code == 1 and "--resume" in res.output

@@ -30,17 +30,23 @@ def test_pass_at_k_rejects_impossible_counts(n, c, k):
 
 def rec(task, passed, status=Status.OK, reward=None, **kw):
     return EpisodeRecord(
-        env="e", task_id=task, model="m", status=status,
+        env="e",
+        task_id=task,
+        model="m",
+        status=status,
         passed=None if status in (Status.INFRA_ERROR, Status.ENV_ERROR) else passed,
         reward=float(passed) if reward is None else reward,
-        components={"correctness": float(bool(passed))}, **kw)
+        components={"correctness": float(bool(passed))},
+        **kw,
+    )
 
 
 def test_summary_hand_computed():
     # task A: 1 of 4 passed; task B: 3 of 4; plus one infra error on B that must not count.
     records = [rec("A", i < 1, sample=i) for i in range(4)]
-    records += [rec("B", i < 3, sample=i, turns=2, prompt_tokens=10, completion_tokens=4)
-                for i in range(4)]
+    records += [
+        rec("B", i < 3, sample=i, turns=2, prompt_tokens=10, completion_tokens=4) for i in range(4)
+    ]
     records.append(rec("B", False, status=Status.INFRA_ERROR, sample=4))
     records.append(rec("A", False, status=Status.TIMEOUT, sample=4))
     s = summarize_env(records, k=2, wall_s=2.0)
@@ -57,8 +63,12 @@ def test_summary_hand_computed():
 
 
 def test_tasks_short_of_k_are_left_out_of_pass_at_k():
-    records = [rec("A", True, sample=0), rec("A", False, sample=1),
-               rec("B", True, sample=0), rec("B", False, status=Status.INFRA_ERROR, sample=1)]
+    records = [
+        rec("A", True, sample=0),
+        rec("A", False, sample=1),
+        rec("B", True, sample=0),
+        rec("B", False, status=Status.INFRA_ERROR, sample=1),
+    ]
     s = summarize_env(records, k=2)
     assert s["pass@2"] == 1.0 and s["tasks_short_of_k"] == 1
     assert s["pass@1"] == pytest.approx((0.5 + 1.0) / 2)
@@ -83,8 +93,10 @@ def test_importing_the_evaluator_stays_light():
     import subprocess
     import sys
 
-    code = ("import sys, envhub.evaluate, envhub.evaluate.cli; "
-            "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'trainer', 'aiohttp', "
-            "'uvicorn', 'fastapi') if m in sys.modules))")
+    code = (
+        "import sys, envhub.evaluate, envhub.evaluate.cli; "
+        "print(sorted(m for m in ('torch', 'transformers', 'vllm', 'trainer', 'aiohttp', "
+        "'uvicorn', 'fastapi') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -62,7 +62,12 @@ def test_single_turn_rewards_are_exact(home, endpoint, tmp_path, transport):
     assert [m.role for m in r0.messages] == ["user", "assistant"]
     assert r0.messages[-1].content == "ANSWER: 5"
     assert (r0.reward, r0.passed, r0.model, r0.env, r0.env_version) == (
-        1.5, True, "scripted", "arith", 1)
+        1.5,
+        True,
+        "scripted",
+        "arith",
+        1,
+    )
     assert r0.components == {"correctness": 1.0, "format": 1.0}
     assert by_task["arith/4"].passed is False and by_task["arith/4"].reward == 0.5
     assert all(r.seed is not None for r in records)
@@ -165,9 +170,9 @@ def test_rescore_measures_a_verifier_change(home, endpoint, tmp_path):
     def stricter(name):  # the "fixed" verifier no longer pays for format
         return envhub.make(name, reward={"weights": {"correctness": 1.0, "format": 0.0}})
 
-    s = asyncio.run(
-        rescore_run(RunStore(tmp_path / "run"), RunStore(tmp_path / "re"), stricter)
-    )["environments"]["arith"]
+    s = asyncio.run(rescore_run(RunStore(tmp_path / "run"), RunStore(tmp_path / "re"), stricter))[
+        "environments"
+    ]["arith"]
     assert s["mean_reward"] == pytest.approx(5 / 6)
     assert s["before"]["mean_reward"] == pytest.approx(7.5 / 6)
     assert s["changed_episodes"] == 5  # every episode that earned the format bonus

@@ -17,8 +17,10 @@ class EchoEnv(TaskEnv):
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel"]
         n = size or len(words)
-        return [Task(task_id=f"{split}/{i}", prompt=f"Say {words[i % 8]}", answer=words[i % 8])
-                for i in range(n)]
+        return [
+            Task(task_id=f"{split}/{i}", prompt=f"Say {words[i % 8]}", answer=words[i % 8])
+            for i in range(n)
+        ]
 
     def score(self, task: Task, response: Message):
         text = response.content.strip()
@@ -30,8 +32,10 @@ class EchoEnv(TaskEnv):
             raise InvalidAction("that is not an answer")
         if text.startswith("slow"):
             time.sleep(float(text.split()[1]) if " " in text else 0.2)
-        return ({"correctness": float(text == task.answer),
-                 "format": float(text.islower())}, {"seen": text})
+        return (
+            {"correctness": float(text == task.answer), "format": float(text.islower())},
+            {"seen": text},
+        )
 
     def reference_action(self, episode: Episode) -> Message:
         return Message(role="assistant", content=episode.task.answer or "")
@@ -43,8 +47,10 @@ class CountEnv(TaskEnv):
     components = frozenset({"correctness"})
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
-        return [Task(task_id=f"count-{n}", prompt=f"Count to {n}", metadata={"n": n})
-                for n in range(1, (size or 4) + 1)]
+        return [
+            Task(task_id=f"count-{n}", prompt=f"Count to {n}", metadata={"n": n})
+            for n in range(1, (size or 4) + 1)
+        ]
 
     def init_state(self, episode: Episode) -> list[int]:
         return []
@@ -55,8 +61,11 @@ class CountEnv(TaskEnv):
         if message.content.strip() == "crash":
             raise RuntimeError("env bug")
         if message.content.strip() != str(expected):
-            return Feedback(done=True, components={"correctness": 0.0},
-                            messages=[Message(role="user", content=f"wrong, expected {expected}")])
+            return Feedback(
+                done=True,
+                components={"correctness": 0.0},
+                messages=[Message(role="user", content=f"wrong, expected {expected}")],
+            )
         said.append(expected)
         if expected == episode.task.metadata["n"]:
             return Feedback(done=True, components={"correctness": 1.0})

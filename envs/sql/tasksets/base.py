@@ -31,5 +31,10 @@ class Template:
 
 def values(name: str, *items: object) -> str:
     """A parameter query listing fixed values: ``SELECT column1 AS name FROM (VALUES ...)``."""
-    return "SELECT column1 AS " + name + " FROM (VALUES " + ", ".join(
-        f"({v!r})" if not isinstance(v, str) else f"('{v}')" for v in items) + ")"
+    return (
+        "SELECT column1 AS "
+        + name
+        + " FROM (VALUES "
+        + ", ".join(f"({v!r})" if not isinstance(v, str) else f"('{v}')" for v in items)
+        + ")"
+    )
