@@ -84,7 +84,8 @@ UNIVERSITY = [
         "untaught_courses",
         "List the titles of the {dept} courses that were not taught in term {term}.",
         "SELECT c.title FROM courses c JOIN departments d ON d.dept_id = c.dept_id WHERE "
-        "d.name = {dept} AND c.course_id NOT IN (SELECT course_id FROM teaches WHERE term = {term})",
+        "d.name = {dept} AND c.course_id NOT IN "
+        "(SELECT course_id FROM teaches WHERE term = {term})",
         "SELECT d.name AS dept, t.term FROM departments d JOIN (SELECT DISTINCT term FROM "
         "teaches) t ORDER BY d.name, t.term",
     ),
