@@ -187,9 +187,11 @@ def _evaluate(
     show_progress: bool,
     as_json: bool,
 ) -> None:
-    from .report import BarProgress
+    from .report import BarProgress, silence_progress_bars
     from .runner import Evaluation
 
+    if not show_progress:  # before the model loader draws its own bars
+        silence_progress_bars()
     try:
         backend = build_model(config, api_key, engine)
     except (EnvhubError, FileNotFoundError, ValueError) as e:

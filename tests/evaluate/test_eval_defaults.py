@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import typer
 from eval_fakes import policy
@@ -56,3 +59,19 @@ def test_half_infra_errors_is_still_a_result(home, tmp_path):
         res = invoke("--base-url", ep.base_url, "--env", "flaky", "--out", tmp_path / "r",
                      "--no-progress")  # fmt: skip
     assert res.exit_code == 0, res.output
+
+
+def test_no_progress_silences_the_model_loaders_bars(tmp_path):
+    """transformers draws "Loading weights" with tqdm; --no-progress must silence it too."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("trainer.models")
+    cmd = [sys.executable, "-m", "envhub.cli", "eval", "--model", "tiny", "--env", "gsm8k",
+           "--limit", "1", "--max-tokens", "4", "--engine", "transformers"]  # fmt: skip
+    quiet = subprocess.run(
+        [*cmd, "--out", str(tmp_path / "q"), "--no-progress"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert quiet.returncode == 0, quiet.stderr[-2000:]
+    assert "it/s" not in quiet.stderr and "Loading" not in quiet.stderr, quiet.stderr[-2000:]
