@@ -81,3 +81,25 @@ def test_unknown_task_names_the_splits_it_could_not_search(dummy_registry):
     with envhub.make("humaneval") as env, pytest.raises(TaskNotFound) as caught:
         env.get_task("HumanEval/9999")
     assert "split 'train' not searched" in str(caught.value)
+
+
+@pytest.mark.docker
+def test_request_errors_are_the_callers_in_a_container_too():
+    """The Docker runner: a real environment (the test doubles are not in the image)."""
+    docker = pytest.importorskip("envhub.docker")
+    try:
+        docker.engine()
+    except (envhub.errors.DependencyMissing, docker.DockerUnavailable) as e:
+        pytest.skip(f"no Docker engine: {e}")
+    with envhub.make("sql", runner="docker") as env:
+        task = env.tasks()[0]
+        with pytest.raises(TaskNotFound):
+            env.verify("no-such-task", "SELECT 1")
+        with pytest.raises(TaskNotFound):
+            env.reset(task_id="no-such-task")
+        with pytest.raises(ConfigError, match="split 'dev'"):
+            env.tasks("dev")
+        env.reset(task_id=task.task_id)
+        with pytest.raises(ValueError, match="assistant"):
+            env.step({"role": "user", "content": "SELECT 1"})
+        assert env.verify(task.task_id, "SELECT 1").status is Status.OK  # a wrong answer: 0
