@@ -14,7 +14,7 @@ import pytest
 from serving import running
 
 import envhub
-from envhub.errors import ConfigError, TaskNotFound
+from envhub.errors import ConfigError, NotSupported, TaskNotFound
 from envhub.remote import HTTPEnv
 from envhub.types import Status
 from servers.app import create_app
@@ -28,6 +28,22 @@ def echo(request, dummy_registry):
         return
     with running(create_app(envhub.make("echo"))) as url, HTTPEnv(url) as env:
         yield env
+
+
+@pytest.fixture(params=["local", "http"])
+def count(request, dummy_registry):
+    if request.param == "local":
+        with envhub.make("count") as env:
+            yield env
+        return
+    with running(create_app(envhub.make("count"))) as url, HTTPEnv(url) as env:
+        yield env
+
+
+def test_verify_on_a_multi_turn_env_is_the_callers_error_not_the_models(count):
+    """It used to come back over HTTP as a reward of 0 with ``invalid_action``."""
+    with pytest.raises(NotSupported):
+        count.verify("count-1", "1")
 
 
 @pytest.mark.parametrize(

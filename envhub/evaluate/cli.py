@@ -140,7 +140,9 @@ def eval_command(
         Path | None,
         typer.Option(help="Re-verify DIR's episodes; no generation (--runner/--env-url apply)."),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Progress bars.")] = True,
+    progress: Annotated[
+        bool, typer.Option(help="Progress bars (--no-progress: none, the model loader's too).")
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")] = (
         False
     ),
