@@ -11,6 +11,7 @@ import ipaddress
 import json
 import os
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -39,11 +40,36 @@ def _emit(obj: Any) -> None:
     typer.echo(json.dumps(obj, ensure_ascii=False))
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        typer.echo(f"envhub {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_print_version, is_eager=True, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """A hub of RL environments and verifiers for language models."""
+
+
 @app.command("list")
 def list_envs(
     tag: Annotated[str | None, typer.Option(help="Only environments with this tag.")] = None,
 ) -> None:
-    """List the registered environments, one per line: name, id, family, runner, description."""
+    """List the registered environments, one per line: name, id, family, runner, description.
+
+    An environment that cannot run here yet ends with ``[install: ...]`` (the pip command of
+    its missing extras) or ``[needs data: ...]``.
+    """
+    from .needs import needs
     from .registry import catalog
 
     reg = catalog()
@@ -52,7 +78,9 @@ def list_envs(
         if tag and tag not in s.tags:
             continue
         desc = " ".join(s.description.split())[:70]
-        typer.echo(f"{s.name:<22} {s.id:<26} {s.family:<8} {s.runner:<6} {desc}")
+        todo = needs(s)
+        mark = f"  [{todo}]" if todo else ""
+        typer.echo(f"{s.name:<22} {s.id:<26} {s.family:<8} {s.runner:<6} {desc}{mark}")
 
 
 @app.command()
@@ -108,6 +136,7 @@ def serve(
 
         serve_in_docker(name, host, port)
         return
+    sock = _listen(host, port)  # a taken port is said now, before loading data or "serving"
     try:
         import uvicorn
 
@@ -138,8 +167,30 @@ def serve(
         **({"threads": threads} if threads else {}),
     )
     api = create_app(env, settings)
+    port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
-    uvicorn.run(api, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        api, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=5
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> Any:
+    """A socket bound to ``host:port``; a port in use is one clear error line."""
+    import socket
+
+    address = _resolve(host)
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((address, port))
+    except OSError as e:
+        sock.close()
+        _fail(f"cannot listen on {host}:{port}: {e.strerror}; is another server there? "
+              "pick another --port (--port 0 takes a free one)")  # fmt: skip
+    sock.set_inheritable(True)
+    return sock
 
 
 def _resolve(host: str) -> str:
@@ -202,6 +253,8 @@ def _verify_batch(env: Any, batch: Path, out: Path | None) -> None:
     except OSError as e:
         _fail(f"cannot read {batch}: {e.strerror}", 2)
     sink = open(out, "w", encoding="utf-8") if out else sys.stdout
+    statuses: Counter[str] = Counter()
+    rewards: list[float] = []
     try:
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
@@ -212,9 +265,19 @@ def _verify_batch(env: Any, batch: Path, out: Path | None) -> None:
                 result = {"line": lineno, "reward": None, "components": {}, "status": "bad_input",
                           "error": f"{batch}:{lineno}: {e}"}  # fmt: skip
             sink.write(json.dumps(result, ensure_ascii=False) + "\n")
+            statuses[result["status"]] += 1
+            if result["status"] == "ok":
+                rewards.append(result["reward"])
     finally:
         if out:
             sink.close()
+    if out:
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
+        mean = f"mean reward {sum(rewards) / len(rewards):.3f} over ok" if rewards else "none ok"
+        n = sum(statuses.values())
+        typer.echo(
+            f"verified {n} lines of {batch} into {out}: {counts or 'none'}; {mean}", err=True
+        )
 
 
 @app.command()
@@ -241,8 +304,26 @@ def verify(
         if (gold is None) == (task_id is None):
             _fail("give exactly one of --gold and --task-id (or --batch FILE)", 2)
         text = _response_text(response, response_file)
-        task = env.task_from_gold(gold) if gold is not None else task_id
-        _emit(env.verify(task, text).model_dump(mode="json"))
+        if gold is not None:
+            _emit(_verify_gold(env, gold, text))
+            return
+        _emit(env.verify(task_id, text).model_dump(mode="json"))
+
+
+def _verify_gold(env: Any, gold: str, text: str) -> dict[str, Any]:
+    """Verify against a gold answer the caller typed: a gold the env cannot read is theirs."""
+    import logging
+
+    envhub_log = logging.getLogger("envhub")
+    level = envhub_log.level
+    envhub_log.setLevel(logging.CRITICAL)  # the traceback of "cannot parse gold" is not news
+    try:
+        score = env.verify(env.task_from_gold(gold), text)
+    finally:
+        envhub_log.setLevel(level)
+    if score.status.value == "env_error" and (score.error or "").startswith("GoldAnswerError"):
+        _fail(f"--gold {gold!r}: {score.error.removeprefix('GoldAnswerError: ')}", 2)
+    return score.model_dump(mode="json")
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from . import datasets
 from .errors import (
     ConfigError,
+    EnvhubError,
     EpisodeStateError,
     NotSupported,
     TaskNotFound,
@@ -207,11 +208,16 @@ class TaskEnv(Env):
         split = split or self.spec.split
         if split not in self._tasks:
             ds = self.spec.dataset
-            if ds.kind == "builtin":
-                tasks = self.builtin_tasks(split, ds.size, ds.seed)
-            else:
-                rows = datasets.load_rows(ds, split, self.spec.source_dir)
-                tasks = [self.row_to_task(r, i, split) for i, r in enumerate(rows)]
+            try:
+                if ds.kind == "builtin":
+                    tasks = self.builtin_tasks(split, ds.size, ds.seed)
+                else:
+                    rows = datasets.load_rows(ds, split, self.spec.source_dir)
+                    tasks = [self.row_to_task(r, i, split) for i, r in enumerate(rows)]
+            except EnvhubError:
+                raise
+            except (ValueError, KeyError, OSError) as e:  # a split the data lacks, a bad file
+                raise ConfigError(f"{self.spec.name}: cannot load split {split!r}: {e}") from e
             if not tasks:
                 raise ConfigError(f"{self.spec.name}: split {split!r} has no tasks")
             self._tasks[split] = tasks
@@ -224,15 +230,20 @@ class TaskEnv(Env):
         for index in (self._index[split or self.spec.split], *self._index.values()):
             if task_id in index:
                 return index[task_id]
+        unsearched = []
         for other in ("train", "test"):
             try:
                 self.tasks(other)
-            except Exception:  # a split the dataset lacks
+            except EnvhubError as e:  # a split the dataset lacks, or data that did not load
+                unsearched.append(f"split {other!r} not searched: {e}")
                 continue
             if task_id in self._index[other]:
                 return self._index[other][task_id]
         examples = ", ".join(list(self._index[split or self.spec.split])[:3])
-        raise TaskNotFound(f"{self.spec.name} has no task {task_id!r} (ids look like {examples})")
+        note = "".join(f"; {u}" for u in unsearched)
+        raise TaskNotFound(
+            f"{self.spec.name} has no task {task_id!r} (ids look like {examples}){note}"
+        )
 
     def task_from_gold(self, gold: str) -> Task:
         """An ad-hoc task whose gold answer is ``gold``."""

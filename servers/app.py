@@ -8,17 +8,21 @@ Protection, in the order a request meets it:
 1. bodies over ``max_body_bytes`` get 413 before they are read in full;
 2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
    ``Retry-After`` instead of queueing without bound;
-3. malformed bodies get 422 naming the field;
+3. malformed bodies get 422 naming the field and showing the expected shape; a body that is
+   not JSON gets "send JSON" and the line and column where parsing stopped;
 4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
    stays fast while verification saturates the CPU; each call has a server-side deadline,
    because a client's time-out does not stop server work;
-5. a failure inside one episode is that episode's status; an unexpected exception is a 500
-   for that request only.
+5. a failure inside one episode is that episode's status; a request the caller got wrong (an
+   unknown task, a bad split) is a 4xx and one log line; an unexpected exception is a 500 for
+   that request only, with its traceback in the log (see :mod:`servers.errors`).
+
+``/docs`` works offline: Swagger UI's files are served from the installed ``fastapi-offline``
+package, never from a CDN.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections import Counter
@@ -28,22 +32,18 @@ from typing import Any, TypeVar
 
 import anyio
 from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from envhub.core import Env
-from envhub.errors import (
-    ConfigError,
-    EpisodeStateError,
-    NotSupported,
-    TaskNotFound,
-)
-from envhub.types import Message, ResetResult, Score, Status, StepResult, Task
+from envhub.errors import EnvhubError
+from envhub.types import Message, ResetResult, Score, StepResult, Task
 
+from . import errors
+from .errors import ErrorBody, TooLarge, error_response
 from .sessions import SessionError, SessionTable
 
-log = logging.getLogger("envhub.server")
 T = TypeVar("T")
 
 
@@ -88,10 +88,19 @@ class ResetResponse(ResetResult):
 
 
 class StepRequest(_Body):
-    """One assistant message for a session's episode."""
+    """One assistant message for a session's episode: a message object or its text."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"session_id": "SESSION", "message": "The answer is 42."},
+                {"session_id": "SESSION", "message": {"role": "assistant", "content": "42"}},
+            ]
+        }
+    )
 
     session_id: str
-    message: Message
+    message: Message | str
 
 
 class CloseRequest(_Body):
@@ -135,13 +144,6 @@ class TaskPage(_Body):
     total: int
 
 
-class ErrorBody(_Body):
-    """Every error answer: a message and a machine-readable kind."""
-
-    error: str
-    kind: str
-
-
 # ---------------------------------------------------------------------------- middleware
 
 
@@ -159,17 +161,27 @@ class BodyLimit:
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             return await _too_large(self.limit, send)
-        seen = 0
+        seen, over = 0, False
 
         async def counting_receive() -> dict:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.limit:
-                raise _TooLarge
+                over = True
+                raise TooLarge
             return message
 
-        await self.app(scope, counting_receive, send)
+        async def guarded_send(message: dict) -> None:
+            if not over:  # the app's answer to a cut-off body (FastAPI: a bare 400) is dropped
+                await send(message)
+
+        try:
+            await self.app(scope, counting_receive, guarded_send)
+        except TooLarge:
+            pass
+        if over:
+            await _too_large(self.limit, send)
 
 
 async def _too_large(limit: int, send: Callable) -> None:
@@ -195,7 +207,7 @@ class Admission:
             return await self.app(scope, receive, send)
         if self.metrics["inflight"] >= self.limit:
             self.metrics["rejected_overload"] += 1
-            resp = _error(503, "overloaded", "server at its concurrency limit; retry later",
+            resp = error_response(503, "overloaded", "server at its concurrency limit; retry later",
                           **{"Retry-After": "1"})  # fmt: skip
             return await resp(scope, receive, send)
         self.metrics["inflight"] += 1
@@ -209,24 +221,13 @@ class Admission:
 # ---------------------------------------------------------------------------- the app
 
 WORK_PATHS = ("/reset", "/step", "/verify")
-ERROR_CODES: dict[type[Exception], tuple[int, str]] = {
-    TaskNotFound: (404, "task_not_found"),
-    EpisodeStateError: (409, "episode_state"),
-    NotSupported: (400, "not_supported"),
-    ConfigError: (400, "config"),
-    ValueError: (422, "invalid_request"),
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "/reset": {"seed": 0},
+    "/step": {"session_id": "SESSION", "message": "The answer is 42."},
+    "/close": {"session_id": "SESSION"},
+    "/verify": {"items": [{"task_id": "TASK", "response": "The answer is 42."}]},
 }
-
-
-class _TooLarge(Exception):
-    pass
-
-
-ERROR_CODES[_TooLarge] = (413, "too_large")
-
-
-def _error(code: int, kind: str, message: str, **headers: str) -> JSONResponse:
-    return JSONResponse(ErrorBody(error=message, kind=kind).model_dump(), code, headers=headers)
+"""A valid body per path, shown in every 422 so the caller sees the expected shape."""
 
 
 def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
@@ -257,36 +258,18 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
         sessions.close_all()
         env.close()
 
-    app = FastAPI(
+    app = FastAPIOffline(
         title=f"envhub: {env.spec.id}",
         description=env.spec.description or "An envhub environment server.",
         lifespan=lifespan,
     )
-
-    @app.exception_handler(RequestValidationError)
-    async def on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5]]
-        return _error(422, "invalid_request", "; ".join(parts))
+    app.state.settings = settings
+    errors.install(app, EXAMPLES, metrics)
 
     @app.exception_handler(SessionError)
-    async def on_session(_: Request, exc: SessionError) -> JSONResponse:
+    async def on_session(request: Request, exc: SessionError) -> JSONResponse:
         headers = {"Retry-After": "1"} if exc.code == 503 else {}
-        return _error(exc.code, exc.kind, str(exc), **headers)
-
-    @app.exception_handler(TimeoutError)
-    async def on_deadline(_: Request, exc: TimeoutError) -> JSONResponse:
-        metrics["deadline_exceeded"] += 1
-        limit = settings.request_timeout_s
-        return _error(504, "deadline", f"over the server deadline of {limit:g} s")
-
-    @app.exception_handler(Exception)
-    async def on_error(_: Request, exc: Exception) -> JSONResponse:
-        for cls, (code, kind) in ERROR_CODES.items():
-            if isinstance(exc, cls):
-                return _error(code, kind, str(exc))
-        log.exception("unexpected error")
-        metrics["internal_errors"] += 1
-        return _error(500, "internal", f"{type(exc).__name__}: {exc}")
+        return error_response(exc.code, exc.kind, str(exc), **headers)
 
     @app.get("/health")
     async def health() -> dict[str, str]:
@@ -352,7 +335,7 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
 
     @app.post("/verify", response_model=VerifyResponse)
     async def verify(body: VerifyRequest) -> VerifyResponse:
-        """Verify a batch; one bad item never spoils the others."""
+        """Verify a batch: a bad response is its item's status, a bad request a 4xx."""
         if len(body.items) > settings.max_batch:
             raise ValueError(f"batch of {len(body.items)} items; the limit is {settings.max_batch}")
         scores = await run(_verify_items, env, body.items)
@@ -361,24 +344,31 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
         return VerifyResponse(scores=scores)
 
     app.state.sessions = sessions
-    app.state.settings = settings
     app.add_middleware(Admission, limit=settings.max_inflight, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app
 
 
+def _task_of(env: Env, item: VerifyItem) -> Task | str:
+    if item.task is not None:
+        return item.task
+    if item.gold is not None:
+        return env.task_from_gold(item.gold)
+    get_task = getattr(env, "get_task", None)  # TaskEnv; any other Env looks it up in verify
+    return get_task(item.task_id) if get_task else str(item.task_id)
+
+
 def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
-    out = []
-    for item in items:
+    """Scores in order.
+
+    A request error (unknown task id, a gold the env cannot take, a game that does not verify)
+    is the caller's: the whole request fails with a 4xx naming the item, never a reward of 0
+    with the model's ``invalid_action``.
+    """
+    tasks: list[Task | str] = []
+    for i, item in enumerate(items):
         try:
-            task: Task | str
-            if item.task is not None:
-                task = item.task
-            elif item.gold is not None:
-                task = env.task_from_gold(item.gold)
-            else:
-                task = item.task_id or ""
-            out.append(env.verify(task, item.response))
-        except (TaskNotFound, NotSupported, ConfigError) as e:
-            out.append(Score(reward=0.0, status=Status.INVALID_ACTION, error=str(e)))
-    return out
+            tasks.append(_task_of(env, item))
+        except EnvhubError as e:
+            raise type(e)(f"items[{i}]: {e}") from e
+    return [env.verify(task, item.response) for task, item in zip(tasks, items, strict=True)]

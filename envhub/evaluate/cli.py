@@ -20,6 +20,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from ..errors import EnvhubError
+from ..types import Status
 from .store import EvalConfig, RunStore
 
 _IDENTITY = ("model", "base_url", "envs", "split", "limit", "n", "temperature", "max_tokens")
@@ -69,7 +70,7 @@ def _resolve_config(given: dict[str, Any], resume: Path | None) -> EvalConfig:
     """The run's config: the options given, or those of the run being resumed."""
     if resume is None:
         if given.get("temperature") is None:  # pass@k wants diversity, pass@1 determinism
-            given["temperature"] = 0.0 if given.get("n", 1) == 1 else 1.0
+            given["temperature"] = 0.0 if (given.get("n") or 1) == 1 else 1.0
         return EvalConfig(**{k: v for k, v in given.items() if v is not None})
     stored = RunStore(resume).read_config()
     clash = [
@@ -139,7 +140,9 @@ def eval_command(
         Path | None,
         typer.Option(help="Re-verify DIR's episodes; no generation (--runner/--env-url apply)."),
     ] = None,
-    progress: Annotated[bool, typer.Option(help="Progress bars.")] = True,
+    progress: Annotated[
+        bool, typer.Option(help="Progress bars (--no-progress: none, the model loader's too).")
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")] = (
         False
     ),
@@ -186,9 +189,11 @@ def _evaluate(
     show_progress: bool,
     as_json: bool,
 ) -> None:
-    from .report import BarProgress
+    from .report import BarProgress, silence_progress_bars
     from .runner import Evaluation
 
+    if not show_progress:  # before the model loader draws its own bars
+        silence_progress_bars()
     try:
         backend = build_model(config, api_key, engine)
     except (EnvhubError, FileNotFoundError, ValueError) as e:
@@ -219,6 +224,30 @@ def _evaluate(
         _fail(str(e))
     _show(summary, as_json)
     typer.echo(f"wrote {store.summary_path} and {store.episodes_path}", err=True)
+    failure = infra_failure(summary, store)
+    if failure:
+        _fail(failure)
+
+
+def infra_failure(summary: dict[str, Any], store: RunStore) -> str | None:
+    """Why the run measured the machinery and not the model, or ``None``.
+
+    More than half of the episodes ending in ``infra_error`` (an endpoint that is down, a
+    sandbox that does not start) is a failed evaluation, not a result: the command exits 1
+    and names the first cause, instead of printing ``infra=N`` and exiting 0.
+    """
+    envs = summary["environments"].values()
+    total = sum(s["episodes"] for s in envs)
+    infra = sum(s["status"].get("infra_error", 0) for s in envs)
+    if total == 0 or 2 * infra <= total:
+        return None
+    causes = [r.error for r in store.load_records() if r.status is Status.INFRA_ERROR]
+    cause = next((c for c in causes if c), "no cause recorded")
+    return (
+        f"{infra} of {total} episodes ended in infra_error, so this run says nothing about the "
+        f"model; first cause: {cause}. Fix it (is the endpoint up?) and continue with "
+        f"`envhub eval --resume {store.dir}` (infra errors are retried)"
+    )
 
 
 def _rescore(

@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from .metrics import fmt
 from .store import EpisodeRecord
+
+
+def silence_progress_bars() -> None:
+    """Turn off every tqdm bar this process and its children would draw (``--no-progress``).
+
+    The model loaders draw their own (transformers' "Loading weights", the GGUF conversion,
+    vLLM's shard loading in its engine process). tqdm reads ``TQDM_DISABLE`` when it is first
+    imported and the hub libraries read theirs when they start, so this runs before any model
+    code is imported; a transformers already imported is told directly.
+    """
+    os.environ["TQDM_DISABLE"] = "1"
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 class BarProgress:

@@ -12,10 +12,19 @@ A responder takes the request body (dict) and returns the assistant message as a
 with an HTTP error. ``usage`` counts whitespace-separated words. ``stream: true`` requests get
 the same answer as server-sent events (one delta chunk, a finish chunk, a usage chunk).
 uvicorn is imported when a server starts (the ``server`` extra).
+
+From a shell, to try ``envhub eval`` with no model and no network::
+
+    python -m envhub.evaluate.scripted --port 8001 --answers-from gsm8k
+    envhub eval --base-url http://127.0.0.1:8001/v1 --env gsm8k --limit 20
+
+``--answers-from ENV`` answers every task of ENV with its gold answer put in ``--template``
+(a perfect model); ``--reply TEXT`` answers everything with TEXT.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import socket
@@ -182,13 +191,19 @@ class ScriptedEndpoint:
         self.requests += 1
         return 200, {**completion(body, message, self.model), "_stream": bool(body.get("stream"))}
 
-    def start(self) -> ScriptedEndpoint:
-        """Start serving on a free loopback port; returns self once it accepts requests."""
+    def start(self, port: int = 0) -> ScriptedEndpoint:
+        """Start serving on loopback ``port`` (0: a free one); returns self once it answers."""
         import uvicorn
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as e:
+            sock.close()
+            raise OSError(
+                f"cannot listen on 127.0.0.1:{port}: {e.strerror}; pick another --port"
+            ) from e
         self.port = sock.getsockname()[1]
         config = uvicorn.Config(
             self._app, log_level="error", lifespan="on", access_log=False, interface="asgi3"
@@ -218,3 +233,64 @@ class ScriptedEndpoint:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def gold_responder(env_name: str, template: str) -> Responder:
+    """A responder that answers each task of ``env_name`` with its gold in ``template``."""
+    import envhub
+
+    with envhub.make(env_name) as env:
+        table = {}
+        for task in env.tasks():
+            prompt = (
+                env.opening_messages(task)[-1].content
+                if hasattr(env, "opening_messages")
+                else task.prompt
+            )
+            table[prompt] = template.format(answer=task.answer)
+    return answer_table(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m envhub.evaluate.scripted``: serve a scripted endpoint until Ctrl-C."""
+    parser = argparse.ArgumentParser(
+        prog="python -m envhub.evaluate.scripted",
+        description="A scripted OpenAI-compatible endpoint on 127.0.0.1, for envhub eval offline.",
+    )
+    parser.add_argument("--port", type=int, default=8001, help="TCP port (default 8001).")
+    parser.add_argument("--model", default="scripted", help="Model id it lists and answers as.")
+    answer = parser.add_mutually_exclusive_group()
+    answer.add_argument("--reply", default="I do not know.", help="Answer every request so.")
+    answer.add_argument("--answers-from", metavar="ENV", help="Answer ENV's tasks with their gold.")
+    parser.add_argument(
+        "--template",
+        default="The answer is \\boxed{{{answer}}}.",
+        help="With --answers-from: how to write the gold (default: %(default)s).",
+    )
+    args = parser.parse_args(argv)
+    if args.answers_from:
+        responder = gold_responder(args.answers_from, args.template)
+    else:
+        responder = answer_table({}, default=args.reply)
+    endpoint = ScriptedEndpoint(responder, model=args.model)
+    try:
+        endpoint.start(args.port)
+    except OSError as e:
+        parser.exit(1, f"error: {e}\n")
+    print(
+        f"scripted endpoint at {endpoint.base_url} (model {args.model!r}); try:\n"
+        f"  envhub eval --base-url {endpoint.base_url} --env {args.answers_from or 'gsm8k'} "
+        "--limit 20\nCtrl-C stops it.",
+        flush=True,
+    )
+    try:
+        while endpoint._thread is not None and endpoint._thread.is_alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        endpoint.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""What the CLI tells a new user: version, what an env needs, taken ports, one-line errors."""
+
+import json
+import socket
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+import envhub.needs
+from envhub.cli import app
+from envhub.spec import EnvSpec
+
+runner = CliRunner()
+
+
+def _cli(*args, timeout=120):
+    return subprocess.run(
+        [sys.executable, "-m", "envhub.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_version():
+    out = runner.invoke(app, ["--version"])
+    assert out.exit_code == 0 and out.stdout.strip() == f"envhub {envhub.__version__}"
+
+
+def test_list_marks_missing_extras_with_the_install_command(monkeypatch):
+    real = envhub.needs._installed
+    monkeypatch.setattr(envhub.needs, "_installed", lambda d: d != "sympy" and real(d))
+    lines = {ln.split()[0]: ln for ln in runner.invoke(app, ["list"]).stdout.splitlines()}
+    assert lines["math"].endswith("[install: pip install 'envhub[math]']")
+    assert lines["gsm8k"].endswith("[install: pip install 'envhub[math]']")
+    assert "[" not in lines["sql"] and "[" not in lines["connect4"]
+
+
+def test_needs_names_missing_data(tmp_path):
+    local = EnvSpec(name="x", dataset={"kind": "jsonl", "path": str(tmp_path / "{split}.jsonl")})
+    assert envhub.needs.needs(local) == f"needs data: {tmp_path / 'train.jsonl'} is missing"
+    (tmp_path / "train.jsonl").write_text('{"prompt": "p"}\n')
+    assert envhub.needs.needs(local) is None
+    hub = EnvSpec(name="y", dataset={"kind": "hf", "path": "org/set"})
+    assert "needs data: hub dataset org/set" in envhub.needs.needs(hub)
+
+
+def test_serve_reports_a_taken_port_before_serving():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = _cli("serve", "sql", "--port", str(port))
+    assert proc.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in proc.stderr
+    assert "serving" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_verify_batch_out_prints_a_one_line_summary(dummy_registry, tmp_path):
+    src, dst = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    rows = [{"gold": "x", "response": "x"}, {"task_id": "nope", "response": "a"},
+            {"task_id": "train/0", "response": "alpha"}]  # fmt: skip
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    out = runner.invoke(app, ["verify", "echo", "--batch", str(src), "--out", str(dst)])
+    assert out.exit_code == 0 and out.stdout == ""
+    assert out.stderr.splitlines() == [
+        f"verified 3 lines of {src} into {dst}: bad_input 1, ok 2; mean reward 1.500 over ok"
+    ]
+
+
+def test_bad_split_and_bad_gold_are_one_line_not_a_traceback():
+    proc = _cli("tasks", "gsm8k", "--split", "dev")
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "error: gsm8k: cannot load split 'dev': split must be one of ('train', 'test'), got 'dev'"
+    ]
+    proc = _cli("verify", "math", "--gold", "abc(", "--response", "x")
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --gold 'abc(': ")
+    assert "cannot be parsed" in lines[0]
