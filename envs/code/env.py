@@ -20,10 +20,11 @@ Multi-turn (``max_turns`` > 1): each task's tests are split into *shown* and *he
 fails, the environment answers with it, its error and the program's output (truncated to
 ``feedback_chars``), and the model tries again. An attempt that passes every shown test ends
 the episode and is graded on the held tests, which the model never sees: ``correctness`` 1
-when all of them pass, ``pass_fraction`` the held fraction. Out of turns, the last attempt
-gets ``correctness`` 0 (it failed a shown test) and its held ``pass_fraction``. Grading on the
-tests the feedback shows would pay a policy that hard-codes them (issue 17: 0.009 -> 0.20
-mean reward over HumanEval with no algorithm).
+when all of them pass, ``pass_fraction`` the held fraction. Out of turns, the episode is
+truncated and paid as every truncation is (:mod:`envhub.rewards`: each component at its worst,
+0 under the catalog's weights); the last attempt's held grade is in ``info.measured``.
+Grading on the tests the feedback shows would pay a policy that hard-codes them (issue 17:
+0.009 -> 0.20 mean reward over HumanEval with no algorithm).
 """
 
 from __future__ import annotations
@@ -255,7 +256,8 @@ class CodeEnv(TaskEnv):
         """Out of turns (or ended from outside): the last attempt graded on the held tests.
 
         That attempt failed a shown test, so ``correctness`` is 0; its ``pass_fraction`` and
-        ``format`` are measured on the held tests. No attempt at all earns nothing.
+        ``format`` are measured on the held tests. Reported in ``info.measured``: a truncation
+        pays every component at its worst (see :mod:`envhub.rewards`).
         """
         if self.spec.max_turns <= 1 or episode.state is None:
             return dict(ZERO)

@@ -182,8 +182,11 @@ def test_multiturn_out_of_turns_pays_the_last_attempt():
         assert [r.done for r in results] == [False, False, True]
         last = results[-1]
         assert last.truncated and not last.messages
-        assert last.info.components["correctness"] == 0.0
-        assert last.reward == pytest.approx(0.5 * last.info.components["pass_fraction"])
+        # a truncation pays every component at its worst; the held grade is reported
+        assert last.info.components == {"correctness": 0.0, "pass_fraction": 0.0, "format": 0.0}
+        assert last.reward == 0.0
+        # 0.5 passes the held 3.5 -> 0.5 test, fails 123.456 -> 0.456
+        assert last.info.measured["pass_fraction"] == 0.5
 
 
 # --------------------------------------------------------------------------- user tasks
