@@ -58,6 +58,20 @@ class Env(ABC):
     def step(self, action: Message | str) -> StepResult:
         """Answer one assistant message (a :class:`Message` or its text)."""
 
+    def finish(self) -> StepResult:
+        """End the running episode from outside and pay its final accounting.
+
+        For the caller that stops an episode itself (a trainer's token or turn budget, an
+        evaluator's guard): the result is that of a truncation (``truncated=True``), with
+        the end-of-episode components, penalties included, that the last step would have
+        paid (see :mod:`envhub.rewards`). Its reward adds to the episode's return like a
+        step's.
+
+        Raises:
+            EpisodeStateError: No episode is running (before ``reset``, or after its end).
+        """
+        raise NotSupported(f"{type(self).__name__} cannot end an episode from outside")
+
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Score one response to one task without an episode (single-turn environments).
 
@@ -106,6 +120,10 @@ class Env(ABC):
         """Async :meth:`verify`."""
         return await asyncio.to_thread(self.verify, task, response)
 
+    async def afinish(self) -> StepResult:
+        """Async :meth:`finish`."""
+        return await asyncio.to_thread(self.finish)
+
     def __enter__(self) -> Env:
         return self
 
@@ -145,6 +163,8 @@ class Episode:
     done: bool = False
     state: Any = None
     """Environment-specific state, made by :meth:`TaskEnv.init_state`."""
+    paid: dict[str, float] = field(default_factory=dict)
+    """Generic counters (``length``) paid so far, so each step pays only what grew."""
 
 
 class TaskEnv(Env):
@@ -158,6 +178,9 @@ class TaskEnv(Env):
     """Reward components this environment computes."""
     primary_component: ClassVar[str] = "correctness"
     """The component that says the task was solved; the checker requires 1.0 on gold."""
+    counters: ClassVar[frozenset[str]] = frozenset()
+    """Components that tally the episode (counts, unbounded); the others lie in [0, 1]. A
+    truncated episode pays counters as measured and outcomes at their worst."""
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
         """Build from a validated spec; ``options`` are the spec's environment options.
@@ -176,6 +199,7 @@ class TaskEnv(Env):
             weights=spec.reward.weights or {self.primary_component: 1.0},
             length_limit=spec.reward.length_limit,
             offered=self.components,
+            counters=self.counters,
         )
         self._tasks: dict[str, list[Task]] = {}
         self._index: dict[str, dict[str, Task]] = {}
@@ -290,7 +314,11 @@ class TaskEnv(Env):
         return None
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """Components awarded when the turn budget runs out before a natural end."""
+        """What the environment measured when the episode is cut short (turn budget, finish).
+
+        Only the :attr:`counters` among them are paid; every outcome component is paid at its
+        worst (see :mod:`envhub.rewards`). The rest is reported in ``info.measured``.
+        """
         return {}
 
     # ------------------------------------------------------------------ the contract
@@ -351,40 +379,97 @@ class TaskEnv(Env):
     def _result(self, ep: Episode, message: Message, fb: Feedback) -> StepResult:
         truncated = not fb.done and ep.turn >= self.spec.max_turns
         components = fb.components
+        extra = dict(fb.info)
         if truncated:
-            components = {**(components or {}), **self.on_truncate(ep)}
-        reward = 0.0
-        if components is not None:
-            components = self.rubric.extend(message.content, components)
-            reward = self.rubric.total(components)
+            measured = {**(components or {}), **self.on_truncate(ep)}
+            components = self.rubric.truncation(measured)
+            extra["measured"] = measured
+        if components is not None or fb.done or truncated:
+            components = {**(components or {}), **self._generic(ep)}
         info = Info(
             task_id=ep.task.task_id,
             status=fb.status,
             components=components or {},
             turn=ep.turn,
             error=fb.error,
-            **fb.info,
+            **extra,
         )
         return StepResult(
             messages=fb.messages if not truncated else [],
-            reward=reward,
+            reward=self.rubric.total(components or {}),
             terminated=fb.done,
             truncated=truncated,
             info=info,
         )
 
+    def _generic(self, ep: Episode) -> dict[str, float]:
+        """Generic counters over the whole episode, less what earlier steps paid."""
+        now = self.rubric.generic(assistant_chars(ep.messages))
+        due = {name: value - ep.paid.get(name, 0.0) for name, value in now.items()}
+        ep.paid.update(now)
+        return due
+
+    def _cut_short(self, ep: Episode) -> tuple[dict[str, float], dict[str, float]]:
+        """Components of an episode cut short, and what the environment measured."""
+        measured = self.on_truncate(ep)
+        return {**self.rubric.truncation(measured), **self._generic(ep)}, measured
+
     def _failed(self, ep: Episode, exc: Exception) -> StepResult:
         status = status_for(exc)
         if status is Status.ENV_ERROR:
             log.exception("%s: environment error in task %s", self.spec.name, ep.task.task_id)
-        info = Info(task_id=ep.task.task_id, status=status, turn=ep.turn, error=_describe(exc))
-        return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
+        components: dict[str, float] = {}
+        if status in MODEL_STATUSES:  # the model ended its episode: a truncation, paid so
+            try:
+                components, _ = self._cut_short(ep)
+            except Exception:  # noqa: BLE001 (the step's own error is the one reported)
+                log.exception("%s: on_truncate failed in task %s", self.spec.name, ep.task.task_id)
+                status, components = Status.ENV_ERROR, {}
+        info = Info(
+            task_id=ep.task.task_id,
+            status=status,
+            components=components,
+            turn=ep.turn,
+            error=_describe(exc),
+        )
+        return StepResult(
+            messages=[],
+            reward=self.rubric.total(components),
+            terminated=False,
+            truncated=True,
+            info=info,
+        )
+
+    def finish(self) -> StepResult:
+        """End the running episode from outside; see :meth:`Env.finish`."""
+        ep = self._episode
+        if ep is None:
+            raise EpisodeStateError("call reset() before finish()")
+        if ep.done:
+            raise EpisodeStateError("the episode is over already; finish() ends a running one")
+        try:
+            components, measured = self._cut_short(ep)
+            info = Info(
+                task_id=ep.task.task_id, components=components, turn=ep.turn, measured=measured
+            )
+            result = StepResult(
+                messages=[],
+                reward=self.rubric.total(components),
+                terminated=False,
+                truncated=True,
+                info=info,
+            )
+        except Exception as exc:  # the episode boundary, as in step()
+            result = self._failed(ep, exc)
+        ep.done = True
+        return result
 
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Score one response; failures become the score's status, never an exception."""
         if isinstance(task, str):
             task = self.get_task(task)
         message = Message.coerce(response)
+        generic = self.rubric.generic(assistant_chars([message]))
         try:
             components, details = self.score(task, message)
         except NotSupported:
@@ -393,9 +478,33 @@ class TaskEnv(Env):
             status = status_for(exc)
             if status is Status.ENV_ERROR:
                 log.exception("%s: verifier error on task %s", self.spec.name, task.task_id)
-            return Score(reward=0.0, status=status, error=_describe(exc))
-        components = self.rubric.extend(message.content, components)
+            if status not in MODEL_STATUSES:
+                return Score(reward=0.0, status=status, error=_describe(exc))
+            components = {**self.rubric.truncation({}), **generic}
+            return Score(
+                reward=self.rubric.total(components),
+                components=components,
+                status=status,
+                error=_describe(exc),
+            )
+        components = {**components, **generic}
         return Score(reward=self.rubric.total(components), components=components, info=details)
+
+
+MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})
+"""Statuses that are the model's doing: the episode is scored (as a truncation), not dropped."""
+
+
+def assistant_chars(messages: Sequence[Message]) -> int:
+    """Characters the assistant wrote in ``messages``: text and tool calls (name, arguments)."""
+    total = 0
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        total += len(m.content)
+        for call in m.tool_calls or ():
+            total += len(call.function.name) + len(call.function.arguments)
+    return total
 
 
 def _describe(exc: BaseException) -> str:

@@ -189,6 +189,27 @@ class HTTPEnv(Env):
         except _Transient as e:
             return self._infra_step(e)
 
+    def _finish_body(self) -> dict[str, Any]:
+        if self._session is None:
+            raise EpisodeStateError("call reset() before finish()")
+        return {"session_id": self._session}
+
+    def finish(self) -> StepResult:
+        """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
+        body = self._finish_body()
+        try:
+            return StepResult.model_validate(self._post("/finish", body))
+        except _Transient as e:
+            return self._infra_step(e)
+
+    async def afinish(self) -> StepResult:
+        """Async :meth:`finish`."""
+        body = self._finish_body()
+        try:
+            return StepResult.model_validate(await self._apost("/finish", body))
+        except _Transient as e:
+            return self._infra_step(e)
+
     @staticmethod
     def _item(task: Task | str, response: Message | str) -> dict[str, Any]:
         item: dict[str, Any] = {"response": Message.coerce(response).model_dump(exclude_none=True)}

@@ -103,6 +103,12 @@ class StepRequest(_Body):
     message: Message | str
 
 
+class FinishRequest(_Body):
+    """End a session's episode from outside and get its final accounting."""
+
+    session_id: str
+
+
 class CloseRequest(_Body):
     """End a session."""
 
@@ -220,10 +226,11 @@ class Admission:
 
 # ---------------------------------------------------------------------------- the app
 
-WORK_PATHS = ("/reset", "/step", "/verify")
+WORK_PATHS = ("/reset", "/step", "/finish", "/verify")
 EXAMPLES: dict[str, dict[str, Any]] = {
     "/reset": {"seed": 0},
     "/step": {"session_id": "SESSION", "message": "The answer is 42."},
+    "/finish": {"session_id": "SESSION"},
     "/close": {"session_id": "SESSION"},
     "/verify": {"items": [{"task_id": "TASK", "response": "The answer is 42."}]},
 }
@@ -326,6 +333,19 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
         metrics[f"steps_{result.info.status.value}"] += 1
         if result.done:
             sessions.finish(body.session_id)
+        return result
+
+    @app.post("/finish", response_model=StepResult)
+    async def finish(body: FinishRequest) -> StepResult:
+        """End the episode from outside (a trainer's budget): its final accounting."""
+        session = sessions.get(body.session_id)
+        async with session.lock:
+            try:
+                result = await run(session.env.finish)
+            except TimeoutError:
+                sessions.close(body.session_id)
+                raise
+        sessions.finish(body.session_id)
         return result
 
     @app.post("/close")

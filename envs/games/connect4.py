@@ -14,7 +14,10 @@ against ``max_turns``).
 
 Components, paid when the game ends: ``win`` (primary), ``draw``, ``loss`` (1.0 on a loss: give
 it a negative weight to punish losing), ``efficiency`` (on a win, 1.0 for a win in four of the
-model's moves, falling to 0 at 21) and ``format`` (share of turns that were legal moves).
+model's moves, falling to 0 at 21) and ``format`` (share of turns that were legal moves). A game
+cut short (turn limit, ``finish()``) pays each at its worst under its weight, so with a negative
+``loss`` weight it counts as a loss: illegal moves cannot stall a losing game into a better
+reward (see :mod:`envhub.rewards`).
 """
 
 from __future__ import annotations
@@ -230,7 +233,7 @@ class Connect4Env(GameEnv):
         return {"board": self._render(state), "outcome": state.outcome, "my_moves": state.my_moves}
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """Out of turns before the game ended: no win."""
+        """What the board says when the game is cut short (reported in ``info.measured``)."""
         return self._components(episode.state)
 
     def reference_action(self, episode: Episode) -> Message:

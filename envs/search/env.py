@@ -58,6 +58,7 @@ class SearchEnv(TaskEnv):
     components: ClassVar[frozenset[str]] = frozenset(
         {"correctness", "f1", "format", "tool_calls", "invalid_calls"}
     )
+    counters: ClassVar[frozenset[str]] = frozenset({"tool_calls", "invalid_calls"})
     primary_component: ClassVar[str] = "correctness"
 
     def __init__(
