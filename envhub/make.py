@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from .core import Env
+from .entrypoints import load_entry_point
 from .errors import ConfigError
-from .registry import _merge, load_entry_point
+from .registry import _merge
 from .registry import spec as lookup
 from .spec import EnvSpec
 
@@ -44,7 +45,7 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
 
 def make_local(spec: EnvSpec, **_: Any) -> Env:
     """Build the environment in this process."""
-    cls = load_entry_point(spec.entry_point or "")
+    cls = load_entry_point(spec.entry_point or "", spec.source_dir)
     try:
         return cls(spec, **spec.options)
     except TypeError as e:

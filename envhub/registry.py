@@ -4,23 +4,26 @@ The catalog is data. Entry points are ``module:Class`` strings imported only whe
 environment is made, so listing or describing environments imports no environment code.
 
 A user adds an environment with ``envhub register FILE``: the file is validated completely
-(schema, ``base`` exists, entry point importable) before anything is written, and then copied
-to ``$ENVHUB_HOME/registry.d/``. Any error names the file, the line and the field.
+(schema, ``base`` exists, and :mod:`envhub.preflight`: entry point, options, reward weights,
+data, gold answers) before anything is written, and then copied to
+``$ENVHUB_HOME/registry.d/`` with its folder recorded as ``base_dir`` (relative data paths and
+entry points resolve there, from any working directory). Any error names the file, the line
+and the field. ``register(force=True)`` replaces a registration; :func:`unregister` removes
+one.
 """
 
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-from .errors import ConfigError, EnvNotFound, RegistryError
+from .entrypoints import is_file_target, load_entry_point  # noqa: F401 (re-exported)
+from .errors import EnvNotFound, RegistryError
 from .spec import VERSIONED_RE, EnvSpec
 
 BUILTIN_REGISTRY = Path(__file__).with_name("registry.yaml")
@@ -107,11 +110,22 @@ def _validate(path: Path, raw: dict[str, Any], node: yaml.Node | None, loc: tupl
         ) from None
 
 
+def _absolute_entry(spec_: EnvSpec) -> EnvSpec:
+    """A relative ``file.py:Class`` entry point made absolute against the YAML's folder."""
+    ep, folder = spec_.entry_point, spec_.source_dir
+    if not ep or folder is None:
+        return spec_
+    target, _, attr = ep.rpartition(":")
+    if not is_file_target(target) or Path(target).expanduser().is_absolute():
+        return spec_
+    return spec_.model_copy(update={"entry_point": f"{(folder / target).resolve()}:{attr}"})
+
+
 def load_file(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
     """Validated specs of one file, each with the raw mapping it came from."""
     entries, node, prefix = _entries(path)
     return [
-        (_validate(path, raw, node, (*prefix, i) if prefix else ()), raw)
+        (_absolute_entry(_validate(path, raw, node, (*prefix, i) if prefix else ())), raw)
         for i, raw in enumerate(entries)
     ]
 
@@ -218,39 +232,58 @@ def spec(name: str) -> EnvSpec:
     return catalog().spec(name)
 
 
-def load_entry_point(entry_point: str) -> Callable[..., Any]:
-    """Import ``module:attr`` and return the attribute, with an error that says what failed."""
-    module_name, _, attr = entry_point.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ConfigError(f"entry point {entry_point!r}: cannot import {module_name!r}: {e}") from e
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(f"entry point {entry_point!r}: {module_name} has no {attr!r}")
-        obj = getattr(obj, part)
-    return obj
+def _written_by_user(spec_: EnvSpec) -> Path | None:
+    """The registry.d file holding ``spec_``, or ``None`` for the built-in catalog."""
+    target = user_registry_dir() / f"{spec_.id}.yaml"
+    return target if spec_.source and Path(spec_.source) == target else None
 
 
-def register(path: str | Path) -> list[EnvSpec]:
-    """Validate a user's YAML file and add its environments to the user catalog.
-
-    Nothing is written unless every entry is valid, its ``base`` exists and its entry point
-    imports.
-    """
-    path = Path(path).resolve()
-    loaded = load_file(path)
+def _trial(loaded: list[tuple[EnvSpec, dict[str, Any]]], force: bool) -> Registry:
+    """The catalog as it would be after registering ``loaded`` (replacing with ``force``)."""
     trial = Registry.load()
     for spec_, raw in loaded:
+        key = (spec_.name, spec_.version)
+        if force and key in trial._raw and _written_by_user(trial._raw[key][0]):
+            del trial._raw[key]
         try:
             trial._add(spec_, raw)
         except RegistryError as e:
-            raise RegistryError(f"{e}. Choose another name or bump 'version'.") from None
+            fix = "" if force else ", or pass --force to replace your registration"
+            raise RegistryError(f"{e}. Choose another name or bump 'version'{fix}.") from None
+    return trial
+
+
+def _preflight(path: Path, node: yaml.Node | None, loc: tuple, full: EnvSpec) -> None:
+    from .preflight import PreflightError, check_spec
+
+    try:
+        check_spec(full)
+    except PreflightError as e:
+        line = _line_of(node, (*loc, *e.field.split(".")))
+        raise RegistryError(
+            f"{path}:{line}: environment {full.name!r}, field '{e.field}': {e}. "
+            "Nothing was registered."
+        ) from None
+
+
+def register(path: str | Path, *, force: bool = False) -> list[EnvSpec]:
+    """Validate a user's YAML file and add its environments to the user catalog.
+
+    Nothing is written unless every entry is valid, its ``base`` exists and it passes
+    :mod:`envhub.preflight` (entry point, options, reward weights, data, gold answers).
+    ``force`` replaces an earlier registration of the same ``NAME-vN``.
+    """
+    path = Path(path).resolve()
+    entries, node, prefix = _entries(path)
+    loaded = [
+        (_validate(path, raw, node, (*prefix, i) if prefix else ()), raw)
+        for i, raw in enumerate(entries)
+    ]
+    trial = _trial(loaded, force)
     resolved = []
-    for spec_, _ in loaded:
+    for i, (spec_, _) in enumerate(loaded):
         full = trial.spec(spec_.id)
-        load_entry_point(full.entry_point or "")
+        _preflight(path, node, (*prefix, i) if prefix else (), full)
         resolved.append(full)
     target_dir = user_registry_dir()
     target_dir.mkdir(parents=True, exist_ok=True)
@@ -262,3 +295,42 @@ def register(path: str | Path) -> list[EnvSpec]:
         tmp.replace(target)
     reset_registry()
     return resolved
+
+
+def specs_from_file(path: str | Path) -> list[EnvSpec]:
+    """The resolved specs of a YAML file, as if registered, without writing anything."""
+    path = Path(path).resolve()
+    loaded = load_file(path)
+    trial = _trial(loaded, force=True)
+    return [
+        trial.spec(s.id).model_copy(update={"base_dir": s.base_dir or str(path.parent)})
+        for s, _ in loaded
+    ]
+
+
+def unregister(name: str) -> list[str]:
+    """Remove the user's registration ``NAME-vN`` (or ``NAME``, when it has one version).
+
+    Returns the removed ids. Entries of the built-in catalog cannot be removed.
+    """
+    reg = catalog()
+    m = VERSIONED_RE.match(name)
+    if m and (m["name"], int(m["version"])) in reg._raw:
+        keys = [(m["name"], int(m["version"]))]
+    else:
+        keys = sorted(k for k in reg._raw if k[0] == name)
+    if not keys:
+        reg._key(name)  # raises EnvNotFound with suggestions
+    mine = [k for k in keys if _written_by_user(reg._raw[k][0])]
+    if not mine:
+        raise RegistryError(
+            f"{name} is part of the built-in catalog ({reg._raw[keys[0]][0].source}), not one "
+            "of your registrations; nothing to unregister"
+        )
+    if len(mine) > 1:
+        ids = ", ".join(f"{n}-v{v}" for n, v in mine)
+        raise RegistryError(f"{name} has several registered versions ({ids}); name one")
+    target = user_registry_dir() / f"{mine[0][0]}-v{mine[0][1]}.yaml"
+    target.unlink()
+    reset_registry()
+    return [target.stem]

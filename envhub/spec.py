@@ -66,7 +66,8 @@ class EnvSpec(_Strict):
     family: str = "custom"
     description: str = ""
     entry_point: str | None = None
-    """``module:Class`` of the environment; taken from ``base`` when composing."""
+    """``package.module:Class`` or ``path/to/file.py:Class`` (relative to the YAML's folder) of
+    the environment; taken from ``base`` when composing. See :mod:`envhub.entrypoints`."""
     base: str | None = None
     """Compose from an existing environment: inherit its entry point and settings, then
     override with the fields given here."""
@@ -102,8 +103,8 @@ class EnvSpec(_Strict):
     @field_validator("entry_point")
     @classmethod
     def _check_entry_point(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^[\w.]+:[\w.]+$", v):
-            raise ValueError("must look like 'package.module:ClassName'")
+        if v is not None and not re.match(r"^[^:\s]+:[\w.]+$", v):
+            raise ValueError("must look like 'package.module:ClassName' or 'file.py:ClassName'")
         return v
 
     @property
