@@ -57,3 +57,22 @@ def unregister_command(
 
     for env_id in unregister(name):
         typer.echo(f"unregistered {env_id}")
+
+
+def init_command(
+    name: Annotated[str, typer.Argument(help="Name of the new environment, e.g. wordrev.")],
+    family: Annotated[
+        str, typer.Option(help="Template: math, code, sql, search, games or custom.")
+    ] = "custom",
+    multi_turn: Annotated[bool, typer.Option(help="Several turns (feedback, retries).")] = False,
+    directory: Annotated[
+        Path | None, typer.Option(help="Where to create the folder (default: here).")
+    ] = None,
+    register: Annotated[bool, typer.Option(help="Register it by link (see README).")] = True,
+) -> None:
+    """Create a new environment folder that passes `envhub check` as it is, and register it."""
+    from .scaffold import init
+
+    folder = init(name, family, multi_turn, directory, register)
+    typer.echo(f"created {folder}" + (f" and registered {name}" if register else ""))
+    typer.echo(f"next: edit {folder / 'env.py'} and {name}.yaml, then `envhub check {name}`")

@@ -165,11 +165,12 @@ def _data_note(s: Any) -> str:
 def register(
     file: Annotated[Path, typer.Argument(help="YAML file describing the environment(s).")],
     force: Annotated[bool, typer.Option(help="Replace your earlier NAME-vN.")] = False,
+    link: Annotated[bool, typer.Option(help="Record the file's place, not a copy.")] = False,
 ) -> None:
     """Add environments from a YAML file to your catalog ($ENVHUB_HOME/registry.d)."""
     from .registry import register as do_register
 
-    for s in do_register(file, force=force):
+    for s in do_register(file, force=force, link=link):
         typer.echo(f"registered {s.id} (from {file})")
 
 
@@ -282,8 +283,9 @@ from .docker_cli import docker_app  # noqa: E402  (the docker SDK is imported la
 from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
 
 app.command("eval")(eval_command)
-from .author_cli import check_command, unregister_command  # noqa: E402
+from .author_cli import check_command, init_command, unregister_command  # noqa: E402
 
+app.command("init")(init_command)
 app.command("check")(check_command)
 app.command("unregister")(unregister_command)
 app.add_typer(docker_app, name="docker")
