@@ -43,9 +43,16 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
         raise ConfigError(f"override {where!r} for {spec.name}: {err['msg']}") from None
 
 
+def env_class(spec: EnvSpec) -> Callable[..., Any]:
+    """The class (or factory) ``spec`` names, extended by its LLM judges if it has any."""
+    from .judge import with_judges
+
+    return with_judges(load_entry_point(spec.entry_point or "", spec.source_dir), spec)
+
+
 def make_local(spec: EnvSpec, **_: Any) -> Env:
     """Build the environment in this process."""
-    cls = load_entry_point(spec.entry_point or "", spec.source_dir)
+    cls = env_class(spec)
     try:
         return cls(spec, **spec.options)
     except TypeError as e:

@@ -24,8 +24,8 @@ from typing import Any
 
 from .checker import CheckError, check_gold
 from .core import TaskEnv
-from .entrypoints import load_entry_point
 from .errors import EnvhubError
+from .make import env_class
 from .rewards import GENERIC_COMPONENTS
 from .spec import EnvSpec
 
@@ -83,7 +83,7 @@ def check_options(cls: type, options: dict[str, Any]) -> None:
 
 def offered_components(cls: type, spec: EnvSpec) -> set[str]:
     """Components ``cls`` computes plus the generic ones any environment can switch on."""
-    return set(getattr(cls, "components", ())) | set(GENERIC_COMPONENTS)
+    return set(getattr(cls, "components", ())) | set(GENERIC_COMPONENTS) | set(spec.reward.judges)
 
 
 def check_weights(cls: type, spec: EnvSpec) -> None:
@@ -134,7 +134,7 @@ def check_data(env: TaskEnv) -> None:
 def check_spec(spec: EnvSpec) -> None:
     """Run every registration check on a resolved spec; raises :class:`PreflightError`."""
     try:
-        cls = load_entry_point(spec.entry_point or "", spec.source_dir)
+        cls = env_class(spec)
     except EnvhubError as e:
         raise PreflightError("entry_point", str(e)) from None
     check_options(cls, spec.options)
