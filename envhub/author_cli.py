@@ -76,3 +76,12 @@ def init_command(
     folder = init(name, family, multi_turn, directory, register)
     typer.echo(f"created {folder}" + (f" and registered {name}" if register else ""))
     typer.echo(f"next: edit {folder / 'env.py'} and {name}.yaml, then `envhub check {name}`")
+
+
+def card_of(spec: EnvSpec, measure: bool = False) -> dict:
+    """The environment card of ``spec``, re-measuring its reference scores first if asked."""
+    from . import cards
+
+    if measure:
+        cards.measure(spec)
+    return cards.card(spec)

@@ -56,12 +56,23 @@ def list_envs(
 
 
 @app.command()
-def info(name: NameArg) -> None:
-    """Show an environment's catalog entry (resolved) as JSON."""
+def info(
+    name: NameArg,
+    text: Annotated[bool, typer.Option(help="Print the environment card as text.")] = False,
+    measure: Annotated[bool, typer.Option(help="Re-measure reference scores first.")] = False,
+) -> None:
+    """Show an environment's catalog entry (resolved) and its card as JSON."""
+    from .author_cli import card_of
     from .registry import spec
 
     s = spec(name)
-    typer.echo(json.dumps({"id": s.id, **s.model_dump(mode="json")}, indent=2))
+    c = card_of(s, measure)
+    if text:
+        from .cards import render
+
+        typer.echo(render(c))
+        return
+    typer.echo(json.dumps({"id": s.id, **s.model_dump(mode="json"), "card": c}, indent=2))
 
 
 @app.command()
