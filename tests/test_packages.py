@@ -69,3 +69,33 @@ def test_pip_installed_env_is_found_by_entry_point(tmp_path):
     assert clash.returncode != 0
     assert "pkgrev-v1 is provided twice: by package 'envhub-pkgrev'" in clash.stderr
     assert "envhub unregister pkgrev-v1" in clash.stderr
+
+
+@pytest.mark.slow
+def test_pip_installed_env_trains_two_steps_with_the_tiny_model(tmp_path):
+    import json
+
+    import yaml
+
+    src = init("pkgsum", "math", parent=tmp_path / "src", register=False)
+    site = tmp_path / "site"
+    pip = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(site), str(src)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert pip.returncode == 0, pip.stderr
+    config = yaml.safe_load(open(os.path.join(ROOT, "examples", "tiny.yaml")))
+    config["env"] = {"name": "pkgsum", "timeout_s": 30}  # the installed env, as it is
+    config["train"]["steps"] = 2
+    config["checkpoint"] = {"every": 0}
+    (tmp_path / "train.yaml").write_text(yaml.safe_dump(config))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, str(site)])}
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "envhub.cli", "train", str(tmp_path / "train.yaml"), "--out",
+         str(out)], env=env, capture_output=True, text=True, timeout=900, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
+    rows = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
