@@ -32,8 +32,12 @@ def clean_user_registry():
     envhub.reset_registry()
 
 
-@pytest.mark.parametrize("multi_turn", [False, True])
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+CASES = [(f, False) for f in sorted(FAMILIES)] + [
+    (f, True) for f in sorted(FAMILIES) if not FAMILIES[f].multi_turn_always
+]
+
+
+@pytest.mark.parametrize(("family", "multi_turn"), CASES)
 def test_init_then_check_passes(tmp_path, family, multi_turn):
     name = f"mine-{family}"
     folder = init(name, family, multi_turn, tmp_path)
@@ -43,12 +47,7 @@ def test_init_then_check_passes(tmp_path, family, multi_turn):
     assert (folder / f"test_mine_{family}.py").is_file()
     spec = lookup(name)
     assert (spec.max_turns > 1) == (multi_turn or FAMILIES[family].multi_turn_always)
-    checks = None if multi_turn else ["determinism", "bad_inputs", "gold", "gymnasium", "http"]
-    if multi_turn and family in ("search", "games"):
-        pytest.skip("always multi-turn: covered by the multi_turn=False case")
-    if multi_turn:
-        checks = ["bad_inputs", "gold", "http"]
-    results = run_checks(spec, checks)
+    results = run_checks(spec, ["bad_inputs", "gold", "http"] if multi_turn else None)
     assert all(r.outcome != FAILED for r in results), table(spec, results)
     assert [r.outcome for r in results if r.name == "gold"] == ["passed"]
 
