@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import TaskEnv
+from .errors import EnvhubError
 from .make import env_class, make_local
 from .registry import envhub_home
 from .rewards import GENERIC_COMPONENTS
@@ -56,8 +57,12 @@ def extras(spec: EnvSpec) -> list[str]:
 
 def card(spec: EnvSpec) -> dict[str, Any]:
     """The card of one environment (no environment code runs except importing its class)."""
-    cls = env_class(spec)
-    components = sorted(set(getattr(cls, "components", ())) | set(GENERIC_COMPONENTS))
+    try:
+        cls = env_class(spec)
+    except EnvhubError as e:  # a missing extra: the card says so instead of failing
+        components: list[str] | str = f"unknown: the class does not import ({e})"
+    else:
+        components = sorted(set(getattr(cls, "components", ())) | set(GENERIC_COMPONENTS))
     measured = cards_dir() / f"{spec.id}.json"
     return {
         "id": spec.id,
@@ -131,11 +136,11 @@ def measure(spec: EnvSpec, episodes: int = 20, seed: int = 0) -> dict[str, Any]:
 
 def render(c: dict[str, Any]) -> str:
     """The card as text."""
-    data = c["data"]
+    data, comps = c["data"], c["components"]
     lines = [
         f"{c['id']}  ({c['family']})  {c['description']}",
         f"turns       {c['turns']}",
-        f"components  {', '.join(c['components'])}",
+        f"components  {comps if isinstance(comps, str) else ', '.join(comps)}",
         f"weights     {json.dumps(c['weights'])}"
         + (f"  judges: {c['judges']}" if c["judges"] else ""),
         f"data        {data['kind']}: {data['source']} (split {data['split']}, "

@@ -126,8 +126,11 @@ def load_entry_point(entry_point: str, base_dir: Path | str | None = None) -> Ca
     for part in attr.split("."):
         if not hasattr(obj, part):
             public = sorted(n for n in dir(module) if not n.startswith("_"))[:12]
+            where = getattr(module, "__file__", None) or target
             raise ConfigError(
-                f"entry point {entry_point!r}: {target} has no {attr!r} (it defines {public})"
+                f"entry point {entry_point!r}: {target} ({where}) has no {attr!r} (it defines "
+                f"{public}). If that is another folder's module of the same name, use the file "
+                "form 'path/to/file.py:Class'"
             )
         obj = getattr(obj, part)
     return obj

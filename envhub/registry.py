@@ -166,7 +166,7 @@ class Registry:
         With ``paths``: exactly those files.
         """
         reg = cls()
-        for path in paths or [BUILTIN_REGISTRY]:
+        for path in [BUILTIN_REGISTRY] if paths is None else paths:
             for spec, raw in load_file(path):
                 reg._add(spec, raw)
         if paths is None:

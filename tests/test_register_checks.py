@@ -195,3 +195,17 @@ def test_unimportable_entry_point_says_what_was_tried(tmp_path):
     f.write_text("name: ghost\nentry_point: lib/ghost.py:Env\n")
     with pytest.raises(RegistryError, match=r"file .*lib/ghost\.py: does not exist"):
         envhub.register(f)
+
+
+def test_same_module_name_in_two_folders_points_to_the_file_form(tmp_path):
+    for folder, cls in (("a", "Rev"), ("b", "Other")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "samemod_c3.py").write_text(
+            ENV_PY.replace("class Rev", f"class {cls}")
+        )
+        (tmp_path / folder / "e.yaml").write_text(
+            f"name: same-{folder}\nentry_point: samemod_c3:{cls}\n"
+        )
+    envhub.register(tmp_path / "a" / "e.yaml")
+    with pytest.raises(RegistryError, match=r"a/samemod_c3\.py\) has no 'Other'.*file form"):
+        envhub.register(tmp_path / "b" / "e.yaml")
