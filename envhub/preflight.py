@@ -8,7 +8,9 @@ when the environment is used:
 3. every reward weight names a component the environment produces ("did you mean ...");
 4. the constructor accepts the spec;
 5. the dataset loads and every task has the fields the prompt template names;
-6. the environment's own gold answers (or reference solver) score full marks on a sample.
+6. the environment's own gold answers (or reference solver) score full marks on a sample
+   (an episode that ends in ``infra_error``, e.g. a judge that is down, proves nothing and is
+   left out; ``envhub check`` reports it).
 
 Each failure is a :class:`PreflightError` naming the YAML field and the fix; the registry adds
 the file and line.
@@ -147,7 +149,7 @@ def check_spec(spec: EnvSpec) -> None:
         if isinstance(env, TaskEnv):
             check_data(env)
             try:
-                check_gold(env, GOLD_SEEDS)
+                check_gold(env, GOLD_SEEDS, skip_infra=True)
             except CheckError as e:
                 raise PreflightError(
                     "entry_point",

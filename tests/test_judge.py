@@ -138,3 +138,23 @@ def test_registration_checks_know_judge_components(endpoint):
     )
     with pytest.raises(ConfigError, match="give the judge another name"):
         make_local(clash)
+
+
+def test_a_judge_that_is_down_does_not_block_registration_but_fails_check(tmp_path):
+    import envhub
+    from envhub.registry import unregister
+    from envhub.selfcheck import run_check
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    f = tmp_path / "j.yaml"
+    f.write_text(
+        "name: judged-down\nentry_point: dummy_envs:EchoEnv\nreward:\n"
+        "  weights: {correctness: 1.0, style: 0.5}\n"
+        f"  judges: {{style: {{base_url: '{dead}', model: m, prompt: '{{response}}?'}}}}\n"
+    )
+    [spec] = envhub.register(f)  # infra_error proves nothing either way: not refused
+    try:
+        result = run_check(spec, "gold")
+        assert result.outcome == "failed" and "infra_error" in result.detail
+    finally:
+        unregister("judged-down")
