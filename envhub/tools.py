@@ -27,7 +27,7 @@ gets, from one place:
 
 The argument checker covers the JSON-schema subset tools need: the types ``string``,
 ``integer``, ``number``, ``boolean``, ``array`` and ``object``, ``enum``, ``minimum``,
-``maximum`` and ``minLength``. Defaults of optional parameters are filled in.
+``maximum``, ``minLength`` and ``maxLength``. Defaults of optional parameters are filled in.
 """
 
 from __future__ import annotations
@@ -75,6 +75,8 @@ class Param:
     maximum: float | None = None
     min_length: int | None = None
     """Strings only: the fewest characters allowed (after stripping blanks)."""
+    max_length: int | None = None
+    """Strings only: the most characters allowed (bounds the work a call can ask for)."""
 
     def schema(self) -> dict[str, Any]:
         """This parameter as a JSON-schema property."""
@@ -84,6 +86,7 @@ class Param:
             ("minimum", self.minimum),
             ("maximum", self.maximum),
             ("minLength", self.min_length),
+            ("maxLength", self.max_length),
             ("default", None if self.required else self.default),
         ):
             if value is not None:
@@ -115,6 +118,10 @@ class Param:
         ):
             raise InvalidAction(
                 f"{where} must have at least {self.min_length} non-blank character(s)"
+            )
+        if self.max_length is not None and isinstance(value, str) and len(value) > self.max_length:
+            raise InvalidAction(
+                f"{where} is {len(value)} characters long; at most {self.max_length} are allowed"
             )
         return value
 

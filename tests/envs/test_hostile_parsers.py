@@ -177,6 +177,13 @@ def test_lone_surrogate_echoed_by_search_over_http_keeps_the_episode(search_http
     assert result.info.status == Status.OK and result.terminated
 
 
+def test_a_search_query_over_its_bound_is_invalid_action_and_not_echoed():
+    result, _ = _step("search", _text_call("search", json.dumps({"query": "w " * 30_000})))
+    assert result.info.status == Status.INVALID_ACTION
+    assert "at most 1000" in result.info.error
+    assert len(result.messages[0].content) < 2000
+
+
 # ---------------------------------------------------------------- point 2: ast.parse in the server
 
 
