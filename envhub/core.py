@@ -19,13 +19,13 @@ import json
 import logging
 import random
 import re
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import datasets
+from .deadline import DeadlineExceeded, call_within
 from .errors import (
     ConfigError,
     EpisodeStateError,
@@ -382,29 +382,18 @@ class TaskEnv(Env):
     def _respond(self, ep: Episode, message: Message) -> Feedback:
         """:meth:`env_response` under :attr:`step_timeout_s`; past it, :class:`VerifierTimeout`.
 
-        The hook runs in a thread of its own, so the deadline holds whatever the hook does;
-        a hook that overruns is abandoned (its episode ends) and finishes in the background.
+        The hook runs on a worker thread (:mod:`envhub.deadline`), so the deadline holds
+        whatever the hook does; a hook that overruns is abandoned (its episode ends) and
+        finishes in the background.
         """
         if self.step_timeout_s is None:
             return self.env_response(ep, message)
-        outcome: list[Any] = []
-
-        def run() -> None:
-            try:
-                outcome.append(self.env_response(ep, message))
-            except BaseException as exc:  # handed to the caller below
-                outcome.append(exc)
-
-        worker = threading.Thread(target=run, name=f"envhub-step-{self.spec.name}", daemon=True)
-        worker.start()
-        worker.join(self.step_timeout_s)
-        if not outcome:
+        try:
+            return call_within(lambda: self.env_response(ep, message), self.step_timeout_s)
+        except DeadlineExceeded as e:
             raise VerifierTimeout(
                 f"the step ran past its {self.step_timeout_s:g} s deadline and was abandoned"
-            )
-        if isinstance(outcome[0], BaseException):
-            raise outcome[0]
-        return outcome[0]
+            ) from e
 
     def _result(self, ep: Episode, message: Message, fb: Feedback) -> StepResult:
         truncated = not fb.done and ep.turn >= self.spec.max_turns
