@@ -11,7 +11,7 @@ Runners and what they get (to keep CI to about a minute):
 
 * in-process: every message, through ``step`` at every turn, and through ``verify`` for
   single-turn entries;
-* HTTP (a server started by the test): every message for multi-turn entries, a sample of the
+* HTTP (a server started by the test, in a thread): every message for multi-turn entries, a sample of the
   worst ones for single-turn entries;
 * Docker: the sample, on the multi-turn entries, when an engine answers (else skipped).
 
@@ -86,6 +86,9 @@ def corpus(tools: list[str]) -> list[tuple[str, Message | str]]:
         ("mixed scripts", "Ответ: <answer>東京 مرحبا 🙂 ẞ İ</answer> <move>٤</move> "
          "<guess>ＣＲＡＮＥ</guess> <moves>↑↓←→</moves> \\boxed{٤٢} #### ४२"),
         ("unclosed fences", "```python\n" * 20_000),
+        ("20k unclosed boxes", "\\boxed{" * 20_000 + " #### " * 20_000),
+        ("towers and factorials", "\\boxed{10^{10^{10^{10}}}} \\boxed{100000!} #### 9^9^9^9"),
+        ("nested fractions", "\\boxed{" + "\\frac{1}{" * 3000 + "2" + "}" * 3001),
     ]  # fmt: skip
     messages += [(f"20k unclosed <{t}>", f"<{t}>" * 20_000) for t in TAGS]
     messages.append(("20k mixed unclosed tags", "".join(f"<{t}>" for t in TAGS) * 3000))
@@ -103,6 +106,7 @@ SAMPLE = (
     "megabyte of text",
     "20k mixed unclosed tags",
     "20k unclosed <tool_call>",
+    "20k unclosed boxes",
 )
 """The messages every runner gets; the in-process runner (and HTTP for multi-turn) get all."""
 
@@ -186,10 +190,24 @@ def _watching_health(url: str):
         thread.join(15)
 
 
+@contextlib.contextmanager
+def _served(env_id: str):
+    """An HTTP client of ``env_id`` served by this test (uvicorn in a thread: starts in
+    0.5 s where ``envhub serve`` in a process takes 5-15 s on a loaded CI machine; the Docker
+    runner below runs the real ``envhub serve``)."""
+    from serving import running
+
+    from envhub.remote import HTTPEnv
+    from servers.app import create_app
+
+    with running(create_app(envhub.make(env_id))) as url, HTTPEnv(url) as env:
+        yield env
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_over_http(env_id):
     spec = _spec_or_skip(env_id)
-    with envhub.make(env_id, runner="http") as env:
+    with _served(env_id) as env:
         messages = corpus(_tool_names(env))
         if spec.max_turns == 1:
             messages = [m for m in messages if m[0] in SAMPLE]
