@@ -87,7 +87,7 @@ def tag_blocks(text: str, *names: str, ignore_case: bool = True) -> list[TagBloc
     return blocks
 
 
-def body(text: str, block: TagBlock) -> str:
+def block_text(text: str, block: TagBlock) -> str:
     """The text between a block's tags."""
     return text[block.body_start : block.body_end]
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import ConfigError, InvalidAction
-from .tags import body, tag_blocks
+from .tags import block_text, tag_blocks
 from .types import Message
 
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
@@ -323,7 +323,7 @@ def _text_blocks(message: Message) -> list[str | None]:
     """Bodies of the ``<tool_call>`` blocks of a message; ``None`` for an unclosed one."""
     text = message.content
     found = tag_blocks(text, TEXT_CALL_TAG, ignore_case=False)
-    blocks: list[str | None] = [body(text, b).strip() for b in found if b.closed]
+    blocks: list[str | None] = [block_text(text, b).strip() for b in found if b.closed]
     if any(not b.closed for b in found):
         blocks.append(None)
     return blocks

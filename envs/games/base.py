@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 from envhub.core import Feedback, TaskEnv
 from envhub.errors import ConfigError
-from envhub.tags import body, tag_blocks
+from envhub.tags import block_text, tag_blocks
 from envhub.types import Message, Status, Task
 
 _TASK_CACHE: dict[tuple[Any, ...], list[Task]] = {}
@@ -57,9 +57,9 @@ def last_tag(text: str, *tags: str) -> str | None:
     """
     blocks = tag_blocks(text, *tags)
     closed = [b for b in blocks if b.closed]
-    if blocks and not blocks[-1].closed and "<" not in body(text, blocks[-1]):
-        return body(text, blocks[-1]).strip()
-    return body(text, closed[-1]).strip() if closed else None
+    if blocks and not blocks[-1].closed and "<" not in block_text(text, blocks[-1]):
+        return block_text(text, blocks[-1]).strip()
+    return block_text(text, closed[-1]).strip() if closed else None
 
 
 def strip_thinking(text: str) -> str:

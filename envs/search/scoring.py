@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from envhub.errors import GoldAnswerError
-from envhub.tags import body, tag_blocks, without_blocks
+from envhub.tags import block_text, tag_blocks, without_blocks
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
@@ -46,7 +46,7 @@ def extract_answer(content: str) -> tuple[str, bool]:
     """
     thoughts = [b for b in tag_blocks(content, "think") if b.closed]
     text = without_blocks(content, thoughts)
-    blocks = [body(text, b) for b in tag_blocks(text, "answer") if b.closed]
+    blocks = [block_text(text, b) for b in tag_blocks(text, "answer") if b.closed]
     if blocks:
         answer = blocks[-1].strip()
         return answer, len(blocks) == 1 and bool(answer)
