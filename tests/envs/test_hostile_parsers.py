@@ -24,15 +24,16 @@ from envs.code.extract import MAX_PARSE_CHARS, build_program, defines
 from envs.games.base import last_tag
 
 FAST_S = 1.0
-"""Every parse of one hostile message must finish within this (the quadratic ones took 10+ s)."""
+"""CPU seconds any parse of one hostile message may take (the quadratic ones took 10+ s).
+Process CPU time, not wall time, so a loaded CI machine does not make these flaky."""
 
 
 def _step(env_id: str, message: Message | str, seed: int = 0):
     env = envhub.make(env_id)
     env.reset(seed=seed)
-    start = time.perf_counter()
+    start = time.process_time()
     result = env.step(message)
-    return result, time.perf_counter() - start
+    return result, time.process_time() - start
 
 
 def _text_call(name: str, arguments_json: str) -> str:
@@ -70,9 +71,9 @@ def test_last_tag_keeps_its_meaning():
 @pytest.mark.parametrize("tag", ["move", "guess", "moves", "column", "think"])
 def test_last_tag_is_linear_on_20k_unclosed_tags(tag):
     text = f"<{tag}>" * 20_000
-    start = time.perf_counter()
+    start = time.process_time()
     last_tag(text, tag)
-    assert time.perf_counter() - start < FAST_S
+    assert time.process_time() - start < FAST_S
 
 
 @pytest.mark.parametrize(
@@ -208,10 +209,10 @@ def test_humaneval_100k_term_expression_is_invalid_action():
 def test_humaneval_verify_of_a_2mb_expression_does_not_parse_it():
     env = envhub.make("humaneval")
     text = "```python\nx = " + "+".join(["1"] * 1_000_000) + "\n```"
-    start = time.perf_counter()
+    start = time.process_time()
     score = env.verify("HumanEval/0", text)
     assert score.status == Status.INVALID_ACTION and score.reward == 0.0
-    assert time.perf_counter() - start < FAST_S
+    assert time.process_time() - start < FAST_S
 
 
 def test_humaneval_deep_expression_under_the_bound_is_judged_in_the_sandbox():
@@ -246,7 +247,7 @@ class _Slow(TaskEnv):
         return [Task(task_id="t0", prompt="p")]
 
     def env_response(self, episode, message):
-        time.sleep(2.0)
+        time.sleep(5.0)
         return Feedback(done=True, components={"correctness": 1.0})
 
 
@@ -256,5 +257,5 @@ def test_a_step_past_its_deadline_is_timeout_within_the_deadline():
     env.reset(seed=0)
     start = time.perf_counter()
     result = env.step("anything")
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 3.0  # the deadline (0.2 s), not the hook (5 s)
     assert result.info.status == Status.TIMEOUT and result.reward == 0.0 and result.truncated
