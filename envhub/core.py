@@ -15,20 +15,24 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import random
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import datasets
+from .deadline import DeadlineExceeded, call_within
 from .errors import (
     ConfigError,
     EnvhubError,
     EpisodeStateError,
     NotSupported,
     TaskNotFound,
+    VerifierTimeout,
     status_for,
 )
 from .rewards import Rubric
@@ -36,6 +40,21 @@ from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 
 log = logging.getLogger("envhub")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+MAX_MESSAGE_CHARS = 256_000
+"""Longest assistant message a step or a verification reads (text plus tool-call fields).
+
+About 64k tokens: more than any turn a model is sampled for, and small enough that every
+parser behind it answers in milliseconds. A longer message is the model's ``invalid_action``.
+"""
+STEP_TIMEOUT_S = 45.0
+"""Deadline of one in-process step; past it the step's status is ``timeout``.
+
+Above every environment's own deadlines (a program's 20 s, a query's 2 + 10 s) and below the
+HTTP client's default of 60 s, so a step that overruns is the model's ``timeout`` on every
+runner, never a client's ``infra_error``.
+"""
 
 
 class Env(ABC):
@@ -181,6 +200,10 @@ class TaskEnv(Env):
     counters: ClassVar[frozenset[str]] = frozenset()
     """Components that tally the episode (counts, unbounded); the others lie in [0, 1]. A
     truncated episode pays counters as measured and outcomes at their worst."""
+    max_message_chars: ClassVar[int] = MAX_MESSAGE_CHARS
+    """Longest message accepted; see :data:`MAX_MESSAGE_CHARS`."""
+    step_timeout_s: ClassVar[float | None] = STEP_TIMEOUT_S
+    """Deadline of :meth:`step` (``None``: no deadline); see :data:`STEP_TIMEOUT_S`."""
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
         """Build from a validated spec; ``options`` are the spec's environment options.
@@ -362,19 +385,54 @@ class TaskEnv(Env):
             raise EpisodeStateError("call reset() before step()")
         if ep.done:
             raise EpisodeStateError("the episode is over; call reset() to start another")
-        message = Message.coerce(action)
+        message = valid_unicode(Message.coerce(action))
         if message.role != "assistant":
             raise ValueError(f"step() takes an assistant message, got role {message.role!r}")
         ep.turn += 1
         ep.messages.append(message)
         try:
-            fb = self.env_response(ep, message)
+            too_long = self._too_long(message)
+            fb = self._refuse(too_long) if too_long else self._respond(ep, message)
             result = self._result(ep, message, fb)
         except Exception as exc:  # the episode boundary: a bad rollout is data
             result = self._failed(ep, exc)
         ep.messages.extend(result.messages)
         ep.done = result.done
         return result
+
+    def _too_long(self, message: Message) -> str | None:
+        """Why ``message`` is over :attr:`max_message_chars`, or ``None`` when it is not."""
+        size = message_chars(message)
+        if size <= self.max_message_chars:
+            return None
+        return (
+            f"the message is {size} characters long, over the {self.max_message_chars} "
+            "this environment reads; answer in a shorter message"
+        )
+
+    @staticmethod
+    def _refuse(error: str) -> Feedback:
+        return Feedback(
+            messages=[Message(role="user", content=f"Invalid message: {error}")],
+            status=Status.INVALID_ACTION,
+            error=error,
+        )
+
+    def _respond(self, ep: Episode, message: Message) -> Feedback:
+        """:meth:`env_response` under :attr:`step_timeout_s`; past it, :class:`VerifierTimeout`.
+
+        The hook runs on a worker thread (:mod:`envhub.deadline`), so the deadline holds
+        whatever the hook does; a hook that overruns is abandoned (its episode ends) and
+        finishes in the background.
+        """
+        if self.step_timeout_s is None:
+            return self.env_response(ep, message)
+        try:
+            return call_within(lambda: self.env_response(ep, message), self.step_timeout_s)
+        except DeadlineExceeded as e:
+            raise VerifierTimeout(
+                f"the step ran past its {self.step_timeout_s:g} s deadline and was abandoned"
+            ) from e
 
     def _result(self, ep: Episode, message: Message, fb: Feedback) -> StepResult:
         truncated = not fb.done and ep.turn >= self.spec.max_turns
@@ -468,8 +526,17 @@ class TaskEnv(Env):
         """Score one response; failures become the score's status, never an exception."""
         if isinstance(task, str):
             task = self.get_task(task)
-        message = Message.coerce(response)
+        message = valid_unicode(Message.coerce(response))
         generic = self.rubric.generic(assistant_chars([message]))
+        too_long = self._too_long(message)
+        if too_long:
+            components = {**self.rubric.truncation({}), **generic}
+            return Score(
+                reward=self.rubric.total(components),
+                components=components,
+                status=Status.INVALID_ACTION,
+                error=too_long,
+            )
         try:
             components, details = self.score(task, message)
         except NotSupported:
@@ -495,16 +562,38 @@ MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})
 """Statuses that are the model's doing: the episode is scored (as a truncation), not dropped."""
 
 
+def message_chars(message: Message) -> int:
+    """The size of one message: its text and its tool calls (id, name, arguments).
+
+    :attr:`TaskEnv.max_message_chars` bounds it, and the ``length`` component sums it.
+    """
+    size = len(message.content)
+    for call in message.tool_calls or ():
+        size += len(call.id) + len(call.function.name) + len(call.function.arguments)
+    return size
+
+
 def assistant_chars(messages: Sequence[Message]) -> int:
-    """Characters the assistant wrote in ``messages``: text and tool calls (name, arguments)."""
-    total = 0
-    for m in messages:
-        if m.role != "assistant":
-            continue
-        total += len(m.content)
-        for call in m.tool_calls or ():
-            total += len(call.function.name) + len(call.function.arguments)
-    return total
+    """Characters the assistant wrote in ``messages`` (see :func:`message_chars`)."""
+    return sum(message_chars(m) for m in messages if m.role == "assistant")
+
+
+def valid_unicode(message: Message) -> Message:
+    r"""``message`` with lone surrogates (``"\ud800"``) replaced by U+FFFD.
+
+    A lone surrogate is not Unicode: no JSON body or tokenizer can carry it, and a server that
+    echoed it back could not encode its answer. A tokenizer's decode turns invalid bytes into
+    U+FFFD, so every runner does the same to such text (the HTTP client before sending it).
+    """
+    text = json.dumps(message.model_dump(exclude_none=True), ensure_ascii=False)
+    if _SURROGATE.search(text) is None:
+        return message
+    return Message.model_validate_json(fix_surrogates(text))
+
+
+def fix_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _describe(exc: BaseException) -> str:

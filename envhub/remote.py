@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import httpx
 
-from .core import Env
+from .core import Env, valid_unicode
 from .errors import (
     ConfigError,
     EpisodeStateError,
@@ -165,7 +165,7 @@ class HTTPEnv(Env):
     def _step_body(self, action: Message | str) -> dict[str, Any]:
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
-        message = Message.coerce(action).model_dump(exclude_none=True)
+        message = valid_unicode(Message.coerce(action)).model_dump(exclude_none=True)
         return {"session_id": self._session, "message": message}
 
     def _infra_step(self, error: Exception) -> StepResult:
@@ -212,7 +212,8 @@ class HTTPEnv(Env):
 
     @staticmethod
     def _item(task: Task | str, response: Message | str) -> dict[str, Any]:
-        item: dict[str, Any] = {"response": Message.coerce(response).model_dump(exclude_none=True)}
+        response = valid_unicode(Message.coerce(response))
+        item: dict[str, Any] = {"response": response.model_dump(exclude_none=True)}
         if isinstance(task, str):
             item["task_id"] = task
         else:

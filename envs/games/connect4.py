@@ -44,18 +44,26 @@ RULES = (
     "for example <move>4</move>.\n\n{board}\n{status}"
 )
 _DIGIT = re.compile(r"(?<![\d.])\d+(?![\d.])")
+_MAX_DIGITS = 6
+OFF_BOARD = 10**_MAX_DIGITS
+"""What :func:`parse_column` reads a number of more than six digits as (off the board)."""
 
 
 def parse_column(text: str) -> int | None:
     """The column number in a message (as written, 1-based), or ``None`` if none is found.
 
     The last ``<move>`` (or ``<column>``) tag wins; without one, the last free-standing number.
+    A number of more than six digits reads as :data:`OFF_BOARD`.
     """
     text = strip_thinking(text)
     tagged = last_tag(text, "move", "column")
     source = tagged if tagged is not None else text
     numbers = _DIGIT.findall(source)
-    return int(numbers[-1]) if numbers else None
+    if not numbers:
+        return None
+    digits = numbers[-1].lstrip("0") or "0"
+    # a number of thousands of digits is no column (and int() refuses it): off the board
+    return int(digits) if len(digits) <= _MAX_DIGITS else OFF_BOARD
 
 
 @dataclass
@@ -200,6 +208,8 @@ class Connect4Env(GameEnv):
     def _check(self, board: c4.Board, col: int | None) -> str | None:
         if col is None:
             return "no column found; end your message with <move>COLUMN</move>"
+        if col >= OFF_BOARD:
+            return f"that number is far off the board; columns are 1 to {c4.WIDTH}"
         if not 1 <= col <= c4.WIDTH:
             return f"column {col} is off the board; columns are 1 to {c4.WIDTH}"
         if not board.can_play(col - 1):
