@@ -52,6 +52,14 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   worker never holds, and prefixes each message with a per-run nonce it copies with
   ``sendfile`` without ever reading it. Replies are size-capped and parsed under the run's
   memory limit. ``run``/``run_python`` (exec mode) leave judging the output to the caller.
+- Statuses the program cannot forge: the runner ignores every asynchronous signal and has no
+  handler, so as pid 1 it is immune to signals from inside (``SIGINT``, ``SIGALRM``,
+  ``SIGKILL``...); a test's deadline is a ``poll`` timeout on the runner's own clock, not an
+  alarm signal, so ``timed_out`` means the time passed. A :class:`SandboxError` (an
+  ``infra_error``) is raised only on the machinery's own proof: no ``ready`` heartbeat (the
+  program never ran), a ``crash`` the runner reported from its exit path, or a runner that
+  could not harden itself. A report that stops early or carries broken lines is the
+  program's doing: the tests it did not report fail.
 
 What is NOT covered (know this before trusting it):
 
