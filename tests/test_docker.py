@@ -287,6 +287,22 @@ def test_image_sandbox_keeps_the_answers_from_the_program(engine):
             assert score["status"] == "ok" and score["components"]["correctness"] == 0.0, score
             assert score["info"]["sandbox"] == "bwrap"
             assert "FOUND" not in score["info"]["stdout"]
+        # Issue 17.1 in the image: signals at the runner (pid 1 of the sandbox) stay the
+        # program's failure, never infra_error or a timeout.
+        for sig in ("SIGINT", "SIGALRM", "SIGTERM"):
+            spam = textwrap.dedent(f"""
+                import os, signal, threading
+                def _spam():
+                    while True:
+                        os.kill(1, signal.{sig})
+                threading.Thread(target=_spam, daemon=True).start()
+                def has_close_elements(numbers, threshold):
+                    return None
+                """)
+            body = {"items": [{"task_id": "HumanEval/0", "response": fenced(spam)}]}
+            for _ in range(5):
+                score = httpx.post(handle.url + "/verify", json=body, timeout=120).json()
+                assert score["scores"][0]["status"] == "ok", (sig, score)
         gold = httpx.get(handle.url + "/tasks", params={"limit": 1}).json()["tasks"][0]["answer"]
         body = {"items": [{"task_id": "HumanEval/0", "response": fenced(gold)}]}
         score = httpx.post(handle.url + "/verify", json=body, timeout=120).json()["scores"][0]

