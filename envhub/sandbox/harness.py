@@ -230,7 +230,7 @@ def _report(suite: FunctionSuite, run: RunResult) -> SuiteReport:
             index=index,
             label=wanted[index].label,
             passed=msg.get("passed") is True,
-            error=msg.get("error"),
+            error=_text(msg.get("error")),
             timed_out=bool(msg.get("timeout")),
         )
     _check_machinery(run)
@@ -253,6 +253,17 @@ def _report(suite: FunctionSuite, run: RunResult) -> SuiteReport:
         finished=finished,
         run=run,
     )
+
+
+def _text(value: object) -> str | None:
+    """Text the program shaped (its exceptions' messages) as valid UTF-8.
+
+    A lone surrogate would make the score unserialisable: a server error instead of the
+    program's own failure.
+    """
+    if value is None:
+        return None
+    return str(value).encode("utf-8", "replace").decode("utf-8")
 
 
 def _check_machinery(run: RunResult) -> None:

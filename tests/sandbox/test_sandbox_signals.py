@@ -214,6 +214,8 @@ ENV_ATTACKS = {
         """),
     "sigalrm_thread": _spam(signal.SIGALRM) + HE0_WRONG,
     "sigterm_thread": _spam(signal.SIGTERM) + HE0_WRONG,
+    "surrogate_in_error": "def has_close_elements(numbers, threshold):\n"
+    "    raise ValueError('\\ud800' * 10)\n",
 }
 
 
