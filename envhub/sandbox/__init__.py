@@ -81,8 +81,8 @@ What is NOT covered (know this before trusting it):
   the container's loopback, and needs a root server).
 - Side channels and timing; the program may learn it is sandboxed.
 - In ``rlimit`` mode a program may kill the runner (same uid): the unreported tests then
-  count as failed. Under bubblewrap the runner is pid 1 of its namespace and cannot be
-  killed from inside.
+  count as failed; or stop it (``SIGSTOP``): the run then times out at its deadline. Under
+  bubblewrap the runner is pid 1 of its namespace and cannot be killed or stopped from inside.
 - Tests must pass and receive plain data (None, bool, int, float, complex, str, bytes,
   list, tuple, dict, set, frozenset): other values become opaque objects equal to nothing,
   and arguments are copies, so in-place mutation of an argument is invisible to the tests.
