@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import EnvhubError
+from .errors import EnvhubError, InfraError
 from .types import Message
 
 app = typer.Typer(
@@ -166,6 +166,8 @@ def serve(
             env.warmup()
         n = len(env.tasks())
         typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
+    except InfraError as e:  # e.g. no sandbox that keeps the answers away: nothing to serve
+        _fail(f"cannot serve {s.id}: {e}")
     except EnvhubError as e:
         typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
     in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
