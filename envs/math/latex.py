@@ -125,7 +125,7 @@ _MATRIX = re.compile(
 _BOXED = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _BARE = re.compile(r"[^\s$]+")
-_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
+_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
 _TOKEN = re.compile(r"\d+\.\d*|\.\d+|\d+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")

@@ -1,0 +1,123 @@
+"""envhub's checker on math-verify's own test suite (269 cases), and the hedging rule."""
+
+import pytest
+
+from envs.math import answers, suite, symbolic
+from envs.math.answers import extract_answer, is_equivalent
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_workers():
+    yield
+    answers.shutdown()
+
+
+def test_agreement_with_math_verify_suite_is_at_least_its_own():
+    """math-verify agrees with 263 of its 269 labels at its defaults; envhub must not do worse."""
+    cases = suite.load_cases()
+    assert len(cases) == 269
+    got = [suite.envhub_verdict(c, timeout=5.0) for c in cases]
+    agree = sum(g is c["expected"] for g, c in zip(got, cases, strict=True))
+    assert agree >= 263, [
+        c["id"] for g, c in zip(got, cases, strict=True) if g is not c["expected"]
+    ]
+
+
+def _scores(text: str, gold: str) -> bool:
+    """What the environment pays for correctness."""
+    found = extract_answer(text)
+    return bool(found.answer and not found.hedged and is_equivalent(found.answer, gold))
+
+
+HEDGES = [
+    ("it is 31 or 32", "32"),
+    ("it is 31 or 32", "31"),
+    ("either 31 or 32", "32"),
+    ("31, 32", "32"),
+    (r"\boxed{31} \boxed{32}", "32"),
+    (r"\boxed{31} \boxed{32}", "31"),
+    ("31/32/33", "33"),
+    ("The answer is one of " + ", ".join(str(i) for i in range(1, 101)), "57"),
+    (", ".join(str(i) for i in range(1, 101)), "100"),
+    ("The answer is 32, or maybe 31.", "32"),
+    ("#### 32 or maybe 31", "32"),
+    (r"\boxed{32}, or perhaps 31", "32"),
+    (r"\boxed{32} or 31", "32"),
+    ("#### 31\n#### 32", "32"),
+    ("The answer is 31. No wait, the answer is 32.", "32"),
+    (r"It is $\boxed{31 \text{ or } 32}$", "32"),
+    ("So it is probably 32.", "32"),
+]
+
+
+@pytest.mark.parametrize(("text", "gold"), HEDGES)
+def test_hedging_earns_nothing(text, gold):
+    assert not _scores(text, gold)
+
+
+@pytest.mark.parametrize(
+    ("text", "gold"),
+    [
+        ("the answer is 32 apples (16 pairs)", "32"),
+        ("16 pairs of 2 make 32.\n#### 32", "32"),
+        (r"So there are $\boxed{32}$ apples.", "32"),
+        ("She has 3 apples and buys 4 more, so she has 7 apples.", "7"),
+        (r"\boxed{1/2} which is \boxed{0.5}", "0.5"),
+        (r"The roots are \boxed{2} and \boxed{3}.", "2, 3"),  # a list answer, as a list
+        ("#### 1 000", "1000"),
+        ("It costs 2,74 $.", "2.74"),
+    ],
+)
+def test_legitimate_answers_still_pass(text, gold):
+    assert _scores(text, gold)
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "tolerance", "equal"),
+    [
+        ("3.14159", r"\pi", None, False),  # a truncated irrational is not its value
+        ("1.41421356", r"\sqrt{2}", None, False),
+        ("3.14159", r"\pi", 1e-5, True),  # unless the task states a tolerance
+        (r"\sqrt{17}", "4.1231056", None, True),  # an exact answer rounds to a rounded gold
+        ("0.0833333333333333", r"\frac{1}{12}", None, True),  # a double printed in full
+        ("0.33", r"\frac{1}{3}", None, False),
+        ("0.33", r"\frac{1}{3}", 0.01, True),
+    ],
+)
+def test_rounding_policy(pred, gold, tolerance, equal):
+    assert is_equivalent(pred, gold, tolerance=tolerance) is equal
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("3", r"\log_2 8"),
+        ("10", r"\binom{5}{2}"),
+        ("120", "5!"),
+        (r"2\sin b \cos a", r"\sin(a+b) - \sin(a-b)"),
+        ("(-2, 7]", r"-2 < x \le 7"),
+        ("5", r"x_{1} = 5"),
+    ],
+)
+def test_notation_the_library_reads(pred, gold):
+    assert is_equivalent(pred, gold, timeout=5.0)
+
+
+def test_a_checker_bug_propagates_instead_of_becoming_a_verdict(monkeypatch):
+    def broken(*args):
+        raise KeyError("bug")
+
+    monkeypatch.setattr(symbolic, "_equal", broken)
+    pred = answers._gold(r"\sqrt{2}")
+    with pytest.raises(KeyError):
+        symbolic.judge(r"\sqrt{2}", r"\sqrt{2}", pred, pred)
+
+
+def test_a_prediction_sympy_cannot_handle_is_just_wrong(monkeypatch):
+    def chokes(*args):
+        raise TypeError("cannot determine truth value of Relational")
+
+    monkeypatch.setattr(symbolic, "_equal", chokes)
+    gold = answers._gold(r"\sqrt{2}")
+    pred = answers._gold(r"\sqrt{3}")
+    assert symbolic.judge(r"\sqrt{3}", r"\sqrt{2}", pred, gold) == symbolic.DIFFERENT
