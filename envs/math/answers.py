@@ -1,39 +1,61 @@
 r"""Final-answer extraction and answer equivalence for the math environments.
 
 **Extraction** (:func:`extract_answer`) looks for the final answer in this order and stops
-at the first rule that finds one; within a rule the *last* occurrence wins:
+at the first rule that finds one:
 
-1. ``hash``: a GSM8K-style ``#### 42`` line;
-2. ``boxed``: ``\boxed{42}`` (or ``\fbox{}``), braces balanced;
-3. ``answer_is``: "the answer is 42", "Final answer: 42" (up to the end of the sentence);
-4. ``last_number``: the last number in the text (``-3``, ``1,000``, ``2.5``, ``3/4``,
-   ``\frac{3}{4}``, ``50%``).
+1. ``hash``: GSM8K-style ``#### 42`` lines (with any ``\boxed{}`` beside them);
+2. ``boxed``: ``\boxed{42}`` (or ``\fbox{}``), braces balanced; a "The final answer is ..."
+   written after the last box wins over the boxes (Minerva style);
+3. ``answer_is``: "the answer is 42", "Final answer: 42" (up to the end of the sentence; an
+   aside in parentheses after it, "32 apples (16 pairs)", is dropped);
+4. ``math``: the last ``$...$`` / ``\(...\)`` / ``\[...\]`` span, when the last number is
+   inside it or before it ("Therefore $x \ge 5$."); of a chain ``a = b = c``, ``c``;
+5. ``last_number``: the last number (``-3``, ``1,000``, ``1 000``, ``2.5``, ``2 1/2``,
+   ``\frac{3}{4}``, ``50%``; not a digit glued to a word, ``AZYUK2A``).
 
-A response **hedges** when its explicit final answers (every ``####`` line and every
-``\boxed{}``; or, when neither is present, every "the answer is") do not all agree; a hedged
-response earns no correctness. Agreement is decided exactly and without sympy, so
-``\boxed{0.5}`` and ``\boxed{1/2}`` agree while ``\boxed{\sqrt 4}`` and ``\boxed{2}`` count
-as two answers.
+**Several candidates are one answer: a list.** A response that offers several different
+final answers, in any form, gives all of them, and all of them are compared with the gold:
+several ``####`` lines or boxes that differ, several "the answer is", ``31 or 32``, ``31, 32``,
+``31/32/33``, or an enumeration of numbers joined only by ``,`` ``;`` ``/`` ``or`` ``and``
+that ends the response (``1, 2, ..., 100``). A list equals a gold only when the gold is the
+same list (as a multiset), so against a single-valued gold every hedge scores 0 whichever
+candidate is right, and listing more candidates never helps; a task whose answer *is* a list
+(``\boxed{2} and \boxed{3}`` for the roots 2, 3) is still answered correctly. Repeating one
+value in another form (``\boxed{1/2}`` ... ``\boxed{0.5}``) is one answer. Words of
+uncertainty on the final answer or in the clause right after it (``maybe``, ``perhaps``,
+``possibly``, ``probably``, ``either``, ``alternatively``, ``not sure``; or ``or``/``otherwise``
+followed by a number: ``\boxed{32}, or maybe 31``) mark the response **hedged**: no
+correctness, even against a list gold, and no format point.
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envs.math.parse`:
 delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
 ``x =`` and degree signs are dropped; ``\frac``/``\dfrac``, ``\sqrt``, powers, ``%``,
 ``\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\cup``,
-inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``) and ``\pm`` are understood.
+inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``), ``\pm``, mixed numbers and
+repeating decimals (``0.1\overline{6}`` is ``1/6``) are understood.
 
 * Fast path, in-process: when both sides have exact rational values (integers, decimals,
   fractions, percentages, arithmetic on them) they are compared exactly with
-  :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds.
-* Symbolic path: anything else (roots, ``\pi``, symbols, equations, unions) goes to sympy in a
-  ``pebble`` worker process with a per-call timeout; a worker that runs over is killed and
-  replaced and the call raises :class:`~envhub.errors.VerifierTimeout`.
+  :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds. A decimal comma
+  (``1000,99``) facing a single-number gold is read as one.
+* Worker path: anything else goes to a ``pebble`` worker process with a per-call timeout
+  (a worker that runs over is killed and replaced, and the call raises
+  :class:`~envhub.errors.VerifierTimeout`): first envhub's sympy rules
+  (:mod:`envs.math.symbolic`), then, for what they cannot read or decide, math-verify
+  (:mod:`envs.math.library`): relations, matrices, subscripts, named tuples, ratios,
+  ``\log_b``, ``\binom``, prose golds.
 
-Limits, on purpose: ``1,234`` is one thousand two hundred thirty-four, never a list (write
-``1, 234``); an integer right before a numeric fraction is a mixed number (``2\frac{1}{2}`` is
-``2.5``); ``1.5e3`` is scientific notation; a value written with a decimal
-point matches an irrational one to a relative 1e-6, but rationals are compared exactly
-(``0.333`` is not ``1/3``); one-word answers of one or two letters are read as products of
-symbols. Values too large to be real answers (``9**9**9**9``, ``100000!``) and answers over
+Rounding, on purpose: a decimal is its exact value. ``0.333`` is not ``1/3`` and ``3.14159``
+is not ``\pi`` unless the task's data states a ``tolerance`` (absolute; ``MathEnv`` reads
+``task.metadata["tolerance"]``). A gold written as a decimal is a rounded value: an exact
+answer within one unit of its last digit matches it. A decimal of 15 or more significant
+digits is a double printed in full and matches to float precision.
+
+Errors: a gold answer that neither envhub nor math-verify can read, or one of hostile size,
+raises :class:`~envhub.errors.GoldAnswerError` (``env_error``), never a verdict. A
+prediction that cannot be read, or that sympy fails on, is a wrong answer. Any other
+exception in the checker is a bug and propagates. Values too large to be real answers
+(``9**9**9**9``, ``100000!``) and predictions over
 :data:`~envs.math.latex.MAX_ANSWER_CHARS` characters are rejected before any evaluation.
 """
 
@@ -98,7 +120,8 @@ _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
-    r"|(?:(?<![\w)])[-\u2212])?(?<![A-Za-z_])(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+    r"|(?:(?<![\w)])[-\u2212])?(?<![A-Za-z_])(?:(?<![\d.,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
     r"|(?<![\d.])[1-9]\d{0,2}(?: \d{3})+(?![\d.])"  # 1 000: spaced thousands
     r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?"
 )
@@ -421,7 +444,7 @@ def is_equivalent(
             return False  # hostile or broken: a wrong answer, decided here in microseconds
         pred_ans = None  # envhub cannot read it; math-verify may
     if gold_ans is not None and pred_ans is not None:
-        quick = decimal_comma(pred, pred_ans, gold_ans) if tolerance is None else None
+        quick = fast_verdict(pred, gold, pred_ans, gold_ans) if tolerance is None else None
         if quick is not None:
             return quick
     verdict = _run(symbolic.judge, (pred, gold, pred_ans, gold_ans, tolerance), timeout)
@@ -433,18 +456,19 @@ def is_equivalent(
 _COMMA_NUMBER = re.compile(r"\s*([-+]?\d+),(\d+)\s*")
 
 
-def decimal_comma(pred: str, pred_ans: Answer, gold_ans: Answer) -> bool | None:
+def fast_verdict(pred: str, gold: str, pred_ans: Answer, gold_ans: Answer) -> bool | None:
     """The fast path: an exact verdict, or None when the worker must decide.
 
-    A two-item "list" ``1000,99`` facing a single-number gold cannot be a list answer; it is
-    read with a decimal comma (``1000.99``), as much of the world writes it.
+    A two-item "list" ``1000,99`` facing a single number cannot be a list answer; it is read
+    with a decimal comma (``1000.99``), as much of the world writes it (either side).
     """
     quick = quick_compare(pred_ans, gold_ans)
     if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
         return quick
-    m = _COMMA_NUMBER.fullmatch(pred)
-    if m and isinstance(gold_ans, Expr) and gold_ans.value is not None:
-        return Fraction(f"{m.group(1)}.{m.group(2)}") == gold_ans.value
+    for text, other in ((pred, gold_ans), (gold, pred_ans)):
+        m = _COMMA_NUMBER.fullmatch(text)
+        if m and isinstance(other, Expr) and other.value is not None:
+            return Fraction(f"{m.group(1)}.{m.group(2)}") == other.value
     return None
 
 

@@ -207,6 +207,17 @@ def _matrix(s: str) -> str:
     return "(" + ", ".join("(" + ", ".join(r) + ")" for r in cells) + ")"
 
 
+_REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|dot)\s*\{(\d{1,30})\}")
+
+
+def _repeating(m: re.Match) -> str:
+    r"""``0.1\overline{6}`` -> ``(1/6)``: a repeating decimal as its exact fraction."""
+    whole, fixed, cycle = m.group(1) or "0", m.group(2), m.group(3)
+    num = int(whole + fixed + cycle) - int(whole + fixed)
+    den = (10 ** len(cycle) - 1) * 10 ** len(fixed)
+    return f"({num}/{den})"
+
+
 def clean(s: str) -> str:
     """Strip the notation around an answer that never changes its value (see module doc).
 
@@ -218,6 +229,8 @@ def clean(s: str) -> str:
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
+    if "overline" in s or "dot" in s:
+        s = _REPEATING.sub(_repeating, s)
     boxes = boxed_contents(s)
     if boxes:
         s = boxes[-1]

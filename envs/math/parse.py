@@ -99,6 +99,7 @@ _PLAIN = re.compile(
     r"(\.\d+)?\s*(\\?%)?[.\s]*"
 )
 _MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
+_MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)")
 _WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
 _INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
 _INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")
@@ -261,7 +262,7 @@ def _leaf(s: str) -> Answer:
     percent = s.endswith("%")
     if percent:
         s = s[:-1].rstrip()
-    mixed = _MIXED.fullmatch(s)
+    mixed = _MIXED.fullmatch(s) or _MIXED_SLASH.fullmatch(s)
     if mixed:  # 2\frac{1}{2} is two and a half, as MATH writes it
         sign, whole, num, den = mixed.groups()
         s = f"{sign}({whole} + {num}/{den})"

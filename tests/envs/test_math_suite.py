@@ -66,6 +66,9 @@ def test_hedging_earns_nothing(text, gold):
         (r"The roots are \boxed{2} and \boxed{3}.", "2, 3"),  # a list answer, as a list
         ("#### 1 000", "1000"),
         ("It costs 2,74 $.", "2.74"),
+        ("#### 3,5", "3.5"),
+        ("She has 2 1/2 pies left.", "2.5"),
+        ("#### 18 dollars per hour", "18"),
     ],
 )
 def test_legitimate_answers_still_pass(text, gold):
@@ -97,10 +100,27 @@ def test_rounding_policy(pred, gold, tolerance, equal):
         (r"2\sin b \cos a", r"\sin(a+b) - \sin(a-b)"),
         ("(-2, 7]", r"-2 < x \le 7"),
         ("5", r"x_{1} = 5"),
+        (r"\frac{1}{3}", r"0.\overline{3}"),  # repeating decimals, exact
+        (r"\frac{1}{6}", r"0.1\overline{6}"),
+        ("2 1/2", "2.5"),  # a mixed number
     ],
 )
-def test_notation_the_library_reads(pred, gold):
+def test_notation_envhub_or_the_library_reads(pred, gold):
     assert is_equivalent(pred, gold, timeout=5.0)
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("0.333", r"0.\overline{3}"),
+        (r"\frac{1}{3}", r"0.\overline{6}"),
+        ("2 1/3", "2.5"),
+        ("10", r"\binom{5}{3} + 1"),
+        ("2", r"\log_2 8"),
+    ],
+)
+def test_notation_wrong_answers_stay_wrong(pred, gold):
+    assert not is_equivalent(pred, gold, timeout=5.0)
 
 
 def test_a_checker_bug_propagates_instead_of_becoming_a_verdict(monkeypatch):
