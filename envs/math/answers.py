@@ -185,7 +185,9 @@ def _distinct(answers: list[str]) -> list[str]:
 
 _HEDGE_WORDS = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|either|alternatively|or\s+so|not\s+sure|unsure"
-    r"|i\s+guess)\b",
+    r"|i\s+guess)\b"
+    r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
+    r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
     re.IGNORECASE,
 )
 _OR_ANOTHER = re.compile(
@@ -193,7 +195,7 @@ _OR_ANOTHER = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
-_JOINER = re.compile(r"^(?:\s*(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\}))+\s*$")
+_JOINER = re.compile(r"^[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+$")
 _ASIDE = re.compile(r"(?<=\S)\s*\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
 _SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
 
@@ -310,7 +312,7 @@ def extract_answer(text: str) -> Extraction:
         return Extraction(answer, method, _hedges(between, tail))
     number = _last_number(text)
     span = _math_span(text, _number_end(text))
-    if span is not None:
+    if span is not None and not (number and "," in number.answer and _NUMBER.fullmatch(span[0])):
         content, end = span
         return Extraction(content, "math", _hedges(content, text[end:]))
     return number or Extraction(None, None, False)

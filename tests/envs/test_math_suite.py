@@ -47,6 +47,15 @@ HEDGES = [
     ("The answer is 31. No wait, the answer is 32.", "32"),
     (r"It is $\boxed{31 \text{ or } 32}$", "32"),
     ("So it is probably 32.", "32"),
+    # math-verify alone reads each of these as its last number
+    (r"\boxed{31 \vee 32}", "32"),
+    (r"\boxed{31 \lor 32}", "32"),
+    (r"\boxed{31 | 32}", "32"),
+    (r"\boxed{32 \text{ (or 31)}}", "32"),
+    ("$31$ or $32$", "32"),
+    (r"\boxed{31, 32, 33}", "32"),
+    (r"\boxed{\{31, 32\}}", "32"),
+    (r"\boxed{[31, 33]}", "32"),
 ]
 
 
@@ -141,3 +150,32 @@ def test_a_prediction_sympy_cannot_handle_is_just_wrong(monkeypatch):
     gold = answers._gold(r"\sqrt{2}")
     pred = answers._gold(r"\sqrt{3}")
     assert symbolic.judge(r"\sqrt{3}", r"\sqrt{2}", pred, gold) == symbolic.DIFFERENT
+
+
+def _math_env():
+    import envhub
+
+    return envhub.make("math")
+
+
+@pytest.mark.parametrize(
+    ("metadata", "correct"),
+    [({}, 0.0), ({"tolerance": 1e-5}, 1.0), ({"tolerance": 1e-7}, 0.0)],
+)
+def test_the_task_states_the_rounding_it_allows(metadata, correct):
+    from envhub.types import Message, Task
+
+    env = _math_env()
+    task = Task(task_id="t", prompt="pi?", answer=r"\pi", metadata=metadata)
+    components, _ = env.score(task, Message(role="assistant", content=r"\boxed{3.14159}"))
+    assert components["correctness"] == correct
+
+
+def test_a_broken_tolerance_is_the_tasks_error():
+    from envhub.errors import GoldAnswerError
+    from envhub.types import Message, Task
+
+    env = _math_env()
+    task = Task(task_id="t", prompt="pi?", answer=r"\pi", metadata={"tolerance": "small"})
+    with pytest.raises(GoldAnswerError, match="tolerance"):
+        env.score(task, Message(role="assistant", content=r"\boxed{3.14159}"))
