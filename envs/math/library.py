@@ -21,6 +21,9 @@ EQUAL, DIFFERENT, GOLD_ERROR = "equal", "different", "gold_error"
 _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
 _WORD = re.compile(r"(?<!\\)\b[A-Za-z]{3,}\b")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+_LITERAL = re.compile(r"\d+(?:[.,]\d+)*|\.\d+")
+_SUBSCRIPT = re.compile(r"_\s*(?:\{[^{}]*\}|\w)")
+_SPACED_THOUSANDS = re.compile(r"(?<=\d)[ \u202f\u00a0](?=\d{3}(?!\d))")
 
 
 def read(text: str, *, as_gold: bool, formula: bool = False) -> list[Any]:
@@ -47,7 +50,43 @@ def _prose(text: str) -> bool:
     return len(_WORD.findall(text)) >= 2 and len(_NUMBER.findall(text)) == 1
 
 
-def verdict(pred: str, gold: str, *, gold_read_by_envhub: bool, tolerance: float | None) -> str:
+def dropped_numbers(pred: str, values: list[Any]) -> bool:
+    r"""True when math-verify read a prediction as one of its numbers, dropping the others.
+
+    math-verify skips what it does not understand and keeps the last number it sees, so
+    ``31 \sim 32``, ``31 \to 32`` or ``31 \operatorname{or} 32`` read as ``32``: a hedge
+    that would pass. So its reading must account for every number of the prediction: a
+    reading that is one of several numbers written, or a relation between two different
+    numbers (``31 \equiv 32``), is not the prediction's value. Subscripts (``x_{1}``) and
+    spaced thousands (``1 000``) are not separate numbers.
+    """
+    import sympy
+
+    from .latex import AnswerSyntaxError, clean
+
+    if values and isinstance(values[0], sympy.Eq) and values[0].lhs.is_Number:
+        return values[0].rhs.is_Number and values[0].lhs != values[0].rhs  # 31 \\equiv 32
+    if not values or not isinstance(values[0], sympy.Number):
+        return False
+    try:
+        text = clean(pred)  # thousands separators, \\text{}, spacing commands
+    except AnswerSyntaxError:
+        text = pred
+    text = _SPACED_THOUSANDS.sub("", _SUBSCRIPT.sub(" ", text))
+    literals = [m.replace(",", "") for m in _LITERAL.findall(text)]
+    if len(literals) < 2:
+        return False
+    return any(values[0] == sympy.Rational(m) for m in literals)
+
+
+def verdict(
+    pred: str,
+    gold: str,
+    *,
+    gold_read_by_envhub: bool,
+    tolerance: float | None,
+    pred_read_by_envhub: bool = True,
+) -> str:
     """``equal``/``different`` from math-verify, or ``gold_error`` when no parser reads the gold.
 
     Args:
@@ -56,6 +95,9 @@ def verdict(pred: str, gold: str, *, gold_read_by_envhub: bool, tolerance: float
         gold_read_by_envhub: envhub's own parser read the gold (then math-verify failing on it
             is not a broken gold, only an undecided comparison: ``different``).
         tolerance: The task's absolute rounding tolerance, or None for exact answers.
+        pred_read_by_envhub: envhub's parser read the prediction (kept for the record: either
+            way math-verify's reading must account for all its numbers,
+            :func:`dropped_numbers`).
     """
     from math_verify import verify
 
@@ -65,7 +107,7 @@ def verdict(pred: str, gold: str, *, gold_read_by_envhub: bool, tolerance: float
             return DIFFERENT
         return f"{GOLD_ERROR}: neither envhub nor math-verify can read the gold answer"
     pred_values = read(pred, as_gold=False)
-    if not pred_values:
+    if not pred_values or dropped_numbers(pred, pred_values):
         return DIFFERENT
     digits = 6 if tolerance is None else max(0, min(15, round(-_log10(tolerance))))
     same = verify(gold_values, pred_values, float_rounding=digits, timeout_seconds=None)  # type: ignore[arg-type]

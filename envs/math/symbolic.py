@@ -124,7 +124,11 @@ def judge(
     from . import library
 
     return library.verdict(
-        pred, gold, gold_read_by_envhub=gold_ans is not None, tolerance=tolerance
+        pred,
+        gold,
+        gold_read_by_envhub=gold_ans is not None,
+        tolerance=tolerance,
+        pred_read_by_envhub=pred_ans is not None,
     )
 
 

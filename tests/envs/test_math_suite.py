@@ -56,6 +56,18 @@ HEDGES = [
     (r"\boxed{31, 32, 33}", "32"),
     (r"\boxed{\{31, 32\}}", "32"),
     (r"\boxed{[31, 33]}", "32"),
+    # math-verify skips what it does not know and keeps the last number: envhub checks that
+    # its reading accounts for every number of the prediction
+    (r"\boxed{31 \sim 32}", "32"),
+    (r"\boxed{31 \to 32}", "32"),
+    (r"\boxed{31 ... 32}", "32"),
+    (r"\boxed{31 \& 32}", "32"),
+    (r"\boxed{31 \land 32}", "32"),
+    (r"\boxed{31 \mid 32}", "32"),
+    (r"\boxed{31 \setminus 32}", "32"),
+    (r"\boxed{31 \operatorname{or} 32}", "32"),
+    (r"\boxed{31 \equiv 32}", "32"),
+    (r"\boxed{31 = 32}", "32"),
 ]
 
 
