@@ -385,7 +385,13 @@ def _gold(gold: str) -> Answer | None:
 
 @lru_cache(maxsize=4096)
 def _library_reads(gold: str, timeout: float) -> bool:
-    return _run(library.readable_gold, (gold,), timeout) is True
+    """math-verify finds an answer in ``gold`` (a gold it cannot read in time is broken)."""
+    try:
+        return _run(library.readable_gold, (gold,), timeout) is True
+    except VerifierTimeout as e:  # the gold's fault, never the model's timeout
+        raise GoldAnswerError(
+            f"gold answer {gold[:80]!r}: math-verify could not read it within {timeout:g}s"
+        ) from e
 
 
 def validate_gold(gold: str, *, timeout: float = 10.0) -> None:

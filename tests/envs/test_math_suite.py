@@ -191,3 +191,13 @@ def test_a_broken_tolerance_is_the_tasks_error():
     task = Task(task_id="t", prompt="pi?", answer=r"\pi", metadata={"tolerance": "small"})
     with pytest.raises(GoldAnswerError, match="tolerance"):
         env.score(task, Message(role="assistant", content=r"\boxed{3.14159}"))
+
+
+def test_a_gold_math_verify_cannot_read_in_time_is_the_tasks_error_not_a_timeout():
+    from envhub.errors import GoldAnswerError
+
+    gold = r"x_{1} = \binom{17}{3} + y_{2}"  # only math-verify reads it
+    assert answers._gold(gold) is None
+    with pytest.raises(GoldAnswerError, match="could not read it within"):
+        answers.validate_gold(gold, timeout=1e-4)
+    answers.validate_gold(gold, timeout=10.0)  # and the pool has recovered
