@@ -195,9 +195,17 @@ _OR_ANOTHER = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
-_JOINER = re.compile(r"^[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+$")
+_JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
 _ASIDE = re.compile(r"(?<=\S)\s*\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
-_SPAN = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$|\\\((.+?)\\\)|\\\[(.+?)\\\]", re.DOTALL)
+_SPAN = re.compile(
+    r"\$\$(.{1,1000}?)\$\$|\$(.{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]", re.DOTALL
+)
+SPAN_WINDOW = 4000
+"""The ``math`` rule looks for its span in this many final characters only."""
+FALLBACK_WINDOW = 10_000
+"""The ``math`` and ``last_number`` rules read only this many final characters."""
+MAX_CANDIDATES = 64
+"""More distinct explicit answers than this is a hedge outright (no list answer is so long)."""
 
 
 def _hedges(answer: str, after: str) -> bool:
@@ -219,9 +227,10 @@ def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
     """
     found = [numbers[-1]]
     for m in reversed(numbers[:-1]):
-        if not _JOINER.match(text[m.end() : found[0].start()]):
+        if not _JOINER.fullmatch(text, m.end(), found[-1].start()):
             break
-        found.insert(0, m)
+        found.append(m)
+    found.reverse()
     if len(found) == 2 and text[found[0].end() : found[1].start()] == ",":
         return [text[found[0].start() : found[1].end()]]  # 2,74: a decimal comma
     chained = len(found) > 1 and any(
@@ -230,9 +239,8 @@ def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
     return [p for m in found for p in (m.group(0).split("/") if chained else [m.group(0)])]
 
 
-def _last_number(text: str) -> Extraction | None:
+def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     """The rule of last resort: the last number, or the enumeration that it ends."""
-    numbers = list(_NUMBER.finditer(text))
     if not numbers:
         return None
     items = _enumeration(text, numbers)
@@ -244,9 +252,14 @@ def _last_number(text: str) -> Extraction | None:
 
 
 def _math_span(text: str, after: int) -> tuple[str, int] | None:
-    r"""The last ``$...$`` / ``\(...\)`` / ``\[...\]`` span ending after ``after``."""
+    r"""The last ``$...$`` / ``\(...\)`` / ``\[...\]`` span ending after ``after``.
+
+    Only the last :data:`SPAN_WINDOW` characters are searched, and a span is at most 1000
+    characters, so the search stays linear however many delimiters are left open.
+    """
+    offset = max(0, len(text) - SPAN_WINDOW)
     last = None
-    for m in _SPAN.finditer(text):
+    for m in _SPAN.finditer(text, offset):
         last = m
     if last is None or last.end() <= after:
         return None
@@ -305,25 +318,21 @@ def extract_answer(text: str) -> Extraction:
     explicit = _explicit(text)
     if explicit:
         method, found, first, end = explicit
+        if len(set(found)) > MAX_CANDIDATES:  # checked before the quadratic de-duplication
+            return Extraction(found[-1], method, True)
         distinct = _distinct(found)
         answer = found[-1] if len(distinct) == 1 else ", ".join(distinct)
         tail = text[end:] if method != "answer_is" else ""
         between = text[max(first, end - 400) : end] if len(distinct) > 1 else answer
         return Extraction(answer, method, _hedges(between, tail))
-    number = _last_number(text)
-    span = _math_span(text, _number_end(text))
+    tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
+    numbers = list(_NUMBER.finditer(tail))
+    number = _last_number(tail, numbers)
+    span = _math_span(tail, numbers[-1].end() if numbers else 0)
     if span is not None and not (number and "," in number.answer and _NUMBER.fullmatch(span[0])):
         content, end = span
-        return Extraction(content, "math", _hedges(content, text[end:]))
+        return Extraction(content, "math", _hedges(content, tail[end:]))
     return number or Extraction(None, None, False)
-
-
-def _number_end(text: str) -> int:
-    """Where the last number ends (0 when there is none)."""
-    last = None
-    for m in _NUMBER.finditer(text):
-        last = m
-    return last.end() if last else 0
 
 
 def format_score(text: str, style: str) -> float:

@@ -115,11 +115,12 @@ def judge(
         try:
             _build(pred_ans)
             same = _equal(pred_ans, gold_ans, tolerance)
+            final = _numbers(pred_ans, gold_ans)
         except model_errors():  # the prediction's value is what sympy cannot handle
-            same = False
+            same = final = False
         if same:
             return EQUAL
-        if _numbers(pred_ans, gold_ans):
+        if final:
             return DIFFERENT
     from . import library
 

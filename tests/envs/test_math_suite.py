@@ -201,3 +201,25 @@ def test_a_gold_math_verify_cannot_read_in_time_is_the_tasks_error_not_a_timeout
     with pytest.raises(GoldAnswerError, match="could not read it within"):
         answers.validate_gold(gold, timeout=1e-4)
     answers.validate_gold(gold, timeout=10.0)  # and the pool has recovered
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\\(" * 20000 + " 5",
+        "\\[ 1" * 20000,
+        "$1$ " * 25000,
+        "1, " * 30000 + "2",
+        "".join(f"\\boxed{{{i}}}" for i in range(10000)),
+        "".join(f"#### {i}\n" for i in range(10000)),
+    ],
+    ids=["open-paren", "open-bracket", "spans", "enumeration", "boxes", "hashes"],
+)
+def test_candidate_rules_stay_linear_on_hostile_responses(text):
+    import time
+
+    start = time.perf_counter()
+    found = extract_answer(text)
+    answers.format_score(text, "boxed")
+    assert time.perf_counter() - start < 0.5
+    assert found.hedged or not is_equivalent(found.answer or "", "2")  # none of them earns
