@@ -196,7 +196,7 @@ _OR_ANOTHER = re.compile(
 )
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
 _JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
-_ASIDE = re.compile(r"(?<=\S)\s*\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
+_ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
 _SPAN = re.compile(
     r"\$\$(.{1,1000}?)\$\$|\$(.{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]", re.DOTALL
 )
