@@ -124,6 +124,13 @@ def test_rounding_policy(pred, gold, tolerance, equal):
         (r"\frac{1}{3}", r"0.\overline{3}"),  # repeating decimals, exact
         (r"\frac{1}{6}", r"0.1\overline{6}"),
         ("2 1/2", "2.5"),  # a mixed number
+        ("2", r"\ln e^2"),  # a function's bare argument takes its power
+        (r"\frac{\sqrt{3}}{2}", r"\sin 60^\circ"),  # degrees inside a function
+        ("4", r"\log_{3} 81"),
+        ("120", r"\dbinom{10}{3}"),
+        ("15", r"\frac{6!}{4!2!}"),
+        (r"\sec^2 y", r"\tan^2 y + 1"),  # identities: the gold is an expression
+        ("1", r"\sin^2 \theta + \cos^2 \theta"),
     ],
 )
 def test_notation_envhub_or_the_library_reads(pred, gold):
@@ -138,6 +145,9 @@ def test_notation_envhub_or_the_library_reads(pred, gold):
         ("2 1/3", "2.5"),
         ("10", r"\binom{5}{3} + 1"),
         ("2", r"\log_2 8"),
+        ("16", r"\frac{6!}{4!2!}"),
+        (r"\cos^2 x", r"\sin^2 x"),
+        ("1", r"\sin 90"),  # radians without a degree sign
     ],
 )
 def test_notation_wrong_answers_stay_wrong(pred, gold):
