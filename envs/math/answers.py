@@ -94,6 +94,8 @@ WORKER_MEMORY_MB = int(os.environ.get("ENVHUB_MATH_WORKER_MEMORY_MB", "2048"))
 """Address-space limit of one worker (``ENVHUB_MATH_WORKER_MEMORY_MB``; 0 for none)."""
 MAX_RESPONSE_CHARS = 100_000
 """Extraction reads only this many characters from the end of a response."""
+_PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
+"""What envhub's parser raises on text it cannot read (anything else is a bug)."""
 QUEUE_GRACE_S = 10.0
 """How long a call may wait for a free or restarting worker, on top of its timeout."""
 
@@ -158,7 +160,7 @@ def _read(answer: str) -> Answer | str:
     """Parsed answer, or its whitespace-normalised text when it does not parse."""
     try:
         return parse_answer(answer)
-    except Exception:  # anything unreadable is compared as text
+    except _PARSE_ERRORS:  # anything unreadable is compared as text
         return " ".join(answer.split()).lower()
 
 
@@ -359,9 +361,6 @@ def format_score(text: str, style: str) -> float:
 
 
 # ---------------------------------------------------------------- equivalence
-
-
-_PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
 
 
 _HARD = ("too large", "too deeply")
