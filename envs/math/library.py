@@ -14,8 +14,11 @@ worker that runs over. A gold answer that neither parser can read is an error
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
+
+from envhub.errors import DependencyMissing
 
 EQUAL, DIFFERENT, GOLD_ERROR = "equal", "different", "gold_error"
 _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
@@ -24,6 +27,29 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _LITERAL = re.compile(r"\d+(?:[.,]\d+)*|\.\d+")
 _SUBSCRIPT = re.compile(r"_\s*(?:\{[^{}]*\}|\w)")
 _SPACED_THOUSANDS = re.compile(r"(?<=\d)[ \u202f\u00a0](?=\d{3}(?!\d))")
+
+
+class _OwnDeadline(logging.Filter):
+    """Drop math-verify's warning that its timeouts are off: the worker pool's deadline is on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Timeout is disabled")
+
+
+for _name in ("math_verify.parser", "math_verify.grader"):
+    logging.getLogger(_name).addFilter(_OwnDeadline())
+
+
+def _math_verify() -> Any:
+    """The ``math_verify`` module, or an error that says how to install it."""
+    try:
+        import math_verify
+    except ImportError as e:
+        raise DependencyMissing(
+            "the math checker needs math-verify for notation envhub's parser does not read: "
+            "pip install 'envhub[math]' (or pip install math-verify)"
+        ) from e
+    return math_verify
 
 
 def read(text: str, *, as_gold: bool, formula: bool = False) -> list[Any]:
@@ -36,8 +62,7 @@ def read(text: str, *, as_gold: bool, formula: bool = False) -> list[Any]:
     formula (``$...$``), so ``31, 32`` stays a list instead of becoming its last number; only
     prose around a single number is read as written.
     """
-    from math_verify import parse
-
+    parse = _math_verify().parse
     if _DELIMITED.search(text) or _prose(text) or (as_gold and not formula and _WORD.search(text)):
         found = parse(text, parsing_timeout=None)  # type: ignore[arg-type]
         if found or _DELIMITED.search(text) or not as_gold:
@@ -99,8 +124,7 @@ def verdict(
             way math-verify's reading must account for all its numbers,
             :func:`dropped_numbers`).
     """
-    from math_verify import verify
-
+    verify = _math_verify().verify
     gold_values = read(gold, as_gold=True, formula=gold_read_by_envhub)
     if not gold_values:
         if gold_read_by_envhub:
