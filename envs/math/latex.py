@@ -128,7 +128,8 @@ _BARE = re.compile(r"[^\s$]+")
 _THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
-_TOKEN = re.compile(r"\d+\.\d*|\.\d+|\d+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
+_TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
+"""Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
 
 
 class AnswerSyntaxError(ValueError):

@@ -92,14 +92,16 @@ _UNIT_WORDS_SHORT = frozenset(
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?"
+    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?",
+    re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
 _PLAIN = re.compile(
     r"\s*(?:\\?\$\s*)?([-+\u2212]?)([1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
-    r"(\.\d+)?\s*(\\?%)?[.\s]*"
+    r"(\.\d+)?\s*(\\?%)?[.\s]*",
+    re.ASCII,
 )
-_MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
-_MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)")
+_MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}", re.ASCII)
+_MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)", re.ASCII)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
 _INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
 _INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")

@@ -305,3 +305,15 @@ def test_random_garbage_never_crashes_the_checker():
             is_equivalent("1", text, timeout=5)
         except (GoldAnswerError, VerifierTimeout):
             pass
+
+
+def test_non_ascii_digits_are_the_models_wrong_answer_not_an_env_error():
+    """``\\d`` matches Arabic-Indic digits, which Python's parser refuses: found by the corpus."""
+    import envhub
+
+    for name, text in (("math", r"\boxed{٤٢}"), ("gsm8k", "#### ٤٢"), ("math", r"\boxed{4٢}")):
+        env = envhub.make(name)
+        env.reset(seed=0)
+        result = env.step(text)
+        assert result.info.status.value in ("ok", "invalid_action"), (name, text, result.info)
+        assert result.info.components["correctness"] == 0.0
