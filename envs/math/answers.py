@@ -413,11 +413,31 @@ def validate_gold(gold: str, *, timeout: float = 10.0) -> None:
         raise GoldAnswerError(f"gold answer must be text, got {type(gold).__name__}")
     if not gold.strip() or len(gold) > MAX_RESPONSE_CHARS:
         raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be parsed: empty or too long")
+    if not _balanced(gold):
+        raise GoldAnswerError(
+            f"gold answer {gold[:80]!r} cannot be parsed: unbalanced brackets; "
+            "fix the task's answer"
+        )
     if _gold(gold) is None and not _library_reads(gold, timeout):
         raise GoldAnswerError(
             f"gold answer {gold[:80]!r} cannot be parsed by envhub's parser nor by math-verify;"
             " fix the task's answer"
         )
+
+
+def _balanced(text: str) -> bool:
+    r"""True when braces pair up and round/square brackets close what they open.
+
+    ``[1, 2)`` is an interval, so ``(``/``[`` and ``)``/``]`` count together. math-verify reads
+    a cut-off gold such as ``\frac{1}{`` or ``abc(``; envhub calls it broken.
+    """
+    braces = depth = 0
+    for ch in text.replace("\\{", "").replace("\\}", ""):
+        braces += {"{": 1, "}": -1}.get(ch, 0)
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if braces < 0 or depth < 0:
+            return False
+    return braces == 0 and depth == 0
 
 
 def _settled(pred: Answer, gold: Answer) -> bool:

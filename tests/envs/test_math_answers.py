@@ -317,3 +317,14 @@ def test_non_ascii_digits_are_the_models_wrong_answer_not_an_env_error():
         result = env.step(text)
         assert result.info.status.value in ("ok", "invalid_action"), (name, text, result.info)
         assert result.info.components["correctness"] == 0.0
+
+
+def test_a_cut_off_gold_is_an_error_though_math_verify_reads_it():
+    from envhub.errors import GoldAnswerError
+    from envs.math.answers import validate_gold
+
+    for gold in ("abc(", r"\frac{1}{", "(1, 2", "2)"):
+        with pytest.raises(GoldAnswerError, match="unbalanced"):
+            validate_gold(gold)
+    for gold in ("[1, 2)", "(0, 1]", r"\{1, 2\}", r"\left(1, 2\right)"):
+        validate_gold(gold)
