@@ -29,6 +29,7 @@ from .deadline import DeadlineExceeded, call_within
 from .errors import (
     ConfigError,
     EnvhubError,
+    EpisodeError,
     EpisodeStateError,
     NotSupported,
     TaskNotFound,
@@ -469,7 +470,12 @@ class TaskEnv(Env):
 
     def _cut_short(self, ep: Episode) -> tuple[dict[str, float], dict[str, float]]:
         """Components of an episode cut short, and what the environment measured."""
-        measured = self.on_truncate(ep)
+        try:
+            measured = self.on_truncate(ep)
+        except EpisodeError as exc:  # the last attempt is the model's to fail: nothing measured
+            if status_for(exc) not in MODEL_STATUSES:
+                raise
+            measured = {}
         return {**self.rubric.truncation(measured), **self._generic(ep)}, measured
 
     def _failed(self, ep: Episode, exc: Exception) -> StepResult:
