@@ -12,8 +12,6 @@ an environment is made or served.
 
 from __future__ import annotations
 
-import logging as _logging
-
 from .core import Env, Episode, Feedback, TaskEnv
 from .errors import EnvhubError, EnvNotFound, RegistryError
 from .make import make
@@ -47,14 +45,14 @@ __all__ = [
 ]
 
 
-def _register_gymnasium() -> None:
-    """Make ``gymnasium.make("envhub/NAME-vN")`` work once envhub is imported."""
-    try:
-        from .gym import register_all
+def _install_gymnasium_ids() -> None:
+    """``gymnasium.make("envhub/NAME-vN")`` works once both are imported, in either order.
 
-        register_all()
-    except EnvhubError as e:  # a broken user YAML must not break `import envhub`
-        _logging.getLogger("envhub").warning("envhub: gymnasium ids not registered: %s", e)
+    Nothing is paid here: the ids are registered when gymnasium is imported (see gym_ids).
+    """
+    from .gym_ids import install
+
+    install()
 
 
-_register_gymnasium()
+_install_gymnasium_ids()

@@ -7,6 +7,7 @@ the status are in ``info``. ``reset(options={"task_id": ...})`` picks a task.
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -19,8 +20,12 @@ log = logging.getLogger("envhub")
 
 NAMESPACE = "envhub"
 MAX_TEXT = 100_000
-# Every character of the Basic Multilingual Plane except the surrogates.
-CHARSET = "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
+
+
+@functools.cache
+def charset() -> str:
+    """Every character of the Basic Multilingual Plane except the surrogates (built once)."""
+    return "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
 def _text(messages: list[Message]) -> str:
@@ -37,8 +42,8 @@ class GymEnv(gymnasium.Env):
         from .make import make
 
         self.env = make(name, runner, **overrides)
-        self.observation_space = spaces.Text(max_length=MAX_TEXT, min_length=0, charset=CHARSET)
-        self.action_space = spaces.Text(max_length=4096, min_length=0, charset=CHARSET)
+        self.observation_space = spaces.Text(max_length=MAX_TEXT, min_length=0, charset=charset())
+        self.action_space = spaces.Text(max_length=4096, min_length=0, charset=charset())
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -66,7 +71,11 @@ class GymEnv(gymnasium.Env):
 
 
 def register_all() -> list[str]:
-    """Register every catalog entry with gymnasium; returns the ids."""
+    """Register every catalog entry with gymnasium; returns the ids.
+
+    Called when gymnasium is imported after (or before) envhub (see :mod:`envhub.gym_ids`);
+    call it again after ``envhub.register(...)`` to add new entries in a running process.
+    """
     from .registry import catalog
 
     ids = []

@@ -12,6 +12,8 @@ HEAVY = [
     "docker",
     "sympy",
     "datasets",
+    "gymnasium",
+    "numpy",
     "envs",
     "servers",
     "trainer",

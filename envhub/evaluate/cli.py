@@ -85,67 +85,82 @@ def _resolve_config(given: dict[str, Any], resume: Path | None) -> EvalConfig:
     return stored.model_copy(update=changes)
 
 
-def eval_command(
-    model: Annotated[
-        str | None,
-        typer.Option(help="Local HF directory, 'smollm2'/'tiny', or the endpoint's model name."),
-    ] = None,
-    env: Annotated[
-        list[str] | None, typer.Option("--env", "-e", help="Environment to evaluate (repeat).")
-    ] = None,
-    base_url: Annotated[
-        str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://host:8000/v1.")
-    ] = None,
-    api_key: Annotated[
-        str | None,
-        typer.Option(
-            envvar=["ENVHUB_API_KEY", "OPENAI_API_KEY"],
-            show_default=False,
-            help="Endpoint API key (default: $ENVHUB_API_KEY or $OPENAI_API_KEY).",
-        ),
-    ] = None,
-    split: Annotated[str | None, typer.Option(help="Split (default: each env's).")] = None,
-    limit: Annotated[int | None, typer.Option(min=1, help="First N tasks per env.")] = None,
-    n: Annotated[int | None, typer.Option("-n", min=1, help="Samples per task (k).")] = None,
-    temperature: Annotated[
-        float | None, typer.Option(min=0.0, help="Default 0 for -n 1, else 1.0.")
-    ] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(min=1, help="Tokens per turn (default 512).")
-    ] = None,
-    concurrency: Annotated[
-        int | None, typer.Option(min=1, help="Episodes in flight per env (default 32).")
-    ] = None,
-    runner: Annotated[
-        str | None, typer.Option(help="Environment runner: local, http or docker (default local).")
-    ] = None,
-    env_url: Annotated[
-        str | None, typer.Option(help="URL of a running `envhub serve` (replaces --runner).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(help="Base of the episode seeds (default 0).")] = None,
-    pass_threshold: Annotated[
-        float | None,
-        typer.Option(help="Reward that counts as passed when the env has no primary component."),
-    ] = None,
-    engine: Annotated[
-        str, typer.Option(help="Local model engine: auto (vLLM if installed), vllm, transformers.")
-    ] = "auto",
-    out: Annotated[
-        Path | None, typer.Option(help="Run directory (default runs/eval-TIME).")
-    ] = None,
-    resume: Annotated[
-        Path | None, typer.Option(help="Continue the run in DIR, skipping finished episodes.")
-    ] = None,
-    rescore: Annotated[
-        Path | None,
-        typer.Option(help="Re-verify DIR's episodes; no generation (--runner/--env-url apply)."),
-    ] = None,
-    progress: Annotated[
-        bool, typer.Option(help="Progress bars (--no-progress: none, the model loader's too).")
-    ] = True,
-    as_json: Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")] = (
-        False
+# The options of `envhub eval`, one alias each, so that the command reads as a list of names.
+_Model = Annotated[
+    str | None,
+    typer.Option(help="Local HF directory, 'smollm2'/'tiny', or the endpoint's model name."),
+]
+_Envs = Annotated[
+    list[str] | None, typer.Option("--env", "-e", help="Environment to evaluate (repeat).")
+]
+_BaseUrl = Annotated[
+    str | None, typer.Option(help="OpenAI-compatible endpoint, e.g. http://host:8000/v1.")
+]
+_ApiKey = Annotated[
+    str | None,
+    typer.Option(
+        envvar=["ENVHUB_API_KEY", "OPENAI_API_KEY"],
+        show_default=False,
+        help="Endpoint API key (default: $ENVHUB_API_KEY or $OPENAI_API_KEY).",
     ),
+]
+_Split = Annotated[str | None, typer.Option(help="Split (default: each env's).")]
+_Limit = Annotated[int | None, typer.Option(min=1, help="First N tasks per env.")]
+_N = Annotated[int | None, typer.Option("-n", min=1, help="Samples per task (k).")]
+_Temperature = Annotated[float | None, typer.Option(min=0.0, help="Default 0 for -n 1, else 1.0.")]
+_MaxTokens = Annotated[int | None, typer.Option(min=1, help="Tokens per turn (default 512).")]
+_Concurrency = Annotated[
+    int | None, typer.Option(min=1, help="Episodes in flight per env (default 32).")
+]
+_Runner = Annotated[
+    str | None, typer.Option(help="Environment runner: local, http or docker (default local).")
+]
+_EnvUrl = Annotated[
+    str | None, typer.Option(help="URL of a running `envhub serve` (replaces --runner).")
+]
+_Seed = Annotated[int | None, typer.Option(help="Base of the episode seeds (default 0).")]
+_PassThreshold = Annotated[
+    float | None,
+    typer.Option(help="Reward that counts as passed when the env has no primary component."),
+]
+_Engine = Annotated[
+    str, typer.Option(help="Local model engine: auto (vLLM if installed), vllm, transformers.")
+]
+_Out = Annotated[Path | None, typer.Option(help="Run directory (default runs/eval-TIME).")]
+_Resume = Annotated[
+    Path | None, typer.Option(help="Continue the run in DIR, skipping finished episodes.")
+]
+_Rescore = Annotated[
+    Path | None,
+    typer.Option(help="Re-verify DIR's episodes; no generation (--runner/--env-url apply)."),
+]
+_Progress = Annotated[
+    bool, typer.Option(help="Progress bars (--no-progress: none, the model loader's too).")
+]
+_AsJson = Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")]
+
+
+def eval_command(
+    model: _Model = None,
+    env: _Envs = None,
+    base_url: _BaseUrl = None,
+    api_key: _ApiKey = None,
+    split: _Split = None,
+    limit: _Limit = None,
+    n: _N = None,
+    temperature: _Temperature = None,
+    max_tokens: _MaxTokens = None,
+    concurrency: _Concurrency = None,
+    runner: _Runner = None,
+    env_url: _EnvUrl = None,
+    seed: _Seed = None,
+    pass_threshold: _PassThreshold = None,
+    engine: _Engine = "auto",
+    out: _Out = None,
+    resume: _Resume = None,
+    rescore: _Rescore = None,
+    progress: _Progress = True,
+    as_json: _AsJson = False,
 ) -> None:
     """Evaluate a model or an endpoint on environments: rewards, pass@k, statuses, tokens."""
     if rescore is not None:
@@ -167,18 +182,28 @@ def eval_command(
         seed=seed,
         pass_threshold=pass_threshold,
     )
-    config = _resolve_config(given, resume)
+    config = _with_envs(_resolve_config(given, resume))
+    _evaluate(config, _open_store(resume, out), api_key, engine, progress, as_json)
+
+
+def _with_envs(config: EvalConfig) -> EvalConfig:
+    """Check the run's environments (asking a server for its name when none was given)."""
     if config.env_url and not config.envs:
         config.envs = [_server_env_name(config.env_url)]
     if not config.envs:
         _fail("give at least one --env NAME (see `envhub list`)", 2)
     if config.env_url and len(config.envs) > 1:
         _fail("--env-url serves one environment; give one --env, or use --runner http", 2)
+    return config
+
+
+def _open_store(resume: Path | None, out: Path | None) -> RunStore:
+    """The run directory: the one resumed, ``--out``, or a new ``runs/eval-TIME``."""
     out = resume or out or Path("runs") / _dt.datetime.now().strftime("eval-%Y%m%d-%H%M%S")
     store = RunStore(out)
     if resume is None and store.exists():
         _fail(f"{out} already holds a run; continue it with --resume {out} or pick another --out")
-    _evaluate(config, store, api_key, engine, progress, as_json)
+    return store
 
 
 def _evaluate(

@@ -67,6 +67,43 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
+def _identity(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
+    first = records[0] if records else None
+    return {
+        "env": first.env if first else None,
+        "env_version": first.env_version if first else None,
+        "split": first.split if first else None,
+        "model": first.model if first else None,
+    }
+
+
+def _pass_rates(scored: Sequence[EpisodeRecord], k: int) -> tuple[dict[str, float | None], int]:
+    """``{"pass@1": .., "pass@k": ..}`` over the tasks, and how many tasks had fewer than k."""
+    by_task: dict[str, list[bool]] = defaultdict(list)
+    for r in scored:
+        by_task[r.task_id].append(bool(r.passed))
+    pass_rates: dict[str, float | None] = {}
+    for kk in sorted({1, k}):
+        vals = [pass_at_k(len(v), sum(v), kk) for v in by_task.values() if len(v) >= kk]
+        pass_rates[f"pass@{kk}"] = _mean(vals)
+    short_of_k = sum(1 for v in by_task.values() if len(v) < k)
+    return pass_rates, short_of_k
+
+
+def _usage(records: Sequence[EpisodeRecord], wall_s: float | None) -> dict[str, Any]:
+    """Token and time figures over every episode (excluded ones cost tokens too)."""
+    prompt = [r.prompt_tokens for r in records if r.prompt_tokens is not None]
+    completion = [r.completion_tokens for r in records if r.completion_tokens is not None]
+    wall = wall_s if wall_s is not None else sum(r.wall_s for r in records)
+    return {
+        "mean_prompt_tokens": _mean(prompt),
+        "mean_completion_tokens": _mean(completion),
+        "total_tokens": sum(prompt) + sum(completion),
+        "wall_s": round(wall, 3),
+        "episodes_per_s": round(len(records) / wall, 3) if wall > 0 else None,
+    }
+
+
 def summarize_env(
     records: Sequence[EpisodeRecord], *, k: int, wall_s: float | None = None
 ) -> dict[str, Any]:
@@ -82,51 +119,28 @@ def summarize_env(
         ``status`` counts and the turn, token and time figures. Figures over no scored
         episodes are ``None``.
     """
-    first = records[0] if records else None
     status = {s.value: 0 for s in Status}
     for r in records:
         status[r.status.value] += 1
     scored = [r for r in records if r.status not in EXCLUDED]
-
     names = sorted({c for r in scored for c in r.components})
-    components = {c: _mean([r.components.get(c, 0.0) for r in scored]) for c in names}
-
-    by_task: dict[str, list[bool]] = defaultdict(list)
-    for r in scored:
-        by_task[r.task_id].append(bool(r.passed))
-    pass_rates: dict[str, float | None] = {}
-    short: dict[int, int] = {}
-    for kk in sorted({1, k}):
-        vals = [pass_at_k(len(v), sum(v), kk) for v in by_task.values() if len(v) >= kk]
-        pass_rates[f"pass@{kk}"] = _mean(vals)
-        short[kk] = sum(1 for v in by_task.values() if len(v) < kk)
-
-    prompt = [r.prompt_tokens for r in records if r.prompt_tokens is not None]
-    completion = [r.completion_tokens for r in records if r.completion_tokens is not None]
-    wall = wall_s if wall_s is not None else sum(r.wall_s for r in records)
+    pass_rates, short_of_k = _pass_rates(scored, k)
     return {
-        "env": first.env if first else None,
-        "env_version": first.env_version if first else None,
-        "split": first.split if first else None,
-        "model": first.model if first else None,
+        **_identity(records),
         "tasks": len({r.task_id for r in records}),
         "episodes": len(records),
         "scored": len(scored),
         "mean_reward": _mean([r.reward for r in scored]),
-        "components": components,
+        "components": {c: _mean([r.components.get(c, 0.0) for r in scored]) for c in names},
         **pass_rates,
         "k": k,
-        "tasks_short_of_k": short.get(k, 0),
+        "tasks_short_of_k": short_of_k,
         "status": status,
         "excluded": {s.value: status[s.value] for s in sorted(EXCLUDED)},
         "invalid_actions": sum(r.invalid_actions for r in records),
         "capped_episodes": sum(1 for r in records if r.capped_turns),
         "mean_turns": _mean([r.turns for r in records]),
-        "mean_prompt_tokens": _mean(prompt),
-        "mean_completion_tokens": _mean(completion),
-        "total_tokens": sum(prompt) + sum(completion),
-        "wall_s": round(wall, 3),
-        "episodes_per_s": round(len(records) / wall, 3) if wall > 0 else None,
+        **_usage(records, wall_s),
     }
 
 

@@ -31,7 +31,7 @@ from .runner import (
     run_jobs,
     sibling,
 )
-from .store import EpisodeRecord, RunStore
+from .store import EpisodeRecord, EvalConfig, RunStore
 
 _BATCH = 32
 """Episodes per ``verify_batch`` call when rescoring single-turn environments."""
@@ -107,6 +107,39 @@ def _rescorer(single: bool, primary: str, threshold: float) -> Any:
     return work
 
 
+async def _rescore_env(
+    name: str,
+    recs: list[EpisodeRecord],
+    make_env: EnvFactory,
+    concurrency: int,
+    threshold: float,
+) -> list[EpisodeRecord]:
+    """Re-verify one environment's episodes; those with no answer are copied unchanged."""
+    out: list[EpisodeRecord] = []
+    probe = await asyncio.to_thread(make_env, name)
+    try:
+        primary, single = primary_component(probe), _single_turn(probe)
+        todo = [r for r in recs if _assistant_messages(r)]
+        out.extend(
+            r.model_copy(update={"rescored": False}) for r in recs if not _assistant_messages(r)
+        )
+
+        # single-turn: batches through one instance's verify_batch (one request over
+        # HTTP); multi-turn: one replay per job, on up to `concurrency` instances
+        size = _BATCH if single else 1
+        await run_jobs(
+            [todo[i : i + size] for i in range(0, len(todo), size)],
+            lambda: sibling(probe, make_env, name),
+            _rescorer(single, primary, threshold),
+            out.extend,
+            concurrency=1 if single else concurrency,
+            first_env=probe,
+        )
+    finally:
+        await asyncio.to_thread(probe.close)
+    return out
+
+
 async def rescore_run(
     source: RunStore,
     dest: RunStore,
@@ -130,45 +163,37 @@ async def rescore_run(
     wall: dict[str, float] = {}
     for name, recs in groups.items():
         t0 = time.perf_counter()
-        probe = await asyncio.to_thread(make_env, name)
-        try:
-            primary, single = primary_component(probe), _single_turn(probe)
-            todo = [r for r in recs if _assistant_messages(r)]
-            out.extend(
-                r.model_copy(update={"rescored": False}) for r in recs if not _assistant_messages(r)
-            )
-
-            # single-turn: batches through one instance's verify_batch (one request over
-            # HTTP); multi-turn: one replay per job, on up to `concurrency` instances
-            size = _BATCH if single else 1
-            await run_jobs(
-                [todo[i : i + size] for i in range(0, len(todo), size)],
-                lambda name=name, probe=probe: sibling(probe, make_env, name),
-                _rescorer(single, primary, threshold),
-                out.extend,
-                concurrency=1 if single else concurrency,
-                first_env=probe,
-            )
-        finally:
-            await asyncio.to_thread(probe.close)
+        out.extend(await _rescore_env(name, recs, make_env, concurrency, threshold))
         wall[name] = time.perf_counter() - t0
     order = list(groups)
     out.sort(key=lambda r: (order.index(r.env), r.task_id, r.sample))
     dest.write_config(config)
     dest.rewrite(out)
+    summary = _summary(source, config, records, out, wall, order)
+    dest.write_summary(summary)
+    return summary
+
+
+def _summary(
+    source: RunStore,
+    config: EvalConfig,
+    records: list[EpisodeRecord],
+    out: list[EpisodeRecord],
+    wall: dict[str, float],
+    order: list[str],
+) -> dict[str, Any]:
+    """The rescored run's summary, each environment with its recorded figures under ``before``."""
     before = summarize(records, k=config.n, order=order)
     after = summarize(out, k=config.n, wall=wall, order=order)
     for name, s in after.items():
         s["before"] = {key: before[name].get(key) for key in _compared_keys(config.n)}
         s["changed_episodes"] = _changed(records, out, name)
-    summary = {
+    return {
         "model": records[0].model if records else config.model,
         "rescored_from": str(source.dir),
         "config": config.model_dump(),
         "environments": after,
     }
-    dest.write_summary(summary)
-    return summary
 
 
 def _compared_keys(k: int) -> list[str]:

@@ -340,10 +340,8 @@ class _Namer:
         return [self.unique(lambda: self.word(syllables)) for _ in range(n)]
 
 
-def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
-    """Entities and their relations (``doc_id`` and mayors filled in by :func:`generate`)."""
-    nm = _Namer(rng)
-    countries = [Entity("country", nm.unique(lambda: nm.word(3))) for _ in range(sizes["country"])]
+def _countries(nm: _Namer, rng: random.Random, n: int) -> list[Entity]:
+    countries = [Entity("country", nm.unique(lambda: nm.word(3))) for _ in range(n)]
     languages = nm.stems(len(countries))
     for c, lang in zip(countries, languages, strict=True):
         c.rel.update(
@@ -351,27 +349,28 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
             language=lang + "ic",
             currency=f"{nm.word(2)} {rng.choice(_CURRENCY)}",
         )
-    bases = nm.stems(max(1, sizes["city"] * 2 // 3))
-    rivers = nm.stems(max(1, sizes["city"] // 4))
+    return countries
+
+
+def _cities(nm: _Namer, rng: random.Random, n: int, countries: list[Entity]) -> list[Entity]:
+    """``n`` cities; the first city of each country becomes its capital."""
+    bases = nm.stems(max(1, n * 2 // 3))
+    rivers = nm.stems(max(1, n // 4))
     cities = []
-    for i in range(sizes["city"]):
+    for i in range(n):
         country = countries[i] if i < len(countries) else rng.choice(countries)
         name = nm.unique(lambda: rng.choice(("",) * 3 + _CITY_PREFIX) + rng.choice(bases))
-        cities.append(
-            Entity(
-                "city",
-                name,
-                rel={
-                    "country": country.name,
-                    "river": rng.choice(rivers),
-                    "founded": str(rng.randint(900, 1850)),
-                },
-            )
-        )
+        river = rng.choice(rivers)  # drawn before the year: the order of draws is the world
+        rel = {"country": country.name, "river": river, "founded": str(rng.randint(900, 1850))}
+        cities.append(Entity("city", name, rel=rel))
         if "capital" not in country.rel:
             country.rel["capital"] = name
+    return cities
+
+
+def _universities(nm: _Namer, rng: random.Random, n: int, cities: list[Entity]) -> list[Entity]:
     unis = []
-    for _ in range(sizes["university"]):
+    for _ in range(n):
         city = rng.choice(cities)
         name = nm.unique(
             lambda c=city: rng.choice(
@@ -383,13 +382,16 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
                 )
             )
         )
-        unis.append(
-            Entity(
-                "university", name, rel={"city": city.name, "founded": str(rng.randint(1500, 1950))}
-            )
-        )
-    firsts, lasts = nm.stems(150), nm.stems(max(1, sizes["person"] // 3))
-    people = [
+        rel = {"city": city.name, "founded": str(rng.randint(1500, 1950))}
+        unis.append(Entity("university", name, rel=rel))
+    return unis
+
+
+def _people(
+    nm: _Namer, rng: random.Random, n: int, cities: list[Entity], unis: list[Entity]
+) -> list[Entity]:
+    firsts, lasts = nm.stems(150), nm.stems(max(1, n // 3))
+    return [
         Entity(
             "person",
             nm.unique(lambda: f"{rng.choice(firsts)} {rng.choice(lasts)}"),
@@ -400,11 +402,17 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
                 "university": rng.choice(unis).name,
             },
         )
-        for _ in range(sizes["person"])
+        for _ in range(n)
     ]
-    co_stems = nm.stems(max(1, sizes["company"] * 2 // 5))
+
+
+def _companies(
+    nm: _Namer, rng: random.Random, n: int, people: list[Entity], cities: list[Entity]
+) -> list[Entity]:
+    """``n`` companies, each founded 20 to 50 years after its founder's birth."""
+    co_stems = nm.stems(max(1, n * 2 // 5))
     companies = []
-    for _ in range(sizes["company"]):
+    for _ in range(n):
         founder = rng.choice(people)
         companies.append(
             Entity(
@@ -418,8 +426,14 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
                 },
             )
         )
-    adjectives = nm.stems(max(1, sizes["invention"] // 4))
-    inventions = [
+    return companies
+
+
+def _inventions(
+    nm: _Namer, rng: random.Random, n: int, people: list[Entity], companies: list[Entity]
+) -> list[Entity]:
+    adjectives = nm.stems(max(1, n // 4))
+    return [
         Entity(
             "invention",
             nm.unique(lambda: f"{rng.choice(adjectives)} {rng.choice(_INV_NOUNS)}"),
@@ -429,8 +443,23 @@ def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
                 "manufacturer": rng.choice(companies).name,
             },
         )
-        for _ in range(sizes["invention"])
+        for _ in range(n)
     ]
+
+
+def _make_entities(rng: random.Random, sizes: dict[str, int]) -> list[Entity]:
+    """Entities and their relations, kind by kind (``doc_id`` filled in by :func:`generate`).
+
+    The kinds are drawn from ``rng`` in this order, which is part of the world: reordering
+    the calls changes every world.
+    """
+    nm = _Namer(rng)
+    countries = _countries(nm, rng, sizes["country"])
+    cities = _cities(nm, rng, sizes["city"], countries)
+    unis = _universities(nm, rng, sizes["university"], cities)
+    people = _people(nm, rng, sizes["person"], cities, unis)
+    companies = _companies(nm, rng, sizes["company"], people, cities)
+    inventions = _inventions(nm, rng, sizes["invention"], people, companies)
     mayors = rng.sample(people, k=min(len(people), len(cities)))
     for city, mayor in zip(cities, mayors, strict=True):
         city.rel["mayor"] = mayor.name

@@ -62,10 +62,43 @@ class GoldQueryFailed(InfraError):
 
 
 class SqlEnv(TaskEnv):
-    """Single-answer text-to-SQL: one query per episode, judged against the gold query."""
+    """Single-answer text-to-SQL: one query per episode, judged against the gold query.
+
+    Args:
+        spec: The catalog entry.
+        cache_dir: Folder of the built databases (``$ENVHUB_HOME/cache/sql`` by default).
+        databases: Built-in databases whose tasks to use (all by default).
+        db_dir: Folder of user databases (Spider layout or flat ``<db_id>.sqlite``).
+        timeout_s: Deadline of the model's query, in seconds.
+        gold_timeout_s: Deadline of the gold query (exceeding it is ``infra_error``).
+        max_rows: Rows fetched at most; a model result beyond it is a wrong answer.
+        max_value_bytes: Largest string or blob a query may build or read (raise it for
+            databases with long texts; it bounds the cost of one function call).
+        max_result_bytes: Most bytes of values one query may fetch; a model query whose
+            result holds more is ``invalid_action`` (it bounds the server's memory).
+        rel_tol: Relative float tolerance of the comparison.
+        abs_tol: Absolute float tolerance of the comparison.
+        **options: Options of subclasses (:attr:`extra_options`); anything else is an error.
+    """
 
     components = frozenset({"correctness", "format", "executes"})
     primary_component = "correctness"
+
+    option_names: tuple[str, ...] = (
+        "cache_dir",
+        "databases",
+        "db_dir",
+        "timeout_s",
+        "gold_timeout_s",
+        "max_rows",
+        "max_value_bytes",
+        "max_result_bytes",
+        "rel_tol",
+        "abs_tol",
+    )
+    """The keyword options of :class:`SqlEnv` (the YAML ``options`` mapping)."""
+    extra_options: tuple[str, ...] = ()
+    """Option names a subclass accepts on top of :class:`SqlEnv`'s."""
 
     def __init__(
         self,
@@ -83,40 +116,15 @@ class SqlEnv(TaskEnv):
         abs_tol: float = ABS_TOL,
         **options: Any,
     ) -> None:
-        """Build from a spec; keyword options come from the YAML ``options`` mapping.
-
-        Args:
-            spec: The catalog entry.
-            cache_dir: Folder of the built databases (``$ENVHUB_HOME/cache/sql`` by default).
-            databases: Built-in databases whose tasks to use (all by default).
-            db_dir: Folder of user databases (Spider layout or flat ``<db_id>.sqlite``).
-            timeout_s: Deadline of the model's query, in seconds.
-            gold_timeout_s: Deadline of the gold query (exceeding it is ``infra_error``).
-            max_rows: Rows fetched at most; a model result beyond it is a wrong answer.
-            max_value_bytes: Largest string or blob a query may build or read (raise it for
-                databases with long texts; it bounds the cost of one function call).
-            max_result_bytes: Most bytes of values one query may fetch; a model query whose
-                result holds more is ``invalid_action`` (it bounds the server's memory).
-            rel_tol: Relative float tolerance of the comparison.
-            abs_tol: Absolute float tolerance of the comparison.
-            **options: Options of subclasses; anything else is an error.
-        """
+        """Build from a spec; the keyword options are those of the class docstring."""
         self._check_options(options)
         super().__init__(spec, **options)
-        if min(timeout_s, gold_timeout_s, max_rows, max_result_bytes) <= 0:
-            raise ConfigError(
-                f"{spec.name}: timeout_s, gold_timeout_s, max_rows and max_result_bytes must be > 0"
-            )
+        self._set_limits(timeout_s, gold_timeout_s, max_rows, max_value_bytes, max_result_bytes)
         self.builtin = BuiltinDatabases(cache_dir)
         if isinstance(databases, str):
             databases = [databases]
         self.database_ids = list(databases) if databases is not None else None
         self.db_dir = Path(db_dir).expanduser() if db_dir else None
-        self.timeout_s = float(timeout_s)
-        self.gold_timeout_s = float(gold_timeout_s)
-        self.max_rows = int(max_rows)
-        self.max_value_bytes = int(max_value_bytes)
-        self.max_result_bytes = int(max_result_bytes)
         self.tolerance = Tolerance(rel_tol=rel_tol, abs_tol=abs_tol)
         self._lock = threading.Lock()
         self._builtin_tasks: dict[str, list[Task]] | None = None
@@ -137,25 +145,29 @@ class SqlEnv(TaskEnv):
             **options,
         }
 
-    extra_options: tuple[str, ...] = ()
-    """Option names a subclass accepts on top of :class:`SqlEnv`'s."""
+    def _set_limits(
+        self,
+        timeout_s: float,
+        gold_timeout_s: float,
+        max_rows: int,
+        max_value_bytes: int,
+        max_result_bytes: int,
+    ) -> None:
+        if min(timeout_s, gold_timeout_s, max_rows, max_result_bytes) <= 0:
+            raise ConfigError(
+                f"{self.spec.name}: timeout_s, gold_timeout_s, max_rows and max_result_bytes "
+                "must be > 0"
+            )
+        self.timeout_s = float(timeout_s)
+        self.gold_timeout_s = float(gold_timeout_s)
+        self.max_rows = int(max_rows)
+        self.max_value_bytes = int(max_value_bytes)
+        self.max_result_bytes = int(max_result_bytes)
 
     def _check_options(self, options: dict[str, Any]) -> None:
         unknown = sorted(set(options) - set(self.extra_options))
         if unknown:
-            known = [
-                "cache_dir",
-                "databases",
-                "db_dir",
-                "timeout_s",
-                "gold_timeout_s",
-                "max_rows",
-                "max_value_bytes",
-                "max_result_bytes",
-                "rel_tol",
-                "abs_tol",
-                *self.extra_options,
-            ]
+            known = [*self.option_names, *self.extra_options]
             raise ConfigError(f"unknown sql option(s) {unknown}; valid options: {known}")
 
     # ------------------------------------------------------------------ data

@@ -12,7 +12,8 @@ from envhub.spec import EnvSpec
 from envhub.types import Status
 from envs.games import sokoban_level as sk
 from envs.games.base import split_rng
-from envs.games.sokoban import SokobanEnv, parse_moves
+from envs.games.env import SokobanEnv
+from envs.games.sokoban import parse_moves
 
 CORRIDOR = """
 #######

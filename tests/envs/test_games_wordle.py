@@ -9,7 +9,8 @@ import envhub
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.games.wordle import WordleEnv, feedback, parse_guess, word_lists
+from envs.games.env import WordleEnv
+from envs.games.wordle import feedback, parse_guess, word_lists
 
 
 def make(**options):

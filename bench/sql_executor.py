@@ -1,6 +1,7 @@
 """Measure the SQL environment: build, task generation, verification rate, deadline precision.
 
-Run ``python -m envs.sql.bench``; it works in a temporary cache and prints one line per figure.
+Run ``python bench/sql_executor.py`` from the repository root (the project installed, or
+``PYTHONPATH=.``); it works in a temporary cache and prints one line per figure.
 """
 
 from __future__ import annotations
@@ -10,11 +11,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from envhub.spec import EnvSpec
-
-from .builder import BuiltinDatabases
-from .env import SqlEnv
-from .executor import QueryTimeout, run_query
-from .tasks import builtin_task_set
+from envs.sql.builder import BuiltinDatabases
+from envs.sql.env import SqlEnv
+from envs.sql.executor import QueryTimeout, run_query
+from envs.sql.tasks import builtin_task_set
 
 
 def main() -> None:
