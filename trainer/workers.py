@@ -449,8 +449,12 @@ class Cluster:
 
     def refit(self) -> float:
         """New weights into every engine (see :mod:`trainer.refit`); returns seconds."""
-        self.weights_version += 1
-        return self.weight_sync.push(self.weights_version)
+        # the version moves on once every engine holds it: a rollout running meanwhile
+        # (in-flight updates) still asks for the previous one, which the engines exceed
+        version = self.weights_version + 1
+        seconds = self.weight_sync.push(version)
+        self.weights_version = version
+        return seconds
 
     def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
         """Current-policy logprobs of each rank's shard."""

@@ -115,13 +115,15 @@ def _as_samples(episodes):
 
 
 @pytest.mark.slow
-def test_two_step_staleness_run_never_trains_older_groups(tmp_path):
+@pytest.mark.parametrize("in_flight", [False, True])
+def test_two_step_staleness_run_never_trains_older_groups(tmp_path, in_flight):
     rows = envhub_train(
         TINY,
         tmp_path / "age2",
         "train.steps=4",
         *SPLIT,
         "generation.max_trajectory_age_steps=2",
+        f"generation.in_flight_updates={str(in_flight).lower()}",
     )
     assert [r["step"] for r in rows] == [1, 2, 3, 4]
     for r in rows:
