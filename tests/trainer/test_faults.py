@@ -12,6 +12,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -103,6 +104,7 @@ def test_a_restarted_engine_is_refit_before_it_samples(tiny_path):
         assert again == pytest.approx(want, abs=1e-5)  # it holds the newest weights again
     finally:
         ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _start(out, *overrides):
