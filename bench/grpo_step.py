@@ -17,6 +17,13 @@ it prints both summaries and the ratios TRL / envhub.
     python bench/grpo_step.py --config examples/tiny.yaml --steps 6 rollout.group_size=8
     python bench/grpo_step.py --json bench/grpo_step.json
     python bench/grpo_step.py --race-trl --steps 4              # envhub vs TRL on SmolLM2
+    python bench/grpo_step.py --staleness --steps 8             # sync / 1 / 2 / 4 on SmolLM2
+    python bench/grpo_step.py --staleness --config examples/tiny.yaml --steps 4
+
+``--staleness`` runs the same config (split placement) synchronously, one-step off-policy and
+with ``generation.max_trajectory_age_steps`` 2 and 4, the same number of steps and samples
+each, and prints seconds per step, generated tokens per second of step time and the mean
+reward over all steps: what asynchrony buys in speed, and what staleness costs in learning.
 
 Start-up (Ray, worker processes, model loading) is reported separately as ``startup_s``.
 """
@@ -43,6 +50,11 @@ def summarise(rows: list[dict], startup_s: float) -> dict:
     out["tokens_per_s"] = statistics.fmean(r.get("tokens_per_s", 0.0) for r in steady)
     out["response_length"] = statistics.fmean(r.get("response_length", 0.0) for r in steady)
     out["episodes_per_step"] = steady[0].get("episodes", 0.0)
+    out["step_tokens_per_s"] = statistics.fmean(
+        r.get("response_length", 0.0) * r.get("episodes", 0.0) / r["time/step"] for r in steady
+    )
+    out["reward_mean_all_steps"] = statistics.fmean(r.get("reward_mean", 0.0) for r in rows)
+    out["trajectory_age_mean"] = statistics.fmean(r.get("trajectory_age_mean", 0.0) for r in rows)
     out["memory/worker_peak_mb"] = max(r.get("memory/worker_peak_mb", 0.0) for r in rows)
     out["startup_s"] = startup_s
     out["steps_measured"] = len(steady)
@@ -142,12 +154,41 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
     return {"envhub": envhub, "trl": trl, "ratios": ratios}
 
 
+STALENESS = {"sync": 0, "one-step": 1, "async-2": 2, "async-4": 4}
+"""Runs of ``--staleness``: name -> ``generation.max_trajectory_age_steps``."""
+
+
+def staleness(args: argparse.Namespace) -> dict:
+    """The same run at every :data:`STALENESS` setting; a summary per setting."""
+    config = args.config or str(ROOT / "examples" / "smollm2_math.yaml")
+    out = {}
+    for name, age in STALENESS.items():
+        extra = [
+            "cluster.placement=split",
+            "generation.one_step_off_policy=false",
+            f"generation.max_trajectory_age_steps={age}",
+            *args.overrides,
+        ]
+        out[name] = run_envhub(config, args.steps, extra)
+    print(f"config {config}, {args.steps} steps each (means over steps 2..; reward: all steps)")
+    print(f"  {'run':10s} {'s/step':>8s} {'gen tok/s':>10s} {'reward':>8s} {'age':>5s}")
+    for name, r in out.items():
+        print(
+            f"  {name:10s} {r['time/step']:8.2f} {r['step_tokens_per_s']:10.1f} "
+            f"{r['reward_mean_all_steps']:8.3f} {r['trajectory_age_mean']:5.2f}"
+        )
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=None, help="default: tiny.yaml (race: smollm2)")
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--json", default=None, help="also write the summary here")
     parser.add_argument("--race-trl", action="store_true", help="race TRL's GRPOTrainer")
+    parser.add_argument(
+        "--staleness", action="store_true", help="sync vs one-step vs N-step (2, 4) runs"
+    )
     parser.add_argument("--prompts-per-step", type=int, default=4)
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--max-tokens", type=int, default=128)
@@ -159,7 +200,9 @@ def main() -> None:
     )
     parser.add_argument("overrides", nargs="*", help="key=value config overrides (envhub)")
     args = parser.parse_args()
-    if args.race_trl:
+    if args.staleness:
+        summary = staleness(args)
+    elif args.race_trl:
         with tempfile.TemporaryDirectory(prefix="grpo-race-") as tmp:
             result = race_trl(args, Path(tmp))
         for side in ("envhub", "trl")[: 1 if args.envhub_only else 2]:

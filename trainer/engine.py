@@ -81,6 +81,8 @@ class Generation:
     """``stop`` (EOS or a stop string) or ``length`` (``max_tokens`` reached)."""
     stop_reason: str | None = None
     """The stop string that matched, the EOS token text, or ``None``."""
+    weight_version: int | None = None
+    """The refit version of the weights that sampled it (engine actors; None elsewhere)."""
 
     @property
     def ended_with_eos(self) -> bool:

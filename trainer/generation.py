@@ -24,12 +24,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import ray
 
 from .config import Config
 from .engine import Generation, SamplingParams
+from .placement import options, where
+
+
+class EngineNotRefit(RuntimeError):
+    """An engine was asked to generate with weights it does not hold (it was restarted)."""
 
 
 def vllm_missing_message() -> str:
@@ -106,24 +112,43 @@ class GenerationWorker:
         os.environ["OMP_NUM_THREADS"] = str(threads)
         torch.set_num_threads(threads)
         self.index = index
+        self.version: int | None = None
+        """The weight version last loaded (None: the checkpoint's, never refit)."""
         self.cfg = Config.model_validate(config)
         gpu = self.cfg.generation.gpus_per_engine > 0 and torch.cuda.is_available()
         self.engine = build_engine(
             self.cfg, model_dir, device="cuda" if gpu else "cpu", seed=self.cfg.seed + index
         )
 
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``trainer.placement.where``)."""
+        return where()
+
     def ready(self) -> bool:
         """True once the engine has started (the constructor has returned)."""
         return True
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Sample one completion per prompt."""
-        return self.engine.generate(prompts, params)
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, version: int | None = None
+    ) -> list[Generation]:
+        """Sample one completion per prompt.
 
-    def load_weights(self, state: Mapping[str, Any]) -> float:
+        Raises:
+            EngineNotRefit: ``version`` is given and is not the version this engine holds
+                (a restarted engine must be refit before it samples again).
+        """
+        if version is not None and (self.version is None or self.version < version):
+            raise EngineNotRefit(
+                f"engine {self.index} holds weight version {self.version}, asked for {version}"
+            )
+        out = self.engine.generate(prompts, params)
+        return [replace(g, weight_version=self.version) for g in out]
+
+    def load_weights(self, state: Mapping[str, Any], version: int | None = None) -> float:
         """Refit: load a full HF state dict (Ray resolved it from the object store)."""
         t0 = time.perf_counter()
         self.engine.load_state_dict(state)
+        self.version = version
         return time.perf_counter() - t0
 
     def join_refit_group(
@@ -135,12 +160,13 @@ class GenerationWorker:
         self.refit_group = RefitGroup(transport, host, port, rank, size, timeout_s)
         return True
 
-    def receive_weights(self) -> dict[str, float]:
+    def receive_weights(self, version: int | None = None) -> dict[str, float]:
         """Refit over the group: receive the buckets, load the state dict; seconds of each."""
         t0 = time.perf_counter()
         state = self.refit_group.receive_state()
         t1 = time.perf_counter()
         self.engine.load_state_dict(state)
+        self.version = version
         return {"transfer_s": t1 - t0, "load_s": time.perf_counter() - t1}
 
     def leave_refit_group(self) -> None:
@@ -174,12 +200,15 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
     g = config.generation
     data = config.model_dump(mode="json")
     if config.cluster.placement == "split":
-        actor = ray.remote(num_cpus=g.cpus_per_engine, num_gpus=g.gpus_per_engine)
+        actor = ray.remote(
+            num_cpus=g.cpus_per_engine, num_gpus=g.gpus_per_engine, **options(g.resources)
+        )
         count = g.num_engines
     else:
         actor = ray.remote(num_cpus=0, num_gpus=0)
         count = config.cluster.policy_workers
-    cls = actor(GenerationWorker)
+    # a dead engine process is started again by Ray (the driver refits it before it samples)
+    cls = actor(GenerationWorker).options(max_restarts=g.max_restarts)
     engines = [cls.remote(i, data, model_dir, g.threads_per_engine) for i in range(count)]
     ray.get([e.ready.remote() for e in engines])
     return engines

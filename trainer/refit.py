@@ -34,8 +34,8 @@ import torch
 class WeightSync(Protocol):
     """Moves the current policy weights into every generation engine."""
 
-    def push(self) -> float:
-        """Refit all engines; return the seconds it took (the slowest engine)."""
+    def push(self, version: int | None = None) -> float:
+        """Refit all engines to weight ``version``; return the seconds (slowest engine)."""
 
 
 def load_into_engine(engine: Any, state: Mapping[str, torch.Tensor]) -> float:
@@ -52,7 +52,7 @@ class ColocatedSync:
         """``policy_workers``: the :class:`trainer.workers.PolicyWorker` actor handles."""
         self.workers = list(policy_workers)
 
-    def push(self) -> float:
+    def push(self, version: int | None = None) -> float:
         """Every rank gathers and loads at once (the gather is collective)."""
         import ray
 
@@ -68,17 +68,63 @@ class ObjectStoreSync:
         """``engines``: :class:`trainer.generation.GenerationWorker` actor handles."""
         self.workers, self.engines = list(policy_workers), list(engines)
         self.last_load_seconds: float = 0.0
+        self.last_state: Any = None
+        """The newest weights' object (kept: a restarted engine is refit from it)."""
+        self.version: int | None = None
 
-    def push(self) -> float:
-        """Gather on every rank, ship rank 0's copy once, load into every engine."""
+    def push(self, version: int | None = None) -> float:
+        """Gather on every rank, ship rank 0's copy once, load into every engine.
+
+        An engine that dies meanwhile is skipped: Ray restarts it and :meth:`revive` loads
+        these weights into it before it samples again.
+        """
         import ray
 
         t0 = time.perf_counter()
         gathered = [w.gather_state.remote() for w in self.workers]
-        loads = [e.load_weights.remote(gathered[0]) for e in self.engines]
-        ray.get(gathered[1:])
-        self.last_load_seconds = max(ray.get(loads))
+        loads = [e.load_weights.remote(gathered[0], version) for e in self.engines]
+        ray.get(gathered)  # a policy worker's failure is the run's
+        self.last_state, self.version = gathered[0], version
+        seconds = []
+        for ref in loads:
+            try:
+                seconds.append(ray.get(ref))
+            except ray.exceptions.RayActorError:
+                continue  # a lost engine: revived on its next generate
+        self.last_load_seconds = max(seconds, default=0.0)
         return time.perf_counter() - t0
+
+    def revive(self, engine: Any, timeout_s: float) -> None:
+        """Load the newest weights into a restarted ``engine`` (waits for it to be up).
+
+        Raises:
+            RuntimeError: the engine is not back within ``timeout_s``
+                (``generation.restart_timeout_s``) or is dead for good (restarts used up).
+        """
+        import ray
+
+        end = time.monotonic() + timeout_s
+        while True:
+            left = end - time.monotonic()
+            try:
+                ref = engine.load_weights.remote(self.last_state, self.version)
+                ray.get(ref, timeout=max(left, 0.1))
+                return
+            except ray.exceptions.ActorUnavailableError:  # still restarting
+                if left <= 0:
+                    break
+                time.sleep(0.5)
+            except ray.exceptions.GetTimeoutError:
+                break
+            except ray.exceptions.ActorDiedError as e:
+                raise RuntimeError(
+                    f"a generation engine died and Ray will not restart it "
+                    f"(generation.max_restarts used up): {e}"
+                ) from e
+        raise RuntimeError(
+            f"a restarted generation engine was not up and refit within {timeout_s:g} s "
+            "(generation.restart_timeout_s)"
+        )
 
 
 class CollectiveSync:
@@ -119,16 +165,31 @@ class CollectiveSync:
         ]
         self._wait(joins, "joining the group")
 
-    def push(self) -> float:
+    def push(self, version: int | None = None) -> float:
         """Gather on every rank, broadcast rank 0's copy in buckets, load into every engine."""
         t0 = time.perf_counter()
         sends = [w.send_weights.remote() for w in self.workers]
-        receives = [e.receive_weights.remote() for e in self.engines]
+        receives = [e.receive_weights.remote(version) for e in self.engines]
         done = self._wait(sends + receives, "moving the weights")
         times = done[len(sends) :]
         self.last_transfer_seconds = max(t["transfer_s"] for t in times)
         self.last_load_seconds = max(t["load_s"] for t in times)
         return time.perf_counter() - t0
+
+    def revive(self, engine: Any, timeout_s: float) -> None:
+        """A restarted engine cannot rejoin a formed collective group: stop the run.
+
+        Raises:
+            RefitTransportError: always; the message names the way on.
+        """
+        from .collective import RefitTransportError
+
+        raise RefitTransportError(
+            f"a generation engine was lost and restarted, but generation.transport="
+            f"{self.transport} cannot admit it into the formed weight-transfer group; rerun "
+            "with --resume auto to continue from the newest checkpoint, or use "
+            "generation.transport=object_store, whose engines are refit after a restart"
+        )
 
     def close(self) -> None:
         """Leave the group on every member (best effort: members may be dead already)."""

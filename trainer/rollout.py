@@ -32,8 +32,9 @@ from envhub.types import FunctionCall, Message, ResetResult, Status, StepResult,
 
 from .engine import ChatFormatter, Generation, SamplingParams
 
-GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation]]
-"""The engine group's ``generate``: prompts in order, completions in the same order."""
+GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation | Exception]]
+"""The engine group's ``generate``: prompts in order, completions in the same order (an
+exception in place of a completion whose engine was lost: that episode is dropped)."""
 
 DROP_STATUSES = frozenset({Status.INFRA_ERROR, Status.ENV_ERROR})
 """Statuses that drop an episode: the environment failed, not the model."""
@@ -179,6 +180,8 @@ class EpisodeRecord:
     """``terminated``, ``truncated`` (by the env), ``max_turns``, ``token_budget`` or
     ``dropped``."""
     tools: bool = False
+    versions: list[int] = field(default_factory=list)
+    """Weight version of each model turn (engine actors only; empty elsewhere)."""
 
     @property
     def dropped(self) -> bool:
@@ -276,18 +279,24 @@ def collect(
         gens = generate([e.tokens for e in live], params)
         batch.generation_time += time.perf_counter() - t0
         for ep, gen in zip(live, gens, strict=True):
+            if isinstance(gen, Exception):  # the machinery lost the engine, not the model
+                ep.fail(Status.INFRA_ERROR, f"generation failed: {gen}")
+                continue
             ep.append(gen.token_ids, model=True, logprobs=gen.logprobs)
             ep.turns += 1
+            if gen.weight_version is not None:
+                ep.versions.append(gen.weight_version)
+        sampled = [(e, g) for e, g in zip(live, gens, strict=True) if not e.done]
         t0 = time.perf_counter()
         results = call_all(
             [
                 lambda e=e, g=g: pool.step(e.key, to_message(g.text, parse_tools=e.tools))
-                for e, g in zip(live, gens, strict=True)
+                for e, g in sampled
             ],
             settings.timeout_s,
         )
         batch.env_time += time.perf_counter() - t0
-        for ep, gen, res in zip(live, gens, results, strict=True):
+        for (ep, gen), res in zip(sampled, results, strict=True):
             _advance(ep, gen, res, chat, settings, last_turn=turn == settings.max_turns - 1)
     for ep in episodes:
         if not ep.done:

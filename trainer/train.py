@@ -24,8 +24,9 @@ Deviations from the paper, on purpose:
   the generation engine is reported as ``token_mult_prob_error`` instead of corrected.
 - The KL penalty is in the loss (k3, as the paper), but off by default (``kl_beta: 0``), as
   in DAPO and Dr. GRPO: no reference model is loaded then.
-- ``generation.one_step_off_policy`` (split placement): step t+1's batch is sampled, with
-  the weights of step t-1, while step t trains; each token's surrogate is weighted by
+- ``generation.max_trajectory_age_steps: N`` (split placement; ``one_step_off_policy`` is
+  N = 1): the batches of the next N steps are sampled while step t trains; groups older than
+  N weight versions are discarded; each token's surrogate is weighted by
   ``min(pi_old / pi_behaviour, is_cap)`` (``grpo.off_policy_weights``, decoupled PPO) and
   the time saved is logged as ``time/overlap_saved``.
 - Multi-turn episodes get one advantage per episode (the sum of its step rewards), applied to
@@ -34,14 +35,20 @@ Deviations from the paper, on purpose:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
+import threading
 import time
+from collections import deque
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
+
+from envhub.errors import EnvhubError
 
 from . import checkpoint as ckpt
 from .batch import Sample, assign_weights, shard, split_minibatches
@@ -51,6 +58,7 @@ from .grpo import group_advantages
 from .metrics import MetricsLogger, rollout_metrics, train_metrics
 from .models import resolve_model
 from .rollout import RolloutBatch, RolloutSettings, collect
+from .staleness import filter_by_age
 
 if TYPE_CHECKING:
     from .workers import Cluster
@@ -115,6 +123,7 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
         ckpt.check_compatible(ckpt.read_state(resume_from), config.fingerprint(), resume_from)
     logger = MetricsLogger(out, config.logging, config.train.steps, config.model_dump(mode="json"))
     with Cluster(config, model_dir) as cluster:
+        _write_placement(out, cluster)
         if resume_from is not None:
             state = _resume(cluster, resume_from, config)
         else:
@@ -123,6 +132,8 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
         rollouts = _Rollouts(cluster, chat, config, settings)
         try:
             _loop(cluster, config, state, rollouts, logger, pad_id, settings, ckpt_root)
+        except ray_actor_error() as e:
+            raise WorkerLost(_lost_message(e, state, out)) from e
         finally:
             rollouts.close()
         if config.checkpoint.export_final:
@@ -132,51 +143,105 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
 
 
 class _Rollouts:
-    """Collects a step's batch now, or (one-step off-policy) the next one in the background."""
+    """Collects step batches: now (synchronous), or up to N steps ahead in a background thread.
+
+    With ``max_trajectory_age_steps: N`` (``one_step_off_policy`` is N = 1) the batches of
+    the next N steps are queued on one background thread as soon as a step's batch is taken,
+    so generation runs while the trainer trains. A batch for step k is launched at step
+    k - N or later, so its weights are at most N versions old when trained. Without
+    ``in_flight_updates`` a refit waits for the running rollout to end (and the next one
+    waits for the refit); with it, the engines take the new weights between two generate
+    calls.
+    """
 
     def __init__(self, cluster: Cluster, chat: ChatFormatter, config: Config, settings: Any):
-        """``config.generation.one_step_off_policy`` turns the background collection on."""
+        """``config.max_trajectory_age`` > 0 turns the background collection on."""
         self.cluster, self.chat, self.config, self.settings = cluster, chat, config, settings
-        self.off_policy = config.generation.one_step_off_policy
-        self._pool = ThreadPoolExecutor(1, "envhub-rollout") if self.off_policy else None
-        self.pending: Future[tuple[RolloutBatch, float]] | None = None
+        self.max_age = config.max_trajectory_age
+        self.in_flight = config.generation.in_flight_updates
+        self._pool = ThreadPoolExecutor(1, "envhub-rollout") if self.max_age else None
+        self.pending: deque[tuple[int, Future[tuple[RolloutBatch, float]]]] = deque()
+        self._next = 0
+        self._weights = threading.Lock()  # held by a running rollout, and by a refit
+        self._refit_waiting = threading.Event()
+        self._busy: list[tuple[float, float]] = []
+        self.generated_groups = 0
+
+    @property
+    def background(self) -> bool:
+        """True when rollouts run ahead of training."""
+        return self._pool is not None
 
     def run(self, step: int, position: int) -> tuple[RolloutBatch, float]:
         """Collect step ``step``'s batch (tasks from data ``position``); returns it, seconds."""
-        t0 = time.perf_counter()
-        n = self.config.rollout.prompts_per_step
-        batch = collect(
-            self.cluster.generate,
-            self.cluster.env_pool,
-            self.chat,
-            [task_seed(self.config.seed, position + i) for i in range(n)],
-            self.settings,
-            sample_seed=(self.config.seed * 1_000_003 + step) * 1000,
-        )
-        return batch, time.perf_counter() - t0
+        while self._refit_waiting.is_set():  # a waiting refit goes first
+            time.sleep(0.005)
+        hold = self.background and not self.in_flight
+        with self._weights if hold else contextlib.nullcontext():
+            t0 = time.perf_counter()
+            n = self.config.rollout.prompts_per_step
+            batch = collect(
+                self.cluster.generate,
+                self.cluster.env_pool,
+                self.chat,
+                [task_seed(self.config.seed, position + i) for i in range(n)],
+                self.settings,
+                sample_seed=(self.config.seed * 1_000_003 + step) * 1000,
+            )
+            t1 = time.perf_counter()
+        self._busy.append((t0, t1))
+        self.generated_groups += n
+        return batch, t1 - t0
 
     def take(self, step: int, position: int) -> tuple[RolloutBatch, float]:
-        """The batch launched during the previous step if any, else one collected now."""
-        if self.pending is not None:
-            found, self.pending = self.pending.result(), None
-            return found
+        """Step ``step``'s batch: launched earlier if it was, else collected now."""
+        if self.pending and self.pending[0][0] == step:
+            return self.pending.popleft()[1].result()
         return self.run(step, position)
 
     def launch(self, step: int, position: int) -> None:
-        """Off-policy: start step ``step``'s rollout with the engines' current weights."""
-        if self._pool is not None and step <= self.config.train.steps:
-            self.pending = self._pool.submit(self.run, step, position)
+        """Queue the batches of steps ``step + 1 .. step + N`` (``position``: step's data)."""
+        if self._pool is None:
+            return
+        n = self.config.rollout.prompts_per_step
+        last = min(step + self.max_age, self.config.train.steps)
+        for k in range(max(self._next, step + 1), last + 1):
+            self.pending.append((k, self._pool.submit(self.run, k, position + (k - step) * n)))
+        self._next = max(self._next, last + 1)
 
-    def wait(self) -> tuple[float, float]:
-        """Wait for the launched rollout: ``(seconds waited, seconds the rollout took)``."""
-        if self.pending is None:
-            return 0.0, 0.0
+    @contextlib.contextmanager
+    def refit_window(self, since: float, times: dict[str, float]) -> Iterator[None]:
+        """Around a refit: wait for the running rollout (unless in-flight updates).
+
+        Logs ``time/overlap_wait`` (seconds waited for it) and ``time/overlap_saved`` (the
+        background rollouts' time since ``since``, the end of this step's take, less that
+        wait: generation done while the trainer trained).
+        """
+        if self._pool is None:
+            yield
+            return
         t0 = time.perf_counter()
-        _, rollout_s = self.pending.result()
-        return time.perf_counter() - t0, rollout_s
+        if self.in_flight:
+            acquired = t0
+            yield
+        else:
+            self._refit_waiting.set()
+            with self._weights:
+                self._refit_waiting.clear()
+                acquired = time.perf_counter()
+                yield
+        waited = acquired - t0
+        busy = sum(max(0.0, min(b, acquired) - max(a, since)) for a, b in list(self._busy))
+        times["time/overlap_wait"] = waited
+        times["time/overlap_saved"] = max(0.0, busy - waited)
+
+    def take_generated(self) -> int:
+        """Groups generated since the last call."""
+        n, self.generated_groups = self.generated_groups, 0
+        return n
 
     def close(self) -> None:
-        """Stop the background thread (a pending rollout is abandoned)."""
+        """Stop the background thread (pending rollouts are abandoned)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -200,32 +265,30 @@ def _loop(
         # 1. rollout: G episodes for each of this step's tasks (off-policy: launched during
         #    the previous step, sampled with the weights before that step's update)
         batch, rollout_s = rollouts.take(step, state.data_position)
+        t_taken = time.perf_counter()
         times = {
             "time/rollout": rollout_s,
             "time/generation": batch.generation_time,
             "time/env": batch.env_time,
         }
-        rollouts.launch(step + 1, state.data_position + n_prompts)
+        rollouts.launch(step, state.data_position)
 
-        # 2. rewards -> group-relative advantages
-        samples = to_samples(batch, config.loss.normalize_std)
-        metrics = rollout_metrics(batch)
+        # 2. groups older than max_trajectory_age_steps are discarded; rewards -> advantages
+        aged = filter_by_age(batch, cluster.weights_version, rollouts.max_age)
+        samples = to_samples(aged.batch, config.loss.normalize_std)
+        metrics = rollout_metrics(batch) | aged.metrics()
+        metrics["groups_generated"] = float(rollouts.take_generated())
 
         # 3-4. logprobs (reference, pre-update policy) and the update
         if samples:
             metrics |= _update(cluster, config, samples, pad_id, settings, times)
 
-        # off-policy: the next rollout must end before the engines change weights; what it
-        # took minus what is still waited for here is the time the overlap saved
-        if rollouts.off_policy:
-            waited, next_rollout_s = rollouts.wait()
-            times["time/overlap_wait"] = waited
-            times["time/overlap_saved"] = max(0.0, next_rollout_s - waited)
-
-        # 5. refit: the engines get the new weights (and, if asked, are checked against them)
-        t0 = time.perf_counter()
-        cluster.refit()
-        times["time/refit"] = time.perf_counter() - t0
+        # 5. refit: the engines get the new weights (and, if asked, are checked against them);
+        #    asynchronous runs first let the running rollout end (unless in-flight updates)
+        with rollouts.refit_window(t_taken, times):
+            t0 = time.perf_counter()
+            cluster.refit()
+            times["time/refit"] = time.perf_counter() - t0
         if config.generation.verify_refit and samples:
             metrics["refit/logprob_max_diff"] = verify_refit(cluster, config, samples)
 
@@ -308,6 +371,38 @@ def _resume(cluster: Cluster, found: Path, config: Config) -> ckpt.TrainerState:
     cluster.load(str(found))
     log.info("resumed from %s (step %d, data position %d)", found, saved.step, saved.data_position)
     return saved
+
+
+class WorkerLost(EnvhubError):
+    """A worker the run cannot go on without (a policy or reference worker) died."""
+
+
+def ray_actor_error() -> type[BaseException]:
+    """Ray's error for a call to a dead actor (imported late: ``import trainer`` is light)."""
+    import ray
+
+    return ray.exceptions.RayActorError
+
+
+def _lost_message(err: BaseException, state: ckpt.TrainerState, out: Path) -> str:
+    newest = ckpt.latest(out / "checkpoints")
+    where = f"the newest checkpoint is {newest}" if newest else "there is no checkpoint yet"
+    return (
+        f"a policy (or reference) worker died at step {state.step + 1} "
+        f"({type(err).__name__}): the run stops, as FSDP ranks cannot be replaced mid-run; "
+        f"{where}. Rerun the same command with --resume auto (checkpoint.resume=true) to "
+        "continue from it; set checkpoint.every to lose fewer steps."
+    )
+
+
+def _write_placement(out: Path, cluster: Cluster) -> None:
+    """``DIR/placement.json``: every actor's group, rank, node id, node IP and pid."""
+    import json
+
+    rows = cluster.placement()
+    (out / "placement.json").write_text(json.dumps(rows, indent=1) + "\n")
+    nodes = sorted({r["node_id"][:8] for r in rows})
+    log.info("placement: %d actors on %d node(s) %s", len(rows), len(nodes), nodes)
 
 
 def _checkpoint_due(config: Config, step: int) -> bool:

@@ -35,6 +35,7 @@ from .batch import Sample
 from .config import Config
 from .engine import Generation, SamplingParams
 from .grpo import LossConfig
+from .placement import check_cluster, describe, options, where
 from .refit import load_into_engine, make_weight_sync
 
 
@@ -56,6 +57,10 @@ class PolicyWorker:
         _set_threads(self.cfg.cluster.threads_per_worker)
         self.policy: Any = None
         self.engine: Any = None
+
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``trainer.placement.where``)."""
+        return where()
 
     def address(self) -> tuple[str, int]:
         """This node's IP and a free port, for rank 0 to host the process group."""
@@ -90,7 +95,7 @@ class PolicyWorker:
             device=device,
             dtype=c.model.dtype,
             seed=c.seed,
-            off_policy_cap=c.generation.is_cap if c.generation.one_step_off_policy else None,
+            off_policy_cap=c.generation.is_cap if c.max_trajectory_age > 0 else None,
             pack=c.train.pack,
             fused=c.train.fused,
         )
@@ -226,6 +231,10 @@ class ReferenceWorker:
         """Target-aligned reference logprobs of each sample."""
         return self.policy.logprobs(samples)
 
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``trainer.placement.where``)."""
+        return where()
+
 
 class EnvWorker:
     """A pool of environment clients made with ``envhub.make`` (threaded actor)."""
@@ -237,6 +246,10 @@ class EnvWorker:
         from .rollout import LocalEnvPool
 
         self.pool = LocalEnvPool(lambda: envhub.make(name, runner, **overrides))
+
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``trainer.placement.where``)."""
+        return where()
 
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
         """See :class:`trainer.rollout.EnvPool`."""
@@ -270,11 +283,24 @@ class RayEnvPool:
         self._lock = threading.Lock()
 
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
-        """Start ``key`` on the next actor."""
+        """Start ``key`` on the next actor (waiting, within the deadline, for one Ray restarts).
+
+        Nothing of the episode exists before its reset, so a reset refused by an actor that
+        is restarting is simply sent again; later calls of a lost episode are not retried
+        (its state died with the process: the episode is dropped).
+        """
         with self._lock:
             actor = self.actors[next(self._next)]
             self._route[key] = actor
-        return ray.get(actor.reset.remote(key, seed, task_id), timeout=self.timeout_s)
+        end = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                ref = actor.reset.remote(key, seed, task_id)
+                return ray.get(ref, timeout=max(0.1, end - time.monotonic()))
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() >= end:
+                    raise
+                time.sleep(0.5)
 
     def step(self, key: str, message: Message) -> StepResult:
         """Step ``key`` on its actor."""
@@ -305,6 +331,10 @@ class Cluster:
         self.env_workers: list[Any] = []
         self.reference: Any = None
         self.engines: list[Any] = []
+        self.weights_version = 0
+        """Refits so far: engines hold this version after each (checked before sampling)."""
+        self.lost_engines = 0
+        """Engines lost while sampling (restarted and refit)."""
         try:
             self._start_workers(model_dir)
         except BaseException:
@@ -315,7 +345,12 @@ class Cluster:
         config = self.cfg
         c = config.cluster
         n = c.policy_workers
-        actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker)(PolicyWorker)
+        if c.check_resources:  # an unsatisfiable request fails here, naming the resource
+            check_cluster(config)
+        placed = options(c.policy_resources)
+        actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker, **placed)(
+            PolicyWorker
+        )
         data = config.model_dump(mode="json")
         self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
         addr, port = ray.get(self.policy[0].address.remote())
@@ -332,10 +367,12 @@ class Cluster:
             bucket_mb=g.bucket_mb,
         )
         if config.loss.kl_beta > 0:
-            ref = ray.remote(num_cpus=0)(ReferenceWorker)
+            ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
-        env_actor = ray.remote(num_cpus=0, max_concurrency=256)(EnvWorker)
         e = config.env
+        env_actor = ray.remote(
+            num_cpus=0, max_concurrency=256, max_restarts=e.max_restarts, **options(e.resources)
+        )(EnvWorker)
         overrides = dict(e.overrides)
         if e.split:
             overrides["split"] = e.split
@@ -371,25 +408,75 @@ class Cluster:
         self._own_ray = True
         _unwind_on_sigterm()
 
+    def placement(self) -> list[dict[str, Any]]:
+        """Every actor's group, rank, node id, node IP and pid (``DIR/placement.json``)."""
+        groups = {"policy": self.policy, "generation": self.engines, "env": self.env_workers}
+        if self.reference is not None:
+            groups["reference"] = [self.reference]
+        return describe(groups)
+
     # ------------------------------------------------------------------ group operations
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Split the prompts over the engines; results in prompt order."""
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams
+    ) -> list[Generation | Exception]:
+        """Split the prompts over the engines; results in prompt order.
+
+        With engine actors, a prompt whose engine died while sampling gets the exception
+        instead of a generation (the rollout drops its episode as ``infra_error``); the
+        engine, restarted by Ray, is refit with the current weights before it samples again.
+        """
         group = self.engines or self.policy
         n = len(group)
         size = -(-len(prompts) // n)
         chunks = [prompts[i * size : (i + 1) * size] for i in range(n)]
         seeds = [None if params.seed is None else params.seed + 7919 * r for r in range(n)]
-        refs = [
-            w.generate.remote(chunk, replace(params, seed=seeds[r]))
+        work = [
+            (w, chunk, replace(params, seed=seeds[r]))
             for r, (w, chunk) in enumerate(zip(group, chunks, strict=True))
             if chunk
         ]
-        return [g for part in ray.get(refs) for g in part]
+        if not self.engines:  # colocated: a lost policy worker ends the run
+            return [
+                g for part in ray.get([w.generate.remote(c, p) for w, c, p in work]) for g in part
+            ]
+        version = self.weights_version
+        refs = [w.generate.remote(c, p, version) for w, c, p in work]
+        return [
+            g
+            for (w, c, p), ref in zip(work, refs, strict=True)
+            for g in self._engine_result(w, c, p, ref, version)
+        ]
+
+    def _engine_result(
+        self, engine: Any, chunk: list[list[int]], params: SamplingParams, ref: Any, version: int
+    ) -> list[Generation | Exception]:
+        """One engine's generations; a lost engine is revived and its prompts failed."""
+        from .generation import EngineNotRefit
+
+        try:
+            return ray.get(ref)
+        except EngineNotRefit:  # restarted while idle: refit it, then sample as asked
+            self._revive(engine)
+            return ray.get(engine.generate.remote(chunk, params, version))
+        except ray.exceptions.RayActorError as e:  # died while sampling these prompts
+            self.lost_engines += 1
+            self._revive(engine)
+            lost = RuntimeError(f"generation engine lost while sampling: {type(e).__name__}")
+            return [lost] * len(chunk)
+
+    def _revive(self, engine: Any) -> None:
+        """Wait for Ray to restart ``engine``, then load the current weights into it."""
+        self.weight_sync.revive(engine, self.cfg.generation.restart_timeout_s)
 
     def refit(self) -> float:
         """New weights into every engine (see :mod:`trainer.refit`); returns seconds."""
-        return self.weight_sync.push()
+        # the version moves on once every engine holds it: a rollout running meanwhile
+        # (in-flight updates) still asks for the previous one, which the engines exceed
+        version = self.weights_version + 1
+        seconds = self.weight_sync.push(version)
+        self.weights_version = version
+        return seconds
 
     def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
         """Current-policy logprobs of each rank's shard."""
@@ -423,9 +510,14 @@ class Cluster:
         self, sequences: list[list[int]], starts: list[int], temperature: float
     ) -> list[list[float]]:
         """The first engine's logprobs of given tokens (``trainer.generation.engine_score``)."""
-        first = self.engines[0] if self.engines else self.policy[0]
-        method = first.score if self.engines else first.engine_score
-        return ray.get(method.remote(sequences, starts, temperature))
+        if not self.engines:
+            return ray.get(self.policy[0].engine_score.remote(sequences, starts, temperature))
+        first = self.engines[0]
+        try:
+            return ray.get(first.score.remote(sequences, starts, temperature))
+        except ray.exceptions.RayActorError:  # lost since the refit: restarted, refit, retried
+            self._revive(first)
+            return ray.get(first.score.remote(sequences, starts, temperature))
 
     def shutdown(self) -> None:
         """Stop the actors, and the local Ray if this cluster started it."""

@@ -1,0 +1,187 @@
+"""Surviving lost workers: engines and env workers restarted by Ray, a lost policy worker resumed.
+
+- A restarted generation engine cannot sample with stale weights: it refuses a generate call
+  for a weight version it does not hold, and the driver refits it from the newest weights'
+  object first (checked here against a reference forward with those weights).
+- A run whose engine and env worker processes are SIGKILLed mid-rollout finishes: the
+  episodes they held are dropped and counted under ``dropped/infra_error``, and after the
+  restart the engine's logprobs equal the trainer's.
+- A run whose policy worker is SIGKILLed stops with a message naming ``--resume auto``; the
+  same command with ``--resume auto`` continues from the newest checkpoint to the end.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+ray = pytest.importorskip("ray")
+
+from trainer.config import Config  # noqa: E402
+from trainer.engine import SamplingParams, TransformersEngine  # noqa: E402
+from trainer.generation import EngineNotRefit, GenerationWorker, engine_score  # noqa: E402
+from trainer.refit import ObjectStoreSync  # noqa: E402
+from trainer.workers import Cluster  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "examples" / "tiny.yaml"
+SEQ = [1, 5, 9, 20, 33, 7, 41, 2]
+
+
+def _perturbed(model_dir):
+    engine = TransformersEngine.from_pretrained(model_dir)
+    gen = torch.Generator().manual_seed(0)
+    return {
+        k: v + 0.05 * torch.randn(v.shape, generator=gen) if v.is_floating_point() else v
+        for k, v in engine.model.state_dict().items()
+    }
+
+
+class _FakePolicy:
+    """Rank 0 of a policy whose weights moved away from the checkpoint's."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def gather_state(self):
+        return self.state
+
+
+def test_an_engine_refuses_a_weight_version_it_does_not_hold(tiny_path):
+    worker = GenerationWorker(0, Config().model_dump(mode="json"), str(tiny_path), 1)
+    params = SamplingParams(max_tokens=2, seed=0)
+    with pytest.raises(EngineNotRefit, match="holds weight version None, asked for 3"):
+        worker.generate([SEQ], params, version=3)
+    worker.load_weights(worker.engine.model.state_dict(), version=3)
+    assert len(worker.generate([SEQ], params, version=3)) == 1
+
+
+@pytest.mark.slow
+def test_a_restarted_engine_is_refit_before_it_samples(tiny_path):
+    state = _perturbed(str(tiny_path))
+    reference = TransformersEngine.from_pretrained(str(tiny_path))
+    reference.load_state_dict(state)
+    [want] = engine_score(reference, [SEQ], [3], 1.0)
+    tmp = tempfile.mkdtemp(prefix="envhub-ft-")
+    path = os.pathsep.join([str(REPO), str(REPO / "tests" / "trainer")])
+    env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
+    ray.init(
+        address="local",
+        num_cpus=2,
+        _temp_dir=tmp,
+        include_dashboard=False,
+        runtime_env={"env_vars": env},
+    )
+    try:
+        cfg = Config.model_validate({"cluster": {"placement": "split"}})
+        engine = ray.remote(num_cpus=1, max_restarts=1)(GenerationWorker).remote(
+            0, cfg.model_dump(mode="json"), str(tiny_path), 1
+        )
+        policy = ray.remote(num_cpus=0)(_FakePolicy).remote(state)
+        sync = ObjectStoreSync([policy], [engine])
+        sync.push(version=1)
+        [got] = ray.get(engine.score.remote([SEQ], [3], 1.0))
+        assert got == pytest.approx(want, abs=1e-5)
+
+        pid = ray.get(engine.where.remote())["pid"]
+        os.kill(pid, signal.SIGKILL)
+        # the driver's view: Cluster.generate over this engine (no other worker needed)
+        cluster = Cluster.__new__(Cluster)
+        cluster.cfg, cluster.engines, cluster.policy = cfg, [engine], [policy]
+        cluster.weight_sync, cluster.weights_version, cluster.lost_engines = sync, 1, 0
+        out = cluster.generate([SEQ[:4]] * 2, SamplingParams(max_tokens=3, seed=0))
+        assert len(out) == 2
+        assert ray.get(engine.where.remote())["pid"] != pid  # a new process
+        [again] = ray.get(engine.score.remote([SEQ], [3], 1.0))
+        assert again == pytest.approx(want, abs=1e-5)  # it holds the newest weights again
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _start(out, *overrides):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    cmd = [sys.executable, "-m", "envhub.cli", "train", str(TINY), *overrides, "--out", str(out)]
+    return subprocess.Popen(
+        cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+def _wait_for_step(proc, out, step, timeout_s=400):
+    metrics = Path(out) / "metrics.jsonl"
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if metrics.exists() and len(metrics.read_text().splitlines()) >= step:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"the run ended before step {step}: {proc.stdout.read()[-4000:]}")
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail(f"no step {step} within {timeout_s} s")
+
+
+def _pids(out, group):
+    rows = json.loads((Path(out) / "placement.json").read_text())
+    return [r["pid"] for r in rows if r["group"] == group]
+
+
+def _rows(out):
+    return [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+
+
+FAST = ["loss.kl_beta=0", "cluster.policy_workers=1", "checkpoint.export_final=false"]
+
+
+@pytest.mark.slow
+def test_engine_and_env_worker_killed_mid_run(tmp_path):
+    proc = _start(
+        tmp_path,
+        *FAST,
+        "train.steps=3",
+        "checkpoint.every=0",
+        "cluster.placement=split",
+        "cluster.num_cpus=3",
+        "generation.verify_refit=true",
+        "rollout.sampling.max_tokens=160",  # a long rollout: the kill lands inside it
+    )
+    _wait_for_step(proc, tmp_path, 1)
+    for pid in _pids(tmp_path, "generation") + _pids(tmp_path, "env"):
+        os.kill(pid, signal.SIGKILL)
+    log, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, log[-5000:]
+    rows = _rows(tmp_path)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert rows[0].get("dropped/infra_error", 0) == 0
+    assert sum(r.get("dropped/infra_error", 0) for r in rows[1:]) > 0  # the in-flight ones
+    last = rows[-1]
+    assert last["episodes"] - last["dropped"] > 0  # the run went on with the new processes
+    assert abs(last["token_mult_prob_error"] - 1.0) < 1e-3  # sampled with the trainer's weights
+    assert last["refit/logprob_max_diff"] < 1e-3
+
+
+@pytest.mark.slow
+def test_lost_policy_worker_stops_then_resume_auto(tmp_path):
+    args = [*FAST, "train.steps=3", "checkpoint.every=1", "rollout.sampling.max_tokens=64"]
+    proc = _start(tmp_path, *args)
+    _wait_for_step(proc, tmp_path, 1)
+    for pid in _pids(tmp_path, "policy"):
+        os.kill(pid, signal.SIGKILL)
+    log, _ = proc.communicate(timeout=600)
+    assert proc.returncode != 0
+    assert "--resume auto" in log and "policy" in log, log[-3000:]
+    done = _rows(tmp_path)[-1]["step"]
+    assert done < 3
+    proc = _start(tmp_path, *args, "--resume", "auto")
+    log, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, log[-5000:]
+    assert "resumed from" in log
+    assert [r["step"] for r in _rows(tmp_path)][-(3 - done) :] == list(range(done + 1, 4))
