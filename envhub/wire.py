@@ -28,10 +28,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .errors import ConfigError, EpisodeStateError, NotSupported, TaskNotFound, TransportError
 from .types import Message, ResetResult, Score, StepResult, Task
 
 __all__ = [
     "CloseRequest",
+    "ERRORS_BY_KIND",
     "ErrorBody",
     "ResetRequest",
     "ResetResponse",
@@ -39,11 +41,13 @@ __all__ = [
     "StepRequest",
     "StepResult",
     "TaskPage",
+    "Transient",
     "VerifyItem",
     "VerifyRequest",
     "VerifyResponse",
     "WsError",
     "WsRequest",
+    "raise_for_error",
 ]
 
 
@@ -176,3 +180,27 @@ class WsError(ErrorBody):
 def error_frame(code: int, kind: str, message: str) -> dict[str, Any]:
     """The WebSocket answer for an error (the same ``kind`` HTTP would send with ``code``)."""
     return {"error": message, "kind": kind, "code": code}
+
+
+# ---------------------------------------------------------------------------- what errors mean
+
+RETRY_CODES = (429, 503)
+ERRORS_BY_KIND: dict[str, type[Exception]] = {
+    "task_not_found": TaskNotFound,
+    "episode_state": EpisodeStateError,
+    "not_supported": NotSupported,
+    "config": ConfigError,
+    "invalid_request": ValueError,
+}
+"""Error kinds that are the caller's, raised as the exceptions the in-process env raises."""
+
+
+class Transient(Exception):
+    """A failure of the server or the network: ``infra_error`` for the episode."""
+
+
+def raise_for_error(code: int, kind: str, message: str) -> None:
+    """Raise what an error answer means: :class:`Transient` for the server's, else the caller's."""
+    if code in RETRY_CODES or code >= 500:
+        raise Transient(f"server answered {code} {kind}: {message[:300]}")
+    raise ERRORS_BY_KIND.get(kind, TransportError)(message)
