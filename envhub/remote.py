@@ -163,14 +163,14 @@ class HTTPEnv(Env):
         if self._channel is None and self._pool.use_ws:
             from .ws import Channel
 
-            self._channel = Channel(self.url, self.timeout, self.retries)
+            self._channel = Channel(self.url, self.timeout, self.retries, self._pool.max_body)
         return self._channel
 
     def _aws(self) -> Any:
         if self._achannel is None and self._pool.use_ws:
             from .ws import AsyncChannel
 
-            self._achannel = AsyncChannel(self.url, self.timeout, self.retries)
+            self._achannel = AsyncChannel(self.url, self.timeout, self.retries, self._pool.max_body)
         return self._achannel
 
     def _refused(self, error: Exception) -> None:
@@ -385,6 +385,7 @@ class _Pool:
             raise TransportError(f"cannot reach envhub server at {url}: {e}") from e
         self.info: dict[str, Any] = resp.json()
         self.spec = EnvSpec.model_validate(self.info["spec"])
+        self.max_body = int(self.info.get("server", {}).get("max_body_bytes", 0))
         self.use_ws = transport != "http" and _have_websockets(transport)
 
     @contextlib.contextmanager

@@ -170,10 +170,22 @@ def step_frame(message_json: str, seq: int) -> str:
 class _Base:
     """What both channels share: the session, the step count, reading answers."""
 
-    def __init__(self, url: str, timeout: float, retries: int) -> None:
+    def __init__(self, url: str, timeout: float, retries: int, max_frame: int = 0) -> None:
+        """A channel to the server at ``url``; ``max_frame`` is its body limit (0: none known).
+
+        A frame over the server's limit is refused here, as the server would refuse it: a
+        frame over the server's WebSocket buffer would cut the connection instead, and a
+        message the caller made too long must not read as the server's ``infra_error``.
+        """
         self.url, self.timeout, self.retries = ws_url(url), timeout, retries
+        self.max_frame = max_frame
         self.sid: str | None = None
         self.steps = 0
+
+    def _fits(self, text: str) -> str:
+        if self.max_frame and len(text) > self.max_frame:
+            raise_for_error(413, "too_large", f"request body over {self.max_frame} bytes")
+        return text
 
     def _check(self, text: str, attempt: int) -> bool:
         """True if ``text`` is the answer, False to send again; raises for other errors.
@@ -255,7 +267,7 @@ class Channel(_Base):
 
     def step(self, message_json: str) -> StepResult:
         """One step; ``message_json`` is the message (object or string) as JSON."""
-        text = self._call(step_frame(message_json, self.steps + 1))
+        text = self._call(self._fits(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 
@@ -311,7 +323,7 @@ class AsyncChannel(_Base):
 
     async def step(self, message_json: str) -> StepResult:
         """Async :meth:`Channel.step`."""
-        text = await self._call(step_frame(message_json, self.steps + 1))
+        text = await self._call(self._fits(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 

@@ -7,12 +7,14 @@ so a step lost or applied twice shows in the reward.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import httpx
 import pytest
 from serving import running
 from tcpproxy import Relay
+from websockets.sync.client import connect
 
 import envhub
 from envhub.errors import EpisodeStateError, TransportError
@@ -132,7 +134,10 @@ def test_ws_keeps_the_servers_limits(dummy_registry):
         with HTTPEnv(url, transport="ws", retries=0) as env:
             env.reset(task_id="count-4")
             with pytest.raises(TransportError, match="4096 bytes"):
-                env.step("1" * 10_000)
+                env.step("1" * 10_000)  # refused by the client, as the server would
+            with connect(url.replace("http", "ws") + "/ws") as raw:  # the server's own check
+                raw.send(json.dumps({"op": "step", "message": "1" * 10_000}))
+                assert json.loads(raw.recv(timeout=10))["code"] == 413
             other = env.fork()
             with pytest.raises(TransportError, match="sessions are in use"):
                 other.reset(task_id="count-4")
