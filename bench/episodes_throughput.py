@@ -15,12 +15,14 @@ client alike:
   the same OpenEnv toy ending after one step.
 
 Clients: envhub's :class:`~envhub.remote.HTTPEnv` over ``ws`` and over ``http`` (async API,
-one handle per concurrent session) and OpenEnv's ``GenericEnvClient`` (its WebSocket client,
-one connection per session), each in its own process so its CPU time is its own
-(``time.process_time``). Every server's CPU is read from ``/proc`` (the server process and
-its children). Each concurrent session plays episodes back to back until ``--episodes`` are
-done. OpenEnv (``openenv-core==0.3.0``) lives in its own virtual environment, created on the
-first run (``--openenv-venv``, default ``~/.cache/envhub/bench-openenv-venv``).
+one handle per concurrent session; ``envhub-ws-sync`` in ``--clients``: the sync API from one
+thread per session, as the trainer's env workers call it) and OpenEnv's ``GenericEnvClient``
+(its WebSocket client, one connection per session), each in its own process so its CPU time
+is its own (``time.process_time``). Every server's CPU is read from ``/proc`` (the server
+process and its children). Each concurrent session plays episodes back to back until
+``--episodes`` are done. OpenEnv (``openenv-core==0.3.0``) lives in its own virtual
+environment, created on the first run (``--openenv-venv``, default
+``~/.cache/envhub/bench-openenv-venv``).
 
 ``--server-src DIR`` serves envhub from another checkout (for example the main branch before
 a change) to compare server CPU; its clients then use HTTP only when that server has no
@@ -158,6 +160,65 @@ def client_envhub(url: str, scenario: str, transport: str, conc: int, n: int) ->
         root.close()
     out["transport"] = root.transport
     return out
+
+
+def client_envhub_sync(url: str, scenario: str, conc: int, n: int) -> dict:
+    """envhub's own client, sync API from ``conc`` threads (how the trainer's workers call)."""
+    import threading
+
+    from envhub.remote import HTTPEnv
+
+    root = HTTPEnv(url, transport="ws", timeout=60)
+    golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
+    ids = sorted(golds)
+    latencies: list[float] = []
+    statuses: dict[str, int] = {}
+    left = [n]
+    lock = threading.Lock()
+
+    def worker() -> None:
+        env = root.fork()
+        while True:
+            with lock:
+                if left[0] <= 0:
+                    break
+                left[0] -= 1
+                i = left[0]
+            if scenario == "single":
+                task = ids[i % len(ids)]
+                env.reset(task_id=task)
+                actions = [f"#### {golds[task]}"]
+            else:
+                env.reset(seed=i)
+                actions = [f"<guess>{w}</guess>" for w in WORDS]
+            for action in actions:
+                t0 = time.perf_counter()
+                step = env.step(action)
+                latencies.append(time.perf_counter() - t0)
+                if step.terminated or step.truncated:
+                    break
+            with lock:
+                statuses[str(step.info.status)] = statuses.get(str(step.info.status), 0) + 1
+        env.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(conc)]
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    root.close()
+    latencies.sort()
+    return {
+        "episodes": n,
+        "wall_s": wall,
+        "client_cpu_s": cpu,
+        "steps": len(latencies),
+        "p50_ms": 1000 * latencies[len(latencies) // 2],
+        "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)],
+        "statuses": statuses,
+    }
 
 
 def client_openenv(url: str, scenario: str, conc: int, n: int) -> dict:
@@ -379,6 +440,8 @@ def _client_main(argv: list[str]) -> None:
     kind, url, scenario, conc, n = argv[0], argv[1], argv[2], int(argv[3]), int(argv[4])
     if kind == "openenv":
         fig = client_openenv(url, scenario, conc, n)
+    elif kind == "ws-sync":
+        fig = client_envhub_sync(url, scenario, conc, n)
     else:
         fig = client_envhub(url, scenario, kind, conc, n)
     print(json.dumps(fig))
