@@ -161,3 +161,17 @@ def test_auto_falls_back_to_http_where_websockets_are_refused(dummy_registry):
             assert env.transport == "http"
         with pytest.raises(TransportError, match="transport='http'"):
             HTTPEnv(url, transport="ws").reset(task_id="count-4")
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_the_server_deadline_ends_a_wedged_step_as_infra_error(dummy_registry, transport):
+    env = envhub.make("count")
+    env.step = lambda action: time.sleep(3)  # forks copy it: every episode's step wedges
+    with running(create_app(env, ServerSettings(request_timeout_s=0.5))) as url:
+        with HTTPEnv(url, transport=transport, retries=0) as client:
+            client.reset(task_id="count-4")
+            started = time.monotonic()
+            result = client.step("1")
+            assert time.monotonic() - started < 2.5
+            assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
+            assert httpx.get(url + "/health", timeout=1).status_code == 200
