@@ -24,6 +24,7 @@ package, never from a CDN.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from collections import Counter
@@ -90,8 +91,11 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 """A valid body per path, shown in every 422 so the caller sees the expected shape."""
 
 
-def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
-    """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings."""
+def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = False) -> FastAPI:
+    """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings.
+
+    With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` (servers.mcp).
+    """
     settings = settings or ServerSettings()
     sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
     pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="envhub-env")
@@ -112,7 +116,9 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):  # noqa: ANN202
-        async with anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
+            if mcp_manager is not None:
+                await stack.enter_async_context(mcp_manager.run())
             tg.start_soon(reaper)
             yield
             tg.cancel_scope.cancel()
@@ -165,6 +171,11 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
         return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
 
     episodes = Episodes(env, sessions, run, metrics)
+    mcp_manager = None
+    if mcp:
+        from . import mcp as mcp_server
+
+        mcp_manager = mcp_server.install(app, episodes)
 
     @app.post("/reset", response_model=ResetResponse)
     async def reset(body: ResetRequest) -> Response:
