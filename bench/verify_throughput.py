@@ -12,6 +12,12 @@ disagreement, pairs/s of each and the speed ratio. math-verify gets each side wr
 ``\\boxed{}``, the input form it reads best on this table. envhub's caches (gold answers, sympy
 values) are emptied and its workers restarted before its timed pass.
 
+Part 1b (math-verify's own suite): the 269 cases of math-verify's tests
+(``tests/envs/math_verify_cases.jsonl``) scored by math-verify with its defaults
+(``verify(parse(gold), parse(pred))``) and by envhub as its environment scores a response
+(extract the final answer, hedging included, then compare; see ``envs/math/suite.py``),
+side by side: agreement with the labels, and with the labels we hold to be wrong corrected.
+
 Part 2 (server): starts ``envhub serve gsm8k`` on a free loopback port, then POSTs single-item
 ``/verify`` requests (a full worked GSM8K-style solution ending in ``#### <answer>``, half of
 them with a wrong final answer) from an ``httpx.AsyncClient`` at several concurrency levels for
@@ -127,6 +133,44 @@ def compare_checkers(name: str, pairs: list[dict]) -> dict:
     ratio = t_theirs / t_ours
     result["speed_ratio"] = round(ratio, 1)
     print(f"{'':>12}  envhub is {ratio:,.1f}x the speed of math-verify on this set")
+    return result
+
+
+def suite_agreement() -> dict:
+    """Agreement of both checkers with math-verify's own test labels, side by side."""
+    from math_verify import parse, verify
+
+    from envs.math import answers, suite
+
+    cases = suite.load_cases()
+    answers.warmup()
+    t0 = time.perf_counter()
+    ours = [suite.envhub_verdict(c) for c in cases]
+    t_ours = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    theirs = []
+    for c in cases:
+        try:
+            theirs.append(bool(verify(parse(c["gold"]), parse(c["pred"]))))
+        except Exception as e:  # noqa: BLE001 (report, don't crash the bench)
+            theirs.append(type(e).__name__)
+    t_theirs = time.perf_counter() - t0
+    print(f"\n== math-verify's own suite ({len(cases)} cases, labels from its tests) ==")
+    result: dict = {"cases": len(cases)}
+    for label, got, elapsed in (("envhub", ours, t_ours), ("math-verify", theirs, t_theirs)):
+        agree = sum(g is c["expected"] for g, c in zip(got, cases, strict=True))
+        fixed = sum(
+            g is suite.WRONG_LABELS.get(c["id"], c["expected"])
+            for g, c in zip(got, cases, strict=True)
+        )
+        result[label] = {"agree": agree, "agree_labels_fixed": fixed, "seconds": round(elapsed, 2)}
+        print(
+            f"{label:>12}: {agree}/{len(cases)} agree with the labels, {fixed}/{len(cases)} "
+            f"with the {len(suite.WRONG_LABELS)} wrong labels corrected ({elapsed:.1f} s)"
+        )
+        for g, c in zip(got, cases, strict=True):
+            if g is not c["expected"]:
+                print(f"{'':>14}disagrees: {c['id'][:110]} expected={c['expected']} got={g}")
     return result
 
 
@@ -404,6 +448,7 @@ def main() -> None:
             compare_checkers("hand-checked table", load_pairs()),
             compare_checkers("GSM8K-style answers", gsm_pairs(args.gsm_pairs)),
         ]
+        report["suite"] = suite_agreement()
         from envs.math import answers
 
         answers.shutdown()

@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import EnvhubError
+from .errors import EnvhubError, InfraError
 from .types import Message
 
 app = typer.Typer(
@@ -84,12 +84,23 @@ def list_envs(
 
 
 @app.command()
-def info(name: NameArg) -> None:
-    """Show an environment's catalog entry (resolved) as JSON."""
+def info(
+    name: NameArg,
+    text: Annotated[bool, typer.Option(help="Print the environment card as text.")] = False,
+    measure: Annotated[bool, typer.Option(help="Re-measure reference scores first.")] = False,
+) -> None:
+    """Show an environment's catalog entry (resolved) and its card as JSON."""
+    from .author_cli import card_of
     from .registry import spec
 
     s = spec(name)
-    typer.echo(json.dumps({"id": s.id, **s.model_dump(mode="json")}, indent=2))
+    c = card_of(s, measure)
+    if text:
+        from .cards import render
+
+        typer.echo(render(c))
+        return
+    typer.echo(json.dumps({"id": s.id, **s.model_dump(mode="json"), "card": c}, indent=2))
 
 
 @app.command()
@@ -158,6 +169,8 @@ def serve(
             env.warmup()
         n = len(env.tasks())
         typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
+    except InfraError as e:  # e.g. no sandbox that keeps the answers away: nothing to serve
+        _fail(f"cannot serve {s.id}: {e}")
     except EnvhubError as e:
         typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
     in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
@@ -224,11 +237,13 @@ def _data_note(s: Any) -> str:
 @app.command()
 def register(
     file: Annotated[Path, typer.Argument(help="YAML file describing the environment(s).")],
+    force: Annotated[bool, typer.Option(help="Replace your earlier NAME-vN.")] = False,
+    link: Annotated[bool, typer.Option(help="Record the file's place, not a copy.")] = False,
 ) -> None:
     """Add environments from a YAML file to your catalog ($ENVHUB_HOME/registry.d)."""
     from .registry import register as do_register
 
-    for s in do_register(file):
+    for s in do_register(file, force=force, link=link):
         typer.echo(f"registered {s.id} (from {file})")
 
 
@@ -371,6 +386,11 @@ from .docker_cli import docker_app  # noqa: E402  (the docker SDK is imported la
 from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
 
 app.command("eval")(eval_command)
+from .author_cli import check_command, init_command, unregister_command  # noqa: E402
+
+app.command("init")(init_command)
+app.command("check")(check_command)
+app.command("unregister")(unregister_command)
 app.add_typer(docker_app, name="docker")
 
 

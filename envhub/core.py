@@ -15,20 +15,25 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import logging
 import random
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import datasets
+from .deadline import DeadlineExceeded, call_within
 from .errors import (
     ConfigError,
     EnvhubError,
+    EpisodeError,
     EpisodeStateError,
     NotSupported,
     TaskNotFound,
+    VerifierTimeout,
     status_for,
 )
 from .rewards import Rubric
@@ -36,6 +41,21 @@ from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 
 log = logging.getLogger("envhub")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+MAX_MESSAGE_CHARS = 256_000
+"""Longest assistant message a step or a verification reads (text plus tool-call fields).
+
+About 64k tokens: more than any turn a model is sampled for, and small enough that every
+parser behind it answers in milliseconds. A longer message is the model's ``invalid_action``.
+"""
+STEP_TIMEOUT_S = 45.0
+"""Deadline of one in-process step; past it the step's status is ``timeout``.
+
+Above every environment's own deadlines (a program's 20 s, a query's 2 + 10 s) and below the
+HTTP client's default of 60 s, so a step that overruns is the model's ``timeout`` on every
+runner, never a client's ``infra_error``.
+"""
 
 
 class Env(ABC):
@@ -57,6 +77,20 @@ class Env(ABC):
     @abstractmethod
     def step(self, action: Message | str) -> StepResult:
         """Answer one assistant message (a :class:`Message` or its text)."""
+
+    def finish(self) -> StepResult:
+        """End the running episode from outside and pay its final accounting.
+
+        For the caller that stops an episode itself (a trainer's token or turn budget, an
+        evaluator's guard): the result is that of a truncation (``truncated=True``), with
+        the end-of-episode components, penalties included, that the last step would have
+        paid (see :mod:`envhub.rewards`). Its reward adds to the episode's return like a
+        step's.
+
+        Raises:
+            EpisodeStateError: No episode is running (before ``reset``, or after its end).
+        """
+        raise NotSupported(f"{type(self).__name__} cannot end an episode from outside")
 
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Score one response to one task without an episode (single-turn environments).
@@ -106,6 +140,10 @@ class Env(ABC):
         """Async :meth:`verify`."""
         return await asyncio.to_thread(self.verify, task, response)
 
+    async def afinish(self) -> StepResult:
+        """Async :meth:`finish`."""
+        return await asyncio.to_thread(self.finish)
+
     def __enter__(self) -> Env:
         return self
 
@@ -145,6 +183,8 @@ class Episode:
     done: bool = False
     state: Any = None
     """Environment-specific state, made by :meth:`TaskEnv.init_state`."""
+    paid: dict[str, float] = field(default_factory=dict)
+    """Generic counters (``length``) paid so far, so each step pays only what grew."""
 
 
 class TaskEnv(Env):
@@ -158,6 +198,13 @@ class TaskEnv(Env):
     """Reward components this environment computes."""
     primary_component: ClassVar[str] = "correctness"
     """The component that says the task was solved; the checker requires 1.0 on gold."""
+    counters: ClassVar[frozenset[str]] = frozenset()
+    """Components that tally the episode (counts, unbounded); the others lie in [0, 1]. A
+    truncated episode pays counters as measured and outcomes at their worst."""
+    max_message_chars: ClassVar[int] = MAX_MESSAGE_CHARS
+    """Longest message accepted; see :data:`MAX_MESSAGE_CHARS`."""
+    step_timeout_s: ClassVar[float | None] = STEP_TIMEOUT_S
+    """Deadline of :meth:`step` (``None``: no deadline); see :data:`STEP_TIMEOUT_S`."""
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
         """Build from a validated spec; ``options`` are the spec's environment options.
@@ -176,6 +223,7 @@ class TaskEnv(Env):
             weights=spec.reward.weights or {self.primary_component: 1.0},
             length_limit=spec.reward.length_limit,
             offered=self.components,
+            counters=self.counters,
         )
         self._tasks: dict[str, list[Task]] = {}
         self._index: dict[str, dict[str, Task]] = {}
@@ -290,7 +338,11 @@ class TaskEnv(Env):
         return None
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """Components awarded when the turn budget runs out before a natural end."""
+        """What the environment measured when the episode is cut short (turn budget, finish).
+
+        Only the :attr:`counters` among them are paid; every outcome component is paid at its
+        worst (see :mod:`envhub.rewards`). The rest is reported in ``info.measured``.
+        """
         return {}
 
     # ------------------------------------------------------------------ the contract
@@ -334,13 +386,14 @@ class TaskEnv(Env):
             raise EpisodeStateError("call reset() before step()")
         if ep.done:
             raise EpisodeStateError("the episode is over; call reset() to start another")
-        message = Message.coerce(action)
+        message = valid_unicode(Message.coerce(action))
         if message.role != "assistant":
             raise ValueError(f"step() takes an assistant message, got role {message.role!r}")
         ep.turn += 1
         ep.messages.append(message)
         try:
-            fb = self.env_response(ep, message)
+            too_long = self._too_long(message)
+            fb = self._refuse(too_long) if too_long else self._respond(ep, message)
             result = self._result(ep, message, fb)
         except Exception as exc:  # the episode boundary: a bad rollout is data
             result = self._failed(ep, exc)
@@ -348,43 +401,148 @@ class TaskEnv(Env):
         ep.done = result.done
         return result
 
+    def _too_long(self, message: Message) -> str | None:
+        """Why ``message`` is over :attr:`max_message_chars`, or ``None`` when it is not."""
+        size = message_chars(message)
+        if size <= self.max_message_chars:
+            return None
+        return (
+            f"the message is {size} characters long, over the {self.max_message_chars} "
+            "this environment reads; answer in a shorter message"
+        )
+
+    @staticmethod
+    def _refuse(error: str) -> Feedback:
+        return Feedback(
+            messages=[Message(role="user", content=f"Invalid message: {error}")],
+            status=Status.INVALID_ACTION,
+            error=error,
+        )
+
+    def _respond(self, ep: Episode, message: Message) -> Feedback:
+        """:meth:`env_response` under :attr:`step_timeout_s`; past it, :class:`VerifierTimeout`.
+
+        The hook runs on a worker thread (:mod:`envhub.deadline`), so the deadline holds
+        whatever the hook does; a hook that overruns is abandoned (its episode ends) and
+        finishes in the background.
+        """
+        if self.step_timeout_s is None:
+            return self.env_response(ep, message)
+        try:
+            return call_within(lambda: self.env_response(ep, message), self.step_timeout_s)
+        except DeadlineExceeded as e:
+            raise VerifierTimeout(
+                f"the step ran past its {self.step_timeout_s:g} s deadline and was abandoned"
+            ) from e
+
     def _result(self, ep: Episode, message: Message, fb: Feedback) -> StepResult:
         truncated = not fb.done and ep.turn >= self.spec.max_turns
         components = fb.components
+        extra = dict(fb.info)
         if truncated:
-            components = {**(components or {}), **self.on_truncate(ep)}
-        reward = 0.0
-        if components is not None:
-            components = self.rubric.extend(message.content, components)
-            reward = self.rubric.total(components)
+            measured = {**(components or {}), **self.on_truncate(ep)}
+            components = self.rubric.truncation(measured)
+            extra["measured"] = measured
+        if components is not None or fb.done or truncated:
+            components = {**(components or {}), **self._generic(ep)}
         info = Info(
             task_id=ep.task.task_id,
             status=fb.status,
             components=components or {},
             turn=ep.turn,
             error=fb.error,
-            **fb.info,
+            **extra,
         )
         return StepResult(
             messages=fb.messages if not truncated else [],
-            reward=reward,
+            reward=self.rubric.total(components or {}),
             terminated=fb.done,
             truncated=truncated,
             info=info,
         )
 
+    def _generic(self, ep: Episode) -> dict[str, float]:
+        """Generic counters over the whole episode, less what earlier steps paid."""
+        now = self.rubric.generic(assistant_chars(ep.messages))
+        due = {name: value - ep.paid.get(name, 0.0) for name, value in now.items()}
+        ep.paid.update(now)
+        return due
+
+    def _cut_short(self, ep: Episode) -> tuple[dict[str, float], dict[str, float]]:
+        """Components of an episode cut short, and what the environment measured."""
+        try:
+            measured = self.on_truncate(ep)
+        except EpisodeError as exc:  # the last attempt is the model's to fail: nothing measured
+            if status_for(exc) not in MODEL_STATUSES:
+                raise
+            measured = {}
+        return {**self.rubric.truncation(measured), **self._generic(ep)}, measured
+
     def _failed(self, ep: Episode, exc: Exception) -> StepResult:
         status = status_for(exc)
         if status is Status.ENV_ERROR:
             log.exception("%s: environment error in task %s", self.spec.name, ep.task.task_id)
-        info = Info(task_id=ep.task.task_id, status=status, turn=ep.turn, error=_describe(exc))
-        return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
+        components: dict[str, float] = {}
+        if status in MODEL_STATUSES:  # the model ended its episode: a truncation, paid so
+            try:
+                components, _ = self._cut_short(ep)
+            except Exception:  # noqa: BLE001 (the step's own error is the one reported)
+                log.exception("%s: on_truncate failed in task %s", self.spec.name, ep.task.task_id)
+                status, components = Status.ENV_ERROR, {}
+        info = Info(
+            task_id=ep.task.task_id,
+            status=status,
+            components=components,
+            turn=ep.turn,
+            error=_describe(exc),
+        )
+        return StepResult(
+            messages=[],
+            reward=self.rubric.total(components),
+            terminated=False,
+            truncated=True,
+            info=info,
+        )
+
+    def finish(self) -> StepResult:
+        """End the running episode from outside; see :meth:`Env.finish`."""
+        ep = self._episode
+        if ep is None:
+            raise EpisodeStateError("call reset() before finish()")
+        if ep.done:
+            raise EpisodeStateError("the episode is over already; finish() ends a running one")
+        try:
+            components, measured = self._cut_short(ep)
+            info = Info(
+                task_id=ep.task.task_id, components=components, turn=ep.turn, measured=measured
+            )
+            result = StepResult(
+                messages=[],
+                reward=self.rubric.total(components),
+                terminated=False,
+                truncated=True,
+                info=info,
+            )
+        except Exception as exc:  # the episode boundary, as in step()
+            result = self._failed(ep, exc)
+        ep.done = True
+        return result
 
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Score one response; failures become the score's status, never an exception."""
         if isinstance(task, str):
             task = self.get_task(task)
-        message = Message.coerce(response)
+        message = valid_unicode(Message.coerce(response))
+        generic = self.rubric.generic(assistant_chars([message]))
+        too_long = self._too_long(message)
+        if too_long:
+            components = {**self.rubric.truncation({}), **generic}
+            return Score(
+                reward=self.rubric.total(components),
+                components=components,
+                status=Status.INVALID_ACTION,
+                error=too_long,
+            )
         try:
             components, details = self.score(task, message)
         except NotSupported:
@@ -393,9 +551,55 @@ class TaskEnv(Env):
             status = status_for(exc)
             if status is Status.ENV_ERROR:
                 log.exception("%s: verifier error on task %s", self.spec.name, task.task_id)
-            return Score(reward=0.0, status=status, error=_describe(exc))
-        components = self.rubric.extend(message.content, components)
+            if status not in MODEL_STATUSES:
+                return Score(reward=0.0, status=status, error=_describe(exc))
+            components = {**self.rubric.truncation({}), **generic}
+            return Score(
+                reward=self.rubric.total(components),
+                components=components,
+                status=status,
+                error=_describe(exc),
+            )
+        components = {**components, **generic}
         return Score(reward=self.rubric.total(components), components=components, info=details)
+
+
+MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})
+"""Statuses that are the model's doing: the episode is scored (as a truncation), not dropped."""
+
+
+def message_chars(message: Message) -> int:
+    """The size of one message: its text and its tool calls (id, name, arguments).
+
+    :attr:`TaskEnv.max_message_chars` bounds it, and the ``length`` component sums it.
+    """
+    size = len(message.content)
+    for call in message.tool_calls or ():
+        size += len(call.id) + len(call.function.name) + len(call.function.arguments)
+    return size
+
+
+def assistant_chars(messages: Sequence[Message]) -> int:
+    """Characters the assistant wrote in ``messages`` (see :func:`message_chars`)."""
+    return sum(message_chars(m) for m in messages if m.role == "assistant")
+
+
+def valid_unicode(message: Message) -> Message:
+    r"""``message`` with lone surrogates (``"\ud800"``) replaced by U+FFFD.
+
+    A lone surrogate is not Unicode: no JSON body or tokenizer can carry it, and a server that
+    echoed it back could not encode its answer. A tokenizer's decode turns invalid bytes into
+    U+FFFD, so every runner does the same to such text (the HTTP client before sending it).
+    """
+    text = json.dumps(message.model_dump(exclude_none=True), ensure_ascii=False)
+    if _SURROGATE.search(text) is None:
+        return message
+    return Message.model_validate_json(fix_surrogates(text))
+
+
+def fix_surrogates(text: str) -> str:
+    """``text`` with every lone surrogate replaced by U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def _describe(exc: BaseException) -> str:

@@ -217,21 +217,38 @@ def _run_kwargs(spec: EnvSpec, image: str, network: str | None, ports: dict) -> 
         LABEL_OWNER_START: _proc_start(pid), LABEL_HOST: socket.gethostname(),
     }  # fmt: skip
     mem = f"{spec.docker.memory_mb}m"
+    sandboxed = needs_sandbox(spec)
+    security = ["no-new-privileges", *(["seccomp=unconfined"] if sandboxed else [])]
     command = [spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
                "--spec-json", spec.model_dump_json()]  # fmt: skip
     return dict(
         image=image, command=command, detach=True, init=True, read_only=True,
         tmpfs={"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"}, mem_limit=mem, memswap_limit=mem,
-        pids_limit=spec.docker.pids_limit, cap_drop=["ALL"], security_opt=["no-new-privileges"],
+        pids_limit=spec.docker.pids_limit, cap_drop=["ALL"], security_opt=security,
         labels=labels, network=network, ports=ports, volumes=_mounts(spec),
-        name=f"envhub-{spec.name}-{pid}-{os.urandom(3).hex()}",
+        name=f"envhub-{spec.name}-{pid}-{os.urandom(3).hex()}", unmasked_proc=sandboxed,
     )  # fmt: skip
+
+
+def needs_sandbox(spec: EnvSpec) -> bool:
+    """The environment runs programs in :mod:`envhub.sandbox` (the code family).
+
+    Its container must let bubblewrap work: user namespaces (Docker's default seccomp profile
+    refuses them to a process without CAP_SYS_ADMIN) and a fresh ``/proc`` mount (refused
+    while Docker masks parts of ``/proc``). So such containers run without the seccomp
+    filter and the masks, still as an unprivileged user with every capability dropped.
+    """
+    return spec.family == "code" or "sandbox" in spec.tags
 
 
 def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
     """``docker run -d``; a container created but not started (port taken...) is removed."""
     try:
-        container = client.containers.run(**kwargs)
+        if kwargs.get("unmasked_proc"):
+            container = _run_unmasked(client, kwargs)
+        else:
+            container = client.containers.run(**{k: v for k, v in kwargs.items()
+                                                 if k != "unmasked_proc"})  # fmt: skip
         container.reload()
         return container
     except BaseException:
@@ -240,6 +257,32 @@ def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
         except Exception:  # noqa: BLE001 - report the original failure
             pass
         raise
+
+
+def _run_unmasked(client: Any, kw: dict[str, Any]) -> Any:
+    """``docker run -d`` with no masked or read-only ``/proc`` paths.
+
+    The CLI's ``--security-opt systempaths=unconfined``; the SDK's ``run`` cannot say it.
+    """
+    api = client.api
+    ports = dict(kw["ports"])
+    host_config = api.create_host_config(
+        init=kw["init"], read_only=kw["read_only"], tmpfs=kw["tmpfs"], mem_limit=kw["mem_limit"],
+        memswap_limit=kw["memswap_limit"], pids_limit=kw["pids_limit"], cap_drop=kw["cap_drop"],
+        security_opt=kw["security_opt"], port_bindings=ports, binds=kw["volumes"],
+        network_mode=kw["network"] or "default",
+    )  # fmt: skip
+    host_config["MaskedPaths"] = []
+    host_config["ReadonlyPaths"] = []
+    networking = None
+    if kw["network"]:
+        networking = api.create_networking_config({kw["network"]: api.create_endpoint_config()})
+    created = api.create_container(
+        kw["image"], kw["command"], detach=True, name=kw["name"], labels=kw["labels"],
+        ports=list(ports), host_config=host_config, networking_config=networking,
+    )  # fmt: skip
+    api.start(created["Id"])
+    return client.containers.get(created["Id"])
 
 
 class DockerHandle:

@@ -15,8 +15,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from .core import Env
+from .entrypoints import load_entry_point
 from .errors import ConfigError
-from .registry import _merge, load_entry_point
+from .registry import _merge
 from .registry import spec as lookup
 from .spec import EnvSpec
 
@@ -43,9 +44,16 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
         raise ConfigError(f"override {where!r} for {spec.name}: {err['msg']}") from None
 
 
+def env_class(spec: EnvSpec) -> Callable[..., Any]:
+    """The class (or factory) ``spec`` names, extended by its LLM judges if it has any."""
+    from .judge import with_judges
+
+    return with_judges(load_entry_point(spec.entry_point or "", spec.source_dir), spec)
+
+
 def make_local(spec: EnvSpec, **_: Any) -> Env:
     """Build the environment in this process."""
-    cls = load_entry_point(spec.entry_point or "")
+    cls = env_class(spec)
     try:
         return cls(spec, **spec.options)
     except TypeError as e:

@@ -29,7 +29,7 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from .core import Env
+from .core import Env, valid_unicode
 from .errors import ConfigError, EpisodeStateError, TransportError
 from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
@@ -221,15 +221,15 @@ class HTTPEnv(Env):
     def _message_json(self, action: Message | str) -> str:
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
-        if isinstance(action, str):
+        if isinstance(action, str) and action.isascii():  # the common case, without a copy
             return _json_string(action)
-        return Message.coerce(action).model_dump_json(exclude_none=True)
+        return valid_unicode(Message.coerce(action)).model_dump_json(exclude_none=True)
 
     def _step_body(self, action: Message | str) -> dict[str, Any]:
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
-        body = StepRequest(session_id=self._session, message=Message.coerce(action))
-        return body.model_dump(exclude_none=True)
+        message = valid_unicode(Message.coerce(action))
+        return StepRequest(session_id=self._session, message=message).model_dump(exclude_none=True)
 
     def _infra_step(self, error: Exception) -> StepResult:
         self._session = None
@@ -269,9 +269,32 @@ class HTTPEnv(Env):
         except _Transient as e:
             return self._infra_step(e)
 
+    def _finish_body(self) -> dict[str, Any]:
+        if self._session is None:
+            raise EpisodeStateError("call reset() before finish()")
+        return {"session_id": self._session}
+
+    def finish(self) -> StepResult:
+        """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
+        body = self._finish_body()
+        try:
+            resp = self._post("/finish", body)
+            return self._stepped(StepResult.model_validate_json(resp.content))
+        except _Transient as e:
+            return self._infra_step(e)
+
+    async def afinish(self) -> StepResult:
+        """Async :meth:`finish`."""
+        body = self._finish_body()
+        try:
+            resp = await self._apost("/finish", body)
+            return self._stepped(StepResult.model_validate_json(resp.content))
+        except _Transient as e:
+            return self._infra_step(e)
+
     @staticmethod
     def _item(task: Task | str, response: Message | str) -> VerifyItem:
-        message = Message.coerce(response)
+        message = valid_unicode(Message.coerce(response))
         if isinstance(task, str):
             return VerifyItem(task_id=task, response=message)
         return VerifyItem(task=task, response=message)

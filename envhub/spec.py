@@ -38,12 +38,43 @@ class DatasetSpec(_Strict):
     """Generator-specific settings (difficulty and the like)."""
 
 
+class VerdictSpec(_Strict):
+    """How a judge's answer becomes a component value in [0, 1]."""
+
+    kind: Literal["yes_no", "score"] = "yes_no"
+    """``yes_no``: the first ``yes``/``no`` word gives 1/0; ``score``: a number out of ``max``."""
+    pattern: str = r"(?i)score\s*[:=]\s*(-?\d+(?:\.\d+)?)"
+    """``score`` only: a regular expression whose first group is the number."""
+    max: float = Field(default=10.0, gt=0)
+    """``score`` only: the number that means full marks (numbers outside 0..max are refused)."""
+
+
+class JudgeSpec(_Strict):
+    """An LLM judge as a reward component (see :mod:`envhub.judge`)."""
+
+    base_url: str
+    """OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1``."""
+    model: str
+    prompt: str
+    """Template with ``{task}``, ``{response}``, ``{gold}`` and the task's metadata keys."""
+    system_prompt: str | None = None
+    verdict: VerdictSpec = Field(default_factory=VerdictSpec)
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_concurrency: int = Field(default=4, ge=1)
+    """Judge requests in flight at once, per process."""
+    max_tokens: int = Field(default=256, ge=1)
+    api_key_env: str | None = None
+    """Environment variable holding the API key (sent as a bearer token), if any."""
+
+
 class RewardSpec(_Strict):
     """Weights of the named reward components; absent components do not count."""
 
     weights: dict[str, float] = Field(default_factory=dict)
     length_limit: int = Field(default=2000, ge=1)
     """Characters before the generic ``length`` component grows (give it a negative weight)."""
+    judges: dict[str, JudgeSpec] = Field(default_factory=dict)
+    """LLM-judge components by name; weight them in ``weights`` like any other component."""
 
 
 class DockerSpec(_Strict):
@@ -66,7 +97,8 @@ class EnvSpec(_Strict):
     family: str = "custom"
     description: str = ""
     entry_point: str | None = None
-    """``module:Class`` of the environment; taken from ``base`` when composing."""
+    """``package.module:Class`` or ``path/to/file.py:Class`` (relative to the YAML's folder) of
+    the environment; taken from ``base`` when composing. See :mod:`envhub.entrypoints`."""
     base: str | None = None
     """Compose from an existing environment: inherit its entry point and settings, then
     override with the fields given here."""
@@ -102,8 +134,8 @@ class EnvSpec(_Strict):
     @field_validator("entry_point")
     @classmethod
     def _check_entry_point(cls, v: str | None) -> str | None:
-        if v is not None and not re.match(r"^[\w.]+:[\w.]+$", v):
-            raise ValueError("must look like 'package.module:ClassName'")
+        if v is not None and not re.match(r"^[^:\s]+:[\w.]+$", v):
+            raise ValueError("must look like 'package.module:ClassName' or 'file.py:ClassName'")
         return v
 
     @property

@@ -27,7 +27,7 @@ gets, from one place:
 
 The argument checker covers the JSON-schema subset tools need: the types ``string``,
 ``integer``, ``number``, ``boolean``, ``array`` and ``object``, ``enum``, ``minimum``,
-``maximum`` and ``minLength``. Defaults of optional parameters are filled in.
+``maximum``, ``minLength`` and ``maxLength``. Defaults of optional parameters are filled in.
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import ConfigError, InvalidAction
+from .tags import block_text, tag_blocks
 from .types import Message
 
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
 
-TEXT_CALL_RE = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-"""One text-form call; the body is a JSON object with ``name`` and ``arguments``."""
+TEXT_CALL_TAG = "tool_call"
+"""The tag of a text-form call; the body is a JSON object with ``name`` and ``arguments``."""
 
 TEXT_CALL_EXAMPLE = '<tool_call>{"name": "NAME", "arguments": {...}}</tool_call>'
 
@@ -74,6 +75,8 @@ class Param:
     maximum: float | None = None
     min_length: int | None = None
     """Strings only: the fewest characters allowed (after stripping blanks)."""
+    max_length: int | None = None
+    """Strings only: the most characters allowed (bounds the work a call can ask for)."""
 
     def schema(self) -> dict[str, Any]:
         """This parameter as a JSON-schema property."""
@@ -83,6 +86,7 @@ class Param:
             ("minimum", self.minimum),
             ("maximum", self.maximum),
             ("minLength", self.min_length),
+            ("maxLength", self.max_length),
             ("default", None if self.required else self.default),
         ):
             if value is not None:
@@ -114,6 +118,10 @@ class Param:
         ):
             raise InvalidAction(
                 f"{where} must have at least {self.min_length} non-blank character(s)"
+            )
+        if self.max_length is not None and isinstance(value, str) and len(value) > self.max_length:
+            raise InvalidAction(
+                f"{where} is {len(value)} characters long; at most {self.max_length} are allowed"
             )
         return value
 
@@ -314,9 +322,9 @@ def tool_result_messages(results: Sequence[tuple[ParsedCall, str]]) -> list[Mess
 def _text_blocks(message: Message) -> list[str | None]:
     """Bodies of the ``<tool_call>`` blocks of a message; ``None`` for an unclosed one."""
     text = message.content
-    blocks: list[str | None] = [m.group(1).strip() for m in TEXT_CALL_RE.finditer(text)]
-    tail = TEXT_CALL_RE.sub("", text)
-    if "<tool_call>" in tail:
+    found = tag_blocks(text, TEXT_CALL_TAG, ignore_case=False)
+    blocks: list[str | None] = [block_text(text, b).strip() for b in found if b.closed]
+    if any(not b.closed for b in found):
         blocks.append(None)
     return blocks
 
@@ -330,14 +338,9 @@ def _envelopes(body: str | None) -> list[Any]:
     if body is None:
         return [InvalidAction("a <tool_call> block is not closed: end it with </tool_call>")]
     try:
-        decoded = json.loads(body)
-    except json.JSONDecodeError as e:
-        return [
-            InvalidAction(
-                f"the <tool_call> block is not valid JSON ({e.msg} at char {e.pos}); "
-                f"write {TEXT_CALL_EXAMPLE}"
-            )
-        ]
+        decoded = _loads(body, "the <tool_call> block", f"write {TEXT_CALL_EXAMPLE}")
+    except InvalidAction as e:
+        return [e]
     if isinstance(decoded, list) and decoded and all(isinstance(d, dict) for d in decoded):
         return decoded
     return [decoded]
@@ -348,18 +351,51 @@ def _decode_arguments(name: str, arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         if not arguments.strip():
             return {}
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as e:
-            raise InvalidAction(
-                f"the arguments of {name!r} are not valid JSON ({e.msg} at char {e.pos}): "
-                f'send a JSON object such as {{"param": "value"}}'
-            ) from e
+        arguments = _loads(
+            arguments,
+            f"the arguments of {name!r}",
+            'send a JSON object such as {"param": "value"}',
+        )
+    else:
+        _check_unicode(arguments, f"the arguments of {name!r}")
     if not isinstance(arguments, dict):
         raise InvalidAction(
             f"the arguments of {name!r} must be a JSON object, got {_json_type(arguments)}"
         )
     return arguments
+
+
+def _loads(text: str, what: str, fix: str) -> Any:
+    r"""Decode model-written JSON; every way it can fail is the model's :class:`InvalidAction`.
+
+    Besides malformed JSON: nesting deeper than the interpreter's recursion limit
+    (``RecursionError``), integers over Python's digit limit (``ValueError``), and escapes
+    of lone surrogates (``"\\ud800"``), which decode to a string no encoder or server can
+    write back.
+    """
+    try:
+        decoded = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidAction(f"{what} is not valid JSON ({e.msg} at char {e.pos}); {fix}") from e
+    except RecursionError as e:
+        raise InvalidAction(f"{what} is JSON nested too deeply to read; {fix}") from e
+    except (ValueError, MemoryError) as e:
+        raise InvalidAction(f"{what} is JSON that cannot be read ({str(e)[:80]}); {fix}") from e
+    _check_unicode(decoded, what)
+    return decoded
+
+
+def _check_unicode(value: Any, what: str) -> None:
+    """Raise :class:`InvalidAction` unless every string in ``value`` is valid Unicode."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise InvalidAction(
+            f"{what} holds a lone surrogate ({e.object[e.start : e.end]!a}), which is not "
+            "valid Unicode; send text only"
+        ) from e
+    except (TypeError, ValueError, RecursionError) as e:
+        raise InvalidAction(f"{what} is not plain JSON data ({type(e).__name__})") from e
 
 
 def _bad(call_id: str, error: str, name: str | None = None) -> ParsedCall:

@@ -35,6 +35,7 @@ __all__ = [
     "CloseRequest",
     "ERRORS_BY_KIND",
     "ErrorBody",
+    "FinishRequest",
     "ResetRequest",
     "ResetResponse",
     "SessionState",
@@ -96,6 +97,12 @@ class StepRequest(_Body):
     server already applied is answered from its record, not applied again."""
 
 
+class FinishRequest(_Body):
+    """End a session's episode from outside and get its final accounting."""
+
+    session_id: str
+
+
 class CloseRequest(_Body):
     """End a session."""
 
@@ -149,7 +156,7 @@ class TaskPage(_Body):
 
 # ---------------------------------------------------------------------------- WebSocket
 
-WsOp = Literal["reset", "step", "close", "state", "resume"]
+WsOp = Literal["reset", "step", "finish", "close", "state", "resume"]
 
 
 class WsRequest(_Body):
@@ -158,6 +165,7 @@ class WsRequest(_Body):
     * ``reset``: ``seed``, ``task_id`` -> :class:`ResetResponse` (the connection's previous
       session, if any, is closed first);
     * ``step``: ``message``, ``seq`` -> :class:`~envhub.types.StepResult`;
+    * ``finish``: end the episode from outside -> its final :class:`~envhub.types.StepResult`;
     * ``close``: -> ``{"closed": bool}``;
     * ``state``: -> :class:`SessionState`;
     * ``resume``: ``session_id`` -> :class:`SessionState`, after a dropped connection.

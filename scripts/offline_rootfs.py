@@ -36,6 +36,8 @@ PREFIX = "/usr/local"
 STDLIB_SKIP = {"site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip"}
 ALWAYS = ["pip"]
 """Distributions copied whatever the extras (pip installs the envhub wheel in the image)."""
+TOOLS = ["bwrap"]
+"""Host programs copied to the same path: bubblewrap isolates the code sandbox in the image."""
 
 
 def project_requirements(pyproject: Path, extras: list[str]) -> list[Requirement]:
@@ -197,11 +199,28 @@ def skeleton(root: Path) -> None:
     (root / "etc/os-release").write_text('NAME="envhub offline base"\nID=envhub-offline\n')
 
 
+def host_tools() -> list[Path]:
+    """The :data:`TOOLS` this machine has; a warning names each one it lacks."""
+    found = []
+    for tool in TOOLS:
+        path = shutil.which(tool)
+        if path is None:
+            print(
+                f"warning: no {tool} here: the image's code sandbox will refuse to run "
+                "(apt-get install -y bubblewrap, then rerun with --force)",
+                file=sys.stderr,
+            )
+        else:
+            found.append(Path(path))
+    return found
+
+
 def content_key(dists: dict[str, md.Distribution], extras: list[str]) -> str:
     """Hash of what the root would hold: an unchanged key means the image is up to date."""
     parts = [sys.version, str(Path(sys.executable).resolve()), ",".join(sorted(extras))]
     parts += sorted(f"{name}=={d.version}" for name, d in dists.items())
     parts.append(hashlib.sha256(Path(__file__).read_bytes()).hexdigest())
+    parts += [f"{tool}={shutil.which(tool)}" for tool in TOOLS]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -248,6 +267,7 @@ def main() -> None:
         args.extras_out.write_text(",".join(extras))
     skeleton(root)
     site = copy_interpreter(root)
+    tools = host_tools()
     n = copy_dists(dists, site)
     print(f"copied python {sys.version.split()[0]}, {len(dists)} distributions ({n} files)")
     elf = [
@@ -255,6 +275,7 @@ def main() -> None:
         *site.rglob("*.so*"),
         *root.joinpath(PREFIX.lstrip("/"), "lib").glob("**/lib-dynload/*.so"),
         Path("/bin/sh"),
+        *tools,
     ]
     elf = [p for p in elf if p.is_file()]
     libs, unresolved = needed_libs(elf)
@@ -263,6 +284,8 @@ def main() -> None:
     for lib in sorted(libs):
         copy_system_lib(lib, root, [host_prefix, root.resolve()])
     copy_system_lib("/bin/sh", root, [])
+    for tool in tools:
+        copy_system_lib(str(tool), root, [])
     sh = Path(os.path.realpath("/bin/sh"))
     if sh.name != "sh":  # /bin/sh -> dash: keep the name the Dockerfile's RUN uses
         target = root / "usr/bin/sh"

@@ -44,6 +44,7 @@ from envhub.errors import EnvhubError
 from envhub.types import Score, StepResult, Task
 from envhub.wire import (
     CloseRequest,
+    FinishRequest,
     ResetRequest,
     ResetResponse,
     StepRequest,
@@ -85,6 +86,7 @@ class ServerSettings(BaseModel):
 EXAMPLES: dict[str, dict[str, Any]] = {
     "/reset": {"seed": 0},
     "/step": {"session_id": "SESSION", "message": "The answer is 42."},
+    "/finish": {"session_id": "SESSION"},
     "/close": {"session_id": "SESSION"},
     "/verify": {"items": [{"task_id": "TASK", "response": "The answer is 42."}]},
 }
@@ -188,6 +190,11 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
         """One assistant message; the episode's failures come back as its status."""
         text = await episodes.step(body.session_id, body.message, body.seq)
         return Response(text, media_type="application/json")
+
+    @app.post("/finish", response_model=StepResult)
+    async def finish(body: FinishRequest) -> Response:
+        """End the episode from outside (a trainer's budget): its final accounting."""
+        return Response(await episodes.finish(body.session_id), media_type="application/json")
 
     @app.post("/close")
     async def close(body: CloseRequest) -> dict[str, bool]:

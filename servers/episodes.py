@@ -82,6 +82,18 @@ class Episodes:
             self.sessions.finish(sid)
         return text
 
+    async def finish(self, sid: str) -> str:
+        """End the episode from outside (``Env.finish``): its final accounting as JSON."""
+        session = self.sessions.get(sid)
+        async with session.lock:
+            try:
+                result = await self.run(session.env.finish)
+            except TimeoutError:
+                self.sessions.close(sid)
+                raise
+        self.sessions.finish(sid)
+        return result.model_dump_json()
+
     def close(self, sid: str) -> bool:
         """End a session early; False if there was none."""
         return self.sessions.close(sid)

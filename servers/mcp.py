@@ -55,15 +55,31 @@ FINAL = types.Tool(
 )
 
 
+EPISODE_ID = {
+    "type": "string",
+    "description": "The episode_id start_episode answered (needed where MCP has no session).",
+}
+MAX_SESSIONS = 10_000
+"""MCP sessions remembered (oldest forgotten first); their episodes expire with the table."""
+
+
+def _with_episode_id(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "properties": {**schema.get("properties", {}), "episode_id": EPISODE_ID}}
+
+
 def _tools(env_tools: list[dict[str, Any]]) -> list[types.Tool]:
     out = [START]
     for tool in env_tools:
         fn = tool["function"]
         schema = fn.get("parameters") or {"type": "object", "properties": {}}
+        described = fn.get("description")
         out.append(
-            types.Tool(name=fn["name"], description=fn.get("description"), input_schema=schema)
+            types.Tool(
+                name=fn["name"], description=described, input_schema=_with_episode_id(schema)
+            )
         )
-    return [*out, FINAL]
+    final = FINAL.model_copy(update={"input_schema": _with_episode_id(FINAL.input_schema)})
+    return [*out, final]
 
 
 def _text(messages: list[Any]) -> str:

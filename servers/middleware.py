@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from .errors import ErrorBody, TooLarge, error_response
 
-WORK_PATHS = ("/reset", "/step", "/verify")
+WORK_PATHS = ("/reset", "/step", "/finish", "/verify")
 """Paths that run environment code and count against ``max_inflight``."""
 
 

@@ -39,6 +39,7 @@ class _Connection:
         self.ops: dict[str, Callable[[WsRequest], Awaitable[str]]] = {
             "reset": self.reset,
             "step": self.step,
+            "finish": self.finish,
             "close": self.close,
             "state": self.state,
             "resume": self.resume,
@@ -57,6 +58,9 @@ class _Connection:
         if req.message is None:
             raise ValueError("step needs a message: the assistant's text or a message object")
         return await self.episodes.step(self._session(), req.message, req.seq)
+
+    async def finish(self, req: WsRequest) -> str:
+        return await self.episodes.finish(self._session())
 
     async def close(self, req: WsRequest) -> str:
         closed = self.episodes.close(self._session()) if self.sid else False

@@ -77,3 +77,20 @@ def test_bad_split_and_bad_gold_are_one_line_not_a_traceback():
     lines = proc.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --gold 'abc(': ")
     assert "cannot be parsed" in lines[0]
+
+
+def test_serve_refuses_a_code_env_whose_sandbox_cannot_hide_the_answers():
+    """rlimit mode lets a program read HumanEval's solutions: serving it would grade nothing."""
+    import os
+
+    env = {**os.environ, "ENVHUB_SANDBOX": "rlimit"}
+    out = subprocess.run(
+        [sys.executable, "-m", "envhub.cli", "serve", "humaneval", "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode != 0
+    assert "cannot serve humaneval" in out.stderr and "rlimit" in out.stderr
+    assert "serving" not in out.stderr

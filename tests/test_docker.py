@@ -141,6 +141,11 @@ def test_run_policy_from_spec():
     assert labels[dk.LABEL_OWNER] == str(os.getpid())
     assert kw["command"][:5] == [spec.name, "--host", "0.0.0.0", "--port", "8000"]
     assert EnvSpec.model_validate_json(kw["command"][6]).docker.memory_mb == 300
+    # Only sandboxed environments get what bubblewrap needs in a container.
+    assert kw["unmasked_proc"] is False and "seccomp=unconfined" not in kw["security_opt"]
+    code = dk._run_kwargs(_spec("humaneval"), "envhub:test", dk.NETWORK, {})
+    assert code["unmasked_proc"] is True and "seccomp=unconfined" in code["security_opt"]
+    assert code["cap_drop"] == ["ALL"] and "no-new-privileges" in code["security_opt"]
 
 
 def test_owner_alive_tells_dead_and_reused_pids():
@@ -255,6 +260,55 @@ def test_container_policy_many_episodes_and_removal(engine):
         handle.close()
     handle.close()  # idempotent
     assert handle.closed and _ours(engine, **{dk.LABEL_OWNER: str(os.getpid())}) == []
+
+
+@pytest.mark.docker
+def test_image_sandbox_keeps_the_answers_from_the_program(engine):
+    """Issue 17.3: the image holds HumanEval's solutions; a program that globs for them (or
+    asks the server on loopback) scores 0 with its own status, under bubblewrap in the image."""
+    from answer_attack import attack, fenced
+
+    handle = dk.start_container(_spec("humaneval"))
+    try:
+        host = engine.api.inspect_container(handle.container_id)["HostConfig"]
+        assert host["MaskedPaths"] == [] and "seccomp=unconfined" in host["SecurityOpt"]
+        assert host["CapDrop"] == ["ALL"] and "no-new-privileges" in host["SecurityOpt"]
+        # Positive control: outside the sandbox, as the server's own user, the attack finds
+        # the solutions in the image.
+        check = attack() + "\nprint(has_close_elements([1.0, 1.05], 0.1))\n"
+        _, out = engine.containers.get(handle.container_id).exec_run(
+            ["python3", "-I", "-S", "-c", check]
+        )
+        assert b"FOUND" in out and out.split()[-1] == b"True", out
+        body = {"items": [{"task_id": "HumanEval/0", "response": fenced(attack())}]}
+        for _ in range(3):
+            r = httpx.post(handle.url + "/verify", json=body, timeout=120)
+            score = r.json()["scores"][0]
+            assert score["status"] == "ok" and score["components"]["correctness"] == 0.0, score
+            assert score["info"]["sandbox"] == "bwrap"
+            assert "FOUND" not in score["info"]["stdout"]
+        # Issue 17.1 in the image: signals at the runner (pid 1 of the sandbox) stay the
+        # program's failure, never infra_error or a timeout.
+        for sig in ("SIGINT", "SIGALRM", "SIGTERM"):
+            spam = textwrap.dedent(f"""
+                import os, signal, threading
+                def _spam():
+                    while True:
+                        os.kill(1, signal.{sig})
+                threading.Thread(target=_spam, daemon=True).start()
+                def has_close_elements(numbers, threshold):
+                    return None
+                """)
+            body = {"items": [{"task_id": "HumanEval/0", "response": fenced(spam)}]}
+            for _ in range(5):
+                score = httpx.post(handle.url + "/verify", json=body, timeout=120).json()
+                assert score["scores"][0]["status"] == "ok", (sig, score)
+        gold = httpx.get(handle.url + "/tasks", params={"limit": 1}).json()["tasks"][0]["answer"]
+        body = {"items": [{"task_id": "HumanEval/0", "response": fenced(gold)}]}
+        score = httpx.post(handle.url + "/verify", json=body, timeout=120).json()["scores"][0]
+        assert score["components"]["correctness"] == 1.0, score  # honest code still passes
+    finally:
+        handle.close()
 
 
 @pytest.mark.docker

@@ -39,7 +39,7 @@ NAMES = _one_per_family()
 
 PROVENANCE = {"sandbox"}
 """Info keys that say *where* a step ran, not what it gave: the code sandbox is bubblewrap on
-the host and ``rlimit`` inside a container (which is itself the isolation). Only these are
+the host and inside a container alike, but it is provenance, not a result. Only these are
 left out of the comparison; observations, rewards, components, status and flags all count."""
 
 

@@ -12,7 +12,9 @@ the ids of the environment's answer (``loss_mask`` 0; see
 Environment calls run concurrently, each with a deadline. An episode whose environment fails
 (``infra_error``, ``env_error``, a call past its deadline, an exception in the client) is
 dropped from the batch and counted, never scored 0. ``timeout`` and ``invalid_action`` are
-the model's doing and keep the reward the environment gave.
+the model's doing and keep the reward the environment gave. An episode the rollout ends itself
+(its turn or token budget) gets its final accounting from ``env.finish()``, so the
+environment's end-of-episode components, penalties included, are paid as on a truncation.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from envhub.errors import NotSupported
 from envhub.types import FunctionCall, Message, ResetResult, Status, StepResult, ToolCall
 
 from .engine import ChatFormatter, Generation, SamplingParams
@@ -44,6 +47,9 @@ class EnvPool(Protocol):
 
     def step(self, key: str, message: Message) -> StepResult:
         """Send the model's message to the episode ``key``."""
+
+    def finish(self, key: str) -> StepResult:
+        """End the running episode ``key`` from outside: its final accounting."""
 
     def close(self, key: str, discard: bool = False) -> None:
         """End the episode ``key``; ``discard`` closes its client instead of reusing it."""
@@ -76,6 +82,10 @@ class LocalEnvPool:
     def step(self, key: str, message: Message) -> StepResult:
         """Step the episode ``key``."""
         return self._live[key].step(message)
+
+    def finish(self, key: str) -> StepResult:
+        """End the episode ``key`` from outside (``Env.finish``)."""
+        return self._live[key].finish()
 
     def close(self, key: str, discard: bool = False) -> None:
         """Return the client of ``key`` to the idle list, or close it after a failure."""
@@ -282,9 +292,41 @@ def collect(
     for ep in episodes:
         if not ep.done:
             ep.done, ep.end = True, "max_turns"
+    _finish(pool, episodes, settings, batch)
     # a client whose environment failed is not trusted with another episode
     call_all([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
     return batch
+
+
+def _finish(
+    pool: EnvPool, episodes: list[EpisodeRecord], settings: RolloutSettings, batch: RolloutBatch
+) -> None:
+    """Pay the final accounting of the episodes the rollout ended itself (turns, tokens)."""
+    cut = [e for e in episodes if e.end in ("max_turns", "token_budget")]
+    t0 = time.perf_counter()
+    results = call_all([lambda e=e: pool.finish(e.key) for e in cut], settings.timeout_s)
+    batch.env_time += time.perf_counter() - t0
+    for ep, res in zip(cut, results, strict=True):
+        if isinstance(res, NotSupported):  # an Env without finish(): nothing more to pay
+            continue
+        if isinstance(res, Exception):
+            ep.fail(Status.INFRA_ERROR, f"finish failed: {type(res).__name__}: {res}")
+            continue
+        _record(ep, res)
+
+
+def _record(ep: EpisodeRecord, res: StepResult) -> bool:
+    """Add a step's reward and components to the episode; False if it must be dropped."""
+    status = Status(res.info.status)
+    if status in DROP_STATUSES:
+        ep.fail(status, res.info.error or str(status))
+        return False
+    if status is not Status.OK:
+        ep.status = status  # the model's doing (timeout, invalid action): kept, as judged
+    ep.reward += res.reward
+    for name, value in res.info.components.items():
+        ep.components[name] = ep.components.get(name, 0.0) + value
+    return True
 
 
 def _start(ep: EpisodeRecord, res: Any, chat: ChatFormatter, settings: RolloutSettings) -> None:
@@ -319,15 +361,8 @@ def _advance(
     if isinstance(res, Exception):
         ep.fail(Status.INFRA_ERROR, f"step failed: {type(res).__name__}: {res}")
         return
-    status = Status(res.info.status)
-    if status in DROP_STATUSES:
-        ep.fail(status, res.info.error or str(status))
+    if not _record(ep, res):
         return
-    if status is not Status.OK:
-        ep.status = status  # the model's doing (timeout, invalid action): kept, as judged
-    ep.reward += res.reward
-    for name, value in res.info.components.items():
-        ep.components[name] = ep.components.get(name, 0.0) + value
     if res.terminated or res.truncated:
         ep.done, ep.end = True, "terminated" if res.terminated else "truncated"
         return

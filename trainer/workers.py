@@ -246,6 +246,10 @@ class EnvWorker:
         """See :class:`trainer.rollout.EnvPool`."""
         return self.pool.step(key, message)
 
+    def finish(self, key: str) -> StepResult:
+        """See :class:`trainer.rollout.EnvPool`."""
+        return self.pool.finish(key)
+
     def close(self, key: str, discard: bool = False) -> None:
         """See :class:`trainer.rollout.EnvPool`."""
         self.pool.close(key, discard)
@@ -275,6 +279,10 @@ class RayEnvPool:
     def step(self, key: str, message: Message) -> StepResult:
         """Step ``key`` on its actor."""
         return ray.get(self._route[key].step.remote(key, message), timeout=self.timeout_s)
+
+    def finish(self, key: str) -> StepResult:
+        """End ``key`` from outside: its final accounting."""
+        return ray.get(self._route[key].finish.remote(key), timeout=self.timeout_s)
 
     def close(self, key: str, discard: bool = False) -> None:
         """End ``key``."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import Env
-from ..errors import EpisodeError, TransportError, status_for
+from ..errors import EpisodeError, NotSupported, TransportError, status_for
 from ..types import Message, Status, StepResult
 from .metrics import is_passed, summarize
 from .models import ModelBackend, ModelError, SamplingParams
@@ -129,6 +129,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+async def _finish(env: Env, rec: EpisodeRecord) -> None:
+    """End an episode the loop stops itself, with the environment's final accounting."""
+    rec.truncated = True
+    try:
+        step = await env.afinish()
+    except NotSupported:  # an Env without finish(): nothing more to pay
+        return
+    except Exception as e:  # a remote env that failed: data, not a crash
+        rec.status, rec.error = _failure_status(e), _describe(e)
+        return
+    record_step(rec, step)
+
+
 async def run_episode(
     env: Env,
     model: ModelBackend,
@@ -161,7 +174,7 @@ async def run_episode(
     completion_tokens: list[int] = []
     while True:
         if rec.turns >= job.max_turns:  # the env should have ended it: a guard, not a rule
-            rec.truncated = True
+            await _finish(env, rec)
             break
         try:
             gen = await model.generate(messages, tools=tools, params=params, seed=job.seed)

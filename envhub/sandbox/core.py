@@ -109,6 +109,11 @@ class Sandbox:
             the same CPU, on a background thread). 0 (the default) starts each run cold.
             Each warm sandbox is single-use, like a cold one. Call :meth:`close` to stop them
             (they also die with the process).
+        secret_paths: Files or folders the program must never read (the tests and reference
+            solutions of the tasks it is graded on). The first use proves it: ``rlimit`` mode,
+            which hides nothing, is refused, and under bubblewrap a probe run inside the
+            sandbox must find none of them readable; otherwise :class:`SandboxUnavailable`
+            says which and how to fix it.
     """
 
     def __init__(
@@ -119,6 +124,7 @@ class Sandbox:
         python: str | None = None,
         ro_binds: Mapping[str, str] | None = None,
         warm: int = 0,
+        secret_paths: Sequence[str] = (),
     ) -> None:
         if warm < 0:
             raise ValueError(f"warm must be >= 0, not {warm}")
@@ -126,6 +132,7 @@ class Sandbox:
         self.requested_mode = mode
         self.python = python or os.environ.get("ENVHUB_SANDBOX_PYTHON") or jail.find_python()
         self.ro_binds = dict(ro_binds or {})
+        self.secret_paths = [os.path.abspath(p) for p in secret_paths]
         self._mode: str | None = None
         self._bwrap_prefix: list[str] | None = None
         self._runner_fd: int | None = None
@@ -144,6 +151,8 @@ class Sandbox:
             if self._mode is None:
                 mode = self._choose_mode()
                 self._runner_fd, self._runner_size = jail.compile_runner(self.python)
+                if self.secret_paths:
+                    self._check_secrets(mode)
                 self._mode = mode
             return self._mode
 
@@ -230,11 +239,52 @@ class Sandbox:
         problem = self._probe_bwrap()
         if problem is None:
             return "bwrap"
+        container = ""
+        if os.environ.get("ENVHUB_IN_CONTAINER"):
+            container = (
+                " In a container, bubblewrap needs seccomp=unconfined and unmasked /proc "
+                "(envhub's docker runner starts sandboxed environments so: see docs/docker.md)."
+            )
         raise SandboxUnavailable(
             f"bubblewrap is not usable here ({problem}). Install it (`apt-get install -y "
             "bubblewrap`), or accept a weaker sandbox with resource limits but NO isolation "
-            "by setting ENVHUB_SANDBOX=rlimit (or Sandbox(mode='rlimit'))."
+            f"by setting ENVHUB_SANDBOX=rlimit (or Sandbox(mode='rlimit')).{container}"
         )
+
+    def _check_secrets(self, mode: str) -> None:
+        """Prove that no secret path is readable from inside the sandbox, or refuse."""
+        shown = ", ".join(self.secret_paths[:3])
+        if mode == "rlimit":
+            raise SandboxUnavailable(
+                f"the sandbox must keep the tests and reference solutions ({shown}) away from "
+                "the program, and rlimit mode cannot: the program sees the server's files and "
+                "network. " + jail.HOW_TO_ISOLATE
+            )
+        inside = list(self.secret_paths)  # as bound inside, too (ro_binds may move them)
+        for src, dest in self.ro_binds.items():
+            root = os.path.abspath(src).rstrip("/")
+            inside += [dest.rstrip("/") + p[len(root) :] for p in self.secret_paths
+                       if p == root or p.startswith(root + "/")]  # fmt: skip
+        job = {
+            "argv": [self.python, "-I", "-S", "main.py"],
+            "files": {"main.py": jail.SECRET_PROBE.format(paths=inside)},
+            "python_main": "main.py",
+        }
+        limits = replace(self.limits, wall_s=max(self.limits.wall_s, 30.0))
+        run = _Launch(mode, "exec", limits).run(self, job, b"")
+        if not run.started or run.timed_out or run.exit_code != 0:
+            raise SandboxError(
+                f"the sandbox's secrecy probe failed (exit code {run.exit_code}): "
+                f"{run.stderr.strip()[-300:] or 'no output'}"
+            )
+        exposed = [line for line in run.stdout.splitlines() if line.strip()]
+        if exposed:
+            raise SandboxUnavailable(
+                f"a program in the sandbox can read {', '.join(exposed[:5])}, which holds the "
+                "tests or reference solutions it is graded on. Keep such data out of /usr, "
+                "the sandbox Python's prefix and the sandbox's ro_binds (the sandbox hides "
+                "only the Python's site-packages)."
+            )
 
     def _probe_bwrap(self) -> str | None:
         exe = shutil.which("bwrap")

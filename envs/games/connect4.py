@@ -14,7 +14,10 @@ against ``max_turns``).
 
 Components, paid when the game ends: ``win`` (primary), ``draw``, ``loss`` (1.0 on a loss: give
 it a negative weight to punish losing), ``efficiency`` (on a win, 1.0 for a win in four of the
-model's moves, falling to 0 at 21) and ``format`` (share of turns that were legal moves).
+model's moves, falling to 0 at 21) and ``format`` (share of turns that were legal moves). A game
+cut short (turn limit, ``finish()``) pays each at its worst under its weight, so with a negative
+``loss`` weight it counts as a loss: illegal moves cannot stall a losing game into a better
+reward (see :mod:`envhub.rewards`).
 """
 
 from __future__ import annotations
@@ -41,18 +44,26 @@ RULES = (
     "for example <move>4</move>.\n\n{board}\n{status}"
 )
 _DIGIT = re.compile(r"(?<![\d.])\d+(?![\d.])")
+_MAX_DIGITS = 6
+OFF_BOARD = 10**_MAX_DIGITS
+"""What :func:`parse_column` reads a number of more than six digits as (off the board)."""
 
 
 def parse_column(text: str) -> int | None:
     """The column number in a message (as written, 1-based), or ``None`` if none is found.
 
     The last ``<move>`` (or ``<column>``) tag wins; without one, the last free-standing number.
+    A number of more than six digits reads as :data:`OFF_BOARD`.
     """
     text = strip_thinking(text)
     tagged = last_tag(text, "move", "column")
     source = tagged if tagged is not None else text
     numbers = _DIGIT.findall(source)
-    return int(numbers[-1]) if numbers else None
+    if not numbers:
+        return None
+    digits = numbers[-1].lstrip("0") or "0"
+    # a number of thousands of digits is no column (and int() refuses it): off the board
+    return int(digits) if len(digits) <= _MAX_DIGITS else OFF_BOARD
 
 
 @dataclass
@@ -197,6 +208,8 @@ class Connect4Env(GameEnv):
     def _check(self, board: c4.Board, col: int | None) -> str | None:
         if col is None:
             return "no column found; end your message with <move>COLUMN</move>"
+        if col >= OFF_BOARD:
+            return f"that number is far off the board; columns are 1 to {c4.WIDTH}"
         if not 1 <= col <= c4.WIDTH:
             return f"column {col} is off the board; columns are 1 to {c4.WIDTH}"
         if not board.can_play(col - 1):
@@ -230,7 +243,7 @@ class Connect4Env(GameEnv):
         return {"board": self._render(state), "outcome": state.outcome, "my_moves": state.my_moves}
 
     def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """Out of turns before the game ended: no win."""
+        """What the board says when the game is cut short (reported in ``info.measured``)."""
         return self._components(episode.state)
 
     def reference_action(self, episode: Episode) -> Message:

@@ -62,7 +62,8 @@ def parse_moves(text: str) -> str | None:
     if tagged is not None:
         moves = _normalise(tagged)
         if moves is None:
-            raise ValueError(f"could not read {tagged!r} as moves; use U, D, L, R")
+            shown = repr(tagged[:40]) + ("..." if len(tagged) > 40 else "")
+            raise ValueError(f"could not read {shown} as moves; use U, D, L, R")
         return moves or None
     for line in reversed(text.strip().splitlines()):
         moves = _normalise(_LABEL.sub("", line))

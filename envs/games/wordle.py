@@ -113,6 +113,15 @@ def feedback(guess: str, answer: str) -> str:
 _WORD = re.compile(r"(?<![A-Za-z])[A-Za-z]{5}(?![A-Za-z])")
 
 
+_SHOWN_CHARS = 40
+"""How much of an unreadable guess the reply quotes back."""
+
+
+def _shown(guess: str) -> str:
+    """``guess`` quoted for a reply, cut to :data:`_SHOWN_CHARS` characters."""
+    return repr(guess) if len(guess) <= _SHOWN_CHARS else repr(guess[:_SHOWN_CHARS]) + "..."
+
+
 def parse_guess(text: str) -> str | None:
     """The guess in a message, upper case, or ``None`` when there is none to read.
 
@@ -243,7 +252,7 @@ class WordleEnv(GameEnv):
             if state.charged >= self.max_guesses:
                 return self._end(state, f"Invalid guess: {error}\n{self._lost(state)}")
             hint = f"{render(state, self.max_guesses)}\nReply with <guess>WORD</guess>."
-            return self.invalid(error, hint, guess=guess or "")
+            return self.invalid(error, hint, guess=(guess or "")[:_SHOWN_CHARS])
         assert guess is not None
         marks = feedback(guess, state.answer)
         state.rows.append((guess, marks))
@@ -260,7 +269,7 @@ class WordleEnv(GameEnv):
         if not guess:
             return "no guess found; put a five-letter word in <guess>...</guess>"
         if len(guess) != 5 or not guess.isalpha():
-            return f"{guess!r} is not a five-letter word"
+            return f"{_shown(guess)} is not a five-letter word"
         if guess not in word_lists().allowed:
             return f"{guess} is not in the word list"
         return None

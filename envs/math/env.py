@@ -85,7 +85,9 @@ class MathEnv(TaskEnv):
         found = answers.extract_answer(response.content)
         correct = False
         if found.answer is not None and not found.hedged:
-            correct = answers.is_equivalent(found.answer, task.answer, timeout=self.timeout)
+            correct = answers.is_equivalent(
+                found.answer, task.answer, timeout=self.timeout, tolerance=_tolerance(task)
+            )
         components = {
             "correctness": float(correct),
             "format": answers.format_score(response.content, self.answer_format),
@@ -100,3 +102,20 @@ class MathEnv(TaskEnv):
             return None
         text = f"#### {gold}" if self.answer_format == "hash" else f"\\boxed{{{gold}}}"
         return Message(role="assistant", content=f"The answer follows.\n{text}")
+
+
+def _tolerance(task: Task) -> float | None:
+    """The rounding a task allows, from its data (``metadata["tolerance"]``); None: exact.
+
+    Raises:
+        GoldAnswerError: The tolerance is not a non-negative number (the task's data is broken).
+    """
+    value = task.metadata.get("tolerance")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise GoldAnswerError(
+            f"task {task.task_id!r}: metadata.tolerance must be a non-negative number, "
+            f"got {value!r}"
+        )
+    return float(value)

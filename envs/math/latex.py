@@ -125,10 +125,11 @@ _MATRIX = re.compile(
 _BOXED = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _BARE = re.compile(r"[^\s$]+")
-_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
+_THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
-_TOKEN = re.compile(r"\d+\.\d*|\.\d+|\d+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
+_TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
+"""Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
 
 
 class AnswerSyntaxError(ValueError):
@@ -207,6 +208,24 @@ def _matrix(s: str) -> str:
     return "(" + ", ".join("(" + ", ".join(r) + ")" for r in cells) + ")"
 
 
+_REPEATING = re.compile(r"(\d*)\.(\d*)\\(?:overline|dot)\s*\{(\d{1,30})\}")
+
+
+_TRIG = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc)(?![a-zA-Z])")
+_TRIG_DEGREES = re.compile(r"(\d+(?:\.\d+)?)\s*\^\s*(?:\{\s*\\circ\s*\}|\\circ)")
+_BARE_POWER_ARG = re.compile(
+    r"\\(ln|log|exp|sin|cos|tan|cot|sec|csc)\s+([A-Za-z0-9.]+\s*\^\s*(?:\{[^{}]*\}|[A-Za-z0-9]))"
+)
+
+
+def _repeating(m: re.Match) -> str:
+    r"""``0.1\overline{6}`` -> ``(1/6)``: a repeating decimal as its exact fraction."""
+    whole, fixed, cycle = m.group(1) or "0", m.group(2), m.group(3)
+    num = int(whole + fixed + cycle) - int(whole + fixed)
+    den = (10 ** len(cycle) - 1) * 10 ** len(fixed)
+    return f"({num}/{den})"
+
+
 def clean(s: str) -> str:
     """Strip the notation around an answer that never changes its value (see module doc).
 
@@ -218,11 +237,15 @@ def clean(s: str) -> str:
     for k, v in _UNICODE.items():
         if k in s:
             s = s.replace(k, v)
+    if "overline" in s or "dot" in s:
+        s = _REPEATING.sub(_repeating, s)
     boxes = boxed_contents(s)
     if boxes:
         s = boxes[-1]
     s = _unwrap(s, _TEXT_COMMANDS)
     s = _matrix(s)
+    if _TRIG.search(s):  # \sin 30^\circ: degrees inside a function are an angle
+        s = _TRIG_DEGREES.sub(r"(\1\\pi/180)", s)
     for pattern, repl in _SUBS:
         s = pattern.sub(repl, s)
     s = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
@@ -351,11 +374,14 @@ def _names(word: str) -> list[str]:
 
 
 def latex_to_py(s: str) -> str:
-    """Convert one cleaned expression to Python syntax with explicit multiplication.
+    r"""Convert one cleaned expression to Python syntax with explicit multiplication.
+
+    A function's bare argument takes its power with it: ``\ln e^2`` is ``log(E**2)``.
 
     Raises:
         AnswerSyntaxError: The text uses anything outside the supported subset.
     """
+    s = _BARE_POWER_ARG.sub(r"\\\1{\2}", s)
     text = _SCIENTIFIC.sub(r"\1*10**(\2)", _factorials(_convert(s)))
     tokens: list[str] = []
     pos = 0

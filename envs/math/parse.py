@@ -92,12 +92,16 @@ _UNIT_WORDS_SHORT = frozenset(
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?"
+    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?",
+    re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
 _PLAIN = re.compile(
-    r"\s*(?:\\?\$\s*)?([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?\s*(\\?%)?[.\s]*"
+    r"\s*(?:\\?\$\s*)?([-+\u2212]?)([1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
+    r"(\.\d+)?\s*(\\?%)?[.\s]*",
+    re.ASCII,
 )
-_MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}")
+_MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}", re.ASCII)
+_MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)", re.ASCII)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
 _INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
 _INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")
@@ -193,7 +197,7 @@ def plain_number(raw: str) -> Expr | None:
     if not m:
         return None
     sign, whole, frac, pct = m.groups()
-    digits = whole.replace(",", "").lstrip("0") or "0"
+    digits = whole.replace(",", "").replace(" ", "").lstrip("0") or "0"
     text = ("-" if sign and sign != "+" else "") + digits + (frac or "")
     return Expr(text, bool(frac), bool(pct), Fraction(text))
 
@@ -260,7 +264,7 @@ def _leaf(s: str) -> Answer:
     percent = s.endswith("%")
     if percent:
         s = s[:-1].rstrip()
-    mixed = _MIXED.fullmatch(s)
+    mixed = _MIXED.fullmatch(s) or _MIXED_SLASH.fullmatch(s)
     if mixed:  # 2\frac{1}{2} is two and a half, as MATH writes it
         sign, whole, num, den = mixed.groups()
         s = f"{sign}({whole} + {num}/{den})"

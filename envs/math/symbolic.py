@@ -1,4 +1,4 @@
-"""The sympy half of the checker. It runs only inside killable worker processes.
+r"""The sympy half of the checker. It runs only inside killable worker processes.
 
 :mod:`envs.math.answers` sends two parsed answers (:mod:`envs.math.parse` trees) to
 :func:`compare` through a ``pebble`` process pool with a per-call timeout, so a comparison that
@@ -9,25 +9,36 @@ Values are built from the already validated Python text by walking its syntax tr
 objects (numbers become exact ``Integer``/``Rational``; no ``eval`` of arbitrary text).
 
 Equality rules, in order: identical objects; for numbers, exact equality of rationals, else a
-50-digit numeric check backed by ``simplify`` (a value written with a decimal point may match
-an irrational one to a relative 1e-6); for expressions with symbols, a numeric probe at fixed
-points (different at any point: not equal), then ``simplify(a - b) == 0``, then agreement at
-every probe point.
+50-digit numeric check backed by ``simplify``; for expressions with symbols, a numeric probe at
+fixed points (different at any point: not equal), then ``simplify(a - b) == 0``, then agreement
+at every probe point.
+
+Rounding: a decimal is its exact value, so a truncated decimal of an irrational (``3.14159``
+for ``\pi``) is a different number. Two exceptions: a gold answer written as a decimal is a
+rounded value, and an exact prediction within one unit of its last digit matches it
+(``\sqrt{17}`` for ``4.1231056``); and a task whose data states a ``tolerance`` accepts any
+prediction within that absolute distance.
+
+What envhub cannot read or decide goes to math-verify (:mod:`envs.math.library`), except
+single numbers, where envhub's verdict is final (math-verify rounds to 6 digits, which the
+rule above forbids). Errors: a gold answer that no parser can evaluate is ``gold_error``; a
+prediction sympy chokes on (the errors in :func:`model_errors`) is the model's wrong answer;
+anything else is a bug and propagates (the caller reports it, it is never a reward).
 """
 
 from __future__ import annotations
 
 import ast
 import random
+import re
 import resource
 import string
 from functools import lru_cache
 from typing import Any
 
 from .compare import matching, quick_compare
+from .library import DIFFERENT, EQUAL, GOLD_ERROR  # noqa: F401 (re-exported)
 from .parse import Answer, Equation, Expr, Items, Seq, Text, Union
-
-EQUAL, DIFFERENT, GOLD_ERROR = "equal", "different", "gold_error"
 
 
 def init_worker(memory_bytes: int | None) -> None:
@@ -51,11 +62,14 @@ def init_worker(memory_bytes: int | None) -> None:
 
 
 def warm() -> None:
-    """Import sympy and the parts ``simplify`` loads lazily (a no-op the second time)."""
+    """Import sympy, math-verify and the parts they load lazily (a no-op the second time)."""
     import sympy
 
     x = _to_sympy("x")
     sympy.simplify(_to_sympy("(x+1)**2") - x**2 - 2 * x - 1 + _to_sympy("sqrt(2)/2"))
+    from . import library
+
+    library.verdict("\\frac{1}{2}", "x \\le 3", gold_read_by_envhub=True, tolerance=None)
 
 
 def ping() -> str:
@@ -63,16 +77,67 @@ def ping() -> str:
     return "pong"
 
 
-def compare(pred: Answer, gold: Answer) -> str:
-    """Compare two parsed answers; returns ``equal``, ``different`` or ``gold_error: ...``."""
-    try:
-        _build(gold)
-    except Exception as e:  # the gold answer is validated text: any failure is its fault
-        return f"{GOLD_ERROR}: {type(e).__name__}: {e}"
-    try:
-        return EQUAL if _equal(pred, gold) else DIFFERENT
-    except Exception:  # sympy failing on the prediction means it cannot be judged equal
-        return DIFFERENT
+def model_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that sympy raises on a value it cannot handle (never on a checker bug)."""
+    from sympy.core.sympify import SympifyError
+    from sympy.polys.polyerrors import BasePolynomialError
+
+    return (
+        ValueError,
+        TypeError,
+        ArithmeticError,
+        NotImplementedError,
+        RecursionError,
+        MemoryError,
+        SympifyError,
+        BasePolynomialError,
+    )
+
+
+def judge(
+    pred: str,
+    gold: str,
+    pred_ans: Answer | None,
+    gold_ans: Answer | None,
+    tolerance: float | None = None,
+) -> str:
+    """Compare a prediction with a gold answer: ``equal``, ``different`` or ``gold_error: ...``.
+
+    ``pred_ans``/``gold_ans`` are envhub's parses (None where envhub's parser failed). envhub's
+    rules run first; what they cannot decide goes to math-verify.
+    """
+    if gold_ans is not None:
+        try:
+            _build(gold_ans)
+        except model_errors():  # envhub's sympy side cannot build it: let math-verify try
+            gold_ans = None
+    if gold_ans is not None and pred_ans is not None:
+        try:
+            _build(pred_ans)
+            same = _equal(pred_ans, gold_ans, tolerance)
+            final = _numbers(pred_ans, gold_ans)
+        except model_errors():  # the prediction's value is what sympy cannot handle
+            same = final = False
+        if same:
+            return EQUAL
+        if final:
+            return DIFFERENT
+    from . import library
+
+    return library.verdict(
+        pred,
+        gold,
+        gold_read_by_envhub=gold_ans is not None,
+        tolerance=tolerance,
+        pred_read_by_envhub=pred_ans is not None,
+    )
+
+
+def _numbers(pred: Answer, gold: Answer) -> bool:
+    """Both sides are single numbers without symbols: envhub's verdict on them is final."""
+    if not (isinstance(pred, Expr) and isinstance(gold, Expr)):
+        return False
+    return not _to_sympy(pred.py).free_symbols and not _to_sympy(gold.py).free_symbols
 
 
 # ---------------------------------------------------------------- building sympy objects
@@ -154,34 +219,58 @@ def _build(ans: Answer) -> None:
 # ---------------------------------------------------------------- equality
 
 
-def _equal(pred: Answer, gold: Answer) -> bool:
-    quick = quick_compare(pred, gold)
+def _equal(pred: Answer, gold: Answer, tolerance: float | None) -> bool:
+    full_double = isinstance(pred, Expr) and pred.decimal and _significant(pred.py) >= FLOAT_DIGITS
+    quick = quick_compare(pred, gold) if tolerance is None and not full_double else None
     if quick is not None:
         return quick
     if isinstance(pred, Expr) and isinstance(gold, Expr):
-        return _leaf_equal(pred, gold)
+        return _leaf_equal(pred, gold, tolerance)
     if isinstance(pred, Equation) and isinstance(gold, Equation):
         return _equation_equal(_to_sympy(pred.py), _to_sympy(gold.py))
     if isinstance(pred, Seq) and isinstance(gold, Seq):
-        return all(_equal(p, g) for p, g in zip(pred.items, gold.items, strict=True))
+        if (pred.left, pred.right, len(pred.items)) != (gold.left, gold.right, len(gold.items)):
+            return False
+        return all(_equal(p, g, tolerance) for p, g in zip(pred.items, gold.items, strict=True))
     if isinstance(pred, Union) and isinstance(gold, Union):
         return _union_equal(pred, gold)
     if isinstance(pred, Items) and isinstance(gold, Items):
-        table = [[_equal(p, g) for g in gold.items] for p in pred.items]
+        table = [[_equal(p, g, tolerance) for g in gold.items] for p in pred.items]
         return matching(table)
     return isinstance(pred, Text) and pred == gold
 
 
-def _leaf_equal(pred: Expr, gold: Expr) -> bool:
+def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
     a, b = _to_sympy(pred.py), _to_sympy(gold.py)
-    decimal = pred.decimal or gold.decimal
+    tol = tolerance
+    if tol is None and gold.decimal and not pred.decimal:
+        tol = _last_place(gold.py)  # the gold is a rounded value; an exact answer may round to it
+    elif tol is None and pred.decimal and _significant(pred.py) >= FLOAT_DIGITS:
+        tol = 1e-14 * max(1.0, abs(float(b)))  # a double printed in full: float precision
     if pred.percent == gold.percent:
-        return _expr_equal(a, b, decimal)
+        return _expr_equal(a, b, tol)
     pct, other = (a, b) if pred.percent else (b, a)
-    return _expr_equal(other, pct, decimal) or _expr_equal(other, pct / 100, decimal)
+    return _expr_equal(other, pct, tol) or _expr_equal(other, pct / 100, tol)
 
 
-def _expr_equal(a: Any, b: Any, decimal: bool) -> bool:
+FLOAT_DIGITS = 15
+"""A decimal with this many significant digits is a double printed in full, not a rounding."""
+
+
+def _significant(py: str) -> int:
+    """Most significant digits in one decimal literal of ``py``."""
+    literals = re.findall(r"\d*\.\d+", py)
+    return max((len(m.replace(".", "").lstrip("0")) for m in literals), default=0)
+
+
+def _last_place(py: str) -> float:
+    """One unit in the last decimal place written in ``py`` (``4.123`` -> 0.001)."""
+    places = [len(m) for m in re.findall(r"\d\.(\d+)", py)]
+    return 10.0 ** -max(places, default=0)
+
+
+def _expr_equal(a: Any, b: Any, tol: float | None) -> bool:
+    """``a == b``; for numbers, within the absolute ``tol`` when one is given."""
     import sympy
 
     if a == b:
@@ -192,12 +281,12 @@ def _expr_equal(a: Any, b: Any, decimal: bool) -> bool:
     if diff == 0:
         return True
     if not diff.free_symbols:
+        gap = abs(complex(diff.evalf(50)))
+        if tol is not None:
+            return gap <= tol * (1 + 1e-9)
         if a.is_Rational and b.is_Rational:
             return False
         scale = max(1, abs(complex(b.evalf(30))))
-        gap = abs(complex(diff.evalf(50)))
-        if decimal:
-            return gap <= 1e-6 * scale
         if gap > 1e-12 * scale:
             return False
         return sympy.simplify(diff) == 0 or gap <= 1e-40 * scale
@@ -231,7 +320,7 @@ def _equation_equal(d1: Any, d2: Any) -> bool:
     """``l1 = r1`` vs ``l2 = r2``: the same equation up to a non-zero factor."""
     import sympy
 
-    if _expr_equal(d1, d2, False) or _expr_equal(d1, -d2, False):
+    if _expr_equal(d1, d2, None) or _expr_equal(d1, -d2, None):
         return True
     if d2 == 0:
         return False

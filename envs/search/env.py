@@ -58,6 +58,7 @@ class SearchEnv(TaskEnv):
     components: ClassVar[frozenset[str]] = frozenset(
         {"correctness", "f1", "format", "tool_calls", "invalid_calls"}
     )
+    counters: ClassVar[frozenset[str]] = frozenset({"tool_calls", "invalid_calls"})
     primary_component: ClassVar[str] = "correctness"
 
     def __init__(
@@ -219,6 +220,11 @@ class SearchEnv(TaskEnv):
         return format_open(doc, self.doc_chars)
 
 
+MAX_QUERY_CHARS = 1000
+"""Longest ``search`` query: keywords, not a document (the answer echoes the query)."""
+MAX_DOC_ID_CHARS = 200
+
+
 def _tool_defs(top_k: int, max_k: int) -> list[Tool]:
     return [
         Tool(
@@ -226,7 +232,13 @@ def _tool_defs(top_k: int, max_k: int) -> list[Tool]:
             description="Search the document collection (BM25 keyword search). Returns the "
             "best matching documents with their ids, titles and the start of their text.",
             params=(
-                Param("query", "string", "Keywords to look for, e.g. a name.", min_length=1),
+                Param(
+                    "query",
+                    "string",
+                    "Keywords to look for, e.g. a name.",
+                    min_length=1,
+                    max_length=MAX_QUERY_CHARS,
+                ),
                 Param(
                     "k",
                     "integer",
@@ -241,6 +253,13 @@ def _tool_defs(top_k: int, max_k: int) -> list[Tool]:
         Tool(
             name="open",
             description="Read a whole document by its id (as shown in search results).",
-            params=(Param("doc_id", "string", "Id of the document, as listed by search."),),
+            params=(
+                Param(
+                    "doc_id",
+                    "string",
+                    "Id of the document, as listed by search.",
+                    max_length=MAX_DOC_ID_CHARS,
+                ),
+            ),
         ),
     ]

@@ -8,9 +8,8 @@ from collections import Counter
 from collections.abc import Iterable
 
 from envhub.errors import GoldAnswerError
+from envhub.tags import block_text, tag_blocks, without_blocks
 
-ANSWER_RE = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-THINK_RE = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
 
@@ -43,10 +42,11 @@ def extract_answer(content: str) -> tuple[str, bool]:
 
     ``<think>`` blocks are dropped first. With exactly one non-empty ``<answer>`` block its
     text is the answer (well-formed); otherwise the last block's text, or the whole message
-    when there is none (not well-formed).
+    when there is none (not well-formed). Linear in the message (:mod:`envhub.tags`).
     """
-    text = THINK_RE.sub("", content)
-    blocks = ANSWER_RE.findall(text)
+    thoughts = [b for b in tag_blocks(content, "think") if b.closed]
+    text = without_blocks(content, thoughts)
+    blocks = [block_text(text, b) for b in tag_blocks(text, "answer") if b.closed]
     if blocks:
         answer = blocks[-1].strip()
         return answer, len(blocks) == 1 and bool(answer)

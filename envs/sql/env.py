@@ -9,8 +9,10 @@ verifier runs the model's query and the gold query under the guards of
 
 Statuses: a model query that is refused, fails or returns the wrong rows is a wrong answer
 (``ok``, ``correctness`` 0): it is the model's doing and worth learning from. A model query
-that runs past its deadline is ``timeout``. A gold query that fails or runs past its own
-deadline, or a database that cannot be opened, is ``infra_error``: never a match, never a 0.
+that runs past its deadline is ``timeout``, and one whose result holds more than
+``max_result_bytes`` is ``invalid_action`` (fetching stops at the cap). A gold query that
+fails or runs past its own deadline, or a database that cannot be opened, is ``infra_error``:
+never a match, never a 0.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.core import Episode, TaskEnv
-from envhub.errors import ConfigError, InfraError, NotSupported, VerifierTimeout
+from envhub.errors import ConfigError, InfraError, InvalidAction, NotSupported, VerifierTimeout
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
@@ -29,12 +31,14 @@ from . import sqltext
 from .builder import BuiltinDatabases, read_schema
 from .compare import ABS_TOL, REL_TOL, Tolerance, compare_results
 from .executor import (
+    MAX_RESULT_BYTES,
     MAX_VALUE_BYTES,
     DatabaseUnavailable,
     QueryFailed,
     QueryRefused,
     QueryResult,
     QueryTimeout,
+    QueryTooLarge,
     check_query_text,
     run_query,
 )
@@ -74,6 +78,7 @@ class SqlEnv(TaskEnv):
         gold_timeout_s: float = 10.0,
         max_rows: int = 10_000,
         max_value_bytes: int = MAX_VALUE_BYTES,
+        max_result_bytes: int = MAX_RESULT_BYTES,
         rel_tol: float = REL_TOL,
         abs_tol: float = ABS_TOL,
         **options: Any,
@@ -90,14 +95,18 @@ class SqlEnv(TaskEnv):
             max_rows: Rows fetched at most; a model result beyond it is a wrong answer.
             max_value_bytes: Largest string or blob a query may build or read (raise it for
                 databases with long texts; it bounds the cost of one function call).
+            max_result_bytes: Most bytes of values one query may fetch; a model query whose
+                result holds more is ``invalid_action`` (it bounds the server's memory).
             rel_tol: Relative float tolerance of the comparison.
             abs_tol: Absolute float tolerance of the comparison.
             **options: Options of subclasses; anything else is an error.
         """
         self._check_options(options)
         super().__init__(spec, **options)
-        if timeout_s <= 0 or gold_timeout_s <= 0 or max_rows < 1:
-            raise ConfigError(f"{spec.name}: timeout_s, gold_timeout_s and max_rows must be > 0")
+        if min(timeout_s, gold_timeout_s, max_rows, max_result_bytes) <= 0:
+            raise ConfigError(
+                f"{spec.name}: timeout_s, gold_timeout_s, max_rows and max_result_bytes must be > 0"
+            )
         self.builtin = BuiltinDatabases(cache_dir)
         if isinstance(databases, str):
             databases = [databases]
@@ -107,6 +116,7 @@ class SqlEnv(TaskEnv):
         self.gold_timeout_s = float(gold_timeout_s)
         self.max_rows = int(max_rows)
         self.max_value_bytes = int(max_value_bytes)
+        self.max_result_bytes = int(max_result_bytes)
         self.tolerance = Tolerance(rel_tol=rel_tol, abs_tol=abs_tol)
         self._lock = threading.Lock()
         self._builtin_tasks: dict[str, list[Task]] | None = None
@@ -121,6 +131,7 @@ class SqlEnv(TaskEnv):
             "gold_timeout_s": gold_timeout_s,
             "max_rows": max_rows,
             "max_value_bytes": max_value_bytes,
+            "max_result_bytes": max_result_bytes,
             "rel_tol": rel_tol,
             "abs_tol": abs_tol,
             **options,
@@ -140,6 +151,7 @@ class SqlEnv(TaskEnv):
                 "gold_timeout_s",
                 "max_rows",
                 "max_value_bytes",
+                "max_result_bytes",
                 "rel_tol",
                 "abs_tol",
                 *self.extra_options,
@@ -228,6 +240,7 @@ class SqlEnv(TaskEnv):
             timeout_s=timeout_s or self.timeout_s,
             max_rows=max_rows or self.max_rows,
             max_value_bytes=self.max_value_bytes,
+            max_result_bytes=self.max_result_bytes,
         )
 
     def gold_result(self, task: Task, db: Path) -> QueryResult:
@@ -267,6 +280,7 @@ class SqlEnv(TaskEnv):
 
         Raises:
             VerifierTimeout: The model's query ran past its deadline.
+            InvalidAction: The model's query returned more than ``max_result_bytes``.
             GoldQueryFailed: The gold query failed.
             InfraError: The database cannot be opened.
         """
@@ -279,6 +293,8 @@ class SqlEnv(TaskEnv):
             pred = self.run(db, sql)
         except QueryTimeout as e:
             raise VerifierTimeout(f"the model's query: {e}") from e
+        except QueryTooLarge as e:
+            raise InvalidAction(f"the model's query: {e}") from e
         except DatabaseUnavailable as e:
             raise InfraError(str(e)) from e
         except QueryFailed as e:

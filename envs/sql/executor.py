@@ -20,9 +20,17 @@ sqlite runs in the server's own process, so the guards are sqlite's own and they
    the value limit above bounds each call's work and :mod:`envs.sql.safefuncs` replaces the
    functions that are slow even so (``printf``'s repeat, ``trim`` with a character set).
 6. **A row cap**: at most ``max_rows`` rows are fetched; more is reported as ``truncated``.
+7. **A byte cap on fetching**: rows are fetched one by one and the bytes of their values
+   counted; past ``max_result_bytes`` (16 MB) fetching stops and the rows are dropped
+   (:class:`QueryTooLarge`). Without it, 10,001 rows of 60 columns of 20 kB grew the server
+   by 2 GB before the deadline struck. Inside sqlite a query's memory is bounded already: a
+   record (a row in a sorter or a temporary table) is at most ``max_value_bytes`` long, and
+   sorters and temporary tables spill to temporary files beyond the page cache (measured:
+   sorts, ``DISTINCT``, ``UNION``, windows and materialized CTEs over a million 20 kB values
+   peak under 30 MB of resident memory until their deadline).
 
-What is not covered: memory held by one query before its deadline (a sort over a huge cross
-join grows until interrupted; the deadline bounds it in practice); an overshoot of the
+What is not covered: the temporary disk space a query fills before its deadline; one row
+fetched beyond the cap (at most 2,000 columns of ``max_value_bytes``); an overshoot of the
 deadline by up to ~100 expensive function calls (about a second in the worst case found);
 and sqlite bugs themselves. Each call opens its own connection, so any number of threads may
 call :func:`run_query` at once.
@@ -48,6 +56,10 @@ MAX_LIKE_PATTERN = 100
 """Longest ``LIKE``/``GLOB`` pattern (pattern matching costs length x pattern)."""
 MAX_SQL_CHARS = 20_000
 """Longest query text accepted."""
+MAX_RESULT_BYTES = 16_000_000
+"""Most bytes of values one query may fetch (strings and blobs counted by length, other values
+as 8 bytes). A wide result (10,000 rows of 60 columns of 20 kB is 12 GB) is stopped at this
+cap while it is fetched, so a query holds at most this much plus one row in the server."""
 ALLOWED_LEADING = frozenset({"SELECT", "WITH", "VALUES"})
 DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 _ALLOWED_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE})
@@ -71,6 +83,12 @@ class QueryRefused(QueryFailed):
     """The guards refused the query (not a single SELECT, or an operation it may not do)."""
 
     kind = "refused"
+
+
+class QueryTooLarge(QueryFailed):
+    """The result holds more bytes than the fetch cap (``max_result_bytes``)."""
+
+    kind = "too_large"
 
 
 class QueryTimeout(QueryFailed):
@@ -161,6 +179,7 @@ def run_query(
     timeout_s: float,
     max_rows: int,
     max_value_bytes: int = MAX_VALUE_BYTES,
+    max_result_bytes: int = MAX_RESULT_BYTES,
 ) -> QueryResult:
     """Run one untrusted query under every guard and fetch at most ``max_rows`` rows.
 
@@ -170,6 +189,7 @@ def run_query(
         timeout_s: Wall-clock deadline for preparing, running and fetching.
         max_rows: Row cap; one more row is read to tell whether the result was cut.
         max_value_bytes: Largest string or blob the query may build or read.
+        max_result_bytes: Most bytes of values fetched (see :data:`MAX_RESULT_BYTES`).
 
     Returns:
         The columns and rows.
@@ -177,6 +197,7 @@ def run_query(
     Raises:
         QueryRefused: The text checks or the authorizer refused the query.
         QueryTimeout: The deadline passed; sqlite was interrupted.
+        QueryTooLarge: The rows fetched hold more than ``max_result_bytes``.
         QueryError: sqlite reported any other error.
         DatabaseUnavailable: The database cannot be opened.
     """
@@ -195,8 +216,8 @@ def run_query(
     conn.set_progress_handler(progress, PROGRESS_OPS)
     try:
         cursor = conn.execute(sql)
-        rows = cursor.fetchmany(max_rows + 1)
         columns = tuple(d[0] for d in cursor.description or ())
+        rows = _fetch_bounded(cursor, max_rows + 1, max_result_bytes)
     except (sqlite3.Error, sqlite3.Warning) as e:  # Python 3.10 warns on two statements
         raise _classify(e, fired[0] or time.monotonic() > deadline, timeout_s) from None
     finally:
@@ -207,6 +228,30 @@ def run_query(
         truncated=len(rows) > max_rows,
         elapsed_s=time.monotonic() - start,
     )
+
+
+def _fetch_bounded(cursor: sqlite3.Cursor, max_rows: int, max_bytes: int) -> list[Row]:
+    """Fetch up to ``max_rows`` rows, counting the bytes of their values as they come.
+
+    Raises:
+        QueryTooLarge: The rows fetched so far hold more than ``max_bytes``; they are dropped
+            at once, so the memory a query holds is bounded by the cap plus one row.
+    """
+    rows: list[Row] = []
+    size = 0
+    for row in cursor:
+        size += sum(len(v) if isinstance(v, (str, bytes)) else 8 for v in row)
+        if size > max_bytes:
+            fetched = len(rows) + 1
+            rows.clear()
+            raise QueryTooLarge(
+                f"the result holds more than {max_bytes:,} bytes after {fetched:,} rows; "
+                "select fewer or shorter columns, or aggregate"
+            )
+        rows.append(row)
+        if len(rows) >= max_rows:
+            break
+    return rows
 
 
 def _classify(exc: Exception, late: bool, timeout_s: float) -> QueryFailed:

@@ -142,7 +142,7 @@ class SqlMultiTurnEnv(SqlEnv):
         bad: list[str] = []
         for call in TOOLS.parse(message):
             if not call.ok:
-                bad.append(str(call.name))
+                bad.append(f"{call.name}: {call.error}")
                 results.append((call, f"Error: {call.error}"))
             elif call.name == SUBMIT_TOOL:
                 return self._final(episode, sqltext.extract_sql(call.arguments["query"]).sql, True)
@@ -153,7 +153,7 @@ class SqlMultiTurnEnv(SqlEnv):
             return Feedback(
                 messages=tool_result_messages(results),
                 status=Status.INVALID_ACTION,
-                error=f"malformed tool call(s) to {bad}",
+                error="malformed tool call(s): " + "; ".join(bad),
             )
         return Feedback(messages=tool_result_messages(results))
 

@@ -158,7 +158,9 @@ def test_turn_budget_truncates_with_components():
         "<guess>SLATE</guess>" if env._episode.task.answer != "SLATE" else "<guess>CRANE</guess>"
     )
     assert r.truncated and not r.terminated
-    assert r.info.components["solved"] == 0.0 and r.info.components["format"] == 0.5
+    # a truncation pays every outcome at its worst (envhub.rewards); the measure is reported
+    assert r.info.components["solved"] == 0.0 and r.info.components["format"] == 0.0
+    assert r.reward == 0.0 and r.info.measured["format"] == 0.5
 
 
 def test_seeding_and_splits():

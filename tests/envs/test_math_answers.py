@@ -115,8 +115,11 @@ def test_last_occurrence_wins_within_a_rule():
         "The answer is 3. No wait, the answer is 4.",
     ],
 )
-def test_different_final_answers_are_hedged(text):
-    assert extract_answer(text).hedged
+def test_different_final_answers_are_a_list_that_no_single_gold_matches(text):
+    found = extract_answer(text)
+    assert found.hedged or "," in found.answer
+    for gold in ("3", "4", "5", "6"):
+        assert found.hedged or not is_equivalent(found.answer, gold)
 
 
 @pytest.mark.parametrize(
@@ -156,7 +159,7 @@ def test_format_style_must_be_known():
 
 
 @pytest.mark.parametrize(
-    "gold", ["", "   ", r"\frac{1}{", "2 +* 3", r"\weird{3}", "x_1", "9**9**9**9"]
+    "gold", ["", "   ", "9**9**9**9", "(" * 60 + "1" + ")" * 60, "x" * 200_000]
 )
 def test_unparseable_gold_is_an_error_not_a_verdict(gold):
     with pytest.raises(GoldAnswerError):
@@ -166,12 +169,7 @@ def test_unparseable_gold_is_an_error_not_a_verdict(gold):
 def test_validate_gold_without_a_prediction():
     answers.validate_gold(r"\frac{1}{2}")
     with pytest.raises(GoldAnswerError, match="cannot be parsed"):
-        answers.validate_gold(r"\frac{1}{")
-
-
-def test_gold_that_sympy_cannot_evaluate_is_an_error():
-    with pytest.raises(GoldAnswerError):
-        is_equivalent(r"\sqrt{2}", "sqrt()")
+        answers.validate_gold("9**9**9**9")
 
 
 def test_unreadable_prediction_is_simply_wrong():
@@ -307,3 +305,26 @@ def test_random_garbage_never_crashes_the_checker():
             is_equivalent("1", text, timeout=5)
         except (GoldAnswerError, VerifierTimeout):
             pass
+
+
+def test_non_ascii_digits_are_the_models_wrong_answer_not_an_env_error():
+    """``\\d`` matches Arabic-Indic digits, which Python's parser refuses: found by the corpus."""
+    import envhub
+
+    for name, text in (("math", r"\boxed{٤٢}"), ("gsm8k", "#### ٤٢"), ("math", r"\boxed{4٢}")):
+        env = envhub.make(name)
+        env.reset(seed=0)
+        result = env.step(text)
+        assert result.info.status.value in ("ok", "invalid_action"), (name, text, result.info)
+        assert result.info.components["correctness"] == 0.0
+
+
+def test_a_cut_off_gold_is_an_error_though_math_verify_reads_it():
+    from envhub.errors import GoldAnswerError
+    from envs.math.answers import validate_gold
+
+    for gold in ("abc(", r"\frac{1}{", "(1, 2", "2)"):
+        with pytest.raises(GoldAnswerError, match="unbalanced"):
+            validate_gold(gold)
+    for gold in ("[1, 2)", "(0, 1]", r"\{1, 2\}", r"\left(1, 2\right)"):
+        validate_gold(gold)

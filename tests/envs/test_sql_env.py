@@ -145,6 +145,50 @@ def test_endless_result_is_cut_at_max_rows_and_wrong(env):
     assert "max_rows" in score.info["reason"]
 
 
+WIDE_ROWS = (
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r LIMIT 10001) SELECT "
+    + ", ".join(f"replace(hex(zeroblob(9990)), '0', 'x') AS c{k}" for k in range(60))
+    + " FROM r"
+)
+"""The wide-row memory bomb of issue 17 (point 4): 12 GB if fetched whole."""
+
+
+def test_wide_row_memory_bomb_is_invalid_action(env):
+    score = env.verify("store/orders_with_status/0", fenced(WIDE_ROWS))
+    assert score.status is Status.INVALID_ACTION and score.reward == 0.0
+    assert "bytes" in score.error
+
+
+def _peak_rss_mb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) // 1024 for line in f if line.startswith("VmHWM"))
+
+
+@pytest.mark.slow
+def test_four_memory_bombs_over_http_leave_the_server_small_and_healthy():
+    """Four wide-row answers at once: each is the model's invalid_action, the server's peak
+    memory grows by tens of MB (2 GB each before the fetch cap), and it still answers."""
+    import httpx
+
+    from envhub.localserver import spawn_server
+    from envhub.registry import spec as lookup
+    from envhub.remote import HTTPEnv
+
+    server = spawn_server(lookup("sql"))
+    with HTTPEnv(server.url, owner=server) as remote:
+        task = remote.tasks("test")[0]
+        remote.verify(task.task_id, fenced(task.answer))  # warm: databases built, gold cached
+        before = _peak_rss_mb(server.proc.pid)
+        with ThreadPoolExecutor(4) as pool:
+            scores = list(pool.map(remote.verify, [task.task_id] * 4, [fenced(WIDE_ROWS)] * 4))
+        grown = _peak_rss_mb(server.proc.pid) - before
+        assert [s.status for s in scores] == [Status.INVALID_ACTION] * 4
+        assert all(s.reward == 0.0 for s in scores)
+        assert grown < 250, f"the server's peak memory grew by {grown} MB"
+        assert httpx.get(server.url + "/health", timeout=2).status_code == 200
+        assert remote.verify(task.task_id, fenced(task.answer)).components["correctness"] == 1.0
+
+
 def _adhoc(env, gold, db_id="store"):
     return Task(task_id="adhoc/1", prompt="q", answer=gold, metadata={"db_id": db_id})
 

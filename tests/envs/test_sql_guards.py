@@ -204,3 +204,52 @@ def test_concurrent_queries_from_many_threads(db, checksum):
 def test_long_query_text_is_refused(db):
     with pytest.raises(QueryRefused, match="characters"):
         run(db, "SELECT 1" + " " * executor.MAX_SQL_CHARS)
+
+
+WIDE_ROWS = (
+    "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r LIMIT 10001) SELECT "
+    + ", ".join(f"replace(hex(zeroblob(9990)), '0', 'x') AS c{k}" for k in range(60))
+    + " FROM r"
+)
+"""10,001 rows x 60 columns x 20 kB: 12 GB if fetched whole (issue 17, point 4)."""
+
+_MEASURE = """
+import sys
+from envs.sql.executor import QueryFailed, run_query
+def peak_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1]) // 1024
+before = peak_mb()
+try:
+    run_query(sys.argv[1], sys.argv[2], timeout_s=2.0, max_rows=10_000)
+    outcome = "ran"
+except QueryFailed as e:
+    outcome = e.kind
+print(outcome, peak_mb() - before)
+"""
+
+
+def test_wide_row_memory_bomb_is_stopped_at_the_fetch_cap(db, checksum):
+    """The peak resident memory of a fresh process running the bomb grows by far less than
+    the result (before the byte cap: ~1-2.4 GB until the 2 s deadline)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(db), WIDE_ROWS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    outcome, grown_mb = out.stdout.split()
+    assert outcome == "too_large"
+    assert int(grown_mb) < 100, f"peak memory grew by {grown_mb} MB"
+
+
+def test_fetch_cap_counts_bytes_not_rows(db):
+    sql = "SELECT replace(hex(zeroblob(500)), '0', 'x') FROM orders"  # 1,500 rows of 1 kB
+    assert len(run_query(db, sql, timeout_s=1.0, max_rows=10_000).rows) == 1500
+    with pytest.raises(executor.QueryTooLarge, match="100,000 bytes"):
+        run_query(db, sql, timeout_s=1.0, max_rows=10_000, max_result_bytes=100_000)

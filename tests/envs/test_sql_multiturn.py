@@ -73,6 +73,17 @@ def test_exploration_errors_and_refusals_are_shown_not_fatal(env, base):
     assert sha256_file(base.builtin.path("store")) == before
 
 
+def test_an_exploration_too_large_to_fetch_is_an_error_shown_to_the_model(env):
+    """20 rows of 2,000 columns of 20 kB (800 MB) stop at the fetch cap, turn goes on."""
+    wide = ", ".join(["s"] * 2000)
+    r = env.step(
+        "```sql\nWITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r LIMIT 30), "
+        f"w(s) AS (SELECT replace(hex(zeroblob(9990)), '0', 'x')) SELECT {wide} FROM r, w\n```"
+    )
+    assert not r.done and r.info.status is Status.OK
+    assert "Error (too_large)" in r.messages[0].content
+
+
 def test_a_message_without_query_is_invalid_and_the_episode_goes_on(env):
     r = env.step("Hmm, I wonder what the tables are.")
     assert r.info.status is Status.INVALID_ACTION and not r.done

@@ -334,13 +334,20 @@ def test_verdict_counting_by_the_parent():
     done = [{"event": "done", "passed": 3}]
     report = _report(ADD_SUITE, _run_result("bwrap", forged + done))
     assert (report.passed, report.total) == (1, 3)  # duplicates and unknown indexes ignored
-    # A runner that stops early under bwrap failed by itself: infra, never a silent 0.
-    with pytest.raises(SandboxError, match="stopped before the end"):
-        _report(ADD_SUITE, _run_result("bwrap", [first]))
-    # In rlimit mode the program can kill the runner: what was not reported failed.
-    weak = _report(ADD_SUITE, _run_result("rlimit", [first]))
-    assert weak.passed == 1 and not weak.finished
-    assert "harness was killed" in weak.outcomes[1].error
+    # A report that stops early proves nothing about the machinery (the program may have
+    # spent the run's memory, or killed the runner in rlimit mode): the rest failed, in
+    # every mode. Only the runner's own crash report or a missing heartbeat is infra.
+    for mode in ("bwrap", "rlimit"):
+        early = _report(ADD_SUITE, _run_result(mode, [first]))
+        assert early.passed == 1 and not early.finished and not early.timed_out
+        assert "stopped by the program" in early.outcomes[1].error
+    crash = {"event": "crash", "error": "Traceback: KeyError 'steps'"}
+    with pytest.raises(SandboxError, match="runner failed: Traceback"):
+        _report(ADD_SUITE, _run_result("bwrap", [first, crash]))
+    silent = _run_result("bwrap", [])
+    silent.started = False
+    with pytest.raises(SandboxError, match="did not come up"):
+        _report(ADD_SUITE, silent)
     timed = _report(ADD_SUITE, _run_result("bwrap", [first], timed_out=True))
     assert timed.timed_out and "timed out" in timed.outcomes[2].error
     soft = _run_result("bwrap", [first, *done])

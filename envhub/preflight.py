@@ -1,0 +1,160 @@
+"""What ``envhub register`` proves before it writes anything: the entry is usable.
+
+Schema validation catches a field of the wrong type; these checks catch what would fail only
+when the environment is used:
+
+1. the entry point imports (:mod:`envhub.entrypoints`);
+2. every option is a keyword the constructor accepts ("did you mean 'answer_format'?");
+3. every reward weight names a component the environment produces ("did you mean ...");
+4. the constructor accepts the spec;
+5. the dataset loads and every task has the fields the prompt template names;
+6. the environment's own gold answers (or reference solver) score full marks on a sample
+   (an episode that ends in ``infra_error``, e.g. a judge that is down, proves nothing and is
+   left out; ``envhub check`` reports it).
+
+Each failure is a :class:`PreflightError` naming the YAML field and the fix; the registry adds
+the file and line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import string
+from collections.abc import Iterable
+from typing import Any
+
+from .checker import CheckError, check_gold
+from .core import TaskEnv
+from .errors import EnvhubError
+from .make import env_class
+from .rewards import GENERIC_COMPONENTS
+from .spec import EnvSpec
+
+GOLD_SEEDS = (0, 1, 2)
+"""Seeds of the tasks whose gold answers must score full marks at registration."""
+TEMPLATE_SAMPLE = 50
+"""Tasks whose fields are checked against the prompt template."""
+
+
+class PreflightError(EnvhubError):
+    """One field of an entry would fail when used; ``field`` is its dotted YAML path."""
+
+    def __init__(self, field: str, message: str) -> None:
+        """Name the field (``options.answer_fromat``) and say what is wrong and the fix."""
+        super().__init__(message)
+        self.field = field
+
+
+def _did_you_mean(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
+def accepted_options(cls: type) -> set[str] | None:
+    """Keyword options the constructor chain accepts; ``None`` when it takes any."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        if init is TaskEnv.__init__:
+            return names  # TaskEnv rejects options its subclasses did not declare
+        params = list(inspect.signature(init).parameters.values())[2:]  # self, spec
+        var = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        names |= {p.name for p in params if p.kind not in var}
+        if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return names
+    return None
+
+
+def check_options(cls: type, options: dict[str, Any]) -> None:
+    """Every option is one the constructor accepts."""
+    accepted = accepted_options(cls)
+    if accepted is None:
+        return
+    for name in options:
+        if name not in accepted:
+            offered = ", ".join(sorted(accepted)) or "none"
+            raise PreflightError(
+                f"options.{name}",
+                f"{cls.__name__} takes no option {name!r}; {_did_you_mean(name, accepted)}"
+                f"it accepts: {offered}. Fix the name or remove it",
+            )
+
+
+def offered_components(cls: type, spec: EnvSpec) -> set[str]:
+    """Components ``cls`` computes plus the generic ones any environment can switch on."""
+    return set(getattr(cls, "components", ())) | set(GENERIC_COMPONENTS) | set(spec.reward.judges)
+
+
+def check_weights(cls: type, spec: EnvSpec) -> None:
+    """Every reward weight names a component the environment produces."""
+    offered = offered_components(cls, spec)
+    for name in spec.reward.weights:
+        if name not in offered:
+            raise PreflightError(
+                f"reward.weights.{name}",
+                f"{cls.__name__} produces no component {name!r}; "
+                f"{_did_you_mean(name, offered)}it produces: {', '.join(sorted(offered))}",
+            )
+
+
+def template_fields(template: str) -> set[str]:
+    """Top-level names a ``str.format`` template refers to."""
+    names = set()
+    for _, field, _, _ in string.Formatter().parse(template):
+        if field:
+            names.add(field.split(".")[0].split("[")[0])
+    return names
+
+
+def check_data(env: TaskEnv) -> None:
+    """The dataset loads and each task has what the prompt template names."""
+    spec = env.spec
+    try:
+        tasks = env.tasks()
+    except EnvhubError as e:
+        where = f" (relative paths resolve against {spec.source_dir})" if spec.source_dir else ""
+        raise PreflightError(
+            "dataset.path" if spec.dataset.path else "dataset",
+            f"the dataset does not load: {e}{where}. Fix the path or the file",
+        ) from None
+    wanted = template_fields(spec.prompt_template)
+    for task in tasks[:TEMPLATE_SAMPLE]:
+        have = {"prompt", *task.metadata}
+        lacking = sorted(wanted - have)
+        if lacking:
+            raise PreflightError(
+                "prompt_template",
+                f"names {{{lacking[0]}}}, which task {task.task_id!r} lacks (it has "
+                f"{', '.join(sorted(have))}). Fix: use {{prompt}}, or map the column with "
+                f"dataset.fields (e.g. fields: {{prompt: {lacking[0]}}})",
+            )
+
+
+def check_spec(spec: EnvSpec) -> None:
+    """Run every registration check on a resolved spec; raises :class:`PreflightError`."""
+    try:
+        cls = env_class(spec)
+    except EnvhubError as e:
+        raise PreflightError("entry_point", str(e)) from None
+    check_options(cls, spec.options)
+    check_weights(cls, spec)
+    try:
+        env = cls(spec, **spec.options)
+    except (EnvhubError, TypeError, ValueError) as e:
+        raise PreflightError("options", f"the environment cannot be built: {e}") from None
+    try:
+        if isinstance(env, TaskEnv):
+            check_data(env)
+            try:
+                check_gold(env, GOLD_SEEDS, skip_infra=True)
+            except CheckError as e:
+                raise PreflightError(
+                    "entry_point",
+                    f"its own gold answers do not score full marks: {e}. Fix the data's "
+                    "answers or the verifier (`envhub check FILE` shows every check)",
+                ) from None
+    finally:
+        env.close()

@@ -1,0 +1,31 @@
+"""envhub.deadline: a call under a wall-clock deadline on reusable worker threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from envhub.deadline import DeadlineExceeded, call_within
+
+
+def test_returns_the_result_and_reuses_its_worker():
+    seen = {call_within(threading.get_ident, 5.0) for _ in range(20)}
+    assert call_within(lambda: 41 + 1, 5.0) == 42
+    assert len(seen) == 1  # one idle worker serves sequential calls
+
+
+def test_reraises_what_the_call_raised():
+    with pytest.raises(RecursionError, match="deep"):
+        call_within(lambda: (_ for _ in ()).throw(RecursionError("deep")), 5.0)
+
+
+def test_an_overrun_is_abandoned_and_never_starves_the_next_call():
+    release = threading.Event()
+    start = time.perf_counter()
+    with pytest.raises(DeadlineExceeded):
+        call_within(lambda: release.wait(10), 0.1)
+    assert time.perf_counter() - start < 1.0
+    assert call_within(lambda: "next", 1.0) == "next"  # a fresh worker, not the stuck one
+    release.set()
