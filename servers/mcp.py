@@ -35,6 +35,7 @@ from envhub.errors import EnvhubError
 from envhub.types import FunctionCall, Message, ToolCall
 
 from .episodes import Episodes
+from .sessions import SessionError
 
 START = types.Tool(
     name="start_episode",
@@ -113,9 +114,16 @@ class EpisodeTools:
             if params.name == "start_episode":
                 return await self._start(ctx, args)
             return await self._step(ctx, params.name, args)
-        except (EnvhubError, ValueError) as e:
+        except (EnvhubError, ValueError, SessionError) as e:  # the caller's: unknown, over...
             return types.CallToolResult(
                 content=[types.TextContent(type="text", text=str(e))], is_error=True
+            )
+        except TimeoutError:  # the server's deadline: the machinery's failure, not the model's
+            text = "over the server deadline; the episode is over"
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)],
+                structured_content={"reward": 0.0, "done": True, "status": "infra_error"},
+                is_error=True,
             )
 
     async def _start(self, ctx: Any, args: dict[str, Any]) -> types.CallToolResult:

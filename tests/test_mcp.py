@@ -52,3 +52,19 @@ def test_a_tool_call_before_start_is_an_error_naming_the_fix(dummy_registry):
 
         result = asyncio.run(call())
     assert result.is_error and "call start_episode first" in result.content[0].text
+
+
+def test_a_call_after_the_episode_ended_is_an_mcp_error_saying_so(dummy_registry):
+    env = envhub.make("search")
+    task = env.tasks()[0]
+    with running(create_app(env, mcp=True)) as url:
+
+        async def play():
+            async with Client(url + "/mcp") as client:
+                start = await client.call_tool("start_episode", {"task_id": task.task_id})
+                ep = {"episode_id": start.structured_content["episode_id"]}
+                await client.call_tool("final_answer", {"text": "no idea", **ep})
+                return await client.call_tool("search", {"query": "x", **ep})
+
+        over = asyncio.run(play())
+    assert over.is_error and "episode is over" in over.content[0].text
