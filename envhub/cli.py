@@ -182,6 +182,11 @@ def serve(
         max_inflight=max_inflight,
         **({"threads": threads} if threads else {}),
     )
+    if mcp:
+        try:
+            import mcp as _mcp_sdk  # noqa: F401
+        except ImportError as e:
+            _fail(f"--mcp needs the mcp SDK: pip install 'envhub[mcp]' ({e})")
     api = create_app(env, settings, mcp=mcp)
     port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
