@@ -115,7 +115,7 @@ class McpServer:
                 "(raise options.mcp.timeout_s if the server is slow)"
             ) from e
         except (*SERVER_FAILURES, BaseExceptionGroup) as e:
-            raise _sorted(self.url, what, e, model_call) from e
+            raise sort_failure(self.url, what, e, model_call) from e
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
@@ -133,7 +133,7 @@ def _leaves(exc: BaseException) -> list[BaseException]:
     return [exc]
 
 
-def _sorted(url: str, what: str, exc: BaseException, model_call: bool) -> Exception:
+def sort_failure(url: str, what: str, exc: BaseException, model_call: bool) -> Exception:
     """The episode error for a failed call: the model's for a refused call, else infra."""
     leaves = _leaves(exc)
     unknown = [leaf for leaf in leaves if not isinstance(leaf, SERVER_FAILURES)]

@@ -7,11 +7,13 @@ example ``examples/mcp_tools.yaml`` pointed at it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,12 +21,18 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'envhub[mcp]'")
 
-from envhub.errors import ConfigError, GoldAnswerError, InfraError  # noqa: E402
+from mcp import MCPError  # noqa: E402
+
+from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidAction  # noqa: E402
 from envhub.localserver import free_port  # noqa: E402
 from envhub.make import apply_overrides, make_local  # noqa: E402
 from envhub.registry import load_file  # noqa: E402
 from envhub.types import FunctionCall, Message, Status, ToolCall  # noqa: E402
+from envs.mcp_tools.client import sort_failure  # noqa: E402
 from envs.mcp_tools.grading import matches  # noqa: E402
+
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "mcp_tools.yaml"
@@ -221,3 +229,56 @@ def test_grading_matches_numbers_by_value_and_text_normalised(given, gold, expec
 def test_a_missing_gold_is_the_envs_error_not_a_reward():
     with pytest.raises(GoldAnswerError):
         matches("42", None)
+
+
+@contextlib.contextmanager
+def tcp_listener(answer: bytes | None):
+    """A loopback port that answers ``answer`` to any request, or never answers (``None``)."""
+    sock = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            held.append(conn)
+            if answer is not None:
+                conn.recv(65536)
+                conn.sendall(answer)
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+    finally:
+        sock.close()
+        for conn in held:
+            conn.close()
+
+
+NOT_MCP = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 5\r\n\r\nhello"
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [(None, "got no answer within 1 s"), (NOT_MCP, "failed")],
+    ids=["silent", "not-mcp"],
+)
+def test_a_silent_or_non_mcp_server_is_infra_error_within_the_deadline(answer, error):
+    with tcp_listener(answer) as url:
+        env = make_env(url, timeout_s=1)
+        started = time.monotonic()
+        with pytest.raises(InfraError, match=error):
+            env.reset(task_id="q1")
+        assert time.monotonic() - started < 8
+        env.close()
+
+
+@pytest.mark.parametrize(("code", "status"), [(-32602, InvalidAction), (-32603, InfraError)])
+def test_a_refusal_of_the_calls_params_is_the_models_any_other_protocol_error_infra(code, status):
+    refusal = BaseExceptionGroup("task group", [MCPError(code, "bad params")])
+    assert isinstance(sort_failure("http://x/mcp", "tool 't'", refusal, True), status)
+    listing = sort_failure("http://x/mcp", "list_tools", MCPError(-32602, "x"), False)
+    assert isinstance(listing, InfraError)  # the listing is no call of the model's
