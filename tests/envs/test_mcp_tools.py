@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "mcp_tools.yaml"
 
 
-def start_server() -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def start_server(port: int | None = None) -> tuple[subprocess.Popen, str]:
+    port = port or free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "envs.mcp_tools.demo_server", "--port", str(port)]
     proc = subprocess.Popen(
@@ -172,7 +172,7 @@ def test_a_hostile_tool_call_is_the_models_invalid_action(server_url, message, e
         env.close()
 
 
-def test_a_server_killed_mid_episode_is_infra_error_and_nothing_hangs():
+def test_a_server_killed_mid_episode_is_infra_error_nothing_hangs_and_a_restart_is_found():
     proc, url = start_server()
     env = make_env(url)
     try:
@@ -187,6 +187,9 @@ def test_a_server_killed_mid_episode_is_infra_error_and_nothing_hangs():
         assert result.info.components == {} and result.reward == 0.0
         with pytest.raises(InfraError, match="check that the server is running"):
             make_env(url).reset(task_id="q1")
+        proc, _ = start_server(int(url.rsplit(":", 1)[1].split("/")[0]))  # restarted
+        env.reset(task_id="q1")  # the next episode reconnects
+        assert env.step(call("calculate", a=19, op="*", b=23)).messages[0].content == "437"
     finally:
         stop(proc) if proc.poll() is None else None
         env.close()
