@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -285,3 +286,20 @@ def test_a_refusal_of_the_calls_params_is_the_models_any_other_protocol_error_in
     assert isinstance(sort_failure("http://x/mcp", "tool 't'", refusal, True), status)
     listing = sort_failure("http://x/mcp", "list_tools", MCPError(-32602, "x"), False)
     assert isinstance(listing, InfraError)  # the listing is no call of the model's
+
+
+def test_forks_share_the_connection_and_play_concurrently(server_url):
+    env = make_env(server_url)
+
+    def play(i: int) -> str:
+        fork = env.fork()
+        fork.reset(task_id="q1")
+        result = fork.step(call("calculate", a=i, op="*", b=3))
+        assert result.info.status is Status.OK, result.info.error
+        return result.messages[0].content
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            assert list(pool.map(play, range(32))) == [str(i * 3) for i in range(32)]
+    finally:
+        env.close()
