@@ -18,6 +18,11 @@ ENVS = Path(__file__).resolve().parents[2] / "envs"
 FAMILIES = sorted(p.name for p in ENVS.iterdir() if p.is_dir() and not p.name.startswith("_"))
 REQUIRED = ("__init__.py", "env.py", "README.md", "data/sample.jsonl")
 PENDING: dict[str, str] = {}
+NEEDS_A_SERVER: dict[str, str] = {
+    "mcp_tools": "its tools come from a running MCP server, so it has no catalog entry to "
+    "sample; tests/envs/test_mcp_tools.py plays it against one it starts",
+}
+"""Families with the shape but no catalog entry (they cannot load without a running server)."""
 """Families whose shape is applied after a merge (strict xfail: remove the entry then)."""
 
 
@@ -34,7 +39,9 @@ def test_family_has_the_scaffold_shape(family):
     assert not missing, f"envs/{family} lacks {missing}"
     verifiers = [p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "env.py")]
     assert verifiers, f"envs/{family} has no verifier module beside env.py"
-    assert family in FAMILY_ENVS, f"add envs/{family} to FAMILY_ENVS in family_samples.py"
+    assert family in FAMILY_ENVS or family in NEEDS_A_SERVER, (
+        f"add envs/{family} to FAMILY_ENVS in family_samples.py"
+    )
 
 
 VARIANT_MODULES = {"sql-multiturn": "multiturn"}
