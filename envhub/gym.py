@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 from gymnasium import spaces
 
 from .types import Message
+
+if TYPE_CHECKING:
+    from .core import Env
 
 log = logging.getLogger("envhub")
 
@@ -41,7 +44,17 @@ class GymEnv(gymnasium.Env):
         """Make the envhub environment ``name`` on ``runner`` with ``overrides``."""
         from .make import make
 
-        self.env = make(name, runner, **overrides)
+        self._adopt(make(name, runner, **overrides))
+
+    @classmethod
+    def over(cls, env: Env) -> GymEnv:
+        """The view over an environment made already (an unlisted spec, ``envhub check``)."""
+        view = cls.__new__(cls)
+        view._adopt(env)
+        return view
+
+    def _adopt(self, env: Env) -> None:
+        self.env = env
         self.observation_space = spaces.Text(max_length=MAX_TEXT, min_length=0, charset=charset())
         self.action_space = spaces.Text(max_length=4096, min_length=0, charset=charset())
 

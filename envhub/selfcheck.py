@@ -86,15 +86,9 @@ def _gold(spec: EnvSpec) -> str:
 
 def _gym_view(env: Env) -> Any:
     """Gymnasium's text adapter (:class:`envhub.gym.GymEnv`) over an already-made env."""
-    from gymnasium import spaces
+    from .gym import GymEnv
 
-    from .gym import CHARSET, MAX_TEXT, GymEnv
-
-    gym_env = GymEnv.__new__(GymEnv)  # its __init__ makes by name; this spec may be unlisted
-    gym_env.env = env
-    gym_env.observation_space = spaces.Text(MAX_TEXT, min_length=0, charset=CHARSET)
-    gym_env.action_space = spaces.Text(4096, min_length=0, charset=CHARSET)
-    return gym_env
+    return GymEnv.over(env)
 
 
 def _gymnasium(spec: EnvSpec) -> str:
