@@ -150,7 +150,9 @@ def collate(samples: Sequence[Sample], pad_id: int) -> dict[str, torch.Tensor]:
         "advantages": torch.tensor([s.advantage for s in samples], dtype=torch.float32),
     }
     real = [s for s in samples if s.n_policy_tokens > 0]
-    if real and all(s.ref_logprobs_targets is not None for s in real):
+    # a micro-batch of padding alone (a rank's share of a small batch) still carries the
+    # reference it would need: its zeros weigh nothing, and the loss asks for it when KL is on
+    if all(s.ref_logprobs_targets is not None for s in real):
         out["ref_logprobs"] = ref
     if real and all(s.old_logprobs_targets is not None for s in real):
         out["old_logprobs"] = old

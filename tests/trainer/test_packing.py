@@ -139,3 +139,16 @@ def test_micro_step_gradient_equals_plain_autograd(policies, which):
     for name, p in policy.model.named_parameters():
         assert torch.allclose(got[name], p.grad, atol=1e-6, rtol=1e-4), name
     policy.model.zero_grad(set_to_none=True)
+
+
+def test_a_micro_batch_of_padding_alone_carries_the_reference_kl_needs():
+    """A rank's share of a small batch can be padding only; with KL on, the loss needs ref."""
+    from trainer.batch import collate
+
+    pads = [Sample.dummy(0), Sample.dummy(0)]
+    out = collate(pads, pad_id=0)
+    assert "ref_logprobs" in out and float(out["ref_logprobs"].abs().sum()) == 0.0
+    real = sample([1, 2], [3, 4])
+    assert "ref_logprobs" not in collate([real, Sample.dummy(0)], pad_id=0)
+    real.ref_logprobs_targets = [0.0, -1.0, -1.0]
+    assert "ref_logprobs" in collate([real, Sample.dummy(0)], pad_id=0)
