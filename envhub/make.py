@@ -3,7 +3,8 @@
 ``local`` builds the environment in this process; ``http`` connects to a running
 ``envhub serve`` (``url=``) or starts one on a free loopback port and stops it on ``close``;
 ``docker`` runs the same server in a container. All three return an :class:`~envhub.core.Env`
-that behaves the same.
+that behaves the same. The remote runners carry episodes over a WebSocket per handle and fall
+back to HTTP where it is refused (``transport=``).
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ def make_local(spec: EnvSpec, **_: Any) -> Env:
 
 def make_http(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
     """Connect to ``url``, or start ``envhub serve`` for this spec and own it."""
-    from .remote import HTTPEnv, spawn_server
+    from .localserver import spawn_server
+    from .remote import HTTPEnv
 
     if url is not None:
         return HTTPEnv(url, **kwargs)
@@ -91,6 +93,7 @@ def make(
     *,
     url: str | None = None,
     timeout: float | None = None,
+    transport: str | None = None,
     **overrides: Any,
 ) -> Env:
     """Return the environment ``name`` (or ``name-vN``) on a runner.
@@ -99,7 +102,9 @@ def make(
         name: A registered name; ``gsm8k`` is the latest version, ``gsm8k-v1`` a fixed one.
         runner: ``local``, ``http`` or ``docker``; the spec's default runner when omitted.
         url: For ``http``: the URL of a running ``envhub serve``.
-        timeout: For ``http``/``docker``: seconds per request (default 60).
+        timeout: For ``http``/``docker``: the deadline of every call in seconds (default 60).
+        transport: For ``http``/``docker``: ``auto`` (the default: a WebSocket per episode
+            handle, HTTP where the handshake is refused), ``ws`` or ``http``.
         **overrides: Spec fields (``max_turns``, ``split``, ``reward``, ``dataset``...) or
             environment options.
     """
@@ -114,7 +119,8 @@ def make(
         raise ConfigError(f"unknown runner {runner!r}; choose one of {sorted(RUNNERS)}")
     if url is not None and runner != "http":
         raise ConfigError("url= is only for runner='http'")
-    extra = {"timeout": timeout} if timeout is not None else {}
+    given = {"timeout": timeout, "transport": transport}
+    extra = {k: v for k, v in given.items() if v is not None}
     if runner == "local":
         return make_local(spec_)
     return RUNNERS[runner](spec_, url=url, **extra)

@@ -6,43 +6,48 @@ the server or the network become ``infra_error`` results of the step or the veri
 raised as the same exceptions the in-process environment raises.
 
 One :class:`HTTPEnv` runs one episode at a time, like any Env. For many concurrent episodes
-call :meth:`HTTPEnv.fork`: forks share one connection pool.
+call :meth:`HTTPEnv.fork`: forks share the server's description, the HTTP connection pool and
+the bound on concurrent calls.
+
+Two transports carry the episodes (``transport=``): ``ws``, one persistent WebSocket per
+handle (:mod:`envhub.ws`: a step is one frame each way, a dropped connection is resumed by
+session id), and ``http``, the JSON routes. ``auto`` (the default) takes the WebSocket and
+falls back to HTTP for good when the server or a proxy refuses the handshake (or the
+``websockets`` package is missing). Verification, listings and ``/info`` always go over HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import socket
-import subprocess
-import sys
-import tempfile
+import contextlib
+import json
+import threading
 import time
 import weakref
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any, Literal, Protocol
 
 import httpx
 
 from .core import Env, valid_unicode
-from .errors import (
-    ConfigError,
-    EpisodeStateError,
-    NotSupported,
-    TaskNotFound,
-    TransportError,
-)
+from .errors import ConfigError, EpisodeStateError, TransportError
 from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
+from .wire import (
+    RETRY_CODES,
+    ResetRequest,
+    ResetResponse,
+    StepRequest,
+    TaskPage,
+    Transient,
+    VerifyItem,
+    VerifyRequest,
+    VerifyResponse,
+    raise_for_error,
+)
 
-RETRY_STATUSES = (429, 503)
-_ERRORS: dict[str, type[Exception]] = {
-    "task_not_found": TaskNotFound,
-    "episode_state": EpisodeStateError,
-    "not_supported": NotSupported,
-    "config": ConfigError,
-    "invalid_request": ValueError,
-}
+Transport = Literal["auto", "ws", "http"]
+TRANSPORTS = ("auto", "ws", "http")
 
 
 class Closeable(Protocol):
@@ -52,21 +57,20 @@ class Closeable(Protocol):
         """Stop it."""
 
 
-class _Transient(Exception):
-    """A failure worth reporting as ``infra_error`` (network, 5xx, overload)."""
+_Transient = Transient
 
 
 def _raise_for(resp: httpx.Response) -> None:
     if resp.status_code < 400:
         return
-    if resp.status_code in RETRY_STATUSES or resp.status_code >= 500:
-        raise _Transient(f"server answered {resp.status_code}: {resp.text[:300]}")
     try:
         body = resp.json()
     except ValueError:
         body = {"error": resp.text[:300]}
+    if not isinstance(body, dict):
+        body = {"error": str(body)[:300]}
     kind, message = body.get("kind", ""), body.get("error") or str(body)[:300]
-    raise _ERRORS.get(kind, TransportError)(message)
+    raise_for_error(resp.status_code, kind, message)
 
 
 class HTTPEnv(Env):
@@ -78,114 +82,190 @@ class HTTPEnv(Env):
         *,
         timeout: float = 60.0,
         retries: int = 3,
+        transport: Transport = "auto",
+        max_concurrency: int = 1024,
         owner: Closeable | None = None,
         _pool: _Pool | None = None,
     ) -> None:
-        """Connect to a server (``owner``, if given, is closed with this env)."""
+        """Connect to a server (``owner``, if given, is closed with this env).
+
+        Args:
+            url: The server, ``http://host:port``.
+            timeout: Deadline of every call, in seconds.
+            retries: Tries after a dropped connection or an overloaded server.
+            transport: ``auto`` (WebSocket, HTTP where refused), ``ws`` or ``http``.
+            max_concurrency: Calls in flight at once over this handle and its forks.
+            owner: A server process or container to stop on :meth:`close`.
+        """
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"unknown transport {transport!r}; choose one of {TRANSPORTS}")
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.retries = retries
         self._owner = owner
         self._session: str | None = None
         self._is_fork = _pool is not None
-        self._pool = _pool or _Pool(self.url, timeout)
+        self._pool = _pool or _Pool(self.url, timeout, transport, max_concurrency)
         self.spec = self._pool.spec
+        self._channel: Any = None
+        self._achannel: Any = None
 
     @property
     def _client(self) -> httpx.Client:
         return self._pool.client
 
+    @property
+    def transport(self) -> str:
+        """``ws`` or ``http``: what carries this handle's episodes now."""
+        return "ws" if self._pool.use_ws else "http"
+
     def fork(self) -> HTTPEnv:
         """A second handle on the same server, with its own episode and a shared pool."""
         return HTTPEnv(self.url, timeout=self.timeout, retries=self.retries, _pool=self._pool)
 
-    # ------------------------------------------------------------------ transport
+    # ------------------------------------------------------------------ HTTP transport
 
-    def _post(self, path: str, body: dict[str, Any]) -> Any:
+    def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         for attempt in range(self.retries + 1):
             try:
-                resp = self._client.post(path, json=body)
-                if resp.status_code in RETRY_STATUSES and attempt < self.retries:
+                with self._pool.slot(self.timeout):
+                    resp = self._client.post(path, json=body)
+                if resp.status_code in RETRY_CODES and attempt < self.retries:
                     time.sleep(_retry_after(resp, attempt))
                     continue
                 _raise_for(resp)
-                return resp.json()
+                return resp
             except httpx.TransportError as e:
                 if attempt >= self.retries:
                     raise _Transient(f"{type(e).__name__}: {e}") from e
                 time.sleep(0.1 * 2**attempt)
         raise AssertionError("unreachable")
 
-    def _aclient(self) -> httpx.AsyncClient:
-        return self._pool.async_client()
-
-    async def _apost(self, path: str, body: dict[str, Any]) -> Any:
-        client = self._aclient()
+    async def _apost(self, path: str, body: dict[str, Any]) -> httpx.Response:
+        client = self._pool.async_client()
         for attempt in range(self.retries + 1):
             try:
                 resp = await client.post(path, json=body)
-                if resp.status_code in RETRY_STATUSES and attempt < self.retries:
+                if resp.status_code in RETRY_CODES and attempt < self.retries:
                     await asyncio.sleep(_retry_after(resp, attempt))
                     continue
                 _raise_for(resp)
-                return resp.json()
+                return resp
             except httpx.TransportError as e:
                 if attempt >= self.retries:
                     raise _Transient(f"{type(e).__name__}: {e}") from e
                 await asyncio.sleep(0.1 * 2**attempt)
         raise AssertionError("unreachable")
 
+    # ------------------------------------------------------------------ WebSocket transport
+
+    def _ws(self) -> Any:
+        if self._channel is None and self._pool.use_ws:
+            from .ws import Channel
+
+            self._channel = Channel(self.url, self.timeout, self.retries, self._pool.max_body)
+        return self._channel
+
+    def _aws(self) -> Any:
+        if self._achannel is None and self._pool.use_ws:
+            from .ws import AsyncChannel
+
+            self._achannel = AsyncChannel(self.url, self.timeout, self.retries, self._pool.max_body)
+        return self._achannel
+
+    def _refused(self, error: Exception) -> None:
+        """The handshake was refused: this pool speaks HTTP from now on."""
+        if self._pool.transport == "ws":
+            raise TransportError(f"{self.url}: {error}; use transport='http'") from error
+        self._pool.use_ws = False
+        self._channel = self._achannel = None
+
     # ------------------------------------------------------------------ the contract
 
     def _reset_body(self, seed: int | None, task_id: str | None) -> dict[str, Any]:
-        body: dict[str, Any] = {"seed": seed, "task_id": task_id}
-        if self._session:
-            body["close_session"] = self._session
-        return body
+        body = ResetRequest(seed=seed, task_id=task_id, close_session=self._session)
+        return body.model_dump(exclude_none=True)
 
-    def _after_reset(self, data: dict[str, Any]) -> ResetResult:
-        self._session = data["session_id"]
-        return ResetResult(messages=data["messages"], info=data["info"])
+    def _after_reset(self, data: ResetResponse) -> ResetResult:
+        self._session = data.session_id
+        return ResetResult.model_construct(messages=data.messages, info=data.info)
 
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Start an episode on the server (the previous one, if any, is closed)."""
         try:
-            return self._after_reset(self._post("/reset", self._reset_body(seed, task_id)))
+            if (channel := self._ws()) is not None:
+                try:
+                    with self._pool.slot(self.timeout):
+                        return self._after_reset(channel.reset(seed, task_id))
+                except _ws_refused() as e:
+                    self._refused(e)
+            resp = self._post("/reset", self._reset_body(seed, task_id))
+            return self._after_reset(ResetResponse.model_validate_json(resp.content))
         except _Transient as e:
             raise TransportError(f"reset failed at {self.url}: {e}") from e
 
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Async :meth:`reset`."""
         try:
-            data = await self._apost("/reset", self._reset_body(seed, task_id))
+            if (channel := self._aws()) is not None:
+                try:
+                    async with self._pool.aslot(self.timeout):
+                        return self._after_reset(await channel.reset(seed, task_id))
+                except _ws_refused() as e:
+                    self._refused(e)
+            resp = await self._apost("/reset", self._reset_body(seed, task_id))
+            return self._after_reset(ResetResponse.model_validate_json(resp.content))
         except _Transient as e:
             raise TransportError(f"reset failed at {self.url}: {e}") from e
-        return self._after_reset(data)
+
+    def _message_json(self, action: Message | str) -> str:
+        if self._session is None:
+            raise EpisodeStateError("call reset() before step()")
+        if isinstance(action, str) and action.isascii():  # the common case, without a copy
+            return _json_string(action)
+        return valid_unicode(Message.coerce(action)).model_dump_json(exclude_none=True)
 
     def _step_body(self, action: Message | str) -> dict[str, Any]:
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
-        message = valid_unicode(Message.coerce(action)).model_dump(exclude_none=True)
-        return {"session_id": self._session, "message": message}
+        message = valid_unicode(Message.coerce(action))
+        return StepRequest(session_id=self._session, message=message).model_dump(exclude_none=True)
 
     def _infra_step(self, error: Exception) -> StepResult:
         self._session = None
+        for channel in (self._channel, self._achannel):
+            if channel is not None:
+                channel.forget()
         info = Info(task_id="", status=Status.INFRA_ERROR, error=str(error))
         return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
 
+    def _stepped(self, result: StepResult) -> StepResult:
+        if result.terminated or result.truncated:
+            self._session = None
+        return result
+
     def step(self, action: Message | str) -> StepResult:
         """Send one assistant message; server failures come back as ``infra_error``."""
-        body = self._step_body(action)
         try:
-            return StepResult.model_validate(self._post("/step", body))
+            if (channel := self._channel) is not None and channel.sid == self._session:
+                message = self._message_json(action)
+                with self._pool.slot(self.timeout):
+                    return self._stepped(channel.step(message))
+            body = self._step_body(action)
+            resp = self._post("/step", body)
+            return self._stepped(StepResult.model_validate_json(resp.content))
         except _Transient as e:
             return self._infra_step(e)
 
     async def astep(self, action: Message | str) -> StepResult:
         """Async :meth:`step`."""
-        body = self._step_body(action)
         try:
-            return StepResult.model_validate(await self._apost("/step", body))
+            if (channel := self._achannel) is not None and channel.sid == self._session:
+                message = self._message_json(action)
+                async with self._pool.aslot(self.timeout):
+                    return self._stepped(await channel.step(message))
+            resp = await self._apost("/step", self._step_body(action))
+            return self._stepped(StepResult.model_validate_json(resp.content))
         except _Transient as e:
             return self._infra_step(e)
 
@@ -198,7 +278,8 @@ class HTTPEnv(Env):
         """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
         body = self._finish_body()
         try:
-            return StepResult.model_validate(self._post("/finish", body))
+            resp = self._post("/finish", body)
+            return self._stepped(StepResult.model_validate_json(resp.content))
         except _Transient as e:
             return self._infra_step(e)
 
@@ -206,28 +287,29 @@ class HTTPEnv(Env):
         """Async :meth:`finish`."""
         body = self._finish_body()
         try:
-            return StepResult.model_validate(await self._apost("/finish", body))
+            resp = await self._apost("/finish", body)
+            return self._stepped(StepResult.model_validate_json(resp.content))
         except _Transient as e:
             return self._infra_step(e)
 
     @staticmethod
-    def _item(task: Task | str, response: Message | str) -> dict[str, Any]:
-        response = valid_unicode(Message.coerce(response))
-        item: dict[str, Any] = {"response": response.model_dump(exclude_none=True)}
+    def _item(task: Task | str, response: Message | str) -> VerifyItem:
+        message = valid_unicode(Message.coerce(response))
         if isinstance(task, str):
-            item["task_id"] = task
-        else:
-            item["task"] = task.model_dump()
-        return item
+            return VerifyItem(task_id=task, response=message)
+        return VerifyItem(task=task, response=message)
+
+    def _verify_body(self, items: Sequence[tuple[Task | str, Message | str]]) -> dict[str, Any]:
+        body = VerifyRequest(items=[self._item(t, r) for t, r in items])
+        return body.model_dump(mode="json", exclude_none=True)
 
     def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
         """Verify many pairs in one request."""
-        body = {"items": [self._item(t, r) for t, r in items]}
         try:
-            data = self._post("/verify", body)
+            resp = self._post("/verify", self._verify_body(items))
         except _Transient as e:
             return [Score(reward=0.0, status=Status.INFRA_ERROR, error=str(e))] * len(items)
-        return [Score.model_validate(s) for s in data["scores"]]
+        return VerifyResponse.model_validate_json(resp.content).scores
 
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Verify one response on the server."""
@@ -236,10 +318,10 @@ class HTTPEnv(Env):
     async def averify(self, task: Task | str, response: Message | str) -> Score:
         """Async :meth:`verify`."""
         try:
-            data = await self._apost("/verify", {"items": [self._item(task, response)]})
+            resp = await self._apost("/verify", self._verify_body([(task, response)]))
         except _Transient as e:
             return Score(reward=0.0, status=Status.INFRA_ERROR, error=str(e))
-        return Score.model_validate(data["scores"][0])
+        return VerifyResponse.model_validate_json(resp.content).scores[0]
 
     def tasks(self, split: str | None = None) -> list[Task]:
         """All tasks of ``split``, fetched page by page."""
@@ -253,9 +335,9 @@ class HTTPEnv(Env):
                 _raise_for(resp)
             except _Transient as e:
                 raise TransportError(str(e)) from e
-            data = resp.json()
-            out.extend(Task.model_validate(t) for t in data["tasks"])
-            if len(out) >= data["total"] or not data["tasks"]:
+            page = TaskPage.model_validate_json(resp.content)
+            out.extend(page.tasks)
+            if len(out) >= page.total or not page.tasks:
                 return out
 
     def task_from_gold(self, gold: str) -> Task:
@@ -268,6 +350,15 @@ class HTTPEnv(Env):
 
     def close(self) -> None:
         """Close the episode; the owner (server, container) and pool too unless a fork."""
+        if self._channel is not None:
+            if self._channel.sid == self._session:
+                self._session = None
+            self._channel.close_session()
+            self._channel.close_socket()
+            self._channel = None
+        if self._achannel is not None:
+            self._achannel.close_socket()  # its session expires on the server
+            self._achannel = None
         if self._session is not None:
             try:
                 self._client.post("/close", json={"session_id": self._session})
@@ -281,15 +372,34 @@ class HTTPEnv(Env):
                 self._owner = None
 
 
+def _ws_refused() -> tuple[type[Exception], ...]:
+    from .ws import WsRefused
+
+    return (WsRefused,)
+
+
+def _json_string(text: str) -> str:
+    return json.dumps(text)
+
+
 class _Pool:
-    """What forks of one HTTPEnv share: connection pools and the server's description."""
+    """What forks of one HTTPEnv share.
+
+    The HTTP connection pools, the server's description, the bound on concurrent calls and
+    the transport the server accepts.
+    """
 
     LIMITS = httpx.Limits(max_connections=512, max_keepalive_connections=128)
 
-    def __init__(self, url: str, timeout: float) -> None:
-        self.url, self.timeout = url, timeout
+    def __init__(self, url: str, timeout: float, transport: str, max_concurrency: int) -> None:
+        self.url, self.timeout, self.transport = url, timeout, transport
         self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
         self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+        self._bound = threading.BoundedSemaphore(max_concurrency)
+        self._abound: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.max_concurrency = max_concurrency
         try:
             resp = self.client.get("/info")
             resp.raise_for_status()
@@ -298,6 +408,35 @@ class _Pool:
             raise TransportError(f"cannot reach envhub server at {url}: {e}") from e
         self.info: dict[str, Any] = resp.json()
         self.spec = EnvSpec.model_validate(self.info["spec"])
+        self.max_body = int(self.info.get("server", {}).get("max_body_bytes", 0))
+        self.use_ws = transport != "http" and _have_websockets(transport)
+
+    @contextlib.contextmanager
+    def slot(self, timeout: float) -> Iterator[None]:
+        """Hold one of ``max_concurrency`` call slots (a deadline failure if none frees)."""
+        if not self._bound.acquire(timeout=timeout):
+            raise _Transient(f"no free client slot within {timeout:g} s")
+        try:
+            yield
+        finally:
+            self._bound.release()
+
+    @contextlib.asynccontextmanager
+    async def aslot(self, timeout: float) -> AsyncIterator[None]:
+        """Async :meth:`slot` (one semaphore per event loop)."""
+        loop = asyncio.get_running_loop()
+        sem = self._abound.get(loop)
+        if sem is None:
+            sem = self._abound[loop] = asyncio.Semaphore(self.max_concurrency)
+        try:
+            async with asyncio.timeout(timeout):
+                await sem.acquire()
+        except TimeoutError:
+            raise _Transient(f"no free client slot within {timeout:g} s") from None
+        try:
+            yield
+        finally:
+            sem.release()
 
     def async_client(self) -> httpx.AsyncClient:
         """The async client of the running event loop (httpx clients are loop-bound)."""
@@ -318,82 +457,18 @@ class _Pool:
         self._async.clear()
 
 
+def _have_websockets(transport: str) -> bool:
+    try:
+        import envhub.ws  # noqa: F401
+    except ImportError as e:
+        if transport == "ws":
+            raise ConfigError(f"transport='ws' needs the websockets package: {e}") from e
+        return False
+    return True
+
+
 def _retry_after(resp: httpx.Response, attempt: int) -> float:
     try:
         return min(float(resp.headers.get("Retry-After", "")), 5.0)
     except ValueError:
         return 0.05 * 2**attempt
-
-
-# ---------------------------------------------------------------------------- local servers
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` right now."""
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-class ServerProcess:
-    """An ``envhub serve`` child process on a loopback port, stopped on :meth:`close`."""
-
-    def __init__(self, spec: EnvSpec, *, host: str = "127.0.0.1", startup_timeout: float = 180):
-        """Start the server and wait until ``/health`` answers.
-
-        The free port is picked before the child binds it, so another process may take it in
-        between: then the start is retried on a new port (three tries).
-        """
-        self._log = tempfile.NamedTemporaryFile(prefix="envhub-serve-", suffix=".log", delete=False)
-        for attempt in range(3):
-            self.port = free_port(host)
-            self.url = f"http://{host}:{self.port}"
-            cmd = [
-                sys.executable, "-m", "envhub.cli", "serve", spec.name,
-                "--host", host, "--port", str(self.port),
-                "--spec-json", spec.model_dump_json(),
-            ]  # fmt: skip
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            self._log.truncate(0)
-            self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
-            if self._wait(startup_timeout):
-                return
-            tail = self._tail()
-            if "address already in use" not in tail.lower() or attempt == 2:
-                self.close()
-                raise TransportError(f"envhub serve did not become healthy at {self.url}:\n{tail}")
-
-    def _wait(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
-                    return True
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        return False
-
-    def _tail(self) -> str:
-        with open(self._log.name, errors="replace") as f:
-            return f.read()[-2000:]
-
-    def close(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
-        try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
-
-
-def spawn_server(spec: EnvSpec) -> ServerProcess:
-    """Start ``envhub serve`` for ``spec`` (overrides included) on a free loopback port."""
-    return ServerProcess(spec)

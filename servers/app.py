@@ -23,25 +23,41 @@ package, never from a CDN.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from fastapi_offline import FastAPIOffline
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.core import Env
 from envhub.errors import EnvhubError
-from envhub.types import Message, ResetResult, Score, StepResult, Task
+from envhub.types import Score, StepResult, Task
+from envhub.wire import (
+    CloseRequest,
+    FinishRequest,
+    ResetRequest,
+    ResetResponse,
+    StepRequest,
+    TaskPage,
+    VerifyItem,
+    VerifyRequest,
+    VerifyResponse,
+)
 
-from . import errors
-from .errors import ErrorBody, TooLarge, error_response
+from . import errors, ws
+from .episodes import Episodes
+from .errors import error_response
+from .middleware import Admission, BodyLimit
 from .sessions import SessionError, SessionTable
 
 T = TypeVar("T")
@@ -65,168 +81,8 @@ class ServerSettings(BaseModel):
     """Server-side deadline of one environment call."""
 
 
-# ---------------------------------------------------------------------------- wire bodies
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class ResetRequest(_Body):
-    """Start an episode in a new session."""
-
-    seed: int | None = None
-    task_id: str | None = None
-    close_session: str | None = None
-    """A previous session of the same client to close first."""
-
-
-class ResetResponse(ResetResult):
-    """The opening messages and info, plus the session to step in."""
-
-    session_id: str
-
-
-class StepRequest(_Body):
-    """One assistant message for a session's episode: a message object or its text."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {"session_id": "SESSION", "message": "The answer is 42."},
-                {"session_id": "SESSION", "message": {"role": "assistant", "content": "42"}},
-            ]
-        }
-    )
-
-    session_id: str
-    message: Message | str
-
-
-class FinishRequest(_Body):
-    """End a session's episode from outside and get its final accounting."""
-
-    session_id: str
-
-
-class CloseRequest(_Body):
-    """End a session."""
-
-    session_id: str
-
-
-class VerifyItem(_Body):
-    """One response to verify against a task given by id, by gold answer, or in full."""
-
-    task_id: str | None = None
-    gold: str | None = None
-    task: Task | None = None
-    response: Message | str
-
-    @model_validator(mode="after")
-    def _one_task(self) -> VerifyItem:
-        given = [k for k in ("task_id", "gold", "task") if getattr(self, k) is not None]
-        if len(given) != 1:
-            raise ValueError(f"give exactly one of task_id, gold, task (got {given or 'none'})")
-        return self
-
-
-class VerifyRequest(_Body):
-    """A batch of responses to verify."""
-
-    items: list[VerifyItem] = Field(min_length=1)
-
-
-class VerifyResponse(_Body):
-    """One score per item, in order."""
-
-    scores: list[Score]
-
-
-class TaskPage(_Body):
-    """A page of the task listing."""
-
-    tasks: list[Task]
-    total: int
-
-
-# ---------------------------------------------------------------------------- middleware
-
-
-class BodyLimit:
-    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed."""
-
-    def __init__(self, app: Any, limit: int) -> None:
-        """Wrap ``app``."""
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        """Reject oversized bodies, pass everything else through."""
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _too_large(self.limit, send)
-        seen, over = 0, False
-
-        async def counting_receive() -> dict:
-            nonlocal seen, over
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit:
-                over = True
-                raise TooLarge
-            return message
-
-        async def guarded_send(message: dict) -> None:
-            if not over:  # the app's answer to a cut-off body (FastAPI: a bare 400) is dropped
-                await send(message)
-
-        try:
-            await self.app(scope, counting_receive, guarded_send)
-        except TooLarge:
-            pass
-        if over:
-            await _too_large(self.limit, send)
-
-
-async def _too_large(limit: int, send: Callable) -> None:
-    body = ErrorBody(error=f"request body over {limit} bytes", kind="too_large")
-    resp = JSONResponse(body.model_dump(), status_code=413)
-    await resp({"type": "http"}, None, send)  # type: ignore[arg-type]
-
-
-class Admission:
-    """ASGI middleware: beyond ``limit`` concurrent work requests, answer 503 at once.
-
-    Plain ASGI rather than ``@app.middleware("http")``: that wrapper costs about a
-    millisecond of CPU per request, as much as the rest of the server together.
-    """
-
-    def __init__(self, app: Any, limit: int, metrics: Counter[str]) -> None:
-        """Wrap ``app``; the number in flight is kept in ``metrics["inflight"]``."""
-        self.app, self.limit, self.metrics = app, limit, metrics
-
-    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        """Count work requests in flight; refuse beyond the limit."""
-        if scope["type"] != "http" or scope["path"] not in WORK_PATHS:
-            return await self.app(scope, receive, send)
-        if self.metrics["inflight"] >= self.limit:
-            self.metrics["rejected_overload"] += 1
-            resp = error_response(503, "overloaded", "server at its concurrency limit; retry later",
-                          **{"Retry-After": "1"})  # fmt: skip
-            return await resp(scope, receive, send)
-        self.metrics["inflight"] += 1
-        self.metrics["requests"] += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.metrics["inflight"] -= 1
-
-
 # ---------------------------------------------------------------------------- the app
 
-WORK_PATHS = ("/reset", "/step", "/finish", "/verify")
 EXAMPLES: dict[str, dict[str, Any]] = {
     "/reset": {"seed": 0},
     "/step": {"session_id": "SESSION", "message": "The answer is 42."},
@@ -237,19 +93,23 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 """A valid body per path, shown in every 422 so the caller sees the expected shape."""
 
 
-def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
-    """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings."""
+def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = False) -> FastAPI:
+    """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings.
+
+    With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` (servers.mcp).
+    """
     settings = settings or ServerSettings()
     sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
-    limiter = anyio.CapacityLimiter(settings.threads)
+    pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="envhub-env")
     metrics: Counter[str] = Counter()
     started = time.time()
 
     async def run(fn: Callable[..., T], *args: Any) -> T:
-        with anyio.fail_after(settings.request_timeout_s):
-            return await anyio.to_thread.run_sync(
-                fn, *args, limiter=limiter, abandon_on_cancel=True
-            )
+        # A plain executor, not anyio.to_thread: anyio's per-call bookkeeping was over half of
+        # the event loop's CPU per WebSocket step. At the deadline the call is abandoned (its
+        # thread finishes on its own) and the caller gets TimeoutError.
+        async with asyncio.timeout(settings.request_timeout_s):
+            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
     async def reaper() -> None:
         while True:
@@ -258,11 +118,14 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):  # noqa: ANN202
-        async with anyio.create_task_group() as tg:
+        async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
+            if mcp_manager is not None:
+                await stack.enter_async_context(mcp_manager.run())
             tg.start_soon(reaper)
             yield
             tg.cancel_scope.cancel()
         sessions.close_all()
+        pool.shutdown(wait=False, cancel_futures=True)
         env.close()
 
     app = FastAPIOffline(
@@ -309,49 +172,34 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
         all_tasks = await run(env.tasks, split)
         return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
 
+    episodes = Episodes(env, sessions, run, metrics)
+    mcp_manager = None
+    if mcp:
+        from . import mcp as mcp_server
+
+        mcp_manager = mcp_server.install(app, episodes)
+
     @app.post("/reset", response_model=ResetResponse)
-    async def reset(body: ResetRequest) -> ResetResponse:
+    async def reset(body: ResetRequest) -> Response:
         """Start an episode in a new session."""
-        if body.close_session:
-            sessions.close(body.close_session)
-        episode_env = env.fork()
-        result = await run(lambda: episode_env.reset(seed=body.seed, task_id=body.task_id))
-        sid = sessions.create(episode_env)
-        metrics["episodes"] += 1
-        return ResetResponse(session_id=sid, **result.model_dump())
+        _, text = await episodes.reset(body.seed, body.task_id, body.close_session)
+        return Response(text, media_type="application/json")
 
     @app.post("/step", response_model=StepResult)
-    async def step(body: StepRequest) -> StepResult:
+    async def step(body: StepRequest) -> Response:
         """One assistant message; the episode's failures come back as its status."""
-        session = sessions.get(body.session_id)
-        async with session.lock:
-            try:
-                result = await run(session.env.step, body.message)
-            except TimeoutError:
-                sessions.close(body.session_id)
-                raise
-        metrics[f"steps_{result.info.status.value}"] += 1
-        if result.done:
-            sessions.finish(body.session_id)
-        return result
+        text = await episodes.step(body.session_id, body.message, body.seq)
+        return Response(text, media_type="application/json")
 
     @app.post("/finish", response_model=StepResult)
-    async def finish(body: FinishRequest) -> StepResult:
+    async def finish(body: FinishRequest) -> Response:
         """End the episode from outside (a trainer's budget): its final accounting."""
-        session = sessions.get(body.session_id)
-        async with session.lock:
-            try:
-                result = await run(session.env.finish)
-            except TimeoutError:
-                sessions.close(body.session_id)
-                raise
-        sessions.finish(body.session_id)
-        return result
+        return Response(await episodes.finish(body.session_id), media_type="application/json")
 
     @app.post("/close")
     async def close(body: CloseRequest) -> dict[str, bool]:
         """End a session early."""
-        return {"closed": sessions.close(body.session_id)}
+        return {"closed": episodes.close(body.session_id)}
 
     @app.post("/verify", response_model=VerifyResponse)
     async def verify(body: VerifyRequest) -> VerifyResponse:
@@ -363,6 +211,7 @@ def create_app(env: Env, settings: ServerSettings | None = None) -> FastAPI:
             metrics[f"verify_{s.status.value}"] += 1
         return VerifyResponse(scores=scores)
 
+    ws.install(app, episodes, metrics)
     app.state.sessions = sessions
     app.add_middleware(Admission, limit=settings.max_inflight, metrics=metrics)
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

@@ -23,20 +23,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict
 
 from envhub.errors import ConfigError, EpisodeStateError, NotSupported, TaskNotFound
+from envhub.wire import ErrorBody
 
 log = logging.getLogger("envhub.server")
-
-
-class ErrorBody(BaseModel):
-    """Every error answer: a message and a machine-readable kind."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    error: str
-    kind: str
 
 
 class TooLarge(Exception):

@@ -32,8 +32,22 @@ class Session:
     """One episode's environment and its bookkeeping."""
 
     env: Env
+    task_id: str = ""
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    steps: int = 0
+    """Steps applied so far; a client's ``seq`` is checked against it."""
+    last: str | None = None
+    """The last step's answer as JSON, for a step sent again after a dropped connection."""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What is remembered of a session whose episode ended: its last answer, for a resend."""
+
+    task_id: str
+    steps: int
+    last: str | None
 
 
 class SessionTable:
@@ -44,13 +58,13 @@ class SessionTable:
         self.max_sessions = max_sessions
         self.ttl = ttl
         self._sessions: dict[str, Session] = {}
-        self._expired: OrderedDict[str, str] = OrderedDict()
+        self._expired: OrderedDict[str, str | Finished] = OrderedDict()
         self._remember = remember_expired
 
     def __len__(self) -> int:
         return len(self._sessions)
 
-    def create(self, env: Env) -> str:
+    def create(self, env: Env, task_id: str = "") -> str:
         """Add a session; raises ``SessionError(503)`` when the table is full."""
         self.reap()
         if len(self._sessions) >= self.max_sessions:
@@ -58,7 +72,7 @@ class SessionTable:
                 503, "overloaded", f"all {self.max_sessions} sessions are in use; retry later"
             )
         sid = secrets.token_urlsafe(12)
-        self._sessions[sid] = Session(env)
+        self._sessions[sid] = Session(env, task_id)
         return sid
 
     def get(self, sid: str) -> Session:
@@ -68,7 +82,7 @@ class SessionTable:
             self._expire(sid)
             session = None
         if session is None:
-            if self._expired.get(sid) == "finished":
+            if isinstance(self._expired.get(sid), Finished):
                 raise SessionError(
                     409, "episode_state", "the episode is over; call reset() to start another"
                 )
@@ -89,11 +103,18 @@ class SessionTable:
         session.env.close()
         return True
 
+    def finished(self, sid: str) -> Finished | None:
+        """The record of ``sid`` if its episode ended (None if live, expired or unknown)."""
+        record = self._expired.get(sid)
+        return record if isinstance(record, Finished) else None
+
     def finish(self, sid: str) -> None:
         """Release a session whose episode ended; later steps get "episode is over"."""
-        self._expire(sid, "finished")
+        session = self._sessions.get(sid)
+        if session is not None:
+            self._expire(sid, Finished(session.task_id, session.steps, session.last))
 
-    def _expire(self, sid: str, why: str = "expired") -> None:
+    def _expire(self, sid: str, why: str | Finished = "expired") -> None:
         session = self._sessions.pop(sid, None)
         if session is not None:
             session.env.close()

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from envhub.cli import app
-from envhub.remote import free_port
+from envhub.localserver import free_port
 
 runner = CliRunner()
 

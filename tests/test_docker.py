@@ -442,7 +442,7 @@ def test_offline_rootfs_resolves_the_server_dependencies():
 def test_envhub_serve_docker_runs_until_sigterm_then_removes(engine):
     import signal
 
-    from envhub.remote import free_port
+    from envhub.localserver import free_port
 
     port = free_port()
     cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]

@@ -11,9 +11,10 @@ import pytest
 
 import envhub
 from envhub.errors import ConfigError
+from envhub.localserver import free_port
 from envhub.registry import spec as lookup
 from envhub.registry import user_registry_dir
-from envhub.remote import HTTPEnv, free_port
+from envhub.remote import HTTPEnv
 from envhub.scaffold import FAMILIES, init
 from envhub.selfcheck import FAILED, run_checks, table
 

@@ -9,9 +9,9 @@ import pytest
 
 from envhub.errors import ConfigError
 from envhub.evaluate.scripted import ScriptedEndpoint, ScriptedHTTPError, last_user_text
+from envhub.localserver import free_port
 from envhub.make import make_local
 from envhub.preflight import PreflightError, check_spec
-from envhub.remote import free_port
 from envhub.spec import EnvSpec
 from envhub.types import Status
 

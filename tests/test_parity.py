@@ -2,6 +2,7 @@
 give identical observations, rewards, flags and infos, for one environment of every family in
 the catalog at test time.
 
+The remote runs go over both transports (the WebSocket ``/ws`` and the HTTP routes).
 The in-process run records a transcript: per seed, ``reset`` and then the environment's own
 reference actions (one seed starts with a wrong answer first, so failing rewards are compared
 too). The HTTP and Docker runs replay the recorded actions and must reproduce every result.
@@ -105,9 +106,11 @@ def test_in_process_is_deterministic(transcript):
         _replay(env, runs)
 
 
-def test_http_parity(transcript):
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_http_parity(transcript, transport):
     name, runs = transcript
-    with envhub.make(name, runner="http") as env:
+    with envhub.make(name, runner="http", transport=transport) as env:
+        assert env.transport == transport
         _replay(env, runs)
 
 
@@ -134,4 +137,5 @@ def docker_image():
 def test_docker_parity(transcript, docker_image):
     name, runs = transcript
     with envhub.make(name, runner="docker") as env:
+        assert env.transport == "ws"
         _replay(env, runs)

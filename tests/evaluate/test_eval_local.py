@@ -1,4 +1,4 @@
-"""A tiny local model (random Llama, SmolLM2 tokenizer) through the trainer's engine."""
+"""A tiny local model (random Llama, its own small tokenizer) through the trainer's engine."""
 
 from __future__ import annotations
 

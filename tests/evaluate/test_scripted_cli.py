@@ -12,7 +12,7 @@ import typer
 from typer.testing import CliRunner
 
 from envhub.evaluate.cli import eval_command
-from envhub.remote import free_port
+from envhub.localserver import free_port
 
 
 def _start(*args):

@@ -1,4 +1,4 @@
-"""Shared fixtures of the trainer tests: a tiny random Llama with the SmolLM2 tokenizer."""
+"""Shared fixtures of the trainer tests: a tiny random Llama with its own small tokenizer."""
 
 import pytest
 

@@ -1,0 +1,214 @@
+"""The wire schema: every request and response body of ``envhub serve``, written once.
+
+The server (``servers/``) validates with these models and the clients
+(:mod:`envhub.remote`, :mod:`envhub.ws`) build and read the same ones, so a field is added,
+renamed or documented in one place. The episode's own types (:class:`~envhub.types.Message`,
+:class:`~envhub.types.StepResult`, ...) live in :mod:`envhub.types`; this module adds the
+envelopes around them.
+
+Two transports carry the same bodies:
+
+* **HTTP**: ``POST /reset`` (:class:`ResetRequest` -> :class:`ResetResponse`), ``POST /step``
+  (:class:`StepRequest` -> :class:`~envhub.types.StepResult`), ``POST /close``, ``POST
+  /verify``; errors are :class:`ErrorBody` with a 4xx/5xx status.
+* **WebSocket** ``/ws``: one connection carries one session's episodes. Each text frame the
+  client sends is a :class:`WsRequest` (``op`` names the call); the server answers each with
+  one frame holding either the call's body or an :class:`ErrorBody` plus ``code`` (the HTTP
+  status the same error would get). Calls on one connection are answered in order.
+
+Why ``seq`` on a step: after a dropped connection the client reconnects, resumes its session
+by id and sends the step again. If the server had already applied it (the answer was lost on
+the way), it answers the stored result instead of stepping twice, so a reconnect never plays
+a move twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .errors import ConfigError, EpisodeStateError, NotSupported, TaskNotFound, TransportError
+from .types import Message, ResetResult, Score, StepResult, Task
+
+__all__ = [
+    "CloseRequest",
+    "ERRORS_BY_KIND",
+    "ErrorBody",
+    "FinishRequest",
+    "ResetRequest",
+    "ResetResponse",
+    "SessionState",
+    "StepRequest",
+    "StepResult",
+    "TaskPage",
+    "Transient",
+    "VerifyItem",
+    "VerifyRequest",
+    "VerifyResponse",
+    "WsError",
+    "WsRequest",
+    "raise_for_error",
+]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(_Body):
+    """Every error answer: a message and a machine-readable kind."""
+
+    error: str
+    kind: str
+
+
+class ResetRequest(_Body):
+    """Start an episode in a new session."""
+
+    seed: int | None = None
+    task_id: str | None = None
+    close_session: str | None = None
+    """A previous session of the same client to close first."""
+
+
+class ResetResponse(ResetResult):
+    """The opening messages and info, plus the session to step in."""
+
+    session_id: str
+
+
+class StepRequest(_Body):
+    """One assistant message for a session's episode: a message object or its text."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"session_id": "SESSION", "message": "The answer is 42."},
+                {"session_id": "SESSION", "message": {"role": "assistant", "content": "42"}},
+            ]
+        }
+    )
+
+    session_id: str
+    message: Message | str
+    seq: int | None = Field(None, ge=1)
+    """The client's count of steps in this episode, this one included (optional): a step the
+    server already applied is answered from its record, not applied again."""
+
+
+class FinishRequest(_Body):
+    """End a session's episode from outside and get its final accounting."""
+
+    session_id: str
+
+
+class CloseRequest(_Body):
+    """End a session."""
+
+    session_id: str
+
+
+class SessionState(_Body):
+    """Where a session's episode stands (WebSocket ``state``, and the answer to ``resume``)."""
+
+    session_id: str
+    task_id: str
+    steps: int
+    """Steps applied so far (the ``seq`` of the last one)."""
+    done: bool
+
+
+class VerifyItem(_Body):
+    """One response to verify against a task given by id, by gold answer, or in full."""
+
+    task_id: str | None = None
+    gold: str | None = None
+    task: Task | None = None
+    response: Message | str
+
+    @model_validator(mode="after")
+    def _one_task(self) -> VerifyItem:
+        given = [k for k in ("task_id", "gold", "task") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of task_id, gold, task (got {given or 'none'})")
+        return self
+
+
+class VerifyRequest(_Body):
+    """A batch of responses to verify."""
+
+    items: list[VerifyItem] = Field(min_length=1)
+
+
+class VerifyResponse(_Body):
+    """One score per item, in order."""
+
+    scores: list[Score]
+
+
+class TaskPage(_Body):
+    """A page of the task listing."""
+
+    tasks: list[Task]
+    total: int
+
+
+# ---------------------------------------------------------------------------- WebSocket
+
+WsOp = Literal["reset", "step", "finish", "close", "state", "resume"]
+
+
+class WsRequest(_Body):
+    """One call on the WebSocket ``/ws``; the fields used depend on ``op``.
+
+    * ``reset``: ``seed``, ``task_id`` -> :class:`ResetResponse` (the connection's previous
+      session, if any, is closed first);
+    * ``step``: ``message``, ``seq`` -> :class:`~envhub.types.StepResult`;
+    * ``finish``: end the episode from outside -> its final :class:`~envhub.types.StepResult`;
+    * ``close``: -> ``{"closed": bool}``;
+    * ``state``: -> :class:`SessionState`;
+    * ``resume``: ``session_id`` -> :class:`SessionState`, after a dropped connection.
+    """
+
+    op: WsOp
+    seed: int | None = None
+    task_id: str | None = None
+    message: Message | str | None = None
+    seq: int | None = Field(None, ge=1)
+    session_id: str | None = None
+
+
+class WsError(ErrorBody):
+    """An error answer on the WebSocket: the body of HTTP plus its status ``code``."""
+
+    code: int
+
+
+def error_frame(code: int, kind: str, message: str) -> dict[str, Any]:
+    """The WebSocket answer for an error (the same ``kind`` HTTP would send with ``code``)."""
+    return {"error": message, "kind": kind, "code": code}
+
+
+# ---------------------------------------------------------------------------- what errors mean
+
+RETRY_CODES = (429, 503)
+ERRORS_BY_KIND: dict[str, type[Exception]] = {
+    "task_not_found": TaskNotFound,
+    "episode_state": EpisodeStateError,
+    "not_supported": NotSupported,
+    "config": ConfigError,
+    "invalid_request": ValueError,
+}
+"""Error kinds that are the caller's, raised as the exceptions the in-process env raises."""
+
+
+class Transient(Exception):
+    """A failure of the server or the network: ``infra_error`` for the episode."""
+
+
+def raise_for_error(code: int, kind: str, message: str) -> None:
+    """Raise what an error answer means: :class:`Transient` for the server's, else the caller's."""
+    if code in RETRY_CODES or code >= 500:
+        raise Transient(f"server answered {code} {kind}: {message[:300]}")
+    raise ERRORS_BY_KIND.get(kind, TransportError)(message)

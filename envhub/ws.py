@@ -1,0 +1,334 @@
+"""The WebSocket client of ``envhub serve``'s ``/ws``: one session over one connection.
+
+Why not a WebSocket library's connection object: the sync clients of the maintained libraries
+run a reader thread per connection (one thread hop per message, 256 threads for 256 sessions),
+which costs more CPU than the whole step. Here ``websockets``' sans-I/O protocol does the
+framing and the caller's own thread (or event loop) does the I/O, so a step costs one send, one
+receive and one pydantic-core parse.
+
+:class:`Channel` (sync) and :class:`AsyncChannel` hold one session's connection:
+
+* every call has a deadline (``timeout`` seconds for the answer);
+* a dropped connection is reopened and the session resumed by id (``resume``); a step sent
+  again carries the same ``seq``, so the server answers it from its record if it was applied;
+* a handshake the server or a proxy refuses raises :class:`WsRefused` (the caller falls back to
+  HTTP); every other transport failure raises :class:`Transient`, which the client turns into
+  ``infra_error`` for that episode only.
+
+The answers are JSON text; :mod:`envhub.remote` parses them into the types of
+:mod:`envhub.wire`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+from typing import Any
+
+from websockets.client import ClientProtocol
+from websockets.exceptions import WebSocketException
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.uri import parse_uri
+
+from .types import StepResult
+from .wire import RETRY_CODES, ResetResponse, Transient, raise_for_error
+
+MAX_MESSAGE = 64 * 2**20
+"""Largest answer accepted, in bytes (a long transcript of tool results fits)."""
+
+
+class WsRefused(Exception):
+    """The WebSocket handshake was refused (no ``/ws``, or a proxy in between): use HTTP."""
+
+
+def ws_url(http_url: str) -> str:
+    """``http://host:port`` -> ``ws://host:port/ws``."""
+    scheme, rest = http_url.split("://", 1)
+    return f"{'wss' if scheme == 'https' else 'ws'}://{rest.rstrip('/')}/ws"
+
+
+class _Framing:
+    """``websockets``' sans-I/O client protocol, reduced to what a session needs."""
+
+    def __init__(self, url: str) -> None:
+        self.uri = parse_uri(url)
+        self.proto = ClientProtocol(self.uri, max_size=MAX_MESSAGE)
+        self.proto.send_request(self.proto.connect())
+        self._parts: list[bytes] = []
+        self.open = False
+
+    def outgoing(self) -> bytes:
+        return b"".join(self.proto.data_to_send())
+
+    def send(self, text: str) -> bytes:
+        self.proto.send_text(text.encode())
+        return self.outgoing()
+
+    def feed(self, data: bytes) -> str | None:
+        """Take bytes from the socket; a whole text message when one is complete."""
+        if not data:
+            self.proto.receive_eof()
+            raise ConnectionError("the server closed the connection")
+        self.proto.receive_data(data)
+        for event in self.proto.events_received():
+            if isinstance(event, Response):
+                if self.proto.handshake_exc is not None:
+                    raise WsRefused(f"WebSocket refused: {self.proto.handshake_exc}")
+                self.open = True
+            elif isinstance(event, Frame) and event.opcode in (Opcode.TEXT, Opcode.CONT):
+                self._parts.append(event.data)
+                if event.fin:
+                    text, self._parts = b"".join(self._parts).decode(), []
+                    return text
+            elif isinstance(event, Frame) and event.opcode is Opcode.CLOSE:
+                raise ConnectionError("the server closed the WebSocket")
+        return None
+
+
+class _SyncSocket:
+    """One blocking connection, driven by the calling thread."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.framing = _Framing(url)
+        uri = self.framing.uri
+        self.sock = socket.create_connection((uri.host, uri.port), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.sendall(self.framing.outgoing())
+        deadline = time.monotonic() + timeout
+        while not self.framing.open:
+            self._receive(deadline)
+
+    def _receive(self, deadline: float) -> str | None:
+        self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+        text = self.framing.feed(self.sock.recv(1 << 16))
+        pending = self.framing.outgoing()  # pongs, close answers
+        if pending:
+            self.sock.sendall(pending)
+        return text
+
+    def call(self, text: str, timeout: float) -> str:
+        self.sock.sendall(self.framing.send(text))
+        deadline = time.monotonic() + timeout
+        while True:
+            answer = self._receive(deadline)
+            if answer is not None:
+                return answer
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class _AsyncSocket:
+    """One asyncio connection."""
+
+    @classmethod
+    async def open(cls, url: str, timeout: float) -> _AsyncSocket:
+        self = cls()
+        self.framing = _Framing(url)
+        uri = self.framing.uri
+        async with asyncio.timeout(timeout):
+            self.reader, self.writer = await asyncio.open_connection(uri.host, uri.port)
+            self.writer.write(self.framing.outgoing())
+            while not self.framing.open:
+                await self._receive()
+        return self
+
+    async def _receive(self) -> str | None:
+        text = self.framing.feed(await self.reader.read(1 << 16))
+        pending = self.framing.outgoing()
+        if pending:
+            self.writer.write(pending)
+        return text
+
+    async def call(self, text: str, timeout: float) -> str:
+        self.writer.write(self.framing.send(text))
+        async with asyncio.timeout(timeout):
+            while True:
+                answer = await self._receive()
+                if answer is not None:
+                    return answer
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def _frame(op: str, **fields: Any) -> str:
+    return json.dumps({"op": op, **{k: v for k, v in fields.items() if v is not None}})
+
+
+def step_frame(message_json: str, seq: int) -> str:
+    """The ``step`` frame around a message already serialised (text or message object)."""
+    return f'{{"op":"step","seq":{seq},"message":{message_json}}}'
+
+
+class _Base:
+    """What both channels share: the session, the step count, reading answers."""
+
+    def __init__(self, url: str, timeout: float, retries: int, max_frame: int = 0) -> None:
+        """A channel to the server at ``url``; ``max_frame`` is its body limit (0: none known).
+
+        A frame over the server's limit is refused here, as the server would refuse it: a
+        frame over the server's WebSocket buffer would cut the connection instead, and a
+        message the caller made too long must not read as the server's ``infra_error``.
+        """
+        self.url, self.timeout, self.retries = ws_url(url), timeout, retries
+        self.max_frame = max_frame
+        self.sid: str | None = None
+        self.steps = 0
+
+    def _fits(self, text: str) -> str:
+        if self.max_frame and len(text) > self.max_frame:
+            raise_for_error(413, "too_large", f"request body over {self.max_frame} bytes")
+        return text
+
+    def _check(self, text: str, attempt: int) -> bool:
+        """True if ``text`` is the answer, False to send again; raises for other errors.
+
+        An error frame is the only answer whose first key is ``error`` (see
+        :func:`envhub.wire.error_frame`), so a result is never parsed twice.
+        """
+        if not text.startswith('{"error"'):
+            return True
+        err = json.loads(text)
+        if err["code"] in RETRY_CODES and attempt < self.retries:
+            return False
+        raise_for_error(err["code"], err["kind"], err["error"])
+        return True
+
+    def _resumed(self, text: str) -> None:
+        if text.startswith('{"error"'):
+            err = json.loads(text)
+            sid, self.sid = self.sid, None
+            raise Transient(f"session {sid} lost after a reconnect: {err['error']}")
+
+    def _reset_result(self, text: str) -> ResetResponse:
+        result = ResetResponse.model_validate_json(text)
+        self.sid, self.steps = result.session_id, 0
+        return result
+
+    def forget(self) -> None:
+        """Drop the session (after its episode failed)."""
+        self.sid, self.steps = None, 0
+
+
+def _backoff(attempt: int) -> float:
+    return min(0.05 * 2**attempt, 2.0)
+
+
+def _failure(e: BaseException, timeout: float) -> Transient:
+    if isinstance(e, TimeoutError):
+        return Transient(f"no answer within the deadline of {timeout:g} s")
+    return Transient(f"connection failed: {type(e).__name__}: {e}")
+
+
+_DROPPED = (OSError, EOFError, WebSocketException)
+"""What a dropped connection raises (socket errors, a closed stream, a protocol EOF)."""
+
+
+class Channel(_Base):
+    """One session over a blocking WebSocket, driven by the calling thread."""
+
+    _sock: _SyncSocket | None = None
+
+    def _open(self) -> _SyncSocket:
+        sock = _SyncSocket(self.url, self.timeout)
+        if self.sid:
+            self._resumed(sock.call(_frame("resume", session_id=self.sid), self.timeout))
+        self._sock = sock
+        return sock
+
+    def _call(self, text: str) -> str:
+        for attempt in range(self.retries + 1):
+            try:
+                answer = (self._sock or self._open()).call(text, self.timeout)
+            except TimeoutError as e:
+                self.close_socket()
+                raise _failure(e, self.timeout) from e
+            except _DROPPED as e:
+                self.close_socket()
+                if attempt >= self.retries:
+                    raise _failure(e, self.timeout) from e
+                time.sleep(_backoff(attempt))
+                continue
+            if self._check(answer, attempt):
+                return answer
+            time.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
+        """Start an episode (the connection's previous session is closed by the server)."""
+        return self._reset_result(self._call(_frame("reset", seed=seed, task_id=task_id)))
+
+    def step(self, message_json: str) -> StepResult:
+        """One step; ``message_json`` is the message (object or string) as JSON."""
+        text = self._call(self._fits(step_frame(message_json, self.steps + 1)))
+        self.steps += 1
+        return StepResult.model_validate_json(text)
+
+    def close_session(self) -> None:
+        """Close the session on the server, if the connection is up."""
+        if self.sid and self._sock is not None:
+            try:
+                self._sock.call(_frame("close"), min(self.timeout, 5.0))
+            except (*_DROPPED, TimeoutError):
+                pass
+        self.forget()
+
+    def close_socket(self) -> None:
+        """Close the connection (the session stays on the server)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+class AsyncChannel(_Base):
+    """One session over an asyncio WebSocket (bound to the loop that opened it)."""
+
+    _sock: _AsyncSocket | None = None
+
+    async def _open(self) -> _AsyncSocket:
+        sock = await _AsyncSocket.open(self.url, self.timeout)
+        if self.sid:
+            self._resumed(await sock.call(_frame("resume", session_id=self.sid), self.timeout))
+        self._sock = sock
+        return sock
+
+    async def _call(self, text: str) -> str:
+        for attempt in range(self.retries + 1):
+            try:
+                answer = await (self._sock or await self._open()).call(text, self.timeout)
+            except TimeoutError as e:
+                self.close_socket()
+                raise _failure(e, self.timeout) from e
+            except _DROPPED as e:
+                self.close_socket()
+                if attempt >= self.retries:
+                    raise _failure(e, self.timeout) from e
+                await asyncio.sleep(_backoff(attempt))
+                continue
+            if self._check(answer, attempt):
+                return answer
+            await asyncio.sleep(_backoff(attempt))
+        raise AssertionError("unreachable")
+
+    async def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
+        """Async :meth:`Channel.reset`."""
+        return self._reset_result(await self._call(_frame("reset", seed=seed, task_id=task_id)))
+
+    async def step(self, message_json: str) -> StepResult:
+        """Async :meth:`Channel.step`."""
+        text = await self._call(self._fits(step_frame(message_json, self.steps + 1)))
+        self.steps += 1
+        return StepResult.model_validate_json(text)
+
+    def close_socket(self) -> None:
+        """Close the connection (the session stays on the server)."""
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None

@@ -1,0 +1,134 @@
+"""The WebSocket endpoint ``/ws``: a session's calls over one persistent connection.
+
+Each text frame from the client is an :class:`envhub.wire.WsRequest`; each answer is one frame,
+the call's body or a :class:`envhub.wire.WsError` (``code`` is the HTTP status the same error
+gets on the HTTP routes). The limits of HTTP hold here too: a frame over ``max_body_bytes`` is
+``too_large``; beyond ``max_inflight`` calls in flight (HTTP and WebSocket together) the answer
+is ``overloaded`` (503) at once; every call has the server's deadline.
+
+A connection holds no state the server would lose with it: the session lives in the session
+table, so after a drop the client reconnects and sends ``resume`` with its session id.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import FastAPI, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
+
+from envhub.errors import EpisodeStateError
+from envhub.wire import WsRequest, error_frame
+
+from .episodes import Episodes
+from .errors import CLIENT_ERRORS
+from .sessions import SessionError
+
+log = logging.getLogger("envhub.server")
+
+
+class _Connection:
+    """The calls of one connection; ``sid`` is the session it currently drives."""
+
+    def __init__(self, episodes: Episodes) -> None:
+        self.episodes = episodes
+        self.sid: str | None = None
+        self.ops: dict[str, Callable[[WsRequest], Awaitable[str]]] = {
+            "reset": self.reset,
+            "step": self.step,
+            "finish": self.finish,
+            "close": self.close,
+            "state": self.state,
+            "resume": self.resume,
+        }
+
+    def _session(self) -> str:
+        if self.sid is None:
+            raise EpisodeStateError("no session on this connection: send reset (or resume) first")
+        return self.sid
+
+    async def reset(self, req: WsRequest) -> str:
+        self.sid, text = await self.episodes.reset(req.seed, req.task_id, self.sid)
+        return text
+
+    async def step(self, req: WsRequest) -> str:
+        if req.message is None:
+            raise ValueError("step needs a message: the assistant's text or a message object")
+        return await self.episodes.step(self._session(), req.message, req.seq)
+
+    async def finish(self, req: WsRequest) -> str:
+        return await self.episodes.finish(self._session())
+
+    async def close(self, req: WsRequest) -> str:
+        closed = self.episodes.close(self._session()) if self.sid else False
+        self.sid = None
+        return '{"closed":true}' if closed else '{"closed":false}'
+
+    async def state(self, req: WsRequest) -> str:
+        return self.episodes.state(self._session()).model_dump_json()
+
+    async def resume(self, req: WsRequest) -> str:
+        if not req.session_id:
+            raise ValueError("resume needs session_id: the id reset answered")
+        state = self.episodes.state(req.session_id)
+        self.sid = req.session_id
+        return state.model_dump_json()
+
+
+def _error(exc: Exception, deadline_s: float) -> dict[str, Any]:
+    if isinstance(exc, SessionError):
+        return error_frame(exc.code, exc.kind, str(exc))
+    if isinstance(exc, TimeoutError):
+        return error_frame(504, "deadline", f"over the server deadline of {deadline_s:g} s")
+    if isinstance(exc, ValidationError):
+        parts = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]]
+        return error_frame(422, "invalid_request", "; ".join(parts))
+    for cls, (code, kind) in CLIENT_ERRORS.items():
+        if isinstance(exc, cls):
+            return error_frame(code, kind, str(exc))
+    raise exc
+
+
+def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
+    """Add ``/ws`` to ``app``; limits come from ``app.state.settings``."""
+    settings = app.state.settings
+
+    async def call(conn: _Connection, text: str) -> str | dict[str, Any]:
+        if len(text) > settings.max_body_bytes:
+            return error_frame(413, "too_large", f"frame over {settings.max_body_bytes} bytes")
+        if metrics["inflight"] >= settings.max_inflight:
+            metrics["rejected_overload"] += 1
+            return error_frame(503, "overloaded", "server at its concurrency limit; retry later")
+        metrics["inflight"] += 1
+        metrics["requests"] += 1
+        try:
+            req = WsRequest.model_validate_json(text)
+            return await conn.ops[req.op](req)
+        except Exception as e:  # noqa: BLE001 - client errors answered; a bug is re-raised below
+            try:
+                return _error(e, settings.request_timeout_s)
+            except Exception:
+                metrics["internal_errors"] += 1
+                log.exception("bug in /ws %s", text[:200])
+                return error_frame(500, "internal", f"{type(e).__name__}: {e}")
+        finally:
+            metrics["inflight"] -= 1
+
+    @app.websocket("/ws")
+    async def ws(websocket: WebSocket) -> None:
+        """One session's reset/step/close/state over one connection (see envhub.wire)."""
+        await websocket.accept()
+        metrics["ws_connections"] += 1
+        conn = _Connection(episodes)
+        try:
+            while True:
+                answer = await call(conn, await websocket.receive_text())
+                if isinstance(answer, str):
+                    await websocket.send_text(answer)
+                else:
+                    await websocket.send_json(answer)
+        except WebSocketDisconnect:
+            pass

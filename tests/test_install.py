@@ -1,0 +1,202 @@
+"""What the code imports is what pyproject.toml declares, in the extra that needs it.
+
+A fresh machine gets only what pyproject.toml lists; a package that is merely installed here
+(from earlier work, or as someone else's dependency) hides a missing line until a new user
+trips on it. These tests read the code itself: every third-party import in the package and
+its tests must map to a distribution declared in the core dependencies or in the extra that
+the importing file's folder belongs to.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the dev extra brings tomli there
+    import tomli as tomllib
+
+REPO = Path(__file__).resolve().parent.parent
+PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+SCANNED = ("envhub", "envs", "servers", "trainer", "tests", "bench", "scripts")
+
+# Which extras a folder's code may rely on (longest matching prefix wins). The core
+# dependencies are always allowed; tests and benchmarks run with what .ci/run installs.
+CI_EXTRAS = ("dev", "trainer", "vllm")
+FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
+    "envhub": (),
+    "envhub/docker.py": ("docker",),
+    "envhub/docker_image.py": ("docker",),
+    "envhub/docker_relay.py": ("docker",),
+    "envhub/docker_cli.py": ("docker",),
+    "envhub/evaluate": ("eval",),
+    "envs": (),
+    "envs/math": ("math",),
+    "envs/code": ("code",),
+    "envs/search": ("search",),
+    "envs/games": ("games",),
+    "servers": ("server",),
+    "trainer": ("trainer",),
+    "trainer/vllm_engine.py": ("vllm",),
+    "trainer/vllm_cpu_refit.py": ("vllm",),
+    "tests": CI_EXTRAS,
+    "bench": CI_EXTRAS,
+    "scripts": ("dev",),
+}
+
+# Files that run in an environment of their own, with the reason.
+OWN_ENVIRONMENT = {
+    "bench/trl_grpo.py": "its benchmark body runs in a TRL venv the script creates itself",
+}
+
+# Needed at run time but never imported by name, so no AST walk can find them.
+RUNTIME_ONLY = {
+    "accelerate": ("trainer", "transformers loads a GGUF file (SmolLM2) only with accelerate"),
+    "gguf": ("trainer", "transformers reads GGUF files (SmolLM2) through gguf"),
+}
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _req_name(req: str) -> str:
+    return _norm(re.split(r"[\s<>=!~;\[(]", req.strip(), maxsplit=1)[0])
+
+
+def _declared(extras: tuple[str, ...]) -> set[str]:
+    """Distribution names that core plus ``extras`` install (self-references expanded)."""
+    table = PYPROJECT["project"]["optional-dependencies"]
+    names = {_req_name(r) for r in PYPROJECT["project"]["dependencies"]}
+    todo, seen = list(extras), set()
+    while todo:
+        extra = todo.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for req in table[extra]:
+            match = re.fullmatch(r"envhub\[([^\]]+)\]", req.replace(" ", ""))
+            if match:
+                todo.extend(match.group(1).split(","))
+            else:
+                names.add(_req_name(req))
+    return names
+
+
+def _local_modules() -> set[str]:
+    """First-party names: the packages, and helper modules the tests import by bare name."""
+    names = set(SCANNED) | {"conftest"}
+    for folder in SCANNED:
+        for path in (REPO / folder).rglob("*.py"):
+            names.add(path.stem)
+    return names
+
+
+def _guarded(tree: ast.AST) -> set[int]:
+    """Line numbers of imports inside ``try: ... except ImportError`` (optional by design)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught = {ast.unparse(h.type) for h in node.handlers if h.type is not None}
+        if caught & {"ImportError", "ModuleNotFoundError", "(ImportError, ModuleNotFoundError)"}:
+            for inner in node.body:
+                lines |= {n.lineno for n in ast.walk(inner) if hasattr(n, "lineno")}
+    return lines
+
+
+def third_party_imports() -> list[tuple[str, str, int]]:
+    """(top-level module, file relative to the repo, line) of every unguarded third-party import.
+
+    Imports inside functions count too: a lazy import still has to be installed when it runs.
+    """
+    local = _local_modules()
+    found = []
+    for folder in SCANNED:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            rel = path.relative_to(REPO).as_posix()
+            if rel in OWN_ENVIRONMENT:
+                continue
+            tree = ast.parse(path.read_text(), rel)
+            optional = _guarded(tree)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Import):
+                    modules = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    modules = [node.module]
+                else:
+                    continue
+                for module in modules:
+                    top = module.split(".")[0]
+                    if top in sys.stdlib_module_names or top in local:
+                        continue
+                    if node.lineno not in optional:
+                        found.append((top, rel, node.lineno))
+    return found
+
+
+def _extras_for(rel: str) -> tuple[str, ...]:
+    best = max((p for p in FOLDER_EXTRAS if rel == p or rel.startswith(p + "/")), key=len)
+    return FOLDER_EXTRAS[best]
+
+
+def test_the_scan_sees_the_known_imports():
+    modules = {(m, f) for m, f, _ in third_party_imports()}
+    assert ("transformers", "trainer/models.py") in modules
+    assert ("fastapi", "servers/app.py") in modules
+    assert any(m == "sympy" and f.startswith("envs/math/") for m, f in modules)
+
+
+def test_every_import_is_declared_in_the_extra_that_needs_it():
+    providers = importlib.metadata.packages_distributions()
+    problems, seen = [], set()
+    for module, rel, line in third_party_imports():
+        if (module, rel) in seen:  # one line per module and file
+            continue
+        seen.add((module, rel))
+        extras = _extras_for(rel)
+        if _norm(module) in _declared(extras):  # declared under its own name (maybe a marker)
+            continue
+        dists = providers.get(module)
+        where = f"{rel}:{line} imports {module!r}"
+        table = (
+            f"[project.optional-dependencies] {extras[0]}" if extras else "[project] dependencies"
+        )
+        install = f"pip install -e '.[{','.join(extras)}]'" if extras else "pip install -e ."
+        if not dists:
+            problems.append(
+                f"{where}, which no installed distribution provides: install it and "
+                f"declare it in pyproject.toml's {table}"
+            )
+            continue
+        if not {_norm(d) for d in dists} & _declared(extras):
+            problems.append(
+                f"{where} (distribution {dists[0]}), which `{install}` does not declare: "
+                f"add {dists[0]!r} to pyproject.toml's {table}"
+            )
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("dist", sorted(RUNTIME_ONLY))
+def test_runtime_only_dependencies_are_declared(dist):
+    extra, why = RUNTIME_ONLY[dist]
+    assert _norm(dist) in _declared((extra,)), f"add {dist!r} to the {extra} extra: {why}"
+
+
+def test_accelerate_is_what_transformers_wants_for_gguf():
+    """The RUNTIME_ONLY entry is real: transformers refuses GGUF files without accelerate."""
+    pytest.importorskip("transformers")
+    import transformers.modeling_utils as mu
+
+    source = Path(mu.__file__).read_text()
+    assert "accelerate is required when loading a GGUF file" in source
+
+
+def test_math_verify_is_in_the_math_extra():
+    assert "math-verify" in _declared(("math",))

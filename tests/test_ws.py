@@ -1,0 +1,177 @@
+"""The WebSocket transport: resumed sessions, failures as infra_error, limits, fallback.
+
+The ``count`` test env says 1..N one per turn and ends with correctness 0 on a wrong number,
+so a step lost or applied twice shows in the reward.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+import pytest
+from serving import running
+from tcpproxy import Relay
+from websockets.sync.client import connect
+
+import envhub
+from envhub.errors import EpisodeStateError, TransportError
+from envhub.localserver import spawn_server
+from envhub.remote import HTTPEnv
+from envhub.types import Status
+from servers.app import ServerSettings, create_app
+
+
+def _app(name="count", **settings):
+    return create_app(envhub.make(name), ServerSettings(**settings))
+
+
+@pytest.fixture
+def count_url(dummy_registry):
+    with running(_app()) as url:
+        yield url
+
+
+def _count_to_four(env, between=None):
+    env.reset(task_id="count-4")
+    rewards = []
+    for n in range(1, 5):
+        if between is not None:
+            between(n)
+        step = env.step(str(n))
+        assert step.info.status == Status.OK, step.info.error
+        rewards.append(step.reward)
+    assert step.terminated and step.info.turn == 4
+    return rewards
+
+
+def test_a_dropped_connection_mid_episode_resumes_the_session(count_url):
+    relay = Relay(int(count_url.rsplit(":", 1)[1]))
+    try:
+        with HTTPEnv(relay.url, transport="ws") as env:
+            rewards = _count_to_four(env, between=lambda n: relay.cut() if n in (2, 4) else None)
+        assert rewards == [0.0, 0.0, 0.0, 1.0]
+        assert relay.accepted == 1 + 3  # /info over HTTP; the WebSocket, then one per cut
+    finally:
+        relay.close()
+
+
+def test_a_step_whose_answer_was_lost_is_not_applied_twice(count_url):
+    relay = Relay(int(count_url.rsplit(":", 1)[1]))
+
+    def lose_answer(n):
+        relay.swallow_next_answer = n == 3  # the server applies step 3, the client never hears
+
+    try:
+        with HTTPEnv(relay.url, transport="ws") as env:
+            assert _count_to_four(env, between=lose_answer) == [0.0, 0.0, 0.0, 1.0]
+    finally:
+        relay.close()
+
+
+def test_a_killed_server_is_infra_error_per_episode_and_nothing_hangs(dummy_registry):
+    server = spawn_server(envhub.registry.spec("count"))
+    env = HTTPEnv(server.url, transport="ws", timeout=5, retries=2, owner=server)
+    forks = [env.fork() for _ in range(4)]
+    for f in forks:
+        f.reset(task_id="count-4")
+        assert f.step("1").info.status == Status.OK
+    server.proc.kill()
+    server.proc.wait()
+    started = time.monotonic()
+    results = [f.step("2") for f in forks]
+    assert time.monotonic() - started < 10
+    for r in results:
+        assert r.info.status == Status.INFRA_ERROR and r.truncated and r.reward == 0.0
+        assert "connection" in r.info.error
+    with pytest.raises(EpisodeStateError):  # that episode is over; the handle is not wedged
+        forks[0].step("3")
+    with pytest.raises(TransportError):
+        forks[0].reset(task_id="count-4")
+    for f in forks:
+        f.close()
+    env.close()
+
+
+def test_async_episodes_share_the_server_and_match_sync(count_url):
+    env = HTTPEnv(count_url, transport="ws")
+
+    async def play(fork):
+        await fork.areset(task_id="count-3")
+        return [(await fork.astep(str(n))).reward for n in (1, 2, 3)]
+
+    async def main():
+        return await asyncio.gather(*(play(env.fork()) for _ in range(8)))
+
+    try:
+        assert asyncio.run(main()) == [[0.0, 0.0, 1.0]] * 8
+        assert httpx.get(count_url + "/metrics").json()["ws_connections"] >= 8
+    finally:
+        env.close()
+
+
+def test_a_killed_server_is_infra_error_for_async_episodes_too(dummy_registry):
+    server = spawn_server(envhub.registry.spec("count"))
+    env = HTTPEnv(server.url, transport="ws", timeout=5, retries=1, owner=server)
+
+    async def main():
+        await env.areset(task_id="count-4")
+        server.proc.kill()
+        server.proc.wait()
+        return await asyncio.wait_for(env.astep("1"), 10)
+
+    try:
+        result = asyncio.run(main())
+        assert result.info.status == Status.INFRA_ERROR
+    finally:
+        env.close()
+
+
+def test_ws_keeps_the_servers_limits(dummy_registry):
+    with running(_app(max_body_bytes=4096, max_sessions=1)) as url:
+        with HTTPEnv(url, transport="ws", retries=0) as env:
+            env.reset(task_id="count-4")
+            with pytest.raises(TransportError, match="4096 bytes"):
+                env.step("1" * 10_000)  # refused by the client, as the server would
+            with connect(url.replace("http", "ws") + "/ws") as raw:  # the server's own check
+                raw.send(json.dumps({"op": "step", "message": "1" * 10_000}))
+                assert json.loads(raw.recv(timeout=10))["code"] == 413
+            other = env.fork()
+            with pytest.raises(TransportError, match="sessions are in use"):
+                other.reset(task_id="count-4")
+            assert env.step("1").info.status == Status.OK
+
+
+def _no_websockets(app):
+    async def refuse(scope, receive, send):
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await app(scope, receive, send)
+
+    return refuse
+
+
+def test_auto_falls_back_to_http_where_websockets_are_refused(dummy_registry):
+    with running(_no_websockets(_app())) as url:
+        with HTTPEnv(url) as env:
+            assert _count_to_four(env) == [0.0, 0.0, 0.0, 1.0]
+            assert env.transport == "http"
+        with pytest.raises(TransportError, match="transport='http'"):
+            HTTPEnv(url, transport="ws").reset(task_id="count-4")
+
+
+@pytest.mark.parametrize("transport", ["ws", "http"])
+def test_the_server_deadline_ends_a_wedged_step_as_infra_error(dummy_registry, transport):
+    env = envhub.make("count")
+    env.step = lambda action: time.sleep(3)  # forks copy it: every episode's step wedges
+    with running(create_app(env, ServerSettings(request_timeout_s=0.5))) as url:
+        with HTTPEnv(url, transport=transport, retries=0) as client:
+            client.reset(task_id="count-4")
+            started = time.monotonic()
+            result = client.step("1")
+            assert time.monotonic() - started < 2.5
+            assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
+            assert httpx.get(url + "/health", timeout=1).status_code == 200
