@@ -157,22 +157,7 @@ def serve(
         from servers.app import ServerSettings, create_app
     except ImportError as e:
         _fail(f"serving needs the server extra: pip install 'envhub[server]' ({e})")
-    from .core import TaskEnv
-    from .make import make_local
-    from .registry import spec as lookup
-    from .spec import EnvSpec
-
-    s = EnvSpec.model_validate_json(spec_json) if spec_json else lookup(name)
-    env = make_local(s)
-    try:  # load the data and start helpers now, so the first request is not the slow one
-        if isinstance(env, TaskEnv):
-            env.warmup()
-        n = len(env.tasks())
-        typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
-    except InfraError as e:  # e.g. no sandbox that keeps the answers away: nothing to serve
-        _fail(f"cannot serve {s.id}: {e}")
-    except EnvhubError as e:
-        typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
+    s, env = _warm_env(name, spec_json)
     in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
     if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
         typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
@@ -183,10 +168,7 @@ def serve(
         **({"threads": threads} if threads else {}),
     )
     if mcp:
-        try:
-            import mcp as _mcp_sdk  # noqa: F401
-        except ImportError as e:
-            _fail(f"--mcp needs the mcp SDK: pip install 'envhub[mcp]' ({e})")
+        _need_mcp_sdk()
     api = create_app(env, settings, mcp=mcp)
     port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
@@ -200,6 +182,39 @@ def serve(
         ws="websockets-sansio",
     )
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:
+    """The spec and the local env to serve, its data loaded and helpers started now.
+
+    Loading here means the first request is not the slow one; an env that cannot run safely
+    (an ``InfraError``, e.g. no sandbox that keeps the answers away) is refused outright.
+    """
+    from .core import TaskEnv
+    from .make import make_local
+    from .registry import spec as lookup
+    from .spec import EnvSpec
+
+    s = EnvSpec.model_validate_json(spec_json) if spec_json else lookup(name)
+    env = make_local(s)
+    try:
+        if isinstance(env, TaskEnv):
+            env.warmup()
+        n = len(env.tasks())
+        typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
+    except InfraError as e:  # nothing to serve
+        _fail(f"cannot serve {s.id}: {e}")
+    except EnvhubError as e:
+        typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
+    return s, env
+
+
+def _need_mcp_sdk() -> None:
+    """Fail naming the extra to install when the mcp SDK is missing (``serve --mcp``)."""
+    try:
+        import mcp as _mcp_sdk  # noqa: F401
+    except ImportError as e:
+        _fail(f"--mcp needs the mcp SDK: pip install 'envhub[mcp]' ({e})")
 
 
 def _listen(host: str, port: int) -> Any:

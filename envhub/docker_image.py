@@ -172,34 +172,15 @@ def build_image(
         tag: Tag to give besides ``envhub:latest``; ``envhub:<source key>`` when None.
         log: Callable taking one line of builder output (None: quiet).
     """
-    import docker.errors
-
     extras = sorted(set(extras or default_extras()) | {"server"})
     base_labels = _ensure_base(client, base_image)
     offline = base_labels.get(LABEL_OFFLINE_BASE) == "1"
     if offline and base_labels.get(LABEL_BASE_EXTRAS) is not None:
-        have = set(base_labels[LABEL_BASE_EXTRAS].split(","))
-        if log and set(extras) - have:
-            log(
-                f"warning: offline base {base_image} lacks the dependencies of extras "
-                f"{sorted(set(extras) - have)}; building without them"
-            )
-        extras = sorted(set(extras) & have | {"server"})
+        extras = _offline_extras(extras, base_labels[LABEL_BASE_EXTRAS], base_image, log)
     key = source_key(extras)
     tag = tag or f"{IMAGE_REPO}:{key}"
-    root = project_root()
     with tempfile.TemporaryDirectory(prefix="envhub-build-") as ctx:
-        wheels = Path(ctx) / "wheels"
-        wheels.mkdir()
-        if root is not None:
-            _build_wheel(root, wheels)
-            spec = "envhub"
-        else:  # installed from an index: the image installs the same version from there
-            from importlib.metadata import version
-
-            spec = f"envhub=={version('envhub')}"
-        (wheels / ".keep").touch()
-        shutil.copy2(_dockerfile(), Path(ctx) / "Dockerfile")
+        spec = _build_context(Path(ctx))
         buildargs = {
             "BASE_IMAGE": base_image,
             "EXTRAS": ",".join(extras),
@@ -208,25 +189,64 @@ def build_image(
         }
         labels = {LABEL_IMAGE: "1", LABEL_KEY: key, LABEL_EXTRAS: ",".join(extras),
                   LABEL_BASE: base_image}  # fmt: skip
-        lines: list[str] = []
-        try:
-            stream = client.api.build(
-                path=ctx, tag=tag, buildargs=buildargs, labels=labels, rm=True, forcerm=True,
-                decode=True, network_mode="none" if offline else None,
-            )  # fmt: skip
-            for chunk in stream:
-                if "error" in chunk:
-                    lines.append(chunk["error"])
-                    raise ImageBuildError(_build_failure(tag, base_image, offline, lines))
-                text = chunk.get("stream") or ""
-                lines.append(text)
-                if log and text.strip():
-                    log(text.rstrip())
-        except docker.errors.APIError as e:
-            raise ImageBuildError(f"docker build of {tag} failed: {e}") from e
+        build = {"path": ctx, "tag": tag, "buildargs": buildargs, "labels": labels}
+        _run_build(client, build, base_image, offline, log)
     client.images.get(tag).tag(IMAGE_REPO, "latest")
     prune_images(client, keep=KEEP_IMAGES, stale_only=True)
     return tag
+
+
+def _offline_extras(extras: list[str], base_extras: str, base_image: str, log: Any) -> list[str]:
+    """The extras an offline base can serve (it holds the dependencies of ``base_extras``)."""
+    have = set(base_extras.split(","))
+    if log and set(extras) - have:
+        log(
+            f"warning: offline base {base_image} lacks the dependencies of extras "
+            f"{sorted(set(extras) - have)}; building without them"
+        )
+    return sorted(set(extras) & have | {"server"})
+
+
+def _build_context(ctx: Path) -> str:
+    """Fill the build context (wheels/, Dockerfile); returns the pip spec of envhub."""
+    wheels = ctx / "wheels"
+    wheels.mkdir()
+    root = project_root()
+    if root is not None:
+        _build_wheel(root, wheels)
+        spec = "envhub"
+    else:  # installed from an index: the image installs the same version from there
+        from importlib.metadata import version
+
+        spec = f"envhub=={version('envhub')}"
+    (wheels / ".keep").touch()
+    shutil.copy2(_dockerfile(), ctx / "Dockerfile")
+    return spec
+
+
+def _run_build(
+    client: Any, build: dict[str, Any], base_image: str, offline: bool, log: Any
+) -> None:
+    """Run ``docker build`` with ``build`` (path, tag, buildargs, labels), streaming ``log``."""
+    import docker.errors
+
+    tag = build["tag"]
+    lines: list[str] = []
+    try:
+        stream = client.api.build(
+            **build, rm=True, forcerm=True, decode=True,
+            network_mode="none" if offline else None,
+        )  # fmt: skip
+        for chunk in stream:
+            if "error" in chunk:
+                lines.append(chunk["error"])
+                raise ImageBuildError(_build_failure(tag, base_image, offline, lines))
+            text = chunk.get("stream") or ""
+            lines.append(text)
+            if log and text.strip():
+                log(text.rstrip())
+    except docker.errors.APIError as e:
+        raise ImageBuildError(f"docker build of {tag} failed: {e}") from e
 
 
 def _build_failure(tag: str, base_image: str, offline: bool, lines: list[str]) -> str:

@@ -224,8 +224,8 @@ def content_key(dists: dict[str, md.Distribution], extras: list[str]) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
-def main() -> None:
-    """Build the root file system; print a summary line per step."""
+def _parse_args() -> argparse.Namespace:
+    """The command line."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rootfs", type=Path)
     ap.add_argument("--pyproject", type=Path, required=True)
@@ -241,8 +241,11 @@ def main() -> None:
         action="store_true",
         help="print a key of what would be copied (python, distributions, extras) and stop",
     )
-    args = ap.parse_args()
-    root: Path = args.rootfs
+    return ap.parse_args()
+
+
+def _resolve_extras(args: argparse.Namespace) -> tuple[list[str], dict[str, md.Distribution]]:
+    """The extras to copy and their installed distributions; exits naming what is missing."""
     extras = [e for e in args.extras.split(",") if e]
     complete = [e for e in extras if not resolve(project_requirements(args.pyproject, [e]))[1]]
     if set(complete) != set(extras) and args.allow_missing:
@@ -260,16 +263,11 @@ def main() -> None:
             + ", ".join(missing)
             + f"\nfix: pip install -e '.[{','.join(extras)}]' first (or pass --allow-missing)"
         )
-    if args.key_only:
-        print(content_key(dists, extras))
-        return
-    if args.extras_out:
-        args.extras_out.write_text(",".join(extras))
-    skeleton(root)
-    site = copy_interpreter(root)
-    tools = host_tools()
-    n = copy_dists(dists, site)
-    print(f"copied python {sys.version.split()[0]}, {len(dists)} distributions ({n} files)")
+    return extras, dists
+
+
+def _copy_system_libs(root: Path, site: Path, tools: list[Path]) -> None:
+    """Copy the shared libraries the interpreter, the extensions and the tools need."""
     elf = [
         Path(sys.executable).resolve(),
         *site.rglob("*.so*"),
@@ -297,6 +295,24 @@ def main() -> None:
             "warning: libraries not found by ldd:", ", ".join(sorted(unresolved)), file=sys.stderr
         )
     print(f"copied {len(libs)} shared libraries")
+
+
+def main() -> None:
+    """Build the root file system; print a summary line per step."""
+    args = _parse_args()
+    root: Path = args.rootfs
+    extras, dists = _resolve_extras(args)
+    if args.key_only:
+        print(content_key(dists, extras))
+        return
+    if args.extras_out:
+        args.extras_out.write_text(",".join(extras))
+    skeleton(root)
+    site = copy_interpreter(root)
+    tools = host_tools()
+    n = copy_dists(dists, site)
+    print(f"copied python {sys.version.split()[0]}, {len(dists)} distributions ({n} files)")
+    _copy_system_libs(root, site, tools)
 
 
 if __name__ == "__main__":

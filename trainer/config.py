@@ -63,6 +63,9 @@ class EnvConfig(_Section):
     """Environment worker actors; each holds a pool of env clients."""
     timeout_s: float = Field(default=60.0, gt=0)
     """Deadline of one reset/step call; past it the episode is dropped as ``infra_error``."""
+    concurrency: int = Field(default=64, ge=1)
+    """Environment calls the driver runs at once (threads of one bounded pool, kept for the
+    whole run); calls beyond it wait for a free thread within their deadline."""
     split: str | None = None
     """Split to draw tasks from (the catalog entry's split when unset)."""
     max_restarts: int = Field(default=3, ge=0)

@@ -9,12 +9,14 @@ ids once, then per turn the sampled ids (``loss_mask`` 1, with the engine's logp
 the ids of the environment's answer (``loss_mask`` 0; see
 :meth:`trainer.engine.ChatFormatter.continuation_ids`). Nothing is ever re-tokenised.
 
-Environment calls run concurrently, each with a deadline. An episode whose environment fails
-(``infra_error``, ``env_error``, a call past its deadline, an exception in the client) is
-dropped from the batch and counted, never scored 0. ``timeout`` and ``invalid_action`` are
-the model's doing and keep the reward the environment gave. An episode the rollout ends itself
-(its turn or token budget) gets its final accounting from ``env.finish()``, so the
-environment's end-of-episode components, penalties included, are paid as on a truncation.
+Environment calls run concurrently on a bounded thread pool (:class:`EnvCalls`), each batch
+of calls with a deadline; a call past it is cancelled or its late result discarded. An
+episode whose environment fails (``infra_error``, ``env_error``, a call past its deadline, an
+exception in the client) is dropped from the batch and counted, never scored 0. ``timeout``
+and ``invalid_action`` are the model's doing and keep the reward the environment gave. An
+episode the rollout ends itself (its turn or token budget) gets its final accounting from
+``env.finish()``, so the environment's end-of-episode components, penalties included, are paid
+as on a truncation.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -106,29 +109,49 @@ class LocalEnvPool:
             env.close()
 
 
-def call_all(calls: Sequence[Callable[[], Any]], timeout_s: float) -> list[Any]:
-    """Run ``calls`` concurrently; each result is the value, or the exception it raised.
+class EnvCalls:
+    """Environment calls on a bounded pool of threads, each batch of calls with a deadline.
 
-    A call still running after ``timeout_s`` yields a :class:`TimeoutError` and is left to
-    finish in a daemon thread: one wedged environment cannot stall the step.
+    One pool serves a whole rollout (or a whole collector): no thread is started per call,
+    and at most ``workers`` calls run at once. A call not done by the deadline is cancelled
+    if it has not started, else its result is discarded when it comes; either way its slot in
+    the answer is a :class:`TimeoutError`, which drops that episode as ``infra_error``. A
+    call that hangs for good holds its thread, so a pool whose threads are all wedged answers
+    every later call with a timeout (visible as ``dropped/infra_error``) instead of growing.
     """
-    results: list[Any] = [TimeoutError(f"no answer within {timeout_s:.0f} s")] * len(calls)
 
-    def run(i: int, fn: Callable[[], Any]) -> None:
-        try:
-            results[i] = fn()
-        except Exception as exc:  # the rollout boundary: a failed call is data
-            results[i] = exc
+    def __init__(self, workers: int) -> None:
+        """At most ``workers`` calls run at once."""
+        if workers < 1:
+            raise ValueError(f"EnvCalls needs at least 1 worker, got {workers}")
+        self.workers = workers
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="envhub-env")
 
-    threads = [
-        threading.Thread(target=run, args=(i, fn), daemon=True) for i, fn in enumerate(calls)
-    ]
-    for t in threads:
-        t.start()
-    deadline = time.monotonic() + timeout_s
-    for t in threads:
-        t.join(max(0.0, deadline - time.monotonic()))
-    return list(results)
+    def run(self, calls: Sequence[Callable[[], Any]], timeout_s: float) -> list[Any]:
+        """Run ``calls``; each result is the value, the exception it raised, or a timeout."""
+        futures = [self._executor.submit(fn) for fn in calls]
+        done, _ = wait(futures, timeout=timeout_s)
+        results: list[Any] = []
+        for fut in futures:
+            if fut not in done:
+                fut.cancel()  # a queued call never starts; a running one is forgotten
+                results.append(TimeoutError(f"no answer within {timeout_s:.0f} s"))
+                continue
+            exc = fut.exception()
+            if exc is not None and not isinstance(exc, Exception):
+                raise exc  # KeyboardInterrupt and the like are not an environment's failure
+            results.append(fut.result() if exc is None else exc)  # a failed call is data
+        return results
+
+    def close(self) -> None:
+        """Stop the threads once their calls return; queued calls are cancelled."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    def __enter__(self) -> EnvCalls:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 TOOL_CALL_RE = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
@@ -236,6 +259,8 @@ class RolloutSettings:
     max_seq_len: int
     timeout_s: float
     params: SamplingParams
+    env_concurrency: int = 64
+    """Environment calls run at once (threads of the rollout's :class:`EnvCalls`)."""
 
 
 def collect(
@@ -246,6 +271,7 @@ def collect(
     settings: RolloutSettings,
     *,
     sample_seed: int,
+    calls: EnvCalls | None = None,
 ) -> RolloutBatch:
     """Run ``group_size`` episodes for each seed (one task per seed) and return them.
 
@@ -256,65 +282,86 @@ def collect(
         seeds: One seed per task group; ``reset(seed=...)`` picks the same task for the group.
         settings: Group size, turn and token budgets, deadline, sampling.
         sample_seed: Base seed of the sampler (turn ``t`` uses ``sample_seed + t``).
+        calls: The thread pool of the environment calls (a collector's own, kept across
+            rollouts); when ``None`` one of ``settings.env_concurrency`` threads is made for
+            this rollout and closed after it.
     """
+    if calls is None:
+        with EnvCalls(settings.env_concurrency) as own:
+            return collect(
+                generate, pool, chat, seeds, settings, sample_seed=sample_seed, calls=own
+            )
+    run = _Run(pool, settings, calls)
     episodes = [
         EpisodeRecord(group=g, key=f"{sample_seed}-{g}-{i}", seed=seed)
         for g, seed in enumerate(seeds)
         for i in range(settings.group_size)
     ]
     batch = RolloutBatch(episodes=episodes)
-    t0 = time.perf_counter()
-    resets = call_all(
-        [lambda e=e: pool.reset(e.key, e.seed, None) for e in episodes], settings.timeout_s
-    )
-    batch.env_time += time.perf_counter() - t0
+    resets = run.env(batch, [lambda e=e: pool.reset(e.key, e.seed, None) for e in episodes])
     for ep, res in zip(episodes, resets, strict=True):
         _start(ep, res, chat, settings)
     for turn in range(settings.max_turns):
         live = [e for e in episodes if not e.done]
         if not live:
             break
-        t0 = time.perf_counter()
         params = replace(settings.params, seed=sample_seed + turn)
-        gens = generate([e.tokens for e in live], params)
-        batch.generation_time += time.perf_counter() - t0
-        for ep, gen in zip(live, gens, strict=True):
-            if isinstance(gen, Exception):  # the machinery lost the engine, not the model
-                ep.fail(Status.INFRA_ERROR, f"generation failed: {gen}")
-                continue
-            ep.append(gen.token_ids, model=True, logprobs=gen.logprobs)
-            ep.turns += 1
-            if gen.weight_version is not None:
-                ep.versions.append(gen.weight_version)
-        sampled = [(e, g) for e, g in zip(live, gens, strict=True) if not e.done]
-        t0 = time.perf_counter()
-        results = call_all(
-            [
-                lambda e=e, g=g: pool.step(e.key, to_message(g.text, parse_tools=e.tools))
-                for e, g in sampled
-            ],
-            settings.timeout_s,
-        )
-        batch.env_time += time.perf_counter() - t0
-        for (ep, gen), res in zip(sampled, results, strict=True):
+        sampled = _generate(generate, live, params, batch)
+        steps = [
+            lambda e=e, g=g: pool.step(e.key, to_message(g.text, parse_tools=e.tools))
+            for e, g in sampled
+        ]
+        for (ep, gen), res in zip(sampled, run.env(batch, steps), strict=True):
             _advance(ep, gen, res, chat, settings, last_turn=turn == settings.max_turns - 1)
     for ep in episodes:
         if not ep.done:
             ep.done, ep.end = True, "max_turns"
-    _finish(pool, episodes, settings, batch)
+    _finish(run, episodes, batch)
     # a client whose environment failed is not trusted with another episode
-    call_all([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
+    calls.run([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
     return batch
 
 
-def _finish(
-    pool: EnvPool, episodes: list[EpisodeRecord], settings: RolloutSettings, batch: RolloutBatch
-) -> None:
+@dataclass
+class _Run:
+    """What one rollout's environment calls go through."""
+
+    pool: EnvPool
+    settings: RolloutSettings
+    calls: EnvCalls
+
+    def env(self, batch: RolloutBatch, calls: Sequence[Callable[[], Any]]) -> list[Any]:
+        """Run environment calls within the deadline, timed into ``batch.env_time``."""
+        t0 = time.perf_counter()
+        results = self.calls.run(calls, self.settings.timeout_s)
+        batch.env_time += time.perf_counter() - t0
+        return results
+
+
+def _generate(
+    generate: GenerateFn, live: list[EpisodeRecord], params: SamplingParams, batch: RolloutBatch
+) -> list[tuple[EpisodeRecord, Generation]]:
+    """One model turn of the live episodes; returns those that got a completion."""
+    t0 = time.perf_counter()
+    gens = generate([e.tokens for e in live], params)
+    batch.generation_time += time.perf_counter() - t0
+    sampled = []
+    for ep, gen in zip(live, gens, strict=True):
+        if isinstance(gen, Exception):  # the machinery lost the engine, not the model
+            ep.fail(Status.INFRA_ERROR, f"generation failed: {gen}")
+            continue
+        ep.append(gen.token_ids, model=True, logprobs=gen.logprobs)
+        ep.turns += 1
+        if gen.weight_version is not None:
+            ep.versions.append(gen.weight_version)
+        sampled.append((ep, gen))
+    return sampled
+
+
+def _finish(run: _Run, episodes: list[EpisodeRecord], batch: RolloutBatch) -> None:
     """Pay the final accounting of the episodes the rollout ended itself (turns, tokens)."""
     cut = [e for e in episodes if e.end in ("max_turns", "token_budget")]
-    t0 = time.perf_counter()
-    results = call_all([lambda e=e: pool.finish(e.key) for e in cut], settings.timeout_s)
-    batch.env_time += time.perf_counter() - t0
+    results = run.env(batch, [lambda e=e: run.pool.finish(e.key) for e in cut])
     for ep, res in zip(cut, results, strict=True):
         if isinstance(res, NotSupported):  # an Env without finish(): nothing more to pay
             continue

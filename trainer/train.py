@@ -57,7 +57,7 @@ from .engine import ChatFormatter, SamplingParams
 from .grpo import group_advantages
 from .metrics import MetricsLogger, rollout_metrics, train_metrics
 from .models import resolve_model
-from .rollout import RolloutBatch, RolloutSettings, collect
+from .rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
 from .staleness import filter_by_age
 
 if TYPE_CHECKING:
@@ -93,6 +93,7 @@ def rollout_settings(config: Config, env_max_turns: int | None) -> RolloutSettin
         max_turns=config.rollout.max_turns or env_max_turns or 1,
         max_seq_len=config.rollout.max_seq_len,
         timeout_s=config.env.timeout_s,
+        env_concurrency=config.env.concurrency,
         params=SamplingParams(
             max_tokens=s.max_tokens,
             temperature=s.temperature,
@@ -160,6 +161,7 @@ class _Rollouts:
         self.max_age = config.max_trajectory_age
         self.in_flight = config.generation.in_flight_updates
         self._pool = ThreadPoolExecutor(1, "envhub-rollout") if self.max_age else None
+        self._env_calls = EnvCalls(settings.env_concurrency)  # one bounded pool for the run
         self.pending: deque[tuple[int, Future[tuple[RolloutBatch, float]]]] = deque()
         self._next = 0
         self._weights = threading.Lock()  # held by a running rollout, and by a refit
@@ -187,6 +189,7 @@ class _Rollouts:
                 [task_seed(self.config.seed, position + i) for i in range(n)],
                 self.settings,
                 sample_seed=(self.config.seed * 1_000_003 + step) * 1000,
+                calls=self._env_calls,
             )
             t1 = time.perf_counter()
         self._busy.append((t0, t1))
@@ -241,9 +244,10 @@ class _Rollouts:
         return n
 
     def close(self) -> None:
-        """Stop the background thread (pending rollouts are abandoned)."""
+        """Stop the background thread (pending rollouts are abandoned) and the env calls."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        self._env_calls.close()
 
 
 def _loop(

@@ -42,12 +42,17 @@ def _assistant_messages(rec: EpisodeRecord) -> list[Message]:
 
 
 def _single_turn(env: Env) -> bool:
+    """True when the episodes can be re-verified in one batch: one turn, no tools.
+
+    An environment that cannot describe itself (``NotSupported``) is replayed turn by turn,
+    which is always correct; any other error from ``info()`` is a bug and propagates.
+    """
     spec = getattr(env, "spec", None)
     if spec is None or spec.max_turns != 1:
         return False
     try:
         return not env.info().get("tools")
-    except Exception:
+    except NotSupported:
         return False
 
 

@@ -275,72 +275,100 @@ def _arg(s: str, i: int) -> tuple[str, int]:
 
 
 def _convert(s: str, depth: int = 0) -> str:
-    """LaTeX-ish math to Python-ish text (implicit products still implicit)."""
+    """LaTeX-ish math to Python-ish text (implicit products still implicit).
+
+    A scan left to right: the characters of :data:`_SPECIAL` go to their handler, ``|``
+    opens and closes ``Abs(...)``, plain characters are copied, anything else is refused.
+    """
     if depth > MAX_DEPTH:
         raise AnswerSyntaxError("answer nested too deeply")
     out: list[str] = []
-    i, n = 0, len(s)
-    abs_open = False
-    while i < n:
+    i, abs_open = 0, False
+    while i < len(s):
         c = s[i]
-        if c == "\\":
-            m = re.match(r"\\([a-zA-Z]+)", s[i:])
-            if not m:
-                raise AnswerSyntaxError(f"unsupported command at {s[i : i + 10]!r}")
-            name, i = m.group(1), i + m.end()
-            if name == "frac":
-                num, i = _arg(s, i)
-                den, i = _arg(s, i)
-                out.append(f"(({_convert(num, depth + 1)})/({_convert(den, depth + 1)}))")
-            elif name == "sqrt":
-                index = None
-                if i < n and s[i] == "[":
-                    close = s.find("]", i)
-                    if close < 0:
-                        raise AnswerSyntaxError("unclosed \\sqrt[ index")
-                    index, i = s[i + 1 : close], close + 1
-                body, i = _arg(s, i)
-                body = _convert(body, depth + 1)
-                out.append(
-                    f"root({body},{_convert(index, depth + 1)})" if index else f"sqrt({body})"
-                )
-            elif name in _LATEX_NAMES:
-                out.append(f" {_LATEX_NAMES[name]} ")
-            else:
-                raise AnswerSyntaxError(f"unsupported LaTeX command \\{name}")
-        elif c == "{":
-            body, i = braced(s, i)
-            out.append(f"({_convert(body, depth + 1)})")
-        elif c == "^":
-            i += 1
-            while i < n and s[i] == " ":
-                i += 1
-            if i < n and s[i] == "{":
-                body, i = braced(s, i)
-            else:
-                m = re.match(r"\d+|[A-Za-z]|\\[a-zA-Z]+", s[i:])
-                if not m:
-                    raise AnswerSyntaxError("'^' without an exponent")
-                body, i = m.group(0), i + m.end()
-            out.append(f"**({_convert(body, depth + 1)})")
-        elif c == "|":
-            out.append(")" if abs_open else "Abs(")
-            abs_open = not abs_open
-            i += 1
-        elif c == "!":
-            out.append("!")
-            i += 1
-        elif c == "%":
-            out.append("/100")
-            i += 1
-        elif c.isalnum() or c in "+-*/()., =<>[]":
-            out.append(c)
-            i += 1
+        if c == "|":
+            text, i, abs_open = (")" if abs_open else "Abs("), i + 1, not abs_open
+        elif c in _SPECIAL:
+            text, i = _SPECIAL[c](s, i, depth)
+        elif c.isalnum() or c in _PLAIN:
+            text, i = c, i + 1
         else:
             raise AnswerSyntaxError(f"unexpected character {c!r}")
+        out.append(text)
     if abs_open:
         raise AnswerSyntaxError("unclosed |...|")
     return "".join(out)
+
+
+_PLAIN = "+-*/()., =<>[]"
+"""Characters copied as they are."""
+
+
+def _command(s: str, i: int, depth: int) -> tuple[str, int]:
+    r"""``\name...`` at ``s[i]``: ``\frac``, ``\sqrt`` or a name of :data:`_LATEX_NAMES`."""
+    m = re.match(r"\\([a-zA-Z]+)", s[i:])
+    if not m:
+        raise AnswerSyntaxError(f"unsupported command at {s[i : i + 10]!r}")
+    name, i = m.group(1), i + m.end()
+    if name in _COMMANDS:
+        return _COMMANDS[name](s, i, depth)
+    if name in _LATEX_NAMES:
+        return f" {_LATEX_NAMES[name]} ", i
+    raise AnswerSyntaxError(f"unsupported LaTeX command \\{name}")
+
+
+def _frac(s: str, i: int, depth: int) -> tuple[str, int]:
+    r"""The two arguments of ``\frac`` from ``s[i]``."""
+    num, i = _arg(s, i)
+    den, i = _arg(s, i)
+    return f"(({_convert(num, depth + 1)})/({_convert(den, depth + 1)}))", i
+
+
+def _sqrt(s: str, i: int, depth: int) -> tuple[str, int]:
+    r"""The optional ``[index]`` and the argument of ``\sqrt`` from ``s[i]``."""
+    index = None
+    if i < len(s) and s[i] == "[":
+        close = s.find("]", i)
+        if close < 0:
+            raise AnswerSyntaxError("unclosed \\sqrt[ index")
+        index, i = s[i + 1 : close], close + 1
+    body, i = _arg(s, i)
+    body = _convert(body, depth + 1)
+    return (f"root({body},{_convert(index, depth + 1)})" if index else f"sqrt({body})"), i
+
+
+def _group(s: str, i: int, depth: int) -> tuple[str, int]:
+    """A ``{...}`` group at ``s[i]``, parenthesised."""
+    body, i = braced(s, i)
+    return f"({_convert(body, depth + 1)})", i
+
+
+def _power(s: str, i: int, depth: int) -> tuple[str, int]:
+    """``^`` at ``s[i]`` and its exponent: a group, a number, a letter or a command."""
+    i += 1
+    while i < len(s) and s[i] == " ":
+        i += 1
+    if i < len(s) and s[i] == "{":
+        body, i = braced(s, i)
+    else:
+        m = re.match(r"\d+|[A-Za-z]|\\[a-zA-Z]+", s[i:])
+        if not m:
+            raise AnswerSyntaxError("'^' without an exponent")
+        body, i = m.group(0), i + m.end()
+    return f"**({_convert(body, depth + 1)})", i
+
+
+_COMMANDS = {"frac": _frac, "sqrt": _sqrt}
+"""LaTeX commands with arguments, by name."""
+
+_SPECIAL = {
+    "\\": _command,
+    "{": _group,
+    "^": _power,
+    "!": lambda s, i, depth: ("!", i + 1),  # factorials are read after the conversion
+    "%": lambda s, i, depth: ("/100", i + 1),
+}
+"""Characters that start something other than themselves, with their handler."""
 
 
 def _factorials(text: str) -> str:

@@ -1,10 +1,13 @@
 """Rollouts: sequences from engine ids, env tokens masked, failed episodes dropped."""
 
+import threading
+import time
+
 from fake_envs import make_retry
 
 from envhub.types import Status
 from trainer.engine import ChatFormatter, Generation, SamplingParams
-from trainer.rollout import LocalEnvPool, RolloutSettings, call_all, collect, to_message
+from trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect, to_message
 
 
 class ScriptedEngine:
@@ -118,8 +121,6 @@ def test_a_hanging_env_is_dropped_at_its_deadline(engine):
     chat = ChatFormatter(engine.tokenizer)
     fake = ScriptedEngine(engine.tokenizer, engine.tokenizer.eos_token_id)
     pool = LocalEnvPool(lambda: make_retry(hang_seeds=[4], hang_s=30))
-    import time
-
     t0 = time.time()
     batch = collect(fake.generate, pool, chat, [4, 6], settings(timeout_s=1.0), sample_seed=0)
     assert time.time() - t0 < 10
@@ -128,12 +129,86 @@ def test_a_hanging_env_is_dropped_at_its_deadline(engine):
     assert len(batch.kept) == 2
 
 
-def test_call_all_returns_exceptions_as_values():
+def test_env_calls_return_exceptions_as_values():
     def boom():
         raise RuntimeError("x")
 
-    out = call_all([lambda: 1, boom], 5)
+    with EnvCalls(2) as calls:
+        out = calls.run([lambda: 1, boom], 5)
     assert out[0] == 1 and isinstance(out[1], RuntimeError)
+
+
+def test_env_calls_cancel_a_queued_call_at_the_deadline():
+    release, ran = threading.Event(), []
+    with EnvCalls(1) as calls:
+        t0 = time.monotonic()
+        out = calls.run([release.wait, lambda: ran.append(1)], 0.3)
+        assert time.monotonic() - t0 < 2
+        release.set()
+        time.sleep(0.1)
+    assert all(isinstance(r, TimeoutError) for r in out)
+    assert ran == []  # the queued call was cancelled, never started
+
+
+def rollout_threads():
+    """Live threads, less the env clients' own deadline threads."""
+    return sum(t.name != "envhub-deadline" for t in threading.enumerate())
+
+
+class HangingPool(LocalEnvPool):
+    """Steps of the groups in ``hang`` block until released; counts live threads per call.
+
+    Each env client keeps its own deadline thread (``envhub.deadline``), one per client and
+    not the rollout's doing: those are left out of the count.
+    """
+
+    def __init__(self, factory, hang):
+        super().__init__(factory)
+        self.hang, self.release = hang, threading.Event()
+        self.threads_seen: list[int] = []
+
+    def count(self):
+        self.threads_seen.append(rollout_threads())
+
+    def reset(self, key, seed, task_id):
+        self.count()
+        return super().reset(key, seed, task_id)
+
+    def step(self, key, message):
+        self.count()
+        if int(key.split("-")[1]) in self.hang:
+            self.release.wait()
+        time.sleep(0.05)  # a call that takes a while: calls overlap as they would for real
+        return super().step(key, message)
+
+
+def test_many_episodes_with_hung_steps_use_a_bounded_pool(engine):
+    chat = ChatFormatter(engine.tokenizer)
+    fake = ScriptedEngine(engine.tokenizer, engine.tokenizer.eos_token_id)
+    pool = HangingPool(make_retry, hang={3, 11})
+    workers, seeds = 8, list(range(20, 40))  # 40 episodes, those of groups 3 and 11 hang
+    baseline = rollout_threads()
+    with EnvCalls(workers) as calls:
+        for sample_seed in (0, 1):  # one pool kept across rollouts, as a collector does
+            batch = collect(
+                fake.generate,
+                pool,
+                chat,
+                seeds,
+                settings(timeout_s=3.0, env_concurrency=workers),
+                sample_seed=sample_seed,
+                calls=calls,
+            )
+            pool.release.set()  # the wedged calls return (late: their answers are discarded)
+            assert {e.group for e in batch.episodes if e.dropped} == {3, 11}
+            assert batch.dropped_by_status() == {"infra_error": 4}
+            assert all("no answer within" in e.error for e in batch.episodes if e.dropped)
+            assert len(batch.kept) == 36
+            assert all(e.turns >= 1 and e.end != "running" for e in batch.kept)
+            time.sleep(0.2)
+            pool.release.clear()
+    # a thread per call would have shown about baseline + 40 here
+    assert max(pool.threads_seen) <= baseline + workers
 
 
 def test_tool_calls_are_parsed_only_when_tools_are_offered():
