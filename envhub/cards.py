@@ -21,6 +21,7 @@ then overrides the catalog's figures for those two. Environments whose data must
 
 from __future__ import annotations
 
+import fcntl
 import json
 import math
 import random
@@ -271,13 +272,22 @@ def measure_all(
 ) -> dict[str, Any]:
     """Re-measure ``specs`` and merge their scores into ``path`` (the others are kept)."""
     path = path or REFERENCE
-    stored = reference_scores(path)
     for spec in specs:
         t0 = time.monotonic()
-        stored[spec.id] = measure_card(spec, episodes, run)
-        path.write_text(json.dumps(_document(stored), indent=2) + "\n")
-        echo(f"{spec.id}: {time.monotonic() - t0:.0f} s {json.dumps(stored[spec.id])}")
-    return stored
+        entry = measure_card(spec, episodes, run)
+        _store(path, spec.id, entry)
+        echo(f"{spec.id}: {time.monotonic() - t0:.0f} s {json.dumps(entry)}")
+    return reference_scores(path)
+
+
+def _store(path: Path, env_id: str, entry: dict[str, Any]) -> None:
+    """Merge one entry into ``path`` under a lock (several measuring processes may share it)."""
+    with open(Path(tempfile.gettempdir()) / "envhub-cards.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stored = {**reference_scores(path), env_id: entry}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(_document(stored), indent=2) + "\n")
+        tmp.replace(path)
 
 
 def _document(envs: dict[str, Any]) -> dict[str, Any]:
