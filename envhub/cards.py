@@ -22,6 +22,7 @@ then overrides the catalog's figures for those two. Environments whose data must
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import math
 import random
@@ -232,8 +233,12 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
+@functools.cache
 def envhub_commit() -> str:
-    """The commit of the envhub checkout (``unknown`` outside a git checkout)."""
+    """The commit of the envhub checkout when first asked (``unknown`` outside git).
+
+    Cached: a long measurement records the code it started with, not a later HEAD.
+    """
     try:
         got = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -356,7 +361,7 @@ def _cell_scores(s: dict[str, Any] | None, model: str) -> list[str]:
     return [
         f"{s['gold']['solved']:.2f}",
         f"{s['random']['solved']:.2f}",
-        f"{m['pass@1']:.2f} / {m[k]:.2f} (k={m['k']}, {m['tasks']} tasks)" if m else "-",
+        f"{m['pass@1']:.2f} / {m[k]:.2f} (k={m['k']}, {m['tasks']} tasks)" if m else "not measured",
     ]
 
 
