@@ -21,12 +21,14 @@ then overrides the catalog's figures for those two. Environments whose data must
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import json
 import math
 import random
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -209,10 +211,11 @@ def model_scores(spec: EnvSpec, run: ModelRun) -> dict[str, Any]:
         out = Path(tmp) / "run"
         flags = dict(model=run.model, env=[spec.id], n=run.k, max_tokens=run.max_tokens)
         limit, conc = int(argv[argv.index("--limit") + 1]), int(argv[-1])
-        eval_command(
-            **flags, limit=limit, concurrency=conc, engine=run.engine, out=out, progress=False,
-            as_json=True,
-        )  # fmt: skip
+        with contextlib.redirect_stdout(sys.stderr):  # eval's own report: a log, not output
+            eval_command(
+                **flags, limit=limit, concurrency=conc, engine=run.engine, out=out,
+                progress=False, as_json=False,
+            )  # fmt: skip
         (got,) = json.loads((out / "summary.json").read_text())["environments"].values()
     k = f"pass@{run.k}"
     return {
