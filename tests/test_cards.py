@@ -13,6 +13,8 @@ from envhub.cards import (
     card,
     cards_dir,
     measure,
+    needs_data,
+    reference_scores,
     render,
     table,
     write_readme,
@@ -50,6 +52,39 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 def _catalog() -> list:
     reg = Registry.load([BUILTIN_REGISTRY])
     return [reg.spec(n) for n in reg.names()]
+
+
+SINGLE_TURN_MEASURED = {"gsm8k-v1", "humaneval-v1", "math-v1", "sql-v1"}
+"""Offline envs whose SmolLM2 row must be stored (multi-turn rows: see the README's table)."""
+
+
+def test_stored_cards_cover_the_catalog():
+    """envhub/cards.json holds measured scores for every offline env, 'needs data' for others."""
+    stored = reference_scores()
+    assert SINGLE_TURN_MEASURED <= {i for i, e in stored.items() if "smollm2" in e}
+    for s in _catalog():
+        entry = stored[s.id]
+        if needs_data(s):
+            assert entry == {"needs_data": True}, s.id
+            continue
+        assert entry["gold"]["solved"] == 1.0 and entry["gold"]["episodes"] >= 20, s.id
+        assert entry["random"]["solved"] < 1.0, s.id
+        assert entry["envhub_commit"] and entry["measured"], s.id
+        model = entry.get("smollm2")
+        if model is None:
+            continue
+        assert model["command"].startswith("envhub eval --model smollm2 --engine transformers")
+        assert f"--env {s.id}" in model["command"] and model["tasks"] >= 1, s.id
+        assert 0.0 <= model["pass@1"] <= model[f"pass@{model['k']}"] <= 1.0, s.id
+        assert model["scored"] == model["tasks"] * model["k"], s.id  # no machinery failures
+
+
+def test_readme_table_is_generated_from_the_cards():
+    """The README's environments table is `envhub cards` output: edit cards.json, not it."""
+    text = README.read_text()
+    assert README_BEGIN in text, "README lost the cards markers"
+    between = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
+    assert between == table(_catalog()), "run `envhub cards --readme README.md`"
 
 
 def test_needs_data_envs_say_so(dummy_registry):
