@@ -1,4 +1,6 @@
-"""The commands for writing your own environment: ``init``, ``check``, ``unregister``.
+"""The authors' commands: ``init``, ``check``, ``unregister``, and the maintainers' ``cards``.
+
+``cards`` shows and re-measures the catalog's reference scores (:mod:`envhub.cards`).
 
 They live here so that :mod:`envhub.cli` only registers them (``app.command(...)(fn)``).
 """
@@ -85,3 +87,49 @@ def card_of(spec: EnvSpec, measure: bool = False) -> dict:
     if measure:
         cards.measure(spec)
     return cards.card(spec)
+
+
+def cards_command(
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Environments (default: the whole catalog).")
+    ] = None,
+    measure: Annotated[
+        bool, typer.Option(help="Re-measure gold, random and the model into envhub/cards.json.")
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option(help="Model of the eval row ('none': gold and random only).")
+    ] = "smollm2",
+    episodes: Annotated[int, typer.Option(min=1, help="Gold/random episodes per env.")] = 50,
+    tasks: Annotated[int, typer.Option(min=1, help="Model: tasks of a single-turn env.")] = 20,
+    multi_turn_tasks: Annotated[
+        int, typer.Option(min=1, help="Model: tasks of a multi-turn env.")
+    ] = 5,
+    k: Annotated[int, typer.Option("-k", min=1, help="Model: samples per task.")] = 4,
+    max_tokens: Annotated[int, typer.Option(min=1, help="Model: tokens per turn.")] = 256,
+    readme: Annotated[
+        Path | None, typer.Option(help="Rewrite this README's environments table.")
+    ] = None,
+) -> None:
+    """The catalog's environment cards as the README's table; --measure re-measures them.
+
+    Scores are stored in envhub/cards.json (with date, settings, command and envhub commit),
+    so `envhub info` shows them without measuring. The model row runs `envhub eval` (minutes
+    per environment on a CPU; set OMP_NUM_THREADS=1 on a busy machine).
+    """
+    from . import cards
+    from .registry import BUILTIN_REGISTRY, Registry
+
+    reg = Registry.load([BUILTIN_REGISTRY])  # the catalog only: not your registrations
+    specs = [reg.spec(n) for n in names] if names else [reg.spec(i) for i in reg.ids()]
+    if measure:
+        run = None if model in (None, "none") else cards.ModelRun(
+            model=model, tasks=tasks, multi_turn_tasks=multi_turn_tasks, k=k,
+            max_tokens=max_tokens,
+        )  # fmt: skip
+        cards.measure_all(specs, episodes, run, echo=lambda line: typer.echo(line, err=True))
+    text = cards.table([reg.spec(n) for n in reg.names()])
+    if readme is not None:
+        changed = cards.write_readme(readme, text)
+        typer.echo(f"{readme}: {'table rewritten' if changed else 'table already current'}")
+        return
+    typer.echo(text)

@@ -409,11 +409,17 @@ from .docker_cli import docker_app  # noqa: E402  (the docker SDK is imported la
 from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
 
 app.command("eval")(eval_command)
-from .author_cli import check_command, init_command, unregister_command  # noqa: E402
+from .author_cli import (  # noqa: E402
+    cards_command,
+    check_command,
+    init_command,
+    unregister_command,
+)
 
 app.command("init")(init_command)
 app.command("check")(check_command)
 app.command("unregister")(unregister_command)
+app.command("cards")(cards_command)
 app.add_typer(docker_app, name="docker")
 
 

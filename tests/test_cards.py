@@ -1,12 +1,27 @@
 """Environment cards: what ``envhub info`` shows, and reference scores re-measured on demand."""
 
 import json
+from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
-from envhub.cards import card, cards_dir, measure
+from envhub import cards
+from envhub.cards import (
+    README_BEGIN,
+    README_END,
+    card,
+    cards_dir,
+    measure,
+    needs_data,
+    reference_scores,
+    render,
+    table,
+    write_readme,
+)
 from envhub.cli import app
-from envhub.registry import spec
+from envhub.errors import EnvhubError
+from envhub.registry import BUILTIN_REGISTRY, Registry, spec
 
 
 def test_card_fields_and_measured_scores(dummy_registry):
@@ -29,3 +44,81 @@ def test_info_shows_the_card(dummy_registry):
     assert "gold        mean reward" in run.output and "offline" in run.output
     data = json.loads(CliRunner().invoke(app, ["info", "gsm8k"]).output)
     assert data["card"]["extras"] == ["math"] and data["reward"]["weights"]["correctness"] == 1.0
+
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _catalog() -> list:
+    reg = Registry.load([BUILTIN_REGISTRY])
+    return [reg.spec(n) for n in reg.names()]
+
+
+SINGLE_TURN_MEASURED = {"gsm8k-v1", "humaneval-v1", "math-v1", "sql-v1"}
+"""Offline envs whose SmolLM2 row must be stored (multi-turn rows: see the README's table)."""
+
+
+def test_stored_cards_cover_the_catalog():
+    """envhub/cards.json holds measured scores for every offline env, 'needs data' for others."""
+    stored = reference_scores()
+    assert SINGLE_TURN_MEASURED <= {i for i, e in stored.items() if "smollm2" in e}
+    for s in _catalog():
+        entry = stored[s.id]
+        if needs_data(s):
+            assert entry == {"needs_data": True}, s.id
+            continue
+        assert entry["gold"]["solved"] == 1.0 and entry["gold"]["episodes"] >= 20, s.id
+        assert entry["random"]["solved"] < 1.0, s.id
+        assert entry["envhub_commit"] and entry["measured"], s.id
+        model = entry.get("smollm2")
+        if model is None:
+            continue
+        assert model["command"].startswith("envhub eval --model smollm2 --engine transformers")
+        assert f"--env {s.id}" in model["command"] and model["tasks"] >= 1, s.id
+        assert 0.0 <= model["pass@1"] <= model[f"pass@{model['k']}"] <= 1.0, s.id
+        assert model["scored"] == model["tasks"] * model["k"], s.id  # no machinery failures
+
+
+def test_readme_table_is_generated_from_the_cards():
+    """The README's environments table is `envhub cards` output: edit cards.json, not it."""
+    text = README.read_text()
+    assert README_BEGIN in text, "README lost the cards markers"
+    between = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
+    assert between == table(_catalog()), "run `envhub cards --readme README.md`"
+
+
+def test_needs_data_envs_say_so(dummy_registry):
+    c = card(spec("mbpp"))
+    assert c["scores"] == {"needs_data": True} and not c["data"]["offline"]
+    assert "needs data" in render(c)
+    row = next(r for r in table([spec("mbpp")]).splitlines() if r.startswith("| `mbpp`"))
+    assert "*needs data*" in row
+
+
+def test_cards_command_measures_with_envhub_eval(dummy_registry, tmp_path, monkeypatch):
+    """--measure writes gold, random and the model's pass@k through `envhub eval`."""
+    store = tmp_path / "cards.json"
+    monkeypatch.setattr(cards, "REFERENCE", store)
+    run = cards.ModelRun(model="tiny", tasks=2, multi_turn_tasks=1, k=2, max_tokens=4)
+    got = cards.measure_all([spec("echo")], episodes=4, run=run, echo=lambda _: None)
+    entry = got["echo-v1"]
+    assert json.loads(store.read_text())["environments"]["echo-v1"] == entry
+    assert entry["gold"]["solved"] == 1.0 and entry["gold"]["episodes"] == 4
+    tiny = entry["tiny"]  # a random tiny model: it solves nothing, and says how it was run
+    assert tiny["pass@1"] == 0.0 and tiny["pass@2"] == 0.0 and tiny["tasks"] == 2
+    assert tiny["command"] == (
+        "envhub eval --model tiny --engine transformers --env echo-v1 --limit 2 -n 2 "
+        "--max-tokens 4 --concurrency 4"
+    )
+    assert "tiny        pass@1 0.0, pass@2 0.0" in render(card(spec("echo")))
+
+
+def test_write_readme_replaces_only_the_table(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\nrest\n")
+    assert write_readme(readme, "| new |")
+    assert readme.read_text() == f"intro\n{README_BEGIN}\n| new |\n{README_END}\nrest\n"
+    assert not write_readme(readme, "| new |")
+    readme.write_text("no markers")
+    with pytest.raises(EnvhubError, match="lacks the lines"):
+        write_readme(readme, "| new |")
