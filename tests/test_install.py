@@ -41,6 +41,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envs/code": ("code",),
     "envs/search": ("search",),
     "envs/games": ("games",),
+    "envs/mcp_tools": ("mcp",),
     "servers": ("server",),
     "trainer": ("trainer",),
     "trainer/vllm_engine.py": ("vllm",),
@@ -53,6 +54,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
 # Files that run in an environment of their own, with the reason.
 OWN_ENVIRONMENT = {
     "bench/trl_grpo.py": "its benchmark body runs in a TRL venv the script creates itself",
+    "bench/episodes_throughput.py": "its OpenEnv client runs in the OpenEnv venv it creates",
 }
 
 # Needed at run time but never imported by name, so no AST walk can find them.
@@ -98,9 +100,25 @@ def _local_modules() -> set[str]:
     return names
 
 
+def _other_pythons(tree: ast.AST) -> set[int]:
+    """Line numbers of the branch of ``if sys.version_info ...`` this Python does not take.
+
+    Such a backport (``exceptiongroup`` on 3.10) is declared with an environment marker and
+    cannot be installed here to be looked up.
+    """
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Compare) and ast.unparse(test.left) == "sys.version_info":
+            taken = eval(compile(ast.Expression(test), "<test>", "eval"), {"sys": sys})  # noqa: S307
+            for inner in node.orelse if taken else node.body:
+                lines |= {n.lineno for n in ast.walk(inner) if hasattr(n, "lineno")}
+    return lines
+
+
 def _guarded(tree: ast.AST) -> set[int]:
     """Line numbers of imports inside ``try: ... except ImportError`` (optional by design)."""
-    lines: set[int] = set()
+    lines: set[int] = _other_pythons(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Try):
             continue

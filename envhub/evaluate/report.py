@@ -20,9 +20,8 @@ def silence_progress_bars() -> None:
     """
     os.environ["TQDM_DISABLE"] = "1"
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
-    if "transformers" in sys.modules:
-        from transformers.utils import logging as hf_logging
-
+    hf_logging = sys.modules.get("transformers.utils.logging")  # loaded with transformers
+    if hf_logging is not None:
         hf_logging.disable_progress_bar()
 
 
