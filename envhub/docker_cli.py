@@ -1,6 +1,7 @@
 """``envhub docker ...``: build the image, list and clean envhub's containers.
 
-Wired into the main CLI as ``app.add_typer(docker_app, name="docker")``.
+Joins the ``envhub`` command line through the ``envhub.cli`` entry points (:func:`register`);
+the Docker SDK loads when a verb runs.
 """
 
 from __future__ import annotations
@@ -13,6 +14,11 @@ docker_app = typer.Typer(
     help="Docker runner: build the server image, list and clean envhub's containers.",
     no_args_is_help=True,
 )
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``envhub docker ...`` (entry point ``envhub.cli: docker``)."""
+    app.add_typer(docker_app, name="docker")
 
 
 def _fail(e: Exception) -> typer.Exit:

@@ -84,6 +84,21 @@ def _import_module(module_name: str, base_dir: Path | None, tried: list[str]) ->
     return importlib.import_module(module_name)
 
 
+MOVED = {"envs": "envhub.envs", "servers": "envhub.server", "trainer": "envhub.trainer"}
+"""Top-level packages of envhub before 0.2 and where they live now (issue 13)."""
+
+
+def _moved_hint(entry_point: str) -> str:
+    """The fix when ``entry_point`` names a package that moved into envhub ("" otherwise)."""
+    top, dot, rest = entry_point.partition(".")
+    if top not in MOVED or not dot:
+        return ""
+    return (
+        f"envhub's {top!r} package moved to {MOVED[top]!r}: did you mean "
+        f"{MOVED[top]}.{rest}? (write that in the YAML's entry_point)"
+    )
+
+
 def _resolve_target(target: str, base_dir: Path | None, tried: list[str]) -> Any:
     if is_file_target(target):
         path = Path(target).expanduser()
@@ -113,6 +128,10 @@ def load_entry_point(entry_point: str, base_dir: Path | str | None = None) -> Ca
             f"entry point {entry_point!r}: cannot import {target!r}: importing it raised "
             f"{type(e).__name__}: {e}. Install what it needs, or fix the import in the module"
         ) from e
+    if module is None and _moved_hint(entry_point):
+        raise ConfigError(
+            f"entry point {entry_point!r}: cannot import {target!r}; {_moved_hint(entry_point)}"
+        )
     if module is None:
         where = f"the YAML's folder {base}" if base else "the folder of the YAML file"
         raise ConfigError(

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from .core import Env
 from .entrypoints import load_entry_point
-from .errors import ConfigError
+from .errors import ConfigError, DependencyMissing
 from .registry import _merge
 from .registry import spec as lookup
 from .spec import EnvSpec
@@ -71,20 +71,48 @@ def make_http(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
     return HTTPEnv(server.url, owner=server, **kwargs)
 
 
-def make_docker(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
-    """Start the environment's server in a container and connect to it."""
-    from . import docker
-    from .remote import HTTPEnv
-
-    handle = docker.start_container(spec)
-    return HTTPEnv(handle.url, owner=handle, **kwargs)
-
-
 RUNNERS: dict[str, Callable[..., Env]] = {
     "local": make_local,
     "http": make_http,
-    "docker": make_docker,
 }
+"""The core's own runners. Parts add theirs under the entry-point group ``envhub.runners``
+(``docker = "envhub.docker:make_env"``): a callable ``(spec, url=None, **kwargs) -> Env``."""
+
+RUNNER_GROUP = "envhub.runners"
+
+
+def _plugin_runners() -> dict[str, Any]:
+    """The entry points of :data:`RUNNER_GROUP`, by name (not loaded)."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group=RUNNER_GROUP)}
+
+
+def runner_for(name: str) -> Callable[..., Env]:
+    """The runner called ``name``: the core's own, else the part registered under that name.
+
+    Raises:
+        ConfigError: no runner has that name.
+        DependencyMissing: the runner's part is registered but its extra is not installed.
+    """
+    if name in RUNNERS:
+        return RUNNERS[name]
+    plugins = _plugin_runners()
+    ep = plugins.get(name)
+    if ep is None:
+        known = sorted({*RUNNERS, *plugins})
+        raise ConfigError(
+            f"unknown runner {name!r}; choose one of {known}. A runner of an installed part "
+            f"that is missing here means envhub's install metadata is stale: `pip install -e .`"
+        )
+    try:
+        return ep.load()
+    except ImportError as e:
+        extras = ",".join(ep.extras) or name
+        raise DependencyMissing(
+            f"runner {name!r} needs envhub's {extras!r} extra: `pip install 'envhub[{extras}]'` "
+            f"({e})"
+        ) from e
 
 
 def make(
@@ -115,12 +143,11 @@ def make(
         )
     spec_ = apply_overrides(lookup(name), overrides)
     runner = runner or spec_.runner
-    if runner not in RUNNERS:
-        raise ConfigError(f"unknown runner {runner!r}; choose one of {sorted(RUNNERS)}")
+    run = runner_for(runner)
     if url is not None and runner != "http":
         raise ConfigError("url= is only for runner='http'")
     given = {"timeout": timeout, "transport": transport}
     extra = {k: v for k, v in given.items() if v is not None}
     if runner == "local":
         return make_local(spec_)
-    return RUNNERS[runner](spec_, url=url, **extra)
+    return run(spec_, url=url, **extra)

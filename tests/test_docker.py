@@ -20,6 +20,7 @@ import pytest
 
 from envhub import docker as dk
 from envhub import docker_image as di
+from envhub.docker_cli import docker_app
 from envhub.docker_relay import Relay
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
 from envhub.spec import DockerSpec, EnvSpec
@@ -384,11 +385,11 @@ def test_cli_ps_and_clean(engine):
 
     runner = CliRunner()
     with dk.start_container(_spec()) as handle:
-        res = runner.invoke(dk.docker_app, ["ps"])
+        res = runner.invoke(docker_app, ["ps"])
         assert res.exit_code == 0 and handle.name in res.output
-        res = runner.invoke(dk.docker_app, ["clean"])  # our own live container stays
+        res = runner.invoke(docker_app, ["clean"])  # our own live container stays
         assert res.exit_code == 0 and handle.status() == "running"
-    res = runner.invoke(dk.docker_app, ["ps"])
+    res = runner.invoke(docker_app, ["ps"])
     assert handle.name not in res.output
 
 
@@ -399,7 +400,7 @@ def test_cli_build_makes_a_tagged_image(engine):
 
     base = os.environ.get("ENVHUB_DOCKER_BASE_IMAGE") or engine.images.get(
         "envhub:latest").labels[di.LABEL_BASE]  # fmt: skip
-    res = CliRunner().invoke(dk.docker_app, ["build", "--base-image", base, "-q"])
+    res = CliRunner().invoke(docker_app, ["build", "--base-image", base, "-q"])
     assert res.exit_code == 0, res.output
     tag = res.output.strip().splitlines()[-1]
     labels = engine.images.get(tag).labels

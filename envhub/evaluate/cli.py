@@ -27,6 +27,11 @@ _IDENTITY = ("model", "base_url", "envs", "split", "limit", "n", "temperature", 
 """Settings that define which episodes a run holds: --resume refuses to change them."""
 
 
+def register(app: typer.Typer) -> None:
+    """Add ``envhub eval`` (entry point ``envhub.cli: eval``); its heavy imports stay lazy."""
+    app.command("eval")(eval_command)
+
+
 def _fail(message: str, code: int = 1) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
