@@ -21,7 +21,6 @@ then overrides the catalog's figures for those two. Environments whose data must
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import functools
 import json
@@ -204,18 +203,13 @@ class ModelRun:
 
 def model_scores(spec: EnvSpec, run: ModelRun) -> dict[str, Any]:
     """pass@1, pass@k and mean reward of ``run.model`` on ``spec``, by ``envhub eval``."""
-    from .evaluate.cli import eval_command
-
-    argv = run.argv(spec)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "run"
-        flags = dict(model=run.model, env=[spec.id], n=run.k, max_tokens=run.max_tokens)
-        limit, conc = int(argv[argv.index("--limit") + 1]), int(argv[-1])
-        with contextlib.redirect_stdout(sys.stderr):  # eval's own report: a log, not output
-            eval_command(
-                **flags, limit=limit, concurrency=conc, engine=run.engine, out=out,
-                progress=False, as_json=False,
-            )  # fmt: skip
+        # the evaluation part runs as the command the card records (the core imports no part)
+        command = [sys.executable, "-m", "envhub.cli", *run.argv(spec, out)[1:]]
+        proc = subprocess.run(command, stdout=sys.stderr, stderr=None, check=False)
+        if proc.returncode != 0:
+            raise EnvhubError(f"{' '.join(run.argv(spec))} failed (exit {proc.returncode})")
         (got,) = json.loads((out / "summary.json").read_text())["environments"].values()
     k = f"pass@{run.k}"
     return {
@@ -228,7 +222,7 @@ def model_scores(spec: EnvSpec, run: ModelRun) -> dict[str, Any]:
         "excluded": got["excluded"],
         "split": got["split"],
         "wall_s": round(got["wall_s"]),
-        "command": " ".join(argv),
+        "command": " ".join(run.argv(spec)),
     }
 
 

@@ -95,8 +95,13 @@ def test_needs_data_envs_say_so(dummy_registry):
     assert "*needs data*" in row
 
 
-def test_cards_command_measures_with_envhub_eval(dummy_registry, tmp_path, monkeypatch):
+def test_cards_command_measures_with_envhub_eval(tmp_path, monkeypatch):
     """--measure writes gold, random and the model's pass@k through `envhub eval`."""
+    import envhub.registry as reg
+
+    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))  # `envhub eval` runs as a command
+    monkeypatch.setattr(reg, "_registry", None)  # restored after the test
+    reg.register(Path(__file__).parent / "support" / "dummy.yaml", link=True)
     store = tmp_path / "cards.json"
     monkeypatch.setattr(cards, "REFERENCE", store)
     run = cards.ModelRun(model="tiny", tasks=2, multi_turn_tasks=1, k=2, max_tokens=4)
