@@ -93,129 +93,151 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 """A valid body per path, shown in every 422 so the caller sees the expected shape."""
 
 
+class Server:
+    """One environment's serving state (sessions, the worker pool, counters) and its routes.
+
+    Each route is a small method; :data:`ROUTES` lists them and :func:`create_app` mounts them.
+    """
+
+    def __init__(self, env: Env, settings: ServerSettings) -> None:
+        """Make the session table, the worker pool and the counters for ``env``."""
+        self.env = env
+        self.settings = settings
+        self.sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
+        self.pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="envhub-env")
+        self.metrics: Counter[str] = Counter()
+        self.started = time.time()
+        self.episodes = Episodes(env, self.sessions, self.run, self.metrics)
+        self.mcp_manager: Any = None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the worker pool, under the server's deadline (TimeoutError past it).
+
+        A plain executor, not anyio.to_thread: anyio's per-call bookkeeping was over half of
+        the event loop's CPU per WebSocket step. At the deadline the call is abandoned (its
+        thread finishes on its own).
+        """
+        async with asyncio.timeout(self.settings.request_timeout_s):
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    @asynccontextmanager
+    async def lifespan(self, _: FastAPI):  # noqa: ANN201
+        """Expire idle sessions while serving; close everything at shutdown."""
+        async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
+            if self.mcp_manager is not None:
+                await stack.enter_async_context(self.mcp_manager.run())
+            tg.start_soon(self._reap)
+            yield
+            tg.cancel_scope.cancel()
+        self.sessions.close_all()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.env.close()
+
+    async def _reap(self) -> None:
+        while True:
+            await anyio.sleep(min(30.0, self.settings.session_ttl_s / 2))
+            self.metrics["sessions_expired"] += self.sessions.reap()
+
+    # ------------------------------------------------------------------ routes
+
+    async def health(self) -> dict[str, str]:
+        """Liveness: answers at once, whatever the load."""
+        return {"status": "ok"}
+
+    async def info(self) -> dict[str, Any]:
+        """The environment, its spec and the server's limits."""
+        return {
+            **self.env.info(),
+            "spec": self.env.spec.model_dump(mode="json", exclude={"source"}),
+            "server": self.settings.model_dump(),
+        }
+
+    async def get_metrics(self) -> dict[str, Any]:
+        """Counters since start."""
+        uptime = round(time.time() - self.started, 1)
+        return {**self.metrics, "sessions": len(self.sessions), "uptime_s": uptime}
+
+    async def tasks(self, split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
+        """A page of the tasks of ``split``."""
+        if offset < 0 or not 1 <= limit <= 10_000:
+            raise ValueError("offset must be >= 0 and limit in 1..10000")
+        all_tasks = await self.run(self.env.tasks, split)
+        return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
+
+    async def reset(self, body: ResetRequest) -> Response:
+        """Start an episode in a new session."""
+        _, text = await self.episodes.reset(body.seed, body.task_id, body.close_session)
+        return Response(text, media_type="application/json")
+
+    async def step(self, body: StepRequest) -> Response:
+        """One assistant message; the episode's failures come back as its status."""
+        text = await self.episodes.step(body.session_id, body.message, body.seq)
+        return Response(text, media_type="application/json")
+
+    async def finish(self, body: FinishRequest) -> Response:
+        """End the episode from outside (a trainer's budget): its final accounting."""
+        text = await self.episodes.finish(body.session_id)
+        return Response(text, media_type="application/json")
+
+    async def close(self, body: CloseRequest) -> dict[str, bool]:
+        """End a session early."""
+        return {"closed": self.episodes.close(body.session_id)}
+
+    async def verify(self, body: VerifyRequest) -> VerifyResponse:
+        """Verify a batch: a bad response is its item's status, a bad request a 4xx."""
+        if len(body.items) > self.settings.max_batch:
+            limit = self.settings.max_batch
+            raise ValueError(f"batch of {len(body.items)} items; the limit is {limit}")
+        scores = await self.run(_verify_items, self.env, body.items)
+        for s in scores:
+            self.metrics[f"verify_{s.status.value}"] += 1
+        return VerifyResponse(scores=scores)
+
+
+ROUTES: tuple[tuple[str, str, str, type[BaseModel] | None], ...] = (
+    ("GET", "/health", "health", None),
+    ("GET", "/info", "info", None),
+    ("GET", "/metrics", "get_metrics", None),
+    ("GET", "/tasks", "tasks", TaskPage),
+    ("POST", "/reset", "reset", ResetResponse),
+    ("POST", "/step", "step", StepResult),
+    ("POST", "/finish", "finish", StepResult),
+    ("POST", "/close", "close", None),
+    ("POST", "/verify", "verify", VerifyResponse),
+)
+"""The HTTP routes: method, path, :class:`Server` method, documented response model."""
+
+
 def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = False) -> FastAPI:
     """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings.
 
     With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` (servers.mcp).
     """
-    settings = settings or ServerSettings()
-    sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
-    pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="envhub-env")
-    metrics: Counter[str] = Counter()
-    started = time.time()
-
-    async def run(fn: Callable[..., T], *args: Any) -> T:
-        # A plain executor, not anyio.to_thread: anyio's per-call bookkeeping was over half of
-        # the event loop's CPU per WebSocket step. At the deadline the call is abandoned (its
-        # thread finishes on its own) and the caller gets TimeoutError.
-        async with asyncio.timeout(settings.request_timeout_s):
-            return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
-
-    async def reaper() -> None:
-        while True:
-            await anyio.sleep(min(30.0, settings.session_ttl_s / 2))
-            metrics["sessions_expired"] += sessions.reap()
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI):  # noqa: ANN202
-        async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
-            if mcp_manager is not None:
-                await stack.enter_async_context(mcp_manager.run())
-            tg.start_soon(reaper)
-            yield
-            tg.cancel_scope.cancel()
-        sessions.close_all()
-        pool.shutdown(wait=False, cancel_futures=True)
-        env.close()
-
+    server = Server(env, settings or ServerSettings())
     app = FastAPIOffline(
         title=f"envhub: {env.spec.id}",
         description=env.spec.description or "An envhub environment server.",
-        lifespan=lifespan,
+        lifespan=server.lifespan,
     )
-    app.state.settings = settings
-    errors.install(app, EXAMPLES, metrics)
-
-    @app.exception_handler(SessionError)
-    async def on_session(request: Request, exc: SessionError) -> JSONResponse:
-        headers = {"Retry-After": "1"} if exc.code == 503 else {}
-        return error_response(exc.code, exc.kind, str(exc), **headers)
-
-    @app.get("/health")
-    async def health() -> dict[str, str]:
-        """Liveness: answers at once, whatever the load."""
-        return {"status": "ok"}
-
-    @app.get("/info")
-    async def info() -> dict[str, Any]:
-        """The environment, its spec and the server's limits."""
-        return {
-            **env.info(),
-            "spec": env.spec.model_dump(mode="json", exclude={"source"}),
-            "server": settings.model_dump(),
-        }
-
-    @app.get("/metrics")
-    async def get_metrics() -> dict[str, Any]:
-        """Counters since start."""
-        return {
-            **metrics,
-            "sessions": len(sessions),
-            "uptime_s": round(time.time() - started, 1),
-        }
-
-    @app.get("/tasks", response_model=TaskPage)
-    async def tasks(split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
-        """A page of the tasks of ``split``."""
-        if offset < 0 or not 1 <= limit <= 10_000:
-            raise ValueError("offset must be >= 0 and limit in 1..10000")
-        all_tasks = await run(env.tasks, split)
-        return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
-
-    episodes = Episodes(env, sessions, run, metrics)
-    mcp_manager = None
+    app.state.settings = server.settings
+    app.state.sessions = server.sessions
+    errors.install(app, EXAMPLES, server.metrics)
+    app.add_exception_handler(SessionError, _on_session)  # type: ignore[arg-type]
+    for method, path, name, model in ROUTES:
+        app.add_api_route(path, getattr(server, name), methods=[method], response_model=model)
     if mcp:
         from . import mcp as mcp_server
 
-        mcp_manager = mcp_server.install(app, episodes)
-
-    @app.post("/reset", response_model=ResetResponse)
-    async def reset(body: ResetRequest) -> Response:
-        """Start an episode in a new session."""
-        _, text = await episodes.reset(body.seed, body.task_id, body.close_session)
-        return Response(text, media_type="application/json")
-
-    @app.post("/step", response_model=StepResult)
-    async def step(body: StepRequest) -> Response:
-        """One assistant message; the episode's failures come back as its status."""
-        text = await episodes.step(body.session_id, body.message, body.seq)
-        return Response(text, media_type="application/json")
-
-    @app.post("/finish", response_model=StepResult)
-    async def finish(body: FinishRequest) -> Response:
-        """End the episode from outside (a trainer's budget): its final accounting."""
-        return Response(await episodes.finish(body.session_id), media_type="application/json")
-
-    @app.post("/close")
-    async def close(body: CloseRequest) -> dict[str, bool]:
-        """End a session early."""
-        return {"closed": episodes.close(body.session_id)}
-
-    @app.post("/verify", response_model=VerifyResponse)
-    async def verify(body: VerifyRequest) -> VerifyResponse:
-        """Verify a batch: a bad response is its item's status, a bad request a 4xx."""
-        if len(body.items) > settings.max_batch:
-            raise ValueError(f"batch of {len(body.items)} items; the limit is {settings.max_batch}")
-        scores = await run(_verify_items, env, body.items)
-        for s in scores:
-            metrics[f"verify_{s.status.value}"] += 1
-        return VerifyResponse(scores=scores)
-
-    ws.install(app, episodes, metrics)
-    app.state.sessions = sessions
-    app.add_middleware(Admission, limit=settings.max_inflight, metrics=metrics)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+        server.mcp_manager = mcp_server.install(app, server.episodes)
+    ws.install(app, server.episodes, server.metrics)
+    app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
+    app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
     return app
+
+
+async def _on_session(request: Request, exc: SessionError) -> JSONResponse:
+    headers = {"Retry-After": "1"} if exc.code == 503 else {}
+    return error_response(exc.code, exc.kind, str(exc), **headers)
 
 
 def _task_of(env: Env, item: VerifyItem) -> Task | str:
