@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from envhub.localserver import free_port
 from envhub.make import make_local
 from envhub.registry import specs_from_file
-from envhub.remote import free_port
 from envhub.types import Status
 
 pytestmark = pytest.mark.slow
