@@ -58,12 +58,12 @@ def main() -> None:
     parser.add_argument("--no-pack", action="store_true", help="padded micro-batches")
     args = parser.parse_args()
 
+    from envhub.engines.models import resolve_model
     from trainer.config import OptimConfig
     from trainer.grpo import LossConfig
-    from trainer.models import resolve_model
     from trainer.policy import Policy
 
-    optim = OptimConfig(lr=1e-6).model_dump()  # the config's defaults otherwise
+    optim = OptimConfig(lr=1e-6)  # the config's defaults otherwise
     policy = Policy(
         str(resolve_model(args.model)),
         optim=optim,

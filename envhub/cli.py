@@ -370,7 +370,7 @@ def convert_smollm2(
     Prints the folder.
     """
     try:
-        from trainer.models import convert_smollm2 as convert
+        from envhub.engines.models import convert_smollm2 as convert
     except ImportError as e:
         _fail(f"needs the trainer extra: pip install 'envhub[trainer]' ({e})")
     typer.echo(str(convert(out, force=force)))
