@@ -72,7 +72,9 @@ def main() -> None:
         temperature=args.temperature,
         micro_batch_size=args.group_size,
         dtype=args.dtype,
+        seed=args.seed,
         pack=not args.no_pack,
+        fused=True,
     )
     samples = group(args)
     loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -80,6 +80,8 @@ def test_trainer_settings_are_typed_from_config_to_policy():
     params = inspect.signature(policy.Policy.__init__).parameters
     assert params["optim"].annotation == "OptimConfig"
     assert params["loss"].annotation == "LossConfig"
+    for name in ("dtype", "seed", "pack", "fused"):  # the config's defaults are the only ones
+        assert params[name].default is inspect.Parameter.empty, f"Policy repeats {name}'s default"
     for path in Path(policy.__file__).parent.rglob("*.py"):  # no dict-of-strings on the way
         assert "optim.model_dump()" not in path.read_text(), path
 

@@ -106,12 +106,12 @@ class Policy:
         total_optim_steps: int,
         temperature: float,
         micro_batch_size: int,
+        dtype: str,
+        seed: int,
+        pack: bool,
+        fused: bool,
         device: str = "cpu",
-        dtype: str = "float32",
-        seed: int = 0,
         off_policy_cap: float | None = None,
-        pack: bool = True,
-        fused: bool = True,
     ) -> None:
         """Load the model from an HF directory and shard it when ``world_size > 1``.
 
@@ -124,14 +124,14 @@ class Policy:
             total_optim_steps: Length of the LR schedule.
             temperature: Sampling temperature; logits are divided by it, as the engine does.
             micro_batch_size: Sequences per forward/backward.
+            dtype: Parameter dtype (``model.dtype``; no default here: the config's is the one).
+            seed: Seeds torch on this rank (``seed``).
+            pack: Run each micro-batch as one packed row (``train.pack``, :mod:`trainer.packing`).
+            fused: Fuse the model's MLPs and RMSNorms (``train.fused``, :mod:`trainer.fused`).
             device: ``cpu`` or ``cuda``.
-            dtype: Parameter dtype.
-            seed: Seeds torch on this rank.
             off_policy_cap: When set, batches were sampled one step stale: every token's
                 surrogate is weighted by ``trainer.grpo.off_policy_weights`` against the
                 engine's logprobs, truncated at this value.
-            pack: Run each micro-batch as one packed row (:mod:`trainer.packing`).
-            fused: Fuse the model's MLPs and RMSNorms (:mod:`trainer.fused`).
         """
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)

@@ -224,6 +224,9 @@ class ReferenceWorker:
             temperature=cfg.rollout.sampling.temperature,
             micro_batch_size=cfg.train.micro_batch_size,
             dtype=cfg.model.dtype,
+            seed=cfg.seed,
+            pack=cfg.train.pack,
+            fused=cfg.train.fused,
         )
 
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:

@@ -71,6 +71,10 @@ def test_loss_on_a_hand_made_buffer_is_the_importance_corrected_surrogate(tiny_p
         total_optim_steps=1,
         temperature=1.0,
         micro_batch_size=8,
+        dtype="float32",
+        seed=0,
+        pack=True,
+        fused=True,
         off_policy_cap=cap,
     )
     responses = [[33, 7, 41], [40, 2, 17], [8, 8, 9], [11, 12, 13]]

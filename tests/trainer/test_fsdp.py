@@ -38,6 +38,10 @@ def make_policy(path, rank=0, world=1):
         total_optim_steps=4,
         temperature=1.0,
         micro_batch_size=2,
+        dtype="float32",
+        seed=0,
+        pack=True,
+        fused=True,
     )
 
 

@@ -83,6 +83,7 @@ def test_the_policy_fuses_unless_train_fused_is_off(fused):
 
     optim = OptimConfig(lr=1e-3)
     policy = Policy(str(tiny_llama_path()), optim=optim, loss=LossConfig(), total_optim_steps=1,
-                    temperature=1.0, micro_batch_size=2, fused=fused)  # fmt: skip
+                    temperature=1.0, micro_batch_size=2, dtype="float32", seed=0, pack=True,
+                    fused=fused)  # fmt: skip
     swapped = [m for m in policy.model.modules() if "forward" in vars(m)]
     assert bool(swapped) is fused

@@ -72,7 +72,10 @@ def policies():
             total_optim_steps=4,
             temperature=0.7,
             micro_batch_size=4,
+            dtype="float32",
+            seed=0,
             pack=pack,
+            fused=True,
         )
 
     return make(True), make(False)
