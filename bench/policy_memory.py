@@ -58,12 +58,12 @@ def main() -> None:
     parser.add_argument("--no-pack", action="store_true", help="padded micro-batches")
     args = parser.parse_args()
 
+    from envhub.engines.models import resolve_model
     from trainer.config import OptimConfig
     from trainer.grpo import LossConfig
-    from trainer.models import resolve_model
     from trainer.policy import Policy
 
-    optim = OptimConfig(lr=1e-6).model_dump()  # the config's defaults otherwise
+    optim = OptimConfig(lr=1e-6)  # the config's defaults otherwise
     policy = Policy(
         str(resolve_model(args.model)),
         optim=optim,
@@ -72,7 +72,9 @@ def main() -> None:
         temperature=args.temperature,
         micro_batch_size=args.group_size,
         dtype=args.dtype,
+        seed=args.seed,
         pack=not args.no_pack,
+        fused=True,
     )
     samples = group(args)
     loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

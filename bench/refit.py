@@ -8,7 +8,7 @@ round the script makes a new perturbed state dict (as a training step would), th
   the floor for any in-place refit);
 * ``engine``: ``VLLMEngine.load_state_dict(new)`` with ``new`` as separate tensors (what a
   colocated refit hands over); on CPU: ``load_weights``, then every linear layer packed into
-  oneDNN's format (``trainer.vllm_cpu_refit``), then the prefix cache reset; in-process by
+  oneDNN's format (``envhub.engines.vllm_cpu_refit``), then the prefix cache reset; in-process by
   default or through ``/dev/shm`` with ``--no-in-process``;
 * ``engine_flat``: the same weights as views of one flat buffer, as the ``gloo``/``nccl``
   transports deliver them (merged q/k/v and gate/up are packed without a concatenation);
@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def resolve(name: str) -> Path:
-    from trainer.models import resolve_model, tiny_llama_path
+    from envhub.engines.models import resolve_model, tiny_llama_path
 
     if name == "tiny-h64-a2":  # vLLM's CPU attention needs a head size >= 32
         return tiny_llama_path(hidden_size=64, heads=2)
@@ -278,7 +278,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from trainer.vllm_engine import VLLMEngine
+    from envhub.engines.vllm_engine import VLLMEngine
 
     path = resolve(args.model)
     model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()

@@ -150,3 +150,38 @@ class Score(_Model):
     error: str | None = None
     info: dict[str, Any] = Field(default_factory=dict)
     """Verifier details, e.g. the extracted answer or the failing test."""
+
+
+class EpisodeResult(BaseModel):
+    """What one episode did and earned: the record both ``envhub eval`` and the trainer keep.
+
+    Each part extends it with what only it needs: the evaluator's
+    :class:`envhub.evaluate.store.EpisodeRecord` (run identity, pass, token counts, timing),
+    the trainer's :class:`trainer.rollout.TrainingEpisode` (the token sequence, its loss mask
+    and the engine's logprobs).
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: str | None = None
+    """The task the episode ran (set by ``reset``)."""
+    seed: int | None = None
+    """The seed ``reset`` was given."""
+    messages: list[Message] = Field(default_factory=list)
+    """The transcript, where the part keeps one (the trainer keeps token ids instead)."""
+    reward: float = 0.0
+    """Sum of the rewards of the episode's steps."""
+    components: dict[str, float] = Field(default_factory=dict)
+    """Sum over the episode's steps of each raw reward component."""
+    status: Status = Status.OK
+    """How the episode went: ``ok``, or the status of the step that ended or spoiled it."""
+    error: str | None = None
+    """What went wrong, when the status is not ``ok``."""
+    turns: int = 0
+    """Model turns taken."""
+
+    def add_reward(self, reward: float, components: dict[str, float]) -> None:
+        """Add one step's reward and its raw components to the episode's sums."""
+        self.reward += reward
+        for name, value in components.items():
+            self.components[name] = self.components.get(name, 0.0) + value

@@ -35,3 +35,21 @@ def dummy_registry():
     reg._registry = loaded
     yield loaded
     reg._registry = saved
+
+
+@pytest.fixture(scope="session")
+def tiny_path():
+    """A tiny random Llama with the SmolLM2 tokenizer (built once, cached on disk)."""
+    pytest.importorskip("transformers")
+    from envhub.engines.models import tiny_llama_path
+
+    return tiny_llama_path()
+
+
+@pytest.fixture(scope="session")
+def engine(tiny_path):
+    """A :class:`TransformersEngine` over the tiny model (engine and trainer tests)."""
+    pytest.importorskip("torch")
+    from envhub.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine.from_pretrained(tiny_path)

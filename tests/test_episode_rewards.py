@@ -15,14 +15,12 @@ import pytest
 
 import envhub
 from envhub.core import Feedback, TaskEnv
+from envhub.engines.types import Generation, SamplingParams
 from envhub.errors import EpisodeStateError
-from envhub.evaluate.models import Generation as EvalGeneration
-from envhub.evaluate.models import SamplingParams as EvalParams
 from envhub.evaluate.runner import EpisodeJob, run_episode
 from envhub.rewards import Rubric
 from envhub.spec import EnvSpec
 from envhub.types import FunctionCall, Message, Status, Task, ToolCall
-from trainer.engine import Generation, SamplingParams
 from trainer.rollout import LocalEnvPool, RolloutSettings, collect
 
 
@@ -214,12 +212,19 @@ class _Chat:
 
 
 def _moves(prompts, params):
-    return [Generation([7, 8], [-0.1, -0.1], "<move>4</move>", "stop") for _ in prompts]
+    return [
+        Generation("<move>4</move>", "stop", token_ids=[7, 8], logprobs=[-0.1, -0.1])
+        for _ in prompts
+    ]
 
 
 def _rollout(**kw):
     settings = dict(
-        group_size=2, max_turns=2, max_seq_len=512, timeout_s=30.0, params=SamplingParams(4)
+        group_size=2,
+        max_turns=2,
+        max_seq_len=512,
+        timeout_s=30.0,
+        params=SamplingParams(max_tokens=4),
     )
     settings.update(kw)
     pool = LocalEnvPool(connect4)
@@ -244,7 +249,7 @@ class _Mover:
     name = "mover"
 
     async def generate(self, messages, *, tools, params, seed=None):
-        return EvalGeneration(Message(role="assistant", content="<move>4</move>"))
+        return Generation("<move>4</move>")
 
 
 def test_the_evaluator_pays_the_final_accounting_when_it_stops_an_episode():
@@ -259,6 +264,6 @@ def test_the_evaluator_pays_the_final_accounting_when_it_stops_an_episode():
         max_turns=2,  # shorter than the env's 30: the loop's guard ends the episode
     )
     with connect4() as env:
-        rec = asyncio.run(run_episode(env, _Mover(), job, EvalParams()))
+        rec = asyncio.run(run_episode(env, _Mover(), job, SamplingParams()))
     assert rec.truncated and rec.turns == 2
     assert rec.components["loss"] == 1.0 and rec.reward == pytest.approx(-1.0)

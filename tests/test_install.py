@@ -36,6 +36,9 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub/docker_relay.py": ("docker",),
     "envhub/docker_cli.py": ("docker",),
     "envhub/evaluate": ("eval",),
+    "envhub/engines": ("trainer",),
+    "envhub/engines/vllm_engine.py": ("vllm",),
+    "envhub/engines/vllm_cpu_refit.py": ("vllm",),
     "envs": (),
     "envs/math": ("math",),
     "envs/code": ("code",),
@@ -44,8 +47,6 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envs/mcp_tools": ("mcp",),
     "servers": ("server",),
     "trainer": ("trainer",),
-    "trainer/vllm_engine.py": ("vllm",),
-    "trainer/vllm_cpu_refit.py": ("vllm",),
     "tests": CI_EXTRAS,
     "bench": CI_EXTRAS,
     "scripts": ("dev",),
@@ -166,7 +167,7 @@ def _extras_for(rel: str) -> tuple[str, ...]:
 
 def test_the_scan_sees_the_known_imports():
     modules = {(m, f) for m, f, _ in third_party_imports()}
-    assert ("transformers", "trainer/models.py") in modules
+    assert ("transformers", "envhub/engines/models.py") in modules
     assert ("fastapi", "servers/app.py") in modules
     assert any(m == "sympy" and f.startswith("envs/math/") for m, f in modules)
 

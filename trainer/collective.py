@@ -188,7 +188,8 @@ def flat_state(
     Each dtype's buffer is that dtype's stream, so bucket ``i`` of a dtype is the slice after
     the buckets before it: buckets can be received in place, with no copy. Tensors that follow
     each other in the state dict (``q``/``k``/``v``, ``gate``/``up``) lie back to back, which
-    lets the vLLM-CPU refit pack merged layers straight from them (:mod:`trainer.vllm_cpu_refit`).
+    lets the vLLM-CPU refit pack merged layers straight from them
+    (:mod:`envhub.engines.vllm_cpu_refit`).
     """
     sizes: dict[str, int] = {}
     for t in layout.tensors:

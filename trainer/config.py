@@ -21,13 +21,15 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
     model_validator,
 )
 
 from envhub import errors
+from envhub.engines.types import SamplingParams
 
-from .grpo import AGGREGATIONS
+from .grpo import LossConfig
+
+_ENGINE_DEFAULTS = SamplingParams()
 
 
 class ConfigError(errors.ConfigError):
@@ -78,15 +80,30 @@ class EnvConfig(_Section):
 
 
 class SamplingConfig(_Section):
-    """Sampling settings of the generation engine (see ``trainer.engine.SamplingParams``)."""
+    """Sampling settings of the generation engine.
+
+    The defaults are the engine's own (:class:`envhub.engines.types.SamplingParams`), except
+    ``max_tokens``.
+    """
 
     max_tokens: int = Field(default=64, ge=1)
     """New tokens per model turn."""
-    temperature: float = Field(default=1.0, ge=0)
+    temperature: float = Field(default=_ENGINE_DEFAULTS.temperature, ge=0)
     """1.0 keeps the engine's logprobs equal to the policy's (GRPO samples on-policy)."""
-    top_p: float = Field(default=1.0, gt=0, le=1)
-    top_k: int = Field(default=0, ge=0)
+    top_p: float = Field(default=_ENGINE_DEFAULTS.top_p, gt=0, le=1)
+    top_k: int = Field(default=_ENGINE_DEFAULTS.top_k, ge=0)
     stop: list[str] = Field(default_factory=list)
+
+    def params(self, seed: int | None = None) -> SamplingParams:
+        """These settings as the engines take them."""
+        return SamplingParams(
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            top_p=self.top_p,
+            top_k=self.top_k,
+            stop=tuple(self.stop),
+            seed=seed,
+        )
 
 
 class RolloutConfig(_Section):
@@ -102,29 +119,6 @@ class RolloutConfig(_Section):
     """Token budget of one episode (prompt, all turns and env answers); past it the episode
     ends as truncated."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
-
-
-class LossSettings(_Section):
-    """The GRPO objective (``trainer.grpo``)."""
-
-    clip_low: float = Field(default=0.2, ge=0)
-    clip_high: float = Field(default=0.2, ge=0)
-    """Use 0.28 for DAPO's clip-higher."""
-    kl_beta: float = Field(default=0.0, ge=0)
-    """k3 KL weight to the reference policy; DeepSeek-R1 style runs use 0.001-0.04. 0 skips
-    the reference policy entirely."""
-    aggregation: str = "token_mean"
-    """``token_mean`` (DAPO, NeMo RL), ``seq_mean_token_mean`` (GRPO paper) or
-    ``seq_mean_token_sum_norm`` (Dr. GRPO)."""
-    normalize_std: bool = True
-    """Divide advantages by the group's std (GRPO); off is Dr. GRPO's ``r - mean``."""
-
-    @field_validator("aggregation")
-    @classmethod
-    def _check_aggregation(cls, v: str) -> str:
-        if v not in AGGREGATIONS:
-            raise ValueError(f"must be one of {sorted(AGGREGATIONS)}")
-        return v
 
 
 class OptimConfig(_Section):
@@ -297,7 +291,8 @@ class Config(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
     env: EnvConfig = Field(default_factory=EnvConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
-    loss: LossSettings = Field(default_factory=LossSettings)
+    loss: LossConfig = Field(default_factory=LossConfig)
+    """The GRPO objective (defined with the loss: :class:`trainer.grpo.LossConfig`)."""
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)

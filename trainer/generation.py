@@ -1,7 +1,8 @@
 """Generation engines as their own Ray actors (``engine: vllm`` or ``placement: split``).
 
-:class:`GenerationWorker` holds one engine (:class:`trainer.vllm_engine.VLLMEngine` or
-:class:`trainer.engine.TransformersEngine`) and offers what the driver needs: ``generate``,
+:class:`GenerationWorker` holds one engine (:class:`envhub.engines.vllm_engine.VLLMEngine` or
+:class:`envhub.engines.transformers_engine.TransformersEngine`) and offers what the driver
+needs: ``generate``,
 ``load_weights`` (refit from a state dict that Ray resolves out of its object store),
 ``join_refit_group``/``receive_weights`` (refit over a torch collective group,
 ``trainer.collective``) and ``score`` (the engine's logprobs of given tokens, used to verify
@@ -29,8 +30,9 @@ from typing import Any
 
 import ray
 
+from envhub.engines.types import Generation, SamplingParams
+
 from .config import Config
-from .engine import Generation, SamplingParams
 from .placement import options, where
 
 
@@ -85,7 +87,7 @@ def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: i
     c, g = config.cluster, config.generation
     if c.engine == "vllm":
         require_vllm()
-        from .vllm_engine import VLLMEngine
+        from envhub.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(
             model_dir,
@@ -95,7 +97,7 @@ def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: i
             seed=seed,
             max_num_seqs=g.max_num_seqs,
         )
-    from .engine import TransformersEngine
+    from envhub.engines.transformers_engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(
         model_dir, dtype=config.model.dtype, device=device, batch_size=c.engine_batch_size

@@ -12,6 +12,9 @@ Aggregation is expressed as per-token *weights* that sum the loss over the whole
 (:data:`AGGREGATIONS`): the loss of a batch is ``sum(weights * per_token_loss)``, so it is the
 same whether the batch is processed at once, in micro-batches with gradient accumulation, or
 split over data-parallel ranks.
+
+:class:`LossConfig` is both the training config's ``loss`` section and what the loss
+functions take: its fields and defaults are defined here only.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 
 def group_advantages(
@@ -266,17 +270,31 @@ def loss_weights(
 # ---------------------------------------------------------------------------- the loss
 
 
-@dataclass(frozen=True)
-class LossConfig:
-    """Settings of the clipped surrogate."""
+class LossConfig(BaseModel):
+    """The GRPO objective: the training config's ``loss`` section, used by :func:`policy_loss`."""
 
-    clip_low: float = 0.2
+    model_config = ConfigDict(extra="forbid")
+
+    clip_low: float = Field(default=0.2, ge=0)
     """Ratios below ``1 - clip_low`` stop pushing a negative-advantage token down."""
-    clip_high: float = 0.2
+    clip_high: float = Field(default=0.2, ge=0)
     """Ratios above ``1 + clip_high`` stop pushing a positive-advantage token up (DAPO's
     clip-higher uses a larger value here, e.g. 0.28)."""
-    kl_beta: float = 0.0
-    """Weight of the k3 KL penalty to the reference policy (0: no reference needed)."""
+    kl_beta: float = Field(default=0.0, ge=0)
+    """Weight of the k3 KL penalty to the reference policy; DeepSeek-R1 style runs use
+    0.001-0.04. 0 skips the reference policy entirely."""
+    aggregation: str = "token_mean"
+    """``token_mean`` (DAPO, NeMo RL), ``seq_mean_token_mean`` (GRPO paper) or
+    ``seq_mean_token_sum_norm`` (Dr. GRPO); see :data:`AGGREGATIONS`."""
+    normalize_std: bool = True
+    """Divide advantages by the group's std (GRPO); off is Dr. GRPO's ``r - mean``."""
+
+    @field_validator("aggregation")
+    @classmethod
+    def _check_aggregation(cls, v: str) -> str:
+        if v not in AGGREGATIONS:
+            raise ValueError(f"must be one of {sorted(AGGREGATIONS)}")
+        return v
 
 
 @dataclass

@@ -17,7 +17,7 @@ import os
 import random
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -25,6 +25,9 @@ from .batch import Sample, collate, micro_batches
 from .fused import fuse
 from .grpo import LossConfig, logprobs_and_entropy, off_policy_weights, policy_loss
 from .packing import pack
+
+if TYPE_CHECKING:
+    from .config import OptimConfig
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -69,6 +72,26 @@ def lr_lambda(schedule: str, warmup: int, total: int) -> Any:
     return fn
 
 
+def _load_model(
+    model_path: str, dtype: str, fused: bool, device: torch.device
+) -> tuple[int, torch.nn.Module]:
+    """The pad id and the model of ``model_path`` on ``device``, fused when asked."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_path)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
+    model = model.to(device)
+    model.config.use_cache = False
+    if fused and fuse(model) == 0:  # the same numbers, fewer activations kept
+        logging.getLogger("envhub.trainer").info(
+            "train.fused: no MLP or RMSNorm of %s is one trainer.fused knows; training "
+            "with the model's own modules",
+            type(model).__name__,
+        )
+    return pad_id, model
+
+
 class Policy:
     """Model, optimizer and scheduler of one rank."""
 
@@ -78,17 +101,17 @@ class Policy:
         *,
         rank: int = 0,
         world_size: int = 1,
-        optim: dict[str, Any],
+        optim: OptimConfig,
         loss: LossConfig,
         total_optim_steps: int,
         temperature: float,
         micro_batch_size: int,
+        dtype: str,
+        seed: int,
+        pack: bool,
+        fused: bool,
         device: str = "cpu",
-        dtype: str = "float32",
-        seed: int = 0,
         off_policy_cap: float | None = None,
-        pack: bool = True,
-        fused: bool = True,
     ) -> None:
         """Load the model from an HF directory and shard it when ``world_size > 1``.
 
@@ -96,53 +119,39 @@ class Policy:
             model_path: HF directory of the initial weights.
             rank: This process's rank.
             world_size: Number of ranks (the process group must already exist if > 1).
-            optim: ``lr``, ``weight_decay``, ``betas``, ``warmup_steps``, ``schedule``,
-                ``max_grad_norm`` (see ``trainer.config.OptimConfig``).
-            loss: Clip range and KL weight.
+            optim: AdamW, its schedule and the gradient clipping.
+            loss: The GRPO objective (clip range, KL weight, aggregation).
             total_optim_steps: Length of the LR schedule.
             temperature: Sampling temperature; logits are divided by it, as the engine does.
             micro_batch_size: Sequences per forward/backward.
+            dtype: Parameter dtype (``model.dtype``; no default here: the config's is the one).
+            seed: Seeds torch on this rank (``seed``).
+            pack: Run each micro-batch as one packed row (``train.pack``, :mod:`trainer.packing`).
+            fused: Fuse the model's MLPs and RMSNorms (``train.fused``, :mod:`trainer.fused`).
             device: ``cpu`` or ``cuda``.
-            dtype: Parameter dtype.
-            seed: Seeds torch on this rank.
             off_policy_cap: When set, batches were sampled one step stale: every token's
                 surrogate is weighted by ``trainer.grpo.off_policy_weights`` against the
                 engine's logprobs, truncated at this value.
-            pack: Run each micro-batch as one packed row (:mod:`trainer.packing`).
-            fused: Fuse the model's MLPs and RMSNorms (:mod:`trainer.fused`).
         """
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
         self.micro_batch_size = micro_batch_size
         self.off_policy_cap = off_policy_cap
         self.pack = pack
-        self.max_grad_norm = optim["max_grad_norm"]
+        self.max_grad_norm = optim.max_grad_norm
         self.model_path = model_path
-        tok = AutoTokenizer.from_pretrained(model_path)
-        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
-        self.model = model.to(self.device)
-        self.model.config.use_cache = False
-        if fused and fuse(self.model) == 0:  # the same numbers, fewer activations kept
-            logging.getLogger("envhub.trainer").info(
-                "train.fused: no MLP or RMSNorm of %s is one trainer.fused knows; training "
-                "with the model's own modules",
-                type(model).__name__,
-            )
+        self.pad_id, self.model = _load_model(model_path, dtype, fused, self.device)
         if world_size > 1:
             self._shard()
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(),
-            lr=optim["lr"],
-            betas=tuple(optim["betas"]),
-            weight_decay=optim["weight_decay"],
+            lr=optim.lr,
+            betas=tuple(optim.betas),
+            weight_decay=optim.weight_decay,
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer,
-            lr_lambda(optim["schedule"], optim["warmup_steps"], total_optim_steps),
+            self.optimizer, lr_lambda(optim.schedule, optim.warmup_steps, total_optim_steps)
         )
 
     def _shard(self) -> None:

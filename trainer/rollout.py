@@ -7,7 +7,7 @@ environment as an assistant message, and the environment's answer is appended as
 The training sequence of an episode is built from the engine's *own* token ids: the prompt
 ids once, then per turn the sampled ids (``loss_mask`` 1, with the engine's logprobs), then
 the ids of the environment's answer (``loss_mask`` 0; see
-:meth:`trainer.engine.ChatFormatter.continuation_ids`). Nothing is ever re-tokenised.
+:meth:`envhub.engines.chat.ChatFormatter.continuation_ids`). Nothing is ever re-tokenised.
 
 Environment calls run concurrently on a bounded thread pool (:class:`EnvCalls`), each batch
 of calls with a deadline; a call past it is cancelled or its late result discarded. An
@@ -27,13 +27,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from envhub.errors import NotSupported
-from envhub.types import FunctionCall, Message, ResetResult, Status, StepResult, ToolCall
+from pydantic import Field
 
-from .engine import ChatFormatter, Generation, SamplingParams
+from envhub.engines.chat import ChatFormatter
+from envhub.engines.types import Generation, SamplingParams
+from envhub.errors import NotSupported
+from envhub.types import (
+    EpisodeResult,
+    FunctionCall,
+    Message,
+    ResetResult,
+    Status,
+    StepResult,
+    ToolCall,
+)
 
 GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation | Exception]]
 """The engine group's ``generate``: prompts in order, completions in the same order (an
@@ -178,32 +188,30 @@ def to_message(text: str, *, parse_tools: bool) -> Message:
     return Message(role="assistant", content=text, tool_calls=calls or None)
 
 
-@dataclass
-class EpisodeRecord:
-    """One episode as a training sequence."""
+class TrainingEpisode(EpisodeResult):
+    """One episode as a training sequence: the core's episode record plus its tokens.
+
+    Task, seed, reward, components, status, error and turns are those of
+    :class:`envhub.types.EpisodeResult`; the transcript is kept as token ids, not messages.
+    """
 
     group: int
     """Index of the task group within the step."""
     key: str
-    seed: int | None
-    task_id: str | None = None
-    tokens: list[int] = field(default_factory=list)
+    """The episode's key in the :class:`EnvPool`."""
+    tokens: list[int] = Field(default_factory=list)
     """The whole conversation: prompt, model turns, environment answers."""
-    loss_mask: list[int] = field(default_factory=list)
+    loss_mask: list[int] = Field(default_factory=list)
     """1 on tokens the model sampled, 0 elsewhere; same length as ``tokens``."""
-    engine_logprobs: list[float] = field(default_factory=list)
+    engine_logprobs: list[float] = Field(default_factory=list)
     """The engine's logprob of each token (0.0 where ``loss_mask`` is 0)."""
-    reward: float = 0.0
-    components: dict[str, float] = field(default_factory=dict)
-    status: Status = Status.OK
-    error: str | None = None
-    turns: int = 0
     done: bool = False
     end: str = "running"
     """``terminated``, ``truncated`` (by the env), ``max_turns``, ``token_budget`` or
     ``dropped``."""
     tools: bool = False
-    versions: list[int] = field(default_factory=list)
+    """The environment offered tools (tool calls are parsed out of the completions)."""
+    versions: list[int] = Field(default_factory=list)
     """Weight version of each model turn (engine actors only; empty elsewhere)."""
 
     @property
@@ -231,13 +239,13 @@ class EpisodeRecord:
 class RolloutBatch:
     """The episodes of one step."""
 
-    episodes: list[EpisodeRecord]
-    """Every episode, dropped ones included (check :attr:`EpisodeRecord.dropped`)."""
+    episodes: list[TrainingEpisode]
+    """Every episode, dropped ones included (check :attr:`TrainingEpisode.dropped`)."""
     generation_time: float = 0.0
     env_time: float = 0.0
 
     @property
-    def kept(self) -> list[EpisodeRecord]:
+    def kept(self) -> list[TrainingEpisode]:
         """Episodes to train on."""
         return [e for e in self.episodes if not e.dropped]
 
@@ -293,7 +301,7 @@ def collect(
             )
     run = _Run(pool, settings, calls)
     episodes = [
-        EpisodeRecord(group=g, key=f"{sample_seed}-{g}-{i}", seed=seed)
+        TrainingEpisode(group=g, key=f"{sample_seed}-{g}-{i}", seed=seed)
         for g, seed in enumerate(seeds)
         for i in range(settings.group_size)
     ]
@@ -339,8 +347,8 @@ class _Run:
 
 
 def _generate(
-    generate: GenerateFn, live: list[EpisodeRecord], params: SamplingParams, batch: RolloutBatch
-) -> list[tuple[EpisodeRecord, Generation]]:
+    generate: GenerateFn, live: list[TrainingEpisode], params: SamplingParams, batch: RolloutBatch
+) -> list[tuple[TrainingEpisode, Generation]]:
     """One model turn of the live episodes; returns those that got a completion."""
     t0 = time.perf_counter()
     gens = generate([e.tokens for e in live], params)
@@ -358,7 +366,7 @@ def _generate(
     return sampled
 
 
-def _finish(run: _Run, episodes: list[EpisodeRecord], batch: RolloutBatch) -> None:
+def _finish(run: _Run, episodes: list[TrainingEpisode], batch: RolloutBatch) -> None:
     """Pay the final accounting of the episodes the rollout ended itself (turns, tokens)."""
     cut = [e for e in episodes if e.end in ("max_turns", "token_budget")]
     results = run.env(batch, [lambda e=e: run.pool.finish(e.key) for e in cut])
@@ -371,7 +379,7 @@ def _finish(run: _Run, episodes: list[EpisodeRecord], batch: RolloutBatch) -> No
         _record(ep, res)
 
 
-def _record(ep: EpisodeRecord, res: StepResult) -> bool:
+def _record(ep: TrainingEpisode, res: StepResult) -> bool:
     """Add a step's reward and components to the episode; False if it must be dropped."""
     status = Status(res.info.status)
     if status in DROP_STATUSES:
@@ -379,13 +387,11 @@ def _record(ep: EpisodeRecord, res: StepResult) -> bool:
         return False
     if status is not Status.OK:
         ep.status = status  # the model's doing (timeout, invalid action): kept, as judged
-    ep.reward += res.reward
-    for name, value in res.info.components.items():
-        ep.components[name] = ep.components.get(name, 0.0) + value
+    ep.add_reward(res.reward, res.info.components)
     return True
 
 
-def _start(ep: EpisodeRecord, res: Any, chat: ChatFormatter, settings: RolloutSettings) -> None:
+def _start(ep: TrainingEpisode, res: Any, chat: ChatFormatter, settings: RolloutSettings) -> None:
     """Open an episode from its reset result (or drop it if the reset failed)."""
     if isinstance(res, Exception):
         ep.fail(Status.INFRA_ERROR, f"reset failed: {type(res).__name__}: {res}")
@@ -405,7 +411,7 @@ def _start(ep: EpisodeRecord, res: Any, chat: ChatFormatter, settings: RolloutSe
 
 
 def _advance(
-    ep: EpisodeRecord,
+    ep: TrainingEpisode,
     gen: Generation,
     res: Any,
     chat: ChatFormatter,

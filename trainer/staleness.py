@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .rollout import EpisodeRecord, RolloutBatch
+from .rollout import RolloutBatch, TrainingEpisode
 
 
-def group_age(episodes: list[EpisodeRecord], current: int) -> int:
+def group_age(episodes: list[TrainingEpisode], current: int) -> int:
     """Versions between ``current`` and the oldest turn of the group (0 when unversioned)."""
     versions = [v for e in episodes for v in e.versions]
     return current - min(versions) if versions else 0
@@ -44,10 +44,10 @@ class AgeFilter:
 
 def filter_by_age(batch: RolloutBatch, current: int, max_age: int) -> AgeFilter:
     """Drop the groups of ``batch`` older than ``max_age`` versions at version ``current``."""
-    groups: dict[int, list[EpisodeRecord]] = {}
+    groups: dict[int, list[TrainingEpisode]] = {}
     for e in batch.episodes:
         groups.setdefault(e.group, []).append(e)
-    kept: list[EpisodeRecord] = []
+    kept: list[TrainingEpisode] = []
     out = AgeFilter(batch)
     for members in groups.values():
         age = group_age(members, current)

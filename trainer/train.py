@@ -48,15 +48,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from envhub.engines.chat import ChatFormatter
+from envhub.engines.models import resolve_model
 from envhub.errors import EnvhubError
 
 from . import checkpoint as ckpt
 from .batch import Sample, assign_weights, shard, split_minibatches
 from .config import Config
-from .engine import ChatFormatter, SamplingParams
 from .grpo import group_advantages
 from .metrics import MetricsLogger, rollout_metrics, train_metrics
-from .models import resolve_model
 from .rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
 from .staleness import filter_by_age
 
@@ -87,20 +87,13 @@ def to_samples(batch: RolloutBatch, normalize_std: bool) -> list[Sample]:
 
 def rollout_settings(config: Config, env_max_turns: int | None) -> RolloutSettings:
     """Budgets of one rollout from the config."""
-    s = config.rollout.sampling
     return RolloutSettings(
         group_size=config.rollout.group_size,
         max_turns=config.rollout.max_turns or env_max_turns or 1,
         max_seq_len=config.rollout.max_seq_len,
         timeout_s=config.env.timeout_s,
         env_concurrency=config.env.concurrency,
-        params=SamplingParams(
-            max_tokens=s.max_tokens,
-            temperature=s.temperature,
-            top_p=s.top_p,
-            top_k=s.top_k,
-            stop=tuple(s.stop),
-        ),
+        params=config.rollout.sampling.params(),
     )
 
 

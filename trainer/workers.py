@@ -29,12 +29,11 @@ from typing import Any
 
 import ray
 
+from envhub.engines.types import Generation, SamplingParams
 from envhub.types import Message, ResetResult, StepResult
 
 from .batch import Sample
 from .config import Config
-from .engine import Generation, SamplingParams
-from .grpo import LossConfig
 from .placement import check_cluster, describe, options, where
 from .refit import load_into_engine, make_weight_sync
 
@@ -73,7 +72,8 @@ class PolicyWorker:
         """Join the process group, load and shard the policy, load the engine. Collective."""
         import torch
 
-        from .engine import TransformersEngine
+        from envhub.engines.transformers_engine import TransformersEngine
+
         from .policy import Policy, init_distributed
 
         c = self.cfg
@@ -82,13 +82,12 @@ class PolicyWorker:
         device = "cuda" if gpu else "cpu"
         if self.world_size > 1:
             init_distributed(self.rank, self.world_size, addr, port, backend)
-        loss = LossConfig(c.loss.clip_low, c.loss.clip_high, c.loss.kl_beta)
         self.policy = Policy(
             self.model_dir,
             rank=self.rank,
             world_size=self.world_size,
-            optim=c.optim.model_dump(),
-            loss=loss,
+            optim=c.optim,
+            loss=c.loss,
             total_optim_steps=c.train.steps * c.train.minibatches,
             temperature=c.rollout.sampling.temperature,
             micro_batch_size=c.train.micro_batch_size,
@@ -219,12 +218,15 @@ class ReferenceWorker:
 
         self.policy = Policy(
             model_dir,
-            optim=cfg.optim.model_dump(),
-            loss=LossConfig(),
+            optim=cfg.optim,
+            loss=cfg.loss,
             total_optim_steps=1,
             temperature=cfg.rollout.sampling.temperature,
             micro_batch_size=cfg.train.micro_batch_size,
             dtype=cfg.model.dtype,
+            seed=cfg.seed,
+            pack=cfg.train.pack,
+            fused=cfg.train.fused,
         )
 
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:

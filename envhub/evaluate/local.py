@@ -1,11 +1,11 @@
 """Local models for ``envhub eval --model PATH``: vLLM where installed, else transformers.
 
-The engines are the trainer's (:mod:`trainer.engine`): prompts go in as token ids rendered
+The engines are :mod:`envhub.engines` (the trainer's too): prompts go in as token ids rendered
 with the model's chat template (tools included), completions come out as text and ids. The
 evaluator wraps the engine in a :class:`~envhub.evaluate.models.BatchingBackend`, so the
 episodes running concurrently are generated as batches.
 
-Nothing here is imported by ``import envhub``; torch, transformers, vllm and the trainer are
+Nothing here is imported by ``import envhub``; torch, transformers and vllm are
 imported inside :func:`load_local_model` only.
 """
 
@@ -16,8 +16,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from ..engines.types import Generation, SamplingParams
 from ..errors import DependencyMissing
-from .models import BatchingBackend, SamplingParams
+from .models import BatchingBackend
 
 log = logging.getLogger("envhub.evaluate")
 
@@ -40,10 +41,10 @@ def choose_engine(preference: str = "auto") -> str:
 
 def _build_engine(path: Path, engine: str, batch_size: int) -> Any:
     if engine == "vllm":
-        from trainer.vllm_engine import VLLMEngine
+        from ..engines.vllm_engine import VLLMEngine
 
         return VLLMEngine.from_pretrained(str(path))
-    from trainer.engine import TransformersEngine
+    from ..engines.transformers_engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(str(path), batch_size=batch_size)
 
@@ -54,7 +55,7 @@ def load_local_model(
     """Load a local model (an HF directory, a GGUF folder, or ``smollm2``/``tiny``).
 
     Args:
-        name_or_path: What ``trainer.models.resolve_model`` accepts.
+        name_or_path: What ``envhub.engines.models.resolve_model`` accepts.
         max_batch: Most chats generated together (the episode concurrency also bounds it).
         engine: ``auto`` (vLLM if installed), ``vllm`` or ``transformers``.
 
@@ -62,9 +63,10 @@ def load_local_model(
         DependencyMissing: the trainer stack (torch, transformers) is not installed.
     """
     try:
-        from trainer.engine import ChatFormatter
-        from trainer.engine import SamplingParams as EngineParams
-        from trainer.models import resolve_model
+        import transformers  # noqa: F401  (the engines need it; say so before loading)
+
+        from ..engines.chat import ChatFormatter
+        from ..engines.models import resolve_model
     except ImportError as e:
         raise DependencyMissing(
             f"a local model needs the trainer stack ({e}); install it with "
@@ -78,14 +80,12 @@ def load_local_model(
 
     def batch_fn(
         chats: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None, p: SamplingParams
-    ) -> list[tuple[str, int, int, str]]:
+    ) -> list[Generation]:
         prompts = [chat.prompt_ids(c, tools=tools) for c in chats]
-        params = EngineParams(max_tokens=p.max_tokens, temperature=p.temperature, top_p=p.top_p)
-        outs = eng.generate(prompts, params)
-        return [
-            (g.text, len(ids), len(g.token_ids), g.finish_reason)
-            for g, ids in zip(outs, prompts, strict=True)
-        ]
+        outs = eng.generate(prompts, p)
+        for g, ids in zip(outs, prompts, strict=True):
+            g.prompt_tokens, g.completion_tokens = len(ids), len(g.token_ids)
+        return outs
 
     name = name_or_path if not Path(name_or_path).exists() else str(Path(name_or_path).resolve())
     backend = BatchingBackend(name, batch_fn, max_batch=max_batch)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ..engines.types import Generation, SamplingParams
 from ..errors import EnvhubError
 from ..types import FunctionCall, Message, ToolCall
 from .transport import Transport, make_transport
@@ -30,28 +31,6 @@ from .transport import Transport, make_transport
 
 class ModelError(EnvhubError):
     """The model could not produce an answer (infrastructure, not the model's skill)."""
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to sample one assistant turn."""
-
-    temperature: float = 0.0
-    max_tokens: int = 512
-    """Cap on the tokens of one assistant turn."""
-    top_p: float = 1.0
-
-
-@dataclass
-class Generation:
-    """One assistant turn and what it cost."""
-
-    message: Message
-    prompt_tokens: int | None = None
-    """Tokens of the prompt as the backend counted them (``usage``); ``None`` if unreported."""
-    completion_tokens: int | None = None
-    finish_reason: str | None = None
-    """``stop``, ``length`` or ``tool_calls``, as the backend said."""
 
 
 class ModelBackend(Protocol):
@@ -207,7 +186,8 @@ class OpenAIEndpoint:
             raise ModelError(f"malformed chat completion from {self.base_url}: {e!r}") from e
         usage = data.get("usage") or {}
         return Generation(
-            message=message,
+            text=message.content or "",
+            tool_calls=message.tool_calls,
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             finish_reason=choice.get("finish_reason"),
@@ -247,9 +227,11 @@ class OpenAIEndpoint:
 
 # ---------------------------------------------------------------- local engines
 
-BatchFn = Callable[[list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams], list]
+BatchFn = Callable[
+    [list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams], list[Generation]
+]
 """Generate for a batch of chats (wire dicts) sharing tools and params; returns one
-``(text, prompt_tokens, completion_tokens, finish_reason)`` per chat."""
+:class:`~envhub.engines.types.Generation` per chat, in order."""
 
 
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -326,10 +308,9 @@ class BatchingBackend:
         fut = asyncio.get_running_loop().create_future()
         chat = [message_to_wire(m) for m in messages]
         await self._queue.put(_Pending(chat, openai_tools(tools), params, fut))
-        text, n_prompt, n_completion, finish = await fut
         # Tool calls stay in the text (``<tool_call>`` blocks): environments parse that form
         # themselves (envhub.tools) and answer in a form every chat template renders.
-        return Generation(Message(role="assistant", content=text), n_prompt, n_completion, finish)
+        return await fut
 
     async def _serve(self) -> None:
         assert self._queue is not None

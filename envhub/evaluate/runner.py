@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import Env
+from ..engines.types import SamplingParams
 from ..errors import EpisodeError, NotSupported, TransportError, status_for
 from ..types import Message, Status, StepResult
 from .metrics import is_passed, summarize
-from .models import ModelBackend, ModelError, SamplingParams
+from .models import ModelBackend, ModelError
 from .store import EpisodeRecord, EvalConfig, RunStore
 
 EnvFactory = Callable[[str], Env]
@@ -74,9 +75,7 @@ def record_step(rec: EpisodeRecord, step: StepResult) -> bool:
     Episode reward is the sum of step rewards, each component the sum over the steps, and the
     status that of the last step (shared by the episode loop and ``--rescore``'s replay).
     """
-    rec.reward += step.reward
-    for name, value in step.info.components.items():
-        rec.components[name] = rec.components.get(name, 0.0) + value
+    rec.add_reward(step.reward, step.info.components)
     rec.status, rec.error = step.info.status, step.info.error
     if step.done:
         rec.terminated, rec.truncated = step.terminated, step.truncated

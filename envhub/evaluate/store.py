@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..types import Message, Status
+from ..types import EpisodeResult
 
 log = logging.getLogger("envhub.evaluate")
 
@@ -59,10 +59,12 @@ class EvalConfig(BaseModel):
     """Reward that counts as solved when an episode lacks the primary component."""
 
 
-class EpisodeRecord(BaseModel):
-    """One finished episode, as written to ``episodes.jsonl``."""
+class EpisodeRecord(EpisodeResult):
+    """One finished episode, as written to ``episodes.jsonl``.
 
-    model_config = ConfigDict(extra="ignore")
+    The episode itself (task, seed, transcript, reward, components, status, turns) is the
+    core's :class:`envhub.types.EpisodeResult`; the run adds what identifies and judges it.
+    """
 
     env: str
     env_version: int = 1
@@ -70,19 +72,11 @@ class EpisodeRecord(BaseModel):
     task_id: str
     sample: int = 0
     """Index of this sample among the ``n`` of its task."""
-    seed: int | None = None
     model: str
-    messages: list[Message] = Field(default_factory=list)
-    reward: float = 0.0
-    components: dict[str, float] = Field(default_factory=dict)
-    """Sum over the episode's steps of each raw reward component."""
-    status: Status = Status.OK
-    error: str | None = None
     passed: bool | None = None
     """Whether the task counts as solved; ``None`` when the status excludes it."""
     terminated: bool = False
     truncated: bool = False
-    turns: int = 0
     invalid_actions: int = 0
     """Steps flagged ``invalid_action`` while the episode went on."""
     capped_turns: int = 0

@@ -64,7 +64,7 @@ def test_half_infra_errors_is_still_a_result(home, tmp_path):
 def test_no_progress_silences_the_model_loaders_bars(tmp_path):
     """transformers draws "Loading weights" with tqdm; --no-progress must silence it too."""
     pytest.importorskip("transformers")
-    pytest.importorskip("trainer.models")
+    pytest.importorskip("envhub.engines.models")
     cmd = [sys.executable, "-m", "envhub.cli", "eval", "--model", "tiny", "--env", "gsm8k",
            "--limit", "1", "--max-tokens", "4", "--engine", "transformers"]  # fmt: skip
     quiet = subprocess.run(

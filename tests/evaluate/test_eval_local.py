@@ -84,8 +84,8 @@ def test_vllm_engine_matches_transformers_greedy():
             ".ci/run runs the vLLM tests in a pytest process of their own"
         )
     pytest.importorskip("torch")
+    from envhub.engines.types import SamplingParams
     from envhub.evaluate.local import load_local_model
-    from envhub.evaluate.models import SamplingParams
     from envhub.types import Message
 
     try:  # vLLM's CPU attention has no kernel for the tiny model's head size 16
@@ -98,7 +98,10 @@ def test_vllm_engine_matches_transformers_greedy():
     async def answers(backend):
         chats = [[Message(role="user", content=f"What is {i}?")] for i in range(3)]
         out = await asyncio.gather(
-            *(backend.generate(c, tools=None, params=SamplingParams(max_tokens=6)) for c in chats)
+            *(
+                backend.generate(c, tools=None, params=SamplingParams(max_tokens=6, temperature=0))
+                for c in chats
+            )
         )
         await backend.aclose()
         return [(g.message.content, g.prompt_tokens, g.completion_tokens) for g in out]

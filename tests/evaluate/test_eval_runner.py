@@ -225,7 +225,8 @@ def test_interrupted_engine_batch_does_not_hold_the_exit():
     """A cancelled local-engine batch must not keep asyncio.run (and Ctrl-C) waiting."""
     import time
 
-    from envhub.evaluate.models import BatchingBackend, SamplingParams
+    from envhub.engines.types import SamplingParams
+    from envhub.evaluate.models import BatchingBackend
     from envhub.types import Message
 
     backend = BatchingBackend("slow", lambda chats, tools, p: time.sleep(5) or [])

@@ -1,20 +1,8 @@
-"""Shared fixtures of the trainer tests: a tiny random Llama with its own small tokenizer."""
+"""The trainer tests need torch and transformers; their fixtures (``tiny_path``, ``engine``:
+a tiny random Llama with its own small tokenizer) are in ``tests/conftest.py``, shared with
+``tests/engines``."""
 
 import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
-
-
-@pytest.fixture(scope="session")
-def tiny_path():
-    from trainer.models import tiny_llama_path
-
-    return tiny_llama_path()
-
-
-@pytest.fixture(scope="session")
-def engine(tiny_path):
-    from trainer.engine import TransformersEngine
-
-    return TransformersEngine.from_pretrained(tiny_path)

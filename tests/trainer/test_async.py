@@ -7,10 +7,10 @@ from test_split import SPLIT, TINY
 from train_support import envhub_train
 
 from trainer.batch import assign_weights
-from trainer.config import Config, load_config
+from trainer.config import Config, OptimConfig, load_config
 from trainer.grpo import LossConfig
 from trainer.policy import Policy
-from trainer.rollout import EpisodeRecord, RolloutBatch
+from trainer.rollout import RolloutBatch, TrainingEpisode
 from trainer.staleness import filter_by_age
 from trainer.train import to_samples
 
@@ -18,7 +18,7 @@ PROMPT = [1, 5, 9, 20]
 
 
 def _episode(group, i, versions, reward, response, behaviour=None):
-    e = EpisodeRecord(group=group, key=f"{group}-{i}", seed=group)
+    e = TrainingEpisode(group=group, key=f"{group}-{i}", seed=group)
     e.append(PROMPT, model=False)
     e.append(response, model=True, logprobs=behaviour or [0.0] * len(response))
     e.versions, e.reward, e.done = list(versions), reward, True
@@ -63,14 +63,7 @@ def test_the_old_key_is_age_one_and_the_bound_needs_split():
 
 def test_loss_on_a_hand_made_buffer_is_the_importance_corrected_surrogate(tiny_path):
     cap = 2.0
-    optim = {
-        "lr": 1e-9,
-        "weight_decay": 0.0,
-        "betas": (0.9, 0.999),
-        "warmup_steps": 0,
-        "schedule": "constant",
-        "max_grad_norm": 1e9,
-    }
+    optim = OptimConfig(lr=1e-9, max_grad_norm=1e9)
     policy = Policy(
         str(tiny_path),
         optim=optim,
@@ -78,6 +71,10 @@ def test_loss_on_a_hand_made_buffer_is_the_importance_corrected_surrogate(tiny_p
         total_optim_steps=1,
         temperature=1.0,
         micro_batch_size=8,
+        dtype="float32",
+        seed=0,
+        pack=True,
+        fused=True,
         off_policy_cap=cap,
     )
     responses = [[33, 7, 41], [40, 2, 17], [8, 8, 9], [11, 12, 13]]

@@ -25,8 +25,9 @@ import torch
 
 ray = pytest.importorskip("ray")
 
+from envhub.engines.transformers_engine import TransformersEngine  # noqa: E402
+from envhub.engines.types import SamplingParams  # noqa: E402
 from trainer.config import Config  # noqa: E402
-from trainer.engine import SamplingParams, TransformersEngine  # noqa: E402
 from trainer.generation import EngineNotRefit, GenerationWorker, engine_score  # noqa: E402
 from trainer.refit import ObjectStoreSync  # noqa: E402
 from trainer.workers import Cluster  # noqa: E402

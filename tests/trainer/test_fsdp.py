@@ -7,16 +7,10 @@ import torch
 import torch.multiprocessing as mp
 
 from trainer.batch import Sample, assign_weights, shard
+from trainer.config import OptimConfig
 from trainer.grpo import LossConfig
 
-OPTIM = dict(
-    lr=1e-3,
-    weight_decay=0.0,
-    betas=(0.9, 0.999),
-    warmup_steps=0,
-    schedule="constant",
-    max_grad_norm=1.0,
-)
+OPTIM = OptimConfig(lr=1e-3)
 
 
 def make_samples(n=6, seed=0):
@@ -44,6 +38,10 @@ def make_policy(path, rank=0, world=1):
         total_optim_steps=4,
         temperature=1.0,
         micro_batch_size=2,
+        dtype="float32",
+        seed=0,
+        pack=True,
+        fused=True,
     )
 
 

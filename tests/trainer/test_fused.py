@@ -10,7 +10,7 @@ import torch
 def tiny():
     from transformers import AutoModelForCausalLM
 
-    from trainer.models import tiny_llama_path
+    from envhub.engines.models import tiny_llama_path
 
     return AutoModelForCausalLM.from_pretrained(str(tiny_llama_path()), dtype=torch.float32)
 
@@ -76,13 +76,14 @@ def test_fused_norm_and_mlp_equal_the_plain_modules(tiny, dtype):
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_the_policy_fuses_unless_train_fused_is_off(fused):
+    from envhub.engines.models import tiny_llama_path
     from trainer.config import OptimConfig
     from trainer.grpo import LossConfig
-    from trainer.models import tiny_llama_path
     from trainer.policy import Policy
 
-    optim = OptimConfig(lr=1e-3).model_dump()
+    optim = OptimConfig(lr=1e-3)
     policy = Policy(str(tiny_llama_path()), optim=optim, loss=LossConfig(), total_optim_steps=1,
-                    temperature=1.0, micro_batch_size=2, fused=fused)  # fmt: skip
+                    temperature=1.0, micro_batch_size=2, dtype="float32", seed=0, pack=True,
+                    fused=fused)  # fmt: skip
     swapped = [m for m in policy.model.modules() if "forward" in vars(m)]
     assert bool(swapped) is fused

@@ -10,7 +10,7 @@ from trainer.config import OptimConfig
 from trainer.grpo import LossConfig
 from trainer.packing import common_prefix, pack
 
-OPTIM = OptimConfig(lr=1e-3).model_dump()
+OPTIM = OptimConfig(lr=1e-3)
 
 
 def sample(prompt, response, advantage=1.0):
@@ -61,7 +61,7 @@ def test_groups_stay_together_in_micro_batches():
 
 @pytest.fixture(scope="module")
 def policies():
-    from trainer.models import tiny_llama_path
+    from envhub.engines.models import tiny_llama_path
     from trainer.policy import Policy
 
     def make(pack):
@@ -72,7 +72,10 @@ def policies():
             total_optim_steps=4,
             temperature=0.7,
             micro_batch_size=4,
+            dtype="float32",
+            seed=0,
             pack=pack,
+            fused=True,
         )
 
     return make(True), make(False)

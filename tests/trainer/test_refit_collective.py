@@ -255,7 +255,7 @@ CLUSTER_SCRIPT = textwrap.dedent(
     import json, sys, time, torch, ray
     from trainer.batch import Sample, assign_weights
     from trainer.config import load_config
-    from trainer.models import resolve_model
+    from envhub.engines.models import resolve_model
     from trainer.workers import Cluster
 
     def make_samples():

@@ -5,8 +5,9 @@ import time
 
 from fake_envs import make_retry
 
+from envhub.engines.chat import ChatFormatter
+from envhub.engines.types import Generation, SamplingParams
 from envhub.types import Status
-from trainer.engine import ChatFormatter, Generation, SamplingParams
 from trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect, to_message
 
 
@@ -22,9 +23,21 @@ class ScriptedEngine:
         out = []
         for _ in prompts:
             if turn == 1:  # no EOS: stopped by length; the rollout must close the turn
-                out.append(Generation([101, 102, 103], [-0.1, -0.2, -0.3], "99", "length"))
+                out.append(
+                    Generation(
+                        "99", "length", token_ids=[101, 102, 103], logprobs=[-0.1, -0.2, -0.3]
+                    )
+                )
             else:
-                out.append(Generation([104, self.eos], [-0.4, -0.5], "3", "stop", "<eos>"))
+                out.append(
+                    Generation(
+                        "3",
+                        "stop",
+                        token_ids=[104, self.eos],
+                        logprobs=[-0.4, -0.5],
+                        stop_reason="<eos>",
+                    )
+                )
         return out
 
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from train_support import envhub_train
 
-from trainer.engine import TransformersEngine
+from envhub.engines.transformers_engine import TransformersEngine
 from trainer.generation import engine_score, require_vllm
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def test_missing_vllm_names_the_extra(monkeypatch):
 
 
 def test_engine_score_equals_a_full_forward():
-    from trainer.models import tiny_llama_path
+    from envhub.engines.models import tiny_llama_path
 
     engine = TransformersEngine.from_pretrained(tiny_llama_path())
     seq = [1, 5, 9, 20, 33, 7]

@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from trainer.models import resolve_model, smollm2_gguf, tiny_llama_path
+from envhub.engines.models import resolve_model, smollm2_gguf, tiny_llama_path
 
 
 def test_tiny_alias_is_cached_and_stable():

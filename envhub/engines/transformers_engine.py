@@ -1,19 +1,10 @@
-"""Generation engines: one interface for sampling tokens from a policy, and the transformers one.
+"""The transformers generation engine: :class:`TransformersEngine`.
 
-The trainer and the evaluator only see :class:`GenerationEngine`: prompts go in as token ids,
-:class:`Generation` objects come out holding the engine's *own* token ids and per-token
-logprobs. Training sequences are built from these ids (never from re-tokenised text, which
-drifts from what was sampled), and the logprobs feed ``token_mult_prob_error``.
-
-Logprobs are those of the sampled token under the temperature-scaled distribution
-``log_softmax(logits / temperature)`` (``temperature=0`` counts as 1), before top-k/top-p
-truncation: the same quantity the trainer computes, so the two can be compared token by token.
-
-:class:`TransformersEngine` is the fallback wherever vLLM is absent (and the engine tests and
-CPU runs use): a batched sampling loop over a transformers causal LM with a KV cache, stop
-strings, EOS handling and seeded sampling. :class:`ChatFormatter` turns
-:class:`envhub.types.Message` lists into prompt ids and, for multi-turn episodes, turns the
-environment's answer into the ids that continue a conversation after the model's last token.
+The fallback wherever vLLM is absent (and what the engine tests and CPU runs use): a batched
+sampling loop over a transformers causal LM with a KV cache, stop strings, EOS handling and
+seeded sampling. It implements :class:`envhub.engines.types.GenerationEngine`: prompts go in
+as token ids, :class:`~envhub.engines.types.Generation` objects come out with the engine's
+own token ids and per-token logprobs (see :mod:`envhub.engines.types` for their definition).
 
 Example:
     >>> engine = TransformersEngine.from_pretrained("tiny")           # doctest: +SKIP
@@ -28,168 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
-from envhub.types import Message
+from .types import FinishReason, Generation, SamplingParams
 
 if TYPE_CHECKING:
     import torch
-
-FinishReason = Literal["stop", "length"]
-
-
-@dataclass(frozen=True)
-class SamplingParams:
-    """How to sample one completion per prompt."""
-
-    max_tokens: int = 128
-    """Most new tokens per completion."""
-    temperature: float = 1.0
-    """Softmax temperature; 0 means greedy."""
-    top_p: float = 1.0
-    """Nucleus sampling mass (1 keeps all tokens)."""
-    top_k: int = 0
-    """Keep only the k most likely tokens (0 keeps all)."""
-    stop: tuple[str, ...] = ()
-    """Strings that end a completion when they appear in its text."""
-    include_stop_str_in_output: bool = True
-    """Keep the matched stop string at the end of ``Generation.text``."""
-    seed: int | None = None
-    """Seed of the sampler; the same seed, prompts and weights give the same completions."""
-
-    def __post_init__(self) -> None:
-        if self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
-        if self.temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        object.__setattr__(self, "stop", tuple(self.stop))
-
-
-@dataclass
-class Generation:
-    """One completion, exactly as the engine sampled it."""
-
-    token_ids: list[int]
-    """Sampled token ids, EOS included when the model emitted it."""
-    logprobs: list[float]
-    """Logprob of each sampled token (see the module docstring); same length as ids."""
-    text: str
-    """Decoded text without special tokens, cut after the stop string if one matched."""
-    finish_reason: FinishReason
-    """``stop`` (EOS or a stop string) or ``length`` (``max_tokens`` reached)."""
-    stop_reason: str | None = None
-    """The stop string that matched, the EOS token text, or ``None``."""
-    weight_version: int | None = None
-    """The refit version of the weights that sampled it (engine actors; None elsewhere)."""
-
-    @property
-    def ended_with_eos(self) -> bool:
-        """True when the last sampled token closed the turn by itself."""
-        return self.finish_reason == "stop" and self.stop_reason == "<eos>"
-
-
-@runtime_checkable
-class GenerationEngine(Protocol):
-    """What the trainer and the evaluator need from any engine (transformers, vLLM)."""
-
-    @property
-    def tokenizer(self) -> Any:
-        """The engine's tokenizer (a transformers tokenizer)."""
-
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Sample one completion for each prompt (token ids), in order."""
-
-
-# ---------------------------------------------------------------------------- chat formatting
-
-
-def _as_dict(message: Message | Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(message, Message):
-        return message.model_dump(exclude_none=True)
-    return dict(message)
-
-
-class ChatFormatter:
-    """Renders chat messages to token ids with the tokenizer's chat template.
-
-    Multi-turn sequences are built piecewise so the model's own tokens are never re-encoded:
-    :meth:`prompt_ids` for the opening, then the engine's ids for each model turn, then
-    :meth:`continuation_ids` for each environment answer.
-    """
-
-    def __init__(self, tokenizer: Any) -> None:
-        """Wrap ``tokenizer``; it must have a chat template and an EOS token."""
-        if not getattr(tokenizer, "chat_template", None):
-            raise ValueError(
-                "the tokenizer has no chat template; use an instruct model's tokenizer "
-                "(for example the SmolLM2 one from trainer.models.smollm2_tokenizer_path())"
-            )
-        self.tokenizer = tokenizer
-        self.eos_id: int = tokenizer.eos_token_id
-        self._probe = "\x00probe\x00"
-
-    def render(
-        self,
-        messages: Sequence[Message | Mapping[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        add_generation_prompt: bool = True,
-    ) -> str:
-        """The chat template's text for ``messages``."""
-        kwargs: dict[str, Any] = {"tools": tools} if tools else {}
-        return self.tokenizer.apply_chat_template(
-            [_as_dict(m) for m in messages],
-            tokenize=False,
-            add_generation_prompt=add_generation_prompt,
-            **kwargs,
-        )
-
-    def encode(self, text: str) -> list[int]:
-        """Token ids of template text (special tokens in the text are recognised)."""
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def prompt_ids(
-        self,
-        messages: Sequence[Message | Mapping[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None = None,
-    ) -> list[int]:
-        """Ids of the opening messages followed by the assistant's generation prompt."""
-        return self.encode(self.render(messages, tools=tools))
-
-    def continuation_ids(
-        self, env_messages: Sequence[Message | Mapping[str, Any]], *, ended_with_eos: bool
-    ) -> list[int]:
-        """Ids that follow the model's last sampled token when the environment answers.
-
-        They close the assistant turn (an EOS when the model did not emit one itself, then
-        whatever the template puts after it), render ``env_messages`` and open the next
-        assistant turn. Computed as a difference of two renderings around a probe assistant
-        message, so it works for any template whose assistant turn ends with the EOS token.
-        """
-        base: list[dict[str, Any]] = [
-            {"role": "system", "content": "s"},
-            {"role": "user", "content": "u"},
-            {"role": "assistant", "content": self._probe},
-        ]
-        before = self.render(base, add_generation_prompt=False)
-        after = self.render(base + [_as_dict(m) for m in env_messages])
-        if not after.startswith(before):
-            raise ValueError("the chat template re-renders earlier turns; cannot continue")
-        eos_text = self.tokenizer.eos_token
-        tail = before[before.index(self._probe) + len(self._probe) :]
-        if not tail.startswith(eos_text):
-            raise ValueError(
-                f"the chat template does not end assistant turns with the EOS token {eos_text!r}"
-            )
-        suffix = tail[len(eos_text) :] + after[len(before) :]
-        closing = [] if ended_with_eos else [self.eos_id]
-        return closing + self.encode(suffix)
-
-
-# ---------------------------------------------------------------------------- transformers
 
 
 @dataclass
@@ -231,7 +66,7 @@ class TransformersEngine:
         """Load a model: an HF directory, a folder with one GGUF file, or ``smollm2``/``tiny``.
 
         Args:
-            path_or_gguf_dir: Where the model is (see :func:`trainer.models.resolve_model`).
+            path_or_gguf_dir: Where the model is (see :func:`envhub.engines.models.resolve_model`).
             dtype: Torch dtype name; float32 on CPU (bf16 is ~12x slower on AVX2 CPUs).
             device: Torch device.
             batch_size: Prompts per forward pass.

@@ -12,19 +12,21 @@ import pytest
 
 pytest.importorskip("torch")
 pytest.importorskip(
-    "vllm", reason="vLLM is not installed (pip install -e .[vllm]; see trainer/VLLM.md)"
+    "vllm", reason="vLLM is not installed (pip install -e .[vllm]; see envhub/engines/VLLM.md)"
 )
 
 import torch  # noqa: E402
 
-from trainer.engine import ChatFormatter, SamplingParams, TransformersEngine  # noqa: E402
+from envhub.engines.chat import ChatFormatter
+from envhub.engines.transformers_engine import TransformersEngine
+from envhub.engines.types import SamplingParams  # noqa: E402
 
 TOL = 2e-4
 
 
 @pytest.fixture(scope="module")
 def tiny_vllm_path():
-    from trainer.models import tiny_llama_path
+    from envhub.engines.models import tiny_llama_path
 
     return tiny_llama_path(hidden_size=64, heads=2)
 
@@ -39,7 +41,7 @@ SEPARATE = (
 def vengine(tiny_vllm_path):
     if "llvmlite" in sys.modules:
         pytest.skip(SEPARATE)
-    from trainer.vllm_engine import VLLMEngine
+    from envhub.engines.vllm_engine import VLLMEngine
 
     engine = VLLMEngine(tiny_vllm_path, kv_cache_gib=0.25, max_model_len=512, max_num_seqs=16)
     yield engine
@@ -75,7 +77,7 @@ def assert_close(a, b, tol=TOL):
 
 
 def test_is_a_generation_engine(vengine):
-    from trainer.engine import GenerationEngine
+    from envhub.engines.types import GenerationEngine
 
     assert isinstance(vengine, GenerationEngine)
     assert vengine.tokenizer.eos_token == "<|im_end|>"
@@ -276,7 +278,7 @@ def test_refit_in_another_dtype_goes_through_the_layers_own_loaders(
 def test_worker_process_engine_refits_through_shared_memory(tiny_vllm_path, hf, prompts):
     # vLLM's own worker processes (as with tensor parallelism): weights cross the process
     # boundary as a safetensors file in /dev/shm. A second engine start: ~30-60 s here.
-    from trainer.vllm_engine import VLLMEngine
+    from envhub.engines.vllm_engine import VLLMEngine
 
     engine = VLLMEngine(
         tiny_vllm_path, kv_cache_gib=0.25, max_model_len=512, max_num_seqs=16, in_process=False

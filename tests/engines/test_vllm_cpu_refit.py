@@ -1,4 +1,4 @@
-"""The CPU refit's weight assembly (trainer.vllm_cpu_refit) on plain tensors, without vLLM.
+"""The CPU refit's weight assembly (envhub.engines.vllm_cpu_refit) on plain tensors, without vLLM.
 
 The end-to-end refits (A -> B -> A -> B against transformers, flat buffers, partial state
 dicts) are in test_vllm_engine.py.
@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from trainer.vllm_cpu_refit import _assemble, _back_to_back, _Recorder  # noqa: E402
+from envhub.engines.vllm_cpu_refit import _assemble, _back_to_back, _Recorder  # noqa: E402
 
 K = 8
 

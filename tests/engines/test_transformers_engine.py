@@ -1,7 +1,8 @@
 import torch
 
+from envhub.engines.chat import ChatFormatter
+from envhub.engines.types import GenerationEngine, SamplingParams
 from envhub.types import Message
-from trainer.engine import ChatFormatter, GenerationEngine, SamplingParams
 
 
 def _prompt(engine, text="What is 2+3?"):
