@@ -63,8 +63,8 @@ def summarise(rows: list[dict], startup_s: float) -> dict:
 
 def run_envhub(config_path: str, steps: int, extra: list[str]) -> dict:
     """Train ``steps`` steps in this process; the :func:`summarise` of its metrics."""
-    from trainer.config import load_config
-    from trainer.train import train
+    from envhub.trainer.config import load_config
+    from envhub.trainer.train import train
 
     overrides = [
         f"train.steps={steps}",

@@ -10,11 +10,11 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from envhub.envs.sql.builder import BuiltinDatabases
+from envhub.envs.sql.env import SqlEnv
+from envhub.envs.sql.executor import QueryTimeout, run_query
+from envhub.envs.sql.tasks import builtin_task_set
 from envhub.spec import EnvSpec
-from envs.sql.builder import BuiltinDatabases
-from envs.sql.env import SqlEnv
-from envs.sql.executor import QueryTimeout, run_query
-from envs.sql.tasks import builtin_task_set
 
 
 def main() -> None:

@@ -15,7 +15,7 @@ values) are emptied and its workers restarted before its timed pass.
 Part 1b (math-verify's own suite): the 269 cases of math-verify's tests
 (``tests/envs/math_verify_cases.jsonl``) scored by math-verify with its defaults
 (``verify(parse(gold), parse(pred))``) and by envhub as its environment scores a response
-(extract the final answer, hedging included, then compare; see ``envs/math/suite.py``),
+(extract the final answer, hedging included, then compare; see ``envhub/envs/math/suite.py``),
 side by side: agreement with the labels, and with the labels we hold to be wrong corrected.
 
 Part 2 (server): starts ``envhub serve gsm8k`` on a free loopback port, then POSTs single-item
@@ -58,7 +58,7 @@ def load_pairs() -> list[dict]:
 
 def gsm_pairs(n: int) -> list[dict]:
     """GSM8K-style (pred, gold) final answers: right ones written in varied forms, wrong ones."""
-    from envs.math.data import gsm_symbolic_tasks
+    from envhub.envs.math.data import gsm_symbolic_tasks
 
     rng = random.Random(0)
     out = []
@@ -72,7 +72,7 @@ def gsm_pairs(n: int) -> list[dict]:
 
 
 def run_envhub(pairs: list[dict]) -> tuple[list, float]:
-    from envs.math import answers, symbolic
+    from envhub.envs.math import answers, symbolic
 
     answers.shutdown()
     answers.warmup()
@@ -140,7 +140,7 @@ def suite_agreement() -> dict:
     """Agreement of both checkers with math-verify's own test labels, side by side."""
     from math_verify import parse, verify
 
-    from envs.math import answers, suite
+    from envhub.envs.math import answers, suite
 
     cases = suite.load_cases()
     answers.warmup()
@@ -449,7 +449,7 @@ def main() -> None:
             compare_checkers("GSM8K-style answers", gsm_pairs(args.gsm_pairs)),
         ]
         report["suite"] = suite_agreement()
-        from envs.math import answers
+        from envhub.envs.math import answers
 
         answers.shutdown()
     if not args.skip_server:

@@ -76,7 +76,7 @@ RUNNERS: dict[str, Callable[..., Env]] = {
     "http": make_http,
 }
 """The core's own runners. Parts add theirs under the entry-point group ``envhub.runners``
-(``docker = "envhub.docker:make_env"``): a callable ``(spec, url=None, **kwargs) -> Env``."""
+(``docker = "envhub.server.docker:make_env"``): a callable ``(spec, url=None, **kwargs) -> Env``."""
 
 RUNNER_GROUP = "envhub.runners"
 

@@ -157,7 +157,7 @@ class EpisodeResult(BaseModel):
 
     Each part extends it with what only it needs: the evaluator's
     :class:`envhub.evaluate.store.EpisodeRecord` (run identity, pass, token counts, timing),
-    the trainer's :class:`trainer.rollout.TrainingEpisode` (the token sequence, its loss mask
+    the trainer's :class:`envhub.trainer.rollout.TrainingEpisode` (the token sequence, its loss mask
     and the engine's logprobs).
     """
 

@@ -199,7 +199,7 @@ def _served(env_id: str):
     from serving import running
 
     from envhub.remote import HTTPEnv
-    from servers.app import create_app
+    from envhub.server.app import create_app
 
     with running(create_app(envhub.make(env_id))) as url, HTTPEnv(url) as env:
         yield env
@@ -224,8 +224,8 @@ def test_over_http(env_id):
 
 
 def _engine_or_skip() -> None:
-    from envhub import docker as dk
     from envhub.errors import DependencyMissing
+    from envhub.server import docker as dk
 
     if not os.environ.get("DOCKER_HOST"):
         pytest.skip("Docker runner: DOCKER_HOST is unset (scripts/ci-docker.sh start sets it)")

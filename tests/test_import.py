@@ -14,9 +14,9 @@ HEAVY = [
     "datasets",
     "gymnasium",
     "numpy",
-    "envs",
-    "servers",
-    "trainer",
+    "envhub.envs",
+    "envhub.server",
+    "envhub.trainer",
 ]
 
 

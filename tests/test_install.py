@@ -24,29 +24,29 @@ except ModuleNotFoundError:  # Python 3.10: the dev extra brings tomli there
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
-SCANNED = ("envhub", "envs", "servers", "trainer", "tests", "bench", "scripts")
+SCANNED = ("envhub", "tests", "bench", "scripts")
 
 # Which extras a folder's code may rely on (longest matching prefix wins). The core
 # dependencies are always allowed; tests and benchmarks run with what .ci/run installs.
 CI_EXTRAS = ("dev", "trainer", "vllm")
 FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub": (),
-    "envhub/docker.py": ("docker",),
-    "envhub/docker_image.py": ("docker",),
-    "envhub/docker_relay.py": ("docker",),
-    "envhub/docker_cli.py": ("docker",),
+    "envhub/server/docker.py": ("docker",),
+    "envhub/server/docker_image.py": ("docker",),
+    "envhub/server/docker_relay.py": ("docker",),
+    "envhub/server/docker_cli.py": ("docker",),
     "envhub/evaluate": ("eval",),
     "envhub/engines": ("trainer",),
     "envhub/engines/vllm_engine.py": ("vllm",),
     "envhub/engines/vllm_cpu_refit.py": ("vllm",),
-    "envs": (),
-    "envs/math": ("math",),
-    "envs/code": ("code",),
-    "envs/search": ("search",),
-    "envs/games": ("games",),
-    "envs/mcp_tools": ("mcp",),
-    "servers": ("server",),
-    "trainer": ("trainer",),
+    "envhub/envs/math": ("math",),
+    "envhub/envs/code": ("code",),
+    "envhub/envs/search": ("search",),
+    "envhub/envs/games": ("games",),
+    "envhub/envs/mcp_tools": ("mcp",),
+    "envhub/server": ("server",),
+    "envhub/server/mcp.py": ("server", "mcp"),
+    "envhub/trainer": ("trainer",),
     "tests": CI_EXTRAS,
     "bench": CI_EXTRAS,
     "scripts": ("dev",),
@@ -168,8 +168,8 @@ def _extras_for(rel: str) -> tuple[str, ...]:
 def test_the_scan_sees_the_known_imports():
     modules = {(m, f) for m, f, _ in third_party_imports()}
     assert ("transformers", "envhub/engines/models.py") in modules
-    assert ("fastapi", "servers/app.py") in modules
-    assert any(m == "sympy" and f.startswith("envs/math/") for m, f in modules)
+    assert ("fastapi", "envhub/server/app.py") in modules
+    assert any(m == "sympy" and f.startswith("envhub/envs/math/") for m, f in modules)
 
 
 def test_every_import_is_declared_in_the_extra_that_needs_it():

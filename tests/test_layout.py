@@ -27,29 +27,21 @@ ALLOWED = {
 }
 HEAVY = ("torch", "ray", "vllm", "transformers", "fastapi", "uvicorn", "docker")
 """Third-party stacks the core never imports (it stays light: pydantic, httpx, gymnasium...)."""
-PENDING = {("envhub.evaluate.local", "trainer")}
-"""Known arrows another change removes: ``envhub eval``'s local models use the trainer's
-engines until those move to ``envhub/engines`` (issue 13, point 2)."""
 
 
 def part_of(module: str) -> str | None:
-    """The part a module belongs to (None: not envhub's). Old top-level names count too."""
+    """The part a module belongs to (None: not envhub's)."""
     top, _, rest = module.partition(".")
-    old = {"servers": "server", "trainer": "trainer", "envs": "envs"}
-    if top in old:
-        return old[top]
     if top != "envhub":
         return None
     sub = rest.split(".")[0]
-    if sub.startswith("docker"):  # the Docker runner is the server part's
-        return "server"
     return sub if sub in ALLOWED else "core"
 
 
 def modules() -> dict[str, Path]:
     """Every envhub source module (both layouts), by dotted name."""
     found = {}
-    for top in ("envhub", "servers", "trainer", "envs"):
+    for top in ("envhub",):
         for path in (ROOT / top).rglob("*.py"):
             rel = path.relative_to(ROOT).with_suffix("")
             parts = list(rel.parts)
@@ -86,8 +78,6 @@ def violations() -> list[str]:
             dst = part_of(target)
             if target not in found and dst is not None and target.rpartition(".")[0] in found:
                 target = target.rpartition(".")[0]  # `from pkg import name`: name is no module
-            if (name, dst) in PENDING:
-                continue
             if dst is None:
                 if src == "core" and target.split(".")[0] in HEAVY:
                     bad.append(f"{name}:{line} -> {target} (the core stays light)")
@@ -106,8 +96,12 @@ def test_every_import_points_toward_the_core():
 @pytest.mark.parametrize(
     "src,code,expected",
     [
-        ("envhub/make.py", "from . import docker\n", "core may not import server"),
-        ("envhub/cli.py", "def f():\n    from trainer.cli import main\n", "core may not import"),
+        ("envhub/make.py", "from .server import docker\n", "core may not import server"),
+        (
+            "envhub/cli.py",
+            "def f():\n    from envhub.trainer.cli import main\n",
+            "core may not import",
+        ),
         ("envhub/registry.py", "import torch\n", "the core stays light"),
         ("envhub/sandbox/core.py", "from ..registry import spec\n", "sandbox may not import core"),
     ],
@@ -119,3 +113,14 @@ def test_the_checker_sees_each_kind_of_arrow(tmp_path, monkeypatch, src, code, e
     name = src.removesuffix(".py").replace("/", ".")
     monkeypatch.setattr(sys.modules[__name__], "modules", lambda: {name: path})
     assert any(expected in v for v in violations())
+
+
+def test_the_architecture_picture_draws_exactly_the_allowed_arrows():
+    """docs/architecture.md's mermaid graph is the ALLOWED table (one cannot drift alone)."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    drawn = set(re.findall(r"^\s+(\w+)(?:\[[^\]]*\])? --> (\w+)$", text, flags=re.M))
+    allowed = {(src, dst) for src, dsts in ALLOWED.items() for dst in dsts if dst != src}
+    allowed.add(("sandbox", "core"))  # the core's errors only (see violations)
+    assert drawn == allowed

@@ -8,7 +8,7 @@ from mcp import Client
 from serving import running
 
 import envhub
-from servers.app import create_app
+from envhub.server.app import create_app
 
 
 def test_an_mcp_client_plays_a_search_episode_and_gets_the_reward():

@@ -116,9 +116,9 @@ def test_http_parity(transcript, transport):
 
 @pytest.fixture(scope="module")
 def docker_image():
-    from envhub import docker as dk
-    from envhub.docker_image import image_for
     from envhub.errors import DependencyMissing
+    from envhub.server import docker as dk
+    from envhub.server.docker_image import image_for
 
     try:
         client = dk.engine()

@@ -53,8 +53,8 @@ def test_no_registered_parts_says_the_metadata_is_stale(monkeypatch):
 
 
 def test_the_docker_runner_comes_from_its_entry_point():
-    from envhub.docker import make_env
     from envhub.make import runner_for
+    from envhub.server.docker import make_env
 
     assert runner_for("docker") is make_env
     with pytest.raises(ConfigError, match="unknown runner 'nope'.*'docker'"):
@@ -70,7 +70,8 @@ def test_a_runner_whose_extra_is_missing_names_the_install(monkeypatch):
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("envs.math") is not None, reason="before the move: envs/ is top-level"
+    importlib.util.find_spec("envhub.envs.math") is not None,
+    reason="before the move: envhub/envs/ is top-level",
 )
 def test_an_old_entry_point_gets_the_new_path(tmp_path):
     yaml = tmp_path / "old.yaml"

@@ -76,7 +76,7 @@ def test_register_composition_of_existing_parts(tmp_path):
     )
     envhub.register(f)
     spec = envhub.spec("tiny-sums")
-    assert spec.entry_point == "envs.math.env:MathEnv" and spec.family == "math"
+    assert spec.entry_point == "envhub.envs.math.env:MathEnv" and spec.family == "math"
     assert spec.reward.weights == {"correctness": 1.0, "format": 0.5}
     with envhub.make("tiny-sums") as env:
         first = env.reset(task_id="s3")

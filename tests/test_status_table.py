@@ -6,7 +6,7 @@
 * only the model's own output is ``invalid_action``.
 
 The Docker runner is the HTTP server in a container (the same client and app), so it is covered
-by the HTTP rows; ``tests/test_docker.py`` runs the container itself where dockerd is reachable.
+by the HTTP rows; ``tests/server/test_docker.py`` runs the container itself where dockerd is reachable.
 """
 
 import httpx
@@ -16,8 +16,8 @@ from serving import running
 import envhub
 from envhub.errors import ConfigError, NotSupported, TaskNotFound
 from envhub.remote import HTTPEnv
+from envhub.server.app import create_app
 from envhub.types import Status
-from servers.app import create_app
 
 
 @pytest.fixture(params=["local", "http"])
@@ -102,7 +102,7 @@ def test_unknown_task_names_the_splits_it_could_not_search(dummy_registry):
 @pytest.mark.docker
 def test_request_errors_are_the_callers_in_a_container_too():
     """The Docker runner: a real environment (the test doubles are not in the image)."""
-    docker = pytest.importorskip("envhub.docker")
+    docker = pytest.importorskip("envhub.server.docker")
     try:
         docker.engine()
     except (envhub.errors.DependencyMissing, docker.DockerUnavailable) as e:

@@ -20,8 +20,8 @@ import envhub
 from envhub.errors import EpisodeStateError, TransportError
 from envhub.localserver import spawn_server
 from envhub.remote import HTTPEnv
+from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
-from servers.app import ServerSettings, create_app
 
 
 def _app(name="count", **settings):

@@ -9,13 +9,13 @@ import pytest
 
 import envhub
 from envhub.core import Episode
+from envhub.envs.code.env import CodeEnv
+from envhub.envs.code.extract import build_program, extract_code
+from envhub.envs.code.tasks import load_humaneval, row_to_code_task
 from envhub.errors import ConfigError, DependencyMissing
 from envhub.sandbox import Sandbox, SandboxUnavailable
 from envhub.spec import EnvSpec
 from envhub.types import Status, Task
-from envs.code.env import CodeEnv
-from envs.code.extract import build_program, extract_code
-from envs.code.tasks import load_humaneval, row_to_code_task
 
 
 def _bwrap_problem():
@@ -225,7 +225,7 @@ def user_env(tmp_path, rows, **extra):
     data = _jsonl(tmp_path / "tasks.jsonl", rows)
     spec = EnvSpec(
         name="my-code",
-        entry_point="envs.code.env:CodeEnv",
+        entry_point="envhub.envs.code.env:CodeEnv",
         dataset={"kind": "jsonl", "path": str(data)},
         reward={"weights": {"correctness": 1.0, "pass_fraction": 0.5}},
         **extra,

@@ -13,11 +13,11 @@ import pytest
 from feedback_attack import play, program
 
 import envhub
+from envhub.envs.code.env import CodeEnv
+from envhub.envs.code.tasks import load_humaneval, split_cases, split_suite, suite_for
 from envhub.sandbox import FunctionSuite, Sandbox, SandboxUnavailable, Step
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.code.env import CodeEnv
-from envs.code.tasks import load_humaneval, split_cases, split_suite, suite_for
 
 
 def _bwrap_problem():
@@ -141,7 +141,7 @@ def test_io_tasks_split_too(tmp_path):
     data.write_text(json.dumps(row) + "\n")
     spec = EnvSpec(
         name="my-code",
-        entry_point="envs.code.env:CodeEnv",
+        entry_point="envhub.envs.code.env:CodeEnv",
         dataset={"kind": "jsonl", "path": str(data)},
         reward={"weights": {"correctness": 1.0, "pass_fraction": 0.5}},
         max_turns=3,

@@ -14,7 +14,7 @@ from family_samples import FAMILY_ENVS, read_sample, sample_path
 import envhub
 from envhub.types import Status, Task
 
-ENVS = Path(__file__).resolve().parents[2] / "envs"
+ENVS = Path(__file__).resolve().parents[2] / "envhub" / "envs"
 FAMILIES = sorted(p.name for p in ENVS.iterdir() if p.is_dir() and not p.name.startswith("_"))
 REQUIRED = ("__init__.py", "env.py", "README.md", "data/sample.jsonl")
 PENDING: dict[str, str] = {}
@@ -36,9 +36,9 @@ def _mark(family: str):
 def test_family_has_the_scaffold_shape(family):
     folder = ENVS / family
     missing = [name for name in REQUIRED if not (folder / name).is_file()]
-    assert not missing, f"envs/{family} lacks {missing}"
+    assert not missing, f"envhub/envs/{family} lacks {missing}"
     verifiers = [p.name for p in folder.glob("*.py") if p.name not in ("__init__.py", "env.py")]
-    assert verifiers, f"envs/{family} has no verifier module beside env.py"
+    assert verifiers, f"envhub/envs/{family} has no verifier module beside env.py"
     assert family in FAMILY_ENVS or family in NEEDS_A_SERVER, (
         f"add envs/{family} to FAMILY_ENVS in family_samples.py"
     )
@@ -54,7 +54,9 @@ def test_catalog_entry_point_is_in_its_family_env_module(env_id):
     spec = envhub.catalog().spec(env_id)
     module = spec.entry_point.partition(":")[0]
     expected = VARIANT_MODULES.get(spec.name, "env")
-    assert module == f"envs.{spec.family}.{expected}", f"{env_id}: entry point {spec.entry_point}"
+    assert module == f"envhub.envs.{spec.family}.{expected}", (
+        f"{env_id}: entry point {spec.entry_point}"
+    )
 
 
 @pytest.mark.parametrize("family", [_mark(f) for f in sorted(FAMILY_ENVS)])

@@ -5,12 +5,12 @@ import random
 import pytest
 
 import envhub
+from envhub.envs.games import connect4_engine as c4
+from envhub.envs.games.connect4 import parse_column
+from envhub.envs.games.env import Connect4Env
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.games import connect4_engine as c4
-from envs.games.connect4 import parse_column
-from envs.games.env import Connect4Env
 
 DRAW = "456725433757635255367276733442221466141111"
 """A full game (columns 1-7) in which nobody ever has four in a row."""

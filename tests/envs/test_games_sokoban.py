@@ -7,13 +7,13 @@ import random
 import pytest
 
 import envhub
+from envhub.envs.games import sokoban_level as sk
+from envhub.envs.games.base import split_rng
+from envhub.envs.games.env import SokobanEnv
+from envhub.envs.games.sokoban import parse_moves
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.games import sokoban_level as sk
-from envs.games.base import split_rng
-from envs.games.env import SokobanEnv
-from envs.games.sokoban import parse_moves
 
 CORRIDOR = """
 #######

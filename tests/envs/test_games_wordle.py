@@ -6,11 +6,11 @@ from collections import Counter
 import pytest
 
 import envhub
+from envhub.envs.games.env import WordleEnv
+from envhub.envs.games.wordle import feedback, parse_guess, word_lists
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.games.env import WordleEnv
-from envs.games.wordle import feedback, parse_guess, word_lists
 
 
 def make(**options):

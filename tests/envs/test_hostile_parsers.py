@@ -16,12 +16,12 @@ import pytest
 
 import envhub
 from envhub.core import MAX_MESSAGE_CHARS, Feedback, TaskEnv
+from envhub.envs.code.extract import MAX_PARSE_CHARS, build_program, defines
+from envhub.envs.games.base import last_tag
 from envhub.errors import InvalidAction
 from envhub.tags import tag_blocks
 from envhub.tools import ToolSet
 from envhub.types import FunctionCall, Message, Status, Task, ToolCall
-from envs.code.extract import MAX_PARSE_CHARS, build_program, defines
-from envs.games.base import last_tag
 
 FAST_S = 1.0
 """CPU seconds any parse of one hostile message may take (the quadratic ones took 10+ s).

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from envhub.envs.math import answers
+from envhub.envs.math.answers import extract_answer, format_score, is_equivalent
 from envhub.errors import GoldAnswerError, VerifierTimeout
-from envs.math import answers
-from envs.math.answers import extract_answer, format_score, is_equivalent
 
 PAIRS_FILE = Path(__file__).with_name("math_pairs.jsonl")
 PAIRS = [json.loads(line) for line in PAIRS_FILE.read_text().splitlines() if line.strip()]
@@ -248,7 +248,7 @@ def test_concurrent_callers_share_the_pool():
 
 
 def _allocate_under_limit(queue):
-    from envs.math import symbolic
+    from envhub.envs.math import symbolic
 
     symbolic.init_worker(64 * 2**20)
     try:
@@ -320,8 +320,8 @@ def test_non_ascii_digits_are_the_models_wrong_answer_not_an_env_error():
 
 
 def test_a_cut_off_gold_is_an_error_though_math_verify_reads_it():
+    from envhub.envs.math.answers import validate_gold
     from envhub.errors import GoldAnswerError
-    from envs.math.answers import validate_gold
 
     for gold in ("abc(", r"\frac{1}{", "(1, 2", "2)"):
         with pytest.raises(GoldAnswerError, match="unbalanced"):

@@ -1,4 +1,4 @@
-"""Pins ``envs.math.latex._convert``, the LaTeX-to-sympy-text step, case by case.
+"""Pins ``envhub.envs.math.latex._convert``, the LaTeX-to-sympy-text step, case by case.
 
 Written before ``_convert`` was split into a table of small handlers: the outputs and the
 errors below are the ones the single 67-line loop gave.
@@ -6,7 +6,7 @@ errors below are the ones the single 67-line loop gave.
 
 import pytest
 
-from envs.math.latex import MAX_DEPTH, AnswerSyntaxError, _convert
+from envhub.envs.math.latex import MAX_DEPTH, AnswerSyntaxError, _convert
 
 CONVERTED = [
     (r"\frac{1}{2}", "((1)/(2))"),

@@ -2,8 +2,8 @@
 
 import pytest
 
-from envs.math import answers, suite, symbolic
-from envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math import answers, suite, symbolic
+from envhub.envs.math.answers import extract_answer, is_equivalent
 
 
 @pytest.fixture(scope="module", autouse=True)

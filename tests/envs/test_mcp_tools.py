@@ -1,6 +1,6 @@
 """``mcp_tools``: an environment whose tools come from a small MCP server started by the test.
 
-The server is ``envs/mcp_tools/demo_server.py`` (a calculator, a capitals table and a sum),
+The server is ``envhub/envs/mcp_tools/demo_server.py`` (a calculator, a capitals table and a sum),
 run as a child process on a loopback port and stopped by its PID; the environment is the
 example ``examples/mcp_tools.yaml`` pointed at it.
 """
@@ -24,13 +24,13 @@ pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install '
 
 from mcp import MCPError  # noqa: E402
 
+from envhub.envs.mcp_tools.client import sort_failure  # noqa: E402
+from envhub.envs.mcp_tools.grading import matches  # noqa: E402
 from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidAction  # noqa: E402
 from envhub.localserver import free_port  # noqa: E402
 from envhub.make import apply_overrides, make_local  # noqa: E402
 from envhub.registry import load_file  # noqa: E402
 from envhub.types import FunctionCall, Message, Status, ToolCall  # noqa: E402
-from envs.mcp_tools.client import sort_failure  # noqa: E402
-from envs.mcp_tools.grading import matches  # noqa: E402
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -42,7 +42,7 @@ EXAMPLE = ROOT / "examples" / "mcp_tools.yaml"
 def start_server(port: int | None = None) -> tuple[subprocess.Popen, str]:
     port = port or free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "envs.mcp_tools.demo_server", "--port", str(port)]
+    cmd = [sys.executable, "-m", "envhub.envs.mcp_tools.demo_server", "--port", str(port)]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -6,12 +6,12 @@ import pytest
 
 import envhub
 from envhub.checker import check_env
+from envhub.envs.search.agent import ScriptedAgent
+from envhub.envs.search.env import SearchEnv
+from envhub.envs.search.results import parse_search
+from envhub.envs.search.scoring import extract_answer, normalize, score_answer, token_f1
 from envhub.spec import EnvSpec
 from envhub.types import FunctionCall, Message, Status, ToolCall
-from envs.search.agent import ScriptedAgent
-from envs.search.env import SearchEnv
-from envs.search.results import parse_search
-from envs.search.scoring import extract_answer, normalize, score_answer, token_f1
 
 WEIGHTS = {
     "correctness": 1.0,
@@ -26,7 +26,7 @@ def make_env(max_turns=10, **options):
     spec = EnvSpec(
         name="search-test",
         family="search",
-        entry_point="envs.search.env:SearchEnv",
+        entry_point="envhub.envs.search.env:SearchEnv",
         dataset={"kind": "builtin", "size": 200},
         max_turns=max_turns,
         reward={"weights": WEIGHTS},
@@ -289,7 +289,7 @@ def test_episode_over_http_matches_in_process(env):
     from serving import running
 
     from envhub.remote import HTTPEnv
-    from servers.app import create_app
+    from envhub.server.app import create_app
 
     task = env.tasks()[7]
     local, local_transcript = play(env, task, structured=True)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from envhub.checker import check_env
+from envhub.envs.search import index as search_index
+from envhub.envs.search.agent import ScriptedAgent
+from envhub.envs.search.env import SearchEnv
+from envhub.envs.search.index import CorpusSpec, SearchIndex, corpus_key, load_corpus
+from envhub.envs.search.world import DEFAULT_SIZES, Doc, generate
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.search import index as search_index
-from envs.search.agent import ScriptedAgent
-from envs.search.env import SearchEnv
-from envs.search.index import CorpusSpec, SearchIndex, corpus_key, load_corpus
-from envs.search.world import DEFAULT_SIZES, Doc, generate
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = {"country": 5, "city": 30, "university": 6, "person": 60, "company": 30, "invention": 30}
@@ -24,7 +24,7 @@ SMALL = {"country": 5, "city": 30, "university": 6, "person": 60, "company": 30,
 
 def test_world_is_deterministic_across_processes():
     code = (
-        "from envs.search.world import generate; from envs.search.index import corpus_key;"
+        "from envhub.envs.search.world import generate; from envhub.envs.search.index import corpus_key;"
         f"print(corpus_key(generate(3, {SMALL!r}).docs, 1.5, 0.75))"
     )
     out = subprocess.run(
@@ -110,7 +110,7 @@ def _spec(tmp_path, dataset, corpus, **extra):
     return EnvSpec(
         name="search-local",
         family="search",
-        entry_point="envs.search.env:SearchEnv",
+        entry_point="envhub.envs.search.env:SearchEnv",
         dataset=dataset,
         max_turns=4,
         source=str(tmp_path / "env.yaml"),
@@ -237,7 +237,7 @@ def test_scripted_agent_solves_all_generated_questions():
     spec = EnvSpec(
         name="search-all",
         family="search",
-        entry_point="envs.search.env:SearchEnv",
+        entry_point="envhub.envs.search.env:SearchEnv",
         dataset={"kind": "builtin", "size": 10_000},
         max_turns=12,
         reward={"weights": {"correctness": 1.0}},

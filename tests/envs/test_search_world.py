@@ -4,7 +4,7 @@ import hashlib
 
 import pytest
 
-from envs.search.world import generate
+from envhub.envs.search.world import generate
 
 # Entities, documents and 50 train questions as generated before _make_entities was split
 # into one function per kind (commit 2410dab). The order of the random draws is the world.

@@ -1,6 +1,6 @@
 """Result-set comparison rules: order, duplicates, NULLs, floats, types, column order."""
 
-from envs.sql.compare import Tolerance, compare_results
+from envhub.envs.sql.compare import Tolerance, compare_results
 
 
 def same(gold, pred, ordered=False, **kw):

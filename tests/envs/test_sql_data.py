@@ -6,12 +6,12 @@ from contextlib import closing
 
 import pytest
 
-from envs.sql import builder
-from envs.sql.builder import BuiltinDatabases, sha256_file
-from envs.sql.compare import compare_results
-from envs.sql.sqltext import orders_at_top_level
-from envs.sql.tasks import builtin_task_set, instance_problem
-from envs.sql.tasksets import TEMPLATES
+from envhub.envs.sql import builder
+from envhub.envs.sql.builder import BuiltinDatabases, sha256_file
+from envhub.envs.sql.compare import compare_results
+from envhub.envs.sql.sqltext import orders_at_top_level
+from envhub.envs.sql.tasks import builtin_task_set, instance_problem
+from envhub.envs.sql.tasksets import TEMPLATES
 
 
 @pytest.fixture(scope="module")

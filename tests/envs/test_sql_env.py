@@ -7,16 +7,16 @@ import pytest
 from typer.testing import CliRunner
 
 import envhub
+from envhub.envs.sql.builder import sha256_file
+from envhub.envs.sql.env import SqlEnv
 from envhub.errors import ConfigError, NotSupported
 from envhub.spec import EnvSpec
 from envhub.types import Status, Task
-from envs.sql.builder import sha256_file
-from envs.sql.env import SqlEnv
 
 SPEC = dict(
     name="sql-test",
     family="sql",
-    entry_point="envs.sql.env:SqlEnv",
+    entry_point="envhub.envs.sql.env:SqlEnv",
     prompt_template="{schema}\n\nQuestion: {prompt}",
     reward={"weights": {"correctness": 1.0, "format": 0.1}},
 )

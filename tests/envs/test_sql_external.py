@@ -6,11 +6,11 @@ from contextlib import closing
 
 import pytest
 
+from envhub.envs.sql.builder import sha256_file
+from envhub.envs.sql.env import SqlEnv
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status
-from envs.sql.builder import sha256_file
-from envs.sql.env import SqlEnv
 
 
 @pytest.fixture()
@@ -73,7 +73,7 @@ def make(tmp_path, data, **options):
     spec = EnvSpec(
         name="sql-local",
         family="sql",
-        entry_point="envs.sql.env:SqlEnv",
+        entry_point="envhub.envs.sql.env:SqlEnv",
         dataset={"kind": "jsonl", "path": str(data)},
         split="dev",
         prompt_template="{schema}\n\nQuestion: {prompt}",

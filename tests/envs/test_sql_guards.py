@@ -10,9 +10,15 @@ import time
 
 import pytest
 
-from envs.sql import executor
-from envs.sql.builder import BuiltinDatabases, sha256_file
-from envs.sql.executor import QueryError, QueryRefused, QueryTimeout, open_readonly, run_query
+from envhub.envs.sql import executor
+from envhub.envs.sql.builder import BuiltinDatabases, sha256_file
+from envhub.envs.sql.executor import (
+    QueryError,
+    QueryRefused,
+    QueryTimeout,
+    open_readonly,
+    run_query,
+)
 
 
 @pytest.fixture(scope="module")
@@ -215,7 +221,7 @@ WIDE_ROWS = (
 
 _MEASURE = """
 import sys
-from envs.sql.executor import QueryFailed, run_query
+from envhub.envs.sql.executor import QueryFailed, run_query
 def peak_mb():
     for line in open("/proc/self/status"):
         if line.startswith("VmHWM"):

@@ -4,15 +4,15 @@ import json
 
 import pytest
 
+from envhub.envs.sql.builder import sha256_file
+from envhub.envs.sql.multiturn import SqlMultiTurnEnv
 from envhub.spec import EnvSpec
 from envhub.types import FunctionCall, Message, Status, ToolCall
-from envs.sql.builder import sha256_file
-from envs.sql.multiturn import SqlMultiTurnEnv
 
 SPEC = dict(
     name="sql-mt-test",
     family="sql",
-    entry_point="envs.sql.multiturn:SqlMultiTurnEnv",
+    entry_point="envhub.envs.sql.multiturn:SqlMultiTurnEnv",
     prompt_template="{schema}\n\nQuestion: {prompt}",
     max_turns=4,
     reward={"weights": {"correctness": 1.0, "format": 0.1}},

@@ -1,4 +1,4 @@
-"""The built-in databases' DDL is data (``envs/sql/data/schemas/*.sql``) and builds the same rows."""
+"""The built-in databases' DDL is data (``envhub/envs/sql/data/schemas/*.sql``) and builds the same rows."""
 
 import hashlib
 import os
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from envs.sql.builder import BuiltinDatabases, read_schema
-from envs.sql.schemas import SCHEMA_DIR, SCHEMAS
+from envhub.envs.sql.builder import BuiltinDatabases, read_schema
+from envhub.envs.sql.schemas import SCHEMA_DIR, SCHEMAS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from envs.sql.sqltext import (
+from envhub.envs.sql.sqltext import (
     extract_sql,
     leading_keyword,
     orders_at_top_level,

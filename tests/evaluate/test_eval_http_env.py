@@ -21,7 +21,7 @@ def serve(name: str):
     """Run the envhub server app for ``name`` on a loopback port; return (url, stop)."""
     import uvicorn
 
-    from servers.app import create_app
+    from envhub.server.app import create_app
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

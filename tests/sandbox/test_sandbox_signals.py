@@ -235,7 +235,7 @@ def test_env_scores_signal_attacks_as_the_models_failure(attack):
 
 @needs_bwrap
 def test_http_scores_signal_attacks_as_the_models_failure():
-    from servers.app import create_app
+    from envhub.server.app import create_app
 
     with envhub.make("humaneval") as env, running(create_app(env)) as url:
         for attack, code in sorted(ENV_ATTACKS.items()):

@@ -33,7 +33,7 @@ FAMILY_ENVS: dict[str, tuple[str, ...]] = {
 
 def sample_path(family: str) -> Path:
     """Where ``family``'s sample lives."""
-    return ROOT / "envs" / family / "data" / "sample.jsonl"
+    return ROOT / "envhub" / "envs" / family / "data" / "sample.jsonl"
 
 
 def sample_lines(family: str) -> list[dict]:

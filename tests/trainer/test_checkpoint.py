@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer import checkpoint as ckpt
+from envhub.trainer import checkpoint as ckpt
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -17,7 +17,7 @@ KILLED_WRITER = textwrap.dedent(
     """
     import os, signal, sys
     from pathlib import Path
-    from trainer import checkpoint as ckpt
+    from envhub.trainer import checkpoint as ckpt
 
     root = Path(sys.argv[1])
 

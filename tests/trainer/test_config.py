@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.config import ConfigError, load_config
+from envhub.trainer.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 

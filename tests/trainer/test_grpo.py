@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from trainer.grpo import (
+from envhub.trainer.grpo import (
     LossConfig,
     entropy_from_logits,
     group_advantages,

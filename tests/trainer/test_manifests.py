@@ -19,7 +19,7 @@ import yaml
 
 kv = pytest.importorskip("kubernetes_validate")
 
-from trainer.config import load_config  # noqa: E402
+from envhub.trainer.config import load_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 K8S = "1.37.0"
@@ -70,7 +70,7 @@ def _check_cluster_spec(spec):
         template = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}}
         kv.validate({**template, "template": g["template"]}, K8S, strict=True)
         images = {c["image"] for c in g["template"]["spec"]["containers"]}
-        assert images == {"envhub-trainer:latest"}  # built by trainer/Dockerfile
+        assert images == {"envhub-trainer:latest"}  # built by envhub/trainer/Dockerfile
     return offered
 
 

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from trainer.grpo import LossConfig, off_policy_weights, policy_loss
+from envhub.trainer.grpo import LossConfig, off_policy_weights, policy_loss
 
 
 def test_off_policy_weights_by_hand():

@@ -1,4 +1,4 @@
-"""Refit over a torch collective group (``generation.transport: gloo``; ``trainer.collective``).
+"""Refit over a torch collective group (``generation.transport: gloo``; ``envhub.trainer.collective``).
 
 Bucketing without any process group; the group itself between two spawned processes
 (broadcast, a member that never joins, a silent sender); then the trainer in split placement
@@ -22,7 +22,7 @@ import torch
 import torch.multiprocessing as mp
 from train_support import envhub_train
 
-from trainer.collective import (
+from envhub.trainer.collective import (
     RefitGroup,
     RefitTransportError,
     bucket_slices,
@@ -32,7 +32,7 @@ from trainer.collective import (
     plan_layout,
     transport_device,
 )
-from trainer.config import ConfigError, load_config
+from envhub.trainer.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"
@@ -253,10 +253,10 @@ def test_two_steps_in_split_placement_over_gloo(tmp_path, engine):
 CLUSTER_SCRIPT = textwrap.dedent(
     """
     import json, sys, time, torch, ray
-    from trainer.batch import Sample, assign_weights
-    from trainer.config import load_config
+    from envhub.trainer.batch import Sample, assign_weights
+    from envhub.trainer.config import load_config
     from envhub.engines.models import resolve_model
-    from trainer.workers import Cluster
+    from envhub.trainer.workers import Cluster
 
     def make_samples():
         g = torch.Generator().manual_seed(0)

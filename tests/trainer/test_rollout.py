@@ -7,8 +7,8 @@ from fake_envs import make_retry
 
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.types import Generation, SamplingParams
+from envhub.trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect, to_message
 from envhub.types import Status
-from trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect, to_message
 
 
 class ScriptedEngine:

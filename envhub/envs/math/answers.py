@@ -1,0 +1,573 @@
+r"""Final-answer extraction and answer equivalence for the math environments.
+
+**Extraction** (:func:`extract_answer`) looks for the final answer in this order and stops
+at the first rule that finds one:
+
+1. ``hash``: GSM8K-style ``#### 42`` lines (with any ``\boxed{}`` beside them);
+2. ``boxed``: ``\boxed{42}`` (or ``\fbox{}``), braces balanced; a "The final answer is ..."
+   written after the last box wins over the boxes (Minerva style);
+3. ``answer_is``: "the answer is 42", "Final answer: 42" (up to the end of the sentence; an
+   aside in parentheses after it, "32 apples (16 pairs)", is dropped);
+4. ``math``: the last ``$...$`` / ``\(...\)`` / ``\[...\]`` span, when the last number is
+   inside it or before it ("Therefore $x \ge 5$."); of a chain ``a = b = c``, ``c``;
+5. ``last_number``: the last number (``-3``, ``1,000``, ``1 000``, ``2.5``, ``2 1/2``,
+   ``\frac{3}{4}``, ``50%``; not a digit glued to a word, ``AZYUK2A``).
+
+**Several candidates are one answer: a list.** A response that offers several different
+final answers, in any form, gives all of them, and all of them are compared with the gold:
+several ``####`` lines or boxes that differ, several "the answer is", ``31 or 32``, ``31, 32``,
+``31/32/33``, or an enumeration of numbers joined only by ``,`` ``;`` ``/`` ``or`` ``and``
+that ends the response (``1, 2, ..., 100``). A list equals a gold only when the gold is the
+same list (as a multiset), so against a single-valued gold every hedge scores 0 whichever
+candidate is right, and listing more candidates never helps; a task whose answer *is* a list
+(``\boxed{2} and \boxed{3}`` for the roots 2, 3) is still answered correctly. Repeating one
+value in another form (``\boxed{1/2}`` ... ``\boxed{0.5}``) is one answer. Words of
+uncertainty on the final answer or in the clause right after it (``maybe``, ``perhaps``,
+``possibly``, ``probably``, ``either``, ``alternatively``, ``not sure``; or ``or``/``otherwise``
+followed by a number: ``\boxed{32}, or maybe 31``) mark the response **hedged**: no
+correctness, even against a list gold, and no format point.
+
+**Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envhub.envs.math.parse`:
+delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
+``x =`` and degree signs are dropped; ``\frac``/``\dfrac``, ``\sqrt``, powers, ``%``,
+``\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\cup``,
+inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``), ``\pm``, mixed numbers and
+repeating decimals (``0.1\overline{6}`` is ``1/6``) are understood.
+
+* Fast path, in-process: when both sides have exact rational values (integers, decimals,
+  fractions, percentages, arithmetic on them) they are compared exactly with
+  :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds. A decimal comma
+  (``1000,99``) facing a single-number gold is read as one.
+* Worker path: anything else goes to a ``pebble`` worker process with a per-call timeout
+  (a worker that runs over is killed and replaced, and the call raises
+  :class:`~envhub.errors.VerifierTimeout`): first envhub's sympy rules
+  (:mod:`envhub.envs.math.symbolic`), then, for what they cannot read or decide, math-verify
+  (:mod:`envhub.envs.math.library`): relations, matrices, subscripts, named tuples, ratios,
+  ``\log_b``, ``\binom``, prose golds.
+
+Rounding, on purpose: a decimal is its exact value. ``0.333`` is not ``1/3`` and ``3.14159``
+is not ``\pi`` unless the task's data states a ``tolerance`` (absolute; ``MathEnv`` reads
+``task.metadata["tolerance"]``). A gold written as a decimal is a rounded value: an exact
+answer within one unit of its last digit matches it. A decimal of 15 or more significant
+digits is a double printed in full and matches to float precision.
+
+Errors: a gold answer that neither envhub nor math-verify can read, or one of hostile size,
+raises :class:`~envhub.errors.GoldAnswerError` (``env_error``), never a verdict. A
+prediction that cannot be read, or that sympy fails on, is a wrong answer. Any other
+exception in the checker is a bug and propagates. Values too large to be real answers
+(``9**9**9**9``, ``100000!``) and predictions over
+:data:`~envhub.envs.math.latex.MAX_ANSWER_CHARS` characters are rejected before any evaluation.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+import re
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
+
+from . import library, symbolic
+from .compare import quick_compare
+from .latex import AnswerSyntaxError, boxed_contents
+from .parse import Answer, Expr, parse_answer, split_top
+
+__all__ = [
+    "Extraction",
+    "extract_answer",
+    "format_score",
+    "is_equivalent",
+    "shutdown",
+    "validate_gold",
+    "warmup",
+]
+
+WORKERS = int(os.environ.get("ENVHUB_MATH_WORKERS", "2"))
+"""Sympy worker processes (``ENVHUB_MATH_WORKERS``)."""
+WORKER_MEMORY_MB = int(os.environ.get("ENVHUB_MATH_WORKER_MEMORY_MB", "2048"))
+"""Address-space limit of one worker (``ENVHUB_MATH_WORKER_MEMORY_MB``; 0 for none)."""
+MAX_RESPONSE_CHARS = 100_000
+"""Extraction reads only this many characters from the end of a response."""
+_PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
+"""What envhub's parser raises on text it cannot read (anything else is a bug)."""
+QUEUE_GRACE_S = 10.0
+"""How long a call may wait for a free or restarting worker, on top of its timeout."""
+
+
+# ---------------------------------------------------------------- extraction
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The final answer found in a response."""
+
+    answer: str | None
+    """Final answer text as written (``\\frac{1}{2}``, ``1,000``); None if nothing found."""
+    method: str | None
+    """The rule that found it: ``hash``, ``boxed``, ``answer_is`` or ``last_number``."""
+    hedged: bool
+    """The response gives several different final answers: it earns no correctness."""
+
+
+_HASH = re.compile(r"####[ \t]*([^\n]*)")
+_ANSWER_IS = re.compile(r"\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
+_RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_NUMBER = re.compile(
+    r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
+    r"|(?:(?<![\w)])[-\u2212])?(?<![A-Za-z_])(?:(?<![\d.,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+    r"|(?<![\d.])[1-9]\d{0,2}(?: \d{3})+(?![\d.])"  # 1 000: spaced thousands
+    r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?"
+)
+
+
+def _tidy(answer: str) -> str:
+    return answer.strip().strip("*").strip().rstrip(".,;:").strip()
+
+
+def _hash_answers(text: str) -> list[str]:
+    return [a for a in (_tidy(m.group(1)) for m in _HASH.finditer(text)) if a]
+
+
+def _answer_is(text: str) -> list[str]:
+    """What follows each "the answer is" / "Answer:", up to the end of its sentence."""
+    found = []
+    for m in _ANSWER_IS.finditer(text):
+        answer = text[m.end() : m.end() + 200]
+        # "Final Answer: The final answer is $8$." (Minerva style) states it twice
+        while (inner := _RESTATED.match(answer)) is not None:
+            answer = answer[inner.end() :]
+        filler = _FILLER.match(answer)
+        if filler:
+            answer = answer[filler.end() :]
+        stop = _SENTENCE_END.search(answer)
+        answer = _tidy(answer[: stop.start()] if stop else answer)
+        if answer:
+            found.append(answer)
+    return found
+
+
+@lru_cache(maxsize=8192)
+def _read(answer: str) -> Answer | str:
+    """Parsed answer, or its whitespace-normalised text when it does not parse."""
+    try:
+        return parse_answer(answer)
+    except _PARSE_ERRORS:  # anything unreadable is compared as text
+        return " ".join(answer.split()).lower()
+
+
+def _same(a: str, b: str) -> bool:
+    """True when two written answers are the same value, decided exactly and without sympy."""
+    if a.split() == b.split():
+        return True
+    ra, rb = _read(a), _read(b)
+    if ra == rb:
+        return True
+    if isinstance(ra, str) or isinstance(rb, str):
+        return False
+    return quick_compare(ra, rb) is True
+
+
+def _distinct(answers: list[str]) -> list[str]:
+    """``answers`` without repeats of one value (``1/2`` then ``0.5`` is one answer)."""
+    out: list[str] = []
+    for a in answers:
+        if not any(_same(a, b) for b in out):
+            out.append(a)
+    return out
+
+
+_HEDGE_WORDS = re.compile(
+    r"\b(?:maybe|perhaps|possibly|probably|either|alternatively|or\s+so|not\s+sure|unsure"
+    r"|i\s+guess)\b"
+    r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
+    r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
+    re.IGNORECASE,
+)
+_OR_ANOTHER = re.compile(
+    r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively)\b[^.\n]{0,40}?\d",
+    re.IGNORECASE,
+)
+_CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
+_JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
+_ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
+_SPAN = re.compile(
+    r"\$\$(.{1,1000}?)\$\$|\$(.{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]", re.DOTALL
+)
+SPAN_WINDOW = 4000
+"""The ``math`` rule looks for its span in this many final characters only."""
+FALLBACK_WINDOW = 10_000
+"""The ``math`` and ``last_number`` rules read only this many final characters."""
+MAX_CANDIDATES = 64
+"""More distinct explicit answers than this is a hedge outright (no list answer is so long)."""
+
+
+def _hedges(answer: str, after: str) -> bool:
+    """True when the final answer, or what follows it in its sentence, offers another one.
+
+    ``after`` is the text right after the answer; only its first clause is read.
+    """
+    after = after[:300].lstrip(" \t\n*$}).,;:")
+    stop = _CLAUSE_END.search(after)
+    tail = after[: stop.start()] if stop else after
+    return bool(_HEDGE_WORDS.search(answer) or _OR_ANOTHER.search(tail))
+
+
+def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
+    """The numbers of the enumeration that ends with the last one (``31 or 32``, ``1, 2, 3``).
+
+    Numbers count as enumerated when only separators (``,`` ``;`` ``/`` ``or`` ``and``) stand
+    between them; a fraction chain ``31/32/33`` is split into its three numbers.
+    """
+    found = [numbers[-1]]
+    for m in reversed(numbers[:-1]):
+        if not _JOINER.fullmatch(text, m.end(), found[-1].start()):
+            break
+        found.append(m)
+    found.reverse()
+    if len(found) == 2 and text[found[0].end() : found[1].start()] == ",":
+        return [text[found[0].start() : found[1].end()]]  # 2,74: a decimal comma
+    chained = len(found) > 1 and any(
+        text[a.end() : b.start()].strip() == "/" for a, b in zip(found, found[1:], strict=False)
+    )
+    return [p for m in found for p in (m.group(0).split("/") if chained else [m.group(0)])]
+
+
+def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
+    """The rule of last resort: the last number, or the enumeration that it ends."""
+    if not numbers:
+        return None
+    items = _enumeration(text, numbers)
+    last = numbers[-1]
+    start = text.rfind("\n", 0, last.start()) + 1
+    sentence = text[max(start, last.start() - 200) : last.start()]
+    hedged = _hedges(sentence, text[last.end() :])
+    return Extraction(", ".join(items), "last_number", hedged)
+
+
+def _math_span(text: str, after: int) -> tuple[str, int] | None:
+    r"""The last ``$...$`` / ``\(...\)`` / ``\[...\]`` span ending after ``after``.
+
+    Only the last :data:`SPAN_WINDOW` characters are searched, and a span is at most 1000
+    characters, so the search stays linear however many delimiters are left open.
+    """
+    offset = max(0, len(text) - SPAN_WINDOW)
+    last = None
+    for m in _SPAN.finditer(text, offset):
+        last = m
+    if last is None or last.end() <= after:
+        return None
+    content = next(g for g in last.groups() if g is not None).strip()
+    chain = split_top(content, "=")
+    if len(chain) >= 3 and "," not in content:  # a chain a = b = c states its value last
+        content = chain[-1]
+    return (content, last.end()) if content else None
+
+
+def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
+    """The rule that found explicit answers, the answers, and their span in the text.
+
+    Returns:
+        ``(method, answers, start of the first, end of the last)``, or None.
+    """
+    hashes = list(_HASH.finditer(text))
+    if hashes:
+        found = [a for a in (_tidy(m.group(1)) for m in hashes) if a]
+        if "\\boxed" in text or "\\fbox" in text:
+            found += boxed_contents(text)
+        if found:
+            return "hash", found, hashes[0].start(), hashes[-1].end()
+    if "\\boxed" in text or "\\fbox" in text:
+        boxes = boxed_contents(text)
+        end = _end_of_last_box(text)
+        stated_later = _answer_is(text[end:])
+        if boxes and not stated_later:  # "The final answer is ..." after the boxes wins
+            first = min(i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0)
+            return "boxed", boxes, first, end
+    stated = _answer_is(text)
+    if stated:
+        first = _ANSWER_IS.search(text).start()  # type: ignore[union-attr]
+        return "answer_is", [_ASIDE.sub("", a) or a for a in stated], first, len(text)
+    return None
+
+
+def _end_of_last_box(text: str) -> int:
+    last = text.rfind("\\boxed")
+    depth, i = 0, text.find("{", last)
+    if i < 0:
+        return len(text)
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return j + 1
+    return len(text)
+
+
+def extract_answer(text: str) -> Extraction:
+    """Find the final answer of a response (rules and hedging in the module docstring).
+
+    Only the last :data:`MAX_RESPONSE_CHARS` characters are read.
+    """
+    text = text[-MAX_RESPONSE_CHARS:]
+    explicit = _explicit(text)
+    if explicit:
+        method, found, first, end = explicit
+        if len(set(found)) > MAX_CANDIDATES:  # checked before the quadratic de-duplication
+            return Extraction(found[-1], method, True)
+        distinct = _distinct(found)
+        answer = found[-1] if len(distinct) == 1 else ", ".join(distinct)
+        tail = text[end:] if method != "answer_is" else ""
+        between = text[max(first, end - 400) : end] if len(distinct) > 1 else answer
+        return Extraction(answer, method, _hedges(between, tail))
+    tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
+    numbers = list(_NUMBER.finditer(tail))
+    number = _last_number(tail, numbers)
+    span = _math_span(tail, numbers[-1].end() if numbers else 0)
+    if span is not None and not (number and "," in number.answer and _NUMBER.fullmatch(span[0])):
+        content, end = span
+        return Extraction(content, "math", _hedges(content, tail[end:]))
+    return number or Extraction(None, None, False)
+
+
+def format_score(text: str, style: str) -> float:
+    r"""1.0 when the final answer is given exactly once in ``style`` and unhedged, else 0.0.
+
+    Args:
+        text: The response.
+        style: ``hash`` (``#### 42``) or ``boxed`` (``\boxed{42}``).
+
+    Raises:
+        ValueError: ``style`` is neither.
+    """
+    text = text[-MAX_RESPONSE_CHARS:]
+    if style == "hash":
+        markers = _hash_answers(text)
+    elif style == "boxed":
+        markers = boxed_contents(text)
+    else:
+        raise ValueError(f"format style must be 'hash' or 'boxed', got {style!r}")
+    if len(markers) != 1:
+        return 0.0
+    found = extract_answer(text)
+    return 0.0 if found.hedged or found.answer != _tidy(markers[0]) else 1.0
+
+
+# ---------------------------------------------------------------- equivalence
+
+
+_HARD = ("too large", "too deeply")
+"""envhub parse failures that no other parser may overrule: a hostile size or depth (and, for
+a prediction, its length: a gold may be a whole worked solution, a final answer may not)."""
+
+
+def _hard(error: Exception, *, pred: bool = False) -> bool:
+    hard = _HARD + ("longer than",) if pred else _HARD
+    return isinstance(error, RecursionError) or any(h in str(error) for h in hard)
+
+
+@lru_cache(maxsize=4096)
+def _gold(gold: str) -> Answer | None:
+    """Envhub's parse of a gold answer; None when only math-verify may read it.
+
+    Raises:
+        GoldAnswerError: The gold is broken or hostile (unbalanced, too large, too deep).
+    """
+    boxes = boxed_contents(gold) if "\\boxed" in gold or "\\fbox" in gold else []
+    if len(_distinct(boxes)) > 1:
+        return None  # several boxes: math-verify reads what the prose around them says
+    try:
+        return parse_answer(gold)
+    except _PARSE_ERRORS as e:
+        if _hard(e):
+            raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be parsed: {e}") from e
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _library_reads(gold: str, timeout: float) -> bool:
+    """math-verify finds an answer in ``gold`` (a gold it cannot read in time is broken)."""
+    try:
+        return _run(library.readable_gold, (gold,), timeout) is True
+    except VerifierTimeout as e:  # the gold's fault, never the model's timeout
+        raise GoldAnswerError(
+            f"gold answer {gold[:80]!r}: math-verify could not read it within {timeout:g}s"
+        ) from e
+
+
+def validate_gold(gold: str, *, timeout: float = 10.0) -> None:
+    """Raise :class:`~envhub.errors.GoldAnswerError` when ``gold`` cannot be read (cached).
+
+    envhub's parser reads it, or else math-verify must (in a worker, within ``timeout``).
+    Call it even when the response has no answer to compare, so that a broken gold answer is
+    reported as an error rather than hidden behind a reward of 0.
+    """
+    if not isinstance(gold, str):
+        raise GoldAnswerError(f"gold answer must be text, got {type(gold).__name__}")
+    if not gold.strip() or len(gold) > MAX_RESPONSE_CHARS:
+        raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be parsed: empty or too long")
+    if not _balanced(gold):
+        raise GoldAnswerError(
+            f"gold answer {gold[:80]!r} cannot be parsed: unbalanced brackets; "
+            "fix the task's answer"
+        )
+    if _gold(gold) is None and not _library_reads(gold, timeout):
+        raise GoldAnswerError(
+            f"gold answer {gold[:80]!r} cannot be parsed by envhub's parser nor by math-verify;"
+            " fix the task's answer"
+        )
+
+
+def _balanced(text: str) -> bool:
+    r"""True when braces pair up and round/square brackets close what they open.
+
+    ``[1, 2)`` is an interval, so ``(``/``[`` and ``)``/``]`` count together. math-verify reads
+    a cut-off gold such as ``\frac{1}{`` or ``abc(``; envhub calls it broken.
+    """
+    braces = depth = 0
+    for ch in text.replace("\\{", "").replace("\\}", ""):
+        braces += {"{": 1, "}": -1}.get(ch, 0)
+        depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(ch, 0)
+        if braces < 0 or depth < 0:
+            return False
+    return braces == 0 and depth == 0
+
+
+def _settled(pred: Answer, gold: Answer) -> bool:
+    """True when the exact fast-path verdict on these two is final.
+
+    That is two rational numbers, the prediction not a double printed in full (see
+    :data:`envhub.envs.math.symbolic.FLOAT_DIGITS`).
+    """
+    if not (isinstance(pred, Expr) and isinstance(gold, Expr)):
+        return False
+    if pred.value is None or gold.value is None:
+        return False
+    return not pred.decimal or len(pred.py.replace("-", "").replace(".", "").lstrip("0")) < 15
+
+
+def is_equivalent(
+    pred: str, gold: str, *, timeout: float = 2.0, tolerance: float | None = None
+) -> bool:
+    """True when the predicted answer has the gold answer's value (rules in the module doc).
+
+    Args:
+        pred: The model's final answer (for example :attr:`Extraction.answer`).
+        gold: The task's gold answer.
+        timeout: Seconds allowed for the symbolic comparison, if one is needed.
+        tolerance: The task's absolute rounding tolerance (from its data); None: exact.
+
+    Raises:
+        GoldAnswerError: ``gold`` cannot be parsed (never answered with True or False).
+        VerifierTimeout: The symbolic comparison ran past ``timeout``.
+        InfraError: A worker process died for another reason.
+    """
+    validate_gold(gold)
+    if not isinstance(pred, str) or not pred.strip():
+        return False
+    gold_ans = _gold(gold)
+    try:
+        pred_ans: Answer | None = parse_answer(pred)
+    except _PARSE_ERRORS as e:
+        if _hard(e, pred=True):
+            return False  # hostile or broken: a wrong answer, decided here in microseconds
+        pred_ans = None  # envhub cannot read it; math-verify may
+    if gold_ans is not None and pred_ans is not None:
+        quick = fast_verdict(pred, gold, pred_ans, gold_ans) if tolerance is None else None
+        if quick is not None:
+            return quick
+    verdict = _run(symbolic.judge, (pred, gold, pred_ans, gold_ans, tolerance), timeout)
+    if verdict.startswith(symbolic.GOLD_ERROR):
+        raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be evaluated: {verdict}")
+    return verdict == symbolic.EQUAL
+
+
+_COMMA_NUMBER = re.compile(r"\s*([-+]?\d+),(\d+)\s*")
+
+
+def fast_verdict(pred: str, gold: str, pred_ans: Answer, gold_ans: Answer) -> bool | None:
+    """The fast path: an exact verdict, or None when the worker must decide.
+
+    A two-item "list" ``1000,99`` facing a single number cannot be a list answer; it is read
+    with a decimal comma (``1000.99``), as much of the world writes it (either side).
+    """
+    quick = quick_compare(pred_ans, gold_ans)
+    if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
+        return quick
+    for text, other in ((pred, gold_ans), (gold, pred_ans)):
+        m = _COMMA_NUMBER.fullmatch(text)
+        if m and isinstance(other, Expr) and other.value is not None:
+            return Fraction(f"{m.group(1)}.{m.group(2)}") == other.value
+    return None
+
+
+# ---------------------------------------------------------------- worker pool
+
+_lock = threading.Lock()
+_pool = None
+_state = {"atexit": False}
+
+
+def _get_pool():  # noqa: ANN202 (pebble is imported lazily)
+    global _pool
+    with _lock:
+        if _pool is None or not _pool.active:
+            from pebble import ProcessPool
+
+            # fork: workers start in milliseconds with sympy already imported, and scripts
+            # need no ``if __name__ == "__main__"`` guard (spawn/forkserver re-run them).
+            symbolic.warm()  # sympy imported and warmed once here, inherited by each worker
+
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+            memory = WORKER_MEMORY_MB * 2**20 if WORKER_MEMORY_MB > 0 else None
+            _pool = ProcessPool(
+                max_workers=WORKERS,
+                initializer=symbolic.init_worker,
+                initargs=(memory,),
+                context=ctx,
+            )
+            if not _state["atexit"]:
+                atexit.register(shutdown)
+                _state["atexit"] = True
+        return _pool
+
+
+def _run(fn, args: tuple, timeout: float) -> str:  # noqa: ANN001
+    """Run ``fn(*args)`` in a worker; kill it after ``timeout`` seconds of running."""
+    from pebble import ProcessExpired
+
+    future = _get_pool().schedule(fn, args=args, timeout=timeout)
+    try:
+        return future.result(timeout=timeout + QUEUE_GRACE_S)
+    except FutureTimeout as e:
+        future.cancel()
+        raise VerifierTimeout(
+            f"symbolic answer check took longer than {timeout:g}s; the worker was restarted"
+        ) from e
+    except ProcessExpired as e:
+        raise InfraError(f"math worker process died ({e}); it was restarted") from e
+
+
+def warmup(timeout: float = 60.0) -> None:
+    """Start the worker processes now rather than on the first symbolic comparison."""
+    pool = _get_pool()
+    for future in [pool.schedule(symbolic.ping) for _ in range(WORKERS)]:
+        future.result(timeout=timeout)
+
+
+def shutdown() -> None:
+    """Stop the worker processes (a later comparison starts new ones)."""
+    global _pool
+    with _lock:
+        pool, _pool = _pool, None
+    if pool is not None:
+        pool.stop()
+        pool.join(timeout=5)

@@ -1,0 +1,87 @@
+"""Exact comparison of parsed answers, without sympy.
+
+:func:`quick_compare` settles every comparison whose leaves have rational values (the common
+case: GSM8K answers, fractions, decimals, percentages) with :class:`fractions.Fraction`, and
+answers ``None`` when sympy is needed (:mod:`envhub.envs.math.symbolic`).
+"""
+
+from __future__ import annotations
+
+from .parse import Answer, Equation, Expr, Seq, Text, Union
+
+
+def numbers_equal(p: Expr, g: Expr) -> bool | None:
+    """Compare two rational leaves exactly; ``None`` when either has no rational value.
+
+    A percentage on one side only matches either reading: ``50%`` equals ``50`` and ``0.5``.
+    """
+    if p.value is None or g.value is None:
+        return None
+    if p.percent == g.percent:
+        return p.value == g.value
+    pct, other = (p, g) if p.percent else (g, p)
+    return other.value in (pct.value, pct.value / 100)
+
+
+def quick_compare(pred: Answer, gold: Answer) -> bool | None:
+    """Decide ``pred == gold`` without sympy, or return ``None`` when sympy is needed."""
+    if type(pred) is not type(gold):
+        return False
+    if isinstance(pred, Text):
+        return pred.words == gold.words  # type: ignore[union-attr]
+    if isinstance(pred, Expr):
+        same = numbers_equal(pred, gold)  # type: ignore[arg-type]
+        if same is not None:
+            return same
+        return True if (pred.py, pred.percent) == (gold.py, gold.percent) else None  # type: ignore[union-attr]
+    if isinstance(pred, Equation):
+        return True if pred.py == gold.py else None  # type: ignore[union-attr]
+    if isinstance(pred, Seq):
+        if (pred.left, pred.right, len(pred.items)) != (gold.left, gold.right, len(gold.items)):  # type: ignore[union-attr]
+            return False
+        return _all(quick_compare(p, g) for p, g in zip(pred.items, gold.items, strict=True))  # type: ignore[union-attr]
+    if isinstance(pred, Union):
+        if len(pred.parts) != len(gold.parts):  # type: ignore[union-attr]
+            return False
+        same = _all(quick_compare(p, g) for p, g in zip(pred.parts, gold.parts, strict=True))  # type: ignore[union-attr]
+        return True if same else None  # in another order the sets may still be equal
+    return _unordered(pred.items, gold.items)  # type: ignore[union-attr]
+
+
+def _all(results) -> bool | None:  # noqa: ANN001
+    undecided = False
+    for r in results:
+        if r is False:
+            return False
+        undecided |= r is None
+    return None if undecided else True
+
+
+def _unordered(pred: tuple[Answer, ...], gold: tuple[Answer, ...]) -> bool | None:
+    """Multiset equality when every pair is decidable exactly, else ``None``."""
+    if len(pred) != len(gold):
+        return False
+    table = [[quick_compare(p, g) for g in gold] for p in pred]
+    if any(all(r is False for r in row) for row in table):
+        return False
+    if any(r is None for row in table for r in row):
+        return None
+    return matching([[bool(r) for r in row] for row in table])
+
+
+def matching(table: list[list[bool]]) -> bool:
+    """True when every row pairs with a distinct column through a True cell (square table)."""
+    if any(len(row) != len(table) for row in table):
+        return False
+    owner: dict[int, int] = {}
+
+    def place(row: int, seen: set[int]) -> bool:
+        for col, ok in enumerate(table[row]):
+            if ok and col not in seen:
+                seen.add(col)
+                if col not in owner or place(owner[col], seen):
+                    owner[col] = row
+                    return True
+        return False
+
+    return all(place(r, set()) for r in range(len(table)))

@@ -1,0 +1,121 @@
+r"""Math environments: ``gsm8k`` (word problems, numeric answers) and ``math`` (symbolic).
+
+One class serves both; the catalog entry picks the data, the prompt and the answer format.
+Components: ``correctness`` (the extracted final answer equals the gold one, see
+:mod:`envhub.envs.math.answers` for the extraction order and the equivalence rules) and ``format``
+(the answer is given the requested way: ``#### 42`` or ``\\boxed{42}``). A response that
+hedges between different final answers earns no correctness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from envhub.core import Episode, TaskEnv
+from envhub.errors import ConfigError, GoldAnswerError
+from envhub.spec import EnvSpec
+from envhub.types import Message, Task
+
+from . import answers, data
+
+GENERATORS: dict[str, Callable[[str, int, int], list[Task]]] = {
+    "gsm_symbolic": data.gsm_symbolic_tasks,
+    "symbolic": data.symbolic_math_tasks,
+}
+"""Offline task generators selectable with ``dataset.generator``."""
+
+DEFAULT_SIZE = 500
+
+
+class MathEnv(TaskEnv):
+    """Single-turn math: one answer, checked against the gold by value."""
+
+    components = frozenset({"correctness", "format"})
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        answer_format: Literal["hash", "boxed"] = "hash",
+        timeout: float = 2.0,
+    ) -> None:
+        r"""Build from the spec; ``answer_format`` is what the format component rewards.
+
+        Args:
+            spec: The catalog entry.
+            answer_format: ``hash`` (``#### 42``, GSM8K style) or ``boxed`` (``\\boxed{42}``).
+            timeout: Seconds allowed for one symbolic comparison.
+        """
+        super().__init__(spec, answer_format=answer_format, timeout=timeout)
+        if answer_format not in ("hash", "boxed"):
+            raise ConfigError(f"answer_format must be 'hash' or 'boxed', got {answer_format!r}")
+        self.answer_format = answer_format
+        self.timeout = timeout
+
+    def warmup(self) -> None:
+        """Load the tasks and start the symbolic workers (the first start takes seconds)."""
+        super().warmup()
+        answers.warmup()
+
+    def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
+        """Procedural tasks from the generator named in ``dataset.generator``."""
+        name = self.spec.dataset.generator or "gsm_symbolic"
+        if name not in GENERATORS:
+            raise ConfigError(
+                f"{self.spec.name}: unknown dataset.generator {name!r}; "
+                f"choose one of {sorted(GENERATORS)}"
+            )
+        return GENERATORS[name](split, size or DEFAULT_SIZE, seed)
+
+    def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
+        """A dataset row; a GSM8K-style worked answer (``... #### 72``) keeps only ``72``."""
+        task = super().row_to_task(row, index, split)
+        if task.answer and "####" in task.answer:
+            gold = task.answer.rsplit("####", 1)[1].strip()
+            task = task.model_copy(
+                update={"answer": gold, "metadata": {**task.metadata, "solution": task.answer}}
+            )
+        return task
+
+    def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
+        """Correctness and format of one response."""
+        if not task.answer:
+            raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
+        answers.validate_gold(task.answer)
+        found = answers.extract_answer(response.content)
+        correct = False
+        if found.answer is not None and not found.hedged:
+            correct = answers.is_equivalent(
+                found.answer, task.answer, timeout=self.timeout, tolerance=_tolerance(task)
+            )
+        components = {
+            "correctness": float(correct),
+            "format": answers.format_score(response.content, self.answer_format),
+        }
+        details = {"extracted": found.answer, "method": found.method, "hedged": found.hedged}
+        return components, details
+
+    def reference_action(self, episode: Episode) -> Message | None:
+        """The gold answer in the requested format."""
+        gold = episode.task.answer
+        if gold is None:
+            return None
+        text = f"#### {gold}" if self.answer_format == "hash" else f"\\boxed{{{gold}}}"
+        return Message(role="assistant", content=f"The answer follows.\n{text}")
+
+
+def _tolerance(task: Task) -> float | None:
+    """The rounding a task allows, from its data (``metadata["tolerance"]``); None: exact.
+
+    Raises:
+        GoldAnswerError: The tolerance is not a non-negative number (the task's data is broken).
+    """
+    value = task.metadata.get("tolerance")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise GoldAnswerError(
+            f"task {task.task_id!r}: metadata.tolerance must be a non-negative number, "
+            f"got {value!r}"
+        )
+    return float(value)

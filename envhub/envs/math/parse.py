@@ -1,0 +1,367 @@
+r"""Answers as small typed structures, and the exact comparisons that need no sympy.
+
+:func:`parse_answer` reads one answer into a tree of picklable named tuples:
+
+* :class:`Expr`: one value, kept as safe Python text (see :mod:`envhub.envs.math.latex`), with its
+  exact rational value when it has one (``3/4``, ``0.75``, ``6*7``, ``2^{10}``, ``5!``);
+* :class:`Text`: a word answer (``Friday``, ``no solution``), compared case-insensitively;
+* :class:`Equation`: ``lhs = rhs`` kept as ``lhs - (rhs)``;
+* :class:`Items`: a bare comma list or ``\{...\}`` set, compared as a multiset;
+* :class:`Seq`: a bracketed tuple or interval (``(1, 2]``), compared in order, brackets too;
+* :class:`Union`: intervals joined by ``\cup``.
+
+Each value's exact rational value is computed here where it is cheap, so that
+:func:`envhub.envs.math.compare.quick_compare` can settle most comparisons without sympy. Hostile
+values (``9**9**9**9``, ``100000!``) are caught here, by estimating their size from the syntax
+tree, before anything evaluates them.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from fractions import Fraction
+from typing import NamedTuple
+
+from .latex import (
+    CONSTANTS,
+    FUNCTIONS,
+    MAX_ANSWER_CHARS,
+    MAX_DEPTH,
+    AnswerSyntaxError,
+    clean,
+    latex_to_py,
+)
+
+MAX_DIGITS = 5000
+"""A value estimated to have more digits than this is rejected as implausible."""
+
+
+class Expr(NamedTuple):
+    """One value."""
+
+    py: str
+    """Safe Python text of the value (``sqrt(2)/2``)."""
+    decimal: bool
+    """Written with a decimal point: may match an irrational value to 6 significant digits."""
+    percent: bool
+    """Written with ``%``: ``50%`` equals both ``50`` and ``0.5``."""
+    value: Fraction | None
+    """Exact rational value, or None when it has symbols or irrational parts."""
+
+
+class Text(NamedTuple):
+    """A word answer, lower-cased."""
+
+    words: str
+
+
+class Equation(NamedTuple):
+    """``lhs = rhs``, kept as the Python text of ``lhs - (rhs)``."""
+
+    py: str
+
+
+class Items(NamedTuple):
+    r"""An unordered list (``2, 3``) or set (``\{2, 3\}``)."""
+
+    items: tuple[Answer, ...]
+
+
+class Seq(NamedTuple):
+    r"""An ordered tuple or interval (``(1, 2)``, ``[0, \infty)``); a matrix is a tuple of rows."""
+
+    left: str
+    items: tuple[Answer, ...]
+    right: str
+
+
+class Union(NamedTuple):
+    r"""Intervals joined by ``\cup``."""
+
+    parts: tuple[Seq, ...]
+
+
+Answer = Expr | Text | Equation | Items | Seq | Union
+
+_OPEN, _CLOSE = "([{", ")]}"
+_UNIT_WORDS_SHORT = frozenset(
+    {"cm", "mm", "km", "kg", "mg", "ml", "ft", "in", "hr", "yd", "mi", "oz", "lb"}
+)
+_NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
+_UNIT_TAIL = re.compile(
+    r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
+    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?",
+    re.ASCII,  # digits are ASCII: Python (and sympy) read no others
+)
+_PLAIN = re.compile(
+    r"\s*(?:\\?\$\s*)?([-+\u2212]?)([1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
+    r"(\.\d+)?\s*(\\?%)?[.\s]*",
+    re.ASCII,
+)
+_MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}", re.ASCII)
+_MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)", re.ASCII)
+_WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
+_INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
+_INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")
+_CHAIN = re.compile(r"^(.+?)\s*(<|\\le)\s*[A-Za-z]\s*(<|\\le)\s*(.+)$")
+
+
+# ---------------------------------------------------------------- splitting
+
+
+def split_top(s: str, sep: str) -> list[str]:
+    """Split ``s`` at ``sep`` where it is outside every bracket (mismatched ones too)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(s):
+        c = s[i]
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+        elif depth == 0 and s.startswith(sep, i):
+            parts.append(s[start:i])
+            start = i + len(sep)
+            i = start
+            continue
+        if depth > MAX_DEPTH:
+            raise AnswerSyntaxError("answer nested too deeply")
+        i += 1
+    parts.append(s[start:])
+    return [p.strip() for p in parts]
+
+
+def _wraps(s: str) -> bool:
+    """True when the bracket opening ``s`` closes exactly at its end."""
+    depth = 0
+    for j, c in enumerate(s):
+        if c in _OPEN:
+            depth += 1
+        elif c in _CLOSE:
+            depth -= 1
+            if depth == 0:
+                return j == len(s) - 1
+    return False
+
+
+def _inequality(s: str) -> str:
+    r"""``x \le 3`` -> ``(-\infty, 3]``; ``1 < x \le 2`` -> ``(1, 2]``."""
+    m = _CHAIN.match(s)
+    if m:
+        left = "(" if m.group(2) == "<" else "["
+        right = ")" if m.group(3) == "<" else "]"
+        return f"{left}{m.group(1)}, {m.group(4)}{right}"
+    m = _INEQ.match(s)
+    flip = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}
+    op, bound = (m.group(2), m.group(3)) if m else (None, None)
+    if not m:
+        m = _INEQ_FLIP.match(s)
+        if not m:
+            return s
+        op, bound = flip[m.group(2)], m.group(1)
+    return {
+        "<": f"(-\\infty, {bound})",
+        "\\le": f"(-\\infty, {bound}]",
+        ">": f"({bound}, \\infty)",
+        "\\ge": f"[{bound}, \\infty)",
+    }[op]
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def parse_answer(raw: str) -> Answer:
+    """Read one answer (LaTeX-ish text) into an :data:`Answer` tree.
+
+    Raises:
+        AnswerSyntaxError: The text is empty, too long, malformed or unsupported.
+    """
+    if len(raw) > MAX_ANSWER_CHARS:
+        raise AnswerSyntaxError(f"answer longer than {MAX_ANSWER_CHARS} characters")
+    plain = plain_number(raw)
+    if plain is not None:
+        return plain
+    s = clean(raw)
+    if not s:
+        raise AnswerSyntaxError("empty answer")
+    return _parse(s)
+
+
+def plain_number(raw: str) -> Expr | None:
+    """The common case in one regex: ``42``, ``-3.5``, ``1,000``, ``$12``, ``50%``; else None.
+
+    Gives exactly what :func:`parse_answer`'s general path gives for these, only faster.
+    """
+    m = _PLAIN.fullmatch(raw)
+    if not m:
+        return None
+    sign, whole, frac, pct = m.groups()
+    digits = whole.replace(",", "").replace(" ", "").lstrip("0") or "0"
+    text = ("-" if sign and sign != "+" else "") + digits + (frac or "")
+    return Expr(text, bool(frac), bool(pct), Fraction(text))
+
+
+def _parse(s: str) -> Answer:
+    s = s.strip()
+    if not s:
+        raise AnswerSyntaxError("empty item")
+    for sep in ("\\pm", "\\mp"):
+        if s.count(sep) == 1:
+            a, b = s.split(sep)
+            return Items((_parse(f"{a}+{b}"), _parse(f"{a}-({b})")))
+    s = _inequality(s)
+    cup = split_top(s, "\\cup") if "\\cup" in s else [s]
+    if len(cup) > 1:
+        parts = tuple(_parse(p) for p in cup)
+        if not all(isinstance(p, Seq) for p in parts):
+            raise AnswerSyntaxError("\\cup joins intervals only")
+        return Union(parts)  # type: ignore[arg-type]
+    if s.startswith("\\{") and s.endswith("\\}"):
+        inner = s[2:-2].strip()
+        return Items(tuple(_parse(p) for p in split_top(inner, ",")) if inner else ())
+    if s[0] in "([" and s[-1] in ")]" and _wraps(s):
+        parts = split_top(s[1:-1], ",")
+        if len(parts) >= 2:
+            return Seq(s[0], tuple(_parse(p) for p in parts), s[-1])
+        if s[0] == "(" and s[-1] == ")":
+            return _parse(parts[0])
+    parts = [p for part in split_top(s, ",") for p in re.split(r"\s+(?:or|and)\s+", part)]
+    if len(parts) > 1:
+        return Items(tuple(_parse(p) for p in parts))
+    return _leaf(s)
+
+
+def _strip_units(s: str) -> str:
+    """``42 dollars`` -> ``42``; ``5 cm^2`` -> ``5``; ``5 x`` stays (``x`` is not a unit)."""
+    m = _UNIT_TAIL.fullmatch(s)
+    if not m:
+        return s
+    words = m.group("unit").replace(".", " ").split()
+    for w in words:
+        lw = w.lower()
+        if lw in _NOT_UNITS or (len(lw) < 3 and lw not in _UNIT_WORDS_SHORT):
+            return s
+    return m.group("num")
+
+
+def _leaf(s: str) -> Answer:
+    s = _strip_units(s.strip())
+    if s.count("=") == 1 and re.match(r"^\s*[A-Za-z]\s*=", s):
+        s = s.split("=", 1)[1].strip()
+    if not s:
+        raise AnswerSyntaxError("empty item")
+    if _WORDS.fullmatch(s) and (" " in s.strip() or len(s) >= 3) and s not in CONSTANTS:
+        if s.lower() not in FUNCTIONS | {"infty"}:
+            return Text(" ".join(s.lower().split()))
+    if "=" in s:
+        lhs, _, rhs = s.partition("=")
+        if "=" in rhs or not lhs.strip() or not rhs.strip():
+            raise AnswerSyntaxError("only a single '=' is supported")
+        py = f"({latex_to_py(lhs)})-({latex_to_py(rhs)})"
+        check_py(py)
+        return Equation(py)
+    percent = s.endswith("%")
+    if percent:
+        s = s[:-1].rstrip()
+    mixed = _MIXED.fullmatch(s) or _MIXED_SLASH.fullmatch(s)
+    if mixed:  # 2\frac{1}{2} is two and a half, as MATH writes it
+        sign, whole, num, den = mixed.groups()
+        s = f"{sign}({whole} + {num}/{den})"
+    py = latex_to_py(s)
+    value = check_py(py)
+    decimal = bool(re.search(r"(?<![\w.])\d*\.\d", py))
+    return Expr(py, decimal, percent, value)
+
+
+# ---------------------------------------------------------------- safe evaluation
+
+
+def check_py(py: str) -> Fraction | None:
+    """Validate converted text; return its exact rational value when it has one.
+
+    Raises:
+        AnswerSyntaxError: Bad syntax, a construct outside the whitelist, or a value too
+            large to be a real answer.
+    """
+    try:
+        tree = ast.parse(py, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
+        raise AnswerSyntaxError(f"not a math expression: {py[:60]!r}") from e
+    _mag, value = _walk(tree.body, py, 0)
+    return value
+
+
+def _log10(v: Fraction) -> float:
+    return math.log10(abs(v)) if v else -30.0
+
+
+def _walk(node: ast.AST, src: str, depth: int) -> tuple[float, Fraction | None]:
+    """An upper estimate of log10 of the node's size, and its rational value where cheap.
+
+    Symbols count as about 10. The estimate only has to tell real answers (a few hundred
+    digits at most) from hostile ones (``9**9**9**9``), without evaluating anything big.
+    """
+    if depth > 4 * MAX_DEPTH:
+        raise AnswerSyntaxError("answer nested too deeply")
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+        text = ast.get_source_segment(src, node) or str(node.value)
+        v = Fraction(text)
+        return _log10(v), v
+    if isinstance(node, ast.Name):
+        if not (len(node.id) == 1 or node.id in CONSTANTS):
+            raise AnswerSyntaxError(f"unknown name {node.id!r}")
+        return 1.0, None
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        mag, v = _walk(node.operand, src, depth + 1)
+        return mag, (-v if isinstance(node.op, ast.USub) and v is not None else v)
+    if isinstance(node, ast.BinOp):
+        return _binop(node, src, depth)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        if node.func.id not in FUNCTIONS or node.keywords or not 1 <= len(node.args) <= 2:
+            raise AnswerSyntaxError(f"unsupported call in {src[:60]!r}")
+        args = [_walk(a, src, depth + 1) for a in node.args]
+        if node.func.id != "factorial":
+            return max(a[0] for a in args), None
+        mag, v = args[0]
+        if mag > 4:
+            raise AnswerSyntaxError("factorial argument too large")
+        if v is not None and v.denominator == 1 and v >= 0:
+            digits = math.lgamma(float(v) + 1) / math.log(10)
+            if digits > MAX_DIGITS:
+                raise AnswerSyntaxError("value too large to be an answer")
+            return digits, Fraction(math.factorial(int(v)))
+        return MAX_DIGITS, None
+    raise AnswerSyntaxError(f"unsupported construct in {src[:60]!r}")
+
+
+def _binop(node: ast.BinOp, src: str, depth: int) -> tuple[float, Fraction | None]:
+    (ma, a), (mb, b) = _walk(node.left, src, depth + 1), _walk(node.right, src, depth + 1)
+    op = node.op
+    if isinstance(op, ast.Pow):
+        # |a**b| <= max(|a|, 1/|a|) ** |b|
+        mag = -30.0 if a == 0 else max(abs(ma), 0.01) * 10 ** min(mb, 300.0)
+        if mag > MAX_DIGITS:
+            raise AnswerSyntaxError("value too large to be an answer")
+        if a is not None and b is not None and b.denominator == 1 and not (a == 0 and b < 0):
+            return mag, a ** int(b)
+        return mag, None
+    if isinstance(op, (ast.Add, ast.Sub)):
+        mag = max(ma, mb) + 0.31
+    elif isinstance(op, ast.Mult):
+        mag = ma + mb
+    elif isinstance(op, ast.Div):
+        mag = ma + abs(mb)
+    else:
+        raise AnswerSyntaxError(f"unsupported operator in {src[:60]!r}")
+    if mag > MAX_DIGITS:
+        raise AnswerSyntaxError("value too large to be an answer")
+    if a is None or b is None:
+        return mag, None
+    if isinstance(op, ast.Add):
+        return mag, a + b
+    if isinstance(op, ast.Sub):
+        return mag, a - b
+    if isinstance(op, ast.Mult):
+        return mag, a * b
+    return mag, (a / b if b != 0 else None)

@@ -1,0 +1,349 @@
+r"""The sympy half of the checker. It runs only inside killable worker processes.
+
+:mod:`envhub.envs.math.answers` sends two parsed answers (:mod:`envhub.envs.math.parse` trees) to
+:func:`compare` through a ``pebble`` process pool with a per-call timeout, so a comparison that
+hangs sympy (a huge expansion, a pathological ``simplify``) costs one worker restart, never a
+stuck server. The worker also runs under an address-space limit (:func:`init_worker`).
+
+Values are built from the already validated Python text by walking its syntax tree into sympy
+objects (numbers become exact ``Integer``/``Rational``; no ``eval`` of arbitrary text).
+
+Equality rules, in order: identical objects; for numbers, exact equality of rationals, else a
+50-digit numeric check backed by ``simplify``; for expressions with symbols, a numeric probe at
+fixed points (different at any point: not equal), then ``simplify(a - b) == 0``, then agreement
+at every probe point.
+
+Rounding: a decimal is its exact value, so a truncated decimal of an irrational (``3.14159``
+for ``\pi``) is a different number. Two exceptions: a gold answer written as a decimal is a
+rounded value, and an exact prediction within one unit of its last digit matches it
+(``\sqrt{17}`` for ``4.1231056``); and a task whose data states a ``tolerance`` accepts any
+prediction within that absolute distance.
+
+What envhub cannot read or decide goes to math-verify (:mod:`envhub.envs.math.library`), except
+single numbers, where envhub's verdict is final (math-verify rounds to 6 digits, which the
+rule above forbids). Errors: a gold answer that no parser can evaluate is ``gold_error``; a
+prediction sympy chokes on (the errors in :func:`model_errors`) is the model's wrong answer;
+anything else is a bug and propagates (the caller reports it, it is never a reward).
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+import resource
+import string
+from functools import lru_cache
+from typing import Any
+
+from .compare import matching, quick_compare
+from .library import DIFFERENT, EQUAL, GOLD_ERROR  # noqa: F401 (re-exported)
+from .parse import Answer, Equation, Expr, Items, Seq, Text, Union
+
+
+def init_worker(memory_bytes: int | None) -> None:
+    """Pool initializer: cap the address space, import sympy and warm the caches.
+
+    The cap is ``memory_bytes`` on top of what the forked worker already maps: a worker forked
+    from a large process (a trainer with torch loaded) starts out with its parent's mappings.
+    """
+    if memory_bytes:
+        try:
+            with open("/proc/self/statm") as f:
+                mapped = int(f.read().split()[0]) * resource.getpagesize()
+        except OSError:
+            mapped = 0
+        cap = mapped + memory_bytes
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    warm()
+
+
+def warm() -> None:
+    """Import sympy, math-verify and the parts they load lazily (a no-op the second time)."""
+    import sympy
+
+    x = _to_sympy("x")
+    sympy.simplify(_to_sympy("(x+1)**2") - x**2 - 2 * x - 1 + _to_sympy("sqrt(2)/2"))
+    from . import library
+
+    library.verdict("\\frac{1}{2}", "x \\le 3", gold_read_by_envhub=True, tolerance=None)
+
+
+def ping() -> str:
+    """A no-op task used to wait until a worker is up."""
+    return "pong"
+
+
+def model_errors() -> tuple[type[BaseException], ...]:
+    """Exceptions that sympy raises on a value it cannot handle (never on a checker bug)."""
+    from sympy.core.sympify import SympifyError
+    from sympy.polys.polyerrors import BasePolynomialError
+
+    return (
+        ValueError,
+        TypeError,
+        ArithmeticError,
+        NotImplementedError,
+        RecursionError,
+        MemoryError,
+        SympifyError,
+        BasePolynomialError,
+    )
+
+
+def judge(
+    pred: str,
+    gold: str,
+    pred_ans: Answer | None,
+    gold_ans: Answer | None,
+    tolerance: float | None = None,
+) -> str:
+    """Compare a prediction with a gold answer: ``equal``, ``different`` or ``gold_error: ...``.
+
+    ``pred_ans``/``gold_ans`` are envhub's parses (None where envhub's parser failed). envhub's
+    rules run first; what they cannot decide goes to math-verify.
+    """
+    if gold_ans is not None:
+        try:
+            _build(gold_ans)
+        except model_errors():  # envhub's sympy side cannot build it: let math-verify try
+            gold_ans = None
+    if gold_ans is not None and pred_ans is not None:
+        try:
+            _build(pred_ans)
+            same = _equal(pred_ans, gold_ans, tolerance)
+            final = _numbers(pred_ans, gold_ans)
+        except model_errors():  # the prediction's value is what sympy cannot handle
+            same = final = False
+        if same:
+            return EQUAL
+        if final:
+            return DIFFERENT
+    from . import library
+
+    return library.verdict(
+        pred,
+        gold,
+        gold_read_by_envhub=gold_ans is not None,
+        tolerance=tolerance,
+        pred_read_by_envhub=pred_ans is not None,
+    )
+
+
+def _numbers(pred: Answer, gold: Answer) -> bool:
+    """Both sides are single numbers without symbols: envhub's verdict on them is final."""
+    if not (isinstance(pred, Expr) and isinstance(gold, Expr)):
+        return False
+    return not _to_sympy(pred.py).free_symbols and not _to_sympy(gold.py).free_symbols
+
+
+# ---------------------------------------------------------------- building sympy objects
+
+
+@lru_cache(maxsize=1)
+def _namespace() -> dict[str, Any]:
+    import sympy
+
+    ns: dict[str, Any] = {c: sympy.Symbol(c) for c in string.ascii_letters}
+    ns.update(
+        E=sympy.E,
+        I=sympy.I,
+        pi=sympy.pi,
+        oo=sympy.oo,
+        sqrt=sympy.sqrt,
+        root=sympy.root,
+        sin=sympy.sin,
+        cos=sympy.cos,
+        tan=sympy.tan,
+        cot=sympy.cot,
+        sec=sympy.sec,
+        csc=sympy.csc,
+        asin=sympy.asin,
+        acos=sympy.acos,
+        atan=sympy.atan,
+        log=sympy.log,
+        exp=sympy.exp,
+        Abs=sympy.Abs,
+        factorial=sympy.factorial,
+    )
+    return ns
+
+
+@lru_cache(maxsize=4096)
+def _to_sympy(py: str) -> Any:
+    """Sympy value of validated Python text, with exact numbers."""
+    import sympy
+
+    ns = _namespace()
+
+    def build(node: ast.AST) -> Any:
+        if isinstance(node, ast.Constant):
+            return sympy.Rational(ast.get_source_segment(py, node) or str(node.value))
+        if isinstance(node, ast.Name):
+            return ns[node.id]
+        if isinstance(node, ast.UnaryOp):
+            v = build(node.operand)
+            return -v if isinstance(node.op, ast.USub) else v
+        if isinstance(node, ast.BinOp):
+            a, b = build(node.left), build(node.right)
+            ops = {
+                ast.Add: lambda: a + b,
+                ast.Sub: lambda: a - b,
+                ast.Mult: lambda: a * b,
+                ast.Div: lambda: a / b,
+                ast.Pow: lambda: a**b,
+            }
+            return ops[type(node.op)]()
+        if isinstance(node, ast.Call):
+            return ns[node.func.id](*[build(a) for a in node.args])  # type: ignore[attr-defined]
+        raise ValueError(f"unsupported construct in {py!r}")
+
+    return build(ast.parse(py, mode="eval").body)
+
+
+def _build(ans: Answer) -> None:
+    """Build every value of an answer (raises when sympy cannot)."""
+    if isinstance(ans, (Expr, Equation)):
+        _to_sympy(ans.py)
+    elif isinstance(ans, (Items, Seq)):
+        for item in ans.items:
+            _build(item)
+    elif isinstance(ans, Union):
+        for part in ans.parts:
+            _build(part)
+
+
+# ---------------------------------------------------------------- equality
+
+
+def _equal(pred: Answer, gold: Answer, tolerance: float | None) -> bool:
+    full_double = isinstance(pred, Expr) and pred.decimal and _significant(pred.py) >= FLOAT_DIGITS
+    quick = quick_compare(pred, gold) if tolerance is None and not full_double else None
+    if quick is not None:
+        return quick
+    if isinstance(pred, Expr) and isinstance(gold, Expr):
+        return _leaf_equal(pred, gold, tolerance)
+    if isinstance(pred, Equation) and isinstance(gold, Equation):
+        return _equation_equal(_to_sympy(pred.py), _to_sympy(gold.py))
+    if isinstance(pred, Seq) and isinstance(gold, Seq):
+        if (pred.left, pred.right, len(pred.items)) != (gold.left, gold.right, len(gold.items)):
+            return False
+        return all(_equal(p, g, tolerance) for p, g in zip(pred.items, gold.items, strict=True))
+    if isinstance(pred, Union) and isinstance(gold, Union):
+        return _union_equal(pred, gold)
+    if isinstance(pred, Items) and isinstance(gold, Items):
+        table = [[_equal(p, g, tolerance) for g in gold.items] for p in pred.items]
+        return matching(table)
+    return isinstance(pred, Text) and pred == gold
+
+
+def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
+    a, b = _to_sympy(pred.py), _to_sympy(gold.py)
+    tol = tolerance
+    if tol is None and gold.decimal and not pred.decimal:
+        tol = _last_place(gold.py)  # the gold is a rounded value; an exact answer may round to it
+    elif tol is None and pred.decimal and _significant(pred.py) >= FLOAT_DIGITS:
+        tol = 1e-14 * max(1.0, abs(float(b)))  # a double printed in full: float precision
+    if pred.percent == gold.percent:
+        return _expr_equal(a, b, tol)
+    pct, other = (a, b) if pred.percent else (b, a)
+    return _expr_equal(other, pct, tol) or _expr_equal(other, pct / 100, tol)
+
+
+FLOAT_DIGITS = 15
+"""A decimal with this many significant digits is a double printed in full, not a rounding."""
+
+
+def _significant(py: str) -> int:
+    """Most significant digits in one decimal literal of ``py``."""
+    literals = re.findall(r"\d*\.\d+", py)
+    return max((len(m.replace(".", "").lstrip("0")) for m in literals), default=0)
+
+
+def _last_place(py: str) -> float:
+    """One unit in the last decimal place written in ``py`` (``4.123`` -> 0.001)."""
+    places = [len(m) for m in re.findall(r"\d\.(\d+)", py)]
+    return 10.0 ** -max(places, default=0)
+
+
+def _expr_equal(a: Any, b: Any, tol: float | None) -> bool:
+    """``a == b``; for numbers, within the absolute ``tol`` when one is given."""
+    import sympy
+
+    if a == b:
+        return True
+    if a.has(sympy.oo, -sympy.oo, sympy.zoo) or b.has(sympy.oo, -sympy.oo, sympy.zoo):
+        return False
+    diff = a - b
+    if diff == 0:
+        return True
+    if not diff.free_symbols:
+        gap = abs(complex(diff.evalf(50)))
+        if tol is not None:
+            return gap <= tol * (1 + 1e-9)
+        if a.is_Rational and b.is_Rational:
+            return False
+        scale = max(1, abs(complex(b.evalf(30))))
+        if gap > 1e-12 * scale:
+            return False
+        return sympy.simplify(diff) == 0 or gap <= 1e-40 * scale
+    gaps = _probe(diff, b)
+    if any(g > 1e-9 for g in gaps):
+        return False
+    if sympy.simplify(diff) == 0:
+        return True
+    return len(gaps) >= 3
+
+
+def _probe(diff: Any, ref: Any) -> list[float]:
+    """Relative gaps of ``diff`` at fixed pseudo-random points (undefined points skipped)."""
+    symbols = sorted(diff.free_symbols, key=str)
+    rng = random.Random(1234)
+    gaps = []
+    for _ in range(5):
+        point = {s: rng.uniform(0.3, 2.7) for s in symbols}
+        try:
+            d = complex(diff.subs(point).evalf(30))
+            r = complex(ref.subs(point).evalf(30)) if ref.free_symbols else complex(ref)
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        if d != d or r != r:  # nan
+            continue
+        gaps.append(abs(d) / max(1.0, abs(r)))
+    return gaps
+
+
+def _equation_equal(d1: Any, d2: Any) -> bool:
+    """``l1 = r1`` vs ``l2 = r2``: the same equation up to a non-zero factor."""
+    import sympy
+
+    if _expr_equal(d1, d2, None) or _expr_equal(d1, -d2, None):
+        return True
+    if d2 == 0:
+        return False
+    ratio = sympy.simplify(d1 / d2)
+    return bool(ratio.is_number and ratio != 0)
+
+
+def _union_equal(pred: Union, gold: Union) -> bool:
+    import sympy
+
+    def as_set(u: Union) -> Any:
+        if any(len(p.items) != 2 or not all(isinstance(e, Expr) for e in p.items) for p in u.parts):
+            raise ValueError("an interval has exactly two ends")
+        return sympy.Union(
+            *[
+                sympy.Interval(
+                    _to_sympy(p.items[0].py),
+                    _to_sympy(p.items[-1].py),
+                    p.left == "(",
+                    p.right == ")",
+                )
+                for p in u.parts
+            ]
+        )
+
+    return bool(as_set(pred) == as_set(gold))

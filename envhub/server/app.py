@@ -1,0 +1,265 @@
+"""The FastAPI server that serves any envhub environment.
+
+``create_app(env, settings)`` builds it; ``envhub serve NAME`` runs it with uvicorn. One JSON
+schema for every environment, derived from :mod:`envhub.types` (see ``/docs``).
+
+Protection, in the order a request meets it:
+
+1. bodies over ``max_body_bytes`` get 413 before they are read in full;
+2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
+   ``Retry-After`` instead of queueing without bound;
+3. malformed bodies get 422 naming the field and showing the expected shape; a body that is
+   not JSON gets "send JSON" and the line and column where parsing stopped;
+4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
+   stays fast while verification saturates the CPU; each call has a server-side deadline,
+   because a client's time-out does not stop server work;
+5. a failure inside one episode is that episode's status; a request the caller got wrong (an
+   unknown task, a bad split) is a 4xx and one log line; an unexpected exception is a 500 for
+   that request only, with its traceback in the log (see :mod:`envhub.server.errors`).
+
+``/docs`` works offline: Swagger UI's files are served from the installed ``fastapi-offline``
+package, never from a CDN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
+from pydantic import BaseModel, ConfigDict, Field
+
+from envhub.core import Env
+from envhub.errors import EnvhubError
+from envhub.types import Score, StepResult, Task
+from envhub.wire import (
+    CloseRequest,
+    FinishRequest,
+    ResetRequest,
+    ResetResponse,
+    StepRequest,
+    TaskPage,
+    VerifyItem,
+    VerifyRequest,
+    VerifyResponse,
+)
+
+from . import errors, ws
+from .episodes import Episodes
+from .errors import error_response
+from .middleware import Admission, BodyLimit
+from .sessions import SessionError, SessionTable
+
+T = TypeVar("T")
+
+
+class ServerSettings(BaseModel):
+    """Limits of one server; every one has a finite default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_sessions: int = Field(1024, ge=1)
+    session_ttl_s: float = Field(600.0, gt=0)
+    """Idle seconds after which a session expires."""
+    max_inflight: int = Field(256, ge=1)
+    """Concurrent reset/step/verify requests before answering 503."""
+    threads: int = Field(default_factory=lambda: min(32, 4 * (os.cpu_count() or 1)), ge=1)
+    """Worker threads for environment code."""
+    max_body_bytes: int = Field(4_000_000, ge=1024)
+    max_batch: int = Field(1024, ge=1)
+    request_timeout_s: float = Field(120.0, gt=0)
+    """Server-side deadline of one environment call."""
+
+
+# ---------------------------------------------------------------------------- the app
+
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "/reset": {"seed": 0},
+    "/step": {"session_id": "SESSION", "message": "The answer is 42."},
+    "/finish": {"session_id": "SESSION"},
+    "/close": {"session_id": "SESSION"},
+    "/verify": {"items": [{"task_id": "TASK", "response": "The answer is 42."}]},
+}
+"""A valid body per path, shown in every 422 so the caller sees the expected shape."""
+
+
+class Server:
+    """One environment's serving state (sessions, the worker pool, counters) and its routes.
+
+    Each route is a small method; :data:`ROUTES` lists them and :func:`create_app` mounts them.
+    """
+
+    def __init__(self, env: Env, settings: ServerSettings) -> None:
+        """Make the session table, the worker pool and the counters for ``env``."""
+        self.env = env
+        self.settings = settings
+        self.sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
+        self.pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="envhub-env")
+        self.metrics: Counter[str] = Counter()
+        self.started = time.time()
+        self.episodes = Episodes(env, self.sessions, self.run, self.metrics)
+        self.mcp_manager: Any = None
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on the worker pool, under the server's deadline (TimeoutError past it).
+
+        A plain executor, not anyio.to_thread: anyio's per-call bookkeeping was over half of
+        the event loop's CPU per WebSocket step. At the deadline the call is abandoned (its
+        thread finishes on its own).
+        """
+        async with asyncio.timeout(self.settings.request_timeout_s):
+            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+
+    @asynccontextmanager
+    async def lifespan(self, _: FastAPI):  # noqa: ANN201
+        """Expire idle sessions while serving; close everything at shutdown."""
+        async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
+            if self.mcp_manager is not None:
+                await stack.enter_async_context(self.mcp_manager.run())
+            tg.start_soon(self._reap)
+            yield
+            tg.cancel_scope.cancel()
+        self.sessions.close_all()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.env.close()
+
+    async def _reap(self) -> None:
+        while True:
+            await anyio.sleep(min(30.0, self.settings.session_ttl_s / 2))
+            self.metrics["sessions_expired"] += self.sessions.reap()
+
+    # ------------------------------------------------------------------ routes
+
+    async def health(self) -> dict[str, str]:
+        """Liveness: answers at once, whatever the load."""
+        return {"status": "ok"}
+
+    async def info(self) -> dict[str, Any]:
+        """The environment, its spec and the server's limits."""
+        return {
+            **self.env.info(),
+            "spec": self.env.spec.model_dump(mode="json", exclude={"source"}),
+            "server": self.settings.model_dump(),
+        }
+
+    async def get_metrics(self) -> dict[str, Any]:
+        """Counters since start."""
+        uptime = round(time.time() - self.started, 1)
+        return {**self.metrics, "sessions": len(self.sessions), "uptime_s": uptime}
+
+    async def tasks(self, split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
+        """A page of the tasks of ``split``."""
+        if offset < 0 or not 1 <= limit <= 10_000:
+            raise ValueError("offset must be >= 0 and limit in 1..10000")
+        all_tasks = await self.run(self.env.tasks, split)
+        return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
+
+    async def reset(self, body: ResetRequest) -> Response:
+        """Start an episode in a new session."""
+        _, text = await self.episodes.reset(body.seed, body.task_id, body.close_session)
+        return Response(text, media_type="application/json")
+
+    async def step(self, body: StepRequest) -> Response:
+        """One assistant message; the episode's failures come back as its status."""
+        text = await self.episodes.step(body.session_id, body.message, body.seq)
+        return Response(text, media_type="application/json")
+
+    async def finish(self, body: FinishRequest) -> Response:
+        """End the episode from outside (a trainer's budget): its final accounting."""
+        text = await self.episodes.finish(body.session_id)
+        return Response(text, media_type="application/json")
+
+    async def close(self, body: CloseRequest) -> dict[str, bool]:
+        """End a session early."""
+        return {"closed": self.episodes.close(body.session_id)}
+
+    async def verify(self, body: VerifyRequest) -> VerifyResponse:
+        """Verify a batch: a bad response is its item's status, a bad request a 4xx."""
+        if len(body.items) > self.settings.max_batch:
+            limit = self.settings.max_batch
+            raise ValueError(f"batch of {len(body.items)} items; the limit is {limit}")
+        scores = await self.run(_verify_items, self.env, body.items)
+        for s in scores:
+            self.metrics[f"verify_{s.status.value}"] += 1
+        return VerifyResponse(scores=scores)
+
+
+ROUTES: tuple[tuple[str, str, str, type[BaseModel] | None], ...] = (
+    ("GET", "/health", "health", None),
+    ("GET", "/info", "info", None),
+    ("GET", "/metrics", "get_metrics", None),
+    ("GET", "/tasks", "tasks", TaskPage),
+    ("POST", "/reset", "reset", ResetResponse),
+    ("POST", "/step", "step", StepResult),
+    ("POST", "/finish", "finish", StepResult),
+    ("POST", "/close", "close", None),
+    ("POST", "/verify", "verify", VerifyResponse),
+)
+"""The HTTP routes: method, path, :class:`Server` method, documented response model."""
+
+
+def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = False) -> FastAPI:
+    """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings.
+
+    With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` (envhub.server.mcp).
+    """
+    server = Server(env, settings or ServerSettings())
+    app = FastAPIOffline(
+        title=f"envhub: {env.spec.id}",
+        description=env.spec.description or "An envhub environment server.",
+        lifespan=server.lifespan,
+    )
+    app.state.settings = server.settings
+    app.state.sessions = server.sessions
+    errors.install(app, EXAMPLES, server.metrics)
+    app.add_exception_handler(SessionError, _on_session)  # type: ignore[arg-type]
+    for method, path, name, model in ROUTES:
+        app.add_api_route(path, getattr(server, name), methods=[method], response_model=model)
+    if mcp:
+        from . import mcp as mcp_server
+
+        server.mcp_manager = mcp_server.install(app, server.episodes)
+    ws.install(app, server.episodes, server.metrics)
+    app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
+    app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
+    return app
+
+
+async def _on_session(request: Request, exc: SessionError) -> JSONResponse:
+    headers = {"Retry-After": "1"} if exc.code == 503 else {}
+    return error_response(exc.code, exc.kind, str(exc), **headers)
+
+
+def _task_of(env: Env, item: VerifyItem) -> Task | str:
+    if item.task is not None:
+        return item.task
+    if item.gold is not None:
+        return env.task_from_gold(item.gold)
+    get_task = getattr(env, "get_task", None)  # TaskEnv; any other Env looks it up in verify
+    return get_task(item.task_id) if get_task else str(item.task_id)
+
+
+def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
+    """Scores in order.
+
+    A request error (unknown task id, a gold the env cannot take, a game that does not verify)
+    is the caller's: the whole request fails with a 4xx naming the item, never a reward of 0
+    with the model's ``invalid_action``.
+    """
+    tasks: list[Task | str] = []
+    for i, item in enumerate(items):
+        try:
+            tasks.append(_task_of(env, item))
+        except EnvhubError as e:
+            raise type(e)(f"items[{i}]: {e}") from e
+    return [env.verify(task, item.response) for task, item in zip(tasks, items, strict=True)]

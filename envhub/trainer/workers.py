@@ -1,0 +1,568 @@
+"""Ray worker groups driven by the single controller in :mod:`envhub.trainer.train`.
+
+- :class:`PolicyWorker` (one per FSDP2 rank): the sharded policy
+  (:class:`envhub.trainer.policy.Policy`) and, with ``placement: colocated``, a generation
+  engine holding the full weights, refit in place after every update (no copy through Ray or
+  disk).
+- :class:`ReferenceWorker`: the frozen initial policy, for the KL term (only when
+  ``loss.kl_beta > 0``).
+- :class:`EnvWorker`: environment clients made with ``envhub.make``; a threaded actor, so one
+  slow episode does not hold up the others.
+
+:class:`Cluster` starts them (on a private local Ray, or an existing cluster given by
+``cluster.address``), and offers the driver plain methods over the groups.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from envhub.engines.types import Generation, SamplingParams
+from envhub.types import Message, ResetResult, StepResult
+
+from .batch import Sample
+from .config import Config
+from .placement import check_cluster, describe, options, where
+from .refit import load_into_engine, make_weight_sync
+
+
+def _set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+    os.environ["OMP_NUM_THREADS"] = str(n)
+
+
+class PolicyWorker:
+    """One FSDP2 rank, plus its colocated generation engine."""
+
+    def __init__(self, rank: int, world_size: int, config: dict[str, Any], model_dir: str):
+        """Remember settings; the process group is joined in :meth:`setup`."""
+        self.rank, self.world_size = rank, world_size
+        self.cfg = Config.model_validate(config)
+        self.model_dir = model_dir
+        _set_threads(self.cfg.cluster.threads_per_worker)
+        self.policy: Any = None
+        self.engine: Any = None
+
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        return where()
+
+    def address(self) -> tuple[str, int]:
+        """This node's IP and a free port, for rank 0 to host the process group."""
+        ip = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return ip, s.getsockname()[1]
+
+    def setup(self, addr: str, port: int) -> bool:
+        """Join the process group, load and shard the policy, load the engine. Collective."""
+        import torch
+
+        from envhub.engines.transformers_engine import TransformersEngine
+
+        from .policy import Policy, init_distributed
+
+        c = self.cfg
+        gpu = c.cluster.gpus_per_worker > 0 and torch.cuda.is_available()
+        backend = c.cluster.backend if c.cluster.backend != "auto" else ("nccl" if gpu else "gloo")
+        device = "cuda" if gpu else "cpu"
+        if self.world_size > 1:
+            init_distributed(self.rank, self.world_size, addr, port, backend)
+        self.policy = Policy(
+            self.model_dir,
+            rank=self.rank,
+            world_size=self.world_size,
+            optim=c.optim,
+            loss=c.loss,
+            total_optim_steps=c.train.steps * c.train.minibatches,
+            temperature=c.rollout.sampling.temperature,
+            micro_batch_size=c.train.micro_batch_size,
+            device=device,
+            dtype=c.model.dtype,
+            seed=c.seed,
+            off_policy_cap=c.generation.is_cap if c.max_trajectory_age > 0 else None,
+            pack=c.train.pack,
+            fused=c.train.fused,
+        )
+        if not c.separate_engines:  # otherwise engines are their own actors (generation.py)
+            self.engine = TransformersEngine.from_pretrained(
+                self.model_dir,
+                dtype=c.model.dtype,
+                device=device,
+                batch_size=c.cluster.engine_batch_size,
+            )
+        return True
+
+    def gather_state(self) -> dict[str, Any] | None:
+        """Full weights on CPU from rank 0 (None on other ranks) for engine actors. Collective."""
+        state = self.policy.full_state_dict()
+        if self.rank != 0:
+            return None
+        return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
+
+    def host_refit_store(self, transport: str, timeout_s: float) -> tuple[str, int]:
+        """Rank 0: host the weight-transfer group's store; returns this node's IP and its port.
+
+        Raises:
+            ConfigError: ``nccl`` without CUDA in this process.
+        """
+        from .collective import host_store, transport_device
+
+        transport_device(transport)  # refuse nccl without CUDA before anyone waits
+        self._refit_store, port = host_store(timeout_s)
+        return ray.util.get_node_ip_address(), port
+
+    def join_refit_group(
+        self, transport: str, host: str, port: int, size: int, timeout_s: float, bucket_mb: int
+    ) -> bool:
+        """Rank 0: join the weight-transfer group as its rank 0 (``envhub.trainer.collective``)."""
+        from .collective import RefitGroup
+
+        self.refit_group = RefitGroup(
+            transport, host, port, 0, size, timeout_s, store=self._refit_store
+        )
+        self.refit_bucket_bytes = bucket_mb * 2**20
+        return True
+
+    def send_weights(self) -> dict[str, float]:
+        """Gather the full weights (collective); rank 0 broadcasts them to the engines."""
+        t0 = time.perf_counter()
+        state = self.policy.full_state_dict()
+        if self.rank == 0:
+            self.refit_group.send_state(state, self.refit_bucket_bytes)
+        return {"transfer_s": time.perf_counter() - t0}
+
+    def leave_refit_group(self) -> None:
+        """Leave the weight-transfer group and stop its store."""
+        group = getattr(self, "refit_group", None)
+        if group is not None:
+            group.close()
+        self.refit_group = self._refit_store = None
+
+    def engine_score(
+        self, sequences: list[list[int]], starts: list[int], temperature: float
+    ) -> list[list[float]]:
+        """The colocated engine's logprobs of given tokens (refit verification)."""
+        from .generation import engine_score
+
+        return engine_score(self.engine, sequences, starts, temperature)
+
+    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        """Sample with the colocated engine."""
+        return self.engine.generate(prompts, params)
+
+    def refit(self) -> float:
+        """Copy the current policy weights into the colocated engine. Collective.
+
+        Returns:
+            Seconds spent on this rank (gather and load).
+        """
+        t0 = time.perf_counter()
+        if self.engine is not None:
+            load_into_engine(self.engine, self.policy.full_state_dict())
+        return time.perf_counter() - t0
+
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """Target-aligned logprobs under the current policy. Collective."""
+        return self.policy.logprobs(samples)
+
+    def train(self, minibatches: list[list[Sample]]) -> dict[str, float]:
+        """One GRPO update on this rank's shards. Collective."""
+        return self.policy.train(minibatches)
+
+    def save(self, directory: str) -> bool:
+        """Write this rank's part of a checkpoint. Collective."""
+        self.policy.save(directory)
+        return True
+
+    def load(self, directory: str) -> bool:
+        """Restore from a checkpoint and refit the engine. Collective."""
+        self.policy.load(directory)
+        self.refit()
+        return True
+
+    def export(self, directory: str) -> bool:
+        """Write the full policy as an HF directory (rank 0 writes). Collective."""
+        state = self.policy.full_state_dict()
+        if self.rank == 0:
+            self.policy.export(directory, state)
+        return True
+
+    def engine_state(self) -> dict[str, Any]:
+        """The engine's weights (for tests: they must equal the policy's after a refit)."""
+        return {k: v.clone() for k, v in self.engine.model.state_dict().items()}
+
+
+class ReferenceWorker:
+    """The frozen initial policy; computes reference logprobs for the KL term."""
+
+    def __init__(self, model_dir: str, config: dict[str, Any]):
+        """Load the model (unsharded: forward passes only)."""
+        cfg = Config.model_validate(config)
+        _set_threads(cfg.cluster.threads_per_worker)
+        from .policy import Policy
+
+        self.policy = Policy(
+            model_dir,
+            optim=cfg.optim,
+            loss=cfg.loss,
+            total_optim_steps=1,
+            temperature=cfg.rollout.sampling.temperature,
+            micro_batch_size=cfg.train.micro_batch_size,
+            dtype=cfg.model.dtype,
+            seed=cfg.seed,
+            pack=cfg.train.pack,
+            fused=cfg.train.fused,
+        )
+
+    def logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """Target-aligned reference logprobs of each sample."""
+        return self.policy.logprobs(samples)
+
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        return where()
+
+
+class EnvWorker:
+    """A pool of environment clients made with ``envhub.make`` (threaded actor)."""
+
+    def __init__(self, name: str, runner: str | None, overrides: dict[str, Any]):
+        """Remember how to make clients; they are made on demand."""
+        import envhub
+
+        from .rollout import LocalEnvPool
+
+        self.pool = LocalEnvPool(lambda: envhub.make(name, runner, **overrides))
+
+    def where(self) -> dict[str, Any]:
+        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        return where()
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        return self.pool.reset(key, seed, task_id)
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        return self.pool.step(key, message)
+
+    def finish(self, key: str) -> StepResult:
+        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        return self.pool.finish(key)
+
+    def close(self, key: str, discard: bool = False) -> None:
+        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        self.pool.close(key, discard)
+
+    def shutdown(self) -> None:
+        """Close every client (servers and containers the runner started)."""
+        self.pool.shutdown()
+
+
+class RayEnvPool:
+    """An :class:`envhub.trainer.rollout.EnvPool` over :class:`EnvWorker` actors, round-robin."""
+
+    def __init__(self, actors: Sequence[Any], timeout_s: float):
+        """Route episodes to ``actors``; ``timeout_s`` bounds each call."""
+        self.actors, self.timeout_s = list(actors), timeout_s
+        self._route: dict[str, Any] = {}
+        self._next = itertools.cycle(range(len(self.actors)))
+        self._lock = threading.Lock()
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """Start ``key`` on the next actor (waiting, within the deadline, for one Ray restarts).
+
+        Nothing of the episode exists before its reset, so a reset refused by an actor that
+        is restarting is simply sent again; later calls of a lost episode are not retried
+        (its state died with the process: the episode is dropped).
+        """
+        with self._lock:
+            actor = self.actors[next(self._next)]
+            self._route[key] = actor
+        end = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                ref = actor.reset.remote(key, seed, task_id)
+                return ray.get(ref, timeout=max(0.1, end - time.monotonic()))
+            except ray.exceptions.ActorUnavailableError:
+                if time.monotonic() >= end:
+                    raise
+                time.sleep(0.5)
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """Step ``key`` on its actor."""
+        return ray.get(self._route[key].step.remote(key, message), timeout=self.timeout_s)
+
+    def finish(self, key: str) -> StepResult:
+        """End ``key`` from outside: its final accounting."""
+        return ray.get(self._route[key].finish.remote(key), timeout=self.timeout_s)
+
+    def close(self, key: str, discard: bool = False) -> None:
+        """End ``key``."""
+        with self._lock:
+            actor = self._route.pop(key, None)
+        if actor is not None:
+            ray.get(actor.close.remote(key, discard), timeout=self.timeout_s)
+
+
+class Cluster:
+    """Starts Ray (if needed) and the worker groups; the driver's handle on them."""
+
+    def __init__(self, config: Config, model_dir: str):
+        """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started."""
+        self.cfg = config
+        self._own_ray = False
+        self._ray_dir: str | None = None
+        self._start_ray()
+        self.policy: list[Any] = []
+        self.env_workers: list[Any] = []
+        self.reference: Any = None
+        self.engines: list[Any] = []
+        self.weights_version = 0
+        """Refits so far: engines hold this version after each (checked before sampling)."""
+        self.lost_engines = 0
+        """Engines lost while sampling (restarted and refit)."""
+        try:
+            self._start_workers(model_dir)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    def _start_workers(self, model_dir: str) -> None:
+        config = self.cfg
+        c = config.cluster
+        n = c.policy_workers
+        if c.check_resources:  # an unsatisfiable request fails here, naming the resource
+            check_cluster(config)
+        placed = options(c.policy_resources)
+        actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker, **placed)(
+            PolicyWorker
+        )
+        data = config.model_dump(mode="json")
+        self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
+        addr, port = ray.get(self.policy[0].address.remote())
+        ray.get([w.setup.remote(addr, port) for w in self.policy])
+        from .generation import start_engines
+
+        self.engines = start_engines(config, model_dir) if config.separate_engines else []
+        g = config.generation
+        self.weight_sync = make_weight_sync(
+            self.policy,
+            self.engines,
+            g.transport,
+            timeout_s=g.refit_timeout_s,
+            bucket_mb=g.bucket_mb,
+        )
+        if config.loss.kl_beta > 0:
+            ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
+            self.reference = ref.remote(model_dir, data)
+        e = config.env
+        env_actor = ray.remote(
+            num_cpus=0, max_concurrency=256, max_restarts=e.max_restarts, **options(e.resources)
+        )(EnvWorker)
+        overrides = dict(e.overrides)
+        if e.split:
+            overrides["split"] = e.split
+        self.env_workers = [env_actor.remote(e.name, e.runner, overrides) for _ in range(e.workers)]
+        self.env_pool = RayEnvPool(self.env_workers, e.timeout_s)
+
+    def _start_ray(self) -> None:
+        if ray.is_initialized():
+            return
+        address = self.cfg.cluster.address
+        if address:
+            # An existing cluster: code reaches the workers through the image or the job's
+            # runtime environment (`ray job submit --working-dir .`).
+            # A head on loopback registers its node as 127.0.0.1; the driver must match it.
+            host = address.split("://")[-1].rsplit(":", 1)[0]
+            local = {"_node_ip_address": "127.0.0.1"} if host in ("127.0.0.1", "localhost") else {}
+            ray.init(address=address, log_to_driver=True, **local)
+        else:
+            # A private local Ray: its own temp dir (never joins a stale cluster on a shared
+            # machine), stopped by this process alone at the end (never `ray stop`).
+            repo = str(Path(__file__).resolve().parents[2])
+            path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
+            env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
+            self._ray_dir = tempfile.mkdtemp(prefix="envhub-ray-")
+            ray.init(
+                address="local",
+                num_cpus=self.cfg.cluster.num_cpus or os.cpu_count(),
+                _temp_dir=self._ray_dir,
+                include_dashboard=False,
+                runtime_env={"env_vars": env},
+                log_to_driver=True,
+            )
+        self._own_ray = True
+        _unwind_on_sigterm()
+
+    def placement(self) -> list[dict[str, Any]]:
+        """Every actor's group, rank, node id, node IP and pid (``DIR/placement.json``)."""
+        groups = {"policy": self.policy, "generation": self.engines, "env": self.env_workers}
+        if self.reference is not None:
+            groups["reference"] = [self.reference]
+        return describe(groups)
+
+    # ------------------------------------------------------------------ group operations
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams
+    ) -> list[Generation | Exception]:
+        """Split the prompts over the engines; results in prompt order.
+
+        With engine actors, a prompt whose engine died while sampling gets the exception
+        instead of a generation (the rollout drops its episode as ``infra_error``); the
+        engine, restarted by Ray, is refit with the current weights before it samples again.
+        """
+        group = self.engines or self.policy
+        n = len(group)
+        size = -(-len(prompts) // n)
+        chunks = [prompts[i * size : (i + 1) * size] for i in range(n)]
+        seeds = [None if params.seed is None else params.seed + 7919 * r for r in range(n)]
+        work = [
+            (w, chunk, replace(params, seed=seeds[r]))
+            for r, (w, chunk) in enumerate(zip(group, chunks, strict=True))
+            if chunk
+        ]
+        if not self.engines:  # colocated: a lost policy worker ends the run
+            return [
+                g for part in ray.get([w.generate.remote(c, p) for w, c, p in work]) for g in part
+            ]
+        version = self.weights_version
+        refs = [w.generate.remote(c, p, version) for w, c, p in work]
+        return [
+            g
+            for (w, c, p), ref in zip(work, refs, strict=True)
+            for g in self._engine_result(w, c, p, ref, version)
+        ]
+
+    def _engine_result(
+        self, engine: Any, chunk: list[list[int]], params: SamplingParams, ref: Any, version: int
+    ) -> list[Generation | Exception]:
+        """One engine's generations; a lost engine is revived and its prompts failed."""
+        from .generation import EngineNotRefit
+
+        try:
+            return ray.get(ref)
+        except EngineNotRefit:  # restarted while idle: refit it, then sample as asked
+            self._revive(engine)
+            return ray.get(engine.generate.remote(chunk, params, version))
+        except ray.exceptions.RayActorError as e:  # died while sampling these prompts
+            self.lost_engines += 1
+            self._revive(engine)
+            lost = RuntimeError(f"generation engine lost while sampling: {type(e).__name__}")
+            return [lost] * len(chunk)
+
+    def _revive(self, engine: Any) -> None:
+        """Wait for Ray to restart ``engine``, then load the current weights into it."""
+        self.weight_sync.revive(engine, self.cfg.generation.restart_timeout_s)
+
+    def refit(self) -> float:
+        """New weights into every engine (see :mod:`envhub.trainer.refit`); returns seconds."""
+        # the version moves on once every engine holds it: a rollout running meanwhile
+        # (in-flight updates) still asks for the previous one, which the engines exceed
+        version = self.weights_version + 1
+        seconds = self.weight_sync.push(version)
+        self.weights_version = version
+        return seconds
+
+    def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
+        """Current-policy logprobs of each rank's shard."""
+        return ray.get([w.logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)])
+
+    def reference_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """Reference logprobs (requires ``loss.kl_beta > 0``)."""
+        if self.reference is None:
+            raise RuntimeError("no reference worker: loss.kl_beta is 0")
+        return ray.get(self.reference.logprobs.remote(samples))
+
+    def train(self, per_rank: list[list[list[Sample]]]) -> list[dict[str, float]]:
+        """Run the update; ``per_rank[r]`` is rank r's list of minibatch shards."""
+        return ray.get([w.train.remote(mb) for w, mb in zip(self.policy, per_rank, strict=True)])
+
+    def save(self, directory: str | Path) -> None:
+        """All ranks write their shards into ``directory``."""
+        ray.get([w.save.remote(str(directory)) for w in self.policy])
+
+    def load(self, directory: str) -> None:
+        """All ranks restore from ``directory`` (and refit their engines)."""
+        ray.get([w.load.remote(directory) for w in self.policy])
+        if self.engines:
+            self.refit()
+
+    def export(self, directory: str) -> None:
+        """Write the policy as a plain HF directory."""
+        ray.get([w.export.remote(directory) for w in self.policy])
+
+    def engine_logprobs(
+        self, sequences: list[list[int]], starts: list[int], temperature: float
+    ) -> list[list[float]]:
+        """The first engine's logprobs of given tokens (``generation.engine_score``)."""
+        if not self.engines:
+            return ray.get(self.policy[0].engine_score.remote(sequences, starts, temperature))
+        first = self.engines[0]
+        try:
+            return ray.get(first.score.remote(sequences, starts, temperature))
+        except ray.exceptions.RayActorError:  # lost since the refit: restarted, refit, retried
+            self._revive(first)
+            return ray.get(first.score.remote(sequences, starts, temperature))
+
+    def shutdown(self) -> None:
+        """Stop the actors, and the local Ray if this cluster started it."""
+        from .generation import close_engines
+
+        close = getattr(getattr(self, "weight_sync", None), "close", None)
+        if callable(close):  # the collective transports' group
+            close()
+        close_engines(self.engines)
+        for w in self.env_workers:
+            try:
+                ray.get(w.shutdown.remote(), timeout=30)
+            except Exception:  # a dead env worker must not block the shutdown
+                pass
+        for a in [*self.policy, *self.env_workers, *([self.reference] if self.reference else [])]:
+            ray.kill(a)
+        if self._own_ray:
+            ray.shutdown()
+            self._own_ray = False
+            if signal.getsignal(signal.SIGTERM) is _sigterm_exit:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if self._ray_dir:
+            shutil.rmtree(self._ray_dir, ignore_errors=True)
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+def _sigterm_exit(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _unwind_on_sigterm() -> None:
+    """Make SIGTERM (``kill``, a scheduler's stop) unwind the driver like Ctrl-C does.
+
+    ``ray.init`` installs a driver handler that aborts the process on SIGTERM, so the
+    cluster's ``shutdown`` never runs: actors stay up on a shared cluster and a private local
+    Ray leaves agent processes behind. Raising ``SystemExit`` instead lets ``with Cluster``
+    stop them. Only the main thread can set handlers; elsewhere Ray's stays.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _sigterm_exit)

@@ -1,5 +1,0 @@
-"""Tools from an existing MCP server: the ``mcp_tools`` environment family.
-
-An environment whose tool list, tool calls and tool failures are a running MCP server's. See
-``envs/mcp_tools/README.md``.
-"""
