@@ -120,6 +120,6 @@ def test_a_field_kuberay_does_not_document_is_caught():
 
 
 def test_the_dockerfile_builds_the_image_the_manifests_name():
-    text = (REPO / "trainer" / "Dockerfile").read_text()
+    text = (REPO / "envhub" / "trainer" / "Dockerfile").read_text()
     assert "envhub-trainer" in text and '".[trainer,math]"' in text
     assert "COPY examples ./examples" in text and "WORKDIR /opt/envhub" in text
