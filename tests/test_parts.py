@@ -8,7 +8,6 @@ the new path. Entry points need the install's metadata (``pip install -e .``).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from importlib.metadata import EntryPoint
 
@@ -69,10 +68,6 @@ def test_a_runner_whose_extra_is_missing_names_the_install(monkeypatch):
         make("gsm8k", runner="docker")
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("envhub.envs.math") is not None,
-    reason="before the move: envhub/envs/ is top-level",
-)
 def test_an_old_entry_point_gets_the_new_path(tmp_path):
     yaml = tmp_path / "old.yaml"
     yaml.write_text(
