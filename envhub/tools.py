@@ -411,3 +411,17 @@ def _json_type(value: Any) -> str:
         if isinstance(value, _PY_TYPES[name]):
             return name
     return type(value).__name__
+
+
+def with_system_prompt(
+    messages: Sequence[Message], system: str, toolset: ToolSet | None = None
+) -> list[Message]:
+    """``messages`` opening with ``system`` instead of their own system message.
+
+    With ``toolset``, its text description follows the prompt (for models that read tools from
+    the prompt rather than from the request's ``tools``).
+    """
+    if toolset is not None:
+        system = f"{system}\n\n{toolset.describe()}"
+    rest = list(messages[1:] if messages and messages[0].role == "system" else messages)
+    return [Message(role="system", content=system), *rest]

@@ -37,7 +37,7 @@ from envhub.core import Episode, Feedback, TaskEnv
 from envhub.datasets import read_jsonl
 from envhub.errors import ConfigError, InvalidAction
 from envhub.spec import EnvSpec
-from envhub.tools import ParsedCall, ToolSet, tool_result_messages
+from envhub.tools import ParsedCall, ToolSet, tool_result_messages, with_system_prompt
 from envhub.types import Message, Status, Task
 
 from .client import McpServer
@@ -166,13 +166,9 @@ class McpToolEnv(TaskEnv):
 
     def opening_messages(self, task: Task) -> list[Message]:
         """System prompt (with the tool description) and the question."""
-        msgs = super().opening_messages(task)
         system = self.spec.system_prompt or DEFAULT_SYSTEM_PROMPT
-        if self.tools_in_prompt:
-            system = f"{system}\n\n{self.toolset.describe()}"
-        if msgs and msgs[0].role == "system":
-            msgs = msgs[1:]
-        return [Message(role="system", content=system), *msgs]
+        shown = self.toolset if self.tools_in_prompt else None
+        return with_system_prompt(super().opening_messages(task), system, shown)
 
     # ------------------------------------------------------------------ episode
 

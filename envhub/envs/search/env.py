@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from envhub.core import Episode, Feedback, TaskEnv
 from envhub.errors import ConfigError, InvalidAction
 from envhub.spec import EnvSpec
-from envhub.tools import Param, ParsedCall, Tool, ToolSet, tool_result_messages
+from envhub.tools import Param, ParsedCall, Tool, ToolSet, tool_result_messages, with_system_prompt
 from envhub.types import Message, Status, Task
 
 from .agent import ScriptedAgent, match_question
@@ -131,13 +131,9 @@ class SearchEnv(TaskEnv):
 
     def opening_messages(self, task: Task) -> list[Message]:
         """System prompt (with the tool description) and the question."""
-        msgs = super().opening_messages(task)
         system = self.spec.system_prompt or DEFAULT_SYSTEM_PROMPT
-        if self.tools_in_prompt:
-            system = f"{system}\n\n{self.toolset.describe()}"
-        if msgs and msgs[0].role == "system":
-            msgs = msgs[1:]
-        return [Message(role="system", content=system), *msgs]
+        shown = self.toolset if self.tools_in_prompt else None
+        return with_system_prompt(super().opening_messages(task), system, shown)
 
     # ------------------------------------------------------------------ episode
 
