@@ -53,3 +53,20 @@ def engine(tiny_path):
     from envhub.engines.transformers_engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(tiny_path)
+
+
+@pytest.fixture
+def clean_user_registry():
+    """No user registrations before or after the test (in the test session's ENVHUB_HOME)."""
+    import envhub
+    from envhub.registry import user_registry_dir
+
+    def clear() -> None:
+        folder = user_registry_dir()
+        for f in folder.glob("*.yaml") if folder.exists() else []:
+            f.unlink()
+        envhub.reset_registry()
+
+    clear()
+    yield
+    clear()

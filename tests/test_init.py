@@ -13,7 +13,6 @@ import envhub
 from envhub.errors import ConfigError
 from envhub.localserver import free_port
 from envhub.registry import spec as lookup
-from envhub.registry import user_registry_dir
 from envhub.remote import HTTPEnv
 from envhub.scaffold import FAMILIES, init
 from envhub.selfcheck import FAILED, run_checks, table
@@ -21,16 +20,7 @@ from envhub.selfcheck import FAILED, run_checks, table
 ROOT = os.path.dirname(os.path.dirname(envhub.__file__))
 
 
-@pytest.fixture(autouse=True)
-def clean_user_registry():
-    d = user_registry_dir()
-    for f in d.glob("*.yaml") if d.exists() else []:
-        f.unlink()
-    envhub.reset_registry()
-    yield
-    for f in d.glob("*.yaml") if d.exists() else []:
-        f.unlink()
-    envhub.reset_registry()
+pytestmark = pytest.mark.usefixtures("clean_user_registry")
 
 
 CASES = [(f, False) for f in sorted(FAMILIES)] + [

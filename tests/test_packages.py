@@ -9,22 +9,12 @@ import sys
 import pytest
 
 import envhub
-from envhub.registry import user_registry_dir
 from envhub.scaffold import init
 
 ROOT = os.path.dirname(os.path.dirname(envhub.__file__))
 
 
-@pytest.fixture(autouse=True)
-def clean_user_registry():
-    d = user_registry_dir()
-    for f in d.glob("*.yaml") if d.exists() else []:
-        f.unlink()
-    envhub.reset_registry()
-    yield
-    for f in d.glob("*.yaml") if d.exists() else []:
-        f.unlink()
-    envhub.reset_registry()
+pytestmark = pytest.mark.usefixtures("clean_user_registry")
 
 
 def _python(code, site, cwd):

@@ -9,17 +9,7 @@ import envhub
 from envhub.errors import EnvNotFound, RegistryError
 from envhub.registry import user_registry_dir
 
-
-@pytest.fixture(autouse=True)
-def clean_user_registry():
-    d = user_registry_dir()
-    for f in d.glob("*.yaml") if d.exists() else []:
-        f.unlink()
-    envhub.reset_registry()
-    yield
-    for f in d.glob("*.yaml") if d.exists() else []:
-        f.unlink()
-    envhub.reset_registry()
+pytestmark = pytest.mark.usefixtures("clean_user_registry")
 
 
 def _write(tmp_path, name, text):
