@@ -6,6 +6,7 @@ import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from bwrap import needs_bwrap
 
 import envhub
 from envhub.core import Episode
@@ -13,21 +14,8 @@ from envhub.envs.code.env import CodeEnv
 from envhub.envs.code.extract import build_program, extract_code
 from envhub.envs.code.tasks import load_humaneval, row_to_code_task
 from envhub.errors import ConfigError, DependencyMissing
-from envhub.sandbox import Sandbox, SandboxUnavailable
 from envhub.spec import EnvSpec
 from envhub.types import Status, Task
-
-
-def _bwrap_problem():
-    try:
-        Sandbox(mode="bwrap").check()
-    except SandboxUnavailable as e:
-        return str(e)
-    return None
-
-
-BWRAP_PROBLEM = _bwrap_problem()
-needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no sandbox: {BWRAP_PROBLEM}")
 
 
 @pytest.fixture(scope="module")

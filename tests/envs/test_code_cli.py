@@ -6,19 +6,7 @@ import subprocess
 import sys
 
 import pytest
-
-from envhub.sandbox import Sandbox, SandboxUnavailable
-
-
-def _bwrap_problem():
-    try:
-        Sandbox(mode="bwrap").check()
-    except SandboxUnavailable as e:
-        return str(e)
-    return None
-
-
-needs_bwrap = pytest.mark.skipif(_bwrap_problem() is not None, reason="no bubblewrap sandbox")
+from bwrap import needs_bwrap
 
 GOLD_0 = """```python
 from typing import List

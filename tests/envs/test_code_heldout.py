@@ -10,26 +10,15 @@ import json
 import statistics
 
 import pytest
+from bwrap import needs_bwrap
 from feedback_attack import play, program
 
 import envhub
 from envhub.envs.code.env import CodeEnv
 from envhub.envs.code.tasks import load_humaneval, split_cases, split_suite, suite_for
-from envhub.sandbox import FunctionSuite, Sandbox, SandboxUnavailable, Step
+from envhub.sandbox import FunctionSuite, Step
 from envhub.spec import EnvSpec
 from envhub.types import Status
-
-
-def _bwrap_problem():
-    try:
-        Sandbox(mode="bwrap").check()
-    except SandboxUnavailable as e:
-        return str(e)
-    return None
-
-
-BWRAP_PROBLEM = _bwrap_problem()
-needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no sandbox: {BWRAP_PROBLEM}")
 
 ATTACK_TASKS = [f"HumanEval/{i}" for i in range(0, 164, 5)]
 """Every fifth task (33): the attack earned 0.33 mean reward on such a sample before."""

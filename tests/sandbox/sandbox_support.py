@@ -1,24 +1,9 @@
 """Shared helpers of the sandbox tests: a bubblewrap sandbox; isolation tests skip without one."""
 
-import shutil
-
 import pytest
+from bwrap import BWRAP_PROBLEM, needs_bwrap  # noqa: F401 (needs_bwrap: re-exported to the sandbox tests)
 
-from envhub.sandbox import FunctionSuite, Limits, Sandbox, SandboxUnavailable, processes_of
-
-
-def _bwrap_problem() -> str | None:
-    if shutil.which("bwrap") is None:
-        return "bubblewrap is not installed (apt-get install -y bubblewrap)"
-    try:
-        Sandbox(mode="bwrap").check()
-    except SandboxUnavailable as e:
-        return str(e)
-    return None
-
-
-BWRAP_PROBLEM = _bwrap_problem()
-needs_bwrap = pytest.mark.skipif(BWRAP_PROBLEM is not None, reason=f"no isolation: {BWRAP_PROBLEM}")
+from envhub.sandbox import FunctionSuite, Limits, Sandbox, processes_of
 
 FAST = Limits(wall_s=15.0, cpu_s=4, memory_mb=512, nproc=32, output_bytes=100_000)
 """Short limits so adversarial runs end quickly."""
