@@ -53,6 +53,8 @@ class TransformersEngine:
         self.batch_size = batch_size
         self.eos_ids = _eos_ids(model, tokenizer)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.max_model_len: int | None = getattr(model.config, "max_position_embeddings", None)
+        """Longest prompt + completion the model's positions cover (None: unbounded)."""
 
     @classmethod
     def from_pretrained(

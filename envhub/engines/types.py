@@ -92,6 +92,9 @@ class Generation:
 class GenerationEngine(Protocol):
     """What the trainer and the evaluator need from any engine (transformers, vLLM)."""
 
+    max_model_len: int | None
+    """Longest prompt + completion in tokens (None where the engine sets no bound)."""
+
     @property
     def tokenizer(self) -> Any:
         """The engine's tokenizer (a transformers tokenizer)."""

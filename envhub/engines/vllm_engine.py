@@ -124,6 +124,7 @@ class VLLMEngine:
         self.in_process = in_process
         self.kv_cache_gib = kv_cache_gib
         self.keep_plain_weights = keep_plain_weights
+        self.max_model_len = max_model_len
         started = time.perf_counter()
         self.llm = LLM(
             model=self.model_path,

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..engines.types import Generation, SamplingParams
 from ..errors import DependencyMissing
-from .models import BatchingBackend
+from .models import BatchFn, BatchingBackend, ContextExhausted
 
 log = logging.getLogger("envhub.evaluate")
 
@@ -78,16 +78,38 @@ def load_local_model(
     eng = _build_engine(path, kind, max_batch)
     chat = ChatFormatter(eng.tokenizer)
 
-    def batch_fn(
-        chats: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None, p: SamplingParams
-    ) -> list[Generation]:
-        prompts = [chat.prompt_ids(c, tools=tools) for c in chats]
-        outs = eng.generate(prompts, p)
-        for g, ids in zip(outs, prompts, strict=True):
-            g.prompt_tokens, g.completion_tokens = len(ids), len(g.token_ids)
-        return outs
-
     name = name_or_path if not Path(name_or_path).exists() else str(Path(name_or_path).resolve())
-    backend = BatchingBackend(name, batch_fn, max_batch=max_batch)
+    backend = BatchingBackend(name, engine_batch_fn(eng, chat), max_batch=max_batch)
     backend.on_close = getattr(eng, "close", None)
     return backend
+
+
+def engine_batch_fn(eng: Any, chat: Any) -> BatchFn:
+    """A :data:`BatchFn` over a generation engine and its chat formatter.
+
+    A chat that leaves the model no room to answer fails alone (:class:`ContextExhausted`);
+    the others of its batch are generated.
+    """
+
+    def batch_fn(
+        chats: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None, p: SamplingParams
+    ) -> list[Generation | ContextExhausted]:
+        prompts = [chat.prompt_ids(c, tools=tools) for c in chats]
+        outs: list[Any] = [too_long(len(ids), eng.max_model_len) for ids in prompts]
+        fits = [i for i, out in enumerate(outs) if out is None]
+        made = eng.generate([prompts[i] for i in fits], p) if fits else []
+        for i, g in zip(fits, made, strict=True):
+            g.prompt_tokens, g.completion_tokens = len(prompts[i]), len(g.token_ids)
+            outs[i] = g
+        return outs
+
+    return batch_fn
+
+
+def too_long(prompt_tokens: int, max_model_len: int | None) -> ContextExhausted | None:
+    """The error for a prompt that leaves the model no room to answer (None if it fits)."""
+    if max_model_len is None or prompt_tokens < max_model_len:
+        return None
+    return ContextExhausted(
+        f"the conversation is {prompt_tokens} tokens and the model's context is {max_model_len}"
+    )

@@ -33,6 +33,20 @@ class ModelError(EnvhubError):
     """The model could not produce an answer (infrastructure, not the model's skill)."""
 
 
+class ContextExhausted(EnvhubError):
+    """The conversation no longer fits the model's context window.
+
+    Not a failure of the machinery: a multi-turn episode grows with what the model writes, so
+    the episode loop ends it there (truncated, the environment's final accounting), as the
+    trainer ends one at its token budget. Only an opening prompt that cannot fit is the
+    environment's (``env_error``).
+    """
+
+
+_CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length")
+"""How OpenAI (an error code) and vLLM's server (its message) say a prompt is too long."""
+
+
 class ModelBackend(Protocol):
     """What the episode loop needs from a model."""
 
@@ -211,6 +225,10 @@ class OpenAIEndpoint:
                     except ValueError as e:
                         raise ModelError(f"{self.base_url}{path} sent invalid JSON: {e}") from e
                 last = f"HTTP {status}: {raw[:300].decode(errors='replace')}"
+                if status == 400 and any(
+                    m in raw.decode(errors="replace") for m in _CONTEXT_MARKERS
+                ):
+                    raise ContextExhausted(last)
                 if status != 429 and status < 500:
                     break  # a client error will not heal by retrying
             if attempt < self.max_retries:
@@ -228,10 +246,12 @@ class OpenAIEndpoint:
 # ---------------------------------------------------------------- local engines
 
 BatchFn = Callable[
-    [list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams], list[Generation]
+    [list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams],
+    list[Generation | ContextExhausted],
 ]
 """Generate for a batch of chats (wire dicts) sharing tools and params; returns one
-:class:`~envhub.engines.types.Generation` per chat, in order."""
+:class:`~envhub.engines.types.Generation` per chat, in order, or :class:`ContextExhausted`
+for a chat that does not fit the model (that chat alone fails)."""
 
 
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -344,7 +364,11 @@ class BatchingBackend:
                         item.future.set_exception(err)
                 continue
             for item, out in zip(items, outs, strict=True):
-                if not item.future.done():
+                if item.future.done():
+                    continue
+                if isinstance(out, ContextExhausted):
+                    item.future.set_exception(out)
+                else:
                     item.future.set_result(out)
 
     async def aclose(self) -> None:

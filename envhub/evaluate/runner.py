@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..core import Env
-from ..engines.types import SamplingParams
+from ..engines.types import Generation, SamplingParams
 from ..errors import EpisodeError, NotSupported, TransportError, status_for
 from ..types import Message, Status, StepResult
 from .metrics import is_passed, summarize
-from .models import ModelBackend, ModelError
+from .models import ContextExhausted, ModelBackend, ModelError
 from .store import EpisodeRecord, EvalConfig, RunStore
 
 EnvFactory = Callable[[str], Env]
@@ -141,6 +141,39 @@ async def _finish(env: Env, rec: EpisodeRecord) -> None:
     record_step(rec, step)
 
 
+async def _out_of_context(env: Env, rec: EpisodeRecord, err: ContextExhausted) -> None:
+    """End an episode whose conversation outgrew the model's context.
+
+    After the model's own turns that is the episode's length, as the trainer's token budget:
+    truncated, with the environment's final accounting. An opening prompt that cannot fit is
+    the environment's (nothing the model wrote): ``env_error``.
+    """
+    if rec.turns == 0:
+        rec.status, rec.truncated = Status.ENV_ERROR, True
+        rec.error = f"the opening prompt does not fit the model: {err}"
+        return
+    await _finish(env, rec)
+
+
+async def _generate(
+    env: Env,
+    model: ModelBackend,
+    rec: EpisodeRecord,
+    messages: list[Message],
+    tools: list[dict[str, Any]] | None,
+    params: SamplingParams,
+    seed: int,
+) -> Generation | None:
+    """The model's next turn, or None with the episode ended (by its context, or an error)."""
+    try:
+        return await model.generate(messages, tools=tools, params=params, seed=seed)
+    except ContextExhausted as e:
+        await _out_of_context(env, rec, e)
+    except ModelError as e:
+        rec.status, rec.error, rec.truncated = Status.INFRA_ERROR, f"model: {e}", True
+    return None
+
+
 async def run_episode(
     env: Env,
     model: ModelBackend,
@@ -175,10 +208,8 @@ async def run_episode(
         if rec.turns >= job.max_turns:  # the env should have ended it: a guard, not a rule
             await _finish(env, rec)
             break
-        try:
-            gen = await model.generate(messages, tools=tools, params=params, seed=job.seed)
-        except ModelError as e:
-            rec.status, rec.error, rec.truncated = Status.INFRA_ERROR, f"model: {e}", True
+        gen = await _generate(env, model, rec, messages, tools, params, job.seed)
+        if gen is None:
             break
         messages.append(gen.message)
         rec.turns += 1
