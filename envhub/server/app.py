@@ -228,7 +228,9 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
     if mcp:
         from . import mcp as mcp_server
 
-        server.mcp_manager = mcp_server.install(app, server.episodes)
+        server.mcp_manager = mcp_server.install(
+            app, server.episodes, idle_s=server.settings.session_ttl_s
+        )
     ws.install(app, server.episodes, server.metrics)
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
