@@ -39,9 +39,6 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
-from starlette.routing import Route
-from starlette.types import Message as AsgiMessage
-from starlette.types import Receive, Scope, Send
 
 from envhub.errors import EnvhubError
 from envhub.types import FunctionCall, Message, ToolCall
@@ -208,14 +205,14 @@ class _EndEpisodeOnDelete:
     def __init__(self, inner: StreamableHTTPASGIApp, handlers: EpisodeTools) -> None:
         self.inner, self.handlers = inner, handlers
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope.get("method") != "DELETE":
             await self.inner(scope, receive, send)
             return
         mcp_session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode("latin-1")
         status = [500]
 
-        async def watch(message: AsgiMessage) -> None:
+        async def watch(message: dict[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
             await send(message)
@@ -260,5 +257,5 @@ def install(
     server.streamable_http_app(streamable_http_path="/mcp", host=host, session_idle_timeout=idle_s)
     manager = server.session_manager
     endpoint = _EndEpisodeOnDelete(StreamableHTTPASGIApp(manager), handlers)
-    app.router.routes.append(Route("/mcp", endpoint=endpoint))
+    app.add_route("/mcp", endpoint)  # an ASGI app: every method goes to the SDK
     return manager
