@@ -24,7 +24,7 @@ import json
 import threading
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol
 
 import httpx
@@ -421,22 +421,13 @@ class _Pool:
         finally:
             self._bound.release()
 
-    @contextlib.asynccontextmanager
-    async def aslot(self, timeout: float) -> AsyncIterator[None]:
+    def aslot(self, timeout: float) -> _AsyncSlot:
         """Async :meth:`slot` (one semaphore per event loop)."""
         loop = asyncio.get_running_loop()
         sem = self._abound.get(loop)
         if sem is None:
             sem = self._abound[loop] = asyncio.Semaphore(self.max_concurrency)
-        try:
-            async with asyncio.timeout(timeout):
-                await sem.acquire()
-        except TimeoutError:
-            raise _Transient(f"no free client slot within {timeout:g} s") from None
-        try:
-            yield
-        finally:
-            sem.release()
+        return _AsyncSlot(sem, timeout)
 
     def async_client(self) -> httpx.AsyncClient:
         """The async client of the running event loop (httpx clients are loop-bound)."""
@@ -455,6 +446,28 @@ class _Pool:
             except RuntimeError:  # no loop running: let the sockets close with the process
                 pass
         self._async.clear()
+
+
+class _AsyncSlot:
+    """``async with``: hold one call slot; a free slot costs no timer (the common case)."""
+
+    __slots__ = ("sem", "timeout")
+
+    def __init__(self, sem: asyncio.Semaphore, timeout: float) -> None:
+        self.sem, self.timeout = sem, timeout
+
+    async def __aenter__(self) -> None:
+        if not self.sem.locked():
+            await self.sem.acquire()  # returns at once
+            return
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self.sem.acquire()
+        except TimeoutError:
+            raise _Transient(f"no free client slot within {self.timeout:g} s") from None
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.sem.release()
 
 
 def _have_websockets(transport: str) -> bool:

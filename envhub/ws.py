@@ -124,38 +124,88 @@ class _SyncSocket:
             pass
 
 
-class _AsyncSocket:
-    """One asyncio connection."""
+class _AsyncSocket(asyncio.Protocol):
+    """One asyncio connection, as a protocol: bytes go straight from the transport to the framing.
+
+    No stream reader in between (its buffer copy and a future per read): a call creates one
+    future, the transport's ``data_received`` completes it when the answer's last frame is in,
+    and one timer handle is the call's deadline.
+    """
+
+    def __init__(self, framing: _Framing) -> None:
+        self.framing = framing
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[str] | None = None
+        self.error: BaseException | None = None
+        self.handshaking = True
 
     @classmethod
     async def open(cls, url: str, timeout: float) -> _AsyncSocket:
-        self = cls()
-        self.framing = _Framing(url)
-        uri = self.framing.uri
+        framing = _Framing(url)
+        loop = asyncio.get_running_loop()
         async with asyncio.timeout(timeout):
-            self.reader, self.writer = await asyncio.open_connection(uri.host, uri.port)
-            self.writer.write(self.framing.outgoing())
-            while not self.framing.open:
-                await self._receive()
+            _, self = await loop.create_connection(
+                lambda: cls(framing), framing.uri.host, framing.uri.port
+            )
+            try:
+                self.waiter = loop.create_future()
+                self.transport.write(framing.outgoing())
+                await self.waiter  # the handshake's answer
+            except BaseException:
+                self.close()
+                raise
+        self.waiter = None
         return self
 
-    async def _receive(self) -> str | None:
-        text = self.framing.feed(await self.reader.read(1 << 16))
-        pending = self.framing.outgoing()
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # noqa: D102
+        self.transport = transport  # type: ignore[assignment]
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:  # noqa: D102
+        try:
+            text = self.framing.feed(data)
+        except Exception as e:  # noqa: BLE001 - handed to the waiting call, which raises it
+            self._fail(e)
+            return
+        pending = self.framing.outgoing()  # pongs, close answers
         if pending:
-            self.writer.write(pending)
-        return text
+            self.transport.write(pending)
+        waiter = self.waiter
+        if text is None and self.handshaking and self.framing.open:
+            self.handshaking, text = False, ""
+        if text is not None and waiter is not None and not waiter.done():
+            waiter.set_result(text)
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102
+        self._fail(exc or ConnectionError("the server closed the connection"))
+
+    def _fail(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+            self.close()
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(self.error)
+
+    def _expire(self) -> None:
+        self._fail(TimeoutError())
 
     async def call(self, text: str, timeout: float) -> str:
-        self.writer.write(self.framing.send(text))
-        async with asyncio.timeout(timeout):
-            while True:
-                answer = await self._receive()
-                if answer is not None:
-                    return answer
+        if self.error is not None:
+            raise ConnectionError(f"the connection was lost: {self.error!r}")
+        self.waiter = waiter = self.loop.create_future()
+        self.transport.write(self.framing.send(text))
+        timer = self.loop.call_later(timeout, self._expire)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            self.waiter = None
 
     def close(self) -> None:
-        self.writer.close()
+        transport, self.transport = self.transport, None
+        if transport is not None and not self.loop.is_closed():  # else it went with its loop
+            transport.abort()
 
 
 def _frame(op: str, **fields: Any) -> str:
