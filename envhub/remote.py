@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
+import queue
 import time
 import weakref
 from collections.abc import Iterator, Sequence
@@ -395,7 +395,7 @@ class _Pool:
         self.url, self.timeout, self.transport = url, timeout, transport
         self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
         self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
-        self._bound = threading.BoundedSemaphore(max_concurrency)
+        self._bound = _Slots(max_concurrency)
         self._abound: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -414,12 +414,11 @@ class _Pool:
     @contextlib.contextmanager
     def slot(self, timeout: float) -> Iterator[None]:
         """Hold one of ``max_concurrency`` call slots (a deadline failure if none frees)."""
-        if not self._bound.acquire(timeout=timeout):
-            raise _Transient(f"no free client slot within {timeout:g} s")
+        token = self._bound.take(timeout)
         try:
             yield
         finally:
-            self._bound.release()
+            self._bound.give(token)
 
     def aslot(self, timeout: float) -> _AsyncSlot:
         """Async :meth:`slot` (one semaphore per event loop)."""
@@ -446,6 +445,29 @@ class _Pool:
             except RuntimeError:  # no loop running: let the sockets close with the process
                 pass
         self._async.clear()
+
+
+class _Slots:
+    """A thread-safe bound on calls in flight: a queue of tokens.
+
+    Not :class:`threading.BoundedSemaphore`, whose Python-level lock a thread can hold while
+    it waits for the GIL, so that hundreds of others queue behind it; taking and giving a
+    token of a :class:`queue.SimpleQueue` is one C call each.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._tokens: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(n):
+            self._tokens.put(i)
+
+    def take(self, timeout: float) -> int:
+        try:
+            return self._tokens.get(timeout=timeout)
+        except queue.Empty:
+            raise _Transient(f"no free client slot within {timeout:g} s") from None
+
+    def give(self, token: int) -> None:
+        self._tokens.put(token)
 
 
 class _AsyncSlot:

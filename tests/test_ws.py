@@ -205,7 +205,8 @@ def test_async_a_dropped_connection_or_a_lost_answer_resumes_without_a_double_st
         relay.close()
 
 
-def test_the_async_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry):
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, api):
     env = envhub.make("count")
     env.step = lambda action: time.sleep(3)
     with running(create_app(env)) as url:
@@ -216,6 +217,11 @@ def test_the_async_clients_deadline_ends_a_silent_call_as_infra_error(dummy_regi
                 started = time.monotonic()
                 return await client.astep("1"), time.monotonic() - started
 
-            result, took = asyncio.run(play())
+            if api == "async":
+                result, took = asyncio.run(play())
+            else:
+                client.reset(task_id="count-4")
+                started = time.monotonic()
+                result, took = client.step("1"), time.monotonic() - started
     assert took < 2.0
     assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
