@@ -133,12 +133,15 @@ class _SyncSocket:
             raise TimeoutError("the answer did not complete within the deadline")
         return text
 
-    def call(self, text: str, timeout: float) -> str:
-        self._set_timeout(timeout)
+    def send(self, text: str) -> None:
         try:
             self.sock.sendall(self.framing.send(text))
         except BlockingIOError:  # SO_SNDTIMEO ran out: the server reads nothing
             raise TimeoutError("the server took no request within the deadline") from None
+
+    def call(self, text: str, timeout: float) -> str:
+        self._set_timeout(timeout)
+        self.send(text)
         answer = self._receive(math.inf)  # the common case: the whole answer in one read
         if answer is not None:
             return answer
@@ -352,10 +355,14 @@ class Channel(_Base):
         return StepResult.model_validate_json(text)
 
     def close_session(self) -> None:
-        """Close the session on the server, if the connection is up."""
+        """Close the session on the server, if the connection is up, without awaiting the answer.
+
+        The server reads the ``close`` before it sees the connection end (TCP keeps the
+        order), so the round trip would only wait; a session it never reads expires.
+        """
         if self.sid and self._sock is not None:
             try:
-                self._sock.call(_frame("close"), min(self.timeout, 5.0))
+                self._sock.send(_frame("close"))
             except (*_DROPPED, TimeoutError):
                 pass
         self.forget()

@@ -225,3 +225,17 @@ def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, 
                 result, took = client.step("1"), time.monotonic() - started
     assert took < 2.0
     assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
+
+
+def test_closing_a_sync_handle_closes_its_session_on_the_server(count_url):
+    with HTTPEnv(count_url, transport="ws") as env:
+        forks = [env.fork() for _ in range(3)]
+        for fork in forks:
+            fork.reset(task_id="count-4")
+        assert httpx.get(count_url + "/metrics").json()["sessions"] == 3
+        for fork in forks:
+            fork.close()
+        deadline = time.monotonic() + 5
+        while httpx.get(count_url + "/metrics").json()["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert httpx.get(count_url + "/metrics").json()["sessions"] == 0
