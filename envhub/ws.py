@@ -226,6 +226,8 @@ class _AsyncSocket(asyncio.Protocol):
     async def call(self, text: str, timeout: float) -> str:
         if self.error is not None:
             raise ConnectionError(f"the connection was lost: {self.error!r}")
+        if self.waiter is not None:
+            raise RuntimeError("one call at a time per handle: fork() it for concurrent episodes")
         self.waiter = waiter = self.loop.create_future()
         self.transport.write(self.framing.send(text))
         timer = self.loop.call_later(timeout, self._expire)

@@ -223,7 +223,7 @@ def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, 
                 client.reset(task_id="count-4")
                 started = time.monotonic()
                 result, took = client.step("1"), time.monotonic() - started
-    assert took < 2.0
+    assert took < 2.5  # the wedged step takes 3 s: the client's own deadline ended it
     assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import time
@@ -125,11 +126,12 @@ class Server:
     async def lifespan(self, _: FastAPI):  # noqa: ANN201
         """Expire idle sessions while serving; close everything at shutdown.
 
-        At start, everything loaded so far (modules, the env's tasks) is moved out of the
-        garbage collector's reach (``gc.freeze``): a full collection walked all of it, a
-        50-100 ms pause of every episode in flight every few hundred episodes.
+        At the first start in a process, everything loaded so far (modules, the env's tasks)
+        is moved out of the garbage collector's reach (``gc.freeze``): a full collection
+        walked all of it, a 50-100 ms pause of every episode in flight every few hundred
+        episodes.
         """
-        gc.freeze()
+        _freeze_loaded()
         async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
             if self.mcp_manager is not None:
                 await stack.enter_async_context(self.mcp_manager.run())
@@ -242,6 +244,12 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
     return app
+
+
+@functools.cache
+def _freeze_loaded() -> None:
+    """``gc.freeze()`` once per process (a process that starts many apps, tests, freezes once)."""
+    gc.freeze()
 
 
 async def _on_session(request: Request, exc: SessionError) -> JSONResponse:
