@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/episodes_throughput.py [--episodes 1000] [--concurrency 32 256] [--rounds 2]
+    python bench/episodes_throughput.py [--episodes 1000] [--concurrency 32 256] [--rounds 3]
         [--openenv-venv DIR] [--server-src DIR]
 
 What runs, all on this machine, interleaved round by round so a noisy neighbour hits every
@@ -352,7 +352,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--episodes", type=int, default=1000)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 256])
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--openenv-venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--server-src", default=None)
     ap.add_argument("--clients", nargs="+", default=["envhub-ws", "envhub-http", "openenv"])
@@ -396,17 +396,24 @@ def _line(f: dict) -> str:
     return (
         f"round {f['round']} {f['scenario']:6} c={f['conc']:<4} {f['client']:12} "
         f"{eps:8.1f} ep/s  p50 {f['p50_ms']:.2f} ms p99 {f['p99_ms']:.2f} ms  "
-        f"client {1000 * f['client_cpu_s'] / f['episodes']:.3f} ms/ep  "
+        f"client {1000 * f['client_cpu_s'] / f['episodes']:.3f} ms/ep "
+        f"{1000 * f['client_cpu_s'] / f['steps']:.3f} ms/step  "
         f"server {1000 * f['server_cpu_s'] / f['episodes']:.3f} ms/ep  {f['statuses']}"
     )
 
 
 def _table(rows: list[dict]) -> str:
-    """Medians over rounds; ratio = episodes/s over OpenEnv's in the same cell."""
+    """Medians over rounds; ratio = episodes/s over OpenEnv's in the same cell.
+
+    Client CPU is the client process's whole CPU time (``time.process_time``: every thread,
+    connection set-up, resets and closes included) over the run, divided by episodes, by
+    steps, and by calls (resets + steps).
+    """
     out = [
         "| scenario | sessions | client | episodes/s | step p50 ms | step p99 ms "
-        "| client CPU ms/ep | client CPU ms/call | server CPU ms/ep | vs OpenEnv WS |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| client CPU ms/ep | client CPU ms/step | client CPU ms/call | server CPU ms/ep "
+        "| vs OpenEnv WS |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     cells: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -425,6 +432,7 @@ def _table(rows: list[dict]) -> str:
             f"| {statistics.median(r['p50_ms'] for r in runs):.2f} "
             f"| {statistics.median(r['p99_ms'] for r in runs):.2f} "
             f"| {statistics.median(1000 * r['client_cpu_s'] / r['episodes'] for r in runs):.3f} "
+            f"| {statistics.median(1000 * r['client_cpu_s'] / r['steps'] for r in runs):.3f} "
             f"| {statistics.median(1000 * r['client_cpu_s'] / _calls(r) for r in runs):.3f} "
             f"| {statistics.median(1000 * r['server_cpu_s'] / r['episodes'] for r in runs):.3f} "
             f"| {ratio} |"

@@ -21,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
+import queue
 import time
 import weakref
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol
 
 import httpx
@@ -395,7 +395,7 @@ class _Pool:
         self.url, self.timeout, self.transport = url, timeout, transport
         self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
         self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
-        self._bound = threading.BoundedSemaphore(max_concurrency)
+        self._bound = _Slots(max_concurrency)
         self._abound: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
         )
@@ -414,29 +414,19 @@ class _Pool:
     @contextlib.contextmanager
     def slot(self, timeout: float) -> Iterator[None]:
         """Hold one of ``max_concurrency`` call slots (a deadline failure if none frees)."""
-        if not self._bound.acquire(timeout=timeout):
-            raise _Transient(f"no free client slot within {timeout:g} s")
+        token = self._bound.take(timeout)
         try:
             yield
         finally:
-            self._bound.release()
+            self._bound.give(token)
 
-    @contextlib.asynccontextmanager
-    async def aslot(self, timeout: float) -> AsyncIterator[None]:
+    def aslot(self, timeout: float) -> _AsyncSlot:
         """Async :meth:`slot` (one semaphore per event loop)."""
         loop = asyncio.get_running_loop()
         sem = self._abound.get(loop)
         if sem is None:
             sem = self._abound[loop] = asyncio.Semaphore(self.max_concurrency)
-        try:
-            async with asyncio.timeout(timeout):
-                await sem.acquire()
-        except TimeoutError:
-            raise _Transient(f"no free client slot within {timeout:g} s") from None
-        try:
-            yield
-        finally:
-            sem.release()
+        return _AsyncSlot(sem, timeout)
 
     def async_client(self) -> httpx.AsyncClient:
         """The async client of the running event loop (httpx clients are loop-bound)."""
@@ -455,6 +445,51 @@ class _Pool:
             except RuntimeError:  # no loop running: let the sockets close with the process
                 pass
         self._async.clear()
+
+
+class _Slots:
+    """A thread-safe bound on calls in flight: a queue of tokens.
+
+    Not :class:`threading.BoundedSemaphore`, whose Python-level lock a thread can hold while
+    it waits for the GIL, so that hundreds of others queue behind it; taking and giving a
+    token of a :class:`queue.SimpleQueue` is one C call each.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._tokens: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(n):
+            self._tokens.put(i)
+
+    def take(self, timeout: float) -> int:
+        try:
+            return self._tokens.get(timeout=timeout)
+        except queue.Empty:
+            raise _Transient(f"no free client slot within {timeout:g} s") from None
+
+    def give(self, token: int) -> None:
+        self._tokens.put(token)
+
+
+class _AsyncSlot:
+    """``async with``: hold one call slot; a free slot costs no timer (the common case)."""
+
+    __slots__ = ("sem", "timeout")
+
+    def __init__(self, sem: asyncio.Semaphore, timeout: float) -> None:
+        self.sem, self.timeout = sem, timeout
+
+    async def __aenter__(self) -> None:
+        if not self.sem.locked():
+            await self.sem.acquire()  # returns at once
+            return
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self.sem.acquire()
+        except TimeoutError:
+            raise _Transient(f"no free client slot within {self.timeout:g} s") from None
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.sem.release()
 
 
 def _have_websockets(transport: str) -> bool:

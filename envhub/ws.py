@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import socket
+import struct
 import time
 from typing import Any
 
@@ -89,33 +91,64 @@ class _Framing:
 
 
 class _SyncSocket:
-    """One blocking connection, driven by the calling thread."""
+    """One blocking connection, driven by the calling thread.
+
+    The deadline is the kernel's (``SO_RCVTIMEO``/``SO_SNDTIMEO``) on a blocking socket, not
+    Python's socket timeout: with a Python timeout every ``recv`` and ``send`` is a ``poll``
+    first, two system calls and two GIL hand-offs instead of one, which with hundreds of
+    threads is most of a step's client CPU.
+    """
 
     def __init__(self, url: str, timeout: float) -> None:
         self.framing = _Framing(url)
         uri = self.framing.uri
         self.sock = socket.create_connection((uri.host, uri.port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.sock.settimeout(None)
+        self.timeout = 0.0
+        self._set_timeout(timeout)
         self.sock.sendall(self.framing.outgoing())
         deadline = time.monotonic() + timeout
         while not self.framing.open:
             self._receive(deadline)
 
+    def _set_timeout(self, timeout: float) -> None:
+        if timeout != self.timeout:
+            seconds = int(timeout)
+            tv = struct.pack("ll", seconds, max(int((timeout - seconds) * 1e6), 1000))
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+            self.timeout = timeout
+
     def _receive(self, deadline: float) -> str | None:
-        self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
-        text = self.framing.feed(self.sock.recv(1 << 16))
+        try:
+            data = self.sock.recv(1 << 16)
+        except BlockingIOError:  # SO_RCVTIMEO ran out
+            raise TimeoutError("no answer within the deadline") from None
+        text = self.framing.feed(data)
         pending = self.framing.outgoing()  # pongs, close answers
         if pending:
             self.sock.sendall(pending)
+        if text is None and time.monotonic() > deadline:
+            raise TimeoutError("the answer did not complete within the deadline")
         return text
 
+    def send(self, text: str) -> None:
+        try:
+            self.sock.sendall(self.framing.send(text))
+        except BlockingIOError:  # SO_SNDTIMEO ran out: the server reads nothing
+            raise TimeoutError("the server took no request within the deadline") from None
+
     def call(self, text: str, timeout: float) -> str:
-        self.sock.sendall(self.framing.send(text))
+        self._set_timeout(timeout)
+        self.send(text)
+        answer = self._receive(math.inf)  # the common case: the whole answer in one read
+        if answer is not None:
+            return answer
         deadline = time.monotonic() + timeout
-        while True:
+        while answer is None:
             answer = self._receive(deadline)
-            if answer is not None:
-                return answer
+        return answer
 
     def close(self) -> None:
         try:
@@ -124,38 +157,90 @@ class _SyncSocket:
             pass
 
 
-class _AsyncSocket:
-    """One asyncio connection."""
+class _AsyncSocket(asyncio.Protocol):
+    """One asyncio connection, as a protocol: bytes go straight from the transport to the framing.
+
+    No stream reader in between (its buffer copy and a future per read): a call creates one
+    future, the transport's ``data_received`` completes it when the answer's last frame is in,
+    and one timer handle is the call's deadline.
+    """
+
+    def __init__(self, framing: _Framing) -> None:
+        self.framing = framing
+        self.loop = asyncio.get_running_loop()
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[str] | None = None
+        self.error: BaseException | None = None
+        self.handshaking = True
 
     @classmethod
     async def open(cls, url: str, timeout: float) -> _AsyncSocket:
-        self = cls()
-        self.framing = _Framing(url)
-        uri = self.framing.uri
+        framing = _Framing(url)
+        loop = asyncio.get_running_loop()
         async with asyncio.timeout(timeout):
-            self.reader, self.writer = await asyncio.open_connection(uri.host, uri.port)
-            self.writer.write(self.framing.outgoing())
-            while not self.framing.open:
-                await self._receive()
+            _, self = await loop.create_connection(
+                lambda: cls(framing), framing.uri.host, framing.uri.port
+            )
+            try:
+                self.waiter = loop.create_future()
+                self.transport.write(framing.outgoing())
+                await self.waiter  # the handshake's answer
+            except BaseException:
+                self.close()
+                raise
+        self.waiter = None
         return self
 
-    async def _receive(self) -> str | None:
-        text = self.framing.feed(await self.reader.read(1 << 16))
-        pending = self.framing.outgoing()
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # noqa: D102
+        self.transport = transport  # type: ignore[assignment]
+        transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def data_received(self, data: bytes) -> None:  # noqa: D102
+        try:
+            text = self.framing.feed(data)
+        except Exception as e:  # noqa: BLE001 - handed to the waiting call, which raises it
+            self._fail(e)
+            return
+        pending = self.framing.outgoing()  # pongs, close answers
         if pending:
-            self.writer.write(pending)
-        return text
+            self.transport.write(pending)
+        waiter = self.waiter
+        if text is None and self.handshaking and self.framing.open:
+            self.handshaking, text = False, ""
+        if text is not None and waiter is not None and not waiter.done():
+            waiter.set_result(text)
+
+    def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102
+        self._fail(exc or ConnectionError("the server closed the connection"))
+
+    def _fail(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+            self.close()
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(self.error)
+
+    def _expire(self) -> None:
+        self._fail(TimeoutError())
 
     async def call(self, text: str, timeout: float) -> str:
-        self.writer.write(self.framing.send(text))
-        async with asyncio.timeout(timeout):
-            while True:
-                answer = await self._receive()
-                if answer is not None:
-                    return answer
+        if self.error is not None:
+            raise ConnectionError(f"the connection was lost: {self.error!r}")
+        if self.waiter is not None:
+            raise RuntimeError("one call at a time per handle: fork() it for concurrent episodes")
+        self.waiter = waiter = self.loop.create_future()
+        self.transport.write(self.framing.send(text))
+        timer = self.loop.call_later(timeout, self._expire)
+        try:
+            return await waiter
+        finally:
+            timer.cancel()
+            self.waiter = None
 
     def close(self) -> None:
-        self.writer.close()
+        transport, self.transport = self.transport, None
+        if transport is not None and not self.loop.is_closed():  # else it went with its loop
+            transport.abort()
 
 
 def _frame(op: str, **fields: Any) -> str:
@@ -272,10 +357,14 @@ class Channel(_Base):
         return StepResult.model_validate_json(text)
 
     def close_session(self) -> None:
-        """Close the session on the server, if the connection is up."""
+        """Close the session on the server, if the connection is up, without awaiting the answer.
+
+        The server reads the ``close`` before it sees the connection end (TCP keeps the
+        order), so the round trip would only wait; a session it never reads expires.
+        """
         if self.sid and self._sock is not None:
             try:
-                self._sock.call(_frame("close"), min(self.timeout, 5.0))
+                self._sock.send(_frame("close"))
             except (*_DROPPED, TimeoutError):
                 pass
         self.forget()

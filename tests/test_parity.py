@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+import httpx
 import pytest
 
 import envhub
@@ -82,6 +83,18 @@ def _replay(env, runs) -> None:
             assert g == e, f"seed {seed}, {'reset' if i == 0 else f'step {i}'} differs"
 
 
+def _assert_all_over_ws(env, runs) -> None:
+    """Every reset and step of the replay went over ``/ws``, none over the HTTP routes.
+
+    ``ws_calls`` counts the server's WebSocket calls: a client that fell back to HTTP (a
+    refused handshake, a step sent over ``/step``) leaves it short.
+    """
+    calls = sum(len(results) for _, _, results in runs)
+    metrics = httpx.get(env.url + "/metrics", timeout=10).json()
+    assert env.transport == "ws"
+    assert metrics.get("ws_calls", 0) >= calls, (metrics, calls)
+
+
 @pytest.fixture(scope="module", params=NAMES)
 def transcript(request):
     return request.param, _transcript(request.param)
@@ -112,6 +125,8 @@ def test_http_parity(transcript, transport):
     with envhub.make(name, runner="http", transport=transport) as env:
         assert env.transport == transport
         _replay(env, runs)
+        if transport == "ws":
+            _assert_all_over_ws(env, runs)
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +151,6 @@ def docker_image():
 @pytest.mark.docker
 def test_docker_parity(transcript, docker_image):
     name, runs = transcript
-    with envhub.make(name, runner="docker") as env:
-        assert env.transport == "ws"
+    with envhub.make(name, runner="docker") as env:  # the WebSocket by default
         _replay(env, runs)
+        _assert_all_over_ws(env, runs)

@@ -175,3 +175,67 @@ def test_the_server_deadline_ends_a_wedged_step_as_infra_error(dummy_registry, t
             assert time.monotonic() - started < 2.5
             assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
             assert httpx.get(url + "/health", timeout=1).status_code == 200
+
+
+async def _acount_to_four(env, between):
+    await env.areset(task_id="count-4")
+    rewards = []
+    for n in range(1, 5):
+        between(n)
+        step = await env.astep(str(n))
+        assert step.info.status == Status.OK, step.info.error
+        rewards.append(step.reward)
+    assert step.terminated and step.info.turn == 4
+    return rewards
+
+
+def test_async_a_dropped_connection_or_a_lost_answer_resumes_without_a_double_step(count_url):
+    relay = Relay(int(count_url.rsplit(":", 1)[1]))
+
+    def trouble(n):
+        if n == 2:
+            relay.cut()
+        relay.swallow_next_answer = n == 3
+
+    try:
+        with HTTPEnv(relay.url, transport="ws", timeout=2) as env:
+            assert asyncio.run(_acount_to_four(env, trouble)) == [0.0, 0.0, 0.0, 1.0]
+        assert relay.accepted >= 1 + 3  # /info; the WebSocket; again after the cut and the loss
+    finally:
+        relay.close()
+
+
+@pytest.mark.parametrize("api", ["sync", "async"])
+def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, api):
+    env = envhub.make("count")
+    env.step = lambda action: time.sleep(3)
+    with running(create_app(env)) as url:
+        with HTTPEnv(url, transport="ws", retries=0, timeout=0.5) as client:
+
+            async def play():
+                await client.areset(task_id="count-4")
+                started = time.monotonic()
+                return await client.astep("1"), time.monotonic() - started
+
+            if api == "async":
+                result, took = asyncio.run(play())
+            else:
+                client.reset(task_id="count-4")
+                started = time.monotonic()
+                result, took = client.step("1"), time.monotonic() - started
+    assert took < 2.5  # the wedged step takes 3 s: the client's own deadline ended it
+    assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
+
+
+def test_closing_a_sync_handle_closes_its_session_on_the_server(count_url):
+    with HTTPEnv(count_url, transport="ws") as env:
+        forks = [env.fork() for _ in range(3)]
+        for fork in forks:
+            fork.reset(task_id="count-4")
+        assert httpx.get(count_url + "/metrics").json()["sessions"] == 3
+        for fork in forks:
+            fork.close()
+        deadline = time.monotonic() + 5
+        while httpx.get(count_url + "/metrics").json()["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert httpx.get(count_url + "/metrics").json()["sessions"] == 0

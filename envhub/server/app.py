@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import gc
 import os
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
@@ -59,6 +60,7 @@ from .episodes import Episodes
 from .errors import error_response
 from .middleware import Admission, BodyLimit
 from .sessions import SessionError, SessionTable
+from .workers import Workers
 
 T = TypeVar("T")
 
@@ -104,7 +106,7 @@ class Server:
         self.env = env
         self.settings = settings
         self.sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
-        self.pool = ThreadPoolExecutor(settings.threads, thread_name_prefix="envhub-env")
+        self.pool = Workers(settings.threads)
         self.metrics: Counter[str] = Counter()
         self.started = time.time()
         self.episodes = Episodes(env, self.sessions, self.run, self.metrics)
@@ -113,16 +115,23 @@ class Server:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` on the worker pool, under the server's deadline (TimeoutError past it).
 
-        A plain executor, not anyio.to_thread: anyio's per-call bookkeeping was over half of
-        the event loop's CPU per WebSocket step. At the deadline the call is abandoned (its
-        thread finishes on its own).
+        Lean worker threads (:mod:`envhub.server.workers`), not anyio.to_thread nor an
+        executor: their per-call locks and bookkeeping were the event loop's largest cost per
+        WebSocket step. At the deadline the call is abandoned (its thread finishes on its own).
         """
         async with asyncio.timeout(self.settings.request_timeout_s):
-            return await asyncio.get_running_loop().run_in_executor(self.pool, fn, *args)
+            return await self.pool.submit(fn, *args)
 
     @asynccontextmanager
     async def lifespan(self, _: FastAPI):  # noqa: ANN201
-        """Expire idle sessions while serving; close everything at shutdown."""
+        """Expire idle sessions while serving; close everything at shutdown.
+
+        At the first start in a process, everything loaded so far (modules, the env's tasks)
+        is moved out of the garbage collector's reach (``gc.freeze``): a full collection
+        walked all of it, a 50-100 ms pause of every episode in flight every few hundred
+        episodes.
+        """
+        _freeze_loaded()
         async with anyio.create_task_group() as tg, contextlib.AsyncExitStack() as stack:
             if self.mcp_manager is not None:
                 await stack.enter_async_context(self.mcp_manager.run())
@@ -130,7 +139,7 @@ class Server:
             yield
             tg.cancel_scope.cancel()
         self.sessions.close_all()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.pool.shutdown()
         self.env.close()
 
     async def _reap(self) -> None:
@@ -228,11 +237,19 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
     if mcp:
         from . import mcp as mcp_server
 
-        server.mcp_manager = mcp_server.install(app, server.episodes)
+        server.mcp_manager = mcp_server.install(
+            app, server.episodes, idle_s=server.settings.session_ttl_s
+        )
     ws.install(app, server.episodes, server.metrics)
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
     return app
+
+
+@functools.cache
+def _freeze_loaded() -> None:
+    """``gc.freeze()`` once per process (a process that starts many apps, tests, freezes once)."""
+    gc.freeze()
 
 
 async def _on_session(request: Request, exc: SessionError) -> JSONResponse:

@@ -11,10 +11,17 @@ in the same session table as every other episode:
   and the tool's answer comes back as text;
 * ``final_answer(text)`` sends a plain assistant message (how a search episode ends).
 
-Which episode a call acts on: on a stateful MCP session (``mcp-session-id``, the handshake-era
-protocol) the session's latest episode, so one MCP session is one episode at a time. The
-2026-07-28 protocol is stateless (no session), so there every call names its episode with the
-``episode_id`` argument, which each tool accepts besides its own parameters.
+**One MCP session, one episode.** The server runs stateful streamable-HTTP sessions
+(``Mcp-Session-Id``): its ``server/discover`` answer names only the handshake-era protocol
+versions, so the SDK's ``Client`` (``mode="auto"``) and every handshake client open a session
+with ``initialize``. In a session, every call acts on the session's episode (no id to pass);
+``start_episode`` again starts the next one (closing the previous); the episode is closed when
+the session ends (the client's ``DELETE``, or the session going idle for the server's
+``session_ttl_s``).
+
+**Stateless clients** (a client that adopts the 2026-07-28 per-request protocol directly, with
+no session) name the episode in every call instead: each tool accepts an ``episode_id``
+argument besides its own parameters, the id ``start_episode`` answered.
 
 A call that ends the episode carries ``structuredContent`` with ``reward``, ``status``,
 ``components`` and ``done``, so an MCP client gets the reward at the end. A status other than
@@ -30,6 +37,8 @@ from typing import Any
 from fastapi import FastAPI
 from mcp import types
 from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from envhub.errors import EnvhubError
 from envhub.types import FunctionCall, Message, ToolCall
@@ -58,7 +67,8 @@ FINAL = types.Tool(
 
 EPISODE_ID = {
     "type": "string",
-    "description": "The episode_id start_episode answered (needed where MCP has no session).",
+    "description": "Only for stateless MCP clients (no Mcp-Session-Id): the episode_id "
+    "start_episode answered. In an MCP session, leave it out: the session's episode is used.",
 }
 MAX_SESSIONS = 10_000
 """MCP sessions remembered (oldest forgotten first); their episodes expire with the table."""
@@ -85,6 +95,16 @@ def _tools(env_tools: list[dict[str, Any]]) -> list[types.Tool]:
 
 def _text(messages: list[Any]) -> str:
     return "\n\n".join(m.get("content", "") for m in messages if m.get("content"))
+
+
+def _mcp_session(ctx: Any) -> str | None:
+    """The ``Mcp-Session-Id`` of the request (None on a stateless request).
+
+    The low-level context carries the HTTP request, not the session id itself; the SDK's
+    session manager has already checked the header names a live session it created.
+    """
+    request = ctx.request
+    return request.headers.get("mcp-session-id") if request is not None else None
 
 
 class EpisodeTools:
@@ -126,12 +146,18 @@ class EpisodeTools:
                 is_error=True,
             )
 
+    def end_session(self, mcp_session: str) -> bool:
+        """Close the episode of an MCP session that ended; False if it had none."""
+        sid = self.sessions.pop(mcp_session, None)
+        return sid is not None and self.episodes.close(sid)
+
     async def _start(self, ctx: Any, args: dict[str, Any]) -> types.CallToolResult:
-        mcp_session = getattr(ctx.session, "session_id", None)
+        mcp_session = _mcp_session(ctx)
         old = self.sessions.get(mcp_session) if mcp_session else None
         sid, text = await self.episodes.reset(args.get("seed"), args.get("task_id"), old)
         if mcp_session:
             self.sessions[mcp_session] = sid
+            self.sessions.move_to_end(mcp_session)
             while len(self.sessions) > MAX_SESSIONS:
                 self.sessions.popitem(last=False)
         body = json.loads(text)
@@ -140,12 +166,12 @@ class EpisodeTools:
         return types.CallToolResult(content=content, structured_content=outcome)
 
     async def _step(self, ctx: Any, name: str, args: dict[str, Any]) -> types.CallToolResult:
-        mcp_session = getattr(ctx.session, "session_id", None)
+        mcp_session = _mcp_session(ctx)
         sid = args.pop("episode_id", None) or self.sessions.get(mcp_session or "")
         if sid is None:
             raise ValueError(
-                "no episode named: call start_episode first, then pass its episode_id "
-                "(an MCP session without ids cannot remember it)"
+                "no episode: call start_episode first (without an MCP session, "
+                "also pass the episode_id it answered to every call)"
             )
         if name == "final_answer":
             message = Message(role="assistant", content=str(args.get("text", "")))
@@ -173,14 +199,63 @@ class EpisodeTools:
         )
 
 
-def install(app: FastAPI, episodes: Episodes, host: str = "127.0.0.1") -> Any:
-    """Add ``/mcp`` to ``app``; returns the session manager, whose ``run()`` the lifespan holds."""
+class _EndEpisodeOnDelete:
+    """The SDK's ``/mcp`` app; a ``DELETE`` that ends an MCP session also ends its episode."""
+
+    def __init__(self, inner: StreamableHTTPASGIApp, handlers: EpisodeTools) -> None:
+        self.inner, self.handlers = inner, handlers
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope.get("method") != "DELETE":
+            await self.inner(scope, receive, send)
+            return
+        mcp_session = dict(scope["headers"]).get(b"mcp-session-id", b"").decode("latin-1")
+        status = [500]
+
+        async def watch(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        await self.inner(scope, receive, watch)
+        if status[0] < 400 and mcp_session:
+            self.handlers.end_session(mcp_session)
+
+
+def _handshake_discover(server: Server) -> Any:
+    """A ``server/discover`` answer naming the handshake-era versions only.
+
+    The SDK's client then opens a stateful session with ``initialize`` (see
+    ``mcp/client/_probe.py``: a discover result without a modern version is a legacy
+    advertisement), which is what gives each MCP session its own episode.
+    """
+
+    async def discover(ctx: Any, params: Any) -> types.DiscoverResult:
+        return types.DiscoverResult(
+            supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+            capabilities=server.get_capabilities(protocol_version=ctx.protocol_version),
+            instructions=server.instructions,
+        )
+
+    return discover
+
+
+def install(
+    app: FastAPI, episodes: Episodes, host: str = "127.0.0.1", idle_s: float = 600.0
+) -> Any:
+    """Add ``/mcp`` to ``app``; returns the session manager, whose ``run()`` the lifespan holds.
+
+    ``idle_s``: an MCP session with no request for this long ends (with its episode).
+    """
     handlers = EpisodeTools(episodes)
     server = Server(
         f"envhub-{episodes.env.spec.name}",
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
     )
-    sub = server.streamable_http_app(streamable_http_path="/mcp", host=host)
-    app.router.routes.extend(sub.routes)
-    return server.session_manager
+    server.add_request_handler("server/discover", types.RequestParams, _handshake_discover(server))
+    server.streamable_http_app(streamable_http_path="/mcp", host=host, session_idle_timeout=idle_s)
+    manager = server.session_manager
+    endpoint = _EndEpisodeOnDelete(StreamableHTTPASGIApp(manager), handlers)
+    app.add_route("/mcp", endpoint)  # an ASGI app: every method goes to the SDK
+    return manager

@@ -104,6 +104,7 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
             return error_frame(503, "overloaded", "server at its concurrency limit; retry later")
         metrics["inflight"] += 1
         metrics["requests"] += 1
+        metrics["ws_calls"] += 1
         try:
             req = WsRequest.model_validate_json(text)
             return await conn.ops[req.op](req)
