@@ -246,8 +246,10 @@ class GenerationConfig(_Section):
     """Off-policy: importance weights ``pi_old / pi_behaviour`` are truncated at this value."""
     max_restarts: int = Field(default=3, ge=0)
     """Times Ray starts a dead engine process again (its in-flight episodes are dropped as
-    ``infra_error``; it is refit with the current weights before it samples again; with
-    ``transport: object_store`` only). Environment workers use ``env.max_restarts``."""
+    ``infra_error``; it is refit with the current weights before it samples again: over
+    ``gloo``/``nccl`` the weight-transfer group is formed again with every member, and policy
+    rank 0 keeps a CPU copy of the weights it last sent for this; 0 keeps none and a lost
+    engine stops the run). Environment workers use ``env.max_restarts``."""
     restart_timeout_s: float = Field(default=300.0, gt=0)
     """How long the driver waits for a restarted engine to be up and refit."""
     verify_refit: bool = False

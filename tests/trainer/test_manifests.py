@@ -160,3 +160,70 @@ def test_the_dockerfile_builds_the_image_the_manifests_name():
     text = (REPO / "envhub" / "trainer" / "Dockerfile").read_text()
     assert "envhub-trainer" in text and "[trainer,math]" in text
     assert "COPY examples ./examples" in text and "WORKDIR /opt/envhub" in text
+
+
+def _schemas_script():
+    import importlib.util
+
+    path = REPO / "scripts" / "kuberay-schemas.py"
+    spec = importlib.util.spec_from_file_location("kuberay_schemas", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_schema_script_drops_descriptions_and_prunes_pod_templates_only():
+    script = _schemas_script()
+    container = {"type": "object", "properties": {"image": {"type": "string"}}}
+    pod = {
+        "description": "PodTemplateSpec",
+        "type": "object",
+        "properties": {
+            "metadata": {"type": "object"},
+            "spec": {"type": "object", "properties": {"containers": {"items": container}}},
+        },
+    }
+    crd = {
+        "spec": {
+            "names": {"kind": "Thing"},
+            "versions": [
+                {"name": "v1alpha1", "schema": {"openAPIV3Schema": {"type": "string"}}},
+                {
+                    "name": "v1",
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "description": "a Thing",
+                            "type": "object",
+                            "properties": {
+                                "spec": {
+                                    "type": "object",
+                                    "properties": {
+                                        "description": {"type": "string", "description": "x"},
+                                        "template": pod,
+                                        "replicas": {"type": "integer", "description": "n"},
+                                    },
+                                },
+                                "status": {"type": "object", "properties": {"ready": {}}},
+                            },
+                        }
+                    },
+                },
+            ],
+        }
+    }
+    kind, schema = script.crd_schema(crd)
+    assert kind == "Thing"
+    assert schema == {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string"},  # a field of that name stays
+                    "template": {"type": "object"},  # kubernetes-validate checks it
+                    "replicas": {"type": "integer"},
+                },
+            },
+            "status": {"type": "object"},
+        },
+    }
