@@ -224,7 +224,8 @@ class GenerationConfig(_Section):
     side holds one bucket beyond the full weights."""
     refit_timeout_s: float = Field(default=300.0, gt=0)
     """``gloo``/``nccl``: deadline of the group's rendezvous and of every bucket's broadcast;
-    a dead or stuck member fails the run with an error naming the transport."""
+    a stuck member, or one dead for good, fails the run with an error naming the transport
+    (an engine that Ray restarts is let into the group formed again, ``max_restarts``)."""
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
