@@ -36,8 +36,9 @@ PREFIX = "/usr/local"
 STDLIB_SKIP = {"site-packages", "test", "idlelib", "tkinter", "turtledemo", "ensurepip"}
 ALWAYS = ["pip"]
 """Distributions copied whatever the extras (pip installs the envhub wheel in the image)."""
-TOOLS = ["bwrap"]
-"""Host programs copied to the same path: bubblewrap isolates the code sandbox in the image."""
+TOOLS = ["bwrap", "bash"]
+"""Host programs copied to the same path: bubblewrap isolates the code sandbox in the image;
+Ray starts its worker processes through ``bash`` (the trainer image, envhub/trainer/Dockerfile)."""
 
 
 def project_requirements(pyproject: Path, extras: list[str]) -> list[Requirement]:
@@ -206,8 +207,8 @@ def host_tools() -> list[Path]:
         path = shutil.which(tool)
         if path is None:
             print(
-                f"warning: no {tool} here: the image's code sandbox will refuse to run "
-                "(apt-get install -y bubblewrap, then rerun with --force)",
+                f"warning: no {tool} here: the image will lack it (bwrap: the code sandbox "
+                "refuses to run; bash: Ray cannot start workers); install it, rerun with --force",
                 file=sys.stderr,
             )
         else:

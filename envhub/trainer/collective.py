@@ -17,11 +17,19 @@ with their own ``load_state_dict`` (the vLLM CPU repack is handled there).
 
 ``gloo`` moves CPU tensors and works anywhere; ``nccl`` is the same code on CUDA tensors
 (NeMo RL's way on GPU clusters) and is refused when a member has no CUDA device.
+
+A formed group cannot admit a new process, so a generation engine that Ray restarts is let in
+by forming the group again: every member leaves the old one (:meth:`RefitGroup.close` drops
+the backend, which closes its connections, so a member still waiting on a broadcast from a
+dead peer fails at once instead of at the timeout), policy rank 0 hosts a new store on a new
+port, and every member joins under the next *generation*'s key prefix
+(``envhub-refit/<generation>``). :class:`envhub.trainer.refit.CollectiveSync` drives this.
 """
 
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
@@ -32,7 +40,7 @@ import torch
 from .config import ConfigError
 
 GROUP_PREFIX = "envhub-refit"
-"""Key prefix of the weight-transfer group in its store."""
+"""Key prefix of the weight-transfer group in its store (``envhub-refit/<generation>``)."""
 
 
 class RefitTransportError(RuntimeError):
@@ -173,6 +181,18 @@ def _numel(shape: tuple[int, ...]) -> int:
     return n
 
 
+def cpu_copy(state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """A copy of ``state`` on the CPU in which tied tensors stay one tensor (as in ``state``)."""
+    copies: dict[tuple[int, tuple[int, ...], torch.dtype], torch.Tensor] = {}
+    out = {}
+    for name, t in state.items():
+        key = (t.data_ptr(), tuple(t.shape), t.dtype)
+        if key not in copies or t.numel() == 0:
+            copies[key] = t.detach().to("cpu", copy=True)
+        out[name] = copies[key]
+    return out
+
+
 def pack_bucket(state: Mapping[str, torch.Tensor], bucket: Bucket, out: torch.Tensor) -> None:
     """Copy ``bucket``'s pieces of ``state`` into the flat tensor ``out`` (may be reused)."""
     for p in bucket.pieces:
@@ -277,6 +297,7 @@ class RefitGroup:
         size: int,
         timeout_s: float,
         store: Any = None,
+        generation: int = 0,
     ) -> None:
         """Join the group; blocks until all ``size`` members have joined.
 
@@ -288,11 +309,14 @@ class RefitGroup:
             size: number of engines + 1.
             timeout_s: deadline of the rendezvous and of every broadcast.
             store: rank 0 passes the store it hosts; the others connect to ``host:port``.
+            generation: how many times the group was formed before (every member of one
+                group passes the same number; see the module docstring).
 
         Raises:
             RefitTransportError: a member did not join within ``timeout_s``.
         """
         self.transport, self.rank, self.size = transport, rank, size
+        self.generation = generation
         self.timeout = datetime.timedelta(seconds=timeout_s)
         self.device = transport_device(transport)
         try:
@@ -301,7 +325,8 @@ class RefitGroup:
 
                 store = TCPStore(host, port, None, False, self.timeout)
             self.store = store
-            self.pg = self._backend(torch.distributed.PrefixStore(GROUP_PREFIX, store))
+            prefix = f"{GROUP_PREFIX}/{generation}"
+            self.pg = self._backend(torch.distributed.PrefixStore(prefix, store))
         except Exception as e:  # DistStoreError, gloo/NCCL connection errors
             raise self.error(f"joining the group as rank {rank} of {size}", e) from e
         self.layout: Layout | None = None
@@ -385,12 +410,20 @@ class RefitGroup:
             torch.cuda.synchronize(self.device)
 
     def close(self) -> None:
-        """Leave the group (best effort: the other members may be gone already)."""
+        """Leave the group (best effort: the other members may be gone already).
+
+        NCCL is aborted (``ProcessGroupNCCL.abort``: its communicators may be stuck on a dead
+        peer), gloo shut down; then the backend object is dropped, which is what closes gloo's
+        connections (``shutdown`` alone leaves them open: a peer waiting on a broadcast from
+        this member would wait for its whole timeout).
+        """
         pg, self.pg = getattr(self, "pg", None), None
-        shutdown = getattr(pg, "shutdown", None)
-        if callable(shutdown):
+        stop = getattr(pg, "abort" if self.transport == "nccl" else "shutdown", None)
+        if callable(stop):
             try:
-                shutdown()
+                stop()
             except Exception:  # a torn-down peer must not fail the shutdown
                 pass
+        del pg, stop
+        gc.collect()  # a failed broadcast's work object may still hold the backend
         self.store = None

@@ -224,7 +224,8 @@ class GenerationConfig(_Section):
     side holds one bucket beyond the full weights."""
     refit_timeout_s: float = Field(default=300.0, gt=0)
     """``gloo``/``nccl``: deadline of the group's rendezvous and of every bucket's broadcast;
-    a dead or stuck member fails the run with an error naming the transport."""
+    a stuck member, or one dead for good, fails the run with an error naming the transport
+    (an engine that Ray restarts is let into the group formed again, ``max_restarts``)."""
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
@@ -246,8 +247,10 @@ class GenerationConfig(_Section):
     """Off-policy: importance weights ``pi_old / pi_behaviour`` are truncated at this value."""
     max_restarts: int = Field(default=3, ge=0)
     """Times Ray starts a dead engine process again (its in-flight episodes are dropped as
-    ``infra_error``; it is refit with the current weights before it samples again; with
-    ``transport: object_store`` only). Environment workers use ``env.max_restarts``."""
+    ``infra_error``; it is refit with the current weights before it samples again: over
+    ``gloo``/``nccl`` the weight-transfer group is formed again with every member, and policy
+    rank 0 keeps a CPU copy of the weights it last sent for this; 0 keeps none and a lost
+    engine stops the run). Environment workers use ``env.max_restarts``."""
     restart_timeout_s: float = Field(default=300.0, gt=0)
     """How long the driver waits for a restarted engine to be up and refit."""
     verify_refit: bool = False

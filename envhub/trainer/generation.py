@@ -154,18 +154,44 @@ class GenerationWorker:
         return time.perf_counter() - t0
 
     def join_refit_group(
-        self, transport: str, host: str, port: int, rank: int, size: int, timeout_s: float
-    ) -> bool:
-        """Join the weight-transfer group as ``rank`` (``envhub.trainer.collective``)."""
+        self,
+        transport: str,
+        host: str,
+        port: int,
+        rank: int,
+        size: int,
+        timeout_s: float,
+        generation: int = 0,
+    ) -> int:
+        """Join the weight-transfer group as ``rank`` (``envhub.trainer.collective``).
+
+        Leaves the group of an earlier generation first; returns this process's pid (the
+        driver tells a restarted engine by it).
+        """
         from .collective import RefitGroup
 
-        self.refit_group = RefitGroup(transport, host, port, rank, size, timeout_s)
-        return True
+        self.leave_refit_group()
+        self.refit_group = RefitGroup(
+            transport, host, port, rank, size, timeout_s, generation=generation
+        )
+        return os.getpid()
 
     def receive_weights(self, version: int | None = None) -> dict[str, float]:
-        """Refit over the group: receive the buckets, load the state dict; seconds of each."""
+        """Refit over the group: receive the buckets, load the state dict; seconds of each.
+
+        Raises:
+            RefitTransportError: this engine is in no group (Ray restarted it: the group must
+                be formed again, ``CollectiveSync``), or the transfer failed.
+        """
+        from .collective import RefitTransportError
+
+        group = getattr(self, "refit_group", None)
+        if group is None:
+            raise RefitTransportError(
+                f"engine {self.index} is not in the weight-transfer group (restarted by Ray?)"
+            )
         t0 = time.perf_counter()
-        state = self.refit_group.receive_state()
+        state = group.receive_state()
         t1 = time.perf_counter()
         self.engine.load_state_dict(state)
         self.version = version

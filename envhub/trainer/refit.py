@@ -19,11 +19,17 @@ by ``cluster.placement`` from :data:`SYNCS`:
   straight to every engine, with no copy through the object store or the driver
   (:mod:`envhub.trainer.collective` holds the group and the bucket layout).
 
+An engine that dies is restarted by Ray and refit before it samples again (``revive``): the
+object-store sync loads the newest weights' object into it; the collective sync forms the
+group anew with every member (the restarted process cannot join a formed group) and policy
+rank 0 broadcasts again the weights it last sent, which it keeps as a CPU copy for this.
+
 Every sync returns the seconds of the whole refit; a failure names the transport.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -104,35 +110,56 @@ class ObjectStoreSync:
         import ray
 
         end = time.monotonic() + timeout_s
-        while True:
-            left = end - time.monotonic()
-            try:
-                ref = engine.load_weights.remote(self.last_state, self.version)
-                ray.get(ref, timeout=max(left, 0.1))
-                return
-            except ray.exceptions.ActorUnavailableError:  # still restarting
-                if left <= 0:
-                    break
-                time.sleep(0.5)
-            except ray.exceptions.GetTimeoutError:
+        wait_until_up(engine, timeout_s)
+        ref = engine.load_weights.remote(self.last_state, self.version)
+        try:
+            ray.get(ref, timeout=max(end - time.monotonic(), 0.1))
+        except ray.exceptions.GetTimeoutError as e:
+            raise RuntimeError(
+                f"a restarted generation engine was not refit within {timeout_s:g} s "
+                "(generation.restart_timeout_s)"
+            ) from e
+
+
+def wait_until_up(engine: Any, timeout_s: float) -> dict[str, Any]:
+    """``engine.where()`` (node, pid) once the actor answers: restarted by Ray if it died.
+
+    Raises:
+        RuntimeError: the engine is not back within ``timeout_s``
+            (``generation.restart_timeout_s``) or is dead for good (restarts used up).
+    """
+    import ray
+
+    end = time.monotonic() + timeout_s
+    while True:
+        left = end - time.monotonic()
+        try:
+            return ray.get(engine.where.remote(), timeout=max(left, 0.1))
+        except ray.exceptions.ActorUnavailableError:  # still restarting
+            if left <= 0:
                 break
-            except ray.exceptions.ActorDiedError as e:
-                raise RuntimeError(
-                    f"a generation engine died and Ray will not restart it "
-                    f"(generation.max_restarts used up): {e}"
-                ) from e
-        raise RuntimeError(
-            f"a restarted generation engine was not up and refit within {timeout_s:g} s "
-            "(generation.restart_timeout_s)"
-        )
+            time.sleep(0.5)
+        except ray.exceptions.GetTimeoutError:
+            break
+        except ray.exceptions.ActorDiedError as e:
+            raise RuntimeError(
+                f"a generation engine died and Ray will not restart it "
+                f"(generation.max_restarts used up): {e}"
+            ) from e
+    raise RuntimeError(
+        f"a restarted generation engine was not up within {timeout_s:g} s "
+        "(generation.restart_timeout_s)"
+    )
 
 
 class CollectiveSync:
     """Refit of engine actors over a torch collective group (see module docstring).
 
-    The group is set up here, once: policy rank 0 hosts the store, then rank 0 and every
-    engine join in a single ``ray.get`` (they must join concurrently). :meth:`close` tears it
-    down.
+    The group is formed here: policy rank 0 hosts the store, then rank 0 and every engine
+    join in a single ``ray.get`` (they must join concurrently). An engine that Ray restarts
+    (a new process) is let in by forming the group again, every member re-joining under the
+    next generation's prefix and a new store port (:mod:`envhub.trainer.collective`), then
+    rank 0 sends the weights it last sent again. :meth:`close` tears the group down.
     """
 
     def __init__(
@@ -143,53 +170,118 @@ class CollectiveSync:
         transport: str,
         timeout_s: float = 300.0,
         bucket_mb: int = 256,
+        restart_timeout_s: float = 300.0,
+        keep: bool = True,
     ) -> None:
-        """Join the group; ``timeout_s`` bounds the rendezvous and every broadcast."""
+        """Form the group; ``timeout_s`` bounds the rendezvous and every broadcast.
+
+        ``restart_timeout_s``: how long to wait for a restarted engine; ``keep``: rank 0 keeps
+        a CPU copy of the weights last sent (needed to refit a restarted engine; off when
+        engines are never restarted, ``generation.max_restarts: 0``).
+        """
         self.workers, self.engines = list(policy_workers), list(engines)
-        self.transport, self.timeout_s = transport, timeout_s
+        self.transport, self.timeout_s, self.bucket_mb = transport, timeout_s, bucket_mb
+        self.restart_timeout_s, self.keep = restart_timeout_s, keep
         self.last_load_seconds = self.last_transfer_seconds = 0.0
         # a backstop only: every broadcast has its own timeout, and a failed member is
         # reported as soon as its call returns
         self.deadline_s = 2 * timeout_s + 60
-        store = self.workers[0].host_refit_store.remote(transport, timeout_s)
+        self.version: int | None = None
+        """The weight version the engines hold (last push)."""
+        self.generation = -1
+        """Times the group was formed, minus one (its key prefix: ``envhub-refit/<n>``)."""
+        self.pids: list[int] = []
+        """The engine processes in the group (a different pid: Ray restarted that engine)."""
+        self._lock = threading.Lock()  # a push and a revive never interleave
+        self._form()
+
+    def _form(self) -> None:
+        """Form the group (again): a new store on rank 0, every member joins it."""
+        self.generation += 1
+        n = self.generation
+        store = self.workers[0].host_refit_store.remote(self.transport, self.timeout_s)
         host, port = self._wait([store], "starting the store on policy rank 0")[0]
-        size = len(self.engines) + 1
+        size, t = len(self.engines) + 1, self.timeout_s
         joins = [
             self.workers[0].join_refit_group.remote(
-                transport, host, port, size, timeout_s, bucket_mb
+                self.transport, host, port, size, t, self.bucket_mb, n, self.keep
             ),
             *[
-                e.join_refit_group.remote(transport, host, port, i + 1, size, timeout_s)
+                e.join_refit_group.remote(self.transport, host, port, i + 1, size, t, n)
                 for i, e in enumerate(self.engines)
             ],
         ]
-        self._wait(joins, "joining the group")
+        self.pids = self._wait(joins, f"forming the group (generation {n})")[1:]
 
     def push(self, version: int | None = None) -> float:
-        """Gather on every rank, broadcast rank 0's copy in buckets, load into every engine."""
-        t0 = time.perf_counter()
-        sends = [w.send_weights.remote() for w in self.workers]
-        receives = [e.receive_weights.remote(version) for e in self.engines]
-        done = self._wait(sends + receives, "moving the weights")
-        times = done[len(sends) :]
-        self.last_transfer_seconds = max(t["transfer_s"] for t in times)
-        self.last_load_seconds = max(t["load_s"] for t in times)
-        return time.perf_counter() - t0
+        """Gather on every rank, broadcast rank 0's copy in buckets, load into every engine.
 
-    def revive(self, engine: Any, timeout_s: float) -> None:
-        """A restarted engine cannot rejoin a formed collective group: stop the run.
-
-        Raises:
-            RefitTransportError: always; the message names the way on.
+        A push that fails because Ray restarted an engine forms the group again and sends
+        the same weights to every engine; any other failure is the run's.
         """
         from .collective import RefitTransportError
 
-        raise RefitTransportError(
-            f"a generation engine was lost and restarted, but generation.transport="
-            f"{self.transport} cannot admit it into the formed weight-transfer group; rerun "
-            "with --resume auto to continue from the newest checkpoint, or use "
-            "generation.transport=object_store, whose engines are refit after a restart"
-        )
+        with self._lock:
+            t0 = time.perf_counter()
+            sends = [w.send_weights.remote() for w in self.workers]
+            receives = [e.receive_weights.remote(version) for e in self.engines]
+            try:
+                times = self._wait(sends + receives, "moving the weights")[len(sends) :]
+            except RefitTransportError as e:
+                if not self.keep or not self._restarted(e):
+                    raise
+                times = self._readmit(version)
+            self.version = version
+            self.last_transfer_seconds = max(t["transfer_s"] for t in times)
+            self.last_load_seconds = max(t["load_s"] for t in times)
+            return time.perf_counter() - t0
+
+    def revive(self, engine: Any, timeout_s: float) -> None:
+        """Let a restarted ``engine`` into the group and refit it before it samples.
+
+        Raises:
+            RefitTransportError: engines cannot be restarted here
+                (``generation.max_restarts: 0``), or forming the group failed.
+            RuntimeError: the engine is not back within ``timeout_s`` or is dead for good.
+        """
+        from .collective import RefitTransportError
+
+        if not self.keep:
+            raise RefitTransportError(
+                f"a generation engine was lost, and generation.transport={self.transport} "
+                "keeps no copy of the weights to refit it with (generation.max_restarts=0)"
+            )
+        with self._lock:
+            wait_until_up(engine, timeout_s)
+            if self._restarted():  # else a concurrent push has let it in already
+                self._readmit(self.version)
+
+    def _restarted(self, failure: BaseException | None = None) -> bool:
+        """Wait until every engine answers; True if any is a new process (restarted by Ray).
+
+        Raises:
+            RefitTransportError: an engine is dead for good or not back in time (the message
+                holds ``failure``, the refit error that led here, when given).
+        """
+        from .collective import RefitTransportError
+
+        try:
+            pids = [wait_until_up(e, self.restart_timeout_s)["pid"] for e in self.engines]
+        except RuntimeError as e:
+            before = f"{failure}; then " if failure is not None else ""
+            raise RefitTransportError(f"{before}{e}") from failure or e
+        return pids != self.pids
+
+    def _readmit(self, version: int | None) -> list[dict[str, float]]:
+        """Form the group again and resend rank 0's last weights; the engines' timings."""
+        self._form()
+        if version is None:  # never pushed: every engine holds the checkpoint's weights
+            return [{"transfer_s": 0.0, "load_s": 0.0}]
+        refs = [
+            self.workers[0].resend_weights.remote(),
+            *[e.receive_weights.remote(version) for e in self.engines],
+        ]
+        return self._wait(refs, "sending the weights to the group formed again")[1:]
 
     def close(self) -> None:
         """Leave the group on every member (best effort: members may be dead already)."""
@@ -242,7 +334,8 @@ SYNCS: dict[str, Callable[..., WeightSync]] = {
 }
 """Engine-actor refit by ``generation.transport`` (colocated engines need none)."""
 COLLECTIVE = frozenset({"gloo", "nccl"})
-"""Transports that take the collective options (``transport``, ``timeout_s``, ``bucket_mb``)."""
+"""Transports that take the collective options (``transport``, ``timeout_s``, ``bucket_mb``,
+``restart_timeout_s``, ``keep``)."""
 
 
 def make_weight_sync(
@@ -252,6 +345,8 @@ def make_weight_sync(
     *,
     timeout_s: float = 300.0,
     bucket_mb: int = 256,
+    restart_timeout_s: float = 300.0,
+    max_restarts: int = 3,
 ) -> WeightSync:
     """In-process sync when the engines live in the policy workers, else ``transport``.
 
@@ -264,5 +359,11 @@ def make_weight_sync(
         raise ValueError(f"no refit transport {transport!r}; available: {', '.join(SYNCS)}")
     if transport not in COLLECTIVE:
         return SYNCS[transport](policy_workers, engines)
-    options = {"transport": transport, "timeout_s": timeout_s, "bucket_mb": bucket_mb}
+    options = {
+        "transport": transport,
+        "timeout_s": timeout_s,
+        "bucket_mb": bucket_mb,
+        "restart_timeout_s": restart_timeout_s,
+        "keep": max_restarts > 0,
+    }
     return SYNCS[transport](policy_workers, engines, **options)

@@ -124,31 +124,69 @@ class PolicyWorker:
         from .collective import host_store, transport_device
 
         transport_device(transport)  # refuse nccl without CUDA before anyone waits
+        self.leave_refit_group()  # forming the group again: a new store on a new port
         self._refit_store, port = host_store(timeout_s)
         return ray.util.get_node_ip_address(), port
 
     def join_refit_group(
-        self, transport: str, host: str, port: int, size: int, timeout_s: float, bucket_mb: int
+        self,
+        transport: str,
+        host: str,
+        port: int,
+        size: int,
+        timeout_s: float,
+        bucket_mb: int,
+        generation: int = 0,
+        keep: bool = False,
     ) -> bool:
-        """Rank 0: join the weight-transfer group as its rank 0 (``envhub.trainer.collective``)."""
+        """Rank 0: join the weight-transfer group as its rank 0 (``envhub.trainer.collective``).
+
+        ``keep``: hold a CPU copy of the weights last sent, so that an engine restarted by Ray
+        gets exactly that version (:meth:`resend_weights`) even after the policy has trained on.
+        """
         from .collective import RefitGroup
 
         self.refit_group = RefitGroup(
-            transport, host, port, 0, size, timeout_s, store=self._refit_store
+            transport,
+            host,
+            port,
+            0,
+            size,
+            timeout_s,
+            store=self._refit_store,
+            generation=generation,
         )
         self.refit_bucket_bytes = bucket_mb * 2**20
+        self.refit_keep = keep
         return True
 
     def send_weights(self) -> dict[str, float]:
         """Gather the full weights (collective); rank 0 broadcasts them to the engines."""
+        from .collective import cpu_copy
+
         t0 = time.perf_counter()
         state = self.policy.full_state_dict()
         if self.rank == 0:
+            if self.refit_keep:  # kept before sending: a failed send is resent from it
+                self.refit_sent = cpu_copy(state)
             self.refit_group.send_state(state, self.refit_bucket_bytes)
         return {"transfer_s": time.perf_counter() - t0}
 
+    def resend_weights(self) -> dict[str, float]:
+        """Rank 0: broadcast the weights last sent again (to a group formed anew).
+
+        Raises:
+            RuntimeError: nothing kept (the group was joined without ``keep``).
+        """
+        sent = getattr(self, "refit_sent", None)
+        if sent is None:
+            raise RuntimeError("no weights kept to resend: join_refit_group(keep=True) first")
+        t0 = time.perf_counter()
+        self.refit_group.send_state(sent, self.refit_bucket_bytes)
+        return {"transfer_s": time.perf_counter() - t0}
+
     def leave_refit_group(self) -> None:
-        """Leave the weight-transfer group and stop its store."""
+        """Leave the weight-transfer group and stop its store (the kept weights stay)."""
         group = getattr(self, "refit_group", None)
         if group is not None:
             group.close()
@@ -368,6 +406,8 @@ class Cluster:
             g.transport,
             timeout_s=g.refit_timeout_s,
             bucket_mb=g.bucket_mb,
+            restart_timeout_s=g.restart_timeout_s,
+            max_restarts=g.max_restarts,
         )
         if config.loss.kl_beta > 0:
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)

@@ -5,7 +5,8 @@
   object first (checked here against a reference forward with those weights).
 - A run whose engine and env worker processes are SIGKILLed mid-rollout finishes: the
   episodes they held are dropped and counted under ``dropped/infra_error``, and after the
-  restart the engine's logprobs equal the trainer's.
+  restart the engine's logprobs equal the trainer's, over the object store and over gloo
+  (where the weight-transfer group is formed again to let the new engine process in).
 - A run whose policy worker is SIGKILLed stops with a message naming ``--resume auto``; the
   same command with ``--resume auto`` continues from the newest checkpoint to the end.
 """
@@ -142,31 +143,54 @@ def _rows(out):
 FAST = ["loss.kl_beta=0", "cluster.policy_workers=1", "checkpoint.export_final=false"]
 
 
+ASYNC = [
+    "generation.max_trajectory_age_steps=2",
+    "generation.in_flight_updates=true",
+    "train.steps=5",  # batches run ahead: steps after the one whose batch the kill emptied
+]
+
+
 @pytest.mark.slow
-def test_engine_and_env_worker_killed_mid_run(tmp_path):
+@pytest.mark.parametrize(
+    ("transport", "mode"),
+    [
+        ("object_store", []),
+        ("gloo", []),
+        # refits from the driver's thread while the rollout thread revives the engine
+        pytest.param("gloo", ASYNC, id="gloo-async-in-flight"),
+    ],
+)
+def test_engine_and_env_worker_killed_mid_run(tmp_path, transport, mode):
+    # gloo: the restarted engine cannot join the formed weight-transfer group; the group is
+    # formed again with every member and the engine gets the current weights before sampling
     proc = _start(
         tmp_path,
         *FAST,
+        f"generation.transport={transport}",
         "train.steps=3",
+        *mode,
         "checkpoint.every=0",
         "cluster.placement=split",
         "cluster.num_cpus=3",
         "generation.verify_refit=true",
         "rollout.sampling.max_tokens=160",  # a long rollout: the kill lands inside it
+        "cluster.engine_batch_size=1",  # one prompt at a time: generation fills the rollout
     )
     _wait_for_step(proc, tmp_path, 1)
+    time.sleep(0.5)  # past the resets, into step 2's sampling
     for pid in _pids(tmp_path, "generation") + _pids(tmp_path, "env"):
         os.kill(pid, signal.SIGKILL)
     log, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, log[-5000:]
     rows = _rows(tmp_path)
-    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["step"] for r in rows] == list(range(1, 6 if mode else 4))
     assert rows[0].get("dropped/infra_error", 0) == 0
     assert sum(r.get("dropped/infra_error", 0) for r in rows[1:]) > 0  # the in-flight ones
     last = rows[-1]
     assert last["episodes"] - last["dropped"] > 0  # the run went on with the new processes
-    assert abs(last["token_mult_prob_error"] - 1.0) < 1e-3  # sampled with the trainer's weights
-    assert last["refit/logprob_max_diff"] < 1e-3
+    if not mode:  # on-policy: sampled with the trainer's weights
+        assert abs(last["token_mult_prob_error"] - 1.0) < 1e-3
+    assert last["refit/logprob_max_diff"] < 1e-3  # the engine holds the trainer's weights
 
 
 @pytest.mark.slow

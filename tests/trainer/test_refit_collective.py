@@ -4,7 +4,8 @@ Bucketing without any process group; the group itself between two spawned proces
 (broadcast, a member that never joins, a silent sender); then the trainer in split placement
 with the gloo transport, end to end (the transformers engine; vLLM too when installed,
 marked slow), and a cluster-level check that the engine actor's weights equal the policy's
-after each of several refits and that a dead engine fails the next refit at once.
+after each of several refits, after its process is killed and restarted by Ray (the group is
+formed again), and that an engine dead for good fails the next refit at once.
 """
 
 import importlib.util
@@ -26,6 +27,7 @@ from envhub.trainer.collective import (
     RefitGroup,
     RefitTransportError,
     bucket_slices,
+    cpu_copy,
     flat_state,
     host_store,
     pack_bucket,
@@ -219,6 +221,46 @@ def test_a_member_that_never_joins_times_out_with_the_transport_named():
     assert time.monotonic() - t0 < 15
 
 
+def _leaver(rank, port, timeout_s, queue):
+    """Rank 1 waits on a broadcast; rank 0 leaves the group instead of sending, and lives on."""
+    torch.set_num_threads(1)
+    store = None
+    if rank == 0:
+        store, port = host_store(timeout_s)
+        queue.put(("port", port))
+    group = RefitGroup("gloo", "127.0.0.1", port, rank, 2, timeout_s, store=store, generation=3)
+    t0 = time.monotonic()
+    if rank == 0:
+        time.sleep(1)
+        group.close()
+        queue.put(("closed", 0))
+        time.sleep(timeout_s)  # alive: only close() can free the waiting member
+        return
+    try:
+        group.broadcast(torch.zeros(10))
+        queue.put(("received", 1))
+    except RefitTransportError:
+        queue.put(("failed", time.monotonic() - t0))
+
+
+def test_a_member_waiting_on_rank_0_is_freed_at_once_when_rank_0_leaves():
+    # what forming the group again relies on: the members left behind fail now, not at the
+    # timeout (then they leave and join the new group)
+    ctx = mp.get_context("spawn")
+    queue, timeout_s = ctx.Queue(), 60
+    leader = ctx.Process(target=_leaver, args=(0, None, timeout_s, queue))
+    leader.start()
+    _, port = queue.get(timeout=120)
+    member = ctx.Process(target=_leaver, args=(1, port, timeout_s, queue))
+    member.start()
+    events = dict(queue.get(timeout=timeout_s + 60) for _ in range(2))
+    for p in (leader, member):
+        p.kill()
+        p.join(10)
+    assert events.get("closed") == 0 and "failed" in events, events
+    assert events["failed"] < 20, events  # about 1 s; the timeout is 60 s
+
+
 # ------------------------------------------------------------------- the trainer, on Ray
 
 
@@ -252,7 +294,7 @@ def test_two_steps_in_split_placement_over_gloo(tmp_path, engine):
 
 CLUSTER_SCRIPT = textwrap.dedent(
     """
-    import json, sys, time, torch, ray
+    import json, os, signal, sys, time, torch, ray
     from envhub.trainer.batch import Sample, assign_weights
     from envhub.trainer.config import load_config
     from envhub.engines.models import resolve_model
@@ -285,7 +327,18 @@ CLUSTER_SCRIPT = textwrap.dedent(
             diffs.append(diff)
             moved.append(max(float((after[k] - before[k]).abs().max()) for k in after))
             before = after
-        # a dead engine: the next refit fails at once, naming the transport
+        # the engine's process killed while idle: Ray restarts it, and the next refit forms
+        # the group again (generation 1) and gets the new weights into the new process
+        sync = cluster.weight_sync
+        pid = ray.get(cluster.engines[0].where.remote())["pid"]
+        os.kill(pid, signal.SIGKILL)
+        cluster.train([[make_samples()]])
+        cluster.refit()
+        after, diff = engine_minus_policy()
+        moved_after_restart = max(float((after[k] - before[k]).abs().max()) for k in after)
+        restart = {"diff": diff, "moved": moved_after_restart, "generation": sync.generation,
+                   "new_pid": ray.get(cluster.engines[0].where.remote())["pid"] != pid}
+        # a dead engine (never restarted): the next refit fails at once, naming the transport
         ray.kill(cluster.engines[0])
         t0 = time.monotonic()
         try:
@@ -294,7 +347,8 @@ CLUSTER_SCRIPT = textwrap.dedent(
         except Exception as e:
             error = f"{type(e).__name__}: {e}"
         dead = {"error": error[:2000], "seconds": time.monotonic() - t0}
-        print("RESULT", json.dumps({"diffs": diffs, "moved": moved, "dead": dead}))
+        result = {"diffs": diffs, "moved": moved, "restart": restart, "dead": dead}
+        print("RESULT", json.dumps(result))
     """
 )
 
@@ -310,6 +364,17 @@ def test_engine_weights_follow_the_policy_over_gloo(tmp_path):
     result = json.loads(line.removeprefix("RESULT "))
     assert result["diffs"] == [0.0, 0.0, 0.0]  # bit-identical after every refit
     assert all(m > 1e-6 for m in result["moved"])  # and every update reached the engine
+    restart = result["restart"]
+    assert restart["new_pid"] and restart["generation"] == 1, restart
+    assert restart["diff"] == 0.0 and restart["moved"] > 1e-6, restart
     dead = result["dead"]
     assert dead["error"].startswith("RefitTransportError"), dead
     assert "transport=gloo" in dead["error"] and dead["seconds"] < 30, dead
+
+
+def test_the_kept_copy_keeps_tied_weights_tied():
+    state = mixed_state()
+    kept = cpu_copy(state)
+    assert kept["lm_head.weight"] is kept["embed.weight"]
+    assert kept["embed.weight"].data_ptr() != state["embed.weight"].data_ptr()  # a copy
+    assert plan_layout(kept, 100) == plan_layout(state, 100)  # the same header on resend
