@@ -5,23 +5,18 @@ key, the errors), so splitting ``main`` cannot change it. Building a root is cov
 offline base image (``scripts/offline-base-image.sh``, ``tests/server/test_docker.py``).
 """
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def rf():
-    spec = importlib.util.spec_from_file_location(
-        "offline_rootfs", REPO / "scripts" / "offline_rootfs.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("offline_rootfs.py")
 
 
 @pytest.fixture

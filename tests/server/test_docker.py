@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from repo_scripts import load_script
 
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
 from envhub.server import docker as dk
@@ -421,13 +422,7 @@ def test_build_without_a_base_image_says_how_to_make_one(engine):
 
 
 def _rootfs_module():
-    import importlib.util
-
-    path = REPO / "scripts" / "offline_rootfs.py"
-    mod_spec = importlib.util.spec_from_file_location("offline_rootfs", path)
-    mod = importlib.util.module_from_spec(mod_spec)
-    mod_spec.loader.exec_module(mod)
-    return mod
+    return load_script("offline_rootfs.py")
 
 
 def test_offline_rootfs_resolves_the_server_dependencies():

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_scripts import load_script
 
 kv = pytest.importorskip("kubernetes_validate")
 jsonschema = pytest.importorskip("jsonschema")
@@ -163,13 +164,7 @@ def test_the_dockerfile_builds_the_image_the_manifests_name():
 
 
 def _schemas_script():
-    import importlib.util
-
-    path = REPO / "scripts" / "kuberay-schemas.py"
-    spec = importlib.util.spec_from_file_location("kuberay_schemas", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("kuberay-schemas.py")
 
 
 def test_the_schema_script_drops_descriptions_and_prunes_pod_templates_only():

@@ -1,0 +1,16 @@
+"""The repository's scripts (``scripts/*.py``: files, not a package) loaded as modules."""
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def load_script(filename: str) -> ModuleType:
+    """``scripts/FILENAME`` as a module named after the file (dashes as underscores)."""
+    path = SCRIPTS / filename
+    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
