@@ -137,7 +137,10 @@ def test_rlimit_killing_the_runner_fails_the_program(rlimit_box):
 
 
 def test_rlimit_freezing_the_runner_times_out_only_at_the_deadline(rlimit_box):
-    code = _spam(signal.SIGSTOP, "_runner_pids()") + WRONG_ADD
+    # Stopped once at load, before the first test (the spamming thread alone may start only
+    # after the runner has finished a fast suite), then again as fast as the thread can.
+    freeze_now = "os.kill(_runner_pids()[0], signal.SIGSTOP)\n"
+    code = _spam(signal.SIGSTOP, "_runner_pids()") + freeze_now + WRONG_ADD
     limits = Limits(wall_s=2.0, cpu_s=4, memory_mb=512, nproc=32)
     for _ in range(3):  # each waits for the whole deadline
         report = run_suite(rlimit_box, code, SUITE, test_timeout_s=1.0, limits=limits)
