@@ -224,10 +224,9 @@ class OpenAIEndpoint:
                         return json.loads(raw)
                     except ValueError as e:
                         raise ModelError(f"{self.base_url}{path} sent invalid JSON: {e}") from e
-                last = f"HTTP {status}: {raw[:300].decode(errors='replace')}"
-                if status == 400 and any(
-                    m in raw.decode(errors="replace") for m in _CONTEXT_MARKERS
-                ):
+                text = raw.decode(errors="replace")
+                last = f"HTTP {status}: {text[:300]}"
+                if status == 400 and any(m in text for m in _CONTEXT_MARKERS):
                     raise ContextExhausted(last)
                 if status != 429 and status < 500:
                     break  # a client error will not heal by retrying
