@@ -129,7 +129,11 @@ _PassThreshold = Annotated[
     typer.Option(help="Reward that counts as passed when the env has no primary component."),
 ]
 _Engine = Annotated[
-    str, typer.Option(help="Local model engine: auto (vLLM if installed), vllm, transformers.")
+    str,
+    typer.Option(
+        help="Local model engine: auto (vLLM if installed and it runs the model, "
+        "else transformers), vllm, transformers."
+    ),
 ]
 _Out = Annotated[Path | None, typer.Option(help="Run directory (default runs/eval-TIME).")]
 _Resume = Annotated[
@@ -254,17 +258,18 @@ def _evaluate(
         _fail(str(e))
     _show(summary, as_json)
     typer.echo(f"wrote {store.summary_path} and {store.episodes_path}", err=True)
-    failure = infra_failure(summary, store)
+    failure = infra_failure(summary, store, local=not config.base_url)
     if failure:
         _fail(failure)
 
 
-def infra_failure(summary: dict[str, Any], store: RunStore) -> str | None:
+def infra_failure(summary: dict[str, Any], store: RunStore, *, local: bool = False) -> str | None:
     """Why the run measured the machinery and not the model, or ``None``.
 
     More than half of the episodes ending in ``infra_error`` (an endpoint that is down, a
     sandbox that does not start) is a failed evaluation, not a result: the command exits 1
-    and names the first cause, instead of printing ``infra=N`` and exiting 0.
+    and names the first cause, instead of printing ``infra=N`` and exiting 0. The hint fits
+    the model: an endpoint may be down; a local model may not run on the engine chosen.
     """
     envs = summary["environments"].values()
     total = sum(s["episodes"] for s in envs)
@@ -273,9 +278,14 @@ def infra_failure(summary: dict[str, Any], store: RunStore) -> str | None:
         return None
     causes = [r.error for r in store.load_records() if r.status is Status.INFRA_ERROR]
     cause = next((c for c in causes if c), "no cause recorded")
+    check = (
+        "does the local model run on this engine? try --engine transformers"
+        if local
+        else "is the endpoint up?"
+    )
     return (
         f"{infra} of {total} episodes ended in infra_error, so this run says nothing about the "
-        f"model; first cause: {cause}. Fix it (is the endpoint up?) and continue with "
+        f"model; first cause: {cause}. Fix it ({check}) and continue with "
         f"`envhub eval --resume {store.dir}` (infra errors are retried)"
     )
 

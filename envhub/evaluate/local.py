@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,35 @@ def _build_engine(path: Path, engine: str, batch_size: int) -> Any:
     return TransformersEngine.from_pretrained(str(path), batch_size=batch_size)
 
 
+def _smoke(eng: Any) -> None:
+    """Generate one token, so a model the engine cannot run fails here, not in every episode.
+
+    (vLLM on CPU starts on a model whose attention it cannot run, e.g. a head size under 32,
+    and refuses at the first forward pass.)
+    """
+    eng.generate([[eng.tokenizer.eos_token_id or 0]], SamplingParams(max_tokens=1))
+
+
+def _auto_engine(path: Path, batch_size: int) -> tuple[Any, str]:
+    """The engine ``auto`` picks: vLLM where installed and it runs the model, else transformers."""
+    if choose_engine("auto") == "transformers":
+        return _build_engine(path, "transformers", batch_size), "transformers"
+    eng = None
+    try:
+        eng = _build_engine(path, "vllm", batch_size)
+        _smoke(eng)
+        return eng, "vllm"
+    except Exception as e:  # noqa: BLE001 (whatever vLLM refuses with, transformers may run it)
+        if eng is not None:
+            eng.close()
+        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        print(
+            f"engine auto: vLLM cannot run {path.name} ({reason}); using transformers",
+            file=sys.stderr,
+        )
+        return _build_engine(path, "transformers", batch_size), "transformers"
+
+
 def load_local_model(
     name_or_path: str, *, max_batch: int = 16, engine: str = "auto"
 ) -> BatchingBackend:
@@ -57,7 +87,8 @@ def load_local_model(
     Args:
         name_or_path: What ``envhub.engines.models.resolve_model`` accepts.
         max_batch: Most chats generated together (the episode concurrency also bounds it).
-        engine: ``auto`` (vLLM if installed), ``vllm`` or ``transformers``.
+        engine: ``auto`` (vLLM if installed and able to run the model, else transformers,
+            saying why in one line), ``vllm`` or ``transformers``.
 
     Raises:
         DependencyMissing: the trainer stack (torch, transformers) is not installed.
@@ -73,9 +104,12 @@ def load_local_model(
             "`pip install 'envhub[trainer]'`, or evaluate an endpoint with --base-url"
         ) from e
     path = resolve_model(name_or_path)
-    kind = choose_engine(engine)
-    log.info("loading %s with %s", path, kind)
-    eng = _build_engine(path, kind, max_batch)
+    if engine == "auto":
+        eng, kind = _auto_engine(path, max_batch)
+    else:
+        kind = choose_engine(engine)
+        eng = _build_engine(path, kind, max_batch)
+    log.info("loaded %s with %s", path, kind)
     chat = ChatFormatter(eng.tokenizer)
 
     name = name_or_path if not Path(name_or_path).exists() else str(Path(name_or_path).resolve())

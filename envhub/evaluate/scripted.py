@@ -18,8 +18,9 @@ From a shell, to try ``envhub eval`` with no model and no network::
     python -m envhub.evaluate.scripted --port 8001 --answers-from gsm8k
     envhub eval --base-url http://127.0.0.1:8001/v1 --env gsm8k --limit 20
 
-``--answers-from ENV`` answers every task of ENV with its gold answer put in ``--template``
-(a perfect model); ``--reply TEXT`` answers everything with TEXT.
+``--answers-from ENV`` answers every task of ENV, in every split it has, with its gold answer
+written as the environment writes it (or put in ``--template``): a perfect model.
+``--reply TEXT`` answers everything with TEXT.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import random
 import socket
 import threading
 import time
@@ -34,6 +36,8 @@ from collections.abc import Callable
 from typing import Any
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
+DEFAULT_TEMPLATE = "The answer is \\boxed{{{answer}}}."
+"""How ``--answers-from`` writes a gold answer where the environment has no reference action."""
 
 
 class ScriptedHTTPError(Exception):
@@ -235,20 +239,47 @@ class ScriptedEndpoint:
         self.stop()
 
 
-def gold_responder(env_name: str, template: str) -> Responder:
-    """A responder that answers each task of ``env_name`` with its gold in ``template``."""
+def gold_responder(env_name: str, template: str | None = None) -> Responder:
+    """A responder that answers every task of ``env_name``, in every split, with its gold.
+
+    The gold is written as the environment writes it (its ``reference_action``: ``#### 42``
+    for gsm8k, a fenced program for code), or through ``template`` (``{answer}`` is the task's
+    answer) when one is given or the environment has no single-turn reference.
+    """
     import envhub
 
+    table: dict[str, str] = {}
     with envhub.make(env_name) as env:
-        table = {}
-        for task in env.tasks():
-            prompt = (
-                env.opening_messages(task)[-1].content
-                if hasattr(env, "opening_messages")
-                else task.prompt
-            )
-            table[prompt] = template.format(answer=task.answer)
+        for task in _every_split(env):
+            prompt = env.opening_messages(task)[-1].content
+            table[prompt] = _gold_text(env, task, template)
     return answer_table(table)
+
+
+def _every_split(env: Any) -> list[Any]:
+    """The tasks of the spec's split, ``train`` and ``test``: those of them the data has."""
+    from ..errors import ConfigError
+
+    tasks = []
+    for split in dict.fromkeys((env.spec.split, "train", "test")):
+        try:
+            tasks.extend(env.tasks(split))
+        except ConfigError:  # a split this dataset does not have
+            continue
+    return tasks
+
+
+def _gold_text(env: Any, task: Any, template: str | None) -> str:
+    """The gold answer to ``task``: ``template`` filled in, or the env's reference action."""
+    from ..core import Episode
+
+    if template is None and env.spec.max_turns == 1:
+        opening = env.opening_messages(task)
+        episode = Episode(task=task, seed=0, rng=random.Random(0), messages=opening)
+        action = env.reference_action(episode)
+        if action is not None and action.content:
+            return action.content
+    return (template or DEFAULT_TEMPLATE).format(answer=task.answer)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -264,8 +295,9 @@ def main(argv: list[str] | None = None) -> None:
     answer.add_argument("--answers-from", metavar="ENV", help="Answer ENV's tasks with their gold.")
     parser.add_argument(
         "--template",
-        default="The answer is \\boxed{{{answer}}}.",
-        help="With --answers-from: how to write the gold (default: %(default)s).",
+        default=None,
+        help="With --answers-from: how to write the gold, {answer} standing for the task's "
+        "answer (default: as the environment writes it, e.g. '#### 42' for gsm8k).",
     )
     args = parser.parse_args(argv)
     if args.answers_from:

@@ -10,6 +10,7 @@ Also runnable as ``python -m envhub.trainer.cli CONFIG.yaml [KEY=VALUE ...] [--o
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -29,8 +30,40 @@ RESUME = {"auto": ["checkpoint.resume=true"]}
 """``--resume`` values and the overrides they stand for."""
 
 
+RUN_FILES = ("metrics.jsonl", "checkpoints", "final")
+"""What a run writes under its folder; any of them there means the folder holds a run."""
+
+
+def claim_out_dir(out_dir: Path, *, resuming: bool, force: bool) -> None:
+    """Refuse to start a new run in a folder that holds another, unless told what to do.
+
+    A second run written over a first would mix two runs' metrics and checkpoints silently.
+    ``resuming`` continues the run that is there; ``force`` deletes it and starts afresh.
+
+    Raises:
+        envhub.trainer.config.ConfigError: ``out_dir`` holds a run and neither was given.
+    """
+    from .config import ConfigError
+
+    found = [name for name in RUN_FILES if (out_dir / name).exists()]
+    if not found or resuming:
+        return
+    if not force:
+        raise ConfigError(
+            f"{out_dir} already holds a run ({', '.join(found)}): continue it with "
+            "`--resume auto`, start afresh there with `--force` (deletes that run), or pick "
+            "another --out"
+        )
+    print(f"--force: deleting the earlier run in {out_dir}", file=sys.stderr)
+    shutil.rmtree(out_dir)
+
+
 def main(
-    config_path: str, overrides: list[str], out: str | None, resume: str | None = None
+    config_path: str,
+    overrides: list[str],
+    out: str | None,
+    resume: str | None = None,
+    force: bool = False,
 ) -> None:
     """Load and validate the config, then train; everything lands under ``out``.
 
@@ -41,9 +74,12 @@ def main(
             ``checkpoints/step_N/``, ``final/`` (Hugging Face directory), ``reward.png``.
         resume: ``auto`` continues from the newest checkpoint under ``out`` (a fresh start
             when there is none), e.g. after a lost policy worker stopped the run.
+        force: Delete a run already in ``out`` and start afresh (without it, and without
+            ``resume``, a folder holding a run is refused).
 
     Raises:
-        envhub.trainer.config.ConfigError: the config is invalid (the message names the key).
+        envhub.trainer.config.ConfigError: the config is invalid (the message names the key),
+            or ``out`` holds a run and neither ``resume`` nor ``force`` says what to do.
         envhub.trainer.checkpoint.ResumeError: ``checkpoint.resume`` under an incompatible config.
     """
     from .config import ConfigError, load_config
@@ -53,6 +89,7 @@ def main(
         raise ConfigError(f"--resume {resume!r}: the only value is 'auto'")
     config = load_config(config_path, [*overrides, *RESUME.get(resume or "", [])])
     out_dir = Path(out) if out else default_out(config_path)
+    claim_out_dir(out_dir, resuming=config.checkpoint.resume, force=force)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     state = train(config, out_dir)
     print(f"done: {state.step} steps; metrics in {out_dir / 'metrics.jsonl'}")
@@ -77,13 +114,16 @@ def train_command(
     resume: Annotated[
         str | None, typer.Option(help="'auto': continue from the newest checkpoint in OUT.")
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="OUT holds an earlier run: delete it, start afresh.")
+    ] = False,
 ) -> None:
-    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR [--resume auto]."""
+    """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR [--resume auto|--force]."""
     try:  # the config needs torch, the loop Ray: absent, the extra is not installed
         from .train import train  # noqa: F401
     except ImportError as e:
         _fail(f"training needs the trainer extra: {INSTALL} ({e})")
-    main(str(config), list(ctx.args), str(out) if out else None, resume=resume)
+    main(str(config), list(ctx.args), str(out) if out else None, resume=resume, force=force)
 
 
 def convert_command(
@@ -111,8 +151,9 @@ def _cli(argv: list[str]) -> None:
     parser.add_argument("overrides", nargs="*", help="key=value")
     parser.add_argument("--out", default=None)
     parser.add_argument("--resume", default=None, choices=sorted(RESUME))
+    parser.add_argument("--force", action="store_true", help="Delete a run already in --out.")
     args = parser.parse_args(argv)
-    main(args.config, args.overrides, args.out, args.resume)
+    main(args.config, args.overrides, args.out, args.resume, args.force)
 
 
 if __name__ == "__main__":

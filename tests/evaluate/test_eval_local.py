@@ -109,3 +109,24 @@ def test_vllm_engine_matches_transformers_greedy():
     got = [asyncio.run(answers(b)) for b in engines]
     assert got[0] == got[1]
     assert all(n_out == 6 for _, _, n_out in got[0])
+
+
+def test_auto_engine_falls_back_when_vllm_cannot_run_the_model(tiny_path, tmp_path):
+    """The tiny model (head size 16) is one vLLM's CPU attention refuses: ``auto`` says so in
+    one line and evaluates it with transformers, instead of every episode ending infra_error."""
+    pytest.importorskip("vllm")
+    import os
+    import subprocess
+
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "envhub.cli", "eval", "--model", "tiny", "--env", "gsm8k"]
+    cmd += ["--limit", "2", "--max-tokens", "4", "--out", str(out), "--no-progress"]
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    fallback = [line for line in proc.stderr.splitlines() if line.startswith("engine auto:")]
+    assert len(fallback) == 1 and "using transformers" in fallback[0], proc.stderr[-3000:]
+    import json
+
+    summary = json.loads((out / "summary.json").read_text())["environments"]["gsm8k"]
+    assert summary["episodes"] == 2 and summary["status"].get("infra_error", 0) == 0, summary
