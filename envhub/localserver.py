@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 import httpx
 
 from .errors import TransportError
+from .lifetime import child_environment
 from .spec import EnvSpec
 
 
@@ -23,7 +26,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class ServerProcess:
-    """An ``envhub serve`` child process on a loopback port, stopped on :meth:`close`."""
+    """An ``envhub serve`` child process on a loopback port, stopped on :meth:`close`.
+
+    It does not outlive this process: :meth:`close` runs at interpreter exit for every server
+    still open (an uncaught exception included), and the child stops by itself when this
+    process dies without exiting (SIGKILL, a crash), see :mod:`envhub.lifetime`. Its log is an
+    anonymous temporary file, gone with the last descriptor whatever happens.
+    """
 
     def __init__(self, spec: EnvSpec, *, host: str = "127.0.0.1", startup_timeout: float = 180):
         """Start the server and wait until ``/health`` answers.
@@ -31,7 +40,10 @@ class ServerProcess:
         The free port is picked before the child binds it, so another process may take it in
         between: then the start is retried on a new port (three tries).
         """
-        self._log = tempfile.NamedTemporaryFile(prefix="envhub-serve-", suffix=".log", delete=False)
+        self._owner_pid = os.getpid()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._log = _new_log()
+        _open.add(self)
         for attempt in range(3):
             self.port = free_port(host)
             self.url = f"http://{host}:{self.port}"
@@ -40,8 +52,11 @@ class ServerProcess:
                 "--host", host, "--port", str(self.port),
                 "--spec-json", spec.model_dump_json(),
             ]  # fmt: skip
-            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-            self._log.truncate(0)
+            env = child_environment({**os.environ, "PYTHONUNBUFFERED": "1"})
+            if self.proc is not None:  # the last try lost its port: a fresh log for this one
+                _stop(self.proc)
+                self._log.close()
+                self._log = _new_log()
             self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
             if self._wait(startup_timeout):
                 return
@@ -62,23 +77,46 @@ class ServerProcess:
         return False
 
     def _tail(self) -> str:
-        with open(self._log.name, errors="replace") as f:
-            return f.read()[-2000:]
+        """The last 2000 bytes of the server's log (read in place: the child shares the file)."""
+        fd = self._log.fileno()
+        size = os.fstat(fd).st_size
+        start = max(0, size - 2000)
+        return os.pread(fd, size - start, start).decode(errors="replace")
 
     def close(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 5 s)."""
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        """Stop the server (SIGTERM, then SIGKILL after 5 s); idempotent."""
+        if os.getpid() != self._owner_pid:
+            return  # a forked child: the server belongs to the parent
+        _open.discard(self)
+        if self.proc is not None:
+            _stop(self.proc)
         self._log.close()
+
+
+def _new_log() -> Any:
+    """An anonymous temporary file for a server's output: no name, so nothing to leave behind."""
+    return tempfile.TemporaryFile(prefix="envhub-serve-", suffix=".log")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited 5 s later; reaped either way."""
+    if proc.poll() is None:
+        proc.terminate()
         try:
-            os.unlink(self._log.name)
-        except OSError:
-            pass
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+_open: set[ServerProcess] = set()
+"""Servers started by this process and not closed yet: :func:`_close_open` stops them at exit."""
+
+
+@atexit.register
+def _close_open() -> None:
+    for server in list(_open):
+        server.close()
 
 
 def spawn_server(spec: EnvSpec) -> ServerProcess:

@@ -68,7 +68,11 @@ def make_http(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
     if url is not None:
         return HTTPEnv(url, **kwargs)
     server = spawn_server(spec)
-    return HTTPEnv(server.url, owner=server, **kwargs)
+    try:
+        return HTTPEnv(server.url, owner=server, **kwargs)
+    except BaseException:
+        server.close()
+        raise
 
 
 RUNNERS: dict[str, Callable[..., Env]] = {

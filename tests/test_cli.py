@@ -6,6 +6,7 @@ import sys
 
 import httpx
 import pytest
+from children import stop
 from typer.testing import CliRunner
 
 from envhub.cli import app
@@ -133,8 +134,7 @@ def test_serve_subprocess_answers_health_and_verify(tmp_path):
         r = httpx.post(url + "/verify", json={"items": [{"gold": "zulu", "response": "zulu"}]})
         assert r.json()["scores"][0]["reward"] == 1.0
     finally:
-        proc.terminate()
-        proc.wait(10)
+        stop(proc)
         for p in envhub.registry.user_registry_dir().glob("*.yaml"):
             p.unlink()
         envhub.reset_registry()

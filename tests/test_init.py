@@ -8,6 +8,7 @@ import time
 
 import httpx
 import pytest
+from children import stop
 
 import envhub
 from envhub.errors import ConfigError
@@ -107,8 +108,7 @@ def test_as_a_new_user(tmp_path):
             remote.reset(task_id="rev-0")
             assert remote.step("<answer>ENOTS</answer>").info.components["correctness"] == 0.0
     finally:
-        server.terminate()
-        server.wait(10)
+        stop(server)
 
 
 def test_check_exits_non_zero_and_names_the_failed_check(tmp_path):

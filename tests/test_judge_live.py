@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from children import stop
 
 from envhub.localserver import free_port
 from envhub.make import make_local
@@ -59,8 +60,7 @@ def server(tmp_path_factory):
             pytest.fail(f"vLLM server did not start; see {log}:\n{log.read_text()[-2000:]}")
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        stop(proc, timeout=60)
 
 
 def test_judge_with_smollm2_on_vllm(server):

@@ -35,6 +35,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from envhub.lifetime import stop_signals
+
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
 DEFAULT_TEMPLATE = "The answer is \\boxed{{{answer}}}."
 """How ``--answers-from`` writes a gold answer where the environment has no reference action."""
@@ -283,7 +285,11 @@ def _gold_text(env: Any, task: Any, template: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m envhub.evaluate.scripted``: serve a scripted endpoint until Ctrl-C."""
+    """``python -m envhub.evaluate.scripted``: serve a scripted endpoint until SIGINT/SIGTERM.
+
+    Both signals stop it (exit 0) whatever it inherited: a background job of a script starts
+    with SIGINT ignored, and uvicorn, serving in a thread here, installs no handlers.
+    """
     parser = argparse.ArgumentParser(
         prog="python -m envhub.evaluate.scripted",
         description="A scripted OpenAI-compatible endpoint on 127.0.0.1, for envhub eval offline.",
@@ -300,6 +306,15 @@ def main(argv: list[str] | None = None) -> None:
         "answer (default: as the environment writes it, e.g. '#### 42' for gsm8k).",
     )
     args = parser.parse_args(argv)
+    with stop_signals():
+        try:
+            _serve(parser, args)
+        except KeyboardInterrupt:
+            pass  # stopping on request is success
+
+
+def _serve(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Build the responder, serve it, and wait; the caller catches the stop."""
     if args.answers_from:
         responder = gold_responder(args.answers_from, args.template)
     else:
@@ -309,17 +324,15 @@ def main(argv: list[str] | None = None) -> None:
         endpoint.start(args.port)
     except OSError as e:
         parser.exit(1, f"error: {e}\n")
-    print(
-        f"scripted endpoint at {endpoint.base_url} (model {args.model!r}); try:\n"
-        f"  envhub eval --base-url {endpoint.base_url} --env {args.answers_from or 'gsm8k'} "
-        "--limit 20\nCtrl-C stops it.",
-        flush=True,
-    )
     try:
+        print(
+            f"scripted endpoint at {endpoint.base_url} (model {args.model!r}); try:\n"
+            f"  envhub eval --base-url {endpoint.base_url} --env {args.answers_from or 'gsm8k'} "
+            "--limit 20\nCtrl-C stops it.",
+            flush=True,
+        )
         while endpoint._thread is not None and endpoint._thread.is_alive():
             time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
     finally:
         endpoint.stop()
 

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from envhub.errors import EnvhubError, InfraError
+from envhub.lifetime import follow_parent, stop_signals
 
 NameArg = Annotated[str, typer.Argument(help="Environment name, e.g. gsm8k or gsm8k-v1.")]
 
@@ -45,12 +46,34 @@ def serve(
         bool, typer.Option(help="Also serve the env's tools as an MCP server at /mcp.")
     ] = False,
 ) -> None:
-    """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health)."""
+    """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health).
+
+    SIGINT and SIGTERM stop it cleanly (exit 0), whatever dispositions it inherited; started
+    by ``make(name, runner="http")`` it also stops when that process dies.
+    """
     if docker:
         from envhub.server.docker import serve_in_docker
 
         serve_in_docker(name, host, port)
         return
+    limits = {"max_sessions": max_sessions, "session_ttl_s": session_ttl,
+              "max_inflight": max_inflight}  # fmt: skip
+    if threads:
+        limits["threads"] = threads
+    with stop_signals():  # first: a stop asked for while the data loads counts too
+        follow_parent()
+        try:
+            _serve_here(name, host, port, limits, log_level=log_level, spec_json=spec_json,
+                        mcp=mcp)  # fmt: skip
+        except KeyboardInterrupt:
+            pass  # stopping on request is success
+
+
+def _serve_here(
+    name: str, host: str, port: int, limits: dict[str, Any], *, log_level: str,
+    spec_json: str | None, mcp: bool,
+) -> None:  # fmt: skip
+    """Serve in this process until uvicorn stops (its handlers own SIGINT/SIGTERM meanwhile)."""
     sock = _listen(host, port)  # a taken port is said now, before loading data or "serving"
     try:
         import uvicorn
@@ -62,15 +85,9 @@ def serve(
     in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
     if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
         typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
-    settings = ServerSettings(
-        max_sessions=max_sessions,
-        session_ttl_s=session_ttl,
-        max_inflight=max_inflight,
-        **({"threads": threads} if threads else {}),
-    )
     if mcp:
         _need_mcp_sdk()
-    api = create_app(env, settings, mcp=mcp)
+    api = create_app(env, ServerSettings(**limits), mcp=mcp)
     port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
     # websockets' sans-I/O protocol: 10-20% less server CPU per /ws frame than uvicorn's default

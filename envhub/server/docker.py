@@ -432,35 +432,35 @@ def start_container(
 
 
 def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """``envhub serve NAME --docker``: serve in a container until Ctrl-C, then remove it."""
-    import signal
+    """``envhub serve NAME --docker``: serve in a container until SIGINT/SIGTERM, then remove it.
 
+    Both signals stop it whatever dispositions it inherited (a background job of a script
+    starts with SIGINT ignored); started by another envhub process, it stops when that dies.
+    """
+    from envhub.lifetime import follow_parent, stop_signals
     from envhub.registry import spec as lookup
 
-    def on_term(*_: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, on_term)
     handle: DockerHandle | None = None
-    try:  # a signal during start-up lands here too; the atexit hook removes a half-made one
-        handle = start_container(lookup(name), host=host, port=port)
-        print(
-            f"envhub: {name} serving at {handle.url} in container {handle.name} "
-            "(Ctrl-C stops and removes it)",
-            file=sys.stderr,
-            flush=True,
-        )
-        for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
-            sys.stderr.write(chunk.decode(errors="replace"))
-        raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
-    except KeyboardInterrupt:
-        pass
-    finally:
-        if handle is not None:
-            handle.close()
-        else:
-            _remove_owned(os.getpid())
-        signal.signal(signal.SIGTERM, previous)
+    with stop_signals():
+        follow_parent()
+        try:  # a signal during start-up lands here too; the atexit hook removes a half-made one
+            handle = start_container(lookup(name), host=host, port=port)
+            print(
+                f"envhub: {name} serving at {handle.url} in container {handle.name} "
+                "(Ctrl-C stops and removes it)",
+                file=sys.stderr,
+                flush=True,
+            )
+            for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
+                sys.stderr.write(chunk.decode(errors="replace"))
+            raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
+        except KeyboardInterrupt:
+            pass
+        finally:
+            if handle is not None:
+                handle.close()
+            else:
+                _remove_owned(os.getpid())
 
 
 def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:

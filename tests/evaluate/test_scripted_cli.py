@@ -6,18 +6,20 @@ import json
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import typer
+from children import SIGINT_IGNORED, stop, wait_or_kill
 from typer.testing import CliRunner
 
 from envhub.evaluate.cli import eval_command
 from envhub.localserver import free_port
 
 
-def _start(*args):
+def _start(*args, prefix=()):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envhub.evaluate.scripted", *args],
+        [*prefix, sys.executable, "-m", "envhub.evaluate.scripted", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -25,18 +27,25 @@ def _start(*args):
     return proc, proc.stdout.readline()
 
 
-@pytest.fixture
-def gold_endpoint():
+@pytest.fixture(params=["foreground", "background"])
+def gold_endpoint(request):
+    """The endpoint, stopped with Ctrl-C (SIGINT) at the end, as a user would.
+
+    ``background``: started as a script's background job (``.ci/run &``) is, with SIGINT
+    ignored; SIGINT must stop it all the same, promptly.
+    """
     port = free_port()
-    proc, first = _start("--port", str(port), "--answers-from", "gsm8k")
+    prefix = SIGINT_IGNORED if request.param == "background" else ()
+    proc, first = _start("--port", str(port), "--answers-from", "gsm8k", prefix=prefix)
     try:
         assert first.startswith(f"scripted endpoint at http://127.0.0.1:{port}/v1"), (
             first + proc.stderr.read()
         )
         yield port
     finally:
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
+        started = time.monotonic()
+        assert stop(proc, signal.SIGINT, timeout=20) == 0, proc.stderr.read()
+        assert time.monotonic() - started < 10
 
 
 def test_readme_offline_eval_scores_the_gold_answers(gold_endpoint, tmp_path):
@@ -53,6 +62,6 @@ def test_readme_offline_eval_scores_the_gold_answers(gold_endpoint, tmp_path):
 
 def test_a_taken_port_is_one_clear_line(gold_endpoint):
     proc, _ = _start("--port", str(gold_endpoint))
-    assert proc.wait(timeout=20) == 1
+    assert wait_or_kill(proc, timeout=20) == 1
     err = proc.stderr.read()
     assert f"cannot listen on 127.0.0.1:{gold_endpoint}" in err and "Traceback" not in err

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from children import children_of
 from sandbox_support import ADD_SUITE, FAST, HONEST_ADD, assert_nothing_left, needs_bwrap
 
 from envhub.sandbox import Sandbox, processes_of, procs, run_suite, spawner
@@ -36,18 +37,6 @@ def started(monkeypatch):
 
     monkeypatch.setattr(procs, "start", record)
     return seen
-
-
-def children_of(pid: int) -> list[int]:
-    out = []
-    for name in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            status = Path(f"/proc/{name}/status").read_text()
-        except OSError:
-            continue
-        if f"\nPPid:\t{pid}\n" in status:
-            out.append(int(name))
-    return out
 
 
 def uid_of(pid: int) -> int:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from children import SIGINT_IGNORED
 from repo_scripts import load_script
 
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
@@ -437,14 +438,18 @@ def test_offline_rootfs_resolves_the_server_dependencies():
 
 
 @pytest.mark.docker
-def test_envhub_serve_docker_runs_until_sigterm_then_removes(engine):
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_envhub_serve_docker_runs_until_stopped_then_removes(engine, sig):
+    """Started as a script's background job is (SIGINT ignored), a signal still stops it."""
     import signal
 
     from envhub.localserver import free_port
 
     port = free_port()
     cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]
-    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [*SIGINT_IGNORED, *cmd], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
@@ -456,8 +461,13 @@ def test_envhub_serve_docker_runs_until_sigterm_then_removes(engine):
         assert httpx.get(f"http://127.0.0.1:{port}/info").json()["spec"]["name"] == "search"
         assert len(_ours(engine, **{dk.LABEL_OWNER: str(proc.pid)})) == 1
     finally:
-        proc.send_signal(signal.SIGTERM)
-        out = proc.communicate(timeout=60)[0].decode()
+        proc.send_signal(getattr(signal, sig))
+        try:
+            out = proc.communicate(timeout=60)[0].decode()
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
     assert proc.returncode == 0, out
     assert _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)}) == []
 

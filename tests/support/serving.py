@@ -33,3 +33,6 @@ def running(app, **config):
     finally:
         server.should_exit = True
         thread.join(10)
+        if thread.is_alive():  # the graceful stop hangs: drop open connections and tasks
+            server.force_exit = True
+            thread.join(10)

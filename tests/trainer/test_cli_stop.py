@@ -65,6 +65,7 @@ def stop_and_check(temp: Path, out: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
     deadline = time.monotonic() + 30
     while (left := processes_mentioning(str(temp))) and time.monotonic() < deadline:
         time.sleep(1)

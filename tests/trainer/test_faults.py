@@ -128,7 +128,18 @@ def _wait_for_step(proc, out, step, timeout_s=400):
             pytest.fail(f"the run ended before step {step}: {proc.stdout.read()[-4000:]}")
         time.sleep(0.05)
     proc.kill()
+    proc.wait()
     pytest.fail(f"no step {step} within {timeout_s} s")
+
+
+def _finish(proc, timeout_s=600):
+    """The run's log once it ends; killed (and the test failed) if it runs past ``timeout_s``."""
+    try:
+        return proc.communicate(timeout=timeout_s)[0]
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        log = proc.communicate()[0]
+        pytest.fail(f"the run did not end within {timeout_s} s: {log[-3000:]}")
 
 
 def _pids(out, group):
@@ -180,7 +191,7 @@ def test_engine_and_env_worker_killed_mid_run(tmp_path, transport, mode):
     time.sleep(0.5)  # past the resets, into step 2's sampling
     for pid in _pids(tmp_path, "generation") + _pids(tmp_path, "env"):
         os.kill(pid, signal.SIGKILL)
-    log, _ = proc.communicate(timeout=600)
+    log = _finish(proc)
     assert proc.returncode == 0, log[-5000:]
     rows = _rows(tmp_path)
     assert [r["step"] for r in rows] == list(range(1, 6 if mode else 4))
@@ -200,13 +211,13 @@ def test_lost_policy_worker_stops_then_resume_auto(tmp_path):
     _wait_for_step(proc, tmp_path, 1)
     for pid in _pids(tmp_path, "policy"):
         os.kill(pid, signal.SIGKILL)
-    log, _ = proc.communicate(timeout=600)
+    log = _finish(proc)
     assert proc.returncode != 0
     assert "--resume auto" in log and "policy" in log, log[-3000:]
     done = _rows(tmp_path)[-1]["step"]
     assert done < 3
     proc = _start(tmp_path, *args, "--resume", "auto")
-    log, _ = proc.communicate(timeout=600)
+    log = _finish(proc)
     assert proc.returncode == 0, log[-5000:]
     assert "resumed from" in log
     assert [r["step"] for r in _rows(tmp_path)][-(3 - done) :] == list(range(done + 1, 4))

@@ -22,6 +22,8 @@ from typing import Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from envhub.lifetime import stop_signals
+
 CAPITALS = {
     "France": "Paris",
     "Japan": "Tokyo",
@@ -62,11 +64,15 @@ def build() -> MCPServer:
 
 
 def main() -> None:
-    """Serve on 127.0.0.1 at the given port until killed."""
+    """Serve on 127.0.0.1 at the given port until SIGINT/SIGTERM (whatever was inherited)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=8765)
     args = parser.parse_args()
-    build().run("streamable-http", host="127.0.0.1", port=args.port)
+    with stop_signals():
+        try:
+            build().run("streamable-http", host="127.0.0.1", port=args.port)
+        except KeyboardInterrupt:
+            pass  # stopping on request is success
 
 
 if __name__ == "__main__":
