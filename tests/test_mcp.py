@@ -9,6 +9,7 @@ and a stateless client that opens episodes until the table is full.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import httpx
 from mcp import Client
@@ -199,10 +200,12 @@ def test_one_stateless_client_cannot_starve_another():
 
         async def flood_then_serve():
             async with Client(url + "/mcp/control", mode="2026-07-28") as flood:
-                starts = [await flood.call_tool("start_episode", {}) for _ in range(20)]
+                calls = [flood.call_tool("start_episode", {}) for _ in range(20)]
+                starts = await asyncio.gather(*calls)  # all at once: no quota overrun
                 held = httpx.get(url + "/metrics").json()["sessions"]
-                mine = starts[0].structured_content["episode_id"]
-                await flood.call_tool("finish_episode", {"episode_id": mine})
+                mine = next(s for s in starts if not s.is_error)
+                ended = {"episode_id": mine.structured_content["episode_id"]}
+                await flood.call_tool("finish_episode", ended)
                 freed = await flood.call_tool("start_episode", {})
                 async with Client(url + "/mcp/control") as other:
                     episode = await _start(other, task_id=task.task_id)
@@ -213,9 +216,28 @@ def test_one_stateless_client_cannot_starve_another():
         starts, held, freed, served = asyncio.run(flood_then_serve())
     refused = [s for s in starts if s.is_error]
     assert len(refused) == 18 and held == 2
-    assert "holds 2 live episodes" in refused[0].content[0].text
+    assert "holds 2 live episodes started without an MCP session" in refused[0].content[0].text
     assert not freed.is_error  # finishing one of its own gave the slot back
     assert served.structured_content["components"]["correctness"] == 1.0
+
+
+def test_one_client_holds_at_most_half_the_table_through_control_sessions():
+    env = envhub.make("search")
+    with running(create_app(env, ServerSettings(max_sessions=16), mcp=True)) as url:
+
+        async def flood():
+            async with contextlib.AsyncExitStack() as stack:
+                sessions = [
+                    await stack.enter_async_context(Client(url + "/mcp/control")) for _ in range(9)
+                ]
+                starts = [await c.call_tool("start_episode", {}) for c in sessions]
+                reset = httpx.post(url + "/reset", json={"seed": 0})
+                return starts, reset
+
+        starts, reset = asyncio.run(flood())
+    assert [s.is_error for s in starts] == [False] * 8 + [True]
+    assert "holds 8 live episodes, the most one client may" in starts[-1].content[0].text
+    assert reset.status_code == 200  # the table still has room for everyone else
 
 
 def test_a_stateless_client_ends_only_its_own_episodes():

@@ -18,7 +18,8 @@ the HTTP and WebSocket routes, on the same session table as every other episode:
   accounting comes back as ``previous`` and ``/metrics`` counts ``mcp_restarts``), never a
   silent wipe; ending the control session (its ``DELETE``) finishes its episode the same way.
   Stateless control calls (no ``Mcp-Session-Id``) pass the ``episode_id`` to
-  ``finish_episode`` and may hold at most a few live episodes per client address. A harness
+  ``finish_episode``. One client address may hold half the session table's episodes, and an
+  eighth started without a session, so one client cannot starve the others. A harness
   that speaks HTTP can start the episode with ``POST /reset`` instead and give its
   ``session_id`` to the agent's URL.
 
@@ -202,10 +203,10 @@ class AgentTools:
 class ControlTools:
     """The ``/mcp/control`` handlers: the harness starts and ends episodes."""
 
-    def __init__(self, episodes: Episodes, per_client: int) -> None:
-        """Episodes of ``episodes``; ``per_client`` live stateless episodes per address."""
+    def __init__(self, episodes: Episodes, per_client: int, stateless: int) -> None:
+        """Episodes of ``episodes``; quotas of live episodes per address (see ControlClaims)."""
         self.episodes = episodes
-        self.claims = ControlClaims(per_client, episodes.sessions.live)
+        self.claims = ControlClaims(per_client, stateless, episodes.sessions.live)
 
     async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         """``start_episode`` and ``finish_episode``."""
@@ -230,15 +231,19 @@ class ControlTools:
 
     async def _start(self, ctx: Any, args: dict[str, Any]) -> types.CallToolResult:
         session, address = _mcp_session(ctx), _client_address(ctx)
-        if not session:
-            self.claims.admit(address)
-        sid, text = await self.episodes.reset(args.get("seed"), args.get("task_id"))
+        slot = self.claims.reserve(address, stateless=not session)
+        try:
+            sid, text = await self.episodes.reset(args.get("seed"), args.get("task_id"))
+        except BaseException:
+            self.claims.record(slot, address, session, None)
+            raise
+        old = self.claims.held.get(session) if session else None
+        self.claims.record(slot, address, session, sid)
         previous = None
-        if session and session in self.claims.held:  # a restart: the old episode is paid
-            previous = await self._truncate(self.claims.held[session])
+        if old is not None:  # a restart: the old episode, if still running, is paid
+            previous = await self._truncate(old)
             if previous is not None:
                 self.episodes.metrics["mcp_restarts"] += 1
-        self.claims.record(session, address, sid)
         body = json.loads(text)
         outcome = {"episode_id": sid, "info": body["info"], "previous": previous}
         return _answer(_text(body["messages"]), outcome)
@@ -337,22 +342,16 @@ class Managers:
 
 
 def install(
-    app: FastAPI,
-    episodes: Episodes,
-    host: str = "127.0.0.1",
-    idle_s: float = 600.0,
-    per_client: int | None = None,
+    app: FastAPI, episodes: Episodes, host: str = "127.0.0.1", idle_s: float = 600.0
 ) -> Managers:
     """Add ``/mcp`` and ``/mcp/control`` to ``app``; returns what the app's lifespan runs.
 
-    ``idle_s``: an MCP session with no request for this long ends. ``per_client``: live
-    episodes one client address may start without an MCP session (default: an eighth of the
-    session table, at least 1).
+    ``idle_s``: an MCP session with no request for this long ends. One client address may
+    hold half the session table's episodes through ``/mcp/control``, and an eighth without an
+    MCP session (at least 1 each).
     """
     name = f"envhub-{episodes.env.spec.name}"
-    quota = per_client or max(1, episodes.sessions.max_sessions // 8)
+    table = episodes.sessions.max_sessions
+    control = ControlTools(episodes, max(1, table // 2), max(1, table // 8))
     agent = _serve(app, "/mcp", name, AgentTools(episodes), host, idle_s)
-    control = _serve(
-        app, "/mcp/control", f"{name}-control", ControlTools(episodes, quota), host, idle_s
-    )
-    return Managers(agent, control)
+    return Managers(agent, _serve(app, "/mcp/control", f"{name}-control", control, host, idle_s))

@@ -10,10 +10,12 @@ episodes at ``/mcp/control``. This module holds the rules, apart from the MCP SD
   other, stateless calls included.
 * **A stateful control session holds one episode at a time**; starting another while it is in
   progress is a restart, which the caller pays as a truncation (see :mod:`.mcp`).
-* **Stateless control calls** (no ``Mcp-Session-Id``) start episodes owned by the client's
-  address, at most ``per_client`` live at once: one client cannot fill the session table and
-  starve the others. Their episodes end like any other (answer, ``finish_episode``, idle expiry
-  after the server's ``--session-ttl``).
+* **Quotas per client address**: live episodes started through the control server, at most
+  ``per_client`` in all and ``stateless`` of them without an MCP session (a stateless caller
+  has no session to hold them by). A start is refused over either, before any episode is made
+  (a slot is reserved first, so concurrent starts cannot overrun it): one client cannot fill
+  the session table and starve the others. Episodes end as any other (answer,
+  ``finish_episode``, idle expiry after the server's ``--session-ttl``).
 
 Every map is bounded (:data:`REMEMBERED` entries, oldest forgotten first).
 """
@@ -84,36 +86,58 @@ class AgentClaims:
 
 
 class ControlClaims:
-    """Which control session or client address started which episode, and the quota."""
+    """Which control session or client address started which episode, and the quotas."""
 
-    def __init__(self, per_client: int, live: Callable[[str], bool]) -> None:
-        """``per_client``: live stateless episodes per address; ``live(id)``: still running."""
-        self.per_client, self.live = per_client, live
+    def __init__(self, per_client: int, stateless: int, live: Callable[[str], bool]) -> None:
+        """Quotas of live episodes per client address: all, and those started statelessly.
+
+        ``live(id)``: whether an episode is still running.
+        """
+        self.per_client, self.stateless, self.live = per_client, stateless, live
         self.held: OrderedDict[str, str] = OrderedDict()
         """The episode of each stateful control session."""
-        self.started_by: OrderedDict[str, list[str]] = OrderedDict()
-        """The stateless episodes of each client address."""
+        self.started_by: OrderedDict[str, dict[str, bool]] = OrderedDict()
+        """Each address's episodes (or reservations), and whether each was stateless."""
+        self.pending: set[str] = set()
+        self.reservations = 0
 
-    def admit(self, address: str) -> None:
-        """Refuse a stateless start from a client already holding ``per_client`` live episodes."""
-        mine = [e for e in self.started_by.get(address, []) if self.live(e)]
-        self.started_by[address] = mine
+    def reserve(self, address: str, stateless: bool) -> str:
+        """A slot for a start from ``address``, refused over its quotas; :meth:`record` fills it.
+
+        Reserved before the episode is made, so concurrent starts cannot overrun a quota.
+        """
+        mine = {e: s for e, s in self.started_by.get(address, {}).items() if self._counts(e)}
+        loose = sum(mine.values())
+        end_one = "end one first (final_answer, finish_episode) or let it expire idle"
+        if stateless and loose >= self.stateless:
+            raise ClaimError(
+                f"this client ({address}) holds {loose} live episodes started without an MCP "
+                f"session, the most it may; {end_one}, or start in an MCP session"
+            )
         if len(mine) >= self.per_client:
             raise ClaimError(
-                f"this client ({address}) holds {len(mine)} live episodes started without an "
-                f"MCP session, the most one client may hold; end one first (final_answer, "
-                "finish_episode) or wait for it to expire idle"
+                f"this client ({address}) holds {len(mine)} live episodes, the most one client "
+                f"may; {end_one}"
             )
-
-    def record(self, session: str | None, address: str, episode: str) -> None:
-        """Remember who started ``episode`` (after :meth:`admit` for a stateless start)."""
-        if session:
-            _remember(self.held, session, episode)
-            return
-        self.started_by.setdefault(address, []).append(episode)
+        self.reservations += 1
+        token = f"reserved-{self.reservations}"
+        self.pending.add(token)
+        self.started_by[address] = {**mine, token: stateless}
         self.started_by.move_to_end(address)
         while len(self.started_by) > REMEMBERED:
             self.started_by.popitem(last=False)
+        return token
+
+    def record(self, token: str, address: str, session: str | None, episode: str | None) -> None:
+        """Fill the reservation ``token`` with ``episode`` (None: the start failed)."""
+        self.pending.discard(token)
+        mine = self.started_by.get(address, {})
+        stateless = mine.pop(token, session is None)
+        if episode is None:
+            return
+        mine[episode] = stateless
+        if session:
+            _remember(self.held, session, episode)
 
     def owned(self, session: str | None, address: str, named: str | None) -> str:
         """The episode a ``finish_episode`` call may end."""
@@ -127,6 +151,12 @@ class ControlClaims:
             return held
         if named is None:
             raise ClaimError("without an MCP session, pass the episode_id start_episode answered")
-        if named not in self.started_by.get(address, []):
-            raise ClaimError(f"episode {named!r} was not started by this client ({address})")
+        if not self.started_by.get(address, {}).get(named, False):  # a session's is its own
+            raise ClaimError(
+                f"episode {named!r} was not started by this client ({address}) without an MCP "
+                "session"
+            )
         return named
+
+    def _counts(self, episode: str) -> bool:
+        return episode in self.pending or self.live(episode)
