@@ -384,3 +384,21 @@ def test_one_episodes_failed_call_never_fails_another_episodes_call_in_flight(ho
         assert refused.info.status is Status.OK
     finally:
         env.close()
+
+
+def test_an_episode_that_ends_and_closes_its_fork_never_cuts_another_episodes_call(hostile_url):
+    env = make_env(hostile_url, tools=None)
+    patient, quick = env.fork(), env.fork()
+    patient.reset(task_id="q1")
+    quick.reset(task_id="q1")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(patient.step, call("wait", seconds=1.5))
+            time.sleep(0.5)  # the patient call is in flight on the shared connection
+            assert quick.step(answer("437")).done
+            quick.close()  # what a server's session table does when an episode ends
+            waited = waiting.result(15)
+        assert waited.info.status is Status.OK, waited.info.error
+        assert waited.messages[0].content == "wait done"
+    finally:
+        env.close()

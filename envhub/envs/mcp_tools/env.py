@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -138,6 +138,8 @@ class McpToolEnv(TaskEnv):
         self.max_argument_chars, self.max_argument_depth = max_argument_chars, max_argument_depth
         self.tools_in_prompt = tools_in_prompt
         self.server = McpServer(self.mcp.url, self.mcp.timeout_s)
+        self._owns_server = True
+        """Forks share the connection; only the environment that made it closes it."""
         self._toolset: ToolSet | None = None
 
     # ------------------------------------------------------------------ tools and prompts
@@ -229,9 +231,16 @@ class McpToolEnv(TaskEnv):
         """The base description plus the server in use."""
         return {**super().info(), "mcp": self.mcp.model_dump()}
 
+    def fork(self) -> McpToolEnv:
+        """A fork on the same connection; closing it (an episode's end) leaves the connection."""
+        clone = cast(McpToolEnv, super().fork())
+        clone._owns_server = False
+        return clone
+
     def close(self) -> None:
-        """Stop the client's loop thread."""
-        self.server.close()
+        """Stop the client's loop thread (the environment's own; a fork's close keeps it)."""
+        if self._owns_server:
+            self.server.close()
 
     # ------------------------------------------------------------------ calls
 
