@@ -30,7 +30,7 @@ from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidActio
 from envhub.localserver import free_port  # noqa: E402
 from envhub.make import apply_overrides, make_local  # noqa: E402
 from envhub.registry import load_file  # noqa: E402
-from envhub.types import FunctionCall, Message, Status, ToolCall  # noqa: E402
+from envhub.types import FunctionCall, Message, Status, StepResult, ToolCall  # noqa: E402
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -368,37 +368,37 @@ def test_a_slow_call_the_model_chose_is_its_timeout_and_the_episode_goes_on(host
         env.close()
 
 
-def test_one_episodes_failed_call_never_fails_another_episodes_call_in_flight(hostile_url):
-    env = make_env(hostile_url, tools=None)
-    patient, hostile = env.fork(), env.fork()
+def while_a_call_is_in_flight(url: str, disturb) -> StepResult:
+    """Run ``disturb(other_fork)`` while a fork's 1.5 s call is in flight; that call's result."""
+    env = make_env(url, tools=None)
+    patient, other = env.fork(), env.fork()
     patient.reset(task_id="q1")
-    hostile.reset(task_id="q1")
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            waiting = pool.submit(patient.step, call("wait", seconds=1.5))
-            time.sleep(0.5)  # the patient call is in flight on the shared connection
-            refused = hostile.step(call("refuse", code=-32603))
-            waited = waiting.result(10)
-        assert waited.info.status is Status.OK, waited.info.error
-        assert waited.messages[0].content == "wait done"
-        assert refused.info.status is Status.OK
-    finally:
-        env.close()
-
-
-def test_an_episode_that_ends_and_closes_its_fork_never_cuts_another_episodes_call(hostile_url):
-    env = make_env(hostile_url, tools=None)
-    patient, quick = env.fork(), env.fork()
-    patient.reset(task_id="q1")
-    quick.reset(task_id="q1")
+    other.reset(task_id="q1")
     try:
         with ThreadPoolExecutor(1) as pool:
             waiting = pool.submit(patient.step, call("wait", seconds=1.5))
             time.sleep(0.5)  # the patient call is in flight on the shared connection
-            assert quick.step(answer("437")).done
-            quick.close()  # what a server's session table does when an episode ends
-            waited = waiting.result(15)
-        assert waited.info.status is Status.OK, waited.info.error
-        assert waited.messages[0].content == "wait done"
+            disturb(other)
+            return waiting.result(15)
     finally:
         env.close()
+
+
+def test_one_episodes_failed_call_never_fails_another_episodes_call_in_flight(hostile_url):
+    refused = []
+    waited = while_a_call_is_in_flight(
+        hostile_url, lambda other: refused.append(other.step(call("refuse", code=-32603)))
+    )
+    assert waited.info.status is Status.OK, waited.info.error
+    assert waited.messages[0].content == "wait done"
+    assert refused[0].info.status is Status.OK
+
+
+def test_an_episode_that_ends_and_closes_its_fork_never_cuts_another_episodes_call(hostile_url):
+    def end_and_close(other) -> None:
+        assert other.step(answer("437")).done
+        other.close()  # what a server's session table does when an episode ends
+
+    waited = while_a_call_is_in_flight(hostile_url, end_and_close)
+    assert waited.info.status is Status.OK, waited.info.error
+    assert waited.messages[0].content == "wait done"
