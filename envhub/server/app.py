@@ -220,7 +220,8 @@ ROUTES: tuple[tuple[str, str, str, type[BaseModel] | None], ...] = (
 def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = False) -> FastAPI:
     """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings.
 
-    With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` (envhub.server.mcp).
+    With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` for the agent, and
+    its episodes one at ``/mcp/control`` for the harness (envhub.server.mcp).
     """
     server = Server(env, settings or ServerSettings())
     app = FastAPIOffline(

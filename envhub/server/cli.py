@@ -43,7 +43,7 @@ def serve(
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
     spec_json: Annotated[str | None, typer.Option(hidden=True)] = None,
     mcp: Annotated[
-        bool, typer.Option(help="Also serve the env's tools as an MCP server at /mcp.")
+        bool, typer.Option(help="Serve the tools over MCP at /mcp, episodes at /mcp/control.")
     ] = False,
 ) -> None:
     """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health).

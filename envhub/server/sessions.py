@@ -103,6 +103,11 @@ class SessionTable:
         session.env.close()
         return True
 
+    def live(self, sid: str) -> bool:
+        """Whether ``sid`` is a running episode (not idle past the ttl); touches nothing."""
+        session = self._sessions.get(sid)
+        return session is not None and time.monotonic() - session.last_used <= self.ttl
+
     def finished(self, sid: str) -> Finished | None:
         """The record of ``sid`` if its episode ended (None if live, expired or unknown)."""
         record = self._expired.get(sid)

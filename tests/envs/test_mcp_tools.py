@@ -30,19 +30,22 @@ from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidActio
 from envhub.localserver import free_port  # noqa: E402
 from envhub.make import apply_overrides, make_local  # noqa: E402
 from envhub.registry import load_file  # noqa: E402
-from envhub.types import FunctionCall, Message, Status, ToolCall  # noqa: E402
+from envhub.types import FunctionCall, Message, Status, StepResult, ToolCall  # noqa: E402
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "mcp_tools.yaml"
+DEMO = ("-m", "envhub.envs.mcp_tools.demo_server", "--port")
+HOSTILE = (str(ROOT / "tests" / "support" / "hostile_mcp.py"),)
+"""A server whose answers the model's arguments steer (tests/support/hostile_mcp.py)."""
 
 
-def start_server(port: int | None = None) -> tuple[subprocess.Popen, str]:
+def start_server(port: int | None = None, args: tuple[str, ...] = DEMO):
     port = port or free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "envhub.envs.mcp_tools.demo_server", "--port", str(port)]
+    cmd = [sys.executable, *args, str(port)]
     proc = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -66,6 +69,13 @@ def stop(proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def server_url():
     proc, url = start_server()
+    yield url
+    stop(proc)
+
+
+@pytest.fixture(scope="module")
+def hostile_url():
+    proc, url = start_server(args=HOSTILE)
     yield url
     stop(proc)
 
@@ -303,3 +313,92 @@ def test_forks_share_the_connection_and_play_concurrently(server_url):
             assert list(pool.map(play, range(32))) == [str(i * 3) for i in range(32)]
     finally:
         env.close()
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        call("refuse", code=-32603),
+        call("refuse", code=-32000),  # the code the SDK also gives a closed connection
+        call("refuse", code=12345),
+        call("shaped", n=-1),  # an answer that breaks the tool's own output schema
+    ],
+    ids=["internal-error", "server-error-code", "odd-code", "bad-output-shape"],
+)
+def test_a_failure_the_model_steers_the_server_into_is_a_tool_error_not_infra(hostile_url, message):
+    env = make_env(hostile_url, tools=None)
+    try:
+        env.reset(task_id="q1")
+        failed = env.step(message)
+        assert failed.info.status is Status.OK, failed.info.error
+        assert not failed.done
+        assert failed.messages[0].content.startswith("Error: the server failed this call")
+        after = env.step(call("echo", text="still here"))  # the connection was kept
+        assert after.info.status is Status.OK and after.messages[0].content == "still here"
+        final = env.step(answer("437"))
+        assert final.info.components["tool_errors"] == 1.0
+    finally:
+        env.close()
+
+
+def test_a_slow_call_the_model_chose_is_its_timeout_and_the_episode_goes_on(hostile_url):
+    env = make_env(hostile_url, tools=None, timeout_s=1)
+    try:
+        env.reset(task_id="q1")
+        slow = Message(
+            role="assistant",
+            tool_calls=[
+                ToolCall(id="c1", function=FunctionCall(name="wait", arguments='{"seconds": 5}')),
+                ToolCall(id="c2", function=FunctionCall(name="echo", arguments='{"text": "x"}')),
+            ],
+        )
+        started = time.monotonic()
+        result = env.step(slow)
+        assert time.monotonic() - started < 4  # the deadline and a probe, not the 5 s asked
+        assert result.info.status is Status.TIMEOUT and not result.done
+        assert "gave no answer within 1 s" in result.info.error
+        shown = [m.content for m in result.messages]
+        assert "the server answers others" in shown[0] and "not run" in shown[1]
+        after = env.step(call("echo", text="on"))
+        assert after.info.status is Status.OK and after.messages[0].content == "on"
+        final = env.step(answer("437"))
+        assert final.info.components["invalid_calls"] == 1.0
+        assert final.info.components["tool_calls"] == 2.0  # the call not run is not counted
+    finally:
+        env.close()
+
+
+def while_a_call_is_in_flight(url: str, disturb) -> StepResult:
+    """Run ``disturb(other_fork)`` while a fork's 1.5 s call is in flight; that call's result."""
+    env = make_env(url, tools=None)
+    patient, other = env.fork(), env.fork()
+    patient.reset(task_id="q1")
+    other.reset(task_id="q1")
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(patient.step, call("wait", seconds=1.5))
+            time.sleep(0.5)  # the patient call is in flight on the shared connection
+            disturb(other)
+            return waiting.result(15)
+    finally:
+        env.close()
+
+
+def test_one_episodes_failed_call_never_fails_another_episodes_call_in_flight(hostile_url):
+    refused = []
+    waited = while_a_call_is_in_flight(
+        hostile_url, lambda other: refused.append(other.step(call("refuse", code=-32603)))
+    )
+    assert waited.info.status is Status.OK, waited.info.error
+    assert waited.messages[0].content == "wait done"
+    assert refused[0].info.status is Status.OK
+
+
+def test_an_episode_that_ends_and_closes_its_fork_never_cuts_another_episodes_call(hostile_url):
+    def end_and_close(other) -> None:
+        assert other.step(answer("437")).done
+        other.close()  # what a server's session table does when an episode ends
+
+    waited = while_a_call_is_in_flight(hostile_url, end_and_close)
+    assert waited.info.status is Status.OK, waited.info.error
+    assert waited.messages[0].content == "wait done"

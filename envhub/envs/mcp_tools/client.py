@@ -8,15 +8,26 @@ drops it, and the next call opens another, so a restarted server is found again.
 here, demo server on loopback: about 22 ms a call on the held connection against 145 ms when
 each call opened its own, most of it building the HTTP client.)
 
-Failures are sorted at this one boundary:
+Failures are sorted at this one boundary, and a failed call of the model's is sorted only
+after a **probe** (its tool listing, uncached, within :data:`PROBE_S`): a server that still
+answers has proven the machinery sound, so what went wrong belongs to the call, which the
+model chose.
 
 * the server cannot be reached, breaks the connection, answers past ``timeout_s``, answers
-  something that is not MCP, or answers a protocol error: :class:`InfraError` (the machinery's,
-  never the model's; the episode is dropped, not scored);
+  something that is not MCP, or answers a protocol error, **and then fails the probe too** (or
+  the call was not the model's, like the tool listing): :class:`InfraError` (the machinery's;
+  the episode is dropped, not scored), and the connection is dropped;
 * the server refuses the call's arguments as invalid params (JSON-RPC ``-32602``) or does not
   know the tool (``-32601``/unknown tool): :class:`InvalidAction`, since the arguments are the
   model's;
-* a tool that ran and failed answers ``isError``; that is a result, returned as such.
+* the call ran past ``timeout_s`` and the server answers the probe: the model's
+  :class:`VerifierTimeout` (a slow call it chose, as a slow query in ``sql``);
+* any other failure of the call while the server answers the probe (a JSON-RPC error, an
+  answer breaking the tool's output schema or the protocol): a tool error, returned as a result
+  with ``is_error`` set, like a tool that ran and failed (``isError``).
+
+Only a failed probe drops the shared connection, so one episode's bad call never fails the
+calls other episodes have in flight on it.
 """
 
 from __future__ import annotations
@@ -30,11 +41,11 @@ from typing import Any, TypeVar
 import anyio
 import httpx2
 from mcp import Client, MCPError
-from mcp.types import CallToolResult
+from mcp.types import CallToolResult, TextContent
 from mcp.types import Tool as McpTool
 from pydantic import ValidationError
 
-from envhub.errors import InfraError, InvalidAction
+from envhub.errors import InfraError, InvalidAction, VerifierTimeout
 
 if sys.version_info >= (3, 11):
     from builtins import BaseExceptionGroup
@@ -54,8 +65,17 @@ SERVER_FAILURES: tuple[type[BaseException], ...] = (
     anyio.EndOfStream,
 )
 """What the SDK raises when the server, not the caller, failed (alone or in a task group)."""
+CALL_FAILURES: tuple[type[BaseException], ...] = (*SERVER_FAILURES, RuntimeError)
+"""What a failed tool call can raise: also the SDK's ``RuntimeError`` for an answer that
+breaks the tool's output schema, or input requests past the client's rounds limit."""
 MODEL_CODES = {-32602: "invalid arguments", -32601: "unknown tool"}
 """JSON-RPC error codes that answer the model's call itself."""
+PROBE_S = 2.0
+"""Seconds the probe (a fresh tool listing) after a failed call of the model's may take."""
+
+
+class _CallFailed(Exception):
+    """A call of the model's failed while the server answers the probe: the call's failure."""
 
 
 class McpServer:
@@ -86,12 +106,28 @@ class McpServer:
         return self._run("list_tools", listing, model_call=False)
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
-        """Run one tool call; a tool's own failure comes back with ``is_error`` set."""
+        """Run one tool call; a tool's own failure comes back with ``is_error`` set.
+
+        Raises:
+            InvalidAction: The server refused the arguments or does not know the tool.
+            VerifierTimeout: No answer within ``timeout_s``, while the server answers a probe.
+            InfraError: The call failed and so did the probe.
+        """
 
         async def call(client: Client) -> CallToolResult:
             return await client.call_tool(name, arguments)
 
-        return self._run(f"tool {name!r}", call, model_call=True)
+        try:
+            return self._run(f"tool {name!r}", call, model_call=True)
+        except _CallFailed as failed:
+            cause = failed.__cause__
+            if isinstance(cause, TimeoutError):
+                raise VerifierTimeout(
+                    f"tool {name!r} gave no answer within {self.timeout_s:g} s (the server "
+                    "answers others: this call is slow); ask for less"
+                ) from None
+            text = f"the server failed this call ({type(cause).__name__}: {str(cause)[:300]})"
+            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
     def close(self) -> None:
         """Close the connection and stop the loop thread (a later call starts both again)."""
@@ -119,24 +155,45 @@ class McpServer:
             try:
                 return await asyncio.wait_for(attempt(), self.timeout_s)
             except MCPError as e:
-                if not (model_call and e.code in MODEL_CODES):
-                    self._drop()
-                raise
+                if model_call and e.code in MODEL_CODES:
+                    raise
+                failure: BaseException = e
+            except (*CALL_FAILURES, BaseExceptionGroup) as e:
+                failure = e
             except BaseException:
                 self._drop()
                 raise
+            if model_call and await self._answers():
+                raise _CallFailed() from failure
+            self._drop()
+            raise failure
 
         future = asyncio.run_coroutine_threadsafe(bounded(), self._running_loop())
         try:
-            return future.result(self.timeout_s + 5)
+            return future.result(self.timeout_s + PROBE_S + 5)
+        except _CallFailed:
+            raise
         except TimeoutError as e:  # wait_for's own deadline, or the loop itself is wedged
             future.cancel()
             raise InfraError(
                 f"MCP server {self.url}: {what} got no answer within {self.timeout_s:g} s "
                 "(raise options.mcp.timeout_s if the server is slow)"
             ) from e
-        except (*SERVER_FAILURES, BaseExceptionGroup) as e:
+        except (*CALL_FAILURES, BaseExceptionGroup) as e:
             raise sort_failure(self.url, what, e, model_call) from e
+
+    async def _answers(self) -> bool:
+        """Whether the server answers a probe within :data:`PROBE_S` (on the loop)."""
+
+        async def probe() -> None:  # ping is gone from the 2026-07-28 protocol; a listing is not
+            client = await asyncio.shield(self._connected())
+            await client.list_tools(cache_mode="bypass")
+
+        try:
+            await asyncio.wait_for(probe(), PROBE_S)
+        except (*SERVER_FAILURES, BaseExceptionGroup):
+            return False
+        return True
 
     def _connected(self) -> asyncio.Future[Client]:
         """The held connection, opening it first if there is none (on the loop)."""
@@ -182,7 +239,8 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 def sort_failure(url: str, what: str, exc: BaseException, model_call: bool) -> Exception:
     """The episode error for a failed call: the model's for a refused call, else infra."""
     leaves = _leaves(exc)
-    unknown = [leaf for leaf in leaves if not isinstance(leaf, SERVER_FAILURES)]
+    known = CALL_FAILURES if model_call else SERVER_FAILURES
+    unknown = [leaf for leaf in leaves if not isinstance(leaf, known)]
     if unknown:  # not a failure of the server: a bug here, reported as such
         raise unknown[0]
     for leaf in leaves:

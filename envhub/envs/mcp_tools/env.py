@@ -7,13 +7,19 @@ answer (a message without a tool call, ideally ``<answer>...</answer>``) is grad
 the task's gold by :mod:`.grading`. The server is listed on first use and called once per
 tool call, each call under ``options.mcp.timeout_s``.
 
-Who is at fault (see :mod:`.client`):
+Who is at fault (see :mod:`.client`; a failed call is the machinery's only when the server
+then fails a probe too, since what a model sends can steer what a server answers):
 
-* the server unreachable, dead mid-episode, slow past its deadline, or answering something
-  that is not MCP: the step's status is ``infra_error`` (the episode is dropped, never scored
-  0);
-* a tool that ran and failed (``isError``): its message is the call's result, shown to the
-  model, and the episode goes on (``tool_errors`` counts them);
+* the server unreachable, dead mid-episode, or failing a call and then the probe (silent,
+  answering something that is not MCP): the step's status is ``infra_error`` (the episode is
+  dropped, never scored 0);
+* a tool that ran and failed (``isError``), or any other failure of one call while the server
+  answers the probe (a JSON-RPC error, an answer breaking the tool's output schema): its
+  message is the call's result, shown to the model, and the episode goes on (``tool_errors``
+  counts them);
+* a call that got no answer within ``timeout_s`` while the server answers the probe: the
+  model's slow call, status ``timeout``; the message's later calls are not sent, the episode
+  goes on (``invalid_calls`` counts it);
 * the model's bad call (unknown tool, arguments that do not fit the schema, nested deeper
   than ``max_argument_depth`` or longer than ``max_argument_chars``, or refused by the server
   as invalid params): the step's status is ``invalid_action`` and the model sees the error in
@@ -29,18 +35,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envhub.core import Episode, Feedback, TaskEnv
 from envhub.datasets import read_jsonl
-from envhub.errors import ConfigError, InvalidAction
+from envhub.errors import ConfigError, InvalidAction, VerifierTimeout
 from envhub.spec import EnvSpec
 from envhub.tools import ParsedCall, ToolSet, tool_result_messages, with_system_prompt
 from envhub.types import Message, Status, Task
 
-from .client import McpServer
+from .client import PROBE_S, McpServer
 from .grading import extract_answer, matches
 from .results import render_result
 from .schema import to_tool
@@ -122,16 +128,18 @@ class McpToolEnv(TaskEnv):
             raise ConfigError(f"mcp_tools: options.mcp: {e}") from None
         super().__init__(spec)
         budget = self.step_timeout_s
-        if budget is not None and max_calls_per_turn * self.mcp.timeout_s >= budget:
+        if budget is not None and max_calls_per_turn * self.mcp.timeout_s + PROBE_S >= budget:
             raise ConfigError(
                 f"mcp_tools: {max_calls_per_turn} calls per turn x timeout_s "
-                f"{self.mcp.timeout_s:g} s must stay under the step deadline of {budget:g} s; "
-                "lower one of them"
+                f"{self.mcp.timeout_s:g} s, plus {PROBE_S:g} s to probe the server after a "
+                f"failed call, must stay under the step deadline of {budget:g} s; lower one of them"
             )
         self.max_calls_per_turn, self.result_chars = max_calls_per_turn, result_chars
         self.max_argument_chars, self.max_argument_depth = max_argument_chars, max_argument_depth
         self.tools_in_prompt = tools_in_prompt
         self.server = McpServer(self.mcp.url, self.mcp.timeout_s)
+        self._owns_server = True
+        """Forks share the connection; only the environment that made it closes it."""
         self._toolset: ToolSet | None = None
 
     # ------------------------------------------------------------------ tools and prompts
@@ -185,17 +193,22 @@ class McpToolEnv(TaskEnv):
             return Feedback(done=True, components={**components, **_counts(state)}, info=details)
         results: list[tuple[ParsedCall, str]] = []
         errors: list[str] = []
+        status = Status.OK
         for call in self.toolset.parse(message):
+            if status is Status.TIMEOUT:  # a slow call spent the turn: the rest are not sent
+                results.append((call, "Error: not run: an earlier call of this message timed out"))
+                continue
             state.calls += 1
             try:
                 results.append((call, self._forward(call, state)))
-            except InvalidAction as e:
+            except (InvalidAction, VerifierTimeout) as e:
                 state.invalid += 1
                 errors.append(str(e))
                 results.append((call, f"Error: {e}"))
+                status = e.status  # invalid_action, or timeout (which ends the loop)
         return Feedback(
             messages=tool_result_messages(results),
-            status=Status.INVALID_ACTION if errors else Status.OK,
+            status=status,
             error="; ".join(errors) or None,
             info={"tool_calls": state.calls},
         )
@@ -218,9 +231,16 @@ class McpToolEnv(TaskEnv):
         """The base description plus the server in use."""
         return {**super().info(), "mcp": self.mcp.model_dump()}
 
+    def fork(self) -> McpToolEnv:
+        """A fork on the same connection; closing it (an episode's end) leaves the connection."""
+        clone = cast(McpToolEnv, super().fork())
+        clone._owns_server = False
+        return clone
+
     def close(self) -> None:
-        """Stop the client's loop thread."""
-        self.server.close()
+        """Stop the client's loop thread (the environment's own; a fork's close keeps it)."""
+        if self._owns_server:
+            self.server.close()
 
     # ------------------------------------------------------------------ calls
 
