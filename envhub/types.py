@@ -187,7 +187,10 @@ class EpisodeResult(BaseModel):
             self.components[name] = self.components.get(name, 0.0) + value
 
     def add_step(self, step: StepResult) -> None:
-        """Add one step: its reward and components to the sums, its status and error as the
-        episode's (the last step's: ``envhub eval`` and the trainer keep the same record)."""
+        """Add one step: reward and components to the sums, status and error as the episode's.
+
+        The episode's status is its last step's: ``envhub eval`` and the trainer keep the same
+        record.
+        """
         self.add_reward(step.reward, step.info.components)
         self.status, self.error = step.info.status, step.info.error

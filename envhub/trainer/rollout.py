@@ -293,9 +293,7 @@ def collect(
             break
         params = replace(settings.params, seed=sample_seed + turn)
         sampled = _generate(generate, live, params, batch)
-        steps = [
-            lambda e=e, g=g: pool.step(e.key, g.message) for e, g in sampled
-        ]
+        steps = [lambda e=e, g=g: pool.step(e.key, g.message) for e, g in sampled]
         for (ep, gen), res in zip(sampled, run.env(batch, steps), strict=True):
             _advance(ep, gen, res, chat, settings, last_turn=turn == settings.max_turns - 1)
     for ep in episodes:
