@@ -195,12 +195,12 @@ class Judge:
                 f"{self.where}: {refused} (and {e} with an empty response in its place: fix "
                 "the judge's model, prompt or limits)"
             )
-        what = "its context overflowed" if context_overflow(refused.status, refused.text) else ""
+        overflow = context_overflow(refused.status, refused.text)
         return InvalidAction(
-            f"{self.where} refused the request carrying this response ({refused}) "
-            f"{f'({what}) ' if what else ''}but not the same request with an empty one; "
-            f"the response is scored 0 (the judge reads at most {self.spec.max_response_chars} "
-            "characters of it)"
+            f"{self.where} refused the request carrying this response ({refused})"
+            f"{' (its context overflowed)' if overflow else ''} but not the same request with "
+            f"an empty one; the response is scored 0 (the judge reads at most "
+            f"{self.spec.max_response_chars} characters of it)"
         )
 
     def __call__(self, task: Task, response: Message) -> float:
