@@ -103,6 +103,15 @@ def status_for(exc: BaseException) -> Status:
     return Status.ENV_ERROR
 
 
+CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length")
+"""How OpenAI (an error code) and vLLM's server (its message) say a prompt is too long."""
+
+
+def context_overflow(status: int, body: str) -> bool:
+    """True when an OpenAI-compatible server refused a request that does not fit its context."""
+    return status == 400 and any(m in body for m in CONTEXT_MARKERS)
+
+
 def missing(package: str, extra: str) -> DependencyMissing:
     """Build the error for an optional dependency that is not installed."""
     return DependencyMissing(

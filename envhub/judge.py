@@ -8,16 +8,35 @@ r"""An LLM judge as a reward component, configured in YAML.
         explanation:
           base_url: http://127.0.0.1:8000/v1      # any OpenAI-compatible server
           model: HuggingFaceTB/SmolLM2-135M-Instruct
-          prompt: "Task: {task}\nGold: {gold}\nAnswer: {response}\nIs it explained? yes or no"
+          prompt: "Task: {task}\nGold: {gold}\nAnswer: {response}\nIs it explained?"
           verdict: {kind: yes_no}                 # or {kind: score, max: 10}
+          max_response_chars: 8000                # the most of a response the judge reads
           timeout_s: 30
           max_concurrency: 4
 
 A judge is usable alone (weight only it) or beside the environment's own components. The
-rule that matters: a judge that cannot be reached, times out or answers something the verdict
-rule cannot parse raises :class:`~envhub.errors.InfraError`, so that episode's status is
-``infra_error`` (dropped from training, never a reward of 0). Calls are cached by their exact
-input (endpoint, model, messages, limits), so a repeated response costs nothing.
+response it grades is the policy's, so it is written to game the judge; what holds
+(:mod:`envhub.verdicts` has the details):
+
+* ``{response}`` becomes the response **delimited and bounded**: between tags with a random
+  per-call nonce the response cannot forge (look-alike tags in it escaped), cut at
+  ``max_response_chars``, followed by a fixed instruction that the delimited text is data to
+  grade, not instructions, and by the verdict format.
+* Only the **final verdict** is read: the reply's last line must be ``VERDICT: yes|no``
+  (``SCORE: <n>`` with n in 0..max), or the whole reply the JSON object that
+  ``structured_output`` asks for by ``response_format`` where the endpoint takes it (an
+  endpoint that refuses it is asked in plain text instead, and not asked for JSON again).
+* **Who failed decides the status.** No verdict in the reply, a score out of range, or a
+  request the endpoint refuses (4xx, its context overflowed included) that it does not refuse
+  with an empty response in its place: the response's doing, :class:`~envhub.errors.InvalidAction`
+  (``invalid_action``, scored 0 as a truncation). A judge that cannot be reached, times out,
+  answers 5xx or 429 or something that is not a chat completion, or refuses the empty
+  response too: :class:`~envhub.errors.InfraError` (``infra_error``, dropped, never a 0).
+
+A judge that never writes a verdict in the required form would score every response 0: check a
+judge on gold answers (``envhub check``) before training on it. Calls are cached by their
+exact input (endpoint, model, verdict rule, limits, the prompt without its nonce), so a
+repeated response costs nothing.
 
 :func:`with_judges` makes the class that :func:`envhub.make` builds: the environment's class
 with its ``score`` (and the final ``env_response`` of multi-turn episodes) extended by the
@@ -28,45 +47,22 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import httpx
 
 from .core import Episode, Feedback, TaskEnv
-from .errors import ConfigError, InfraError
-from .spec import EnvSpec, JudgeSpec, VerdictSpec
+from .errors import ConfigError, EpisodeError, InfraError, InvalidAction, context_overflow
+from .spec import EnvSpec, JudgeSpec
 from .types import Message, Task
+from .verdicts import VerdictError, delimit, instructions, nonce, parse_verdict, response_format
 
 CACHE_SIZE = 10_000
 """Judge verdicts kept in memory (least recently used dropped first)."""
-
-
-def _yes_no(text: str, rule: VerdictSpec) -> float | None:
-    found = re.search(r"\b(yes|no)\b", text, re.IGNORECASE)
-    return None if found is None else float(found.group(1).lower() == "yes")
-
-
-def _score(text: str, rule: VerdictSpec) -> float | None:
-    found = re.search(rule.pattern, text)
-    if found is None:
-        return None
-    value = float(found.group(1))
-    return value / rule.max if 0 <= value <= rule.max else None
-
-
-VERDICTS: dict[str, Callable[[str, VerdictSpec], float | None]] = {
-    "yes_no": _yes_no,
-    "score": _score,
-}
-
-
-def parse_verdict(text: str, rule: VerdictSpec) -> float | None:
-    """The component value a judge's answer gives, or ``None`` when it cannot be parsed."""
-    return VERDICTS[rule.kind](text, rule)
+EMPTY = Message(role="assistant", content="")
+"""The response put in place of a refused one, to tell whose the refusal was."""
 
 
 class _Cache:
@@ -95,6 +91,8 @@ class _Cache:
 CACHE = _Cache(CACHE_SIZE)
 _GATES: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
 _GATES_LOCK = threading.Lock()
+_PLAIN_ONLY: set[tuple[str, str]] = set()
+"""Endpoints and models that refused ``response_format``: asked in plain text from then on."""
 
 
 def _gate(spec: JudgeSpec) -> threading.BoundedSemaphore:
@@ -104,66 +102,131 @@ def _gate(spec: JudgeSpec) -> threading.BoundedSemaphore:
         return _GATES.setdefault(key, threading.BoundedSemaphore(spec.max_concurrency))
 
 
+class Refused(Exception):
+    """The judge endpoint refused a request (HTTP 4xx other than 429): see :meth:`Judge.blame`."""
+
+    def __init__(self, status: int, text: str) -> None:
+        """The HTTP status and the start of the error body."""
+        super().__init__(f"HTTP {status}: {text}")
+        self.status, self.text = status, text
+
+
 class Judge:
     """One configured judge: renders its prompt, asks the endpoint, parses the verdict."""
 
     def __init__(self, name: str, spec: JudgeSpec) -> None:
         """Keep the configuration; nothing is contacted until :meth:`__call__`."""
+        if "{response}" not in spec.prompt:
+            raise ConfigError(f"judge {name!r}: its prompt must contain {{response}}")
         self.name = name
         self.spec = spec
+        self.where = f"judge {name!r} at {spec.base_url.rstrip('/')}/chat/completions"
 
-    def messages(self, task: Task, response: Message) -> list[dict[str, str]]:
-        """The chat messages sent to the judge for one response."""
+    def messages(self, task: Task, response: Message, tag_nonce: str) -> list[dict[str, str]]:
+        """The chat messages sent to the judge for one response (see :mod:`envhub.verdicts`)."""
+        spec, text = self.spec, response.content
         fields = {**task.metadata, "task": task.prompt, "gold": task.answer or ""}
+        block = delimit(text, tag_nonce, spec.max_response_chars)
         try:
-            text = self.spec.prompt.format(**{**fields, "response": response.content})
+            prompt = spec.prompt.format(**{**fields, "response": block})
         except (KeyError, IndexError) as e:
             raise ConfigError(
                 f"judge {self.name!r}: prompt names {e}, which task {task.task_id!r} lacks "
                 f"(available: task, response, gold, {', '.join(task.metadata)})"
             ) from e
-        system = [{"role": "system", "content": self.spec.system_prompt}]
-        return [*(system if self.spec.system_prompt else []), {"role": "user", "content": text}]
+        after = instructions(tag_nonce, len(text), spec.max_response_chars, spec.verdict)
+        user = {"role": "user", "content": f"{prompt}\n\n{after}"}
+        system = [{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []
+        return [*system, user]
 
-    def _request(self, body: dict[str, Any]) -> str:
+    def _post(self, body: dict[str, Any]) -> str:
+        """The reply's text; raises :class:`Refused` on a 4xx, :class:`InfraError` otherwise."""
         headers = {}
         if self.spec.api_key_env and os.environ.get(self.spec.api_key_env):
             headers["Authorization"] = f"Bearer {os.environ[self.spec.api_key_env]}"
         url = self.spec.base_url.rstrip("/") + "/chat/completions"
-        where = f"judge {self.name!r} at {url}"
         try:
             with _gate(self.spec):
                 r = httpx.post(url, json=body, headers=headers, timeout=self.spec.timeout_s)
         except httpx.TimeoutException as e:
-            raise InfraError(f"{where}: no answer within {self.spec.timeout_s}s") from e
+            raise InfraError(f"{self.where}: no answer within {self.spec.timeout_s}s") from e
         except httpx.HTTPError as e:
-            raise InfraError(f"{where}: unreachable ({type(e).__name__}: {e})") from e
+            raise InfraError(f"{self.where}: unreachable ({type(e).__name__}: {e})") from e
+        if 400 <= r.status_code < 500 and r.status_code != 429:
+            raise Refused(r.status_code, r.text[:300])
         if r.status_code != 200:
-            raise InfraError(f"{where}: HTTP {r.status_code}: {r.text[:200]}")
+            raise InfraError(f"{self.where}: HTTP {r.status_code}: {r.text[:200]}")
         try:
             return r.json()["choices"][0]["message"]["content"] or ""
         except (ValueError, KeyError, IndexError, TypeError) as e:
-            raise InfraError(f"{where}: not a chat completion: {r.text[:200]}") from e
+            raise InfraError(f"{self.where}: not a chat completion: {r.text[:200]}") from e
+
+    def reply(self, messages: list[dict[str, str]]) -> str:
+        """The judge's reply: asked for JSON by schema where the endpoint takes it."""
+        spec = self.spec
+        body = {
+            "model": spec.model,
+            "messages": messages,
+            "temperature": 0,
+            "max_tokens": spec.max_tokens,
+        }
+        endpoint = (spec.base_url, spec.model)
+        if not spec.structured_output or endpoint in _PLAIN_ONLY:
+            return self._post(body)
+        try:
+            return self._post({**body, "response_format": response_format(spec.verdict)})
+        except Refused as e:
+            if context_overflow(e.status, e.text):
+                raise
+        answer = self._post(body)  # taken in plain text: it was the format it refused
+        _PLAIN_ONLY.add(endpoint)
+        return answer
+
+    def blame(self, task: Task, refused: Refused) -> EpisodeError:
+        """Whose a refused request was, found by asking again with an empty response.
+
+        The endpoint answers that (the response's doing: :class:`InvalidAction`) or refuses
+        it too (the judge's set-up: :class:`InfraError`).
+        """
+        try:
+            self.reply(self.messages(task, EMPTY, nonce()))
+        except (Refused, InfraError) as e:
+            return InfraError(
+                f"{self.where}: {refused} (and {e} with an empty response in its place: fix "
+                "the judge's model, prompt or limits)"
+            )
+        overflow = context_overflow(refused.status, refused.text)
+        return InvalidAction(
+            f"{self.where} refused the request carrying this response ({refused})"
+            f"{' (its context overflowed)' if overflow else ''} but not the same request with "
+            f"an empty one; the response is scored 0 (the judge reads at most "
+            f"{self.spec.max_response_chars} characters of it)"
+        )
 
     def __call__(self, task: Task, response: Message) -> float:
-        """The component value for ``response``; raises :class:`InfraError` when it cannot."""
-        body = {
-            "model": self.spec.model,
-            "messages": self.messages(task, response),
-            "temperature": 0,
-            "max_tokens": self.spec.max_tokens,
-        }
-        key = json.dumps([self.spec.base_url, self.spec.verdict.model_dump(), body], sort_keys=True)
+        """The component value for ``response``.
+
+        Raises:
+            InvalidAction: The response made the judge fail (see the module docstring).
+            InfraError: The judge failed by itself.
+        """
+        key = json.dumps(
+            [self.spec.model_dump(mode="json"), self.messages(task, response, "")], sort_keys=True
+        )
         cached = CACHE.get(key)
         if cached is not None:
             return cached
-        answer = self._request(body)
-        value = parse_verdict(answer, self.spec.verdict)
-        if value is None:
-            raise InfraError(
-                f"judge {self.name!r}: cannot parse a {self.spec.verdict.kind} verdict from "
-                f"{answer[:200]!r}; fix the judge prompt or the verdict rule"
-            )
+        try:
+            answer = self.reply(self.messages(task, response, nonce()))
+        except Refused as e:
+            raise self.blame(task, e) from e
+        try:
+            value = parse_verdict(answer, self.spec.verdict)
+        except VerdictError as e:
+            raise InvalidAction(
+                f"judge {self.name!r} gave no verdict for this response ({e}): "
+                f"{answer[-200:]!r}; it is scored 0"
+            ) from e
         CACHE.put(key, value)
         return value
 

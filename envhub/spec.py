@@ -39,12 +39,11 @@ class DatasetSpec(_Strict):
 
 
 class VerdictSpec(_Strict):
-    """How a judge's answer becomes a component value in [0, 1]."""
+    """How a judge's answer becomes a component value in [0, 1] (see :mod:`envhub.judge`)."""
 
     kind: Literal["yes_no", "score"] = "yes_no"
-    """``yes_no``: the first ``yes``/``no`` word gives 1/0; ``score``: a number out of ``max``."""
-    pattern: str = r"(?i)score\s*[:=]\s*(-?\d+(?:\.\d+)?)"
-    """``score`` only: a regular expression whose first group is the number."""
+    """``yes_no``: the reply's last line ``VERDICT: yes`` gives 1, ``VERDICT: no`` 0;
+    ``score``: its last line ``SCORE: <number>`` gives the number over ``max``."""
     max: float = Field(default=10.0, gt=0)
     """``score`` only: the number that means full marks (numbers outside 0..max are refused)."""
 
@@ -56,13 +55,20 @@ class JudgeSpec(_Strict):
     """OpenAI-compatible endpoint, e.g. ``http://127.0.0.1:8000/v1``."""
     model: str
     prompt: str
-    """Template with ``{task}``, ``{response}``, ``{gold}`` and the task's metadata keys."""
+    """Template with ``{task}``, ``{response}``, ``{gold}`` and the task's metadata keys;
+    ``{response}`` becomes the delimited, bounded response (see :mod:`envhub.judge`)."""
     system_prompt: str | None = None
     verdict: VerdictSpec = Field(default_factory=VerdictSpec)
     timeout_s: float = Field(default=60.0, gt=0)
     max_concurrency: int = Field(default=4, ge=1)
     """Judge requests in flight at once, per process."""
     max_tokens: int = Field(default=256, ge=1)
+    max_response_chars: int = Field(default=8000, ge=1)
+    """Characters of the response the judge reads; a longer one is cut there, and the judge
+    is told how long it was (the response cannot overflow the judge's context)."""
+    structured_output: bool = True
+    """Ask for the verdict as JSON (``response_format`` with a JSON schema); an endpoint that
+    refuses it is asked in plain text instead, and not asked for JSON again."""
     api_key_env: str | None = None
     """Environment variable holding the API key (sent as a bearer token), if any."""
 

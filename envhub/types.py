@@ -174,7 +174,7 @@ class EpisodeResult(BaseModel):
     components: dict[str, float] = Field(default_factory=dict)
     """Sum over the episode's steps of each raw reward component."""
     status: Status = Status.OK
-    """How the episode went: ``ok``, or the status of the step that ended or spoiled it."""
+    """How the episode went: the status of its last step (see :meth:`add_step`)."""
     error: str | None = None
     """What went wrong, when the status is not ``ok``."""
     turns: int = 0
@@ -185,3 +185,12 @@ class EpisodeResult(BaseModel):
         self.reward += reward
         for name, value in components.items():
             self.components[name] = self.components.get(name, 0.0) + value
+
+    def add_step(self, step: StepResult) -> None:
+        """Add one step: reward and components to the sums, status and error as the episode's.
+
+        The episode's status is its last step's: ``envhub eval`` and the trainer keep the same
+        record.
+        """
+        self.add_reward(step.reward, step.info.components)
+        self.status, self.error = step.info.status, step.info.error

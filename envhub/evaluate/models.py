@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..engines.types import Generation, SamplingParams
-from ..errors import EnvhubError
+from ..errors import EnvhubError, context_overflow
 from ..types import FunctionCall, Message, ToolCall
 from .transport import Transport, make_transport
 
@@ -41,10 +41,6 @@ class ContextExhausted(EnvhubError):
     trainer ends one at its token budget. Only an opening prompt that cannot fit is the
     environment's (``env_error``).
     """
-
-
-_CONTEXT_MARKERS = ("context_length_exceeded", "maximum context length")
-"""How OpenAI (an error code) and vLLM's server (its message) say a prompt is too long."""
 
 
 class ModelBackend(Protocol):
@@ -226,7 +222,7 @@ class OpenAIEndpoint:
                         raise ModelError(f"{self.base_url}{path} sent invalid JSON: {e}") from e
                 text = raw.decode(errors="replace")
                 last = f"HTTP {status}: {text[:300]}"
-                if status == 400 and any(m in text for m in _CONTEXT_MARKERS):
+                if context_overflow(status, text):
                     raise ContextExhausted(last)
                 if status != 429 and status < 500:
                     break  # a client error will not heal by retrying

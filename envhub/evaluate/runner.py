@@ -75,8 +75,7 @@ def record_step(rec: EpisodeRecord, step: StepResult) -> bool:
     Episode reward is the sum of step rewards, each component the sum over the steps, and the
     status that of the last step (shared by the episode loop and ``--rescore``'s replay).
     """
-    rec.add_reward(step.reward, step.info.components)
-    rec.status, rec.error = step.info.status, step.info.error
+    rec.add_step(step)
     if step.done:
         rec.terminated, rec.truncated = step.terminated, step.truncated
         return True

@@ -4,6 +4,12 @@ For each task a group of G episodes runs turn by turn: every live episode's conv
 far (token ids) goes to the generation engine in one batch, each completion goes to its
 environment as an assistant message, and the environment's answer is appended as tokens.
 
+The message is the completion's text as sampled (:attr:`Generation.message`, the one
+``envhub eval`` sends too): the rollout parses nothing out of it. An environment that offers
+tools reads ``<tool_call>`` blocks from the text itself (:mod:`envhub.tools`, in linear time
+over :mod:`envhub.tags`), so training and evaluation score the same text the same way, and a
+malformed call beside a well-formed one costs the same penalty in both.
+
 The training sequence of an episode is built from the engine's *own* token ids: the prompt
 ids once, then per turn the sampled ids (``loss_mask`` 1, with the engine's logprobs), then
 the ids of the environment's answer (``loss_mask`` 0; see
@@ -21,8 +27,6 @@ as on a truncation.
 
 from __future__ import annotations
 
-import json
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -37,12 +41,10 @@ from envhub.engines.types import Generation, SamplingParams
 from envhub.errors import NotSupported
 from envhub.types import (
     EpisodeResult,
-    FunctionCall,
     Message,
     ResetResult,
     Status,
     StepResult,
-    ToolCall,
 )
 
 GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation | Exception]]
@@ -164,30 +166,6 @@ class EnvCalls:
         self.close()
 
 
-TOOL_CALL_RE = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
-
-
-def to_message(text: str, *, parse_tools: bool) -> Message:
-    """The assistant message for a completion.
-
-    Hermes-style ``<tool_call>{"name": ..., "arguments": ...}</tool_call>`` blocks become
-    structured tool calls when the environment offers tools.
-    """
-    calls = []
-    if parse_tools:
-        for i, m in enumerate(TOOL_CALL_RE.finditer(text)):
-            try:
-                obj = json.loads(m.group(1))
-                name, args = obj["name"], obj.get("arguments", {})
-            except (ValueError, KeyError, TypeError):
-                continue  # malformed: the environment sees the text and judges it
-            arguments = args if isinstance(args, str) else json.dumps(args)
-            calls.append(
-                ToolCall(id=f"call_{i}", function=FunctionCall(name=name, arguments=arguments))
-            )
-    return Message(role="assistant", content=text, tool_calls=calls or None)
-
-
 class TrainingEpisode(EpisodeResult):
     """One episode as a training sequence: the core's episode record plus its tokens.
 
@@ -210,7 +188,7 @@ class TrainingEpisode(EpisodeResult):
     """``terminated``, ``truncated`` (by the env), ``max_turns``, ``token_budget`` or
     ``dropped``."""
     tools: bool = False
-    """The environment offered tools (tool calls are parsed out of the completions)."""
+    """The environment offered tools (it reads the calls out of the completions' text)."""
     versions: list[int] = Field(default_factory=list)
     """Weight version of each model turn (engine actors only; empty elsewhere)."""
 
@@ -315,10 +293,7 @@ def collect(
             break
         params = replace(settings.params, seed=sample_seed + turn)
         sampled = _generate(generate, live, params, batch)
-        steps = [
-            lambda e=e, g=g: pool.step(e.key, to_message(g.text, parse_tools=e.tools))
-            for e, g in sampled
-        ]
+        steps = [lambda e=e, g=g: pool.step(e.key, g.message) for e, g in sampled]
         for (ep, gen), res in zip(sampled, run.env(batch, steps), strict=True):
             _advance(ep, gen, res, chat, settings, last_turn=turn == settings.max_turns - 1)
     for ep in episodes:
@@ -385,9 +360,7 @@ def _record(ep: TrainingEpisode, res: StepResult) -> bool:
     if status in DROP_STATUSES:
         ep.fail(status, res.info.error or str(status))
         return False
-    if status is not Status.OK:
-        ep.status = status  # the model's doing (timeout, invalid action): kept, as judged
-    ep.add_reward(res.reward, res.info.components)
+    ep.add_step(res)  # the model's doing (timeout, invalid action): kept, as judged
     return True
 
 

@@ -7,7 +7,7 @@ from fake_envs import make_retry
 
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.types import Generation, SamplingParams
-from envhub.trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect, to_message
+from envhub.trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect
 from envhub.types import Status
 
 
@@ -222,11 +222,3 @@ def test_many_episodes_with_hung_steps_use_a_bounded_pool(engine):
             pool.release.clear()
     # a thread per call would have shown about baseline + 40 here
     assert max(pool.threads_seen) <= baseline + workers
-
-
-def test_tool_calls_are_parsed_only_when_tools_are_offered():
-    text = 'ok <tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
-    m = to_message(text, parse_tools=True)
-    assert m.tool_calls[0].function.name == "search"
-    assert m.tool_calls[0].function.arguments == '{"q": "x"}'
-    assert to_message(text, parse_tools=False).tool_calls is None
