@@ -113,7 +113,7 @@ def tasks(
     with make(name, runner="local") as env:
         items = env.tasks(split)
         for task in items[:limit] if limit else items:
-            msgs = env.opening_messages(task) if hasattr(env, "opening_messages") else []
+            msgs = env.opening_messages(task)
             _emit(
                 {
                     "task_id": task.task_id,

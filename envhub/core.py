@@ -63,20 +63,51 @@ class Env(ABC):
 
     Use as a context manager, or call :meth:`close` when done. The ``a``-prefixed methods are
     the async forms; in-process environments run the sync ones in a thread.
+
+    What a caller may rely on, on every runner (no probing with ``getattr``/``hasattr``):
+
+    Attributes:
+        spec: The validated catalog entry (name, version, dataset, reward weights, turns).
+        primary_component: The reward component that says a task was solved (``correctness``,
+            ``solved``, ``win``): pass@k counts it, and the checker requires 1.0 on gold.
+
+    Methods with honest defaults: :meth:`tools` (none), :meth:`tasks` and :meth:`get_task`
+    (``NotSupported`` where the environment does not list tasks), :meth:`opening_messages`,
+    :meth:`verify`, :meth:`finish` and :meth:`fork` (``NotSupported`` where unavailable).
     """
 
     spec: EnvSpec
+    primary_component: str = "correctness"
 
     @abstractmethod
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Start an episode on the task ``task_id``, or on one drawn with ``seed``.
 
         The same seed always gives the same task (and, for procedural envs, the same level).
+
+        Returns:
+            The opening messages (system and user) and an :class:`~envhub.types.Info` with the
+            task id; ``info.tools`` lists the tools offered for the episode, if any.
+
+        Raises:
+            TaskNotFound: ``task_id`` names no task of the environment.
+            TransportError: A remote environment could not be reached.
         """
 
     @abstractmethod
     def step(self, action: Message | str) -> StepResult:
-        """Answer one assistant message (a :class:`Message` or its text)."""
+        """Answer one assistant message (a :class:`Message` or its text).
+
+        Returns:
+            The environment's answer, the step's reward, ``terminated``/``truncated`` and an
+            info with the reward by component and a ``status``. Whatever the message holds,
+            a step returns: a model's fault is its status (``invalid_action``, ``timeout``),
+            a machinery failure ``env_error``/``infra_error``, never an exception.
+
+        Raises:
+            EpisodeStateError: No episode is running (before ``reset``, or after its end).
+            ValueError: ``action`` is not an assistant message (the caller's mistake).
+        """
 
     def finish(self) -> StepResult:
         """End the running episode from outside and pay its final accounting.
@@ -87,15 +118,25 @@ class Env(ABC):
         paid (see :mod:`envhub.rewards`). Its reward adds to the episode's return like a
         step's.
 
+        Returns:
+            A step result with ``truncated=True`` and the final accounting.
+
         Raises:
             EpisodeStateError: No episode is running (before ``reset``, or after its end).
+            NotSupported: The environment cannot end an episode early.
         """
         raise NotSupported(f"{type(self).__name__} cannot end an episode from outside")
 
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Score one response to one task without an episode (single-turn environments).
 
-        ``task`` is a :class:`Task` or a task id.
+        Returns:
+            The reward, its components and a status (as a step's: never an exception for
+            anything the response holds).
+
+        Raises:
+            TaskNotFound: ``task`` is an id the environment does not have.
+            NotSupported: The environment is multi-turn and does not verify statelessly.
         """
         raise NotSupported(f"{self.spec.name} does not offer stateless verification")
 
@@ -107,6 +148,26 @@ class Env(ABC):
         """The tasks of ``split`` (the spec's split by default)."""
         raise NotSupported(f"{self.spec.name} does not list its tasks")
 
+    def get_task(self, task_id: str, split: str | None = None) -> Task:
+        """The task with this id, searched in ``split`` (the spec's by default).
+
+        Raises:
+            TaskNotFound: No task has this id.
+            NotSupported: The environment does not list its tasks.
+        """
+        for task in self.tasks(split):
+            if task.task_id == task_id:
+                return task
+        raise TaskNotFound(f"{self.spec.name} has no task {task_id!r}")
+
+    def opening_messages(self, task: Task) -> list[Message]:
+        """The messages an episode on ``task`` opens with (system prompt and the task)."""
+        raise NotSupported(f"{self.spec.name} does not render its opening messages")
+
+    def tools(self) -> list[dict[str, Any]]:
+        """JSON-schema tool definitions offered to the model (OpenAI convention); none here."""
+        return []
+
     def task_from_gold(self, gold: str) -> Task:
         """Build an ad-hoc task from a gold answer alone (``envhub verify --gold``)."""
         raise NotSupported(
@@ -114,8 +175,14 @@ class Env(ABC):
         )
 
     def info(self) -> dict[str, Any]:
-        """Describe the environment (served at ``/info``)."""
-        return {"name": self.spec.name, "version": self.spec.version, "id": self.spec.id}
+        """Describe the environment (served at ``/info`` as :class:`~envhub.wire.EnvInfo`)."""
+        return {
+            "name": self.spec.name,
+            "version": self.spec.version,
+            "id": self.spec.id,
+            "primary_component": self.primary_component,
+            "tools": self.tools(),
+        }
 
     def fork(self) -> Env:
         """Another handle on the same environment with its own episode.
@@ -196,8 +263,6 @@ class TaskEnv(Env):
 
     components: ClassVar[frozenset[str]] = frozenset()
     """Reward components this environment computes."""
-    primary_component: ClassVar[str] = "correctness"
-    """The component that says the task was solved; the checker requires 1.0 on gold."""
     counters: ClassVar[frozenset[str]] = frozenset()
     """Components that tally the episode (counts, unbounded); the others lie in [0, 1]. A
     truncated episode pays counters as measured and outcomes at their worst."""
@@ -357,12 +422,7 @@ class TaskEnv(Env):
             "weights": dict(self.spec.reward.weights),
             "max_turns": self.spec.max_turns,
             "split": self.spec.split,
-            "tools": self.tools(),
         }
-
-    def tools(self) -> list[dict[str, Any]]:
-        """JSON-schema tool definitions offered to the model (OpenAI convention)."""
-        return []
 
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Start an episode; see :meth:`Env.reset`."""

@@ -35,6 +35,7 @@ from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 from .wire import (
     RETRY_CODES,
+    EnvInfo,
     ResetRequest,
     ResetResponse,
     StepRequest,
@@ -346,7 +347,16 @@ class HTTPEnv(Env):
 
     def info(self) -> dict[str, Any]:
         """The server's ``/info``."""
-        return dict(self._pool.info)
+        return self._pool.info.model_dump()
+
+    @property
+    def primary_component(self) -> str:  # type: ignore[override]
+        """The served environment's primary component (from ``/info``)."""
+        return self._pool.info.primary_component
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The served environment's tools (from ``/info``)."""
+        return list(self._pool.info.tools)
 
     def close(self) -> None:
         """Close the episode; the owner (server, container) and pool too unless a fork."""
@@ -406,9 +416,9 @@ class _Pool:
         except httpx.HTTPError as e:
             self.client.close()
             raise TransportError(f"cannot reach envhub server at {url}: {e}") from e
-        self.info: dict[str, Any] = resp.json()
-        self.spec = EnvSpec.model_validate(self.info["spec"])
-        self.max_body = int(self.info.get("server", {}).get("max_body_bytes", 0))
+        self.info = EnvInfo.model_validate_json(resp.content)
+        self.spec = EnvSpec.model_validate(self.info.spec)
+        self.max_body = int(self.info.server.get("max_body_bytes", 0))
         self.use_ws = transport != "http" and _have_websockets(transport)
 
     @contextlib.contextmanager

@@ -114,6 +114,12 @@ class Info(BaseModel):
     error: str | None = None
     """Human-readable error when ``status`` is not ``ok``."""
 
+    @property
+    def tools(self) -> list[dict[str, Any]] | None:
+        """The tools a ``reset`` offered for the episode (OpenAI function form), or None."""
+        offered = (self.model_extra or {}).get("tools")
+        return list(offered) if offered else None
+
 
 class ResetResult(_Model):
     """What ``reset`` returns: the opening messages and the info."""

@@ -34,6 +34,7 @@ from .types import Message, ResetResult, Score, StepResult, Task
 __all__ = [
     "CloseRequest",
     "ERRORS_BY_KIND",
+    "EnvInfo",
     "ErrorBody",
     "FinishRequest",
     "ResetRequest",
@@ -152,6 +153,28 @@ class TaskPage(_Body):
 
     tasks: list[Task]
     total: int
+
+
+class EnvInfo(BaseModel):
+    """``GET /info``: what a client may rely on about the environment and the server.
+
+    The named fields are always there (the :class:`~envhub.core.Env` contract, served);
+    environments may add keys of their own (a family, a description, components and weights).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    version: int | str
+    id: str
+    primary_component: str = "correctness"
+    """The reward component that says a task was solved (pass@k counts it)."""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    """The tools offered to the model (OpenAI function form)."""
+    spec: dict[str, Any]
+    """The catalog entry, as :class:`~envhub.spec.EnvSpec` validates it."""
+    server: dict[str, Any] = Field(default_factory=dict)
+    """The server's limits (``max_body_bytes``, sessions, deadlines)."""
 
 
 # ---------------------------------------------------------------------------- WebSocket

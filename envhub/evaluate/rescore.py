@@ -26,7 +26,6 @@ from .runner import (
     EnvFactory,
     _describe,
     _failure_status,
-    primary_component,
     record_step,
     run_jobs,
     sibling,
@@ -42,18 +41,8 @@ def _assistant_messages(rec: EpisodeRecord) -> list[Message]:
 
 
 def _single_turn(env: Env) -> bool:
-    """True when the episodes can be re-verified in one batch: one turn, no tools.
-
-    An environment that cannot describe itself (``NotSupported``) is replayed turn by turn,
-    which is always correct; any other error from ``info()`` is a bug and propagates.
-    """
-    spec = getattr(env, "spec", None)
-    if spec is None or spec.max_turns != 1:
-        return False
-    try:
-        return not env.info().get("tools")
-    except NotSupported:
-        return False
+    """True when the episodes can be re-verified in one batch: one turn, no tools."""
+    return env.spec.max_turns == 1 and not env.tools()
 
 
 def _verify(
@@ -123,7 +112,7 @@ async def _rescore_env(
     out: list[EpisodeRecord] = []
     probe = await asyncio.to_thread(make_env, name)
     try:
-        primary, single = primary_component(probe), _single_turn(probe)
+        primary, single = probe.primary_component, _single_turn(probe)
         todo = [r for r in recs if _assistant_messages(r)]
         out.extend(
             r.model_copy(update={"rescored": False}) for r in recs if not _assistant_messages(r)

@@ -95,26 +95,10 @@ def sibling(env: Env, make_env: EnvFactory, name: str) -> Env:
     A fork shares the connection pool and the server (HTTP and Docker runners: never one
     server per episode); a local environment gets a fresh instance.
     """
-    fork = getattr(env, "fork", None)
-    return fork() if callable(fork) else make_env(name)
-
-
-def primary_component(env: Env) -> str:
-    """The component that says a task was solved (``correctness`` unless the env says)."""
-    name = getattr(env, "primary_component", None)
-    if not name:
-        try:
-            name = env.info().get("primary_component")
-        except Exception:
-            name = None
-    return str(name or "correctness")
-
-
-def env_tools(info: Any) -> list[dict[str, Any]] | None:
-    """The tools an environment offered in its reset info (``info.tools``), if any."""
-    extra = getattr(info, "model_extra", None) or {}
-    tools = extra.get("tools")
-    return list(tools) if tools else None
+    try:
+        return env.fork()
+    except NotSupported:
+        return make_env(name)
 
 
 def _failure_status(exc: BaseException) -> Status:
@@ -200,7 +184,7 @@ async def run_episode(
         rec.wall_s = time.perf_counter() - t0
         return rec
     messages: list[Message] = list(reset.messages)
-    tools = env_tools(reset.info)
+    tools = reset.info.tools
     prompt_tokens: list[int] = []
     completion_tokens: list[int] = []
     while True:
@@ -343,7 +327,7 @@ class Evaluation:
             tasks = await asyncio.to_thread(probe.tasks, self.config.split)
             tasks = list(tasks)[: self.config.limit] if self.config.limit else list(tasks)
             spec = probe.spec
-            primary = primary_component(probe)
+            primary = probe.primary_component
             all_jobs = [
                 EpisodeJob(
                     env=name,

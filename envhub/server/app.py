@@ -41,10 +41,11 @@ from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.core import Env
-from envhub.errors import EnvhubError
+from envhub.errors import EnvhubError, NotSupported
 from envhub.types import Score, StepResult, Task
 from envhub.wire import (
     CloseRequest,
+    EnvInfo,
     FinishRequest,
     ResetRequest,
     ResetResponse,
@@ -153,13 +154,15 @@ class Server:
         """Liveness: answers at once, whatever the load."""
         return {"status": "ok"}
 
-    async def info(self) -> dict[str, Any]:
+    async def info(self) -> EnvInfo:
         """The environment, its spec and the server's limits."""
-        return {
-            **self.env.info(),
-            "spec": self.env.spec.model_dump(mode="json", exclude={"source"}),
-            "server": self.settings.model_dump(),
-        }
+        return EnvInfo(
+            **{
+                **self.env.info(),
+                "spec": self.env.spec.model_dump(mode="json", exclude={"source"}),
+                "server": self.settings.model_dump(),
+            }
+        )
 
     async def get_metrics(self) -> dict[str, Any]:
         """Counters since start."""
@@ -205,7 +208,7 @@ class Server:
 
 ROUTES: tuple[tuple[str, str, str, type[BaseModel] | None], ...] = (
     ("GET", "/health", "health", None),
-    ("GET", "/info", "info", None),
+    ("GET", "/info", "info", EnvInfo),
     ("GET", "/metrics", "get_metrics", None),
     ("GET", "/tasks", "tasks", TaskPage),
     ("POST", "/reset", "reset", ResetResponse),
@@ -263,8 +266,10 @@ def _task_of(env: Env, item: VerifyItem) -> Task | str:
         return item.task
     if item.gold is not None:
         return env.task_from_gold(item.gold)
-    get_task = getattr(env, "get_task", None)  # TaskEnv; any other Env looks it up in verify
-    return get_task(item.task_id) if get_task else str(item.task_id)
+    try:
+        return env.get_task(str(item.task_id))
+    except NotSupported:  # an env that does not list its tasks looks the id up in verify
+        return str(item.task_id)
 
 
 def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:

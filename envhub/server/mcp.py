@@ -152,7 +152,7 @@ class AgentTools:
     def __init__(self, episodes: Episodes) -> None:
         """Serve the tools of ``episodes.env``."""
         self.episodes = episodes
-        env_tools = episodes.env.tools() if hasattr(episodes.env, "tools") else []
+        env_tools = episodes.env.tools()
         self.tools = _agent_tools(env_tools)
         self.names = {t.name for t in self.tools}
         self.claims = AgentClaims()

