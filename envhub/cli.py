@@ -16,6 +16,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from .errors import EnvhubError
+from .install import install_command
 from .types import Message
 
 app = typer.Typer(
@@ -261,7 +262,7 @@ declares it."""
 
 def _unavailable(name: str, error: Exception, extras: list[str]) -> Any:
     """A stand-in verb for a part that cannot load here: using it says how to install it."""
-    install = f"pip install 'envhub[{','.join(extras)}]'" if extras else "pip install envhub"
+    install = install_command(extras)
 
     def command() -> None:
         _fail(f"`envhub {name}` cannot load here ({type(error).__name__}: {error}); {install}")
@@ -287,7 +288,7 @@ def add_parts(target: typer.Typer) -> list[str]:
     if not names:
         target.info.epilog = (
             "No part verbs (serve, eval, train, docker) are registered: envhub's install "
-            "metadata predates them. Reinstall envhub (`pip install -e .` in a checkout)."
+            f"metadata predates them. Reinstall envhub: `{install_command()}`."
         )
     return names
 

@@ -10,6 +10,7 @@ that names what was wrong and, where it can, the fix.
 
 from __future__ import annotations
 
+from .install import install_command
 from .types import Status
 
 
@@ -106,5 +107,5 @@ def status_for(exc: BaseException) -> Status:
 def missing(package: str, extra: str) -> DependencyMissing:
     """Build the error for an optional dependency that is not installed."""
     return DependencyMissing(
-        f"{package!r} is not installed; install it with `pip install 'envhub[{extra}]'`"
+        f"{package!r} is not installed; install it with `{install_command([extra])}`"
     )

@@ -19,11 +19,12 @@ import pytest
 
 try:
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the dev extra brings tomli there
+except ModuleNotFoundError:  # Python 3.10: tomli, a core dependency there
     import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+NAME = PYPROJECT["project"]["name"]
 SCANNED = ("envhub", "tests", "bench", "scripts")
 
 # Which extras a folder's code may rely on (longest matching prefix wins). The core
@@ -84,7 +85,7 @@ def _declared(extras: tuple[str, ...]) -> set[str]:
             continue
         seen.add(extra)
         for req in table[extra]:
-            match = re.fullmatch(r"envhub\[([^\]]+)\]", req.replace(" ", ""))
+            match = re.fullmatch(rf"{re.escape(NAME)}\[([^\]]+)\]", req.replace(" ", ""))
             if match:
                 todo.extend(match.group(1).split(","))
             else:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..engines.types import Generation, SamplingParams
 from ..errors import DependencyMissing
+from ..install import install_command
 from .models import BatchFn, BatchingBackend, ContextExhausted
 
 log = logging.getLogger("envhub.evaluate")
@@ -70,7 +71,7 @@ def load_local_model(
     except ImportError as e:
         raise DependencyMissing(
             f"a local model needs the trainer stack ({e}); install it with "
-            "`pip install 'envhub[trainer]'`, or evaluate an endpoint with --base-url"
+            f"`{install_command(['trainer'])}`, or evaluate an endpoint with --base-url"
         ) from e
     path = resolve_model(name_or_path)
     kind = choose_engine(engine)
