@@ -1,7 +1,7 @@
 """How envhub is installed: its name, a checkout or a wheel, its extras, the pip command.
 
 envhub is published as ``envhub-rl`` (:data:`DISTRIBUTION`): PyPI's ``envhub`` is an unrelated
-project with its own top-level ``envhub`` module, so ``pip install envhub`` installs that one.
+project with its own top-level ``envhub`` module, and installing ``envhub`` gets that one.
 The import name and the command stay ``envhub``.
 
 Every install hint envhub prints comes from :func:`install_command`. Run from a source checkout
@@ -33,7 +33,7 @@ _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-def _normal(name: str) -> str:
+def normal(name: str) -> str:
     """A distribution name as PyPI compares them (PEP 503)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
@@ -92,7 +92,7 @@ def extras() -> dict[str, tuple[str, ...]]:
     for extra, req in _requirements():
         names = out.setdefault(extra, [])
         name = _NAME.match(req)
-        if name and _normal(name.group(0)) != DISTRIBUTION:
+        if name and normal(name.group(0)) != DISTRIBUTION:
             names.append(name.group(0))
     return {k: tuple(v) for k, v in out.items()}
 

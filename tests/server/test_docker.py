@@ -96,7 +96,7 @@ def test_source_key_follows_the_code_not_the_caches(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "envhub"\n')
     (tmp_path / "envhub").mkdir()
     (tmp_path / "envhub" / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(di, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(di, "checkout", lambda: tmp_path)
     key = di.source_key(["server"])
     (tmp_path / "envhub" / "__pycache__").mkdir()
     (tmp_path / "envhub" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"junk")
