@@ -24,8 +24,19 @@ class EnvhubError(Exception):
 class RegistryError(EnvhubError):
     """A catalog entry or user YAML file is invalid.
 
-    The message names the file, the field and what was expected.
+    The message names the file, the line, the environment and the field, says what is wrong
+    and what to do (one form for all: see :func:`envhub.registry.catalog_error`).
     """
+
+
+class EntryError(RegistryError):
+    """One field of one catalog entry is wrong; the catalog adds the file and the line."""
+
+    def __init__(self, field: str, problem: str, fix: str) -> None:
+        """``field`` is the dotted YAML path (``reward.weights.corectness``)."""
+        super().__init__(problem)
+        self.field = field
+        self.fix = fix
 
 
 class EnvNotFound(EnvhubError, KeyError):

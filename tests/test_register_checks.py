@@ -65,7 +65,7 @@ def _written():
             "path: sums.jsonl",
             "path: data/missing.jsonl",
             r"sums\.yaml:3: environment 'tiny-sums', field 'dataset\.path': .*missing\.jsonl "
-            r"does not exist.*Fix the path",
+            r"does not exist.*Fix: correct the path",
         ),
         (
             "{correctness: 1.0}",
@@ -76,7 +76,7 @@ def _written():
             "{answer_format: hash}",
             "{answer_fromat: hash}",
             r"sums\.yaml:5: .*field 'options\.answer_fromat': MathEnv takes no option "
-            r"'answer_fromat'; did you mean 'answer_format'",
+            r"'answer_fromat' .*Fix: correct the name \(did you mean 'answer_format'\?\)",
         ),
         (
             "reward:",
@@ -131,7 +131,7 @@ def test_force_replaces_and_unregister_removes(tmp_path):
 def test_force_does_not_replace_the_builtin_catalog(tmp_path):
     f = tmp_path / "clash.yaml"
     f.write_text("name: gsm8k\nentry_point: dummy_envs:EchoEnv\n")
-    with pytest.raises(RegistryError, match="already registered"):
+    with pytest.raises(RegistryError, match="already in the catalog"):
         envhub.register(f, force=True)
 
 
