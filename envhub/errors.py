@@ -34,8 +34,9 @@ class EntryError(RegistryError):
 
     def __init__(self, field: str, problem: str, fix: str) -> None:
         """``field`` is the dotted YAML path (``reward.weights.corectness``)."""
-        super().__init__(problem)
+        super().__init__(f"field '{field}': {problem}. Fix: {fix}")
         self.field = field
+        self.problem = problem
         self.fix = fix
 
 

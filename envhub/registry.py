@@ -106,7 +106,7 @@ def _entry(path: Path | str | None, name: str) -> Iterator[None]:
         yield
     except EntryError as e:
         line = _where(path, name, e.field)
-        raise catalog_error(path, line, str(e), e.fix, name=name, field=e.field) from None
+        raise catalog_error(path, line, e.problem, e.fix, name=name, field=e.field) from None
 
 
 # ---------------------------------------------------------------------------- YAML reading
