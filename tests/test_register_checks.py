@@ -224,10 +224,14 @@ def test_register_after_init_is_nothing_to_do_and_exits_0(tmp_path):
     res = runner.invoke(app, ["register", str(folder / "wordecho.yaml")])
     assert res.exit_code == 0, res.output
     assert res.stdout == "wordecho-v1: already registered from this file; nothing to do\n"
-    assert _kept("wordecho-v1") == before == {
-        "link": str(folder / "wordecho.yaml"),
-        "id": "wordecho-v1",
-    }
+    assert (
+        _kept("wordecho-v1")
+        == before
+        == {
+            "link": str(folder / "wordecho.yaml"),
+            "id": "wordecho-v1",
+        }
+    )
 
 
 def test_a_copy_registered_again_unchanged_is_nothing_to_do(tmp_path):
