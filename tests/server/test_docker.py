@@ -7,6 +7,7 @@ the reason when there is none. The others run everywhere.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,7 @@ import pytest
 from repo_scripts import load_script
 
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
+from envhub.install import install_command
 from envhub.server import docker as dk
 from envhub.server import docker_image as di
 from envhub.server.docker_cli import docker_app
@@ -74,7 +76,7 @@ def test_unreachable_engine_says_what_is_missing(monkeypatch):
 def test_missing_sdk_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)  # makes `import docker` fail
     monkeypatch.setattr(dk, "_clients", {})
-    with pytest.raises(DependencyMissing, match=r"envhub\[docker\]"):
+    with pytest.raises(DependencyMissing, match=re.escape(install_command(["docker"]))):
         dk.engine()
 
 
