@@ -42,7 +42,9 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"override {where!r} for {spec.name}: {err['msg']}") from None
+        raise ConfigError(
+            f"override {where!r} for {spec.name}: {err['msg'].removeprefix('Value error, ')}"
+        ) from None
 
 
 def env_class(spec: EnvSpec) -> Callable[..., Any]:
