@@ -16,6 +16,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from .errors import EnvhubError
+from .install import install_command
 from .types import Message
 
 app = typer.Typer(
@@ -65,7 +66,8 @@ def list_envs(
     """List the registered environments, one per line: name, id, family, runner, description.
 
     An environment that cannot run here yet ends with ``[install: ...]`` (the pip command of
-    its missing extras) or ``[needs data: ...]``.
+    its missing extras) or ``[needs data: ...]``; a registration of yours that hides a built-in
+    environment of the same name with ``[overrides built-in NAME-vN]``.
     """
     from .needs import needs
     from .registry import catalog
@@ -76,8 +78,9 @@ def list_envs(
         if tag and tag not in s.tags:
             continue
         desc = " ".join(s.description.split())[:70]
-        todo = needs(s)
-        mark = f"  [{todo}]" if todo else ""
+        hidden = reg.overrides_builtin(name)
+        marks = [f"overrides built-in {hidden}" if hidden else None, needs(s)]
+        mark = "".join(f"  [{m}]" for m in marks if m)
         typer.echo(f"{s.name:<22} {s.id:<26} {s.family:<8} {s.runner:<6} {desc}{mark}")
 
 
@@ -127,14 +130,31 @@ def tasks(
 @app.command()
 def register(
     file: Annotated[Path, typer.Argument(help="YAML file describing the environment(s).")],
-    force: Annotated[bool, typer.Option(help="Replace your earlier NAME-vN.")] = False,
-    link: Annotated[bool, typer.Option(help="Record the file's place, not a copy.")] = False,
-) -> None:
-    """Add environments from a YAML file to your catalog ($ENVHUB_HOME/registry.d)."""
-    from .registry import register as do_register
+    force: Annotated[
+        bool, typer.Option(help="Replace your earlier NAME-vN (its kind stays), or override a "
+                           "built-in with a higher version.")
+    ] = False,
+    link: Annotated[
+        bool | None,
+        typer.Option("--link/--copy", help="Record the file's place, or a copy of it "
+                     "(default: a copy, or what an earlier registration was).", show_default=False),
+    ] = None,
+) -> None:  # fmt: skip
+    """Add environments from a YAML file to your catalog ($ENVHUB_HOME/registry.d).
 
-    for s in do_register(file, force=force, link=link):
-        typer.echo(f"registered {s.id} (from {file})")
+    Registering the same file again the same way does nothing and exits 0.
+    """
+    from .registry import register_file
+
+    for r in register_file(file, force=force, link=link):
+        if r.outcome == "unchanged":
+            typer.echo(f"{r.spec.id}: already registered from this file; nothing to do")
+            continue
+        kind = "by link" if r.link else "as a copy"
+        again = "; replaced your earlier registration" if r.outcome == "replaced" else ""
+        typer.echo(f"registered {r.spec.id} (from {file}, {kind}{again})")
+        if r.note:
+            typer.echo(f"warning: {r.note}", err=True)
 
 
 def _response_text(response: str | None, response_file: Path | None) -> str:
@@ -261,7 +281,7 @@ declares it."""
 
 def _unavailable(name: str, error: Exception, extras: list[str]) -> Any:
     """A stand-in verb for a part that cannot load here: using it says how to install it."""
-    install = f"pip install 'envhub[{','.join(extras)}]'" if extras else "pip install envhub"
+    install = install_command(extras)
 
     def command() -> None:
         _fail(f"`envhub {name}` cannot load here ({type(error).__name__}: {error}); {install}")
@@ -287,7 +307,7 @@ def add_parts(target: typer.Typer) -> list[str]:
     if not names:
         target.info.epilog = (
             "No part verbs (serve, eval, train, docker) are registered: envhub's install "
-            "metadata predates them. Reinstall envhub (`pip install -e .` in a checkout)."
+            f"metadata predates them. Reinstall envhub: `{install_command()}`."
         )
     return names
 

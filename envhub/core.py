@@ -543,12 +543,14 @@ class TaskEnv(Env):
         if status is Status.ENV_ERROR:
             log.exception("%s: environment error in task %s", self.spec.name, ep.task.task_id)
         components: dict[str, float] = {}
+        reward = 0.0
         if status in MODEL_STATUSES:  # the model ended its episode: a truncation, paid so
             try:
                 components, _ = self._cut_short(ep)
+                reward = self.rubric.total(components)
             except Exception:  # noqa: BLE001 (the step's own error is the one reported)
                 log.exception("%s: on_truncate failed in task %s", self.spec.name, ep.task.task_id)
-                status, components = Status.ENV_ERROR, {}
+                status, components, reward = Status.ENV_ERROR, {}, 0.0
         info = Info(
             task_id=ep.task.task_id,
             status=status,
@@ -556,13 +558,7 @@ class TaskEnv(Env):
             turn=ep.turn,
             error=_describe(exc),
         )
-        return StepResult(
-            messages=[],
-            reward=self.rubric.total(components),
-            terminated=False,
-            truncated=True,
-            info=info,
-        )
+        return StepResult(messages=[], reward=reward, terminated=False, truncated=True, info=info)
 
     def finish(self) -> StepResult:
         """End the running episode from outside; see :meth:`Env.finish`."""
@@ -605,6 +601,8 @@ class TaskEnv(Env):
             )
         try:
             components, details = self.score(task, message)
+            components = {**components, **generic}
+            reward = self.rubric.total(components)
         except NotSupported:
             raise
         except Exception as exc:  # the verification boundary
@@ -620,8 +618,7 @@ class TaskEnv(Env):
                 status=status,
                 error=_describe(exc),
             )
-        components = {**components, **generic}
-        return Score(reward=self.rubric.total(components), components=components, info=details)
+        return Score(reward=reward, components=components, info=details)
 
 
 MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})

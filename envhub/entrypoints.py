@@ -126,11 +126,12 @@ def load_entry_point(entry_point: str, base_dir: Path | str | None = None) -> Ca
     except ImportError as e:
         raise ConfigError(
             f"entry point {entry_point!r}: cannot import {target!r}: importing it raised "
-            f"{type(e).__name__}: {e}. Install what it needs, or fix the import in the module"
+            f"{type(e).__name__}: {e}. Fix: install what it needs, or fix the import in the module"
         ) from e
     if module is None and _moved_hint(entry_point):
         raise ConfigError(
-            f"entry point {entry_point!r}: cannot import {target!r}; {_moved_hint(entry_point)}"
+            f"entry point {entry_point!r}: cannot import {target!r}. "
+            f"Fix: {_moved_hint(entry_point)}"
         )
     if module is None:
         where = f"the YAML's folder {base}" if base else "the folder of the YAML file"
@@ -148,8 +149,8 @@ def load_entry_point(entry_point: str, base_dir: Path | str | None = None) -> Ca
             where = getattr(module, "__file__", None) or target
             raise ConfigError(
                 f"entry point {entry_point!r}: {target} ({where}) has no {attr!r} (it defines "
-                f"{public}). If that is another folder's module of the same name, use the file "
-                "form 'path/to/file.py:Class'"
+                f"{public}). Fix: name a class it defines; if that is another folder's module of "
+                "the same name, use the file form 'path/to/file.py:Class'"
             )
         obj = getattr(obj, part)
     return obj

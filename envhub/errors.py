@@ -10,6 +10,7 @@ that names what was wrong and, where it can, the fix.
 
 from __future__ import annotations
 
+from .install import install_command
 from .types import Status
 
 
@@ -23,8 +24,20 @@ class EnvhubError(Exception):
 class RegistryError(EnvhubError):
     """A catalog entry or user YAML file is invalid.
 
-    The message names the file, the field and what was expected.
+    The message names the file, the line, the environment and the field, says what is wrong
+    and what to do (one form for all: see :func:`envhub.registry.catalog_error`).
     """
+
+
+class EntryError(RegistryError):
+    """One field of one catalog entry is wrong; the catalog adds the file and the line."""
+
+    def __init__(self, field: str, problem: str, fix: str) -> None:
+        """``field`` is the dotted YAML path (``reward.weights.corectness``)."""
+        super().__init__(f"field '{field}': {problem}. Fix: {fix}")
+        self.field = field
+        self.problem = problem
+        self.fix = fix
 
 
 class EnvNotFound(EnvhubError, KeyError):
@@ -115,5 +128,5 @@ def context_overflow(status: int, body: str) -> bool:
 def missing(package: str, extra: str) -> DependencyMissing:
     """Build the error for an optional dependency that is not installed."""
     return DependencyMissing(
-        f"{package!r} is not installed; install it with `pip install 'envhub[{extra}]'`"
+        f"{package!r} is not installed; install it with `{install_command([extra])}`"
     )

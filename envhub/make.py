@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from .core import Env
 from .entrypoints import load_entry_point
 from .errors import ConfigError, DependencyMissing
+from .install import install_command
 from .registry import _merge
 from .registry import spec as lookup
 from .spec import EnvSpec
@@ -41,7 +42,9 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
     except ValidationError as e:
         err = e.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(f"override {where!r} for {spec.name}: {err['msg']}") from None
+        raise ConfigError(
+            f"override {where!r} for {spec.name}: {err['msg'].removeprefix('Value error, ')}"
+        ) from None
 
 
 def env_class(spec: EnvSpec) -> Callable[..., Any]:
@@ -107,15 +110,15 @@ def runner_for(name: str) -> Callable[..., Env]:
         known = sorted({*RUNNERS, *plugins})
         raise ConfigError(
             f"unknown runner {name!r}; choose one of {known}. A runner of an installed part "
-            f"that is missing here means envhub's install metadata is stale: `pip install -e .`"
+            f"that is missing here means envhub's install metadata is stale: `{install_command()}`"
         )
     try:
         return ep.load()
     except ImportError as e:
-        extras = ",".join(ep.extras) or name
+        extras = ep.extras or [name]
         raise DependencyMissing(
-            f"runner {name!r} needs envhub's {extras!r} extra: `pip install 'envhub[{extras}]'` "
-            f"({e})"
+            f"runner {name!r} needs envhub's {','.join(extras)!r} extra: "
+            f"`{install_command(extras)}` ({e})"
         ) from e
 
 

@@ -1,8 +1,8 @@
 """What an environment needs before it runs here: pip extras that are missing, data to fetch.
 
 ``envhub list`` marks each environment with the first thing a user must do, so a new user
-does not find out from a traceback. Read from data only (the spec and envhub's installed
-metadata): nothing here imports an environment.
+does not find out from a traceback. Read from data only (the spec, and envhub's extras from
+:mod:`envhub.install`): nothing here imports an environment.
 
 An environment needs the extra named like its family (``math``, ``code``, ``search``,
 ``games``), the extras its Docker image lists, and ``data`` when its tasks come from the hub or
@@ -11,30 +11,11 @@ a parquet file.
 
 from __future__ import annotations
 
-import re
-from functools import cache
 from importlib import metadata
 
 from .datasets import resolve_path
+from .install import extras, install_command
 from .spec import EnvSpec
-
-_EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
-
-
-@cache
-def extras() -> dict[str, tuple[str, ...]]:
-    """The extras of envhub and the distributions each installs (from the package metadata)."""
-    try:
-        requires = metadata.requires("envhub") or []
-    except metadata.PackageNotFoundError:
-        return {}
-    out: dict[str, list[str]] = {}
-    for req in requires:
-        extra, name = _EXTRA.search(req), _NAME.match(req)
-        if extra and name and name.group(0) != "envhub":
-            out.setdefault(extra.group(1), []).append(name.group(0))
-    return {k: tuple(v) for k, v in out.items()}
 
 
 def _installed(dist: str) -> bool:
@@ -78,7 +59,7 @@ def needs(spec: EnvSpec) -> str | None:
     parts = []
     lacking = missing_extras(spec)
     if lacking:
-        parts.append(f"install: pip install 'envhub[{','.join(lacking)}]'")
+        parts.append(f"install: {install_command(lacking)}")
     note = data_note(spec)
     if note:
         parts.append(note)

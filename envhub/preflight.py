@@ -12,22 +12,21 @@ when the environment is used:
    (an episode that ends in ``infra_error``, e.g. a judge that is down, proves nothing and is
    left out; ``envhub check`` reports it).
 
-Each failure is a :class:`PreflightError` naming the YAML field and the fix; the registry adds
-the file and line.
+Each failure is a :class:`PreflightError` naming the YAML field, the problem and the fix; the
+registry adds the file and line.
 """
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import string
-from collections.abc import Iterable
 from typing import Any
 
 from .checker import CheckError, check_gold
 from .core import TaskEnv
-from .errors import EnvhubError
+from .errors import EntryError, EnvhubError
 from .make import env_class
+from .registry import did_you_mean
 from .rewards import GENERIC_COMPONENTS
 from .spec import EnvSpec
 
@@ -37,18 +36,8 @@ TEMPLATE_SAMPLE = 50
 """Tasks whose fields are checked against the prompt template."""
 
 
-class PreflightError(EnvhubError):
-    """One field of an entry would fail when used; ``field`` is its dotted YAML path."""
-
-    def __init__(self, field: str, message: str) -> None:
-        """Name the field (``options.answer_fromat``) and say what is wrong and the fix."""
-        super().__init__(message)
-        self.field = field
-
-
-def _did_you_mean(word: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}? " if close else ""
+class PreflightError(EntryError):
+    """One field of an entry would fail when used (``field``: its dotted YAML path)."""
 
 
 def accepted_options(cls: type) -> set[str] | None:
@@ -78,8 +67,8 @@ def check_options(cls: type, options: dict[str, Any]) -> None:
             offered = ", ".join(sorted(accepted)) or "none"
             raise PreflightError(
                 f"options.{name}",
-                f"{cls.__name__} takes no option {name!r}; {_did_you_mean(name, accepted)}"
-                f"it accepts: {offered}. Fix the name or remove it",
+                f"{cls.__name__} takes no option {name!r} (it accepts: {offered})",
+                f"correct the name{did_you_mean(name, accepted)} or remove it",
             )
 
 
@@ -95,8 +84,9 @@ def check_weights(cls: type, spec: EnvSpec) -> None:
         if name not in offered:
             raise PreflightError(
                 f"reward.weights.{name}",
-                f"{cls.__name__} produces no component {name!r}; "
-                f"{_did_you_mean(name, offered)}it produces: {', '.join(sorted(offered))}",
+                f"{cls.__name__} produces no component {name!r} "
+                f"(it produces: {', '.join(sorted(offered))})",
+                f"correct the name{did_you_mean(name, offered)} or remove it",
             )
 
 
@@ -118,7 +108,8 @@ def check_data(env: TaskEnv) -> None:
         where = f" (relative paths resolve against {spec.source_dir})" if spec.source_dir else ""
         raise PreflightError(
             "dataset.path" if spec.dataset.path else "dataset",
-            f"the dataset does not load: {e}{where}. Fix the path or the file",
+            f"the dataset does not load: {e}{where}",
+            "correct the path, or the file",
         ) from None
     wanted = template_fields(spec.prompt_template)
     for task in tasks[:TEMPLATE_SAMPLE]:
@@ -128,8 +119,9 @@ def check_data(env: TaskEnv) -> None:
             raise PreflightError(
                 "prompt_template",
                 f"names {{{lacking[0]}}}, which task {task.task_id!r} lacks (it has "
-                f"{', '.join(sorted(have))}). Fix: use {{prompt}}, or map the column with "
-                f"dataset.fields (e.g. fields: {{prompt: {lacking[0]}}})",
+                f"{', '.join(sorted(have))})",
+                f"use {{prompt}}, or map the column with dataset.fields "
+                f"(e.g. fields: {{prompt: {lacking[0]}}})",
             )
 
 
@@ -138,13 +130,20 @@ def check_spec(spec: EnvSpec) -> None:
     try:
         cls = env_class(spec)
     except EnvhubError as e:
-        raise PreflightError("entry_point", str(e)) from None
+        problem, _, fix = str(e).partition(". Fix: ")  # envhub.entrypoints says both
+        raise PreflightError(
+            "entry_point", problem, fix or "name 'package.module:Class' or 'path/to/file.py:Class'"
+        ) from None
     check_options(cls, spec.options)
     check_weights(cls, spec)
     try:
         env = cls(spec, **spec.options)
     except (EnvhubError, TypeError, ValueError) as e:
-        raise PreflightError("options", f"the environment cannot be built: {e}") from None
+        raise PreflightError(
+            "options",
+            f"the environment cannot be built: {e}",
+            "correct the options (or the constructor)",
+        ) from None
     try:
         if isinstance(env, TaskEnv):
             check_data(env)
@@ -153,8 +152,9 @@ def check_spec(spec: EnvSpec) -> None:
             except CheckError as e:
                 raise PreflightError(
                     "entry_point",
-                    f"its own gold answers do not score full marks: {e}. Fix the data's "
-                    "answers or the verifier (`envhub check FILE` shows every check)",
+                    f"its own gold answers do not score full marks: {e}",
+                    "correct the data's answers or the verifier (`envhub check FILE` shows "
+                    "every check)",
                 ) from None
     finally:
         env.close()

@@ -7,9 +7,14 @@ A user adds an environment with ``envhub register FILE``: the file is validated 
 (schema, ``base`` exists, and :mod:`envhub.preflight`: entry point, options, reward weights,
 data, gold answers) before anything is written, and then copied to
 ``$ENVHUB_HOME/registry.d/`` with its folder recorded as ``base_dir`` (relative data paths and
-entry points resolve there, from any working directory). Any error names the file, the line
-and the field. ``register(force=True)`` replaces a registration; :func:`unregister` removes
-one.
+entry points resolve there, from any working directory), or recorded by link. Every error
+about a catalog file has one form (:func:`catalog_error`): file, line, environment, field, what
+is wrong, ``Fix:`` what to do; a registration that fails adds "Nothing was registered."
+
+Registering the same file again is no error: nothing to do. ``register(force=True)`` replaces
+a registration and keeps its kind (a link stays a link) unless ``link`` says otherwise. A user
+environment that takes a built-in's name with a higher version (so ``make(NAME)`` returns it)
+is refused without ``force``, and ``envhub list`` marks it; :func:`unregister` removes one.
 """
 
 from __future__ import annotations
@@ -17,14 +22,17 @@ from __future__ import annotations
 import difflib
 import logging
 import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from .entrypoints import is_file_target, load_entry_point  # noqa: F401 (re-exported)
-from .errors import EnvNotFound, RegistryError
+from .errors import EntryError, EnvNotFound, RegistryError
 from .spec import VERSIONED_RE, EnvSpec
 
 log = logging.getLogger("envhub")
@@ -41,6 +49,64 @@ def envhub_home() -> Path:
 def user_registry_dir() -> Path:
     """Folder of environments added with ``envhub register``."""
     return envhub_home() / "registry.d"
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices`` to ``word``, or nothing."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "?", "!")) else f"{text}."
+
+
+def catalog_error(
+    path: Path | str | None,
+    line: int | None,
+    problem: str,
+    fix: str,
+    *,
+    name: str | None = None,
+    field: str | None = None,
+) -> RegistryError:
+    """An error about a catalog file in its one form.
+
+    ``FILE:LINE: environment 'NAME', field 'FIELD': PROBLEM. Fix: FIX.`` (the parts that are
+    not known are left out).
+    """
+    about = [f"environment {name!r}"] if name else []
+    about += [f"field '{field}'"] if field else []
+    head = f"{path}:{line}" if line else f"{path}"
+    head += f": {', '.join(about)}" if about else ""
+    return RegistryError(f"{head}: {_sentence(problem)} Fix: {_sentence(fix)}")
+
+
+def _where(path: Path | str | None, name: str, field: str) -> int | None:
+    """Line of ``field`` (dotted) of the entry ``name`` in the catalog file ``path``."""
+    try:
+        entries, node, prefix = _entries(Path(path or ""))
+    except RegistryError:
+        return None
+    for i, raw in enumerate(entries):
+        if raw.get("name") == name:
+            loc = (*prefix, i) if prefix else ()
+            return _line_of(node, (*loc, *field.split(".")))
+    return None
+
+
+@contextmanager
+def _entry(path: Path | str | None, name: str) -> Iterator[None]:
+    """Turn an :class:`EntryError` about entry ``name`` of ``path`` into its located form."""
+    try:
+        yield
+    except EntryError as e:
+        line = _where(path, name, e.field)
+        raise catalog_error(path, line, e.problem, e.fix, name=name, field=e.field) from None
 
 
 # ---------------------------------------------------------------------------- YAML reading
@@ -70,47 +136,76 @@ def _entries(path: Path) -> tuple[list[dict[str, Any]], yaml.Node | None, tuple[
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise RegistryError(f"{path}: cannot read ({e.strerror})") from e
+        raise catalog_error(path, None, f"cannot read it ({e.strerror})", "check the path") from e
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark else str(path)
-        raise RegistryError(f"{where}: not valid YAML ({getattr(e, 'problem', e)})") from e
+        line = mark.line + 1 if mark else None
+        problem = f"not valid YAML ({getattr(e, 'problem', e)})"
+        raise catalog_error(path, line, problem, "correct the YAML at that line") from e
     if isinstance(data, dict) and "environments" in data:
         entries, prefix = data["environments"], ("environments",)
         if not isinstance(entries, list):
             line = _line_of(node, prefix)
-            raise RegistryError(f"{path}:{line}: field 'environments': expected a list")
+            fix = "list the environments under it, each starting '- name: ...'"
+            raise catalog_error(path, line, "expected a list", fix, field="environments")
     elif isinstance(data, dict):
         entries, prefix = [data], ()
     else:
-        raise RegistryError(
-            f"{path}: expected a mapping describing one environment, or 'environments:' "
-            "with a list of them"
-        )
+        raise catalog_error(
+            path, None, "expected a mapping describing one environment, or 'environments:' "
+            "with a list of them", "start the file with 'name: ...' or 'environments:'",
+        )  # fmt: skip
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            loc = (*prefix, i) if prefix else ()
-            raise RegistryError(f"{path}:{_line_of(node, loc)}: entry {i}: expected a mapping")
+            line = _line_of(node, (*prefix, i) if prefix else ())
+            fix = "write each entry as fields ('name: ...', 'entry_point: ...')"
+            raise catalog_error(path, line, f"entry {i} is not a mapping", fix)
     return entries, node, prefix
 
 
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The fields a spec accepts at ``loc`` (``()``: the top level), when that is a model."""
+    model: Any = EnvSpec
+    for key in loc:
+        info = model.model_fields.get(key)
+        model = info.annotation if info else None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return []
+    return sorted(k for k, f in model.model_fields.items() if not f.exclude)
+
+
+def _schema_problem(err: Any) -> tuple[str, str]:
+    """What is wrong and the fix, for one pydantic error of an entry."""
+    loc = tuple(err["loc"])
+    field = ".".join(str(p) for p in loc)
+    if err["type"] == "extra_forbidden":
+        known = _fields_at(loc[:-1])
+        fields = f" (the fields here: {', '.join(known)})" if known else ""
+        return (
+            f"no such field{fields}",
+            f"rename it{did_you_mean(str(loc[-1]), known)} or remove it",
+        )
+    if err["type"] == "missing":
+        return "this field is required", f"add '{field}'"
+    return err["msg"].removeprefix("Value error, "), f"give '{field}' a value as described"
+
+
 def _validate(path: Path, raw: dict[str, Any], node: yaml.Node | None, loc: tuple) -> EnvSpec:
-    """Validate one raw entry; the error names file, line, field and what was expected."""
+    """Validate one raw entry; the error names file, line, field, the problem and the fix."""
     try:
         return EnvSpec.model_validate({**raw, "source": str(path)})
     except ValidationError as e:
         err = e.errors()[0]
         field_loc = tuple(err["loc"])
-        field = ".".join(str(p) for p in field_loc) or "(entry)"
-        line = _line_of(node, (*loc, *field_loc))
-        name = raw.get("name", "?")
+        problem, fix = _schema_problem(err)
         more = f" (and {len(e.errors()) - 1} more problem(s))" if len(e.errors()) > 1 else ""
-        raise RegistryError(
-            f"{path}:{line}: environment {name!r}, field '{field}': {err['msg']}{more}"
-        ) from None
+        raise catalog_error(
+            path, _line_of(node, (*loc, *field_loc)), problem + more, fix,
+            name=str(raw.get("name", "?")), field=".".join(str(p) for p in field_loc) or None,
+        ) from None  # fmt: skip
 
 
 def _anchored(spec_: EnvSpec) -> EnvSpec:
@@ -176,7 +271,8 @@ class Registry:
                     reg._origin[(spec.name, spec.version)] = path
             reg._add_packages()
         for spec, _ in list(reg._raw.values()):
-            reg.spec(spec.id)  # resolve every composition now: errors surface at load
+            with _entry(spec.source, spec.name):
+                reg.spec(spec.id)  # resolve every composition now: errors surface at load
         return reg
 
     def _add_packages(self) -> None:
@@ -187,19 +283,36 @@ class Registry:
                 key = (spec.name, spec.version)
                 if key in self._raw:
                     other = self._origin.get(key) or self._raw[key][0].source
-                    raise RegistryError(
+                    raise catalog_error(
+                        pkg.path, _where(pkg.path, spec.name, "name"),
                         f"{spec.id} is provided twice: by {pkg.describe()} and by the catalog "
-                        f"({other}). Fix: `envhub unregister {spec.id}` if the catalog one is "
-                        "your registration, or uninstall the package, or rename one"
-                    )
+                        f"({other})", f"`envhub unregister {spec.id}` if the catalog one is "
+                        "your registration, or uninstall the package, or rename one",
+                        name=spec.name,
+                    )  # fmt: skip
                 self._raw[key] = (spec, raw)
 
     def _add(self, spec: EnvSpec, raw: dict[str, Any]) -> None:
         key = (spec.name, spec.version)
         if key in self._raw:
             first = self._raw[key][0].source
-            raise RegistryError(f"{spec.source}: {spec.id} is already registered (by {first})")
+            raise catalog_error(
+                spec.source, _where(spec.source, spec.name, "name"),
+                f"{spec.id} is defined twice (first by {first})",
+                "rename one or bump its 'version'", name=spec.name,
+            )  # fmt: skip
         self._raw[key] = (spec, raw)
+
+    def overrides_builtin(self, name: str) -> str | None:
+        """The built-in id that ``name``'s latest version hides (a user's higher version)."""
+        key = self._key(name)
+        builtin = str(BUILTIN_REGISTRY)
+        versions = [
+            v for (n, v), (s, _) in self._raw.items() if n == key[0] and s.source == builtin
+        ]
+        if not versions or self._raw[key][0].source == builtin:
+            return None
+        return f"{key[0]}-v{max(versions)}"
 
     def ids(self) -> list[str]:
         """Every versioned id, sorted."""
@@ -227,14 +340,21 @@ class Registry:
         spec, raw = self._raw[key]
         if spec.base is None:
             if spec.entry_point is None:
-                raise RegistryError(f"{spec.source}: {spec.id} needs 'entry_point' or 'base'")
+                raise EntryError(
+                    "name", f"{spec.id} has neither 'entry_point' nor 'base'",
+                    "give 'entry_point: module:Class' (your code) or 'base: NAME' (an "
+                    "environment of `envhub list` to compose from)",
+                )  # fmt: skip
             return spec
         if spec.base in _seen or spec.base == name:
-            raise RegistryError(f"{spec.source}: {spec.id}: 'base' forms a cycle")
+            chain = " -> ".join([*_seen, name, spec.base])
+            fix = "end the chain of 'base' at an environment with an 'entry_point'"
+            raise EntryError("base", f"'base' forms a cycle ({chain})", fix)
         try:
             parent = self.spec(spec.base, (*_seen, name))
         except EnvNotFound as e:
-            raise RegistryError(f"{spec.source}: {spec.id}, field 'base': {e}") from None
+            fix = "name an environment of `envhub list`, or register the one it names first"
+            raise EntryError("base", str(e), fix) from None
         exclude = {"source", "name", "version", "base", "description", "base_dir"}
         data = parent.model_dump(exclude=exclude)
         merged = _merge(data, {k: v for k, v in raw.items() if k != "base"})
@@ -263,6 +383,11 @@ def spec(name: str) -> EnvSpec:
     return catalog().spec(name)
 
 
+def _is_link(content: Any) -> bool:
+    """Whether a registry.d file's content is a link (``{link: FILE, id: ID}``)."""
+    return isinstance(content, dict) and set(content) == {"link", "id"}
+
+
 def _user_entries(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
     """Entries of one registry.d file: a copied entry, or ``{link: FILE, id: ID}``.
 
@@ -270,7 +395,7 @@ def _user_entries(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
     each time, so edits to it take effect without registering again.
     """
     entries, _, _ = _entries(path)
-    if len(entries) != 1 or set(entries[0]) != {"link", "id"}:
+    if len(entries) != 1 or not _is_link(entries[0]):
         return load_file(path)
     target, env_id = Path(entries[0]["link"]), entries[0]["id"]
     if not target.is_file():
@@ -278,84 +403,177 @@ def _user_entries(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
         return []
     found = [(s, raw) for s, raw in load_file(target) if s.id == env_id]
     if not found:
-        raise RegistryError(
-            f"{path} links to {target}, which no longer defines {env_id}; "
-            f"`envhub unregister {env_id}` or register the file again"
-        )
+        raise catalog_error(
+            path, None, f"it links to {target}, which no longer defines {env_id}",
+            f"`envhub unregister {env_id}`, or register the file again",
+        )  # fmt: skip
     return found
 
 
-def _trial(loaded: list[tuple[EnvSpec, dict[str, Any]]], force: bool) -> Registry:
-    """The catalog as it would be after registering ``loaded`` (replacing with ``force``)."""
-    trial = Registry.load()
-    for spec_, raw in loaded:
-        key = (spec_.name, spec_.version)
-        if force and key in trial._origin:
-            del trial._raw[key]
-        try:
-            trial._add(spec_, raw)
-        except RegistryError as e:
-            fix = "" if force else ", or pass --force to replace your registration"
-            raise RegistryError(f"{e}. Choose another name or bump 'version'{fix}.") from None
-    return trial
+# ---------------------------------------------------------------------------- registering
 
 
-def _preflight(path: Path, node: yaml.Node | None, loc: tuple, full: EnvSpec) -> None:
-    from .preflight import PreflightError, check_spec
-
-    try:
-        check_spec(full)
-    except PreflightError as e:
-        line = _line_of(node, (*loc, *e.field.split(".")))
-        raise RegistryError(
-            f"{path}:{line}: environment {full.name!r}, field '{e.field}': {e}. "
-            "Nothing was registered."
-        ) from None
+Outcome = Literal["registered", "replaced", "unchanged"]
 
 
-def register(path: str | Path, *, force: bool = False, link: bool = False) -> list[EnvSpec]:
-    """Validate a user's YAML file and add its environments to the user catalog.
+@dataclass(frozen=True)
+class Registration:
+    """What :func:`register_file` did with one environment of the file."""
 
-    Nothing is written unless every entry is valid, its ``base`` exists and it passes
-    :mod:`envhub.preflight` (entry point, options, reward weights, data, gold answers).
-    ``force`` replaces an earlier registration of the same ``NAME-vN``; ``link`` records the
-    file's location instead of a copy, so later edits to it take effect at once.
+    spec: EnvSpec
+    """The resolved spec."""
+    outcome: Outcome
+    """``unchanged``: the same file was registered the same way already; nothing written."""
+    link: bool
+    """Recorded by link (the file is read at each load) rather than as a copy."""
+    note: str | None = None
+    """What the user must hear: it overrides a built-in environment."""
+
+
+def _content(path: Path, spec_: EnvSpec, raw: dict[str, Any], link: bool) -> dict[str, Any]:
+    """What registry.d holds for ``spec_``: a link to ``path``, or a copy of its entry."""
+    if link:
+        return {"link": str(path), "id": spec_.id}
+    return {**raw, "base_dir": raw.get("base_dir") or str(path.parent)}
+
+
+def _described(old: dict[str, Any], origin: Path) -> str:
+    if _is_link(old):
+        return f"by link to {old['link']}"
+    return f"as a copy ({origin}) that differs from this file"
+
+
+def _plan(
+    reg: Registry, path: Path, spec_: EnvSpec, raw: dict[str, Any], force: bool, link: bool | None
+) -> tuple[dict[str, Any], Outcome]:
+    """What to write for one entry and the outcome; :class:`EntryError` when it is refused.
+
+    The kind of an earlier registration is kept (a link stays a link) unless ``link`` is given.
     """
-    path = Path(path).resolve()
+    key = (spec_.name, spec_.version)
+    field = "version" if "version" in raw else "name"
+    origin = reg._origin.get(key)
+    old = yaml.safe_load(origin.read_text(encoding="utf-8")) if origin else None
+    want = _content(path, spec_, raw, _is_link(old) if link is None else link)
+    if old == want:
+        return want, "unchanged"
+    if key in reg._raw and origin is None:
+        where = reg._raw[key][0].source
+        fix = "choose another name, or bump 'version'"
+        if where == str(BUILTIN_REGISTRY):
+            fix = "choose another name (a higher 'version' overrides the built-in, with --force)"
+        raise EntryError(field, f"{spec_.id} is already in the catalog ({where})", fix)
+    if old is not None and not force:
+        raise EntryError(
+            field, f"{spec_.id} is already registered {_described(old, origin)}",
+            "pass --force to replace it (a link stays a link, a copy a copy; --link or --copy "
+            "to change that), or bump 'version'",
+        )  # fmt: skip
+    return want, "replaced" if old is not None else "registered"
+
+
+def _override(trial: Registry, spec_: EnvSpec, force: bool) -> str | None:
+    """The note when ``spec_`` hides a built-in environment; refused without ``force``."""
+    hidden = trial.overrides_builtin(spec_.name)
+    if hidden is None or trial.spec(spec_.name).id != spec_.id:
+        return None
+    if not force:
+        raise EntryError(
+            "version", f"{spec_.id} would replace the built-in {hidden} as what "
+            f"make({spec_.name!r}) and `envhub serve {spec_.name}` return",
+            "choose another name, or pass --force to override the built-in on purpose "
+            "(`envhub list` marks it)",
+        )  # fmt: skip
+    return (
+        f"{spec_.id} overrides the built-in {hidden}: make({spec_.name!r}) returns yours now; "
+        f"the built-in stays reachable as {hidden}"
+    )
+
+
+def _check_file(
+    path: Path, force: bool, link: bool | None
+) -> list[tuple[Registration, dict[str, Any]]]:
+    """Every check of :func:`register_file`; each entry's registration and what to write."""
+    from .preflight import check_spec
+
     entries, node, prefix = _entries(path)
     loaded = [
         (_validate(path, raw, node, (*prefix, i) if prefix else ()), raw)
         for i, raw in enumerate(entries)
     ]
-    trial = _trial(loaded, force)
-    resolved = []
-    for i, (spec_, _) in enumerate(loaded):
-        full = trial.spec(spec_.id)
-        _preflight(path, node, (*prefix, i) if prefix else (), full)
-        resolved.append(full)
+    trial = Registry.load()
+    plans = []
+    for spec_, raw in loaded:
+        with _entry(path, spec_.name):
+            plans.append(_plan(trial, path, spec_, raw, force, link))
+    for spec_, raw in loaded:
+        trial._raw[(spec_.name, spec_.version)] = (spec_, raw)
+    out = []
+    for (spec_, _), (content, outcome) in zip(loaded, plans, strict=True):
+        with _entry(path, spec_.name):
+            note = None if outcome == "unchanged" else _override(trial, spec_, force)
+            full = trial.spec(spec_.id)
+            check_spec(full)
+        out.append((Registration(full, outcome, _is_link(content), note), content))
+    return out
+
+
+def register_file(
+    path: str | Path, *, force: bool = False, link: bool | None = None
+) -> list[Registration]:
+    """Validate a user's YAML file and add its environments to the user catalog.
+
+    Nothing is written unless every entry is valid, its ``base`` exists and it passes
+    :mod:`envhub.preflight` (entry point, options, reward weights, data, gold answers). An
+    entry registered from the same file the same way already is ``unchanged`` (no error).
+
+    Args:
+        path: The YAML file.
+        force: Replace an earlier registration of the same ``NAME-vN``, or let a higher
+            version hide a built-in environment of that name.
+        link: Record the file's location (later edits take effect at once) or, with
+            ``False``, a copy; ``None`` keeps an earlier registration's kind (new: a copy).
+    """
+    path = Path(path).resolve()
+    try:
+        done = _check_file(path, force, link)
+    except RegistryError as e:
+        raise RegistryError(f"{e} Nothing was registered.") from None
     target_dir = user_registry_dir()
     target_dir.mkdir(parents=True, exist_ok=True)
-    for spec_, raw in loaded:
-        out = {**raw, "base_dir": raw.get("base_dir") or str(path.parent)}
-        if link:
-            out = {"link": str(path), "id": spec_.id}
-        target = target_dir / f"{spec_.id}.yaml"
+    for reg, content in done:
+        if reg.outcome == "unchanged":
+            continue
+        target = target_dir / f"{reg.spec.id}.yaml"
         tmp = target.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump(out, sort_keys=False), encoding="utf-8")
+        tmp.write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
         tmp.replace(target)
     reset_registry()
-    return resolved
+    return [reg for reg, _ in done]
+
+
+def register(path: str | Path, *, force: bool = False, link: bool | None = None) -> list[EnvSpec]:
+    """:func:`register_file`, returning the resolved specs; its notes go to the log (warning)."""
+    done = register_file(path, force=force, link=link)
+    for r in done:
+        if r.note:
+            log.warning("%s", r.note)
+    return [r.spec for r in done]
 
 
 def specs_from_file(path: str | Path) -> list[EnvSpec]:
     """The resolved specs of a YAML file, as if registered, without writing anything."""
     path = Path(path).resolve()
     loaded = load_file(path)
-    trial = _trial(loaded, force=True)
-    return [
-        trial.spec(s.id).model_copy(update={"base_dir": s.base_dir or str(path.parent)})
-        for s, _ in loaded
-    ]
+    trial = Registry.load()
+    for spec_, raw in loaded:
+        trial._raw[(spec_.name, spec_.version)] = (spec_, raw)
+    out = []
+    for s, _ in loaded:
+        with _entry(path, s.name):
+            full = trial.spec(s.id)
+        out.append(full.model_copy(update={"base_dir": s.base_dir or str(path.parent)}))
+    return out
 
 
 def unregister(name: str) -> list[str]:

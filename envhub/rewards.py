@@ -24,14 +24,47 @@ its weight, 0 for a positive weight and 1 for a negative one, and every counter 
 For *any* weights, no terminal outcome with the same counters can pay less, so running out the
 clock (stalling with illegal moves, looping tool calls) never beats losing. Environments still
 report what they measured, in the step's ``info.measured``.
+
+**A reward is always a finite number.** A weight is a finite number of size at most
+:data:`MAX_WEIGHT`, refused otherwise wherever a spec is made (YAML, ``envhub register``,
+``make(**overrides)``): a ``nan`` weight makes every reward ``nan``, and ``1e308`` times a count
+overflows to infinity. A component an environment computes as ``nan`` or infinite (or a sum that
+overflows) is the environment's bug: :meth:`Rubric.total` raises :class:`NonFiniteReward`, whose
+status is ``env_error``, so the sample is dropped instead of poisoning a batch's advantages.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError
+from .errors import ConfigError, EpisodeError
+from .types import Status
+
+MAX_WEIGHT = 1e6
+"""The largest weight a reward component may have, either sign. Weights are ratios between
+components (1, 0.1, -0.5); a million already turns a component into all of the reward."""
+
+
+class NonFiniteReward(EpisodeError):
+    """A component or the weighted sum is ``nan`` or infinite: the environment's bug."""
+
+    status = Status.ENV_ERROR
+
+
+def check_weight(weight: float) -> float:
+    """``weight`` if it is a finite number of size at most :data:`MAX_WEIGHT`.
+
+    Raises:
+        ValueError: saying the bound and the value.
+    """
+    if not math.isfinite(weight) or abs(weight) > MAX_WEIGHT:
+        raise ValueError(
+            f"a weight must be a finite number from -{MAX_WEIGHT:.0f} to {MAX_WEIGHT:.0f}, "
+            f"got {weight!r}"
+        )
+    return weight
 
 
 def length_penalty(chars: int, limit: int) -> float:
@@ -63,6 +96,11 @@ class Rubric:
     """Components that tally the episode (unbounded counts); all others lie in [0, 1]."""
 
     def __post_init__(self) -> None:
+        for name, weight in self.weights.items():
+            try:
+                check_weight(weight)
+            except ValueError as e:
+                raise ConfigError(f"reward.weights.{name}: {e}") from None
         if self.offered:
             known = self.offered | GENERIC_COMPONENTS.keys()
             unknown = sorted(set(self.weights) - known)
@@ -94,8 +132,18 @@ class Rubric:
         return out
 
     def total(self, components: Mapping[str, float]) -> float:
-        """Weighted sum of the components present in both ``components`` and the weights."""
-        return float(sum(w * components.get(name, 0.0) for name, w in self.weights.items()))
+        """Weighted sum of the components present in both ``components`` and the weights.
+
+        Raises:
+            NonFiniteReward: a component (weighted or not) or the sum is not a finite number.
+        """
+        bad = {k: v for k, v in components.items() if not math.isfinite(v)}
+        if bad:
+            raise NonFiniteReward(f"reward components that are not finite numbers: {bad}")
+        total = float(sum(w * components.get(name, 0.0) for name, w in self.weights.items()))
+        if not math.isfinite(total):
+            raise NonFiniteReward(f"the weighted sum of {dict(components)} overflows: {total}")
+        return total
 
     def active(self) -> Iterable[str]:
         """Names of the components that count (non-zero weight)."""

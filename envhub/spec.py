@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from .rewards import check_weight
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(-[a-z0-9_.]+)*$")
 VERSIONED_RE = re.compile(r"^(?P<name>.+)-v(?P<version>\d+)$")
@@ -76,7 +78,8 @@ class JudgeSpec(_Strict):
 class RewardSpec(_Strict):
     """Weights of the named reward components; absent components do not count."""
 
-    weights: dict[str, float] = Field(default_factory=dict)
+    weights: dict[str, Annotated[float, AfterValidator(check_weight)]] = Field(default_factory=dict)
+    """Weight of each component: finite, at most :data:`envhub.rewards.MAX_WEIGHT` either way."""
     length_limit: int = Field(default=2000, ge=1)
     """Characters before the generic ``length`` component grows (give it a negative weight)."""
     judges: dict[str, JudgeSpec] = Field(default_factory=dict)

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 import envhub.needs
 from envhub.cli import app
+from envhub.install import install_command
 from envhub.spec import EnvSpec
 
 runner = CliRunner()
@@ -29,8 +30,10 @@ def test_list_marks_missing_extras_with_the_install_command(monkeypatch):
     real = envhub.needs._installed
     monkeypatch.setattr(envhub.needs, "_installed", lambda d: d != "sympy" and real(d))
     lines = {ln.split()[0]: ln for ln in runner.invoke(app, ["list"]).stdout.splitlines()}
-    assert lines["math"].endswith("[install: pip install 'envhub[math]']")
-    assert lines["gsm8k"].endswith("[install: pip install 'envhub[math]']")
+    hint = install_command(["math"])  # this checkout with its pins (tests/test_install.py)
+    assert hint.endswith("pip install -c constraints.txt -e '.[math]'")
+    assert lines["math"].endswith(f"[install: {hint}]")
+    assert lines["gsm8k"].endswith(f"[install: {hint}]")
     assert "[" not in lines["sql"] and "[" not in lines["connect4"]
 
 

@@ -5,17 +5,23 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import pytest
 from children import stop
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: tomli, a core dependency there
+    import tomli as tomllib
 
 import envhub
 from envhub.errors import ConfigError
 from envhub.localserver import free_port
 from envhub.registry import spec as lookup
 from envhub.remote import HTTPEnv
-from envhub.scaffold import FAMILIES, init
+from envhub.scaffold import FAMILIES, init, render
 from envhub.selfcheck import FAILED, run_checks, table
 
 ROOT = os.path.dirname(os.path.dirname(envhub.__file__))
@@ -44,9 +50,22 @@ def test_init_then_check_passes(tmp_path, family, multi_turn):
     assert [r.outcome for r in results if r.name == "gold"] == ["passed"]
 
 
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_package_depends_on_envhub_rl_with_the_familys_extra(family):
+    """``pip install .`` in a clean venv must bring this project, never PyPI's ``envhub``."""
+    project = tomllib.loads(render("wordrev", family)["pyproject.toml"])["project"]
+    extra = FAMILIES[family].extra
+    assert project["dependencies"] == [f"envhub-rl[{extra}]" if extra else "envhub-rl"]
+    declared = tomllib.loads((Path(ROOT) / "pyproject.toml").read_text())["project"]
+    assert extra is None or extra in declared["optional-dependencies"]
+    assert project["name"] == "envhub-wordrev"
+
+
 def test_init_refuses_taken_names_and_bad_names(tmp_path):
     with pytest.raises(ConfigError, match="already in the catalog"):
         init("gsm8k", parent=tmp_path)
+    with pytest.raises(ConfigError, match="'envhub-rl', which is envhub's own distribution"):
+        init("rl", parent=tmp_path)
     with pytest.raises(ConfigError, match="not a usable environment name"):
         init("My Env", parent=tmp_path)
     with pytest.raises(ConfigError, match="unknown family 'chess'"):

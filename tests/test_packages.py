@@ -34,6 +34,8 @@ def test_pip_installed_env_is_found_by_entry_point(tmp_path):
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert pip.returncode == 0, pip.stderr
+    [info] = site.glob("envhub_pkgrev-*.dist-info")  # it depends on envhub-rl, not PyPI's envhub
+    assert "Requires-Dist: envhub-rl\n" in (info / "METADATA").read_text()
     shutil.rmtree(src)  # the installed copy must stand alone
     code = (
         "import envhub\n"

@@ -1,17 +1,25 @@
-"""Registration refuses what would fail when used, writes nothing then; --force, unregister;
-entry points found in the YAML's own folder without PYTHONPATH."""
+"""Registration refuses what would fail when used, writes nothing then, and says so in one form;
+--force, unregister; registering again; hiding a built-in; entry points found in the YAML's own
+folder without PYTHONPATH."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
 
 import pytest
+import yaml
+from typer.testing import CliRunner
 
 import envhub
+from envhub.cli import app
 from envhub.errors import EnvNotFound, RegistryError
-from envhub.registry import unregister, user_registry_dir
+from envhub.registry import register_file, unregister, user_registry_dir
+from envhub.scaffold import init
+
+runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("clean_user_registry")
 
@@ -65,7 +73,7 @@ def _written():
             "path: sums.jsonl",
             "path: data/missing.jsonl",
             r"sums\.yaml:3: environment 'tiny-sums', field 'dataset\.path': .*missing\.jsonl "
-            r"does not exist.*Fix the path",
+            r"does not exist.*Fix: correct the path",
         ),
         (
             "{correctness: 1.0}",
@@ -76,7 +84,7 @@ def _written():
             "{answer_format: hash}",
             "{answer_fromat: hash}",
             r"sums\.yaml:5: .*field 'options\.answer_fromat': MathEnv takes no option "
-            r"'answer_fromat'; did you mean 'answer_format'",
+            r"'answer_fromat' .*Fix: correct the name \(did you mean 'answer_format'\?\)",
         ),
         (
             "reward:",
@@ -131,7 +139,7 @@ def test_force_replaces_and_unregister_removes(tmp_path):
 def test_force_does_not_replace_the_builtin_catalog(tmp_path):
     f = tmp_path / "clash.yaml"
     f.write_text("name: gsm8k\nentry_point: dummy_envs:EchoEnv\n")
-    with pytest.raises(RegistryError, match="already registered"):
+    with pytest.raises(RegistryError, match="already in the catalog"):
         envhub.register(f, force=True)
 
 
@@ -199,3 +207,149 @@ def test_same_module_name_in_two_folders_points_to_the_file_form(tmp_path):
     envhub.register(tmp_path / "a" / "e.yaml")
     with pytest.raises(RegistryError, match=r"a/samemod_c3\.py\) has no 'Other'.*file form"):
         envhub.register(tmp_path / "b" / "e.yaml")
+
+
+# ---------------------------------------------------------------- registering again (21.6)
+
+ECHO = "name: echoes\nentry_point: dummy_envs:EchoEnv\nreward: {weights: {correctness: 1.0}}\n"
+
+
+def _kept(env_id):
+    return yaml.safe_load((user_registry_dir() / f"{env_id}.yaml").read_text())
+
+
+def test_register_after_init_is_nothing_to_do_and_exits_0(tmp_path):
+    folder = init("wordecho", parent=tmp_path)  # registers by link
+    before = _kept("wordecho-v1")
+    res = runner.invoke(app, ["register", str(folder / "wordecho.yaml")])
+    assert res.exit_code == 0, res.output
+    assert res.stdout == "wordecho-v1: already registered from this file; nothing to do\n"
+    assert (
+        _kept("wordecho-v1")
+        == before
+        == {
+            "link": str(folder / "wordecho.yaml"),
+            "id": "wordecho-v1",
+        }
+    )
+
+
+def test_a_copy_registered_again_unchanged_is_nothing_to_do(tmp_path):
+    f = tmp_path / "echoes.yaml"
+    f.write_text(ECHO)
+    [first] = register_file(f)
+    [again] = register_file(f)
+    assert (first.outcome, again.outcome) == ("registered", "unchanged")
+    assert not first.link and not again.link
+
+
+def test_force_keeps_a_link_a_link_so_later_edits_still_count(tmp_path):
+    old, new = tmp_path / "old.yaml", tmp_path / "new.yaml"
+    old.write_text(ECHO)
+    new.write_text(ECHO)  # the user moved the file
+    envhub.register(old, link=True)
+    with pytest.raises(RegistryError, match=r"already registered by link to .*old\.yaml"):
+        envhub.register(new)
+    with pytest.raises(RegistryError, match=r"already registered by link to .*old\.yaml"):
+        envhub.register(old, link=False)  # a copy would be a change too: asks for --force
+    res = runner.invoke(app, ["register", "--force", str(new)])
+    assert res.exit_code == 0, res.output
+    assert "by link; replaced your earlier registration" in res.stdout
+    assert _kept("echoes-v1") == {"link": str(new), "id": "echoes-v1"}
+    new.write_text(ECHO.replace("correctness: 1.0", "correctness: 3.0"))  # no registering
+    assert envhub.spec("echoes").reward.weights == {"correctness": 3.0}
+    again = runner.invoke(app, ["register", "--force", str(new)])
+    assert again.stdout == "echoes-v1: already registered from this file; nothing to do\n"
+
+
+def test_force_with_copy_turns_a_link_into_a_copy_on_purpose(tmp_path):
+    f = tmp_path / "echoes.yaml"
+    f.write_text(ECHO)
+    envhub.register(f, link=True)
+    res = runner.invoke(app, ["register", "--force", "--copy", str(f)])
+    assert res.exit_code == 0, res.output
+    assert "as a copy; replaced your earlier registration" in res.stdout
+    assert _kept("echoes-v1")["entry_point"] == "dummy_envs:EchoEnv"
+    f.write_text(ECHO.replace("correctness: 1.0", "correctness: 3.0"))
+    assert envhub.spec("echoes").reward.weights == {"correctness": 1.0}  # a copy: frozen
+
+
+# ---------------------------------------------------------------- one form for every error (21.7)
+
+FORM = re.compile(
+    r"^(?P<file>/\S+\.yaml)(:\d+)?: (environment '[^']+'(, field '[^']+')?: )?"
+    r"(?s:.+)\. Fix: (?s:.+)\. Nothing was registered\.$"
+)
+BROKEN = {
+    "syntax": "name: x\nentry_point: [unclosed\n",
+    "not a mapping": "- just\n- a list\n",
+    "entries not a list": "environments: {name: x}\n",
+    "entry not a mapping": "environments:\n  - plain text\n",
+    "schema": "name: x\nentry_point: dummy_envs:EchoEnv\nmax_turns: many\n",
+    "unknown key": "name: x\nentry_point: dummy_envs:EchoEnv\nprompt_templte: '{prompt}'\n",
+    "no entry point": "name: x\n",
+    "missing base": "name: x\nbase: no-such-env\n",
+    "base cycle": "environments:\n  - {name: x, base: y}\n  - {name: y, base: x}\n",
+    "entry point": "name: x\nentry_point: nowhere.module:Env\n",
+    "unknown option": "name: x\nentry_point: dummy_envs:EchoEnv\noptions: {colour: red}\n",
+    "unknown weight": "name: x\nentry_point: dummy_envs:EchoEnv\nreward: {weights: {corect: 1}}\n",
+    "nan weight": "name: x\nentry_point: dummy_envs:EchoEnv\nreward: {weights: {format: .nan}}\n",
+    "built-in": "name: gsm8k\nentry_point: dummy_envs:EchoEnv\n",
+    "hides a built-in": "name: gsm8k\nversion: 7\nentry_point: dummy_envs:EchoEnv\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_every_registration_error_has_the_one_form(tmp_path, case):
+    f = tmp_path / "broken.yaml"
+    f.write_text(BROKEN[case])
+    with pytest.raises(RegistryError) as info:
+        envhub.register(f)
+    match = FORM.match(str(info.value))
+    assert match, str(info.value)
+    assert match["file"] == str(f)
+    assert _written() == []
+
+
+def test_the_form_of_a_clash_names_line_and_field(tmp_path):
+    f = tmp_path / "echoes.yaml"
+    f.write_text(ECHO)
+    envhub.register(f)
+    f.write_text("# moved down\n" + ECHO.replace("1.0", "2.0"))
+    with pytest.raises(RegistryError) as info:
+        envhub.register(f)
+    assert str(info.value).startswith(
+        f"{f}:2: environment 'echoes', field 'name': echoes-v1 is already registered as a copy"
+    )
+    assert "Fix: pass --force to replace it" in str(info.value)
+
+
+# ---------------------------------------------------------------- hiding a built-in (22.6)
+
+
+def test_a_higher_version_of_a_builtin_needs_force_and_is_marked(tmp_path):
+    f = tmp_path / "mine.yaml"
+    f.write_text("name: gsm8k\nversion: 2\nentry_point: dummy_envs:EchoEnv\n")
+    with pytest.raises(RegistryError) as info:
+        envhub.register(f)
+    msg = str(info.value)
+    assert f"{f}:2: environment 'gsm8k', field 'version': gsm8k-v2 would replace the " in msg
+    assert "built-in gsm8k-v1 as what make('gsm8k')" in msg and "--force" in msg
+    assert _written() == [] and envhub.spec("gsm8k").id == "gsm8k-v1"
+
+    res = runner.invoke(app, ["register", "--force", str(f)])
+    assert res.exit_code == 0, res.output
+    assert "warning: gsm8k-v2 overrides the built-in gsm8k-v1" in res.stderr
+    assert envhub.spec("gsm8k").entry_point == "dummy_envs:EchoEnv"
+    assert envhub.spec("gsm8k-v1").family == "math"  # the built-in stays reachable
+    lines = {ln.split()[0]: ln for ln in runner.invoke(app, ["list"]).stdout.splitlines()}
+    assert "[overrides built-in gsm8k-v1]" in lines["gsm8k"]
+    assert "overrides" not in lines["math"]
+
+
+def test_the_python_api_logs_the_override(tmp_path, caplog):
+    f = tmp_path / "mine.yaml"
+    f.write_text("name: gsm8k\nversion: 2\nentry_point: dummy_envs:EchoEnv\n")
+    with caplog.at_level("WARNING", logger="envhub"):
+        envhub.register(f, force=True)
+    assert "gsm8k-v2 overrides the built-in gsm8k-v1" in caplog.text

@@ -84,7 +84,17 @@ def test_register_composition_of_existing_parts(tmp_path):
         ),
         (
             "name: typo\nentry_point: dummy_envs:EchoEnv\nrewards: {weights: {}}\n",
-            r"typo\.yaml:3: environment 'typo', field 'rewards': Extra inputs",
+            r"typo\.yaml:3: environment 'typo', field 'rewards': no such field \(the fields here: "
+            r".*\)\. Fix: rename it \(did you mean 'reward'\?\) or remove it",
+        ),
+        (
+            "name: typo\nentry_point: dummy_envs:EchoEnv\nmax_turn: 3\n",
+            r"typo\.yaml:3: .*field 'max_turn': no such field.* \(did you mean 'max_turns'\?\)",
+        ),
+        (
+            "name: typo\nentry_point: dummy_envs:EchoEnv\nreward:\n  wieghts: {format: 1}\n",
+            r"typo\.yaml:4: .*field 'reward\.wieghts': no such field \(the fields here: judges, "
+            r"length_limit, weights\)\. Fix: rename it \(did you mean 'weights'\?\)",
         ),
         ("name: orphan\nbase: no-such-env\n", r"field 'base': no environment named 'no-such-env'"),
         ("name: ghost\nentry_point: nowhere.module:Env\n", r"cannot import 'nowhere.module'"),
@@ -108,7 +118,7 @@ def test_bad_yaml_names_file_line_field_and_changes_nothing(tmp_path, text, expe
 
 def test_name_clash_is_refused(tmp_path):
     f = _write(tmp_path, "clash.yaml", "name: gsm8k\nentry_point: dummy_envs:EchoEnv\n")
-    with pytest.raises(RegistryError, match="already registered"):
+    with pytest.raises(RegistryError, match="already in the catalog"):
         envhub.register(f)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..engines.types import Generation, SamplingParams
 from ..errors import DependencyMissing
+from ..install import install_command
 from .models import BatchFn, BatchingBackend, ContextExhausted
 
 log = logging.getLogger("envhub.evaluate")
@@ -101,7 +102,7 @@ def load_local_model(
     except ImportError as e:
         raise DependencyMissing(
             f"a local model needs the trainer stack ({e}); install it with "
-            "`pip install 'envhub[trainer]'`, or evaluate an endpoint with --base-url"
+            f"`{install_command(['trainer'])}`, or evaluate an endpoint with --base-url"
         ) from e
     path = resolve_model(name_or_path)
     if engine == "auto":

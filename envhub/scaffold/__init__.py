@@ -2,7 +2,8 @@
 
 The folder holds ``env.py`` (a small subclass, with CHANGE comments), ``NAME.yaml``,
 ``data/`` (tasks with gold answers), ``README.md``, ``test_PKG.py`` (``envhub check`` as a test)
-and ``pyproject.toml`` (installable; it declares the ``envhub.environments`` entry point).
+and ``pyproject.toml`` (installable; it depends on ``envhub-rl``, envhub's distribution, with
+the family's extra, and declares the ``envhub.environments`` entry point).
 The math, code, sql and search families extend the built-in family classes, so the scaffold
 is the house style and not a second one. ``init`` then registers the YAML by link (see
 :func:`envhub.registry.register`), which runs the registration checks: a folder that is
@@ -23,6 +24,7 @@ from pathlib import Path
 from string import Template
 
 from ..errors import ConfigError
+from ..install import DISTRIBUTION, normal
 from ..spec import NAME_RE, VERSIONED_RE
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -54,12 +56,14 @@ class Family:
     fill: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Extra template fields: name -> (single-turn value, multi-turn value)."""
     after: Callable[[Path], None] | None = None
+    extra: str | None = None
+    """The extra of envhub the family's code needs; ``pyproject.toml`` depends on envhub with it."""
 
 
 FAMILIES: dict[str, Family] = {
     "custom": Family(data=("sample.jsonl",)),
-    "math": Family(data=("sample.jsonl",), core=("Episode",)),
-    "code": Family(data=("sample.jsonl",), retry_block=False),
+    "math": Family(data=("sample.jsonl",), core=("Episode",), extra="math"),
+    "code": Family(data=("sample.jsonl",), retry_block=False, extra="code"),
     "sql": Family(
         data=("sample.jsonl", "shop.sql"),
         retry_block=False,
@@ -71,6 +75,7 @@ FAMILIES: dict[str, Family] = {
         multi_turn_always=True,
         retry_block=False,
         turns=(6, 6),
+        extra="search",
     ),  # fmt: skip
     "games": Family(
         data=("sample.jsonl",),
@@ -78,6 +83,7 @@ FAMILIES: dict[str, Family] = {
         multi_turn_always=True,
         retry_block=False,
         turns=(8, 8),
+        extra="games",
     ),  # fmt: skip
 }
 
@@ -88,10 +94,16 @@ def _names(name: str) -> dict[str, str]:
             f"{name!r} is not a usable environment name: use lower case letters, digits, '_', "
             "'.', '-', starting with a letter or digit, not ending in -vN (e.g. wordrev)"
         )
+    dist = f"envhub-{name}"
+    if normal(dist) == DISTRIBUTION:
+        raise ConfigError(
+            f"{name!r} would make a package named {dist!r}, which is envhub's own distribution; "
+            "choose another name"
+        )
     pkg = re.sub(r"\W", "_", name)
     pkg = pkg if pkg[0].isalpha() else f"env_{pkg}"
     cls = "".join(part.capitalize() for part in pkg.split("_") if part) + "Env"
-    return {"name": name, "pkg": pkg, "cls": cls}
+    return {"name": name, "dist": dist, "pkg": pkg, "cls": cls}
 
 
 def _fields(name: str, family: str, multi_turn: bool) -> dict[str, str]:
@@ -104,6 +116,7 @@ def _fields(name: str, family: str, multi_turn: bool) -> dict[str, str]:
         "primary": fam.primary,
         "max_turns": str(fam.turns[1] if multi else fam.turns[0]),
         "turns": "multi-turn" if multi else "single-turn",
+        "requirement": f"{DISTRIBUTION}[{fam.extra}]" if fam.extra else DISTRIBUTION,
         **{k: v[1] if multi else v[0] for k, v in fam.fill.items()},
     }
     retry = multi and fam.retry_block

@@ -14,6 +14,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from envhub.errors import EnvhubError, InfraError
+from envhub.install import install_command
 from envhub.lifetime import follow_parent, stop_signals
 
 NameArg = Annotated[str, typer.Argument(help="Environment name, e.g. gsm8k or gsm8k-v1.")]
@@ -80,7 +81,7 @@ def _serve_here(
 
         from .app import ServerSettings, create_app
     except ImportError as e:
-        _fail(f"serving needs the server extra: pip install 'envhub[server]' ({e})")
+        _fail(f"serving needs the server extra: {install_command(['server'])} ({e})")
     s, env = _warm_env(name, spec_json)
     in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
     if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
@@ -132,7 +133,7 @@ def _need_mcp_sdk() -> None:
     try:
         import mcp as _mcp_sdk  # noqa: F401
     except ImportError as e:
-        _fail(f"--mcp needs the mcp SDK: pip install 'envhub[mcp]' ({e})")
+        _fail(f"--mcp needs the mcp SDK: {install_command(['mcp'])} ({e})")
 
 
 def _listen(host: str, port: int) -> Any:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.errors import EnvhubError
+from envhub.install import DISTRIBUTION, checkout, extras
 
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
 """The documented base for users with a registry."""
@@ -47,32 +48,9 @@ class ImageBuildError(EnvhubError):
     """The envhub image could not be built; the message holds the builder's last lines."""
 
 
-def project_root() -> Path | None:
-    """The source checkout envhub runs from (holds ``pyproject.toml``), or None if installed."""
-    root = Path(__file__).resolve().parents[2]
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file() and 'name = "envhub"' in pyproject.read_text():
-        return root
-    return None
-
-
 def default_extras() -> list[str]:
     """``server`` plus every environment extra of envhub (not the trainer's heavy stack)."""
-    names: set[str] = set()
-    root = project_root()
-    if root is not None:
-        import tomllib
-
-        data = tomllib.loads((root / "pyproject.toml").read_text())
-        names = set(data["project"].get("optional-dependencies", {}))
-    else:
-        from importlib.metadata import PackageNotFoundError, metadata
-
-        try:
-            names = set(metadata("envhub").get_all("Provides-Extra") or [])
-        except PackageNotFoundError:
-            names = {"server"}
-    return sorted((names - HEAVY_EXTRAS) | {"server"})
+    return sorted((set(extras()) - HEAVY_EXTRAS) | {"server"})
 
 
 def _source_files(root: Path) -> list[Path]:
@@ -93,11 +71,11 @@ def _source_files(root: Path) -> list[Path]:
 def source_key(extras: list[str]) -> str:
     """Hash of the project source and the extras: the tag of the image holding them."""
     h = hashlib.sha256(",".join(sorted(extras)).encode())
-    root = project_root()
+    root = checkout()
     if root is None:
         from importlib.metadata import version
 
-        h.update(f"envhub=={version('envhub')}".encode())
+        h.update(f"{DISTRIBUTION}=={version(DISTRIBUTION)}".encode())
         return h.hexdigest()[:12]
     for rel in _source_files(root):
         h.update(str(rel).encode() + b"\0")
@@ -122,7 +100,7 @@ def _build_wheel(root: Path, out: Path) -> None:
 
 
 def _dockerfile() -> Path:
-    root = project_root()
+    root = checkout()
     candidates = [root / "envhub" / "server" / "Dockerfile"] if root else []
     try:
         import envhub.server as servers  # installed wheel: the Dockerfile ships as package data
@@ -213,14 +191,15 @@ def _build_context(ctx: Path) -> str:
     """Fill the build context (wheels/, Dockerfile); returns the pip spec of envhub."""
     wheels = ctx / "wheels"
     wheels.mkdir()
-    root = project_root()
+    root = checkout()
     if root is not None:
         _build_wheel(root, wheels)
-        spec = "envhub"
+        [wheel] = wheels.glob("*.whl")  # by its path: never a same-named release from the index
+        spec = f"/tmp/envhub-wheels/{wheel.name}"
     else:  # installed from an index: the image installs the same version from there
         from importlib.metadata import version
 
-        spec = f"envhub=={version('envhub')}"
+        spec = f"{DISTRIBUTION}=={version(DISTRIBUTION)}"
     (wheels / ".keep").touch()
     shutil.copy2(_dockerfile(), ctx / "Dockerfile")
     return spec

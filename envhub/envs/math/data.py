@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator
 from fractions import Fraction
 
 from envhub.errors import DependencyMissing
+from envhub.install import install_command
 from envhub.types import Task
 
 SPLITS = ("train", "test")
@@ -82,7 +83,7 @@ def gsm_symbolic_tasks(split: str, size: int, seed: int) -> list[Task]:
     except ImportError as e:
         raise DependencyMissing(
             "reasoning-gym is needed for the offline GSM8K-style data; "
-            "install it with `pip install 'envhub[math]'`"
+            f"install it with `{install_command(['math'])}`"
         ) from e
 
     def items() -> Iterator[tuple[str, str, dict]]:

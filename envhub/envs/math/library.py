@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from envhub.errors import DependencyMissing
+from envhub.install import install_command
 
 EQUAL, DIFFERENT, GOLD_ERROR = "equal", "different", "gold_error"
 _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
@@ -47,7 +48,7 @@ def _math_verify() -> Any:
     except ImportError as e:
         raise DependencyMissing(
             "the math checker needs math-verify for notation envhub's parser does not read: "
-            "pip install 'envhub[math]' (or pip install math-verify)"
+            f"{install_command(['math'])} (or pip install math-verify)"
         ) from e
     return math_verify
 
