@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -240,9 +241,13 @@ def test_the_distribution_is_envhub_rl_and_its_extras_name_it():
 
 
 def test_no_install_hint_names_pypis_envhub():
-    """Every file a user reads: code (its messages), docs, Dockerfiles, examples, templates."""
+    """Every file a user reads: code (its messages), docs, Dockerfiles, examples, templates.
+
+    The checkout's own files (``git ls-files`` where it is a git checkout): build leftovers
+    such as an old ``*.egg-info`` are not the project's text.
+    """
     found = []
-    for path in sorted(REPO.rglob("*")):
+    for path in _checkout_files():
         rel = path.relative_to(REPO).as_posix()
         if not path.is_file() or rel.startswith((".", "bench/")) or "/." in rel:
             continue
@@ -253,6 +258,16 @@ def test_no_install_hint_names_pypis_envhub():
         text = path.read_text(encoding="utf-8", errors="replace")
         found += [f"{rel}: {m.group(0)!r}" for m in OLD_HINT.finditer(text)]
     assert found == [], "\n".join(found)
+
+
+def _checkout_files() -> list[Path]:
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True, timeout=30
+        ).stdout.decode()
+    except (OSError, subprocess.SubprocessError):  # not a git checkout (an sdist, say)
+        return sorted(REPO.rglob("*"))
+    return [REPO / name for name in sorted(out.split("\0")) if name]
 
 
 def test_the_scan_finds_an_old_hint():
