@@ -9,7 +9,7 @@ say() { printf '\n== [%(%H:%M:%S)T +%ds] %s\n' -1 $((SECONDS - ci_t0)) "$*"; }
 
 # Every process this run starts inherits ENVHUB_CI_RUN=<this id> in its environment (a daemon
 # that double-forks or calls setsid keeps it too), so the run can find what it left behind.
-ci_claim() { export ENVHUB_CI_RUN="$$-${EPOCHREALTIME/./}"; }
+ci_claim() { export ENVHUB_CI_RUN="$$-${EPOCHREALTIME/[.,]/}"; }
 
 # On exit, however it comes (done, failed, SIGTERM, SIGHUP, Ctrl-C): ci_cleanup_hook if the
 # caller defined one, then ci_reap of the whole run; the exit status is kept.

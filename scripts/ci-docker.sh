@@ -128,6 +128,7 @@ start() {
   bridge="envhub-${run##*.}"
   echo "$bridge" >"$run/bridge"
   n="$(make_bridge "$bridge")"
+  echo "$n" >"$run/subnet"
   export DOCKER_HOST="unix://$run/docker.sock"
   take_data_root "$run"
   log "starting a private dockerd on $DOCKER_HOST (bridge $bridge, 10.213.$n.0/24, data $DATA)"
@@ -173,6 +174,12 @@ stop_run() {
   # shellcheck disable=SC2046 # one pid a word
   end_pids $(pids_naming "$run")
   awk -v r="$run/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
+  # Its bridges: the default one, and one per network it made (Docker keeps those after the
+  # daemon stops), found by this run's /24.
+  if [[ -f "$run/subnet" ]]; then
+    ip -o -4 route show root "10.213.$(cat "$run/subnet").0/24" | awk '{print $3}' \
+      | xargs -r -n1 ip link del 2>/dev/null || true
+  fi
   if [[ -f "$run/bridge" ]]; then ip link del "$(cat "$run/bridge")" 2>/dev/null || true; fi
   rm -rf "$run"
 }

@@ -122,10 +122,14 @@ def test_two_runs_coexist_and_each_stops_only_its_own(tmp_path, rootfs):
 
         run_b = Path(b["ENVHUB_DOCKER_RUN_DIR"])
         pid_b = int((run_b / "launched.pid").read_text())
-        bridge_b = (run_b / "bridge").read_text().strip()
+        # The default bridge, and one of a network like the runner's envhub-isolated.
+        bridges_b = [(run_b / "bridge").read_text().strip(),
+                     "br-" + docker(b, "network", "create", "--internal", "isolated")[:12]]  # fmt: skip
         assert stop(b).returncode == 0
         assert not Path(f"/proc/{pid_b}").exists() and not run_b.exists()
-        assert subprocess.run(["ip", "link", "show", bridge_b], capture_output=True).returncode
+        for bridge in bridges_b:
+            gone = subprocess.run(["ip", "link", "show", bridge], capture_output=True).returncode
+            assert gone, f"{bridge} outlived its run"
         assert answers(url_a, within=5), "stopping run b broke run a's container"
         assert docker(a, "info", "-f", "{{.ID}}")
         runs.remove(b)
