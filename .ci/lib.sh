@@ -51,12 +51,20 @@ ci_reap() {
   for pid in "${pids[@]}"; do
     echo "  pid $pid: $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-160)"
   done
-  kill -TERM "${pids[@]}" 2>/dev/null || true
-  for _ in $(seq 1 50); do
-    kill -0 "${pids[@]}" 2>/dev/null || return 0
+  ci_end_pids 10 "${pids[@]}"
+}
+
+# TERM the pids after $1, then KILL those still alive $1 seconds later.
+ci_end_pids() {
+  local seconds=$1
+  shift
+  (($#)) || return 0
+  kill -TERM "$@" 2>/dev/null || true
+  for _ in $(seq 1 $((seconds * 5))); do
+    kill -0 "$@" 2>/dev/null || return 0  # true while any of them is alive
     sleep 0.2
   done
-  kill -KILL "${pids[@]}" 2>/dev/null || true
+  kill -KILL "$@" 2>/dev/null || true
 }
 
 # Triton's libtriton (nanobind bindings, imported with transformers/torch and vLLM) prints a

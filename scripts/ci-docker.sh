@@ -26,6 +26,8 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
+# shellcheck source=.ci/lib.sh
+source "$REPO/.ci/lib.sh"  # ci_end_pids
 MARK=.envhub-docker-run  # in every run directory: what `stop` agrees to remove
 
 log() { echo "ci-docker: $*" >&2; }
@@ -149,17 +151,6 @@ pids_naming() {
   done
 }
 
-# TERM, then KILL after 20 s, each of the given pids.
-end_pids() {
-  (($#)) || return 0
-  kill -TERM "$@" 2>/dev/null || true
-  for _ in $(seq 1 100); do
-    kill -0 "$@" 2>/dev/null || return 0
-    sleep 0.2
-  done
-  kill -KILL "$@" 2>/dev/null || true
-}
-
 stop_run() {
   local run=${1%/} pid
   export DOCKER_HOST="unix://$run/docker.sock"
@@ -169,10 +160,10 @@ stop_run() {
   pid="$(cat "$run/launched.pid" 2>/dev/null || true)"
   if [[ -n "$pid" ]] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$run/"; then
     log "stopping dockerd (pid $pid)"
-    end_pids "$pid"
+    ci_end_pids 20 "$pid"
   fi
   # shellcheck disable=SC2046 # one pid a word
-  end_pids $(pids_naming "$run")
+  ci_end_pids 20 $(pids_naming "$run")
   awk -v r="$run/" 'index($2, r) == 1 {print $2}' /proc/mounts | sort -r | xargs -r umount -l
   # Its bridges: the default one, and one per network it made (Docker keeps those after the
   # daemon stops), found by this run's /24.
