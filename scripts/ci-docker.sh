@@ -12,7 +12,8 @@
 # the daemon's socket, pidfile, exec root and log, and gives the daemon a default bridge of its
 # own (envhub-XXXXXX on a free 10.213.N.0/24; its other networks come from the upper half of that
 # /24). It leaves iptables alone (--iptables=false: ports published on 127.0.0.1 go through
-# docker-proxy, and no rule of another daemon is touched). So two runs on one machine, or a
+# docker-proxy, no rule of another daemon is touched, and with no NAT a container with a network
+# reaches this machine but nothing beyond it). So two runs on one machine, or a
 # developer's own daemon, never see each other's engine or containers, and `stop` stops only
 # what its own `start` started.
 #
