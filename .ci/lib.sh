@@ -49,7 +49,7 @@ ci_reap() {
   ((${#pids[@]})) || return 0
   echo "ci: $1 left ${#pids[@]} process(es) running; stopping them:"
   for pid in "${pids[@]}"; do
-    echo "  pid $pid: $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-160)"
+    echo "  pid $pid: $(tr -s '\0\n ' ' ' 2>/dev/null <"/proc/$pid/cmdline" | cut -c1-160)"
   done
   ci_end_pids 10 "${pids[@]}"
 }
