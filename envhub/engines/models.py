@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,21 @@ def model_cache() -> Path:
     """The folder holding converted and generated models."""
     root = os.environ.get("ENVHUB_MODEL_CACHE") or Path.home() / ".cache" / "envhub" / "models"
     return Path(root)
+
+
+def quiet_loading_bars() -> None:
+    """No transformers progress bar ("Loading weights") when stderr is not a terminal.
+
+    tqdm redraws a bar with carriage returns and colour codes: one moving line on a terminal,
+    raw text in a log file or a Ray worker's output. Call before ``from_pretrained``.
+    ``envhub eval --no-progress`` turns every bar off
+    (:func:`envhub.evaluate.report.silence_progress_bars`).
+    """
+    if sys.stderr is not None and sys.stderr.isatty():
+        return
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def smollm2_gguf() -> Path:
@@ -274,6 +290,7 @@ def _gguf_builder(gguf: Path) -> Any:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        quiet_loading_bars()
         tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
         model = AutoModelForCausalLM.from_pretrained(
             gguf.parent, gguf_file=gguf.name, dtype=torch.float32

@@ -76,9 +76,10 @@ class TransformersEngine:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from .models import resolve_model
+        from .models import quiet_loading_bars, resolve_model
 
         path = resolve_model(str(path_or_gguf_dir))
+        quiet_loading_bars()
         tok = AutoTokenizer.from_pretrained(path)
         model = AutoModelForCausalLM.from_pretrained(path, dtype=getattr(torch, dtype))
         return cls(model.to(device), tok, batch_size=batch_size)

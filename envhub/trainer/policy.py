@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from envhub.engines.models import quiet_loading_bars
+
 from .batch import Sample, collate, micro_batches
 from .fused import fuse
 from .grpo import LossConfig, logprobs_and_entropy, off_policy_weights, policy_loss
@@ -78,6 +80,7 @@ def _load_model(
     """The pad id and the model of ``model_path`` on ``device``, fused when asked."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    quiet_loading_bars()
     tok = AutoTokenizer.from_pretrained(model_path)
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))

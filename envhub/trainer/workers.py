@@ -16,10 +16,12 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -425,6 +427,8 @@ class Cluster:
     def _start_ray(self) -> None:
         if ray.is_initialized():
             return
+        if not sys.stdout.isatty():  # the workers' lines in a log: no colour codes around them
+            os.environ.setdefault("RAY_COLOR_PREFIX", "0")
         address = self.cfg.cluster.address
         if address:
             # An existing cluster: code reaches the workers through the image or the job's
@@ -440,6 +444,7 @@ class Cluster:
             path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
             env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
             self._ray_dir = tempfile.mkdtemp(prefix="envhub-ray-")
+            logging.getLogger(RAY_AUTH_LOGGER).addFilter(_without_auth_notice)
             ray.init(
                 address="local",
                 num_cpus=self.cfg.cluster.num_cpus or os.cpu_count(),
@@ -590,6 +595,20 @@ class Cluster:
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
+
+
+RAY_AUTH_LOGGER = "ray._private.authentication.authentication_token_setup"
+RAY_AUTH_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+def _without_auth_notice(record: logging.LogRecord) -> bool:
+    """Drops Ray 2.60's notice that a new local cluster uses token authentication (its default).
+
+    Ray logs it on every ``ray.init`` that starts a cluster unless ``RAY_AUTH_MODE`` is set, and
+    that variable is read when ``ray`` is imported: set later, the driver and the cluster it
+    starts disagree and the driver is refused ("Authentication token is missing").
+    """
+    return RAY_AUTH_NOTICE not in record.getMessage()
 
 
 def _sigterm_exit(signum: int, frame: object) -> None:
