@@ -68,15 +68,14 @@ import re
 import threading
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 
 from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
 
 from . import library, symbolic
 from .compare import quick_compare
-from .latex import AnswerSyntaxError, boxed_contents
-from .parse import Answer, Expr, parse_answer, split_top
+from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
+from .parse import Answer, Expr, Items, parse_answer, split_top
 
 __all__ = [
     "Extraction",
@@ -119,6 +118,11 @@ _HASH = re.compile(r"####[ \t]*([^\n]*)")
 _ANSWER_IS = re.compile(r"\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
+_HYPOTHESIS = re.compile(
+    r"\b(?:if|suppose|supposing|assume|assuming|whether|check|verify|not|say)\b[^.\n]{0,30}$",
+    re.IGNORECASE,
+)
+"""Words before "the answer is" that make it a hypothesis rather than a commitment."""
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
@@ -139,6 +143,11 @@ def _hash_answers(text: str) -> list[str]:
 
 def _answer_is(text: str) -> list[str]:
     """What follows each "the answer is" / "Answer:", up to the end of its sentence."""
+    return [answer for _, answer in _statements(text)]
+
+
+def _statements(text: str) -> list[tuple[int, str]]:
+    """Each "the answer is ..." statement: where it starts, and the answer it states."""
     found = []
     for m in _ANSWER_IS.finditer(text):
         answer = text[m.end() : m.end() + 200]
@@ -151,8 +160,45 @@ def _answer_is(text: str) -> list[str]:
         stop = _SENTENCE_END.search(answer)
         answer = _tidy(answer[: stop.start()] if stop else answer)
         if answer:
-            found.append(answer)
+            found.append((m.start(), answer))
     return found
+
+
+def _contradicted(text: str, finals: list[str]) -> bool:
+    r"""A committed answer stated elsewhere ("The answer is 5.") differs from the final ones.
+
+    A statement under a hypothesis ("if the answer is 5", "suppose", "check whether") is not
+    committed; one that cannot be read, or not decided exactly (``\sqrt{2}`` beside
+    ``1.414``), is given the benefit of the doubt.
+    """
+    if "answer" not in text.lower():
+        return False
+    stated = {
+        a
+        for start, a in _statements(text)
+        if not _HYPOTHESIS.search(text, max(0, start - 40), start)
+    }
+    if len(stated) > MAX_CANDIDATES:
+        return True
+    return any(_contradicts(a, finals) for a in stated)
+
+
+def _contradicts(statement: str, finals: list[str]) -> bool:
+    """``statement`` is decisively none of ``finals``.
+
+    It is read whole and, of a chain (``6*7 = 42``), as its last value: either may match.
+    """
+    whole = _ASIDE.sub("", statement) or statement
+    last = whole.rsplit("=", 1)[-1].strip()
+    for reading in {whole, last or whole}:
+        said = _read(reading)
+        if isinstance(said, str):
+            return False
+        for final in finals:
+            value = _read(final)
+            if isinstance(value, str) or quick_compare(said, value) is not False:
+                return False
+    return True
 
 
 @lru_cache(maxsize=8192)
@@ -292,10 +338,10 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         if boxes and not stated_later:  # "The final answer is ..." after the boxes wins
             first = min(i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0)
             return "boxed", boxes, first, end
-    stated = _answer_is(text)
-    if stated:
-        first = _ANSWER_IS.search(text).start()  # type: ignore[union-attr]
-        return "answer_is", [_ASIDE.sub("", a) or a for a in stated], first, len(text)
+    stated = _statements(text)
+    if stated:  # the last statement is the answer; any other one must agree (_contradicted)
+        start, answer = stated[-1]
+        return "answer_is", [_ASIDE.sub("", answer) or answer], start, len(text)
     return None
 
 
@@ -314,9 +360,10 @@ def _end_of_last_box(text: str) -> int:
 def extract_answer(text: str) -> Extraction:
     """Find the final answer of a response (rules and hedging in the module docstring).
 
-    Only the last :data:`MAX_RESPONSE_CHARS` characters are read.
+    Only the last :data:`MAX_RESPONSE_CHARS` characters are read, with their digits in ASCII
+    (:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
     """
-    text = text[-MAX_RESPONSE_CHARS:]
+    text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     explicit = _explicit(text)
     if explicit:
         method, found, first, end = explicit
@@ -326,7 +373,8 @@ def extract_answer(text: str) -> Extraction:
         answer = found[-1] if len(distinct) == 1 else ", ".join(distinct)
         tail = text[end:] if method != "answer_is" else ""
         between = text[max(first, end - 400) : end] if len(distinct) > 1 else answer
-        return Extraction(answer, method, _hedges(between, tail))
+        hedged = _hedges(between, tail) or _contradicted(text, distinct)
+        return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
     numbers = list(_NUMBER.finditer(tail))
     number = _last_number(tail, numbers)
@@ -347,7 +395,7 @@ def format_score(text: str, style: str) -> float:
     Raises:
         ValueError: ``style`` is neither.
     """
-    text = text[-MAX_RESPONSE_CHARS:]
+    text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     if style == "hash":
         markers = _hash_answers(text)
     elif style == "boxed":
@@ -472,6 +520,7 @@ def is_equivalent(
     validate_gold(gold)
     if not isinstance(pred, str) or not pred.strip():
         return False
+    pred, gold = plain_digits(pred), plain_digits(gold)
     gold_ans = _gold(gold)
     try:
         pred_ans: Answer | None = parse_answer(pred)
@@ -479,9 +528,13 @@ def is_equivalent(
         if _hard(e, pred=True):
             return False  # hostile or broken: a wrong answer, decided here in microseconds
         pred_ans = None  # envhub cannot read it; math-verify may
-    if gold_ans is not None and pred_ans is not None:
-        quick = fast_verdict(pred, gold, pred_ans, gold_ans) if tolerance is None else None
-        if quick is not None:
+    if isinstance(gold_ans, Expr) and not isinstance(pred_ans, Expr):
+        pred, pred_ans = decimal_comma(pred) or (pred, pred_ans)
+    elif isinstance(pred_ans, Expr) and isinstance(gold_ans, Items):
+        gold, gold_ans = decimal_comma(gold) or (gold, gold_ans)
+    if gold_ans is not None and pred_ans is not None and tolerance is None:
+        quick = quick_compare(pred_ans, gold_ans)
+        if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
             return quick
     verdict = _run(symbolic.judge, (pred, gold, pred_ans, gold_ans, tolerance), timeout)
     if verdict.startswith(symbolic.GOLD_ERROR):
@@ -489,23 +542,33 @@ def is_equivalent(
     return verdict == symbolic.EQUAL
 
 
-_COMMA_NUMBER = re.compile(r"\s*([-+]?\d+),(\d+)\s*")
+_DECIMAL_COMMA = re.compile(r"(?<![\d.])(\d+),(\d+)(?![\d.])")
 
 
-def fast_verdict(pred: str, gold: str, pred_ans: Answer, gold_ans: Answer) -> bool | None:
-    """The fast path: an exact verdict, or None when the worker must decide.
+def decimal_comma(answer: str) -> tuple[str, Expr] | None:
+    r"""An answer read with its one comma as a decimal point, when that makes it one number.
 
-    A two-item "list" ``1000,99`` facing a single number cannot be a list answer; it is read
-    with a decimal comma (``1000.99``), as much of the world writes it (either side).
+    Asked only when the other side is a single value, so ``3,5`` is ``3.5`` (also ``3{,}5``,
+    ``x = 3,5``, ``12,5\%``, ``3,5 \text{ cm}``) while facing a list or tuple it stays the
+    list ``3, 5``. Either side may be the one with the comma (math-verify's suite has the gold
+    ``1,22`` for ``1.22``; a gold list is written ``1, 2``). A comma before exactly three
+    digits is a thousands separator (``1,000`` is 1000, read so by
+    :func:`~envhub.envs.math.latex.clean`); a comma followed by a space is a list; ``1.000,5``
+    is not read. Returns the rewritten text and its parse, or None.
     """
-    quick = quick_compare(pred_ans, gold_ans)
-    if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
-        return quick
-    for text, other in ((pred, gold_ans), (gold, pred_ans)):
-        m = _COMMA_NUMBER.fullmatch(text)
-        if m and isinstance(other, Expr) and other.value is not None:
-            return Fraction(f"{m.group(1)}.{m.group(2)}") == other.value
-    return None
+    try:
+        text = clean(answer)
+    except AnswerSyntaxError:
+        return None
+    m = _DECIMAL_COMMA.search(text)
+    if m is None or text.count(",") != 1:
+        return None
+    text = f"{text[: m.start()]}{m.group(1)}.{m.group(2)}{text[m.end() :]}"
+    try:
+        read = parse_answer(text)
+    except _PARSE_ERRORS:
+        return None
+    return (text, read) if isinstance(read, Expr) and read.value is not None else None
 
 
 # ---------------------------------------------------------------- worker pool

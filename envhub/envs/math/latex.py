@@ -19,6 +19,7 @@ an environment bug.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_ANSWER_CHARS = 1000
 """Longer answers are rejected before any parsing: no real final answer is this long."""
@@ -102,6 +103,8 @@ _UNICODE = {
     "\u2009": " ",
     "\u202f": " ",
     "\u00b0": "",
+    "\u00b1": "\\pm ",
+    "\u2213": "\\mp ",
 }
 _SUBS = [
     (re.compile(r"\\\$"), ""),  # \$ (currency)
@@ -130,6 +133,29 @@ _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
 _TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
 """Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
+
+
+_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
+"""Invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen)."""
+_FULLWIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x066B: ".", 0x066C: ","}
+"""Fullwidth forms (``１２．５``, ``－３``) and the Arabic decimal and thousands separators
+(``٫``, ``٬``) to their ASCII characters."""
+_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
+"""A decimal digit of another script: fullwidth ``１``, Arabic-Indic ``١``, Persian ``۱``..."""
+
+
+def plain_digits(text: str) -> str:
+    """``text`` with every decimal digit in ASCII and invisible characters removed.
+
+    ``１２３``, ``١٢٣``, ``۱۲۳`` and ``1\u200d23`` all read ``123``: a digit is a digit in any
+    script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
+    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). Linear, and a no-op on
+    ASCII text.
+    """
+    if text.isascii():
+        return text
+    text = _ZERO_WIDTH.sub("", text).translate(_FULLWIDTH)
+    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(0))), text)
 
 
 class AnswerSyntaxError(ValueError):
