@@ -13,14 +13,18 @@ def _stop_workers():
 
 
 def test_agreement_with_math_verify_suite_is_at_least_its_own():
-    """math-verify agrees with 263 of its 269 labels at its defaults; envhub must not do worse."""
+    """math-verify agrees with 263 of its 269 labels at its defaults; envhub must not do worse.
+
+    Each case runs at its own stated options (``precision`` is the task's tolerance, see
+    ``suite.tolerance``). The count is printed (``pytest -s``) and asserted.
+    """
     cases = suite.load_cases()
     assert len(cases) == 269
     got = [suite.envhub_verdict(c, timeout=5.0) for c in cases]
     agree = sum(g is c["expected"] for g, c in zip(got, cases, strict=True))
-    assert agree >= 263, [
-        c["id"] for g, c in zip(got, cases, strict=True) if g is not c["expected"]
-    ]
+    missed = [c["id"] for g, c in zip(got, cases, strict=True) if g is not c["expected"]]
+    print(f"\nenvhub agrees with {agree} of math-verify's {len(cases)} labelled cases")
+    assert agree >= 263, (agree, missed)
 
 
 def _scores(text: str, gold: str) -> bool:

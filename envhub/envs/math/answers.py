@@ -66,6 +66,7 @@ import multiprocessing
 import os
 import re
 import threading
+from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,7 +76,7 @@ from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
 from . import library, symbolic
 from .compare import quick_compare
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
-from .parse import Answer, Expr, Items, parse_answer, split_top
+from .parse import Answer, Expr, Items, Seq, Text, parse_answer, split_top
 
 __all__ = [
     "Extraction",
@@ -146,9 +147,8 @@ def _answer_is(text: str) -> list[str]:
     return [answer for _, answer in _statements(text)]
 
 
-def _statements(text: str) -> list[tuple[int, str]]:
+def _statements(text: str) -> Iterator[tuple[int, str]]:
     """Each "the answer is ..." statement: where it starts, and the answer it states."""
-    found = []
     for m in _ANSWER_IS.finditer(text):
         answer = text[m.end() : m.end() + 200]
         # "Final Answer: The final answer is $8$." (Minerva style) states it twice
@@ -160,8 +160,7 @@ def _statements(text: str) -> list[tuple[int, str]]:
         stop = _SENTENCE_END.search(answer)
         answer = _tidy(answer[: stop.start()] if stop else answer)
         if answer:
-            found.append((m.start(), answer))
-    return found
+            yield m.start(), answer
 
 
 def _contradicted(text: str, finals: list[str]) -> bool:
@@ -173,13 +172,12 @@ def _contradicted(text: str, finals: list[str]) -> bool:
     """
     if "answer" not in text.lower():
         return False
-    stated = {
-        a
-        for start, a in _statements(text)
-        if not _HYPOTHESIS.search(text, max(0, start - 40), start)
-    }
-    if len(stated) > MAX_CANDIDATES:
-        return True
+    stated = set()
+    for count, (start, answer) in enumerate(_statements(text)):
+        if count == MAX_CANDIDATES:
+            return True  # no single answer is stated so many times: read no further
+        if not _HYPOTHESIS.search(text, max(0, start - 40), start):
+            stated.add(answer)
     return any(_contradicts(a, finals) for a in stated)
 
 
@@ -192,13 +190,25 @@ def _contradicts(statement: str, finals: list[str]) -> bool:
     last = whole.rsplit("=", 1)[-1].strip()
     for reading in {whole, last or whole}:
         said = _read(reading)
-        if isinstance(said, str):
+        if isinstance(said, str) or _prose(said):
             return False
         for final in finals:
             value = _read(final)
             if isinstance(value, str) or quick_compare(said, value) is not False:
                 return False
     return True
+
+
+def _prose(answer: Answer) -> bool:
+    """Words rather than a value ("the sum of both counts", "not obvious"): no commitment.
+
+    A one-word answer (``Friday``) is a value.
+    """
+    if isinstance(answer, Text):
+        return " " in answer.words
+    if isinstance(answer, (Items, Seq)):
+        return any(_prose(item) for item in answer.items)
+    return False
 
 
 @lru_cache(maxsize=8192)
@@ -253,7 +263,8 @@ SPAN_WINDOW = 4000
 FALLBACK_WINDOW = 10_000
 """The ``math`` and ``last_number`` rules read only this many final characters."""
 MAX_CANDIDATES = 64
-"""More distinct explicit answers than this is a hedge outright (no list answer is so long)."""
+"""More distinct explicit answers than this is a hedge outright (no list answer is so long),
+and so are this many "the answer is" statements beside a final ``####`` or box."""
 
 
 def _hedges(answer: str, after: str) -> bool:
@@ -338,7 +349,7 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         if boxes and not stated_later:  # "The final answer is ..." after the boxes wins
             first = min(i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0)
             return "boxed", boxes, first, end
-    stated = _statements(text)
+    stated = list(_statements(text))
     if stated:  # the last statement is the answer; any other one must agree (_contradicted)
         start, answer = stated[-1]
         return "answer_is", [_ASIDE.sub("", answer) or answer], start, len(text)

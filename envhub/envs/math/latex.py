@@ -104,6 +104,8 @@ _UNICODE = {
     "\u202f": " ",
     "\u00b0": "",
     "\u00b1": "\\pm ",
+    "\u00b2": "^2",
+    "\u00b3": "^3",
     "\u2213": "\\mp ",
 }
 _SUBS = [
@@ -135,8 +137,11 @@ _TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]
 """Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
 
 
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\ufeff\u00ad]")
-"""Invisible characters (zero-width space, joiners, word joiner, BOM, soft hyphen)."""
+_ZERO_WIDTH = re.compile(
+    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+"""Invisible characters: zero-width space and joiners, word joiner, invisible operators,
+direction marks, BOM, soft hyphen (Unicode's format characters that occur in text)."""
 _FULLWIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x066B: ".", 0x066C: ","}
 """Fullwidth forms (``１２．５``, ``－３``) and the Arabic decimal and thousands separators
 (``٫``, ``٬``) to their ASCII characters."""

@@ -263,6 +263,8 @@ def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
     if factors is None:
         return False  # 6 kg is not 6 m
     a, b = _scaled(pred.py, factors[0]), _scaled(gold.py, factors[1])
+    if a.free_symbols or b.free_symbols:  # 2 h beside 2h: a one-letter unit is a variable
+        a, b = _as_written(pred), _as_written(gold)
     near = _allowance(pred, gold, tolerance)
     if pred.percent == gold.percent:
         return _expr_equal(a, b, near)
@@ -276,6 +278,12 @@ def _scaled(py: str, factor: Fraction) -> Any:
 
     value = _to_sympy(py)
     return value if factor == 1 else value * sympy.Rational(factor.numerator, factor.denominator)
+
+
+def _as_written(ans: Expr) -> Any:
+    """The value with a one-letter unit read as the variable it may be (``2 h`` -> ``2*h``)."""
+    value = _to_sympy(ans.py)
+    return value * _namespace()[ans.unit.letter] if ans.unit and ans.unit.letter else value
 
 
 class Near(NamedTuple):

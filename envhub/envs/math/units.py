@@ -28,6 +28,9 @@ class Unit(NamedTuple):
     """Base quantities with their powers, sorted (``(("length", 1), ("time", -1))``)."""
     factor: Fraction
     """One of this unit in base units (``km`` -> 1000: metres)."""
+    letter: str = ""
+    """A one-letter unit (``m``, ``s``, ``h``, ``g``) as written: it may be a variable too
+    (``\\frac{1}{2} h``), read so when the other side has variables."""
 
 
 def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
@@ -113,7 +116,8 @@ def measure(phrase: str, power: str = "") -> Unit | None:
         for quantity, p in base.items():
             powers[quantity] = powers.get(quantity, 0) + sign * p
         factor = factor * f if sign == 1 else factor / f
-    return Unit(tuple(sorted((q, p) for q, p in powers.items() if p)), factor)
+    letter = phrase.strip() if len(phrase.strip()) == 1 and not power else ""
+    return Unit(tuple(sorted((q, p) for q, p in powers.items() if p)), factor, letter)
 
 
 def scales(a: Unit | None, b: Unit | None) -> tuple[Fraction, Fraction] | None:
