@@ -145,6 +145,7 @@ def test_a_different_unit_is_a_different_answer(pred, gold):
         "#### 7\nso the answer is 5.",
         "The answer is ٥. Final answer: 7",  # the conflict survives another script
         "The answer is 5 apples. Final answer: 7 apples",
+        r"The answer is Friday. \boxed{Monday}",
     ],
 )
 def test_two_conflicting_committed_answers_are_a_hedge(text, gold):
@@ -170,6 +171,8 @@ def test_two_conflicting_committed_answers_are_a_hedge(text, gold):
             "x-2y+z-1=0",
         ),
         ("The answer is 2 m. In centimetres: \\boxed{200 cm}", "2 m"),
+        ("So the answer is reasonable.\n#### 7", "7"),
+        ("We must show the answer is 5 or less. It is 4. #### 4", "4"),
     ],
 )
 def test_one_answer_stated_in_several_places_is_not_a_hedge(text, gold):

@@ -233,8 +233,8 @@ def test_a_gold_math_verify_cannot_read_in_time_is_the_tasks_error_not_a_timeout
 def test_candidate_rules_stay_linear_on_hostile_responses(text):
     import time
 
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not make it flaky
     found = extract_answer(text)
     answers.format_score(text, "boxed")
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
     assert found.hedged or not is_equivalent(found.answer or "", "2")  # none of them earns

@@ -13,6 +13,9 @@ at the first rule that finds one:
 5. ``last_number``: the last number (``-3``, ``1,000``, ``1 000``, ``2.5``, ``2 1/2``,
    ``\frac{3}{4}``, ``50%``; not a digit glued to a word, ``AZYUK2A``).
 
+Before any rule, digits of every script become ASCII and invisible characters go
+(:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
+
 **Several candidates are one answer: a list.** A response that offers several different
 final answers, in any form, gives all of them, and all of them are compared with the gold:
 several ``####`` lines or boxes that differ, several "the answer is", ``31 or 32``, ``31, 32``,
@@ -25,19 +28,26 @@ value in another form (``\boxed{1/2}`` ... ``\boxed{0.5}``) is one answer. Words
 uncertainty on the final answer or in the clause right after it (``maybe``, ``perhaps``,
 ``possibly``, ``probably``, ``either``, ``alternatively``, ``not sure``; or ``or``/``otherwise``
 followed by a number: ``\boxed{32}, or maybe 31``) mark the response **hedged**: no
-correctness, even against a list gold, and no format point.
+correctness, even against a list gold, and no format point. So does a committed answer
+stated anywhere else that is decisively none of the final ones ("The answer is 5. ... Final
+answer: 7", "The answer is 5. ... #### 7"): two committed answers are a hedge, whichever the
+gold is. A hypothesis ("if the answer is 5"), words ("the answer is the sum of ...") and
+what cannot be decided exactly commit to nothing (:func:`_contradicted`).
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envhub.envs.math.parse`:
 delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
 ``x =`` and degree signs are dropped; ``\frac``/``\dfrac``, ``\sqrt``, powers, ``%``,
 ``\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\cup``,
-inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``), ``\pm``, mixed numbers and
-repeating decimals (``0.1\overline{6}`` is ``1/6``) are understood.
+inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``, also flipped, joined by "and"
+or in set-builder form), ``\pm``, mixed numbers and repeating decimals (``0.1\overline{6}``
+is ``1/6``) are understood. Units of :mod:`envhub.envs.math.units` convert and never cross
+(``200 cm`` is ``2 m``; ``6 m`` is not ``6 cm``).
 
 * Fast path, in-process: when both sides have exact rational values (integers, decimals,
   fractions, percentages, arithmetic on them) they are compared exactly with
   :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds. A decimal comma
-  (``1000,99``) facing a single-number gold is read as one.
+  (``3,5``; not ``1,000`` nor ``3, 5``) facing a single value is read as one
+  (:func:`decimal_comma`).
 * Worker path: anything else goes to a ``pebble`` worker process with a per-call timeout
   (a worker that runs over is killed and replaced, and the call raises
   :class:`~envhub.errors.VerifierTimeout`): first envhub's sympy rules
@@ -47,8 +57,10 @@ repeating decimals (``0.1\overline{6}`` is ``1/6``) are understood.
 
 Rounding, on purpose: a decimal is its exact value. ``0.333`` is not ``1/3`` and ``3.14159``
 is not ``\pi`` unless the task's data states a ``tolerance`` (absolute; ``MathEnv`` reads
-``task.metadata["tolerance"]``). A gold written as a decimal is a rounded value: an exact
-answer within one unit of its last digit matches it. A decimal of 15 or more significant
+``task.metadata["tolerance"]``), and then only where a side is written as a decimal: two
+exact values never match by tolerance (``\pi`` is not ``3``). A gold written as a decimal is
+a rounded value: an exact irrational answer matches when it rounds to it at the gold's own
+precision (``\sqrt{2}`` for ``1.41``, not ``1.42``). A decimal of 15 or more significant
 digits is a double printed in full and matches to float precision.
 
 Errors: a gold answer that neither envhub nor math-verify can read, or one of hostile size,
@@ -120,7 +132,8 @@ _ANSWER_IS = re.compile(r"\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.
 _FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
 _HYPOTHESIS = re.compile(
-    r"\b(?:if|suppose|supposing|assume|assuming|whether|check|verify|not|say)\b[^.\n]{0,30}$",
+    r"\b(?:if|suppose|supposing|assume|assuming|whether|check|verify|show|prove|not|say)\b"
+    r"[^.\n]{0,30}$",
     re.IGNORECASE,
 )
 """Words before "the answer is" that make it a hypothesis rather than a commitment."""
@@ -194,7 +207,9 @@ def _contradicts(statement: str, finals: list[str]) -> bool:
             return False
         for final in finals:
             value = _read(final)
-            if isinstance(value, str) or quick_compare(said, value) is not False:
+            if isinstance(value, str) or isinstance(value, Text) is not isinstance(said, Text):
+                return False  # "the answer is reasonable" beside 7: words are no rival value
+            if quick_compare(said, value) is not False:
                 return False
     return True
 

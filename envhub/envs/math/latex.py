@@ -1,11 +1,13 @@
 r"""From an answer as a model or a dataset writes it to a small, safe Python expression.
 
-Two steps, both pure string work (no sympy, no ``eval``):
+Two steps, both pure string work (no sympy, no ``eval``), after :func:`plain_digits` has made
+every digit ASCII (``١٢٣``, ``１２３``) and removed invisible characters:
 
 * :func:`clean` strips what never changes an answer's value: math delimiters (``$``,
   ``\(``), ``\text{}`` wrappers, ``\left``/``\right``, spacing commands, degree signs,
   thousands separators (``1,000``, ``1{,}000``, ``1\,000``), a leading ``x =``, trailing
-  punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX.
+  punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX (``±``,
+  ``²``).
 * :func:`latex_to_py` turns one cleaned expression into Python syntax with explicit ``*``
   (``2\sqrt{3}x`` -> ``2*sqrt(3)*x``). Its output uses only numbers, ``+ - * / ** ( ) ,``,
   single-letter symbols and a whitelist of names, so :mod:`ast` can check it and

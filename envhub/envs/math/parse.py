@@ -3,7 +3,8 @@ r"""Answers as small typed structures, and the exact comparisons that need no sy
 :func:`parse_answer` reads one answer into a tree of picklable named tuples:
 
 * :class:`Expr`: one value, kept as safe Python text (see :mod:`envhub.envs.math.latex`), with its
-  exact rational value when it has one (``3/4``, ``0.75``, ``6*7``, ``2^{10}``, ``5!``);
+  exact rational value when it has one (``3/4``, ``0.75``, ``6*7``, ``2^{10}``, ``5!``) and
+  the unit written after it (``200 cm``; :mod:`envhub.envs.math.units`);
 * :class:`Text`: a word answer (``Friday``, ``no solution``), compared case-insensitively;
 * :class:`Equation`: ``lhs = rhs`` kept as ``lhs - (rhs)``;
 * :class:`Items`: a bare comma list or ``\{...\}`` set, compared as a multiset;

@@ -14,15 +14,18 @@ fixed points (different at any point: not equal), then ``simplify(a - b) == 0``,
 at every probe point.
 
 Rounding: a decimal is its exact value, so a truncated decimal of an irrational (``3.14159``
-for ``\pi``) is a different number. Two exceptions: a gold answer written as a decimal is a
-rounded value, and an exact prediction within one unit of its last digit matches it
-(``\sqrt{17}`` for ``4.1231056``); and a task whose data states a ``tolerance`` accepts any
-prediction within that absolute distance.
+for ``\pi``) is a different number. The exceptions are in :func:`_allowance`: a gold answer
+written as a decimal is a rounded value, and an exact irrational prediction that rounds to it
+at its own precision matches it (``\sqrt{17}`` for ``4.1231056``, ``\sqrt{2}`` for ``1.41``
+but not ``1.42``); a task whose data states a ``tolerance`` accepts a prediction within that
+absolute distance where either side is written as a decimal (never two exact values).
+Numbers carry their units (:mod:`envhub.envs.math.units`).
 
 What envhub cannot read or decide goes to math-verify (:mod:`envhub.envs.math.library`), except
-single numbers, where envhub's verdict is final (math-verify rounds to 6 digits, which the
-rule above forbids). Errors: a gold answer that no parser can evaluate is ``gold_error``; a
-prediction sympy chokes on (the errors in :func:`model_errors`) is the model's wrong answer;
+numbers and lists, tuples and intervals of numbers, where envhub's verdict is final
+(math-verify rounds to 6 digits, which the rule above forbids). Errors: a gold answer that no
+parser can evaluate is ``gold_error``; a prediction sympy chokes on (the errors in
+:func:`model_errors`) is the model's wrong answer;
 anything else is a bug and propagates (the caller reports it, it is never a reward).
 """
 
