@@ -155,6 +155,34 @@ def test_two_conflicting_committed_answers_are_a_hedge(text, gold):
     assert format_score(text, "hash") == format_score(text, "boxed") == 0.0
 
 
+@pytest.mark.parametrize("gold", ["5", "7"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "#### 5\n\nActually, it's 7.",
+        r"\boxed{5}. Wait, no: 7.",
+        "The answer is 5.\n\nHmm, actually 7.",
+        "#### 5\nThe answer could also be 7.",
+        r"\boxed{5}. Oops, I mean $7$.",
+    ],
+)
+def test_a_final_answer_taken_back_right_after_is_a_hedge(text, gold):
+    assert extract_answer(text).hedged
+    assert not _scores(text, gold)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "#### 12\nWait, let me double check: 3*4 = 12. Yes.",
+        r"\boxed{12}. Actually, 3 \cdot 4 is indeed 12.",
+        "#### 12\nIt could be checked another way, and it is 12 again.",
+    ],
+)
+def test_a_check_after_the_final_answer_is_not_a_retraction(text):
+    assert _scores(text, "12")
+
+
 @pytest.mark.parametrize(
     ("text", "gold"),
     [

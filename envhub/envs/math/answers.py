@@ -32,7 +32,8 @@ correctness, even against a list gold, and no format point. So does a committed 
 stated anywhere else that is decisively none of the final ones ("The answer is 5. ... Final
 answer: 7", "The answer is 5. ... #### 7"): two committed answers are a hedge, whichever the
 gold is. A hypothesis ("if the answer is 5"), words ("the answer is the sum of ...") and
-what cannot be decided exactly commit to nothing (:func:`_contradicted`).
+what cannot be decided exactly commit to nothing (:func:`_contradicted`). A final answer
+taken back right after it ("#### 5. Actually, 7.") is hedged too (:func:`_retracted`).
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envhub.envs.math.parse`:
 delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
@@ -267,6 +268,11 @@ _OR_ANOTHER = re.compile(
     r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively)\b[^.\n]{0,40}?\d",
     re.IGNORECASE,
 )
+_CORRECTION = re.compile(
+    r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be)\b",
+    re.IGNORECASE,
+)
+"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7")."""
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
 _JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
 _ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
@@ -287,10 +293,27 @@ def _hedges(answer: str, after: str) -> bool:
 
     ``after`` is the text right after the answer; only its first clause is read.
     """
+    return bool(_HEDGE_WORDS.search(answer) or _OR_ANOTHER.search(_first_clause(after)))
+
+
+def _first_clause(after: str) -> str:
     after = after[:300].lstrip(" \t\n*$}).,;:")
     stop = _CLAUSE_END.search(after)
-    tail = after[: stop.start()] if stop else after
-    return bool(_HEDGE_WORDS.search(answer) or _OR_ANOTHER.search(tail))
+    return after[: stop.start()] if stop else after
+
+
+def _retracted(answer: str, after: str) -> bool:
+    r"""The clause after the final answer takes it back, or adds another number.
+
+    "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
+    or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
+    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
+    """
+    clause = _first_clause(after)
+    if not _CORRECTION.search(clause):
+        return False
+    numbers = _NUMBER.findall(clause)
+    return bool(numbers) and not _same(numbers[-1], answer)
 
 
 def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
@@ -367,7 +390,9 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
     stated = list(_statements(text))
     if stated:  # the last statement is the answer; any other one must agree (_contradicted)
         start, answer = stated[-1]
-        return "answer_is", [_ASIDE.sub("", answer) or answer], start, len(text)
+        end = text.find(answer, start)
+        end = len(text) if end < 0 else end + len(answer)
+        return "answer_is", [_ASIDE.sub("", answer) or answer], start, end
     return None
 
 
@@ -399,7 +424,11 @@ def extract_answer(text: str) -> Extraction:
         answer = found[-1] if len(distinct) == 1 else ", ".join(distinct)
         tail = text[end:] if method != "answer_is" else ""
         between = text[max(first, end - 400) : end] if len(distinct) > 1 else answer
-        hedged = _hedges(between, tail) or _contradicted(text, distinct)
+        hedged = (
+            _hedges(between, tail)
+            or _contradicted(text, distinct)
+            or (len(distinct) == 1 and _retracted(answer, text[end:]))
+        )
         return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
     numbers = list(_NUMBER.finditer(tail))
