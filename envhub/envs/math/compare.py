@@ -19,10 +19,12 @@ def numbers_equal(p: Expr, g: Expr) -> bool | None:
     """
     if p.value is None or g.value is None:
         return None
-    factors = scales(p.unit, g.unit)
-    if factors is None:
-        return False
-    pv, gv = p.value * factors[0], g.value * factors[1]
+    pv, gv = p.value, g.value
+    if p.unit is not None and g.unit is not None:
+        factors = scales(p.unit, g.unit)
+        if factors is None:
+            return False
+        pv, gv = pv * factors[0], gv * factors[1]
     if p.percent == g.percent:
         return pv == gv
     pct, other = (pv, gv) if p.percent else (gv, pv)
