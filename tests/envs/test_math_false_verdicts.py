@@ -69,10 +69,28 @@ def test_a_task_tolerance_never_makes_two_exact_values_equal(pred, gold, toleran
         (r"1.414214, -1.414214", r"\sqrt{2}, -\sqrt{2}"),
         ("0.333333", r"\frac{1}{3}"),
         ("(0.333333, 2)", r"(\frac{1}{3}, 2)"),
+        # notation only math-verify reads: it rounds a decimal to 6 places unless told
+        ("x_1 = 1.414214", r"\sqrt{2}"),
+        (r"\approx 1.414214", r"\sqrt{2}"),
+        ("1.414214", r"x_1 = \sqrt{2}"),
+        ("(1.414214; 1)", r"(\sqrt{2}; 1)"),
+        ("0.333333", r"\binom{1}{1}/3"),
     ],
 )
 def test_an_exact_gold_never_accepts_an_approximation(pred, gold):
     assert not _scores(rf"\boxed{{{pred}}}", gold)
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        ("x_1 = 0.5", r"x_1 = \frac{1}{2}"),
+        ("(0.5; 1)", r"(\frac12; 1)"),
+        ("x_1 = 1.4142135623730951", r"x_1 = \sqrt{2}"),  # a double printed in full
+    ],
+)
+def test_an_exact_decimal_still_passes_where_math_verify_reads_it(pred, gold):
+    assert _scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(

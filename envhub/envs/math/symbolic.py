@@ -23,7 +23,8 @@ Numbers carry their units (:mod:`envhub.envs.math.units`).
 
 What envhub cannot read or decide goes to math-verify (:mod:`envhub.envs.math.library`), except
 numbers and lists, tuples and intervals of numbers, where envhub's verdict is final
-(math-verify rounds to 6 digits, which the rule above forbids). Errors: a gold answer that no
+(math-verify rounds to 6 digits by default, which the rule above forbids; where it decides,
+:func:`envhub.envs.math.library.rounding_digits` tells it how far to round). Errors: a gold answer that no
 parser can evaluate is ``gold_error``; a prediction sympy chokes on (the errors in
 :func:`model_errors`) is the model's wrong answer;
 anything else is a bug and propagates (the caller reports it, it is never a reward).
@@ -141,7 +142,7 @@ def judge(
 def _numbers(pred: Answer, gold: Answer) -> bool:
     r"""Both sides are numbers, or lists, tuples or intervals of numbers, of the same kind.
 
-    envhub's verdict on them is final: math-verify rounds to 6 digits, which would credit
+    envhub's verdict on them is final: math-verify rounds to 6 places, which would credit
     ``1.414214`` for ``\sqrt{2}`` inside a tuple or list (the rounding rules forbid it).
     """
     if type(pred) is not type(gold):
