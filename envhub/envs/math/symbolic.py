@@ -24,9 +24,9 @@ Numbers carry their units (:mod:`envhub.envs.math.units`).
 What envhub cannot read or decide goes to math-verify (:mod:`envhub.envs.math.library`), except
 numbers and lists, tuples and intervals of numbers, where envhub's verdict is final
 (math-verify rounds to 6 digits by default, which the rule above forbids; where it decides,
-:func:`envhub.envs.math.library.rounding_digits` tells it how far to round). Errors: a gold answer that no
-parser can evaluate is ``gold_error``; a prediction sympy chokes on (the errors in
-:func:`model_errors`) is the model's wrong answer;
+:func:`envhub.envs.math.library.rounding_digits` tells it how far to round). Errors: a gold
+answer that no parser can evaluate is ``gold_error``; a prediction sympy chokes on (the errors
+in :func:`model_errors`) is the model's wrong answer;
 anything else is a bug and propagates (the caller reports it, it is never a reward).
 """
 
