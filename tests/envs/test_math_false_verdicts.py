@@ -369,6 +369,7 @@ def test_a_converted_unit_is_the_same_answer(pred, gold):
         ("x = 3,5", "3.5", True),
         (r"3,5 \text{ cm}", "3.5 cm", True),
         ("0,500", "0.5", True),  # 0,500 cannot be thousands
+        ("1234,567", "1234.567", True),  # nor can 1234,567
         ("1,000", "1000", True),  # three digits after the comma: thousands
         ("1,000", "1", False),
         ("3,500", "3.5", False),
