@@ -276,6 +276,18 @@ def test_digits_of_other_scripts_still_hedge():
     assert extract_answer("#### ٣٢ or ma\u200bybe ٣١").hedged
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["١" * 100_000, "\u200b" * 100_000, "".join(map(chr, range(0x4E00, 0x4E00 + 100_000)))],
+    ids=["arabic-digits", "zero-width", "distinct-characters"],
+)
+def test_reading_other_scripts_stays_linear(text):
+    start = time.process_time()
+    extract_answer(text)
+    format_score(text, "boxed")
+    assert time.process_time() - start < 1.0
+
+
 def test_superscripts_are_powers_not_digits():
     assert plain_digits("x² + ١") == "x² + 1"
     assert is_equivalent("x²", "x^2")

@@ -139,16 +139,40 @@ _TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]
 """Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
 
 
-_ZERO_WIDTH = re.compile(
+_INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
 )
 """Invisible characters: zero-width space and joiners, word joiner, invisible operators,
 direction marks, BOM, soft hyphen (Unicode's format characters that occur in text)."""
-_FULLWIDTH = {cp: cp - 0xFEE0 for cp in range(0xFF01, 0xFF5F)} | {0x066B: ".", 0x066C: ","}
-"""Fullwidth forms (``１２．５``, ``－３``) and the Arabic decimal and thousands separators
-(``٫``, ``٬``) to their ASCII characters."""
-_OTHER_DIGIT = re.compile(r"(?![0-9])\d")
-"""A decimal digit of another script: fullwidth ``１``, Arabic-Indic ``١``, Persian ``۱``..."""
+_SEPARATORS = {0x066B: ".", 0x066C: ","}
+"""The Arabic decimal and thousands separators (``٫``, ``٬``)."""
+
+
+class _PlainTable(dict):
+    """A :meth:`str.translate` table filled as characters are first met (at most 4096 kept).
+
+    A decimal digit of any script (Unicode category Nd, what a regex reads as a digit) maps to
+    its ASCII digit, a fullwidth form (``１``, ``．``, ``－``) to its ASCII character, an
+    invisible character to nothing; anything else to itself.
+    """
+
+    def __missing__(self, cp: int) -> str | int | None:
+        ch = chr(cp)
+        value: str | int | None = cp
+        if unicodedata.category(ch) == "Nd":
+            value = str(unicodedata.decimal(ch))
+        elif 0xFF01 <= cp <= 0xFF5E:
+            value = cp - 0xFEE0
+        elif cp in _SEPARATORS:
+            value = _SEPARATORS[cp]
+        elif _INVISIBLE.match(ch):
+            value = None
+        if len(self) < 4096:
+            self[cp] = value
+        return value
+
+
+_DIGIT_TABLE = _PlainTable()
 
 
 def plain_digits(text: str) -> str:
@@ -156,13 +180,10 @@ def plain_digits(text: str) -> str:
 
     ``１２３``, ``١٢٣``, ``۱۲۳`` and ``1\u200d23`` all read ``123``: a digit is a digit in any
     script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
-    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). Linear, and a no-op on
-    ASCII text.
+    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). One
+    :meth:`str.translate`, and a no-op on ASCII text.
     """
-    if text.isascii():
-        return text
-    text = _ZERO_WIDTH.sub("", text).translate(_FULLWIDTH)
-    return _OTHER_DIGIT.sub(lambda m: str(unicodedata.decimal(m.group(0))), text)
+    return text if text.isascii() else text.translate(_DIGIT_TABLE)
 
 
 class AnswerSyntaxError(ValueError):
