@@ -12,7 +12,8 @@ The table is length, area and volume (through length), mass, time, and months/ye
 has no fixed number of days, so they convert only to each other). Exact factors; a unit is
 ``name``, ``square``/``sq``/``cubic name``, ``name^2``/``name^3``, or ``A/B`` / ``A per B``
 (also ``A an B``: ``60 miles an hour``). sympy's ``physics.units`` would do the same with a
-parser we would still have to write; this table is the whole of what answers use.
+lookup we would still have to whitelist (its ``c`` is the speed of light, ``G`` the
+gravitational constant, and it has no ``lb``); this table is the whole of what answers use.
 """
 
 from __future__ import annotations
