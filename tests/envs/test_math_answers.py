@@ -307,8 +307,11 @@ def test_random_garbage_never_crashes_the_checker():
             pass
 
 
-def test_non_ascii_digits_are_the_models_wrong_answer_not_an_env_error():
-    """``\\d`` matches Arabic-Indic digits, which Python's parser refuses: found by the corpus."""
+def test_non_ascii_digits_never_become_an_env_error():
+    """``\\d`` matches Arabic-Indic digits, which Python's parser refuses: found by the corpus.
+
+    They are read as digits now (``test_math_false_verdicts.py``); the gold here is not 42.
+    """
     import envhub
 
     for name, text in (("math", r"\boxed{٤٢}"), ("gsm8k", "#### ٤٢"), ("math", r"\boxed{4٢}")):

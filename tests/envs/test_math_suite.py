@@ -13,14 +13,18 @@ def _stop_workers():
 
 
 def test_agreement_with_math_verify_suite_is_at_least_its_own():
-    """math-verify agrees with 263 of its 269 labels at its defaults; envhub must not do worse."""
+    """math-verify agrees with 263 of its 269 labels at its defaults; envhub must not do worse.
+
+    Each case runs at its own stated options (``precision`` is the task's tolerance, see
+    ``suite.tolerance``). The count is printed (``pytest -s``) and asserted.
+    """
     cases = suite.load_cases()
     assert len(cases) == 269
     got = [suite.envhub_verdict(c, timeout=5.0) for c in cases]
     agree = sum(g is c["expected"] for g, c in zip(got, cases, strict=True))
-    assert agree >= 263, [
-        c["id"] for g, c in zip(got, cases, strict=True) if g is not c["expected"]
-    ]
+    missed = [c["id"] for g, c in zip(got, cases, strict=True) if g is not c["expected"]]
+    print(f"\nenvhub agrees with {agree} of math-verify's {len(cases)} labelled cases")
+    assert agree >= 263, (agree, missed)
 
 
 def _scores(text: str, gold: str) -> bool:
@@ -229,8 +233,8 @@ def test_a_gold_math_verify_cannot_read_in_time_is_the_tasks_error_not_a_timeout
 def test_candidate_rules_stay_linear_on_hostile_responses(text):
     import time
 
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not make it flaky
     found = extract_answer(text)
     answers.format_score(text, "boxed")
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
     assert found.hedged or not is_equivalent(found.answer or "", "2")  # none of them earns

@@ -13,6 +13,9 @@ at the first rule that finds one:
 5. ``last_number``: the last number (``-3``, ``1,000``, ``1 000``, ``2.5``, ``2 1/2``,
    ``\frac{3}{4}``, ``50%``; not a digit glued to a word, ``AZYUK2A``).
 
+Before any rule, digits of every script become ASCII and invisible characters go
+(:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
+
 **Several candidates are one answer: a list.** A response that offers several different
 final answers, in any form, gives all of them, and all of them are compared with the gold:
 several ``####`` lines or boxes that differ, several "the answer is", ``31 or 32``, ``31, 32``,
@@ -25,19 +28,27 @@ value in another form (``\boxed{1/2}`` ... ``\boxed{0.5}``) is one answer. Words
 uncertainty on the final answer or in the clause right after it (``maybe``, ``perhaps``,
 ``possibly``, ``probably``, ``either``, ``alternatively``, ``not sure``; or ``or``/``otherwise``
 followed by a number: ``\boxed{32}, or maybe 31``) mark the response **hedged**: no
-correctness, even against a list gold, and no format point.
+correctness, even against a list gold, and no format point. So does a committed answer
+stated anywhere else that is decisively none of the final ones ("The answer is 5. ... Final
+answer: 7", "The answer is 5. ... #### 7"): two committed answers are a hedge, whichever the
+gold is. A hypothesis ("if the answer is 5"), words ("the answer is the sum of ...") and
+what cannot be decided exactly commit to nothing (:func:`_contradicted`). A final answer
+taken back right after it ("#### 5. Actually, 7.") is hedged too (:func:`_retracted`).
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envhub.envs.math.parse`:
 delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
 ``x =`` and degree signs are dropped; ``\frac``/``\dfrac``, ``\sqrt``, powers, ``%``,
 ``\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\cup``,
-inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``), ``\pm``, mixed numbers and
-repeating decimals (``0.1\overline{6}`` is ``1/6``) are understood.
+inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``, also flipped, joined by "and"
+or in set-builder form), ``\pm``, mixed numbers and repeating decimals (``0.1\overline{6}``
+is ``1/6``) are understood. Units of :mod:`envhub.envs.math.units` convert and never cross
+(``200 cm`` is ``2 m``; ``6 m`` is not ``6 cm``).
 
 * Fast path, in-process: when both sides have exact rational values (integers, decimals,
   fractions, percentages, arithmetic on them) they are compared exactly with
   :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds. A decimal comma
-  (``1000,99``) facing a single-number gold is read as one.
+  (``3,5``; not ``1,000`` nor ``3, 5``) facing a single value is read as one
+  (:func:`decimal_comma`).
 * Worker path: anything else goes to a ``pebble`` worker process with a per-call timeout
   (a worker that runs over is killed and replaced, and the call raises
   :class:`~envhub.errors.VerifierTimeout`): first envhub's sympy rules
@@ -47,8 +58,10 @@ repeating decimals (``0.1\overline{6}`` is ``1/6``) are understood.
 
 Rounding, on purpose: a decimal is its exact value. ``0.333`` is not ``1/3`` and ``3.14159``
 is not ``\pi`` unless the task's data states a ``tolerance`` (absolute; ``MathEnv`` reads
-``task.metadata["tolerance"]``). A gold written as a decimal is a rounded value: an exact
-answer within one unit of its last digit matches it. A decimal of 15 or more significant
+``task.metadata["tolerance"]``), and then only where a side is written as a decimal: two
+exact values never match by tolerance (``\pi`` is not ``3``). A gold written as a decimal is
+a rounded value: an exact irrational answer matches when it rounds to it at the gold's own
+precision (``\sqrt{2}`` for ``1.41``, not ``1.42``). A decimal of 15 or more significant
 digits is a double printed in full and matches to float precision.
 
 Errors: a gold answer that neither envhub nor math-verify can read, or one of hostile size,
@@ -66,17 +79,17 @@ import multiprocessing
 import os
 import re
 import threading
+from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 
 from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
 
 from . import library, symbolic
 from .compare import quick_compare
-from .latex import AnswerSyntaxError, boxed_contents
-from .parse import Answer, Expr, parse_answer, split_top
+from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
+from .parse import Answer, Expr, Items, Seq, Text, parse_answer, split_top
 
 __all__ = [
     "Extraction",
@@ -116,9 +129,16 @@ class Extraction:
 
 
 _HASH = re.compile(r"####[ \t]*([^\n]*)")
-_ANSWER_IS = re.compile(r"\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+"""A statement of the answer ("the answer is", "Final answer:"; not a word ending in
+"answer", which :func:`_statements` checks: a leading ``\b`` made the scan 4 times slower)."""
 _FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
+_HYPOTHESIS = frozenset(
+    {"if", "suppose", "supposing", "assume", "assuming", "whether", "check", "verify", "show",
+     "prove", "not", "say"}
+)  # fmt: skip
+"""Words before "the answer is" that make it a hypothesis rather than a commitment."""
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
@@ -139,8 +159,14 @@ def _hash_answers(text: str) -> list[str]:
 
 def _answer_is(text: str) -> list[str]:
     """What follows each "the answer is" / "Answer:", up to the end of its sentence."""
-    found = []
+    return [answer for _, answer in _statements(text)]
+
+
+def _statements(text: str) -> Iterator[tuple[int, str]]:
+    """Each "the answer is ..." statement: where it starts, and the answer it states."""
     for m in _ANSWER_IS.finditer(text):
+        if m.start() and text[m.start() - 1].isalpha():
+            continue  # "reanswer is"
         answer = text[m.end() : m.end() + 200]
         # "Final Answer: The final answer is $8$." (Minerva style) states it twice
         while (inner := _RESTATED.match(answer)) is not None:
@@ -151,8 +177,65 @@ def _answer_is(text: str) -> list[str]:
         stop = _SENTENCE_END.search(answer)
         answer = _tidy(answer[: stop.start()] if stop else answer)
         if answer:
-            found.append(answer)
-    return found
+            yield m.start(), answer
+
+
+def _contradicted(text: str, finals: list[str]) -> bool:
+    r"""A committed answer stated elsewhere ("The answer is 5.") differs from the final ones.
+
+    A statement under a hypothesis ("if the answer is 5", "suppose", "check whether") is not
+    committed; one that cannot be read, or not decided exactly (``\sqrt{2}`` beside
+    ``1.414``), is given the benefit of the doubt.
+    """
+    if "answer" not in text.lower():
+        return False
+    stated = set()
+    for count, (start, answer) in enumerate(_statements(text)):
+        if count == MAX_CANDIDATES:
+            return True  # no single answer is stated so many times: read no further
+        if not _hypothetical(text, start):
+            stated.add(answer)
+    return any(_contradicts(a, finals) for a in stated)
+
+
+def _hypothetical(text: str, start: int) -> bool:
+    """A word of :data:`_HYPOTHESIS` in the 40 characters before ``start``, same sentence."""
+    clause = re.split(r"[.\n]", text[max(0, start - 40) : start].lower())[-1]
+    return not _HYPOTHESIS.isdisjoint(re.findall(r"[a-z]+", clause))
+
+
+def _contradicts(statement: str, finals: list[str]) -> bool:
+    """``statement`` is decisively none of ``finals``.
+
+    It is read whole and, of a chain (``6*7 = 42``), as its last value: either may match.
+    """
+    whole = _ASIDE.sub("", statement) or statement
+    if any(whole.split() == final.split() for final in finals):
+        return False
+    last = whole.rsplit("=", 1)[-1].strip()
+    for reading in {whole, last or whole}:
+        said = _read(reading)
+        if isinstance(said, str) or _prose(said):
+            return False
+        for final in finals:
+            value = _read(final)
+            if isinstance(value, str) or isinstance(value, Text) is not isinstance(said, Text):
+                return False  # "the answer is reasonable" beside 7: words are no rival value
+            if quick_compare(said, value) is not False:
+                return False
+    return True
+
+
+def _prose(answer: Answer) -> bool:
+    """Words rather than a value ("the sum of both counts", "not obvious"): no commitment.
+
+    A one-word answer (``Friday``) is a value.
+    """
+    if isinstance(answer, Text):
+        return " " in answer.words
+    if isinstance(answer, (Items, Seq)):
+        return any(_prose(item) for item in answer.items)
+    return False
 
 
 @lru_cache(maxsize=8192)
@@ -196,6 +279,11 @@ _OR_ANOTHER = re.compile(
     r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively)\b[^.\n]{0,40}?\d",
     re.IGNORECASE,
 )
+_CORRECTION = re.compile(
+    r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be)\b",
+    re.IGNORECASE,
+)
+"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7")."""
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
 _JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
 _ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
@@ -207,7 +295,8 @@ SPAN_WINDOW = 4000
 FALLBACK_WINDOW = 10_000
 """The ``math`` and ``last_number`` rules read only this many final characters."""
 MAX_CANDIDATES = 64
-"""More distinct explicit answers than this is a hedge outright (no list answer is so long)."""
+"""More distinct explicit answers than this is a hedge outright (no list answer is so long),
+and so are this many "the answer is" statements beside a final ``####`` or box."""
 
 
 def _hedges(answer: str, after: str) -> bool:
@@ -215,10 +304,27 @@ def _hedges(answer: str, after: str) -> bool:
 
     ``after`` is the text right after the answer; only its first clause is read.
     """
+    return bool(_HEDGE_WORDS.search(answer) or _OR_ANOTHER.search(_first_clause(after)))
+
+
+def _first_clause(after: str) -> str:
     after = after[:300].lstrip(" \t\n*$}).,;:")
     stop = _CLAUSE_END.search(after)
-    tail = after[: stop.start()] if stop else after
-    return bool(_HEDGE_WORDS.search(answer) or _OR_ANOTHER.search(tail))
+    return after[: stop.start()] if stop else after
+
+
+def _retracted(answer: str, after: str) -> bool:
+    r"""The clause after the final answer takes it back, or adds another number.
+
+    "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
+    or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
+    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
+    """
+    clause = _first_clause(after)
+    if not _CORRECTION.search(clause):
+        return False
+    numbers = _NUMBER.findall(clause)
+    return bool(numbers) and not _same(numbers[-1], answer)
 
 
 def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
@@ -292,10 +398,12 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         if boxes and not stated_later:  # "The final answer is ..." after the boxes wins
             first = min(i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0)
             return "boxed", boxes, first, end
-    stated = _answer_is(text)
-    if stated:
-        first = _ANSWER_IS.search(text).start()  # type: ignore[union-attr]
-        return "answer_is", [_ASIDE.sub("", a) or a for a in stated], first, len(text)
+    stated = list(_statements(text))
+    if stated:  # the last statement is the answer; any other one must agree (_contradicted)
+        start, answer = stated[-1]
+        end = text.find(answer, start)
+        end = len(text) if end < 0 else end + len(answer)
+        return "answer_is", [_ASIDE.sub("", answer) or answer], start, end
     return None
 
 
@@ -314,9 +422,10 @@ def _end_of_last_box(text: str) -> int:
 def extract_answer(text: str) -> Extraction:
     """Find the final answer of a response (rules and hedging in the module docstring).
 
-    Only the last :data:`MAX_RESPONSE_CHARS` characters are read.
+    Only the last :data:`MAX_RESPONSE_CHARS` characters are read, with their digits in ASCII
+    (:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
     """
-    text = text[-MAX_RESPONSE_CHARS:]
+    text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     explicit = _explicit(text)
     if explicit:
         method, found, first, end = explicit
@@ -326,7 +435,12 @@ def extract_answer(text: str) -> Extraction:
         answer = found[-1] if len(distinct) == 1 else ", ".join(distinct)
         tail = text[end:] if method != "answer_is" else ""
         between = text[max(first, end - 400) : end] if len(distinct) > 1 else answer
-        return Extraction(answer, method, _hedges(between, tail))
+        hedged = (
+            _hedges(between, tail)
+            or _contradicted(text, distinct)
+            or (len(distinct) == 1 and _retracted(answer, text[end:]))
+        )
+        return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
     numbers = list(_NUMBER.finditer(tail))
     number = _last_number(tail, numbers)
@@ -347,7 +461,7 @@ def format_score(text: str, style: str) -> float:
     Raises:
         ValueError: ``style`` is neither.
     """
-    text = text[-MAX_RESPONSE_CHARS:]
+    text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     if style == "hash":
         markers = _hash_answers(text)
     elif style == "boxed":
@@ -472,6 +586,7 @@ def is_equivalent(
     validate_gold(gold)
     if not isinstance(pred, str) or not pred.strip():
         return False
+    pred, gold = plain_digits(pred), plain_digits(gold)
     gold_ans = _gold(gold)
     try:
         pred_ans: Answer | None = parse_answer(pred)
@@ -479,9 +594,13 @@ def is_equivalent(
         if _hard(e, pred=True):
             return False  # hostile or broken: a wrong answer, decided here in microseconds
         pred_ans = None  # envhub cannot read it; math-verify may
-    if gold_ans is not None and pred_ans is not None:
-        quick = fast_verdict(pred, gold, pred_ans, gold_ans) if tolerance is None else None
-        if quick is not None:
+    if isinstance(gold_ans, Expr) and not isinstance(pred_ans, Expr):
+        pred, pred_ans = decimal_comma(pred) or (pred, pred_ans)
+    elif isinstance(pred_ans, Expr) and isinstance(gold_ans, Items):
+        gold, gold_ans = decimal_comma(gold) or (gold, gold_ans)
+    if gold_ans is not None and pred_ans is not None and tolerance is None:
+        quick = quick_compare(pred_ans, gold_ans)
+        if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
             return quick
     verdict = _run(symbolic.judge, (pred, gold, pred_ans, gold_ans, tolerance), timeout)
     if verdict.startswith(symbolic.GOLD_ERROR):
@@ -489,23 +608,33 @@ def is_equivalent(
     return verdict == symbolic.EQUAL
 
 
-_COMMA_NUMBER = re.compile(r"\s*([-+]?\d+),(\d+)\s*")
+_DECIMAL_COMMA = re.compile(r"(?<![\d.])(\d+),(\d+)(?![\d.])")
 
 
-def fast_verdict(pred: str, gold: str, pred_ans: Answer, gold_ans: Answer) -> bool | None:
-    """The fast path: an exact verdict, or None when the worker must decide.
+def decimal_comma(answer: str) -> tuple[str, Expr] | None:
+    r"""An answer read with its one comma as a decimal point, when that makes it one number.
 
-    A two-item "list" ``1000,99`` facing a single number cannot be a list answer; it is read
-    with a decimal comma (``1000.99``), as much of the world writes it (either side).
+    Asked only when the other side is a single value, so ``3,5`` is ``3.5`` (also ``3{,}5``,
+    ``x = 3,5``, ``12,5\%``, ``3,5 \text{ cm}``) while facing a list or tuple it stays the
+    list ``3, 5``. Either side may be the one with the comma (math-verify's suite has the gold
+    ``1,22`` for ``1.22``; a gold list is written ``1, 2``). A comma before exactly three
+    digits is a thousands separator (``1,000`` is 1000, read so by
+    :func:`~envhub.envs.math.latex.clean`); a comma followed by a space is a list; ``1.000,5``
+    is not read. Returns the rewritten text and its parse, or None.
     """
-    quick = quick_compare(pred_ans, gold_ans)
-    if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
-        return quick
-    for text, other in ((pred, gold_ans), (gold, pred_ans)):
-        m = _COMMA_NUMBER.fullmatch(text)
-        if m and isinstance(other, Expr) and other.value is not None:
-            return Fraction(f"{m.group(1)}.{m.group(2)}") == other.value
-    return None
+    try:
+        text = clean(answer)
+    except AnswerSyntaxError:
+        return None
+    m = _DECIMAL_COMMA.search(text)
+    if m is None or text.count(",") != 1:
+        return None
+    text = f"{text[: m.start()]}{m.group(1)}.{m.group(2)}{text[m.end() :]}"
+    try:
+        read = parse_answer(text)
+    except _PARSE_ERRORS:
+        return None
+    return (text, read) if isinstance(read, Expr) and read.value is not None else None
 
 
 # ---------------------------------------------------------------- worker pool

@@ -8,19 +8,27 @@ answers ``None`` when sympy is needed (:mod:`envhub.envs.math.symbolic`).
 from __future__ import annotations
 
 from .parse import Answer, Equation, Expr, Seq, Text, Union
+from .units import scales
 
 
 def numbers_equal(p: Expr, g: Expr) -> bool | None:
     """Compare two rational leaves exactly; ``None`` when either has no rational value.
 
     A percentage on one side only matches either reading: ``50%`` equals ``50`` and ``0.5``.
+    Units convert (``200 cm`` is ``2 m``); different dimensions never match (:mod:`.units`).
     """
     if p.value is None or g.value is None:
         return None
+    pv, gv = p.value, g.value
+    if p.unit is not None and g.unit is not None:
+        factors = scales(p.unit, g.unit)
+        if factors is None:
+            return False
+        pv, gv = pv * factors[0], gv * factors[1]
     if p.percent == g.percent:
-        return p.value == g.value
-    pct, other = (p, g) if p.percent else (g, p)
-    return other.value in (pct.value, pct.value / 100)
+        return pv == gv
+    pct, other = (pv, gv) if p.percent else (gv, pv)
+    return other in (pct, pct / 100)
 
 
 def quick_compare(pred: Answer, gold: Answer) -> bool | None:
@@ -33,7 +41,8 @@ def quick_compare(pred: Answer, gold: Answer) -> bool | None:
         same = numbers_equal(pred, gold)  # type: ignore[arg-type]
         if same is not None:
             return same
-        return True if (pred.py, pred.percent) == (gold.py, gold.percent) else None  # type: ignore[union-attr]
+        same_text = (pred.py, pred.percent, pred.unit) == (gold.py, gold.percent, gold.unit)  # type: ignore[union-attr]
+        return True if same_text else None
     if isinstance(pred, Equation):
         return True if pred.py == gold.py else None  # type: ignore[union-attr]
     if isinstance(pred, Seq):

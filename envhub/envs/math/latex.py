@@ -1,11 +1,13 @@
 r"""From an answer as a model or a dataset writes it to a small, safe Python expression.
 
-Two steps, both pure string work (no sympy, no ``eval``):
+Two steps, both pure string work (no sympy, no ``eval``), after :func:`plain_digits` has made
+every digit ASCII (``١٢٣``, ``１２３``) and removed invisible characters:
 
 * :func:`clean` strips what never changes an answer's value: math delimiters (``$``,
   ``\(``), ``\text{}`` wrappers, ``\left``/``\right``, spacing commands, degree signs,
   thousands separators (``1,000``, ``1{,}000``, ``1\,000``), a leading ``x =``, trailing
-  punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX.
+  punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX (``±``,
+  ``²``).
 * :func:`latex_to_py` turns one cleaned expression into Python syntax with explicit ``*``
   (``2\sqrt{3}x`` -> ``2*sqrt(3)*x``). Its output uses only numbers, ``+ - * / ** ( ) ,``,
   single-letter symbols and a whitelist of names, so :mod:`ast` can check it and
@@ -19,6 +21,7 @@ an environment bug.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 MAX_ANSWER_CHARS = 1000
 """Longer answers are rejected before any parsing: no real final answer is this long."""
@@ -102,6 +105,10 @@ _UNICODE = {
     "\u2009": " ",
     "\u202f": " ",
     "\u00b0": "",
+    "\u00b1": "\\pm ",
+    "\u00b2": "^2",
+    "\u00b3": "^3",
+    "\u2213": "\\mp ",
 }
 _SUBS = [
     (re.compile(r"\\\$"), ""),  # \$ (currency)
@@ -130,6 +137,53 @@ _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
 _TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
 """Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
+
+
+_INVISIBLE = re.compile(
+    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+)
+"""Invisible characters: zero-width space and joiners, word joiner, invisible operators,
+direction marks, BOM, soft hyphen (Unicode's format characters that occur in text)."""
+_SEPARATORS = {0x066B: ".", 0x066C: ","}
+"""The Arabic decimal and thousands separators (``٫``, ``٬``)."""
+
+
+class _PlainTable(dict):
+    """A :meth:`str.translate` table filled as characters are first met (at most 4096 kept).
+
+    A decimal digit of any script (Unicode category Nd, what a regex reads as a digit) maps to
+    its ASCII digit, a fullwidth form (``１``, ``．``, ``－``) to its ASCII character, an
+    invisible character to nothing; anything else to itself.
+    """
+
+    def __missing__(self, cp: int) -> str | int | None:
+        ch = chr(cp)
+        value: str | int | None = cp
+        if unicodedata.category(ch) == "Nd":
+            value = str(unicodedata.decimal(ch))
+        elif 0xFF01 <= cp <= 0xFF5E:
+            value = cp - 0xFEE0
+        elif cp in _SEPARATORS:
+            value = _SEPARATORS[cp]
+        elif _INVISIBLE.match(ch):
+            value = None
+        if len(self) < 4096:
+            self[cp] = value
+        return value
+
+
+_DIGIT_TABLE = _PlainTable()
+
+
+def plain_digits(text: str) -> str:
+    """``text`` with every decimal digit in ASCII and invisible characters removed.
+
+    ``１２３``, ``١٢٣``, ``۱۲۳`` and ``1\u200d23`` all read ``123``: a digit is a digit in any
+    script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
+    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). One
+    :meth:`str.translate`, and a no-op on ASCII text.
+    """
+    return text if text.isascii() else text.translate(_DIGIT_TABLE)
 
 
 class AnswerSyntaxError(ValueError):

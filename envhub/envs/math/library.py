@@ -134,9 +134,28 @@ def verdict(
     pred_values = read(pred, as_gold=False)
     if not pred_values or dropped_numbers(pred, pred_values):
         return DIFFERENT
-    digits = 6 if tolerance is None else max(0, min(15, round(-_log10(tolerance))))
+    digits = rounding_digits(pred, gold, tolerance)
     same = verify(gold_values, pred_values, float_rounding=digits, timeout_seconds=None)  # type: ignore[arg-type]
     return EQUAL if same else DIFFERENT
+
+
+_DECIMALS = re.compile(r"(?<![\d.])\d*\.(\d+)")
+
+
+def rounding_digits(pred: str, gold: str, tolerance: float | None) -> int:
+    r"""math-verify's ``float_rounding`` that keeps envhub's rounding rules.
+
+    math-verify rounds both sides to this many places when one is a decimal (its default, 6,
+    would credit ``x_1 = 1.414214`` for ``\sqrt{2}``). So: the task's tolerance when it states
+    one; a gold written as a decimal, facing an exact prediction, at its own places (the
+    exact answer must round to it); anything else exactly, to a double's 15 places.
+    """
+    if tolerance is not None:
+        return max(0, min(15, round(-_log10(tolerance))))
+    places = [len(m) for m in _DECIMALS.findall(gold)]
+    if places and not _DECIMALS.search(pred):
+        return min(15, max(places))
+    return 15
 
 
 def readable_gold(gold: str) -> bool:

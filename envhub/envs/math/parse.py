@@ -3,7 +3,8 @@ r"""Answers as small typed structures, and the exact comparisons that need no sy
 :func:`parse_answer` reads one answer into a tree of picklable named tuples:
 
 * :class:`Expr`: one value, kept as safe Python text (see :mod:`envhub.envs.math.latex`), with its
-  exact rational value when it has one (``3/4``, ``0.75``, ``6*7``, ``2^{10}``, ``5!``);
+  exact rational value when it has one (``3/4``, ``0.75``, ``6*7``, ``2^{10}``, ``5!``) and
+  the unit written after it (``200 cm``; :mod:`envhub.envs.math.units`);
 * :class:`Text`: a word answer (``Friday``, ``no solution``), compared case-insensitively;
 * :class:`Equation`: ``lhs = rhs`` kept as ``lhs - (rhs)``;
 * :class:`Items`: a bare comma list or ``\{...\}`` set, compared as a multiset;
@@ -32,7 +33,9 @@ from .latex import (
     AnswerSyntaxError,
     clean,
     latex_to_py,
+    plain_digits,
 )
+from .units import Unit, measure
 
 MAX_DIGITS = 5000
 """A value estimated to have more digits than this is rejected as implausible."""
@@ -49,6 +52,8 @@ class Expr(NamedTuple):
     """Written with ``%``: ``50%`` equals both ``50`` and ``0.5``."""
     value: Fraction | None
     """Exact rational value, or None when it has symbols or irrational parts."""
+    unit: Unit | None = None
+    """The unit written after the number (``cm``, ``km/h``), None for none or a label."""
 
 
 class Text(NamedTuple):
@@ -86,13 +91,10 @@ class Union(NamedTuple):
 Answer = Expr | Text | Equation | Items | Seq | Union
 
 _OPEN, _CLOSE = "([{", ")]}"
-_UNIT_WORDS_SHORT = frozenset(
-    {"cm", "mm", "km", "kg", "mg", "ml", "ft", "in", "hr", "yd", "mi", "oz", "lb"}
-)
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"\s*(?P<unit>[A-Za-z][A-Za-z. ]*?)\s*(?:\^\s*\{?[23]\}?)?",
+    r"(?P<gap>\s*)(?P<unit>[A-Za-z][A-Za-z. /]*?)\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
     re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
 _PLAIN = re.compile(
@@ -105,7 +107,10 @@ _MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)", re.ASCII)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
 _INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
 _INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")
-_CHAIN = re.compile(r"^(.+?)\s*(<|\\le)\s*[A-Za-z]\s*(<|\\le)\s*(.+)$")
+_CHAIN = re.compile(r"^(.+?)\s*(<|\\le)\s*([A-Za-z])\s*(<|\\le)\s*(.+)$")
+_CHAIN_DOWN = re.compile(r"^(.+?)\s*(>|\\ge)\s*([A-Za-z])\s*(>|\\ge)\s*(.+)$")
+_CONJUNCTION = re.compile(r"\s+(?:and|\\land|\\wedge)\s+|\s*(?:\\land|\\wedge)\s*")
+_SET_BUILDER = re.compile(r"^\\\{\s*([A-Za-z])\s*(?:\\mid|\||:)\s*(.+?)\s*\\\}$")
 
 
 # ---------------------------------------------------------------- splitting
@@ -145,27 +150,51 @@ def _wraps(s: str) -> bool:
     return False
 
 
-def _inequality(s: str) -> str:
-    r"""``x \le 3`` -> ``(-\infty, 3]``; ``1 < x \le 2`` -> ``(1, 2]``."""
+_FLIP = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}
+Bound = tuple[str, bool]
+"""One end of an interval: its value as written, and whether it is included."""
+
+
+def _bounds(s: str) -> tuple[str, Bound | None, Bound | None] | None:
+    r"""``(variable, lower, upper)`` of one inequality or chain in one variable, else None.
+
+    ``x \le 3``, ``3 \ge x``, ``1 < x \le 2`` and ``2 \ge x > 1`` are all read.
+    """
     m = _CHAIN.match(s)
     if m:
-        left = "(" if m.group(2) == "<" else "["
-        right = ")" if m.group(3) == "<" else "]"
-        return f"{left}{m.group(1)}, {m.group(4)}{right}"
+        return m.group(3), (m.group(1), m.group(2) == "\\le"), (m.group(5), m.group(4) == "\\le")
+    m = _CHAIN_DOWN.match(s)
+    if m:
+        return m.group(3), (m.group(5), m.group(4) == "\\ge"), (m.group(1), m.group(2) == "\\ge")
     m = _INEQ.match(s)
-    flip = {"<": ">", ">": "<", "\\le": "\\ge", "\\ge": "\\le"}
-    op, bound = (m.group(2), m.group(3)) if m else (None, None)
-    if not m:
+    if m:
+        var, op, bound = m.groups()
+    else:
         m = _INEQ_FLIP.match(s)
         if not m:
-            return s
-        op, bound = flip[m.group(2)], m.group(1)
-    return {
-        "<": f"(-\\infty, {bound})",
-        "\\le": f"(-\\infty, {bound}]",
-        ">": f"({bound}, \\infty)",
-        "\\ge": f"[{bound}, \\infty)",
-    }[op]
+            return None
+        bound, op, var = m.group(1), _FLIP[m.group(2)], m.group(3)
+    end = (bound, op in ("\\le", "\\ge"))
+    return (var, None, end) if op in ("<", "\\le") else (var, end, None)
+
+
+def _inequality(s: str) -> str:
+    r"""An inequality in one variable as interval notation; other text unchanged.
+
+    ``x \le 3`` -> ``(-\infty, 3]``; ``1 < x \le 2``, ``2 \ge x > 1``, ``x > 1 \text{ and }
+    x \le 2`` and ``\{x \mid 1 < x \le 2\}`` -> ``(1, 2]``.
+    """
+    builder = _SET_BUILDER.match(s)
+    parts = [_bounds(p.strip()) for p in _CONJUNCTION.split(builder.group(2) if builder else s)]
+    names = {p[0] for p in parts if p is not None} | ({builder.group(1)} if builder else set())
+    if None in parts or len(parts) > 2 or len(names) != 1:
+        return s
+    lows = [p[1] for p in parts if p[1] is not None]
+    highs = [p[2] for p in parts if p[2] is not None]
+    if len(lows) > 1 or len(highs) > 1:
+        return s
+    low, high = (lows or [("-\\infty", False)])[0], (highs or [("\\infty", False)])[0]
+    return f"{'[' if low[1] else '('}{low[0]}, {high[0]}{']' if high[1] else ')'}"
 
 
 # ---------------------------------------------------------------- parsing
@@ -179,6 +208,7 @@ def parse_answer(raw: str) -> Answer:
     """
     if len(raw) > MAX_ANSWER_CHARS:
         raise AnswerSyntaxError(f"answer longer than {MAX_ANSWER_CHARS} characters")
+    raw = plain_digits(raw)
     plain = plain_number(raw)
     if plain is not None:
         return plain
@@ -206,10 +236,9 @@ def _parse(s: str) -> Answer:
     s = s.strip()
     if not s:
         raise AnswerSyntaxError("empty item")
-    for sep in ("\\pm", "\\mp"):
-        if s.count(sep) == 1:
-            a, b = s.split(sep)
-            return Items((_parse(f"{a}+{b}"), _parse(f"{a}-({b})")))
+    for sep, first, second in (("\\pm", "+", "-"), ("\\mp", "-", "+")):
+        if s.count(sep) == 1:  # a sign: 1 \pm \sqrt{2}, \frac{2 \pm \sqrt{8}}{2}
+            return Items((_parse(s.replace(sep, first)), _parse(s.replace(sep, second))))
     s = _inequality(s)
     cup = split_top(s, "\\cup") if "\\cup" in s else [s]
     if len(cup) > 1:
@@ -232,21 +261,31 @@ def _parse(s: str) -> Answer:
     return _leaf(s)
 
 
-def _strip_units(s: str) -> str:
-    """``42 dollars`` -> ``42``; ``5 cm^2`` -> ``5``; ``5 x`` stays (``x`` is not a unit)."""
+def _units(s: str) -> tuple[str, Unit | None]:
+    """Split a unit off a number: ``200 cm`` -> ``200`` in centimetres (see :mod:`.units`).
+
+    Words that name no unit of the table are a label and are dropped (``42 dollars`` ->
+    ``42``); ``5 x`` stays (``x`` is not a unit), and so does ``6m`` (a one-letter unit is
+    one only after a space: ``6 m``).
+    """
     m = _UNIT_TAIL.fullmatch(s)
     if not m:
-        return s
-    words = m.group("unit").replace(".", " ").split()
+        return s, None
+    phrase, words = m.group("unit"), m.group("unit").replace(".", " ").split()
+    if len(words[0]) == 1 and not m.group("gap"):
+        return s, None  # 6m, 2x: a product
+    unit = measure(phrase, m.group("power") or "") or measure(words[0])  # 6 meters tall
+    if unit is not None:
+        return m.group("num"), unit
     for w in words:
         lw = w.lower()
-        if lw in _NOT_UNITS or (len(lw) < 3 and lw not in _UNIT_WORDS_SHORT):
-            return s
-    return m.group("num")
+        if lw in _NOT_UNITS or len(lw) < 3 or "/" in lw:
+            return s, None
+    return m.group("num"), None
 
 
 def _leaf(s: str) -> Answer:
-    s = _strip_units(s.strip())
+    s, unit = _units(s.strip())
     if s.count("=") == 1 and re.match(r"^\s*[A-Za-z]\s*=", s):
         s = s.split("=", 1)[1].strip()
     if not s:
@@ -271,7 +310,7 @@ def _leaf(s: str) -> Answer:
     py = latex_to_py(s)
     value = check_py(py)
     decimal = bool(re.search(r"(?<![\w.])\d*\.\d", py))
-    return Expr(py, decimal, percent, value)
+    return Expr(py, decimal, percent, value, unit)
 
 
 # ---------------------------------------------------------------- safe evaluation

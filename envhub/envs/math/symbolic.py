@@ -14,15 +14,19 @@ fixed points (different at any point: not equal), then ``simplify(a - b) == 0``,
 at every probe point.
 
 Rounding: a decimal is its exact value, so a truncated decimal of an irrational (``3.14159``
-for ``\pi``) is a different number. Two exceptions: a gold answer written as a decimal is a
-rounded value, and an exact prediction within one unit of its last digit matches it
-(``\sqrt{17}`` for ``4.1231056``); and a task whose data states a ``tolerance`` accepts any
-prediction within that absolute distance.
+for ``\pi``) is a different number. The exceptions are in :func:`_allowance`: a gold answer
+written as a decimal is a rounded value, and an exact irrational prediction that rounds to it
+at its own precision matches it (``\sqrt{17}`` for ``4.1231056``, ``\sqrt{2}`` for ``1.41``
+but not ``1.42``); a task whose data states a ``tolerance`` accepts a prediction within that
+absolute distance where either side is written as a decimal (never two exact values).
+Numbers carry their units (:mod:`envhub.envs.math.units`).
 
 What envhub cannot read or decide goes to math-verify (:mod:`envhub.envs.math.library`), except
-single numbers, where envhub's verdict is final (math-verify rounds to 6 digits, which the
-rule above forbids). Errors: a gold answer that no parser can evaluate is ``gold_error``; a
-prediction sympy chokes on (the errors in :func:`model_errors`) is the model's wrong answer;
+numbers and lists, tuples and intervals of numbers, where envhub's verdict is final
+(math-verify rounds to 6 digits by default, which the rule above forbids; where it decides,
+:func:`envhub.envs.math.library.rounding_digits` tells it how far to round). Errors: a gold
+answer that no parser can evaluate is ``gold_error``; a prediction sympy chokes on (the errors
+in :func:`model_errors`) is the model's wrong answer;
 anything else is a bug and propagates (the caller reports it, it is never a reward).
 """
 
@@ -33,12 +37,14 @@ import random
 import re
 import resource
 import string
+from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from .compare import matching, quick_compare
 from .library import DIFFERENT, EQUAL, GOLD_ERROR  # noqa: F401 (re-exported)
 from .parse import Answer, Equation, Expr, Items, Seq, Text, Union
+from .units import scales
 
 
 def init_worker(memory_bytes: int | None) -> None:
@@ -134,10 +140,26 @@ def judge(
 
 
 def _numbers(pred: Answer, gold: Answer) -> bool:
-    """Both sides are single numbers without symbols: envhub's verdict on them is final."""
-    if not (isinstance(pred, Expr) and isinstance(gold, Expr)):
+    r"""Both sides are numbers, or lists, tuples or intervals of numbers, of the same kind.
+
+    envhub's verdict on them is final: math-verify rounds to 6 places, which would credit
+    ``1.414214`` for ``\sqrt{2}`` inside a tuple or list (the rounding rules forbid it).
+    """
+    if type(pred) is not type(gold):
         return False
-    return not _to_sympy(pred.py).free_symbols and not _to_sympy(gold.py).free_symbols
+    if isinstance(pred, Items) and len(pred.items) != len(gold.items):  # type: ignore[union-attr]
+        return False  # a repeated element: math-verify compares them as sets
+    return _numeric(pred) and _numeric(gold)
+
+
+def _numeric(ans: Answer) -> bool:
+    if isinstance(ans, Expr):
+        return not _to_sympy(ans.py).free_symbols
+    if isinstance(ans, (Items, Seq)):
+        return all(_numeric(item) for item in ans.items)
+    if isinstance(ans, Union):
+        return all(_numeric(part) for part in ans.parts)
+    return False
 
 
 # ---------------------------------------------------------------- building sympy objects
@@ -241,16 +263,58 @@ def _equal(pred: Answer, gold: Answer, tolerance: float | None) -> bool:
 
 
 def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
-    a, b = _to_sympy(pred.py), _to_sympy(gold.py)
-    tol = tolerance
-    if tol is None and gold.decimal and not pred.decimal:
-        tol = _last_place(gold.py)  # the gold is a rounded value; an exact answer may round to it
-    elif tol is None and pred.decimal and _significant(pred.py) >= FLOAT_DIGITS:
-        tol = 1e-14 * max(1.0, abs(float(b)))  # a double printed in full: float precision
+    factors = scales(pred.unit, gold.unit)
+    if factors is None:
+        return False  # 6 kg is not 6 m
+    a, b = _scaled(pred.py, factors[0]), _scaled(gold.py, factors[1])
+    if a.free_symbols or b.free_symbols:  # 2 h beside 2h: a one-letter unit is a variable
+        a, b = _as_written(pred), _as_written(gold)
+    near = _allowance(pred, gold, tolerance)
     if pred.percent == gold.percent:
-        return _expr_equal(a, b, tol)
+        return _expr_equal(a, b, near)
     pct, other = (a, b) if pred.percent else (b, a)
-    return _expr_equal(other, pct, tol) or _expr_equal(other, pct / 100, tol)
+    return _expr_equal(other, pct, near) or _expr_equal(other, pct / 100, near)
+
+
+def _scaled(py: str, factor: Fraction) -> Any:
+    """The sympy value of ``py`` times an exact unit factor."""
+    import sympy
+
+    value = _to_sympy(py)
+    return value if factor == 1 else value * sympy.Rational(factor.numerator, factor.denominator)
+
+
+def _as_written(ans: Expr) -> Any:
+    """The value with a one-letter unit read as the variable it may be (``2 h`` -> ``2*h``)."""
+    value = _to_sympy(ans.py)
+    return value * _namespace()[ans.unit.letter] if ans.unit and ans.unit.letter else value
+
+
+class Near(NamedTuple):
+    """How far a prediction may be from the gold: within either distance (None: not at all)."""
+
+    absolute: float | None
+    relative: float | None
+    """A fraction of the gold's size."""
+
+
+def _allowance(pred: Expr, gold: Expr, tolerance: float | None) -> Near:
+    r"""The rounding rules: approximation only where a written decimal may be a rounding.
+
+    * the task's ``tolerance`` (absolute, as its data states it) when either side is written
+      as a decimal: ``3.14159`` for ``\pi``; two exact values never (``\pi`` is not ``3``);
+    * a gold written as a decimal is rounded: an exact irrational prediction matches when it
+      rounds to it at the gold's own precision (half a unit in its last place, relative to the
+      number written, so ``1.5 \times 10^{-7}`` allows ``5 \times 10^{-9}``);
+    * a decimal of :data:`FLOAT_DIGITS` significant digits is a double printed in full.
+    """
+    absolute = tolerance if tolerance is not None and (pred.decimal or gold.decimal) else None
+    relative = None
+    if pred.value is None and not pred.decimal:
+        relative = _rounded(gold)
+    elif pred.decimal and _significant(pred.py) >= FLOAT_DIGITS:
+        relative = 1e-14
+    return Near(absolute, relative)
 
 
 FLOAT_DIGITS = 15
@@ -263,14 +327,21 @@ def _significant(py: str) -> int:
     return max((len(m.replace(".", "").lstrip("0")) for m in literals), default=0)
 
 
-def _last_place(py: str) -> float:
-    """One unit in the last decimal place written in ``py`` (``4.123`` -> 0.001)."""
-    places = [len(m) for m in re.findall(r"\d\.(\d+)", py)]
-    return 10.0 ** -max(places, default=0)
+def _rounded(gold: Expr) -> float | None:
+    r"""Half a unit in the last place of a gold that is one decimal number, relative to it.
+
+    ``1.41`` -> 0.005 / 1.41; None when the gold is not one rational decimal (``2.5\pi``).
+    """
+    literals = re.findall(r"\d*\.\d+", gold.py)
+    if not gold.decimal or gold.value is None or len(literals) != 1:
+        return None
+    written = Fraction(literals[0])
+    half = Fraction(1, 2 * 10 ** len(literals[0].split(".")[1]))
+    return float(half / written) if written else None
 
 
-def _expr_equal(a: Any, b: Any, tol: float | None) -> bool:
-    """``a == b``; for numbers, within the absolute ``tol`` when one is given."""
+def _expr_equal(a: Any, b: Any, near: Near | None = None) -> bool:
+    """``a == b``; for numbers, also within the distances of ``near``."""
     import sympy
 
     if a == b:
@@ -282,8 +353,8 @@ def _expr_equal(a: Any, b: Any, tol: float | None) -> bool:
         return True
     if not diff.free_symbols:
         gap = abs(complex(diff.evalf(50)))
-        if tol is not None:
-            return gap <= tol * (1 + 1e-9)
+        if near is not None and _within(gap, b, near):
+            return True
         if a.is_Rational and b.is_Rational:
             return False
         scale = max(1, abs(complex(b.evalf(30))))
@@ -296,6 +367,13 @@ def _expr_equal(a: Any, b: Any, tol: float | None) -> bool:
     if sympy.simplify(diff) == 0:
         return True
     return len(gaps) >= 3
+
+
+def _within(gap: float, gold: Any, near: Near) -> bool:
+    if near.absolute is None and near.relative is None:
+        return False
+    allowed = max(near.absolute or 0.0, (near.relative or 0.0) * abs(complex(gold.evalf(30))))
+    return gap <= allowed * (1 + 1e-9)
 
 
 def _probe(diff: Any, ref: Any) -> list[float]:

@@ -1,0 +1,133 @@
+r"""Units of measure after a number: a small explicit table, so that ``6 m`` is not ``6 cm``.
+
+:func:`measure` reads the words after a number (``cm``, ``km/h``, ``square meters``,
+``m/s^2``) as a :class:`Unit`: a dimension and the factor to that dimension's base unit.
+Two numbers with units are equal when their dimensions agree and their values in base units
+do (``200 cm`` is ``2 m``, ``90 min`` is ``1.5 hours``); different dimensions never are
+(``6 kg`` is not ``6 m``). A number without a unit is taken in the other side's unit
+(``6`` matches ``6 cm``, not ``600 cm``), and words that are no unit of the table
+(``dollars``, ``apples``) are labels, dropped as before.
+
+The table is length, area and volume (through length), mass, time, and months/years (a month
+has no fixed number of days, so they convert only to each other). Exact factors; a unit is
+``name``, ``square``/``sq``/``cubic name``, ``name^2``/``name^3``, or ``A/B`` / ``A per B``
+(also ``A an B``: ``60 miles an hour``). sympy's ``physics.units`` would do the same with a
+lookup we would still have to whitelist (its ``c`` is the speed of light, ``G`` the
+gravitational constant, and it has no ``lb``); this table is the whole of what answers use.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import NamedTuple
+
+
+class Unit(NamedTuple):
+    """A unit: its dimension and the factor from it to the dimension's base unit."""
+
+    dimension: tuple[tuple[str, int], ...]
+    """Base quantities with their powers, sorted (``(("length", 1), ("time", -1))``)."""
+    factor: Fraction
+    """One of this unit in base units (``km`` -> 1000: metres)."""
+    letter: str = ""
+    """A one-letter unit (``m``, ``s``, ``h``, ``g``) as written: it may be a variable too
+    (``\\frac{1}{2} h``), read so when the other side has variables."""
+
+
+def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
+    return {n: (dimension, Fraction(factor)) for n in names}
+
+
+TABLE: dict[str, tuple[str, Fraction]] = {
+    **_names("length", "1/1000", "mm", "millimeter", "millimeters", "millimetre", "millimetres"),
+    **_names("length", "1/100", "cm", "centimeter", "centimeters", "centimetre", "centimetres"),
+    **_names("length", 1, "m", "meter", "meters", "metre", "metres"),
+    **_names("length", 1000, "km", "kilometer", "kilometers", "kilometre", "kilometres"),
+    **_names("length", "0.0254", "in", "inch", "inches"),
+    **_names("length", "0.3048", "ft", "foot", "feet"),
+    **_names("length", "0.9144", "yd", "yard", "yards"),
+    **_names("length", "1609.344", "mi", "mile", "miles"),
+    **_names("mass", "1/1000", "mg", "milligram", "milligrams"),
+    **_names("mass", 1, "g", "gram", "grams"),
+    **_names("mass", 1000, "kg", "kilogram", "kilograms", "kilo", "kilos"),
+    **_names("mass", "28.349523125", "oz", "ounce", "ounces"),
+    **_names("mass", "453.59237", "lb", "lbs", "pound", "pounds"),
+    **_names("time", 1, "s", "sec", "secs", "second", "seconds"),
+    **_names("time", 60, "min", "mins", "minute", "minutes"),
+    **_names("time", 3600, "h", "hr", "hrs", "hour", "hours"),
+    **_names("time", 86400, "day", "days"),
+    **_names("time", 604800, "week", "weeks"),
+    **_names("month", 1, "month", "months"),
+    **_names("month", 12, "year", "years", "yr", "yrs"),
+}
+"""Unit names (lower case) -> (base quantity, factor to its base unit)."""
+_VOLUME = {
+    **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
+    **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),
+}
+"""Volumes: cubes of length (a litre is 1/1000 of a cubic metre)."""
+_SPEEDS = {"mph": "mi/h", "kph": "km/h", "kmh": "km/h"}
+_POWERS = {"square": 2, "sq": 2, "cubic": 3}
+_PER = frozenset({"/", "per", "an", "a", "each", "every"})
+
+
+def _term(words: list[str]) -> tuple[dict[str, int], Fraction] | None:
+    """``[square|cubic] name[^n]`` as base powers and factor; None when it is not one."""
+    power = 1
+    if len(words) == 2 and words[0] in _POWERS:
+        power, words = _POWERS[words[0]], words[1:]
+    if len(words) != 1:
+        return None
+    name, _, exponent = words[0].partition("^")
+    if exponent:
+        if exponent not in ("2", "3") or power != 1:
+            return None
+        power = int(exponent)
+    if name in _VOLUME:
+        quantity, factor = _VOLUME[name]
+        return {quantity: 3 * power}, factor**power
+    if name not in TABLE:
+        return None
+    quantity, factor = TABLE[name]
+    return {quantity: power}, factor**power
+
+
+def measure(phrase: str, power: str = "") -> Unit | None:
+    """The unit that ``phrase`` (the words after a number) names, or None.
+
+    Args:
+        phrase: ``cm``, ``km/h``, ``square meters``, ``miles per hour``.
+        power: An exponent written after the phrase (``2`` of ``cm^2``); it applies to the
+            last unit (``m/s^2``).
+    """
+    text = " ".join(_SPEEDS.get(w, w) for w in phrase.lower().replace(".", " ").split())
+    words = text.replace("/", " / ").split()
+    if not words:
+        return None
+    if power:
+        words[-1] = f"{words[-1]}^{power}"
+    cut = next((i for i, w in enumerate(words) if w in _PER and 0 < i < len(words) - 1), None)
+    parts = [words] if cut is None else [words[:cut], words[cut + 1 :]]
+    terms = [_term(p) for p in parts]
+    if None in terms:
+        return None
+    powers: dict[str, int] = {}
+    factor = Fraction(1)
+    for sign, (base, f) in zip((1, -1), terms, strict=False):  # type: ignore[misc]
+        for quantity, p in base.items():
+            powers[quantity] = powers.get(quantity, 0) + sign * p
+        factor = factor * f if sign == 1 else factor / f
+    letter = phrase.strip() if len(phrase.strip()) == 1 and not power else ""
+    return Unit(tuple(sorted((q, p) for q, p in powers.items() if p)), factor, letter)
+
+
+def scales(a: Unit | None, b: Unit | None) -> tuple[Fraction, Fraction] | None:
+    """Factors that bring two numbers' units to one base; None when they measure different things.
+
+    A number without a unit is in the other's unit (both factors 1).
+    """
+    if a is None or b is None:
+        return Fraction(1), Fraction(1)
+    if a.dimension != b.dimension:
+        return None
+    return a.factor, b.factor
