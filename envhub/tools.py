@@ -23,7 +23,12 @@ gets, from one place:
   unknown tool, missing, unexpected or wrongly typed arguments);
 * the messages that carry the results back: one ``role="tool"`` message per structured call
   (with its ``tool_call_id``), and for text calls one ``role="user"`` message holding a
-  ``<tool_response>`` block per call, which every chat template can render.
+  ``<tool_response>`` block per call, which every chat template can render;
+* the tool loop itself, :class:`ToolEnv`: a multi-turn :class:`~envhub.core.TaskEnv` that
+  parses each message's calls, counts them, answers a bad one with its error (the step's status
+  ``invalid_action``, the episode goes on) and the others with what the environment's
+  :meth:`ToolEnv.call_tool` returns, and hands a message without calls to
+  :meth:`ToolEnv.answer`.
 
 The argument checker covers the JSON-schema subset tools need: the types ``string``,
 ``integer``, ``number``, ``boolean``, ``array`` and ``object``, ``enum``, ``minimum``,
@@ -37,11 +42,12 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from .errors import ConfigError, InvalidAction
+from .core import Episode, Feedback, TaskEnv
+from .errors import ConfigError, InvalidAction, VerifierTimeout
 from .tags import block_text, tag_blocks
-from .types import Message
+from .types import Message, Status, Task
 
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object"]
 
@@ -425,3 +431,124 @@ def with_system_prompt(
         system = f"{system}\n\n{toolset.describe()}"
     rest = list(messages[1:] if messages and messages[0].role == "system" else messages)
     return [Message(role="system", content=system), *rest]
+
+
+# ---------------------------------------------------------------- the tool loop
+
+NOT_RUN = "Error: not run: an earlier call of this message timed out"
+
+
+@dataclass
+class ToolCounts:
+    """The tallies of one tool episode (a tool environment's state, or the base of it)."""
+
+    calls: int = 0
+    """Calls tried, valid or not (a call not run after a time-out is not counted)."""
+    invalid: int = 0
+    """The model's bad calls: malformed, refused, or timed out."""
+
+    def components(self) -> dict[str, float]:
+        """The tallies as reward components (the environment pays those in its counters)."""
+        return {"tool_calls": float(self.calls), "invalid_calls": float(self.invalid)}
+
+
+class ToolEnv(TaskEnv):
+    """A multi-turn environment where the model acts by calling tools: the tool loop, once.
+
+    Each assistant message either calls tools (in either form, see :class:`ToolSet`) or not.
+    Its calls are parsed by :attr:`toolset` and run in order; each is counted. A call the model
+    got wrong (malformed, unknown tool, bad arguments, or refused by :meth:`call_tool` with
+    :class:`~envhub.errors.InvalidAction`) is answered with ``Error: ...`` in place of a result
+    and makes the step ``invalid_action``; a call :meth:`call_tool` reports as too slow
+    (:class:`~envhub.errors.VerifierTimeout`) makes it ``timeout`` and the message's later calls
+    are not run. Either way the episode goes on. Any other error is the machinery's and ends
+    the episode at the core's boundary. A message without calls goes to :meth:`answer`.
+
+    Subclasses set :attr:`toolset` and implement :meth:`call_tool`; they may override
+    :meth:`answer` (by default the message is the final answer, scored by :meth:`score` and
+    paid with the tallies) and :meth:`init_state` (a :class:`ToolCounts`, or a subclass of it).
+    The tallies named in :attr:`~envhub.core.TaskEnv.counters` (``tool_calls``,
+    ``invalid_calls``, ...) are paid on the answering step and on truncation.
+    """
+
+    toolset: ToolSet
+    """The tools offered (an attribute or a property)."""
+    default_system_prompt: ClassVar[str | None] = None
+    """The system prompt when the YAML gives none; ``None`` keeps the task env's opening."""
+    tools_in_prompt: bool = False
+    """Describe the tools and the text call form in the system prompt (for models without
+    native tool calling); only with a system prompt."""
+
+    def call_tool(self, episode: Episode, call: ParsedCall) -> str | Feedback:
+        """Run one well-formed call: its result as the text the model reads.
+
+        Raise :class:`~envhub.errors.InvalidAction` for a call the model got wrong and
+        :class:`~envhub.errors.VerifierTimeout` for one that ran past its deadline. Return a
+        :class:`~envhub.core.Feedback` instead to end the turn there (a submitted answer):
+        the message's later calls are not run.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement call_tool")
+
+    def answer(self, episode: Episode, message: Message) -> Feedback:
+        """A message without tool calls: the final answer, scored and paid with the tallies."""
+        components, details = self.score(episode.task, message)
+        return Feedback(done=True, components={**components, **self.tallies(episode)}, info=details)
+
+    def tallies(self, episode: Episode) -> dict[str, float]:
+        """The episode's tallies that this environment pays (its counters)."""
+        state: ToolCounts = episode.state
+        return {k: v for k, v in state.components().items() if k in self.counters}
+
+    def tools(self) -> list[dict[str, Any]]:
+        """The tools as OpenAI function definitions."""
+        return self.toolset.schemas()
+
+    def opening_messages(self, task: Task) -> list[Message]:
+        """The task env's opening under the system prompt (with the tools, if asked)."""
+        opening = super().opening_messages(task)
+        system = self.spec.system_prompt or self.default_system_prompt
+        if system is None:
+            return opening
+        return with_system_prompt(opening, system, self.toolset if self.tools_in_prompt else None)
+
+    def init_state(self, episode: Episode) -> ToolCounts:
+        """Fresh tallies."""
+        return ToolCounts()
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """Run the message's tool calls, or hand it to :meth:`answer`."""
+        if not ToolSet.has_calls(message):
+            return self.answer(episode, message)
+        state: ToolCounts = episode.state
+        results: list[tuple[ParsedCall, str]] = []
+        errors: list[str] = []
+        status = Status.OK
+        for call in self.toolset.parse(message):
+            if status is Status.TIMEOUT:  # a slow call spent the turn: the rest are not run
+                results.append((call, NOT_RUN))
+                continue
+            state.calls += 1
+            try:
+                if call.error is not None:
+                    raise InvalidAction(call.error)
+                out = self.call_tool(episode, call)
+            except (InvalidAction, VerifierTimeout) as e:
+                state.invalid += 1
+                errors.append(str(e))
+                results.append((call, f"Error: {e}"))
+                status = e.status
+                continue
+            if isinstance(out, Feedback):
+                return out
+            results.append((call, out))
+        return Feedback(
+            messages=tool_result_messages(results),
+            status=status,
+            error="; ".join(errors) or None,
+            info={"tool_calls": state.calls},
+        )
+
+    def on_truncate(self, episode: Episode) -> dict[str, float]:
+        """No answer within the turn budget: outcomes at 0, the tallies as counted."""
+        worst = {name: 0.0 for name in self.components - self.counters}
+        return {**worst, **self.tallies(episode)}

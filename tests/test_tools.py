@@ -4,9 +4,11 @@ import json
 
 import pytest
 
-from envhub.errors import ConfigError, InvalidAction
-from envhub.tools import Param, Tool, ToolSet, tool_result_messages
-from envhub.types import FunctionCall, Message, ToolCall
+from envhub.core import Feedback
+from envhub.errors import ConfigError, InvalidAction, VerifierTimeout
+from envhub.spec import EnvSpec
+from envhub.tools import Param, Tool, ToolEnv, ToolSet, tool_result_messages
+from envhub.types import FunctionCall, Message, Status, Task, ToolCall
 
 SEARCH = Tool(
     "search",
@@ -303,3 +305,67 @@ def test_text_block_may_hold_a_list_of_calls():
     ]
     assert calls[2].arguments == {"doc_id": "c"}
     assert "JSON object" in only_error(text("[]"))
+
+
+# ------------------------------------------------------------------ the tool loop (ToolEnv)
+
+
+class _Counter(ToolEnv):
+    """Only the hooks: ``add`` adds, ``slow`` times out, ``done`` ends; the answer is scored."""
+
+    components = frozenset({"correctness", "tool_calls", "invalid_calls"})
+    counters = frozenset({"tool_calls", "invalid_calls"})
+    primary_component = "correctness"
+    toolset = ToolSet(
+        [
+            Tool("add", "Add.", (Param("n", "integer", "How much.", maximum=9),)),
+            Tool("slow", "Never answers in time."),
+            Tool("done", "End the episode."),
+        ]
+    )
+
+    def builtin_tasks(self, split, size, seed):
+        return [Task(task_id="t0", prompt="Say 3.", answer="3")]
+
+    def call_tool(self, episode, call):
+        if call.name == "slow":
+            raise VerifierTimeout("slow gave no answer in time")
+        if call.name == "done":
+            return Feedback(done=True, components={"correctness": 0.5})
+        if call.arguments["n"] == 0:
+            raise InvalidAction("adding 0 changes nothing; add at least 1")
+        return f"added {call.arguments['n']}"
+
+    def score(self, task, response):
+        return {"correctness": float(response.content == task.answer)}, {}
+
+
+def _calls(*bodies: str) -> Message:
+    return text(*bodies, prefix="")
+
+
+def test_a_tool_env_holds_the_loop_and_its_subclass_only_the_hooks():
+    env = _Counter(EnvSpec(name="counter", max_turns=4, reward={"weights": {"correctness": 1}}))
+    env.reset()
+    r = env.step(_calls('{"name": "add", "arguments": {"n": 2}}', '{"name": "ad"}'))
+    assert r.info.status is Status.INVALID_ACTION and not r.done
+    assert "added 2" in r.messages[0].content and "did you mean 'add'" in r.info.error
+    r = env.step(_calls('{"name": "add", "arguments": {"n": 0}}'))
+    assert r.info.status is Status.INVALID_ACTION and "at least 1" in r.messages[0].content
+    r = env.step(_calls('{"name": "slow"}', '{"name": "add", "arguments": {"n": 1}}'))
+    assert r.info.status is Status.TIMEOUT and not r.done
+    assert r.messages[0].content.count("Error:") == 2 and "not run" in r.messages[0].content
+    final = env.step("3")
+    assert final.info.components == {"correctness": 1.0, "tool_calls": 4.0, "invalid_calls": 3.0}
+
+
+def test_a_tool_may_end_the_turn_and_truncation_pays_the_tallies_only():
+    env = _Counter(EnvSpec(name="counter", max_turns=2, reward={"weights": {"correctness": 1}}))
+    env.reset()
+    r = env.step(_calls('{"name": "done"}', '{"name": "add", "arguments": {"n": 1}}'))
+    assert r.done and r.info.components["correctness"] == 0.5
+    env.reset()
+    env.step(_calls('{"name": "add", "arguments": {"n": 1}}'))
+    cut = env.step(_calls('{"name": "add", "arguments": {"n": 11}}'))
+    assert cut.truncated and cut.info.components["correctness"] == 0.0
+    assert cut.info.components["tool_calls"] == 2.0 and cut.info.components["invalid_calls"] == 1.0

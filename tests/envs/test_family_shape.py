@@ -44,9 +44,15 @@ def test_family_has_the_scaffold_shape(family):
     )
 
 
-VARIANT_MODULES = {"sql-multiturn": "multiturn"}
-"""Entries whose class is a variant in a module of its own beside env.py (SqlMultiTurnEnv
-subclasses SqlEnv with its tools; in env.py the module would pass the 400-line budget)."""
+VARIANT_MODULES = {
+    "sql-multiturn": "multiturn",
+    "wordle": "wordle_env",
+    "sokoban": "sokoban_env",
+    "connect4": "connect4_env",
+}
+"""Entries whose class is in a module of its own beside env.py: SqlMultiTurnEnv subclasses
+SqlEnv with its tools (in env.py the module would pass the 400-line budget), and each game is a
+GameEnv (from the games' env.py) in a module of its own."""
 
 
 @pytest.mark.parametrize("env_id", envhub.catalog().ids())

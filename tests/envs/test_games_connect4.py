@@ -7,7 +7,7 @@ import pytest
 import envhub
 from envhub.envs.games import connect4_engine as c4
 from envhub.envs.games.connect4 import parse_column
-from envhub.envs.games.env import Connect4Env
+from envhub.envs.games.connect4_env import Connect4Env
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status

@@ -8,9 +8,9 @@ import pytest
 
 import envhub
 from envhub.envs.games import sokoban_level as sk
-from envhub.envs.games.base import split_rng
-from envhub.envs.games.env import SokobanEnv
+from envhub.envs.games.env import split_rng
 from envhub.envs.games.sokoban import parse_moves
+from envhub.envs.games.sokoban_env import SokobanEnv
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status

@@ -6,8 +6,8 @@ from collections import Counter
 import pytest
 
 import envhub
-from envhub.envs.games.env import WordleEnv
 from envhub.envs.games.wordle import feedback, parse_guess, word_lists
+from envhub.envs.games.wordle_env import WordleEnv
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Status

@@ -17,7 +17,7 @@ import pytest
 import envhub
 from envhub.core import MAX_MESSAGE_CHARS, Feedback, TaskEnv
 from envhub.envs.code.extract import MAX_PARSE_CHARS, build_program, defines
-from envhub.envs.games.base import last_tag
+from envhub.envs.games.env import last_tag
 from envhub.errors import InvalidAction
 from envhub.tags import tag_blocks
 from envhub.tools import ToolSet

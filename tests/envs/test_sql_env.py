@@ -202,22 +202,23 @@ def _adhoc(env, gold, db_id="store"):
         "",
     ],
 )
-def test_broken_gold_is_infra_error_never_a_match(cache, gold):
+def test_broken_gold_is_env_error_never_a_match(cache, gold):
+    """A broken gold is the task's data, env_error as in every family (issue 23, point 4)."""
     quick = SqlEnv(EnvSpec(**SPEC), cache_dir=cache, gold_timeout_s=0.3)
     before = checksums(quick)
     task = _adhoc(quick, gold)
     for response in (fenced(gold), fenced("SELECT 1"), fenced(gold)):
         score = quick.verify(task, response)
-        assert score.status is Status.INFRA_ERROR and score.reward == 0.0
+        assert score.status is Status.ENV_ERROR and score.reward == 0.0
         assert "gold" in score.error
         assert score.components == {}
     assert checksums(quick) == before
 
 
-def test_gold_with_too_many_rows_is_infra_error(cache):
+def test_gold_with_too_many_rows_is_env_error(cache):
     small = SqlEnv(EnvSpec(**SPEC), cache_dir=cache, max_rows=10)
     score = small.verify(_adhoc(small, "SELECT * FROM customers"), "SELECT * FROM customers")
-    assert score.status is Status.INFRA_ERROR and "max_rows" in score.error
+    assert score.status is Status.ENV_ERROR and "max_rows" in score.error
 
 
 def test_missing_database_is_infra_error(env, tmp_path):

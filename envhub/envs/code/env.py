@@ -13,7 +13,8 @@ the program. Components:
     1.0 when the code came from a fenced block.
 
 Statuses: a wrong, crashing or hostile program is an ordinary wrong answer (``ok``); a program
-that runs past its deadline is ``timeout``; a sandbox that cannot start is ``infra_error``.
+that runs past its deadline is ``timeout``; a sandbox that cannot start is ``infra_error``; a
+task whose tests are missing or cannot be read (a broken gold) is ``env_error``, never paid.
 
 Multi-turn (``max_turns`` > 1): each task's tests are split into *shown* and *held* parts
 (:class:`~envhub.envs.code.tasks.SplitTests`). An attempt runs against the shown tests only;
@@ -37,7 +38,13 @@ from dataclasses import replace
 from typing import Any
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, DependencyMissing, NotSupported, VerifierTimeout
+from envhub.errors import (
+    ConfigError,
+    DependencyMissing,
+    GoldAnswerError,
+    NotSupported,
+    VerifierTimeout,
+)
 from envhub.sandbox import (
     FunctionSuite,
     Limits,
@@ -326,7 +333,14 @@ class CodeEnv(TaskEnv):
 
 
 def _cases(task: Task) -> list[tuple[str, str]]:
-    return [(str(c["input"]), str(c["output"])) for c in task.metadata["io_tests"]]
+    """The input/output cases of an ``io`` task; missing or malformed ones are its error."""
+    try:
+        return [(str(c["input"]), str(c["output"])) for c in task.metadata["io_tests"]]
+    except (KeyError, TypeError) as e:
+        raise GoldAnswerError(
+            f"task {task.task_id}: its io_tests cannot be read ({e!r}); give a list of "
+            "{input, output} objects"
+        ) from e
 
 
 def answer_paths(spec: EnvSpec) -> list[str]:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.datasets import read_jsonl
-from envhub.errors import ConfigError, DependencyMissing
+from envhub.errors import ConfigError, DependencyMissing, GoldAnswerError
 from envhub.install import install_command
 from envhub.sandbox import FunctionSuite, Step, called_names
 from envhub.types import Task
@@ -161,7 +161,12 @@ _USER_KEYS = {
 
 
 def suite_for(task: Task) -> FunctionSuite:
-    """The trusted test suite of a ``function`` task."""
+    """The trusted test suite of a ``function`` task.
+
+    Raises:
+        GoldAnswerError: The task's tests are missing or cannot be read (the task's data is
+            broken: an ``env_error``, never a reward).
+    """
     meta = task.metadata
     try:
         if meta.get("check"):
@@ -172,8 +177,11 @@ def suite_for(task: Task) -> FunctionSuite:
         found = called_names(meta["tests"], meta.get("setup", ""))
         functions = first + [n for n in found if n not in first]
         return FunctionSuite.from_asserts(meta["tests"], meta.get("setup", ""), functions)
-    except ConfigError as e:
-        raise ConfigError(f"task {task.task_id}: {e}") from e
+    except (ConfigError, KeyError) as e:
+        raise GoldAnswerError(
+            f"task {task.task_id}: its tests cannot be read ({e}); fix the task's 'tests' "
+            "or 'check' and 'entry_point'"
+        ) from e
 
 
 # ------------------------------------------------------------------ shown and held tests

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from envhub.errors import ConfigError
 
 from . import connect4_engine as c4
-from .base import Turns, last_tag, strip_thinking
+from .env import Turns, last_tag, strip_thinking
 
 RULES = (
     "Let's play Connect Four on a 7-column, 6-row board. You play {me}, your opponent plays "

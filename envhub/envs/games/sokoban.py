@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from . import sokoban_level as sk
-from .base import Turns, last_tag, strip_thinking
+from .env import Turns, last_tag, strip_thinking
 
 RULES = (
     "Let's play Sokoban. Push every box onto a goal.\n"

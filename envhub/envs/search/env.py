@@ -21,14 +21,13 @@ it. The reward is paid on the answering step (or at truncation):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from envhub.core import Episode, Feedback, TaskEnv
+from envhub.core import Episode
 from envhub.errors import ConfigError, InvalidAction
 from envhub.spec import EnvSpec
-from envhub.tools import Param, ParsedCall, Tool, ToolSet, tool_result_messages, with_system_prompt
-from envhub.types import Message, Status, Task
+from envhub.tools import Param, ParsedCall, Tool, ToolCounts, ToolEnv, ToolSet
+from envhub.types import Message, Task
 
 from .agent import ScriptedAgent, match_question
 from .index import CorpusSpec, SearchIndex, load_corpus
@@ -44,15 +43,7 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 
-@dataclass
-class SearchState:
-    """Per-episode counters."""
-
-    calls: int = 0
-    invalid: int = 0
-
-
-class SearchEnv(TaskEnv):
+class SearchEnv(ToolEnv):
     """Multi-turn question answering with search and open tools over a BM25 index."""
 
     components: ClassVar[frozenset[str]] = frozenset(
@@ -60,6 +51,7 @@ class SearchEnv(TaskEnv):
     )
     counters: ClassVar[frozenset[str]] = frozenset({"tool_calls", "invalid_calls"})
     primary_component: ClassVar[str] = "correctness"
+    default_system_prompt: ClassVar[str | None] = DEFAULT_SYSTEM_PROMPT
 
     def __init__(
         self,
@@ -98,7 +90,6 @@ class SearchEnv(TaskEnv):
         self.tools_in_prompt = tools_in_prompt
         self.toolset = ToolSet(_tool_defs(top_k, max_k), max_calls=max_calls_per_turn)
         self._search_index: SearchIndex | None = None
-        self._handlers = {"search": self._search, "open": self._open}
 
     # ------------------------------------------------------------------ data
 
@@ -123,51 +114,18 @@ class SearchEnv(TaskEnv):
         world = generate(self.corpus_spec.seed, self.corpus_spec.sizes)
         return world.questions(split, size, seed)
 
-    # ------------------------------------------------------------------ prompts and tools
-
-    def tools(self) -> list[dict[str, Any]]:
-        """``search`` and ``open`` as OpenAI function definitions."""
-        return self.toolset.schemas()
-
-    def opening_messages(self, task: Task) -> list[Message]:
-        """System prompt (with the tool description) and the question."""
-        system = self.spec.system_prompt or DEFAULT_SYSTEM_PROMPT
-        shown = self.toolset if self.tools_in_prompt else None
-        return with_system_prompt(super().opening_messages(task), system, shown)
-
     # ------------------------------------------------------------------ episode
 
-    def init_state(self, episode: Episode) -> SearchState:
-        """Fresh counters; the index is made ready before the first step."""
+    def init_state(self, episode: Episode) -> ToolCounts:
+        """Fresh tallies; the index is made ready before the first step."""
         _ = self.index
-        return SearchState()
+        return ToolCounts()
 
-    def env_response(self, episode: Episode, message: Message) -> Feedback:
-        """Run the message's tool calls, or judge it as the final answer."""
-        state: SearchState = episode.state
-        if not ToolSet.has_calls(message):
-            components, details = self.score(episode.task, message)
-            components.update(tool_calls=float(state.calls), invalid_calls=float(state.invalid))
-            return Feedback(done=True, components=components, info=details)
-        results: list[tuple[ParsedCall, str]] = []
-        errors: list[str] = []
-        for call in self.toolset.parse(message):
-            state.calls += 1
-            try:
-                if call.error is not None:
-                    raise InvalidAction(call.error)
-                results.append((call, self._handlers[call.name](**call.arguments)))
-            except InvalidAction as e:
-                state.invalid += 1
-                errors.append(str(e))
-                results.append((call, f"Error: {e}"))
-        status = Status.INVALID_ACTION if errors else Status.OK
-        return Feedback(
-            messages=tool_result_messages(results),
-            status=status,
-            error="; ".join(errors) or None,
-            info={"tool_calls": state.calls},
-        )
+    def call_tool(self, episode: Episode, call: ParsedCall) -> str:
+        """``search`` or ``open``; an unknown doc id is the model's invalid call."""
+        if call.name == "open":
+            return self._open(**call.arguments)
+        return self._search(**call.arguments)
 
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
         """Correctness, F1 and format of a final answer."""
@@ -176,17 +134,6 @@ class SearchEnv(TaskEnv):
         em, f1 = score_answer(answer, golds)
         components = {"correctness": em, "f1": f1, "format": float(well_formed)}
         return components, {"answer": answer}
-
-    def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """No answer before the turn budget ran out: nothing earned, the calls still count."""
-        state: SearchState = episode.state
-        return {
-            "correctness": 0.0,
-            "f1": 0.0,
-            "format": 0.0,
-            "tool_calls": float(state.calls),
-            "invalid_calls": float(state.invalid),
-        }
 
     def reference_action(self, episode: Episode) -> Message:
         """The scripted agent's move for generated questions; the gold answer otherwise."""

@@ -10,9 +10,10 @@ verifier runs the model's query and the gold query under the guards of
 Statuses: a model query that is refused, fails or returns the wrong rows is a wrong answer
 (``ok``, ``correctness`` 0): it is the model's doing and worth learning from. A model query
 that runs past its deadline is ``timeout``, and one whose result holds more than
-``max_result_bytes`` is ``invalid_action`` (fetching stops at the cap). A gold query that
-fails or runs past its own deadline, or a database that cannot be opened, is ``infra_error``:
-never a match, never a 0.
+``max_result_bytes`` is ``invalid_action`` (fetching stops at the cap). A gold query that is
+missing, fails, runs past its own deadline or returns more than ``max_rows`` rows is a broken
+gold, ``env_error`` (the task's data, as in every family); a database that cannot be opened is
+``infra_error``. Neither is ever a match or a 0.
 """
 
 from __future__ import annotations
@@ -23,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from envhub.core import Episode, TaskEnv
-from envhub.errors import ConfigError, InfraError, InvalidAction, NotSupported, VerifierTimeout
+from envhub.errors import (
+    ConfigError,
+    GoldAnswerError,
+    InfraError,
+    InvalidAction,
+    NotSupported,
+    VerifierTimeout,
+)
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
@@ -57,8 +65,11 @@ def _single_select(sql: str) -> bool:
     return True
 
 
-class GoldQueryFailed(InfraError):
-    """The gold query errored, timed out or returned too many rows: never a match."""
+class GoldQueryFailed(GoldAnswerError):
+    """A broken gold query: missing, erroring, timed out or returning too many rows.
+
+    The task's data is broken (``env_error``): never a match and never a 0.
+    """
 
 
 class SqlEnv(TaskEnv):
@@ -70,7 +81,7 @@ class SqlEnv(TaskEnv):
         databases: Built-in databases whose tasks to use (all by default).
         db_dir: Folder of user databases (Spider layout or flat ``<db_id>.sqlite``).
         timeout_s: Deadline of the model's query, in seconds.
-        gold_timeout_s: Deadline of the gold query (exceeding it is ``infra_error``).
+        gold_timeout_s: Deadline of the gold query (exceeding it is ``env_error``).
         max_rows: Rows fetched at most; a model result beyond it is a wrong answer.
         max_value_bytes: Largest string or blob a query may build or read (raise it for
             databases with long texts; it bounds the cost of one function call).
@@ -256,7 +267,13 @@ class SqlEnv(TaskEnv):
         )
 
     def gold_result(self, task: Task, db: Path) -> QueryResult:
-        """The gold query's result (cached); any failure is :class:`GoldQueryFailed`."""
+        """The gold query's result (cached).
+
+        Raises:
+            GoldQueryFailed: The gold query is missing, fails, times out or returns too many
+                rows.
+            InfraError: The database cannot be opened.
+        """
         if not task.answer:
             raise GoldQueryFailed(f"task {task.task_id!r} has no gold query")
         key = (str(db), task.answer)
@@ -270,6 +287,8 @@ class SqlEnv(TaskEnv):
                     self._gold[key] = cached
         if isinstance(cached, QueryResult):
             return cached
+        if isinstance(cached, DatabaseUnavailable):  # the database, not the gold
+            raise InfraError(str(cached)) from cached
         raise GoldQueryFailed(
             f"gold query of task {task.task_id!r} failed: {type(cached).__name__}: {cached}"
         )
@@ -293,7 +312,7 @@ class SqlEnv(TaskEnv):
         Raises:
             VerifierTimeout: The model's query ran past its deadline.
             InvalidAction: The model's query returned more than ``max_result_bytes``.
-            GoldQueryFailed: The gold query failed.
+            GoldQueryFailed: The gold query failed (``env_error``).
             InfraError: The database cannot be opened.
         """
         db = self.db_path(task)

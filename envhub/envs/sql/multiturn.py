@@ -26,12 +26,13 @@ the model as text; only the final answer's time-out makes the step's status ``ti
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from envhub.core import Episode, Feedback
 from envhub.errors import InfraError
 from envhub.spec import EnvSpec
-from envhub.tools import Param, ParsedCall, Tool, ToolSet, tool_result_messages
+from envhub.tools import Param, ParsedCall, Tool, ToolCounts, ToolEnv, ToolSet
 from envhub.types import Message, Status
 
 from . import sqltext
@@ -69,10 +70,18 @@ TOOLS = ToolSet(
 )
 
 
-class SqlMultiTurnEnv(SqlEnv):
+@dataclass
+class Exploration(ToolCounts):
+    """The tool loop's tallies and the queries run to explore (in either convention)."""
+
+    explored: int = 0
+
+
+class SqlMultiTurnEnv(ToolEnv, SqlEnv):
     """Text-to-SQL where the model may explore the database before answering."""
 
     extra_options = ("explore_rows",)
+    toolset = TOOLS
 
     def __init__(self, spec: EnvSpec, *, explore_rows: int = 20, **options: Any) -> None:
         """Like :class:`SqlEnv`, plus ``explore_rows``: rows shown per exploratory query."""
@@ -80,17 +89,13 @@ class SqlMultiTurnEnv(SqlEnv):
         self.explore_rows = max(1, int(explore_rows))
         self.options["explore_rows"] = self.explore_rows
 
-    def tools(self) -> list[dict[str, Any]]:
-        """``run_query`` (explore) and ``submit_answer`` (final answer)."""
-        return TOOLS.schemas()
-
-    def init_state(self, episode: Episode) -> dict[str, int]:
-        """Counts of exploratory queries."""
-        return {"explored": 0}
+    def init_state(self, episode: Episode) -> Exploration:
+        """No query explored yet."""
+        return Exploration()
 
     def explore(self, episode: Episode, sql: str) -> str:
         """Run one exploratory query and describe its result (or error) as text."""
-        episode.state["explored"] += 1
+        episode.state.explored += 1
         try:
             result = self.run(self.db_path(episode.task), sql, max_rows=self.explore_rows)
         except QueryFailed as e:
@@ -107,13 +112,17 @@ class SqlMultiTurnEnv(SqlEnv):
 
     def _final(self, episode: Episode, sql: str, in_format: bool) -> Feedback:
         components, details = self.judge(episode.task, sql, in_format)
-        details["explored"] = episode.state["explored"]
+        details["explored"] = episode.state.explored
         return Feedback(done=True, components=components, info=details)
 
-    def env_response(self, episode: Episode, message: Message) -> Feedback:
-        """Run exploratory queries, or judge the final answer."""
-        if TOOLS.has_calls(message):
-            return self._tool_turn(episode, message)
+    def call_tool(self, episode: Episode, call: ParsedCall) -> str | Feedback:
+        """``run_query`` explores (errors shown as text); ``submit_answer`` ends the episode."""
+        if call.name == SUBMIT_TOOL:
+            return self._final(episode, sqltext.extract_sql(call.arguments["query"]).sql, True)
+        return self.explore(episode, call.arguments["query"]) + self._remaining(episode)
+
+    def answer(self, episode: Episode, message: Message) -> Feedback:
+        """A message without tool calls: a query to run, or the final answer, in text."""
         text = message.content
         markers = list(FINAL_RE.finditer(text))
         if markers:
@@ -136,30 +145,6 @@ class SqlMultiTurnEnv(SqlEnv):
             )
         reply = self.explore(episode, found.sql) + self._remaining(episode)
         return Feedback(messages=[Message(role="user", content=reply)])
-
-    def _tool_turn(self, episode: Episode, message: Message) -> Feedback:
-        results: list[tuple[ParsedCall, str]] = []
-        bad: list[str] = []
-        for call in TOOLS.parse(message):
-            if not call.ok:
-                bad.append(f"{call.name}: {call.error}")
-                results.append((call, f"Error: {call.error}"))
-            elif call.name == SUBMIT_TOOL:
-                return self._final(episode, sqltext.extract_sql(call.arguments["query"]).sql, True)
-            else:
-                out = self.explore(episode, call.arguments["query"])
-                results.append((call, out + self._remaining(episode)))
-        if bad:
-            return Feedback(
-                messages=tool_result_messages(results),
-                status=Status.INVALID_ACTION,
-                error="malformed tool call(s): " + "; ".join(bad),
-            )
-        return Feedback(messages=tool_result_messages(results))
-
-    def on_truncate(self, episode: Episode) -> dict[str, float]:
-        """No answer within the turn budget: every component 0."""
-        return {"correctness": 0.0, "format": 0.0, "executes": 0.0}
 
     def reference_action(self, episode: Episode) -> Message:
         """The gold query as a final answer."""
