@@ -30,11 +30,14 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from .core import Env, valid_unicode
+from .deadline import ADMISSION_WAIT_S
 from .errors import ConfigError, EpisodeStateError, TransportError
 from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 from .wire import (
+    OVERLOADED,
     RETRY_CODES,
+    Backoff,
     ResetRequest,
     ResetResponse,
     StepRequest,
@@ -82,6 +85,7 @@ class HTTPEnv(Env):
         *,
         timeout: float = 60.0,
         retries: int = 3,
+        admission_wait: float = ADMISSION_WAIT_S,
         transport: Transport = "auto",
         max_concurrency: int = 1024,
         owner: Closeable | None = None,
@@ -92,7 +96,10 @@ class HTTPEnv(Env):
         Args:
             url: The server, ``http://host:port``.
             timeout: Deadline of every call, in seconds.
-            retries: Tries after a dropped connection or an overloaded server.
+            retries: Tries after a dropped connection or a refused call.
+            admission_wait: Seconds a call is sent again while a saturated server refuses it
+                unstarted (``overloaded``); never charged to the model (see
+                :data:`envhub.deadline.ADMISSION_WAIT_S`).
             transport: ``auto`` (WebSocket, HTTP where refused), ``ws`` or ``http``.
             max_concurrency: Calls in flight at once over this handle and its forks.
             owner: A server process or container to stop on :meth:`close`.
@@ -102,6 +109,7 @@ class HTTPEnv(Env):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.retries = retries
+        self.admission_wait = admission_wait
         self._owner = owner
         self._session: str | None = None
         self._is_fork = _pool is not None
@@ -121,41 +129,63 @@ class HTTPEnv(Env):
 
     def fork(self) -> HTTPEnv:
         """A second handle on the same server, with its own episode and a shared pool."""
-        return HTTPEnv(self.url, timeout=self.timeout, retries=self.retries, _pool=self._pool)
+        return HTTPEnv(
+            self.url,
+            timeout=self.timeout,
+            retries=self.retries,
+            admission_wait=self.admission_wait,
+            _pool=self._pool,
+        )
 
     # ------------------------------------------------------------------ HTTP transport
 
     def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        for attempt in range(self.retries + 1):
+        backoff: Backoff | None = None
+        while True:
             try:
                 with self._pool.slot(self.timeout):
                     resp = self._client.post(path, json=body)
-                if resp.status_code in RETRY_CODES and attempt < self.retries:
-                    time.sleep(_retry_after(resp, attempt))
-                    continue
-                _raise_for(resp)
-                return resp
             except httpx.TransportError as e:
-                if attempt >= self.retries:
-                    raise _Transient(f"{type(e).__name__}: {e}") from e
-                time.sleep(0.1 * 2**attempt)
-        raise AssertionError("unreachable")
+                resp = e
+            backoff, pause = self._again(resp, backoff)
+            if pause is None:
+                return resp  # type: ignore[return-value]
+            time.sleep(pause)
 
     async def _apost(self, path: str, body: dict[str, Any]) -> httpx.Response:
         client = self._pool.async_client()
-        for attempt in range(self.retries + 1):
+        backoff: Backoff | None = None
+        while True:
             try:
                 resp = await client.post(path, json=body)
-                if resp.status_code in RETRY_CODES and attempt < self.retries:
-                    await asyncio.sleep(_retry_after(resp, attempt))
-                    continue
-                _raise_for(resp)
-                return resp
             except httpx.TransportError as e:
-                if attempt >= self.retries:
-                    raise _Transient(f"{type(e).__name__}: {e}") from e
-                await asyncio.sleep(0.1 * 2**attempt)
-        raise AssertionError("unreachable")
+                resp = e
+            backoff, pause = self._again(resp, backoff)
+            if pause is None:
+                return resp  # type: ignore[return-value]
+            await asyncio.sleep(pause)
+
+    def _again(
+        self, resp: httpx.Response | httpx.TransportError, backoff: Backoff | None
+    ) -> tuple[Backoff | None, float | None]:
+        """The pause before sending again (``None``: ``resp`` is the answer); raises past it.
+
+        See :class:`envhub.wire.Backoff`: an ``overloaded`` refusal is sent again within the
+        admission budget, uncounted; a dropped connection or another 429/503 within ``retries``.
+        """
+        if isinstance(resp, httpx.Response) and resp.status_code not in RETRY_CODES:
+            _raise_for(resp)
+            return backoff, None
+        backoff = backoff or Backoff(self.retries, self.admission_wait)
+        if isinstance(resp, httpx.Response):
+            pause = backoff.pause(_kind(resp) == OVERLOADED, _retry_after(resp))
+            if pause is None:
+                _raise_for(resp)
+            return backoff, pause
+        pause = backoff.pause(False)
+        if pause is None:
+            raise _Transient(f"{type(resp).__name__}: {resp}") from resp
+        return backoff, pause
 
     # ------------------------------------------------------------------ WebSocket transport
 
@@ -163,15 +193,20 @@ class HTTPEnv(Env):
         if self._channel is None and self._pool.use_ws:
             from .ws import Channel
 
-            self._channel = Channel(self.url, self.timeout, self.retries, self._pool.max_body)
+            self._channel = Channel(self.url, self._limits())
         return self._channel
 
     def _aws(self) -> Any:
         if self._achannel is None and self._pool.use_ws:
             from .ws import AsyncChannel
 
-            self._achannel = AsyncChannel(self.url, self.timeout, self.retries, self._pool.max_body)
+            self._achannel = AsyncChannel(self.url, self._limits())
         return self._achannel
+
+    def _limits(self) -> Any:
+        from .ws import Limits
+
+        return Limits(self.timeout, self.retries, self.admission_wait, self._pool.max_body)
 
     def _refused(self, error: Exception) -> None:
         """The handshake was refused: this pool speaks HTTP from now on."""
@@ -502,8 +537,16 @@ def _have_websockets(transport: str) -> bool:
     return True
 
 
-def _retry_after(resp: httpx.Response, attempt: int) -> float:
+def _retry_after(resp: httpx.Response) -> float | None:
     try:
         return min(float(resp.headers.get("Retry-After", "")), 5.0)
     except ValueError:
-        return 0.05 * 2**attempt
+        return None
+
+
+def _kind(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return ""
+    return body.get("kind", "") if isinstance(body, dict) else ""

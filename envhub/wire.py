@@ -24,6 +24,7 @@ a move twice.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -43,6 +44,7 @@ __all__ = [
     "StepResult",
     "TaskPage",
     "Transient",
+    "Backoff",
     "VerifyItem",
     "VerifyRequest",
     "VerifyResponse",
@@ -193,6 +195,8 @@ def error_frame(code: int, kind: str, message: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- what errors mean
 
 RETRY_CODES = (429, 503)
+OVERLOADED = "overloaded"
+"""The ``kind`` of a refusal of work the server never started: sent again without charge."""
 ERRORS_BY_KIND: dict[str, type[Exception]] = {
     "task_not_found": TaskNotFound,
     "episode_state": EpisodeStateError,
@@ -205,6 +209,32 @@ ERRORS_BY_KIND: dict[str, type[Exception]] = {
 
 class Transient(Exception):
     """A failure of the server or the network: ``infra_error`` for the episode."""
+
+
+class Backoff:
+    """When a client sends a call again, shared by the HTTP and WebSocket clients.
+
+    Two budgets, kept apart on purpose. An ``overloaded`` answer (the server is busy with other
+    episodes and never started the call) is sent again for up to ``admission_s`` seconds from
+    the first refusal, uncounted: queueing is never the model's fault. Any other failure (a
+    dropped connection, another 429/503) gets ``retries`` more tries. Past either budget the
+    call is the machinery's failure (``infra_error``). Made at a call's first failure only.
+    """
+
+    def __init__(self, retries: int, admission_s: float) -> None:
+        """Allow ``retries`` tries after failures and ``admission_s`` of overload waits."""
+        self.tries, self.retries = 0, retries
+        self.until = time.monotonic() + admission_s
+
+    def pause(self, overloaded: bool, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before sending again, or ``None`` to give up."""
+        left = self.until - time.monotonic()
+        if overloaded and left > 0:
+            return min(0.5 if retry_after is None else retry_after, left)
+        if self.tries >= self.retries:
+            return None
+        self.tries += 1
+        return min(0.05 * 2**self.tries, 2.0) if retry_after is None else retry_after
 
 
 def raise_for_error(code: int, kind: str, message: str) -> None:

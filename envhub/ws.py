@@ -27,6 +27,7 @@ import math
 import socket
 import struct
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -36,7 +37,7 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from .types import StepResult
-from .wire import RETRY_CODES, ResetResponse, Transient, raise_for_error
+from .wire import OVERLOADED, RETRY_CODES, Backoff, ResetResponse, Transient, raise_for_error
 
 MAX_MESSAGE = 64 * 2**20
 """Largest answer accepted, in bytes (a long transcript of tool results fits)."""
@@ -252,18 +253,32 @@ def step_frame(message_json: str, seq: int) -> str:
     return f'{{"op":"step","seq":{seq},"message":{message_json}}}'
 
 
+@dataclass(frozen=True)
+class Limits:
+    """A channel's limits: what :class:`envhub.remote.HTTPEnv` was given, and the server's."""
+
+    timeout: float
+    """Deadline of one answer, in seconds."""
+    retries: int
+    """Tries after a dropped connection or a refused call (see :class:`envhub.wire.Backoff`)."""
+    admission_s: float
+    """Seconds a call is sent again while a saturated server refuses it unstarted."""
+    max_frame: int = 0
+    """The server's body limit (``max_body_bytes``; 0: none known)."""
+
+
 class _Base:
     """What both channels share: the session, the step count, reading answers."""
 
-    def __init__(self, url: str, timeout: float, retries: int, max_frame: int = 0) -> None:
-        """A channel to the server at ``url``; ``max_frame`` is its body limit (0: none known).
+    def __init__(self, url: str, limits: Limits) -> None:
+        """A channel to the server at ``url``.
 
         A frame over the server's limit is refused here, as the server would refuse it: a
         frame over the server's WebSocket buffer would cut the connection instead, and a
         message the caller made too long must not read as the server's ``infra_error``.
         """
-        self.url, self.timeout, self.retries = ws_url(url), timeout, retries
-        self.max_frame = max_frame
+        self.url, self.limits, self.timeout = ws_url(url), limits, limits.timeout
+        self.max_frame = limits.max_frame
         self.sid: str | None = None
         self.steps = 0
 
@@ -272,19 +287,34 @@ class _Base:
             raise_for_error(413, "too_large", f"request body over {self.max_frame} bytes")
         return text
 
-    def _check(self, text: str, attempt: int) -> bool:
-        """True if ``text`` is the answer, False to send again; raises for other errors.
+    def _backoff(self) -> Backoff:
+        return Backoff(self.limits.retries, self.limits.admission_s)
+
+    def _pause(self, text: str, backoff: Backoff | None) -> tuple[Backoff | None, float | None]:
+        """``(backoff, None)`` if ``text`` is the answer, else the pause before sending again.
 
         An error frame is the only answer whose first key is ``error`` (see
-        :func:`envhub.wire.error_frame`), so a result is never parsed twice.
+        :func:`envhub.wire.error_frame`), so a result is never parsed twice. Errors that are
+        not sent again are raised.
         """
         if not text.startswith('{"error"'):
-            return True
+            return backoff, None
         err = json.loads(text)
-        if err["code"] in RETRY_CODES and attempt < self.retries:
-            return False
+        if err["code"] in RETRY_CODES:
+            backoff = backoff or self._backoff()
+            pause = backoff.pause(err["kind"] == OVERLOADED)
+            if pause is not None:
+                return backoff, pause
         raise_for_error(err["code"], err["kind"], err["error"])
-        return True
+        raise AssertionError("unreachable")
+
+    def _dropped(self, error: BaseException, backoff: Backoff | None) -> tuple[Backoff, float]:
+        """The pause before reconnecting after ``error``; raises past the retries."""
+        backoff = backoff or self._backoff()
+        pause = backoff.pause(False)
+        if pause is None:
+            raise _failure(error, self.timeout) from error
+        return backoff, pause
 
     def _resumed(self, text: str) -> None:
         if text.startswith('{"error"'):
@@ -300,10 +330,6 @@ class _Base:
     def forget(self) -> None:
         """Drop the session (after its episode failed)."""
         self.sid, self.steps = None, 0
-
-
-def _backoff(attempt: int) -> float:
-    return min(0.05 * 2**attempt, 2.0)
 
 
 def _failure(e: BaseException, timeout: float) -> Transient:
@@ -329,7 +355,8 @@ class Channel(_Base):
         return sock
 
     def _call(self, text: str) -> str:
-        for attempt in range(self.retries + 1):
+        backoff = pause = None
+        while True:
             try:
                 answer = (self._sock or self._open()).call(text, self.timeout)
             except TimeoutError as e:
@@ -337,14 +364,12 @@ class Channel(_Base):
                 raise _failure(e, self.timeout) from e
             except _DROPPED as e:
                 self.close_socket()
-                if attempt >= self.retries:
-                    raise _failure(e, self.timeout) from e
-                time.sleep(_backoff(attempt))
-                continue
-            if self._check(answer, attempt):
-                return answer
-            time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                backoff, pause = self._dropped(e, backoff)
+            else:
+                backoff, pause = self._pause(answer, backoff)
+                if pause is None:
+                    return answer
+            time.sleep(pause)
 
     def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
         """Start an episode (the connection's previous session is closed by the server)."""
@@ -389,7 +414,8 @@ class AsyncChannel(_Base):
         return sock
 
     async def _call(self, text: str) -> str:
-        for attempt in range(self.retries + 1):
+        backoff = pause = None
+        while True:
             try:
                 answer = await (self._sock or await self._open()).call(text, self.timeout)
             except TimeoutError as e:
@@ -397,14 +423,12 @@ class AsyncChannel(_Base):
                 raise _failure(e, self.timeout) from e
             except _DROPPED as e:
                 self.close_socket()
-                if attempt >= self.retries:
-                    raise _failure(e, self.timeout) from e
-                await asyncio.sleep(_backoff(attempt))
-                continue
-            if self._check(answer, attempt):
-                return answer
-            await asyncio.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                backoff, pause = self._dropped(e, backoff)
+            else:
+                backoff, pause = self._pause(answer, backoff)
+                if pause is None:
+                    return answer
+            await asyncio.sleep(pause)
 
     async def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
         """Async :meth:`Channel.reset`."""

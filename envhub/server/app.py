@@ -23,7 +23,6 @@ package, never from a CDN.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import gc
@@ -80,7 +79,11 @@ class ServerSettings(BaseModel):
     max_body_bytes: int = Field(4_000_000, ge=1024)
     max_batch: int = Field(1024, ge=1)
     request_timeout_s: float = Field(120.0, gt=0)
-    """Server-side deadline of one environment call."""
+    """Server-side deadline of one environment call, counted from when a worker starts it."""
+    queue_timeout_s: float = Field(5.0, gt=0)
+    """Longest wait of a call for a free worker; then 503 ``overloaded`` with ``Retry-After``
+    (the call never ran, the client sends it again). Small beside the client's deadline, which
+    must cover this wait plus the step itself."""
 
 
 # ---------------------------------------------------------------------------- the app
@@ -117,10 +120,12 @@ class Server:
 
         Lean worker threads (:mod:`envhub.server.workers`), not anyio.to_thread nor an
         executor: their per-call locks and bookkeeping were the event loop's largest cost per
-        WebSocket step. At the deadline the call is abandoned (its thread finishes on its own).
+        WebSocket step. The deadline counts from when a worker starts the call; a call that
+        finds no free worker within ``queue_timeout_s`` is refused unstarted (``Overloaded``).
+        At the deadline the call is abandoned (its thread finishes on its own).
         """
-        async with asyncio.timeout(self.settings.request_timeout_s):
-            return await self.pool.submit(fn, *args)
+        s = self.settings
+        return await self.pool.run(fn, *args, queue_s=s.queue_timeout_s, run_s=s.request_timeout_s)
 
     @asynccontextmanager
     async def lifespan(self, _: FastAPI):  # noqa: ANN201

@@ -69,7 +69,7 @@ class SessionTable:
         self.reap()
         if len(self._sessions) >= self.max_sessions:
             raise SessionError(
-                503, "overloaded", f"all {self.max_sessions} sessions are in use; retry later"
+                503, "sessions_full", f"all {self.max_sessions} sessions are in use; retry later"
             )
         sid = secrets.token_urlsafe(12)
         self._sessions[sid] = Session(env, task_id)

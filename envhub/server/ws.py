@@ -24,7 +24,7 @@ from envhub.errors import EpisodeStateError
 from envhub.wire import WsRequest, error_frame
 
 from .episodes import Episodes
-from .errors import CLIENT_ERRORS
+from .errors import CLIENT_ERRORS, REFUSALS
 from .sessions import SessionError
 
 log = logging.getLogger("envhub.server")
@@ -81,6 +81,9 @@ class _Connection:
 def _error(exc: Exception, deadline_s: float) -> dict[str, Any]:
     if isinstance(exc, SessionError):
         return error_frame(exc.code, exc.kind, str(exc))
+    for cls, (code, kind, _) in REFUSALS.items():
+        if isinstance(exc, cls):
+            return error_frame(code, kind, str(exc))
     if isinstance(exc, TimeoutError):
         return error_frame(504, "deadline", f"over the server deadline of {deadline_s:g} s")
     if isinstance(exc, ValidationError):
