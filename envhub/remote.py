@@ -112,6 +112,8 @@ class HTTPEnv(Env):
         self.admission_wait = admission_wait
         self._owner = owner
         self._session: str | None = None
+        self._secret = ""
+        self._steps = 0
         self._is_fork = _pool is not None
         self._pool = _pool or _Pool(self.url, timeout, transport, max_concurrency)
         self.spec = self._pool.spec
@@ -218,11 +220,14 @@ class HTTPEnv(Env):
     # ------------------------------------------------------------------ the contract
 
     def _reset_body(self, seed: int | None, task_id: str | None) -> dict[str, Any]:
-        body = ResetRequest(seed=seed, task_id=task_id, close_session=self._session)
+        close = self._session
+        body = ResetRequest(
+            seed=seed, task_id=task_id, close_session=close, close_secret=close and self._secret
+        )
         return body.model_dump(exclude_none=True)
 
     def _after_reset(self, data: ResetResponse) -> ResetResult:
-        self._session = data.session_id
+        self._session, self._secret, self._steps = data.session_id, data.session_secret, 0
         return ResetResult.model_construct(messages=data.messages, info=data.info)
 
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
@@ -264,7 +269,13 @@ class HTTPEnv(Env):
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
         message = valid_unicode(Message.coerce(action))
-        return StepRequest(session_id=self._session, message=message).model_dump(exclude_none=True)
+        body = StepRequest(
+            session_id=self._session,
+            session_secret=self._secret,
+            seq=self._steps + 1,  # a step sent again after a lost answer is not applied twice
+            message=message,
+        )
+        return body.model_dump(exclude_none=True)
 
     def _infra_step(self, error: Exception) -> StepResult:
         self._session = None
@@ -275,6 +286,7 @@ class HTTPEnv(Env):
         return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
 
     def _stepped(self, result: StepResult) -> StepResult:
+        self._steps += 1
         if result.terminated or result.truncated:
             self._session = None
         return result
@@ -307,7 +319,7 @@ class HTTPEnv(Env):
     def _finish_body(self) -> dict[str, Any]:
         if self._session is None:
             raise EpisodeStateError("call reset() before finish()")
-        return {"session_id": self._session}
+        return {"session_id": self._session, "session_secret": self._secret}
 
     def finish(self) -> StepResult:
         """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
@@ -396,7 +408,8 @@ class HTTPEnv(Env):
             self._achannel = None
         if self._session is not None:
             try:
-                self._client.post("/close", json={"session_id": self._session})
+                body = {"session_id": self._session, "session_secret": self._secret}
+                self._client.post("/close", json=body)
             except httpx.HTTPError:
                 pass
             self._session = None

@@ -72,12 +72,17 @@ class ResetRequest(_Body):
     task_id: str | None = None
     close_session: str | None = None
     """A previous session of the same client to close first."""
+    close_secret: str | None = None
+    """The ``session_secret`` of ``close_session``."""
 
 
 class ResetResponse(ResetResult):
-    """The opening messages and info, plus the session to step in."""
+    """The opening messages and info, plus the session to step in and its secret."""
 
     session_id: str
+    session_secret: str
+    """Only the opener gets it; every later call on the session (HTTP ``/step``, ``/finish``,
+    ``/close``; WebSocket ``resume``) must carry it. The id alone is not a credential."""
 
 
 class StepRequest(_Body):
@@ -86,29 +91,37 @@ class StepRequest(_Body):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"session_id": "SESSION", "message": "The answer is 42."},
-                {"session_id": "SESSION", "message": {"role": "assistant", "content": "42"}},
+                {"session_id": "SESSION", "session_secret": "SECRET", "message": "42"},
+                {
+                    "session_id": "SESSION",
+                    "session_secret": "SECRET",
+                    "message": {"role": "assistant", "content": "42"},
+                },
             ]
         }
     )
 
     session_id: str
-    message: Message | str
+    session_secret: str
+    """The secret :class:`ResetResponse` gave with ``session_id``."""
     seq: int | None = Field(None, ge=1)
     """The client's count of steps in this episode, this one included (optional): a step the
     server already applied is answered from its record, not applied again."""
+    message: Message | str
 
 
 class FinishRequest(_Body):
     """End a session's episode from outside and get its final accounting."""
 
     session_id: str
+    session_secret: str
 
 
 class CloseRequest(_Body):
     """End a session."""
 
     session_id: str
+    session_secret: str
 
 
 class SessionState(_Body):
@@ -170,7 +183,11 @@ class WsRequest(_Body):
     * ``finish``: end the episode from outside -> its final :class:`~envhub.types.StepResult`;
     * ``close``: -> ``{"closed": bool}``;
     * ``state``: -> :class:`SessionState`;
-    * ``resume``: ``session_id`` -> :class:`SessionState`, after a dropped connection.
+    * ``resume``: ``session_id`` and ``session_secret`` -> :class:`SessionState`, after a
+      dropped connection.
+
+    A connection's own session needs no secret: the connection that reset or resumed it is
+    the only one that drives it.
     """
 
     op: WsOp
@@ -179,6 +196,7 @@ class WsRequest(_Body):
     message: Message | str | None = None
     seq: int | None = Field(None, ge=1)
     session_id: str | None = None
+    session_secret: str | None = None
 
 
 class WsError(ErrorBody):

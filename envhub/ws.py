@@ -280,6 +280,7 @@ class _Base:
         self.url, self.limits, self.timeout = ws_url(url), limits, limits.timeout
         self.max_frame = limits.max_frame
         self.sid: str | None = None
+        self.secret = ""
         self.steps = 0
 
     def _fits(self, text: str) -> str:
@@ -324,8 +325,11 @@ class _Base:
 
     def _reset_result(self, text: str) -> ResetResponse:
         result = ResetResponse.model_validate_json(text)
-        self.sid, self.steps = result.session_id, 0
+        self.sid, self.secret, self.steps = result.session_id, result.session_secret, 0
         return result
+
+    def _resume_frame(self) -> str:
+        return _frame("resume", session_id=self.sid, session_secret=self.secret)
 
     def forget(self) -> None:
         """Drop the session (after its episode failed)."""
@@ -350,7 +354,7 @@ class Channel(_Base):
     def _open(self) -> _SyncSocket:
         sock = _SyncSocket(self.url, self.timeout)
         if self.sid:
-            self._resumed(sock.call(_frame("resume", session_id=self.sid), self.timeout))
+            self._resumed(sock.call(self._resume_frame(), self.timeout))
         self._sock = sock
         return sock
 
@@ -409,7 +413,7 @@ class AsyncChannel(_Base):
     async def _open(self) -> _AsyncSocket:
         sock = await _AsyncSocket.open(self.url, self.timeout)
         if self.sid:
-            self._resumed(await sock.call(_frame("resume", session_id=self.sid), self.timeout))
+            self._resumed(await sock.call(self._resume_frame(), self.timeout))
         self._sock = sock
         return sock
 

@@ -90,9 +90,9 @@ class ServerSettings(BaseModel):
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "/reset": {"seed": 0},
-    "/step": {"session_id": "SESSION", "message": "The answer is 42."},
-    "/finish": {"session_id": "SESSION"},
-    "/close": {"session_id": "SESSION"},
+    "/step": {"session_id": "SESSION", "session_secret": "SECRET", "message": "42"},
+    "/finish": {"session_id": "SESSION", "session_secret": "SECRET"},
+    "/close": {"session_id": "SESSION", "session_secret": "SECRET"},
     "/verify": {"items": [{"task_id": "TASK", "response": "The answer is 42."}]},
 }
 """A valid body per path, shown in every 422 so the caller sees the expected shape."""
@@ -179,22 +179,27 @@ class Server:
         return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
 
     async def reset(self, body: ResetRequest) -> Response:
-        """Start an episode in a new session."""
+        """Start an episode in a new session (closing ``close_session``, if its secret fits)."""
+        if body.close_session:
+            self.sessions.authorize(body.close_session, body.close_secret)
         _, text = await self.episodes.reset(body.seed, body.task_id, body.close_session)
         return Response(text, media_type="application/json")
 
     async def step(self, body: StepRequest) -> Response:
         """One assistant message; the episode's failures come back as its status."""
+        self.sessions.authorize(body.session_id, body.session_secret)
         text = await self.episodes.step(body.session_id, body.message, body.seq)
         return Response(text, media_type="application/json")
 
     async def finish(self, body: FinishRequest) -> Response:
         """End the episode from outside (a trainer's budget): its final accounting."""
+        self.sessions.authorize(body.session_id, body.session_secret)
         text = await self.episodes.finish(body.session_id)
         return Response(text, media_type="application/json")
 
     async def close(self, body: CloseRequest) -> dict[str, bool]:
         """End a session early."""
+        self.sessions.authorize(body.session_id, body.session_secret)
         return {"closed": self.episodes.close(body.session_id)}
 
     async def verify(self, body: VerifyRequest) -> VerifyResponse:

@@ -36,7 +36,11 @@ class Episodes:
     async def reset(
         self, seed: int | None, task_id: str | None, close_session: str | None = None
     ) -> tuple[str, str]:
-        """Start an episode in a new session; returns its id and the answer as JSON."""
+        """Start an episode in a new session; returns its id and the answer as JSON.
+
+        ``close_session`` is closed first; the caller has checked it is the caller's (see
+        :meth:`SessionTable.authorize`). The answer carries the new session's secret.
+        """
         if close_session:
             self.sessions.close(close_session)
         episode_env = self.env.fork()
@@ -48,7 +52,10 @@ class Episodes:
             raise
         self.metrics["episodes"] += 1
         body = ResetResponse.model_construct(
-            session_id=sid, messages=result.messages, info=result.info
+            session_id=sid,
+            session_secret=self.sessions.secret_of(sid),
+            messages=result.messages,
+            info=result.info,
         )
         return sid, body.model_dump_json()
 

@@ -73,6 +73,7 @@ class _Connection:
     async def resume(self, req: WsRequest) -> str:
         if not req.session_id:
             raise ValueError("resume needs session_id: the id reset answered")
+        self.episodes.sessions.authorize(req.session_id, req.session_secret)
         state = self.episodes.state(req.session_id)
         self.sid = req.session_id
         return state.model_dump_json()

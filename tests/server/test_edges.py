@@ -1,0 +1,69 @@
+"""Attacks on the server's edges: sessions by id alone, foreign pages, odd frames, huge steps.
+
+A session id is shown in logs and errors; it is not a credential. Every attack here is a
+second party holding what it should not be able to use, or a model's message the wire cannot
+carry, which must end as the model's own status, never the machinery's.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from serving import running
+from websockets.sync.client import connect
+
+import envhub
+from envhub.remote import HTTPEnv
+from envhub.server.app import ServerSettings, create_app
+from envhub.types import Status
+
+
+def _app(name="count", **settings):
+    return create_app(envhub.make(name), ServerSettings(**settings))
+
+
+@pytest.fixture
+def count_url(dummy_registry):
+    with running(_app()) as url:
+        yield url
+
+
+def _ws(url: str):
+    return connect(url.replace("http", "ws", 1) + "/ws")
+
+
+def test_an_id_without_its_secret_drives_no_session(count_url):
+    with HTTPEnv(count_url, transport="http") as owner:
+        owner.reset(task_id="count-4")
+        sid, secret = owner._session, owner._secret
+        for guess in ("", "guess", secret[:-1] + "x"):
+            attacks = [
+                ("/step", {"session_id": sid, "session_secret": guess, "message": "1"}),
+                ("/finish", {"session_id": sid, "session_secret": guess}),
+                ("/close", {"session_id": sid, "session_secret": guess}),
+                ("/reset", {"close_session": sid, "close_secret": guess}),
+            ]
+            for path, body in attacks:
+                r = httpx.post(count_url + path, json=body)
+                assert r.status_code == 403 and r.json()["kind"] == "forbidden", path
+                assert "session_secret" in r.json()["error"]
+            with _ws(count_url) as raw:  # resume on another connection
+                raw.send(json.dumps({"op": "resume", "session_id": sid, "session_secret": guess}))
+                assert json.loads(raw.recv(timeout=10))["code"] == 403
+                raw.send(json.dumps({"op": "step", "message": "1"}))  # nothing was resumed
+                assert json.loads(raw.recv(timeout=10))["kind"] == "episode_state"
+        # the owner's episode went on untouched: every step counts, none was played by another
+        assert [owner.step(str(n)).info.status for n in range(1, 5)] == [Status.OK] * 4
+
+
+def test_the_secret_resumes_on_another_connection(count_url):
+    with HTTPEnv(count_url, transport="ws") as owner:
+        owner.reset(task_id="count-4")
+        channel = owner._channel
+        assert owner.step("1").info.status == Status.OK
+        with _ws(count_url) as raw:
+            frame = {"op": "resume", "session_id": channel.sid, "session_secret": channel.secret}
+            raw.send(json.dumps(frame))
+            assert json.loads(raw.recv(timeout=10))["steps"] == 1
