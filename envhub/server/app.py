@@ -5,6 +5,8 @@ schema for every environment, derived from :mod:`envhub.types` (see ``/docs``).
 
 Protection, in the order a request meets it:
 
+0. a request whose ``Host`` or ``Origin`` is foreign (a web page, DNS rebinding) is refused,
+   on every route and the WebSocket (:mod:`envhub.server.origin`);
 1. bodies over ``max_body_bytes`` get 413 before they are read in full;
 2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
    ``Retry-After`` instead of queueing without bound;
@@ -58,6 +60,7 @@ from . import errors, ws
 from .episodes import Episodes
 from .errors import error_response
 from .middleware import Admission, BodyLimit
+from .origin import Guard, HostCheck
 from .sessions import SessionError, SessionTable
 from .workers import Workers
 
@@ -84,6 +87,11 @@ class ServerSettings(BaseModel):
     """Longest wait of a call for a free worker; then 503 ``overloaded`` with ``Retry-After``
     (the call never ran, the client sends it again). Small beside the client's deadline, which
     must cover this wait plus the step itself."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """``Host`` names served besides loopback ones (``name``, ``name:port``; ``*``: any), for a
+    proxy or another name in front (DNS rebinding protection, :mod:`envhub.server.origin`)."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser ``Origin`` values admitted besides loopback ones (``*``: any)."""
 
 
 # ---------------------------------------------------------------------------- the app
@@ -253,6 +261,8 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
     ws.install(app, server.episodes, server.metrics)
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
+    s = server.settings
+    app.add_middleware(Guard, check=HostCheck(s.allowed_hosts, s.allowed_origins))  # outermost
     return app
 
 

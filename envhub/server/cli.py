@@ -16,6 +16,22 @@ import typer
 from envhub.errors import EnvhubError, InfraError
 
 NameArg = Annotated[str, typer.Argument(help="Environment name, e.g. gsm8k or gsm8k-v1.")]
+AllowHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        envvar="ENVHUB_ALLOW_HOST",
+        help="A Host name served besides loopback ones (repeatable; '*': any), for a proxy or "
+        "another name in front. Without it, a web page cannot reach the server through DNS "
+        "rebinding.",
+    ),
+]
+AllowOrigin = Annotated[
+    list[str] | None,
+    typer.Option(
+        envvar="ENVHUB_ALLOW_ORIGIN",
+        help="A browser Origin admitted besides loopback ones (repeatable; '*': any).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -44,6 +60,8 @@ def serve(
     mcp: Annotated[
         bool, typer.Option(help="Also serve the env's tools as an MCP server at /mcp.")
     ] = False,
+    allow_host: AllowHost = None,
+    allow_origin: AllowOrigin = None,
 ) -> None:
     """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health)."""
     if docker:
@@ -59,13 +77,12 @@ def serve(
     except ImportError as e:
         _fail(f"serving needs the server extra: pip install 'envhub[server]' ({e})")
     s, env = _warm_env(name, spec_json)
-    in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
-    if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
-        typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
     settings = ServerSettings(
         max_sessions=max_sessions,
         session_ttl_s=session_ttl,
         max_inflight=max_inflight,
+        allowed_hosts=_served_names(host, allow_host or []),
+        allowed_origins=list(allow_origin or []),
         **({"threads": threads} if threads else {}),
     )
     if mcp:
@@ -83,6 +100,20 @@ def serve(
         ws="websockets-sansio",
     )
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _served_names(host: str, allowed: list[str]) -> list[str]:
+    """The Host names served besides loopback: ``allowed``, and ``host`` where it is not.
+
+    A server bound to a non-loopback address is reachable from other machines: say so, and
+    serve the name it was bound by (other names need ``--allow-host``).
+    """
+    in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
+    if in_container or ipaddress.ip_address(_resolve(host)).is_loopback:
+        return list(allowed)
+    typer.echo(f"envhub: warning: binding {host}: reachable from other machines "
+               "(by this name; others need --allow-host)", err=True)  # fmt: skip
+    return [*allowed, host]
 
 
 def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:

@@ -38,6 +38,7 @@ from fastapi import FastAPI
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from envhub.errors import EnvhubError
@@ -240,12 +241,12 @@ def _handshake_discover(server: Server) -> Any:
     return discover
 
 
-def install(
-    app: FastAPI, episodes: Episodes, host: str = "127.0.0.1", idle_s: float = 600.0
-) -> Any:
+def install(app: FastAPI, episodes: Episodes, idle_s: float = 600.0) -> Any:
     """Add ``/mcp`` to ``app``; returns the session manager, whose ``run()`` the lifespan holds.
 
-    ``idle_s``: an MCP session with no request for this long ends (with its episode).
+    ``idle_s``: an MCP session with no request for this long ends (with its episode). The
+    Host and Origin check is the app's own, on every route (:mod:`envhub.server.origin`): the
+    SDK's copy is off, so ``serve --allow-host`` admits a proxy to ``/mcp`` as to the rest.
     """
     handlers = EpisodeTools(episodes)
     server = Server(
@@ -254,7 +255,10 @@ def install(
         on_call_tool=handlers.call_tool,
     )
     server.add_request_handler("server/discover", types.RequestParams, _handshake_discover(server))
-    server.streamable_http_app(streamable_http_path="/mcp", host=host, session_idle_timeout=idle_s)
+    app_wide = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=app_wide, session_idle_timeout=idle_s
+    )
     manager = server.session_manager
     endpoint = _EndEpisodeOnDelete(StreamableHTTPASGIApp(manager), handlers)
     app.add_route("/mcp", endpoint)  # an ASGI app: every method goes to the SDK

@@ -67,3 +67,35 @@ def test_the_secret_resumes_on_another_connection(count_url):
             frame = {"op": "resume", "session_id": channel.sid, "session_secret": channel.secret}
             raw.send(json.dumps(frame))
             assert json.loads(raw.recv(timeout=10))["steps"] == 1
+
+
+REBOUND = {"Host": "attacker.example:8000"}  # a page's name, rebound to 127.0.0.1
+FOREIGN = {"Origin": "http://attacker.example"}  # a page's fetch to 127.0.0.1
+
+
+@pytest.mark.parametrize("headers", [REBOUND, FOREIGN])
+def test_a_web_page_reaches_no_route(dummy_registry, headers):
+    pytest.importorskip("mcp")
+    app = create_app(envhub.make("count"), ServerSettings(), mcp=True)
+    code, kind = (421, "bad_host") if "Host" in headers else (403, "bad_origin")
+    with running(app) as url:
+        for method, path in [("GET", "/tasks"), ("POST", "/reset"), ("POST", "/mcp")]:
+            r = httpx.request(method, url + path, headers=headers, json={})
+            assert r.status_code == code and r.json()["kind"] == kind, path
+            assert "--allow-" in r.json()["error"]
+        with (
+            pytest.raises(Exception, match="403|1008"),
+            connect(url.replace("http", "ws", 1) + "/ws", additional_headers=headers),
+        ):
+            pass
+        # loopback names and no Origin (every envhub client, curl) are served as before
+        assert httpx.get(url + "/tasks", headers={"Origin": "http://localhost:3000"}).is_success
+
+
+def test_allow_host_and_allow_origin_let_a_proxy_in(dummy_registry):
+    settings = ServerSettings(
+        allowed_hosts=["attacker.example"], allowed_origins=["http://attacker.example"]
+    )
+    with running(create_app(envhub.make("count"), settings)) as url:
+        assert httpx.get(url + "/tasks", headers={**REBOUND, **FOREIGN}).is_success
+        assert httpx.get(url + "/tasks", headers={"Host": "other.example"}).status_code == 421
