@@ -1,6 +1,7 @@
 """The WebSocket endpoint ``/ws``: a session's calls over one persistent connection.
 
-Each text frame from the client is an :class:`envhub.wire.WsRequest`; each answer is one frame,
+Each text frame from the client is an :class:`envhub.wire.WsRequest` (a binary frame is answered
+with ``bad_input`` and the connection kept); each answer is one frame,
 the call's body or a :class:`envhub.wire.WsError` (``code`` is the HTTP status the same error
 gets on the HTTP routes). The limits of HTTP hold here too: a frame over ``max_body_bytes`` is
 ``too_large``; beyond ``max_inflight`` calls in flight (HTTP and WebSocket together) the answer
@@ -28,6 +29,11 @@ from .errors import CLIENT_ERRORS, REFUSALS
 from .sessions import SessionError
 
 log = logging.getLogger("envhub.server")
+
+BINARY = (
+    "a binary frame is not read: send each request as a text frame holding JSON "
+    '(e.g. {"op": "step", "message": "..."}); the session is kept'
+)
 
 
 class _Connection:
@@ -130,7 +136,14 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
         conn = _Connection(episodes)
         try:
             while True:
-                answer = await call(conn, await websocket.receive_text())
+                message = await websocket.receive()
+                text = message.get("text")
+                if text is not None:
+                    answer = await call(conn, text)
+                elif message["type"] == "websocket.disconnect":
+                    return
+                else:  # a binary frame: answered, and the session stays
+                    answer = error_frame(400, "bad_input", BINARY)
                 if isinstance(answer, str):
                     await websocket.send_text(answer)
                 else:

@@ -99,3 +99,15 @@ def test_allow_host_and_allow_origin_let_a_proxy_in(dummy_registry):
     with running(create_app(envhub.make("count"), settings)) as url:
         assert httpx.get(url + "/tasks", headers={**REBOUND, **FOREIGN}).is_success
         assert httpx.get(url + "/tasks", headers={"Host": "other.example"}).status_code == 421
+
+
+def test_a_binary_frame_is_answered_and_the_session_kept(count_url):
+    with _ws(count_url) as raw:
+        raw.send(json.dumps({"op": "reset", "task_id": "count-4"}))
+        assert "session_id" in json.loads(raw.recv(timeout=10))
+        raw.send(json.dumps({"op": "step", "message": "1"}).encode())  # bytes: a binary frame
+        error = json.loads(raw.recv(timeout=10))
+        assert error["kind"] == "bad_input" and "text frame" in error["error"]
+        raw.send(json.dumps({"op": "step", "message": "1"}))  # the same session goes on
+        info = json.loads(raw.recv(timeout=10))["info"]
+        assert info["status"] == "ok" and info["turn"] == 1  # the binary one was not applied
