@@ -141,12 +141,12 @@ class HTTPEnv(Env):
 
     # ------------------------------------------------------------------ HTTP transport
 
-    def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
+    def _post(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
         backoff: Backoff | None = None
         while True:
             try:
                 with self._pool.slot(self.timeout):
-                    resp = self._client.post(path, json=body)
+                    resp = self._client.post(path, **_body(body))
             except httpx.TransportError as e:
                 resp = e
             backoff, pause = self._again(resp, backoff)
@@ -154,12 +154,12 @@ class HTTPEnv(Env):
                 return resp  # type: ignore[return-value]
             time.sleep(pause)
 
-    async def _apost(self, path: str, body: dict[str, Any]) -> httpx.Response:
+    async def _apost(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
         client = self._pool.async_client()
         backoff: Backoff | None = None
         while True:
             try:
-                resp = await client.post(path, json=body)
+                resp = await client.post(path, **_body(body))
             except httpx.TransportError as e:
                 resp = e
             backoff, pause = self._again(resp, backoff)
@@ -265,7 +265,8 @@ class HTTPEnv(Env):
             return _json_string(action)
         return valid_unicode(Message.coerce(action)).model_dump_json(exclude_none=True)
 
-    def _step_body(self, action: Message | str) -> dict[str, Any]:
+    def _step_body(self, action: Message | str) -> bytes:
+        """The ``/step`` body as JSON; over the server's limit, the stand-in that gives its size."""
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
         message = valid_unicode(Message.coerce(action))
@@ -275,7 +276,11 @@ class HTTPEnv(Env):
             seq=self._steps + 1,  # a step sent again after a lost answer is not applied twice
             message=message,
         )
-        return body.model_dump(exclude_none=True)
+        content = body.model_dump_json(exclude_none=True).encode()
+        if self._pool.max_body and len(content) > self._pool.max_body:
+            stand_in = body.model_copy(update={"message": None, "oversized": len(content)})
+            content = stand_in.model_dump_json(exclude_none=True).encode()
+        return content
 
     def _infra_step(self, error: Exception) -> StepResult:
         self._session = None
@@ -424,6 +429,13 @@ def _ws_refused() -> tuple[type[Exception], ...]:
     from .ws import WsRefused
 
     return (WsRefused,)
+
+
+def _body(body: dict[str, Any] | bytes) -> dict[str, Any]:
+    """The arguments of ``httpx`` for a body: a dict to serialise, or JSON serialised."""
+    if isinstance(body, bytes):
+        return {"content": body, "headers": {"content-type": "application/json"}}
+    return {"json": body}
 
 
 def _json_string(text: str) -> str:

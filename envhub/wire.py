@@ -107,7 +107,18 @@ class StepRequest(_Body):
     seq: int | None = Field(None, ge=1)
     """The client's count of steps in this episode, this one included (optional): a step the
     server already applied is answered from its record, not applied again."""
-    message: Message | str
+    message: Message | str | None = None
+    """The assistant's message; leave it out only with ``oversized``."""
+    oversized: int | None = Field(None, ge=1)
+    """Instead of ``message``: the size in bytes of a message the client did not send because
+    it is over the server's ``max_body_bytes`` (``/info``). The step is the model's
+    ``invalid_action`` and ends the episode, as a body over the limit would."""
+
+    @model_validator(mode="after")
+    def _one_message(self) -> StepRequest:
+        if (self.message is None) == (self.oversized is None):
+            raise ValueError("give exactly one of message, oversized")
+        return self
 
 
 class FinishRequest(_Body):
@@ -179,7 +190,8 @@ class WsRequest(_Body):
 
     * ``reset``: ``seed``, ``task_id`` -> :class:`ResetResponse` (the connection's previous
       session, if any, is closed first);
-    * ``step``: ``message``, ``seq`` -> :class:`~envhub.types.StepResult`;
+    * ``step``: ``message`` (or ``oversized``, see :class:`StepRequest`), ``seq`` ->
+      :class:`~envhub.types.StepResult`;
     * ``finish``: end the episode from outside -> its final :class:`~envhub.types.StepResult`;
     * ``close``: -> ``{"closed": bool}``;
     * ``state``: -> :class:`SessionState`;
@@ -195,6 +207,7 @@ class WsRequest(_Body):
     task_id: str | None = None
     message: Message | str | None = None
     seq: int | None = Field(None, ge=1)
+    oversized: int | None = Field(None, ge=1)
     session_id: str | None = None
     session_secret: str | None = None
 

@@ -273,9 +273,10 @@ class _Base:
     def __init__(self, url: str, limits: Limits) -> None:
         """A channel to the server at ``url``.
 
-        A frame over the server's limit is refused here, as the server would refuse it: a
-        frame over the server's WebSocket buffer would cut the connection instead, and a
-        message the caller made too long must not read as the server's ``infra_error``.
+        A step frame over the server's limit is not sent: its stand-in says only its size
+        (``oversized``), and the server answers the model's ``invalid_action``. A frame over
+        the server's WebSocket buffer would cut the connection instead, and a message the
+        model made too long must never read as the server's ``infra_error``.
         """
         self.url, self.limits, self.timeout = ws_url(url), limits, limits.timeout
         self.max_frame = limits.max_frame
@@ -283,10 +284,11 @@ class _Base:
         self.secret = ""
         self.steps = 0
 
-    def _fits(self, text: str) -> str:
-        if self.max_frame and len(text) > self.max_frame:
-            raise_for_error(413, "too_large", f"request body over {self.max_frame} bytes")
-        return text
+    def _sized(self, frame: str) -> str:
+        """The step ``frame``, or over the server's limit the frame that gives its size."""
+        if self.max_frame and len(frame) > self.max_frame:
+            return _frame("step", seq=self.steps + 1, oversized=len(frame.encode()))
+        return frame
 
     def _backoff(self) -> Backoff:
         return Backoff(self.limits.retries, self.limits.admission_s)
@@ -381,7 +383,7 @@ class Channel(_Base):
 
     def step(self, message_json: str) -> StepResult:
         """One step; ``message_json`` is the message (object or string) as JSON."""
-        text = self._call(self._fits(step_frame(message_json, self.steps + 1)))
+        text = self._call(self._sized(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 
@@ -440,7 +442,7 @@ class AsyncChannel(_Base):
 
     async def step(self, message_json: str) -> StepResult:
         """Async :meth:`Channel.step`."""
-        text = await self._call(self._fits(step_frame(message_json, self.steps + 1)))
+        text = await self._call(self._sized(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 

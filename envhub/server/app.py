@@ -196,7 +196,11 @@ class Server:
     async def step(self, body: StepRequest) -> Response:
         """One assistant message; the episode's failures come back as its status."""
         self.sessions.authorize(body.session_id, body.session_secret)
-        text = await self.episodes.step(body.session_id, body.message, body.seq)
+        if body.oversized is not None:
+            limit = self.settings.max_body_bytes
+            text = await self.episodes.refuse(body.session_id, body.oversized, limit, body.seq)
+        else:
+            text = await self.episodes.step(body.session_id, body.message, body.seq)
         return Response(text, media_type="application/json")
 
     async def finish(self, body: FinishRequest) -> Response:

@@ -1,11 +1,12 @@
 """The WebSocket endpoint ``/ws``: a session's calls over one persistent connection.
 
-Each text frame from the client is an :class:`envhub.wire.WsRequest` (a binary frame is answered
-with ``bad_input`` and the connection kept); each answer is one frame,
-the call's body or a :class:`envhub.wire.WsError` (``code`` is the HTTP status the same error
-gets on the HTTP routes). The limits of HTTP hold here too: a frame over ``max_body_bytes`` is
-``too_large``; beyond ``max_inflight`` calls in flight (HTTP and WebSocket together) the answer
-is ``overloaded`` (503) at once; every call has the server's deadline.
+Each text frame from the client is an :class:`envhub.wire.WsRequest` (a binary frame is
+answered with ``bad_input`` and the connection kept); each answer is one frame, the call's body
+or a :class:`envhub.wire.WsError` (``code`` is the HTTP status the same error gets on the HTTP
+routes). The limits of HTTP hold here too: a frame over ``max_body_bytes`` is ``too_large``,
+but a step's is the model's ``invalid_action`` (as on HTTP); beyond ``max_inflight`` calls in
+flight (HTTP and WebSocket together) the answer is ``overloaded`` (503) at once; every call
+has the server's deadline.
 
 A connection holds no state the server would lose with it: the session lives in the session
 table, so after a drop the client reconnects and sends ``resume`` with its session id.
@@ -26,6 +27,7 @@ from envhub.wire import WsRequest, error_frame
 
 from .episodes import Episodes
 from .errors import CLIENT_ERRORS, REFUSALS
+from .middleware import HEAD, head_fields
 from .sessions import SessionError
 
 log = logging.getLogger("envhub.server")
@@ -39,8 +41,8 @@ BINARY = (
 class _Connection:
     """The calls of one connection; ``sid`` is the session it currently drives."""
 
-    def __init__(self, episodes: Episodes) -> None:
-        self.episodes = episodes
+    def __init__(self, episodes: Episodes, limit: int) -> None:
+        self.episodes, self.limit = episodes, limit
         self.sid: str | None = None
         self.ops: dict[str, Callable[[WsRequest], Awaitable[str]]] = {
             "reset": self.reset,
@@ -61,6 +63,8 @@ class _Connection:
         return text
 
     async def step(self, req: WsRequest) -> str:
+        if req.oversized is not None:
+            return await self.episodes.refuse(self._session(), req.oversized, self.limit, req.seq)
         if req.message is None:
             raise ValueError("step needs a message: the assistant's text or a message object")
         return await self.episodes.step(self._session(), req.message, req.seq)
@@ -72,6 +76,14 @@ class _Connection:
         closed = self.episodes.close(self._session()) if self.sid else False
         self.sid = None
         return '{"closed":true}' if closed else '{"closed":false}'
+
+    async def oversized(self, text: str) -> str | dict[str, Any]:
+        """A frame over the limit: a step's is the model's ``invalid_action``, others 413."""
+        fields = head_fields(text[:HEAD])
+        if fields.get("op") != "step":
+            return error_frame(413, "too_large", f"frame over {self.limit} bytes")
+        seq = int(fields["seq"]) if "seq" in fields else None
+        return await self.step(WsRequest(op="step", seq=seq, oversized=len(text.encode())))
 
     async def state(self, req: WsRequest) -> str:
         return self.episodes.state(self._session()).model_dump_json()
@@ -107,8 +119,6 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
     settings = app.state.settings
 
     async def call(conn: _Connection, text: str) -> str | dict[str, Any]:
-        if len(text) > settings.max_body_bytes:
-            return error_frame(413, "too_large", f"frame over {settings.max_body_bytes} bytes")
         if metrics["inflight"] >= settings.max_inflight:
             metrics["rejected_overload"] += 1
             return error_frame(503, "overloaded", "server at its concurrency limit; retry later")
@@ -116,6 +126,8 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
         metrics["requests"] += 1
         metrics["ws_calls"] += 1
         try:
+            if len(text) > conn.limit:
+                return await conn.oversized(text)
             req = WsRequest.model_validate_json(text)
             return await conn.ops[req.op](req)
         except Exception as e:  # noqa: BLE001 - client errors answered; a bug is re-raised below
@@ -133,7 +145,7 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
         """One session's reset/step/close/state over one connection (see envhub.wire)."""
         await websocket.accept()
         metrics["ws_connections"] += 1
-        conn = _Connection(episodes)
+        conn = _Connection(episodes, settings.max_body_bytes)
         try:
             while True:
                 message = await websocket.receive()

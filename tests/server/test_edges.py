@@ -111,3 +111,58 @@ def test_a_binary_frame_is_answered_and_the_session_kept(count_url):
         raw.send(json.dumps({"op": "step", "message": "1"}))  # the same session goes on
         info = json.loads(raw.recv(timeout=10))["info"]
         assert info["status"] == "ok" and info["turn"] == 1  # the binary one was not applied
+
+
+HUGE = "1" * 300_000  # over the server's 64 KiB limit below, and over max_message_chars
+
+
+@pytest.fixture
+def small_body_url(dummy_registry):
+    with running(_app(max_body_bytes=65_536)) as url:
+        yield url
+
+
+def test_an_oversized_step_is_invalid_action_in_process(dummy_registry):
+    with envhub.make("count") as env:
+        env.reset(task_id="count-4")
+        assert env.step(HUGE).info.status == Status.INVALID_ACTION
+
+
+@pytest.mark.parametrize("transport", ["http", "ws"])
+def test_an_oversized_step_is_invalid_action_on_every_runner(small_body_url, transport):
+    with HTTPEnv(small_body_url, transport=transport) as env:
+        for call in (env.step, _async_step(env)):
+            env.reset(task_id="count-4")
+            assert env.step("1").info.status == Status.OK
+            result = call(HUGE)
+            assert result.info.status == Status.INVALID_ACTION and result.reward == 0.0
+            assert "max_body_bytes" in result.info.error and result.truncated
+            assert result.info.turn == 1  # the env never saw it: the episode ends, as paid
+
+
+def _async_step(env):
+    import asyncio
+
+    async def both(message):
+        await env.areset(task_id="count-4")
+        assert (await env.astep("1")).info.status == Status.OK
+        return await env.astep(message)
+
+    return lambda message: asyncio.run(both(message))
+
+
+def test_an_oversized_step_from_a_foreign_client_is_invalid_action(small_body_url):
+    opened = httpx.post(small_body_url + "/reset", json={"task_id": "count-4"}).json()
+    session = {k: opened[k] for k in ("session_id", "session_secret")}
+    r = httpx.post(small_body_url + "/step", json={**session, "seq": 1, "message": HUGE})
+    assert r.status_code == 200 and r.json()["info"]["status"] == "invalid_action"
+    again = httpx.post(small_body_url + "/step", json={**session, "seq": 1, "message": HUGE})
+    assert again.json() == r.json()  # sent again: answered from the record, not applied twice
+    thief = httpx.post(small_body_url + "/step", json={"session_id": opened["session_id"],
+                                                        "message": HUGE})  # fmt: skip
+    assert thief.status_code == 403  # the stand-in needs the secret like any step
+    with _ws(small_body_url) as raw:
+        raw.send(json.dumps({"op": "reset", "task_id": "count-4"}))
+        raw.recv(timeout=10)
+        raw.send(json.dumps({"op": "step", "seq": 1, "message": HUGE}))
+        assert json.loads(raw.recv(timeout=10))["info"]["status"] == "invalid_action"
