@@ -13,6 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from bwrap import needs_bwrap
 from serving import running
 
 import envhub
@@ -65,3 +66,31 @@ def test_a_wedged_server_ends_in_infra_error_in_finite_time(dummy_registry):
     assert [r.info.status for r in results] == [Status.INFRA_ERROR] * 2
     assert "deadline" in results[0].info.error and "stalled" in results[1].info.error
     assert time.monotonic() - t0 < 4
+
+
+LOOPER = (
+    "```python\ndef has_close_elements(numbers, threshold):\n    while True:\n        pass\n```"
+)
+SLEEPER = (
+    "```python\nimport time\ndef has_close_elements(numbers, threshold):\n    time.sleep(60)\n```"
+)
+
+
+@needs_bwrap
+def test_real_programs_that_run_to_their_deadline_are_the_models_at_3x_the_workers():
+    env = envhub.make("humaneval", timeout_s=1.5)
+    episodes = 3 * THREADS
+    programs = [LOOPER, SLEEPER] * (episodes // 2)
+    settings = ServerSettings(threads=THREADS, queue_timeout_s=1.0)
+    with running(create_app(env, settings)) as url, HTTPEnv(url, timeout=4.0) as client:
+        forks = [client.fork() for _ in range(episodes)]
+        with ThreadPoolExecutor(episodes) as pool:
+            steps = list(pool.map(_code_episode, forks, programs))
+        for fork in forks:
+            fork.close()
+    assert [s.info.status for s in steps] == [Status.TIMEOUT] * episodes, steps
+
+
+def _code_episode(env: HTTPEnv, program: str):
+    env.reset(task_id="HumanEval/0")
+    return env.step(program)
