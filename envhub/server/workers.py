@@ -95,7 +95,7 @@ class Workers:
     def _work(self) -> None:
         while (call := self._queue.get()) is not _STOP:
             self.last_take = now = time.monotonic()
-            if not call.take() or call.future.cancelled():  # refused or dropped while queued
+            if not call.take():  # refused while queued
                 continue
             call.started = now
             try:
@@ -106,10 +106,6 @@ class Workers:
                 call.loop.call_soon_threadsafe(_settle, call.future, ok, value)
             except RuntimeError:  # the loop closed while this call ran
                 pass
-
-    def submit(self, fn: Callable[..., T], *args: Any) -> asyncio.Future[T]:
-        """``fn(*args)`` on a worker thread, with no deadline; the future is the running loop's."""
-        return self._put(Call(asyncio.get_running_loop(), fn, args)).future
 
     def _put(self, call: Call[T]) -> Call[T]:
         if self._closed:
