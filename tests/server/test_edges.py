@@ -11,7 +11,7 @@ import json
 
 import httpx
 import pytest
-from serving import running
+from serving import running, serving_env
 from websockets.sync.client import connect
 
 import envhub
@@ -20,13 +20,9 @@ from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 
 
-def _app(name="count", **settings):
-    return create_app(envhub.make(name), ServerSettings(**settings))
-
-
 @pytest.fixture
 def count_url(dummy_registry):
-    with running(_app()) as url:
+    with serving_env("count") as url:
         yield url
 
 
@@ -118,7 +114,7 @@ HUGE = "1" * 300_000  # over the server's 64 KiB limit below, and over max_messa
 
 @pytest.fixture
 def small_body_url(dummy_registry):
-    with running(_app(max_body_bytes=65_536)) as url:
+    with serving_env("count", max_body_bytes=65_536) as url:
         yield url
 
 

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from bwrap import needs_bwrap
-from serving import running
+from serving import running, serving_env
 
 import envhub
 from envhub.remote import HTTPEnv
@@ -26,10 +26,6 @@ EPISODES = 4 * THREADS
 HANG_S = 0.4
 
 
-def _app(**settings):
-    return create_app(envhub.make("echo"), ServerSettings(**settings))
-
-
 def _episode(env: HTTPEnv, message: str) -> Status:
     env.reset(task_id="train/0")
     return env.step(message).info.status
@@ -38,7 +34,10 @@ def _episode(env: HTTPEnv, message: str) -> Status:
 @pytest.mark.parametrize("transport", ["http", "ws"])
 def test_a_saturated_server_never_turns_model_slowness_into_infra_error(dummy_registry, transport):
     settings = {"threads": THREADS, "queue_timeout_s": 0.3, "request_timeout_s": 5.0}
-    with running(_app(**settings)) as url, HTTPEnv(url, timeout=1.0, transport=transport) as env:
+    with (
+        serving_env("echo", **settings) as url,
+        HTTPEnv(url, timeout=1.0, transport=transport) as env,
+    ):
         forks = [env.fork() for _ in range(EPISODES)]
         t0 = time.monotonic()
         with ThreadPoolExecutor(EPISODES) as pool:
@@ -52,7 +51,7 @@ def test_a_saturated_server_never_turns_model_slowness_into_infra_error(dummy_re
 
 def test_a_wedged_server_ends_in_infra_error_in_finite_time(dummy_registry):
     settings = {"threads": 1, "queue_timeout_s": 0.2, "request_timeout_s": 0.5}
-    with running(_app(**settings)) as url, HTTPEnv(url, timeout=5.0, transport="http") as a:
+    with serving_env("echo", **settings) as url, HTTPEnv(url, timeout=5.0, transport="http") as a:
         b = a.fork()
         a.reset(task_id="train/0")
         b.reset(task_id="train/0")
