@@ -351,9 +351,15 @@ class HTTPEnv(Env):
             return VerifyItem(task_id=task, response=message)
         return VerifyItem(task=task, response=message)
 
-    def _verify_body(self, items: Sequence[tuple[Task | str, Message | str]]) -> dict[str, Any]:
+    def _verify_body(self, items: Sequence[tuple[Task | str, Message | str]]) -> bytes:
+        """The ``/verify`` body as JSON; an item over the server's limit goes as its size."""
         body = VerifyRequest(items=[self._item(t, r) for t, r in items])
-        return body.model_dump(mode="json", exclude_none=True)
+        content = body.model_dump_json(exclude_none=True).encode()
+        limit = self._pool.max_body
+        if not limit or len(content) <= limit:
+            return content
+        stand_ins = [_stand_in(item, limit) for item in body.items]
+        return VerifyRequest(items=stand_ins).model_dump_json(exclude_none=True).encode()
 
     def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
         """Verify many pairs in one request."""
@@ -429,6 +435,14 @@ def _ws_refused() -> tuple[type[Exception], ...]:
     from .ws import WsRefused
 
     return (WsRefused,)
+
+
+def _stand_in(item: VerifyItem, limit: int) -> VerifyItem:
+    """``item``, or if it alone is over the body ``limit``, the item that gives its size."""
+    size = len(item.model_dump_json(exclude_none=True).encode())
+    if size <= limit:
+        return item
+    return item.model_copy(update={"response": None, "oversized": size})
 
 
 def _body(body: dict[str, Any] | bytes) -> dict[str, Any]:

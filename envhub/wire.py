@@ -151,13 +151,19 @@ class VerifyItem(_Body):
     task_id: str | None = None
     gold: str | None = None
     task: Task | None = None
-    response: Message | str
+    response: Message | str | None = None
+    """The response to verify; leave it out only with ``oversized``."""
+    oversized: int | None = Field(None, ge=1)
+    """Instead of ``response``: the size in bytes of a response the client did not send
+    because it is over the server's ``max_body_bytes``: the model's ``invalid_action``."""
 
     @model_validator(mode="after")
     def _one_task(self) -> VerifyItem:
         given = [k for k in ("task_id", "gold", "task") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of task_id, gold, task (got {given or 'none'})")
+        if (self.response is None) == (self.oversized is None):
+            raise ValueError("give exactly one of response, oversized")
         return self
 
 

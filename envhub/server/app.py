@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.core import Env
 from envhub.errors import EnvhubError
-from envhub.types import Score, StepResult, Task
+from envhub.types import Score, Status, StepResult, Task
 from envhub.wire import (
     CloseRequest,
     FinishRequest,
@@ -57,7 +57,7 @@ from envhub.wire import (
 )
 
 from . import errors, ws
-from .episodes import Episodes
+from .episodes import Episodes, too_large
 from .errors import error_response
 from .middleware import Admission, BodyLimit
 from .origin import Guard, HostCheck
@@ -219,7 +219,7 @@ class Server:
         if len(body.items) > self.settings.max_batch:
             limit = self.settings.max_batch
             raise ValueError(f"batch of {len(body.items)} items; the limit is {limit}")
-        scores = await self.run(_verify_items, self.env, body.items)
+        scores = await self.run(_verify_items, self.env, body.items, self.settings.max_body_bytes)
         for s in scores:
             self.metrics[f"verify_{s.status.value}"] += 1
         return VerifyResponse(scores=scores)
@@ -290,12 +290,13 @@ def _task_of(env: Env, item: VerifyItem) -> Task | str:
     return get_task(item.task_id) if get_task else str(item.task_id)
 
 
-def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
+def _verify_items(env: Env, items: list[VerifyItem], limit: int) -> list[Score]:
     """Scores in order.
 
     A request error (unknown task id, a gold the env cannot take, a game that does not verify)
     is the caller's: the whole request fails with a 4xx naming the item, never a reward of 0
-    with the model's ``invalid_action``.
+    with the model's ``invalid_action``. A response the client could not send (``oversized``:
+    over the body ``limit``) is the model's ``invalid_action``.
     """
     tasks: list[Task | str] = []
     for i, item in enumerate(items):
@@ -303,4 +304,9 @@ def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
             tasks.append(_task_of(env, item))
         except EnvhubError as e:
             raise type(e)(f"items[{i}]: {e}") from e
-    return [env.verify(task, item.response) for task, item in zip(tasks, items, strict=True)]
+    return [
+        env.verify(task, item.response)
+        if item.response is not None
+        else Score(reward=0.0, status=Status.INVALID_ACTION, error=too_large(item.oversized, limit))
+        for task, item in zip(tasks, items, strict=True)
+    ]

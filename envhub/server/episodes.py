@@ -26,6 +26,14 @@ Run = Callable[..., Awaitable[Any]]
 """Runs an environment call in the server's thread pool under its deadline."""
 
 
+def too_large(size: int, limit: int) -> str:
+    """The model's error for a message of ``size`` bytes over the server's body ``limit``."""
+    return (
+        f"the message is {size} bytes as JSON, over the {limit} bytes this server reads "
+        "(max_body_bytes); answer in a shorter message"
+    )
+
+
 class Episodes:
     """Sessions and the calls on them; one per app."""
 
@@ -75,10 +83,7 @@ class Episodes:
         :meth:`Env.finish` pays it (an env without ``finish`` pays 0). In-process, a message
         over the env's own ``max_message_chars`` is ``invalid_action`` too.
         """
-        error = (
-            f"the message is {size} bytes as JSON, over the {limit} bytes this server reads "
-            "(max_body_bytes); answer in a shorter message"
-        )
+        error = too_large(size, limit)
         return await self._apply(sid, seq, lambda session: self._refused(session, error))
 
     async def _refused(self, session: Session, error: str) -> StepResult:

@@ -162,3 +162,13 @@ def test_an_oversized_step_from_a_foreign_client_is_invalid_action(small_body_ur
         raw.recv(timeout=10)
         raw.send(json.dumps({"op": "step", "seq": 1, "message": HUGE}))
         assert json.loads(raw.recv(timeout=10))["info"]["status"] == "invalid_action"
+
+
+def test_an_oversized_response_to_verify_is_invalid_action_not_a_crash(dummy_registry):
+    with serving_env("echo", max_body_bytes=65_536) as url, HTTPEnv(url) as env:
+        huge, good = env.verify_batch([("train/0", HUGE), ("train/0", "alpha")])
+        assert huge.status == Status.INVALID_ACTION and "max_body_bytes" in huge.error
+        assert good.status == Status.OK and good.components["correctness"] == 1.0
+        assert env.verify("train/0", HUGE).status == Status.INVALID_ACTION
+        with envhub.make("echo") as local:  # in process: the same status
+            assert local.verify("train/0", HUGE).status == Status.INVALID_ACTION
