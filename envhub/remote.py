@@ -3,7 +3,10 @@
 It behaves exactly like the in-process environment: the same types come back, and failures of
 the server or the network become ``infra_error`` results of the step or the verification
 (never a silent reward of 0). Client mistakes (unknown task, step after the episode ended) are
-raised as the same exceptions the in-process environment raises.
+raised as the same exceptions the in-process environment raises. A call a saturated server
+refused unstarted (``overloaded``) is sent again, within ``admission_wait`` and uncounted:
+waiting for a turn is never the model's (see :class:`envhub.wire.Backoff`). A step over the
+server's body limit is sent as its size alone and answered as the model's ``invalid_action``.
 
 One :class:`HTTPEnv` runs one episode at a time, like any Env. For many concurrent episodes
 call :meth:`HTTPEnv.fork`: forks share the server's description, the HTTP connection pool and
@@ -142,11 +145,14 @@ class HTTPEnv(Env):
     # ------------------------------------------------------------------ HTTP transport
 
     def _post(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
+        return self._request("POST", path, **_body(body))
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         backoff: Backoff | None = None
         while True:
             try:
                 with self._pool.slot(self.timeout):
-                    resp = self._client.post(path, **_body(body))
+                    resp = self._client.request(method, path, **kwargs)
             except httpx.TransportError as e:
                 resp = e
             backoff, pause = self._again(resp, backoff)
@@ -388,9 +394,8 @@ class HTTPEnv(Env):
             params: dict[str, Any] = {"offset": len(out), "limit": 1000}
             if split:
                 params["split"] = split
-            resp = self._client.get("/tasks", params=params)
             try:
-                _raise_for(resp)
+                resp = self._request("GET", "/tasks", params=params)
             except _Transient as e:
                 raise TransportError(str(e)) from e
             page = TaskPage.model_validate_json(resp.content)

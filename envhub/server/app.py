@@ -14,7 +14,9 @@ Protection, in the order a request meets it:
    not JSON gets "send JSON" and the line and column where parsing stopped;
 4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
    stays fast while verification saturates the CPU; each call has a server-side deadline,
-   because a client's time-out does not stop server work;
+   because a client's time-out does not stop server work, counted from when a worker starts
+   it (a call that finds no free worker soon is refused unstarted, 503 ``overloaded``, and
+   sent again by the client: see :mod:`envhub.server.workers`);
 5. a failure inside one episode is that episode's status; a request the caller got wrong (an
    unknown task, a bad split) is a 4xx and one log line; an unexpected exception is a 500 for
    that request only, with its traceback in the log (see :mod:`envhub.server.errors`).
