@@ -95,7 +95,7 @@ class Workers:
     def _work(self) -> None:
         while (call := self._queue.get()) is not _STOP:
             self.last_take = now = time.monotonic()
-            if not call.take():  # refused while queued
+            if not call.take() or call.future.cancelled():  # refused, or its caller left
                 continue
             call.started = now
             try:
