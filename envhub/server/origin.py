@@ -15,8 +15,9 @@ check a page could drive episodes over ``/ws``, or read ``/tasks`` with the gold
 Everything else is refused before the app sees it: 421 for a Host, 403 for an Origin, with
 the flag that admits it (``envhub serve --allow-host/--allow-origin``, for a server behind a
 proxy or reached by another name). A WebSocket handshake is refused the same way (close code
-1008, policy violation). The check runs once per HTTP request and once per WebSocket
-connection, never per frame. The same check guards ``/mcp`` (the app-wide middleware); the
+1008, policy violation). ``/health`` alone is open to any Host (see :data:`OPEN`). The check
+runs once per HTTP request and once per WebSocket connection, never per frame. The same check
+guards ``/mcp`` (the app-wide middleware); the
 MCP SDK's own copy is switched off there.
 """
 
@@ -28,6 +29,9 @@ from urllib.parse import urlsplit
 
 from .errors import error_response
 
+OPEN = "/health"
+"""The one route served to any Host: it says only "ok", and a probe (Kubernetes, a load
+balancer) names the server by an address it cannot know in advance."""
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 """Host names a loopback server answers to without being told."""
 
@@ -105,7 +109,7 @@ class Guard:
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         """Refuse a foreign Host or Origin; pass everything else through."""
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] == "websocket" or (scope["type"] == "http" and scope["path"] != OPEN):
             refused = self.check.refusal(scope.get("headers") or [])
             if refused is not None:
                 return await _refuse(scope, receive, send, *refused)

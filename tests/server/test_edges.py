@@ -84,6 +84,7 @@ def test_a_web_page_reaches_no_route(dummy_registry, headers):
             connect(url.replace("http", "ws", 1) + "/ws", additional_headers=headers),
         ):
             pass
+        assert httpx.get(url + "/health", headers=headers).is_success  # probes name an address
         # loopback names and no Origin (every envhub client, curl) are served as before
         assert httpx.get(url + "/tasks", headers={"Origin": "http://localhost:3000"}).is_success
 
