@@ -21,6 +21,16 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+ADMISSION_WAIT_S = 300.0
+"""Longest time a client keeps sending again a call that a saturated server refused unstarted
+(``overloaded``: every worker busy with other episodes' work; see
+:mod:`envhub.server.workers`).
+
+Waiting for a turn is nobody's fault and never the model's: within this budget a refused call
+is sent again, uncounted; past it the call is the machinery's ``infra_error``. A caller that
+bounds environment calls itself (the trainer) adds it to its own deadline.
+"""
+
 MAX_IDLE = 64
 """Idle workers kept for reuse; more than this end when they finish."""
 

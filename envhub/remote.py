@@ -3,7 +3,10 @@
 It behaves exactly like the in-process environment: the same types come back, and failures of
 the server or the network become ``infra_error`` results of the step or the verification
 (never a silent reward of 0). Client mistakes (unknown task, step after the episode ended) are
-raised as the same exceptions the in-process environment raises.
+raised as the same exceptions the in-process environment raises. A call a saturated server
+refused unstarted (``overloaded``) is sent again, within ``admission_wait`` and uncounted:
+waiting for a turn is never the model's (see :class:`envhub.wire.Backoff`). A step over the
+server's body limit is sent as its size alone and answered as the model's ``invalid_action``.
 
 One :class:`HTTPEnv` runs one episode at a time, like any Env. For many concurrent episodes
 call :meth:`HTTPEnv.fork`: forks share the server's description, the HTTP connection pool and
@@ -30,11 +33,14 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from .core import Env, valid_unicode
+from .deadline import ADMISSION_WAIT_S
 from .errors import ConfigError, EpisodeStateError, TransportError
 from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 from .wire import (
+    OVERLOADED,
     RETRY_CODES,
+    Backoff,
     EnvInfo,
     ResetRequest,
     ResetResponse,
@@ -83,6 +89,7 @@ class HTTPEnv(Env):
         *,
         timeout: float = 60.0,
         retries: int = 3,
+        admission_wait: float = ADMISSION_WAIT_S,
         transport: Transport = "auto",
         max_concurrency: int = 1024,
         owner: Closeable | None = None,
@@ -93,7 +100,10 @@ class HTTPEnv(Env):
         Args:
             url: The server, ``http://host:port``.
             timeout: Deadline of every call, in seconds.
-            retries: Tries after a dropped connection or an overloaded server.
+            retries: Tries after a dropped connection or a refused call.
+            admission_wait: Seconds a call is sent again while a saturated server refuses it
+                unstarted (``overloaded``); never charged to the model (see
+                :data:`envhub.deadline.ADMISSION_WAIT_S`).
             transport: ``auto`` (WebSocket, HTTP where refused), ``ws`` or ``http``.
             max_concurrency: Calls in flight at once over this handle and its forks.
             owner: A server process or container to stop on :meth:`close`.
@@ -103,8 +113,11 @@ class HTTPEnv(Env):
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.retries = retries
+        self.admission_wait = admission_wait
         self._owner = owner
         self._session: str | None = None
+        self._secret = ""
+        self._steps = 0
         self._is_fork = _pool is not None
         self._pool = _pool or _Pool(self.url, timeout, transport, max_concurrency)
         self.spec = self._pool.spec
@@ -122,41 +135,66 @@ class HTTPEnv(Env):
 
     def fork(self) -> HTTPEnv:
         """A second handle on the same server, with its own episode and a shared pool."""
-        return HTTPEnv(self.url, timeout=self.timeout, retries=self.retries, _pool=self._pool)
+        return HTTPEnv(
+            self.url,
+            timeout=self.timeout,
+            retries=self.retries,
+            admission_wait=self.admission_wait,
+            _pool=self._pool,
+        )
 
     # ------------------------------------------------------------------ HTTP transport
 
-    def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
-        for attempt in range(self.retries + 1):
+    def _post(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
+        return self._request("POST", path, **_body(body))
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        backoff: Backoff | None = None
+        while True:
             try:
                 with self._pool.slot(self.timeout):
-                    resp = self._client.post(path, json=body)
-                if resp.status_code in RETRY_CODES and attempt < self.retries:
-                    time.sleep(_retry_after(resp, attempt))
-                    continue
-                _raise_for(resp)
-                return resp
+                    resp = self._client.request(method, path, **kwargs)
             except httpx.TransportError as e:
-                if attempt >= self.retries:
-                    raise _Transient(f"{type(e).__name__}: {e}") from e
-                time.sleep(0.1 * 2**attempt)
-        raise AssertionError("unreachable")
+                resp = e
+            backoff, pause = self._again(resp, backoff)
+            if pause is None:
+                return resp  # type: ignore[return-value]
+            time.sleep(pause)
 
-    async def _apost(self, path: str, body: dict[str, Any]) -> httpx.Response:
+    async def _apost(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
         client = self._pool.async_client()
-        for attempt in range(self.retries + 1):
+        backoff: Backoff | None = None
+        while True:
             try:
-                resp = await client.post(path, json=body)
-                if resp.status_code in RETRY_CODES and attempt < self.retries:
-                    await asyncio.sleep(_retry_after(resp, attempt))
-                    continue
-                _raise_for(resp)
-                return resp
+                resp = await client.post(path, **_body(body))
             except httpx.TransportError as e:
-                if attempt >= self.retries:
-                    raise _Transient(f"{type(e).__name__}: {e}") from e
-                await asyncio.sleep(0.1 * 2**attempt)
-        raise AssertionError("unreachable")
+                resp = e
+            backoff, pause = self._again(resp, backoff)
+            if pause is None:
+                return resp  # type: ignore[return-value]
+            await asyncio.sleep(pause)
+
+    def _again(
+        self, resp: httpx.Response | httpx.TransportError, backoff: Backoff | None
+    ) -> tuple[Backoff | None, float | None]:
+        """The pause before sending again (``None``: ``resp`` is the answer); raises past it.
+
+        See :class:`envhub.wire.Backoff`: an ``overloaded`` refusal is sent again within the
+        admission budget, uncounted; a dropped connection or another 429/503 within ``retries``.
+        """
+        if isinstance(resp, httpx.Response) and resp.status_code not in RETRY_CODES:
+            _raise_for(resp)
+            return backoff, None
+        backoff = backoff or Backoff(self.retries, self.admission_wait)
+        if isinstance(resp, httpx.Response):
+            pause = backoff.pause(_kind(resp) == OVERLOADED, _retry_after(resp))
+            if pause is None:
+                _raise_for(resp)
+            return backoff, pause
+        pause = backoff.pause(False)
+        if pause is None:
+            raise _Transient(f"{type(resp).__name__}: {resp}") from resp
+        return backoff, pause
 
     # ------------------------------------------------------------------ WebSocket transport
 
@@ -164,15 +202,20 @@ class HTTPEnv(Env):
         if self._channel is None and self._pool.use_ws:
             from .ws import Channel
 
-            self._channel = Channel(self.url, self.timeout, self.retries, self._pool.max_body)
+            self._channel = Channel(self.url, self._limits())
         return self._channel
 
     def _aws(self) -> Any:
         if self._achannel is None and self._pool.use_ws:
             from .ws import AsyncChannel
 
-            self._achannel = AsyncChannel(self.url, self.timeout, self.retries, self._pool.max_body)
+            self._achannel = AsyncChannel(self.url, self._limits())
         return self._achannel
+
+    def _limits(self) -> Any:
+        from .ws import Limits
+
+        return Limits(self.timeout, self.retries, self.admission_wait, self._pool.max_body)
 
     def _refused(self, error: Exception) -> None:
         """The handshake was refused: this pool speaks HTTP from now on."""
@@ -184,11 +227,14 @@ class HTTPEnv(Env):
     # ------------------------------------------------------------------ the contract
 
     def _reset_body(self, seed: int | None, task_id: str | None) -> dict[str, Any]:
-        body = ResetRequest(seed=seed, task_id=task_id, close_session=self._session)
+        close = self._session
+        body = ResetRequest(
+            seed=seed, task_id=task_id, close_session=close, close_secret=close and self._secret
+        )
         return body.model_dump(exclude_none=True)
 
     def _after_reset(self, data: ResetResponse) -> ResetResult:
-        self._session = data.session_id
+        self._session, self._secret, self._steps = data.session_id, data.session_secret, 0
         return ResetResult.model_construct(messages=data.messages, info=data.info)
 
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
@@ -226,11 +272,22 @@ class HTTPEnv(Env):
             return _json_string(action)
         return valid_unicode(Message.coerce(action)).model_dump_json(exclude_none=True)
 
-    def _step_body(self, action: Message | str) -> dict[str, Any]:
+    def _step_body(self, action: Message | str) -> bytes:
+        """The ``/step`` body as JSON; over the server's limit, the stand-in that gives its size."""
         if self._session is None:
             raise EpisodeStateError("call reset() before step()")
         message = valid_unicode(Message.coerce(action))
-        return StepRequest(session_id=self._session, message=message).model_dump(exclude_none=True)
+        body = StepRequest(
+            session_id=self._session,
+            session_secret=self._secret,
+            seq=self._steps + 1,  # a step sent again after a lost answer is not applied twice
+            message=message,
+        )
+        content = body.model_dump_json(exclude_none=True).encode()
+        if self._pool.max_body and len(content) > self._pool.max_body:
+            stand_in = body.model_copy(update={"message": None, "oversized": len(content)})
+            content = stand_in.model_dump_json(exclude_none=True).encode()
+        return content
 
     def _infra_step(self, error: Exception) -> StepResult:
         self._session = None
@@ -241,6 +298,7 @@ class HTTPEnv(Env):
         return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
 
     def _stepped(self, result: StepResult) -> StepResult:
+        self._steps += 1
         if result.terminated or result.truncated:
             self._session = None
         return result
@@ -273,7 +331,7 @@ class HTTPEnv(Env):
     def _finish_body(self) -> dict[str, Any]:
         if self._session is None:
             raise EpisodeStateError("call reset() before finish()")
-        return {"session_id": self._session}
+        return {"session_id": self._session, "session_secret": self._secret}
 
     def finish(self) -> StepResult:
         """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
@@ -300,9 +358,15 @@ class HTTPEnv(Env):
             return VerifyItem(task_id=task, response=message)
         return VerifyItem(task=task, response=message)
 
-    def _verify_body(self, items: Sequence[tuple[Task | str, Message | str]]) -> dict[str, Any]:
+    def _verify_body(self, items: Sequence[tuple[Task | str, Message | str]]) -> bytes:
+        """The ``/verify`` body as JSON; an item over the server's limit goes as its size."""
         body = VerifyRequest(items=[self._item(t, r) for t, r in items])
-        return body.model_dump(mode="json", exclude_none=True)
+        content = body.model_dump_json(exclude_none=True).encode()
+        limit = self._pool.max_body
+        if not limit or len(content) <= limit:
+            return content
+        stand_ins = [_stand_in(item, limit) for item in body.items]
+        return VerifyRequest(items=stand_ins).model_dump_json(exclude_none=True).encode()
 
     def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
         """Verify many pairs in one request."""
@@ -331,9 +395,8 @@ class HTTPEnv(Env):
             params: dict[str, Any] = {"offset": len(out), "limit": 1000}
             if split:
                 params["split"] = split
-            resp = self._client.get("/tasks", params=params)
             try:
-                _raise_for(resp)
+                resp = self._request("GET", "/tasks", params=params)
             except _Transient as e:
                 raise TransportError(str(e)) from e
             page = TaskPage.model_validate_json(resp.content)
@@ -371,7 +434,8 @@ class HTTPEnv(Env):
             self._achannel = None
         if self._session is not None:
             try:
-                self._client.post("/close", json={"session_id": self._session})
+                body = {"session_id": self._session, "session_secret": self._secret}
+                self._client.post("/close", json=body)
             except httpx.HTTPError:
                 pass
             self._session = None
@@ -386,6 +450,21 @@ def _ws_refused() -> tuple[type[Exception], ...]:
     from .ws import WsRefused
 
     return (WsRefused,)
+
+
+def _stand_in(item: VerifyItem, limit: int) -> VerifyItem:
+    """``item``, or if it alone is over the body ``limit``, the item that gives its size."""
+    size = len(item.model_dump_json(exclude_none=True).encode())
+    if size <= limit:
+        return item
+    return item.model_copy(update={"response": None, "oversized": size})
+
+
+def _body(body: dict[str, Any] | bytes) -> dict[str, Any]:
+    """The arguments of ``httpx`` for a body: a dict to serialise, or JSON serialised."""
+    if isinstance(body, bytes):
+        return {"content": body, "headers": {"content-type": "application/json"}}
+    return {"json": body}
 
 
 def _json_string(text: str) -> str:
@@ -512,8 +591,16 @@ def _have_websockets(transport: str) -> bool:
     return True
 
 
-def _retry_after(resp: httpx.Response, attempt: int) -> float:
+def _retry_after(resp: httpx.Response) -> float | None:
     try:
         return min(float(resp.headers.get("Retry-After", "")), 5.0)
     except ValueError:
-        return 0.05 * 2**attempt
+        return None
+
+
+def _kind(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+    except ValueError:
+        return ""
+    return body.get("kind", "") if isinstance(body, dict) else ""

@@ -24,6 +24,7 @@ a move twice.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -44,6 +45,7 @@ __all__ = [
     "StepResult",
     "TaskPage",
     "Transient",
+    "Backoff",
     "VerifyItem",
     "VerifyRequest",
     "VerifyResponse",
@@ -71,12 +73,17 @@ class ResetRequest(_Body):
     task_id: str | None = None
     close_session: str | None = None
     """A previous session of the same client to close first."""
+    close_secret: str | None = None
+    """The ``session_secret`` of ``close_session``."""
 
 
 class ResetResponse(ResetResult):
-    """The opening messages and info, plus the session to step in."""
+    """The opening messages and info, plus the session to step in and its secret."""
 
     session_id: str
+    session_secret: str
+    """Only the opener gets it; every later call on the session (HTTP ``/step``, ``/finish``,
+    ``/close``; WebSocket ``resume``) must carry it. The id alone is not a credential."""
 
 
 class StepRequest(_Body):
@@ -85,29 +92,48 @@ class StepRequest(_Body):
     model_config = ConfigDict(
         json_schema_extra={
             "examples": [
-                {"session_id": "SESSION", "message": "The answer is 42."},
-                {"session_id": "SESSION", "message": {"role": "assistant", "content": "42"}},
+                {"session_id": "SESSION", "session_secret": "SECRET", "message": "42"},
+                {
+                    "session_id": "SESSION",
+                    "session_secret": "SECRET",
+                    "message": {"role": "assistant", "content": "42"},
+                },
             ]
         }
     )
 
     session_id: str
-    message: Message | str
+    session_secret: str
+    """The secret :class:`ResetResponse` gave with ``session_id``."""
     seq: int | None = Field(None, ge=1)
     """The client's count of steps in this episode, this one included (optional): a step the
     server already applied is answered from its record, not applied again."""
+    message: Message | str | None = None
+    """The assistant's message; leave it out only with ``oversized``."""
+    oversized: int | None = Field(None, ge=1)
+    """Instead of ``message``: the size in bytes of a message the client did not send because
+    it is over the server's ``max_body_bytes`` (``/info``). The step is the model's
+    ``invalid_action`` and ends the episode, as a body over the limit would."""
+
+    @model_validator(mode="after")
+    def _one_message(self) -> StepRequest:
+        if (self.message is None) == (self.oversized is None):
+            raise ValueError("give exactly one of message, oversized")
+        return self
 
 
 class FinishRequest(_Body):
     """End a session's episode from outside and get its final accounting."""
 
     session_id: str
+    session_secret: str
 
 
 class CloseRequest(_Body):
     """End a session."""
 
     session_id: str
+    session_secret: str
 
 
 class SessionState(_Body):
@@ -126,13 +152,19 @@ class VerifyItem(_Body):
     task_id: str | None = None
     gold: str | None = None
     task: Task | None = None
-    response: Message | str
+    response: Message | str | None = None
+    """The response to verify; leave it out only with ``oversized``."""
+    oversized: int | None = Field(None, ge=1)
+    """Instead of ``response``: the size in bytes of a response the client did not send
+    because it is over the server's ``max_body_bytes``: the model's ``invalid_action``."""
 
     @model_validator(mode="after")
     def _one_task(self) -> VerifyItem:
         given = [k for k in ("task_id", "gold", "task") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"give exactly one of task_id, gold, task (got {given or 'none'})")
+        if (self.response is None) == (self.oversized is None):
+            raise ValueError("give exactly one of response, oversized")
         return self
 
 
@@ -187,11 +219,16 @@ class WsRequest(_Body):
 
     * ``reset``: ``seed``, ``task_id`` -> :class:`ResetResponse` (the connection's previous
       session, if any, is closed first);
-    * ``step``: ``message``, ``seq`` -> :class:`~envhub.types.StepResult`;
+    * ``step``: ``message`` (or ``oversized``, see :class:`StepRequest`), ``seq`` ->
+      :class:`~envhub.types.StepResult`;
     * ``finish``: end the episode from outside -> its final :class:`~envhub.types.StepResult`;
     * ``close``: -> ``{"closed": bool}``;
     * ``state``: -> :class:`SessionState`;
-    * ``resume``: ``session_id`` -> :class:`SessionState`, after a dropped connection.
+    * ``resume``: ``session_id`` and ``session_secret`` -> :class:`SessionState`, after a
+      dropped connection.
+
+    A connection's own session needs no secret: the connection that reset or resumed it is
+    the only one that drives it.
     """
 
     op: WsOp
@@ -199,7 +236,9 @@ class WsRequest(_Body):
     task_id: str | None = None
     message: Message | str | None = None
     seq: int | None = Field(None, ge=1)
+    oversized: int | None = Field(None, ge=1)
     session_id: str | None = None
+    session_secret: str | None = None
 
 
 class WsError(ErrorBody):
@@ -216,6 +255,8 @@ def error_frame(code: int, kind: str, message: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- what errors mean
 
 RETRY_CODES = (429, 503)
+OVERLOADED = "overloaded"
+"""The ``kind`` of a refusal of work the server never started: sent again without charge."""
 ERRORS_BY_KIND: dict[str, type[Exception]] = {
     "task_not_found": TaskNotFound,
     "episode_state": EpisodeStateError,
@@ -228,6 +269,32 @@ ERRORS_BY_KIND: dict[str, type[Exception]] = {
 
 class Transient(Exception):
     """A failure of the server or the network: ``infra_error`` for the episode."""
+
+
+class Backoff:
+    """When a client sends a call again, shared by the HTTP and WebSocket clients.
+
+    Two budgets, kept apart on purpose. An ``overloaded`` answer (the server is busy with other
+    episodes and never started the call) is sent again for up to ``admission_s`` seconds from
+    the first refusal, uncounted: queueing is never the model's fault. Any other failure (a
+    dropped connection, another 429/503) gets ``retries`` more tries. Past either budget the
+    call is the machinery's failure (``infra_error``). Made at a call's first failure only.
+    """
+
+    def __init__(self, retries: int, admission_s: float) -> None:
+        """Allow ``retries`` tries after failures and ``admission_s`` of overload waits."""
+        self.tries, self.retries = 0, retries
+        self.until = time.monotonic() + admission_s
+
+    def pause(self, overloaded: bool, retry_after: float | None = None) -> float | None:
+        """Seconds to wait before sending again, or ``None`` to give up."""
+        left = self.until - time.monotonic()
+        if overloaded and left > 0:
+            return min(0.5 if retry_after is None else retry_after, left)
+        if self.tries >= self.retries:
+            return None
+        self.tries += 1
+        return min(0.05 * 2**self.tries, 2.0) if retry_after is None else retry_after
 
 
 def raise_for_error(code: int, kind: str, message: str) -> None:

@@ -27,6 +27,7 @@ import math
 import socket
 import struct
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from websockets.client import ClientProtocol
@@ -36,7 +37,7 @@ from websockets.http11 import Response
 from websockets.uri import parse_uri
 
 from .types import StepResult
-from .wire import RETRY_CODES, ResetResponse, Transient, raise_for_error
+from .wire import OVERLOADED, RETRY_CODES, Backoff, ResetResponse, Transient, raise_for_error
 
 MAX_MESSAGE = 64 * 2**20
 """Largest answer accepted, in bytes (a long transcript of tool results fits)."""
@@ -252,39 +253,71 @@ def step_frame(message_json: str, seq: int) -> str:
     return f'{{"op":"step","seq":{seq},"message":{message_json}}}'
 
 
+@dataclass(frozen=True)
+class Limits:
+    """A channel's limits: what :class:`envhub.remote.HTTPEnv` was given, and the server's."""
+
+    timeout: float
+    """Deadline of one answer, in seconds."""
+    retries: int
+    """Tries after a dropped connection or a refused call (see :class:`envhub.wire.Backoff`)."""
+    admission_s: float
+    """Seconds a call is sent again while a saturated server refuses it unstarted."""
+    max_frame: int = 0
+    """The server's body limit (``max_body_bytes``; 0: none known)."""
+
+
 class _Base:
     """What both channels share: the session, the step count, reading answers."""
 
-    def __init__(self, url: str, timeout: float, retries: int, max_frame: int = 0) -> None:
-        """A channel to the server at ``url``; ``max_frame`` is its body limit (0: none known).
+    def __init__(self, url: str, limits: Limits) -> None:
+        """A channel to the server at ``url``.
 
-        A frame over the server's limit is refused here, as the server would refuse it: a
-        frame over the server's WebSocket buffer would cut the connection instead, and a
-        message the caller made too long must not read as the server's ``infra_error``.
+        A step frame over the server's limit is not sent: its stand-in says only its size
+        (``oversized``), and the server answers the model's ``invalid_action``. A frame over
+        the server's WebSocket buffer would cut the connection instead, and a message the
+        model made too long must never read as the server's ``infra_error``.
         """
-        self.url, self.timeout, self.retries = ws_url(url), timeout, retries
-        self.max_frame = max_frame
+        self.url, self.limits, self.timeout = ws_url(url), limits, limits.timeout
+        self.max_frame = limits.max_frame
         self.sid: str | None = None
+        self.secret = ""
         self.steps = 0
 
-    def _fits(self, text: str) -> str:
-        if self.max_frame and len(text) > self.max_frame:
-            raise_for_error(413, "too_large", f"request body over {self.max_frame} bytes")
-        return text
+    def _sized(self, frame: str) -> str:
+        """The step ``frame``, or over the server's limit the frame that gives its size."""
+        if self.max_frame and len(frame) > self.max_frame:
+            return _frame("step", seq=self.steps + 1, oversized=len(frame.encode()))
+        return frame
 
-    def _check(self, text: str, attempt: int) -> bool:
-        """True if ``text`` is the answer, False to send again; raises for other errors.
+    def _backoff(self) -> Backoff:
+        return Backoff(self.limits.retries, self.limits.admission_s)
+
+    def _pause(self, text: str, backoff: Backoff | None) -> tuple[Backoff | None, float | None]:
+        """``(backoff, None)`` if ``text`` is the answer, else the pause before sending again.
 
         An error frame is the only answer whose first key is ``error`` (see
-        :func:`envhub.wire.error_frame`), so a result is never parsed twice.
+        :func:`envhub.wire.error_frame`), so a result is never parsed twice. Errors that are
+        not sent again are raised.
         """
         if not text.startswith('{"error"'):
-            return True
+            return backoff, None
         err = json.loads(text)
-        if err["code"] in RETRY_CODES and attempt < self.retries:
-            return False
+        if err["code"] in RETRY_CODES:
+            backoff = backoff or self._backoff()
+            pause = backoff.pause(err["kind"] == OVERLOADED)
+            if pause is not None:
+                return backoff, pause
         raise_for_error(err["code"], err["kind"], err["error"])
-        return True
+        raise AssertionError("unreachable")
+
+    def _dropped(self, error: BaseException, backoff: Backoff | None) -> tuple[Backoff, float]:
+        """The pause before reconnecting after ``error``; raises past the retries."""
+        backoff = backoff or self._backoff()
+        pause = backoff.pause(False)
+        if pause is None:
+            raise _failure(error, self.timeout) from error
+        return backoff, pause
 
     def _resumed(self, text: str) -> None:
         if text.startswith('{"error"'):
@@ -294,16 +327,15 @@ class _Base:
 
     def _reset_result(self, text: str) -> ResetResponse:
         result = ResetResponse.model_validate_json(text)
-        self.sid, self.steps = result.session_id, 0
+        self.sid, self.secret, self.steps = result.session_id, result.session_secret, 0
         return result
+
+    def _resume_frame(self) -> str:
+        return _frame("resume", session_id=self.sid, session_secret=self.secret)
 
     def forget(self) -> None:
         """Drop the session (after its episode failed)."""
         self.sid, self.steps = None, 0
-
-
-def _backoff(attempt: int) -> float:
-    return min(0.05 * 2**attempt, 2.0)
 
 
 def _failure(e: BaseException, timeout: float) -> Transient:
@@ -324,12 +356,13 @@ class Channel(_Base):
     def _open(self) -> _SyncSocket:
         sock = _SyncSocket(self.url, self.timeout)
         if self.sid:
-            self._resumed(sock.call(_frame("resume", session_id=self.sid), self.timeout))
+            self._resumed(sock.call(self._resume_frame(), self.timeout))
         self._sock = sock
         return sock
 
     def _call(self, text: str) -> str:
-        for attempt in range(self.retries + 1):
+        backoff = pause = None
+        while True:
             try:
                 answer = (self._sock or self._open()).call(text, self.timeout)
             except TimeoutError as e:
@@ -337,14 +370,12 @@ class Channel(_Base):
                 raise _failure(e, self.timeout) from e
             except _DROPPED as e:
                 self.close_socket()
-                if attempt >= self.retries:
-                    raise _failure(e, self.timeout) from e
-                time.sleep(_backoff(attempt))
-                continue
-            if self._check(answer, attempt):
-                return answer
-            time.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                backoff, pause = self._dropped(e, backoff)
+            else:
+                backoff, pause = self._pause(answer, backoff)
+                if pause is None:
+                    return answer
+            time.sleep(pause)
 
     def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
         """Start an episode (the connection's previous session is closed by the server)."""
@@ -352,7 +383,7 @@ class Channel(_Base):
 
     def step(self, message_json: str) -> StepResult:
         """One step; ``message_json`` is the message (object or string) as JSON."""
-        text = self._call(self._fits(step_frame(message_json, self.steps + 1)))
+        text = self._call(self._sized(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 
@@ -384,12 +415,13 @@ class AsyncChannel(_Base):
     async def _open(self) -> _AsyncSocket:
         sock = await _AsyncSocket.open(self.url, self.timeout)
         if self.sid:
-            self._resumed(await sock.call(_frame("resume", session_id=self.sid), self.timeout))
+            self._resumed(await sock.call(self._resume_frame(), self.timeout))
         self._sock = sock
         return sock
 
     async def _call(self, text: str) -> str:
-        for attempt in range(self.retries + 1):
+        backoff = pause = None
+        while True:
             try:
                 answer = await (self._sock or await self._open()).call(text, self.timeout)
             except TimeoutError as e:
@@ -397,14 +429,12 @@ class AsyncChannel(_Base):
                 raise _failure(e, self.timeout) from e
             except _DROPPED as e:
                 self.close_socket()
-                if attempt >= self.retries:
-                    raise _failure(e, self.timeout) from e
-                await asyncio.sleep(_backoff(attempt))
-                continue
-            if self._check(answer, attempt):
-                return answer
-            await asyncio.sleep(_backoff(attempt))
-        raise AssertionError("unreachable")
+                backoff, pause = self._dropped(e, backoff)
+            else:
+                backoff, pause = self._pause(answer, backoff)
+                if pause is None:
+                    return answer
+            await asyncio.sleep(pause)
 
     async def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
         """Async :meth:`Channel.reset`."""
@@ -412,7 +442,7 @@ class AsyncChannel(_Base):
 
     async def step(self, message_json: str) -> StepResult:
         """Async :meth:`Channel.step`."""
-        text = await self._call(self._fits(step_frame(message_json, self.steps + 1)))
+        text = await self._call(self._sized(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 

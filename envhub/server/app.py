@@ -5,6 +5,8 @@ schema for every environment, derived from :mod:`envhub.types` (see ``/docs``).
 
 Protection, in the order a request meets it:
 
+0. a request whose ``Host`` or ``Origin`` is foreign (a web page, DNS rebinding) is refused,
+   on every route and the WebSocket (:mod:`envhub.server.origin`);
 1. bodies over ``max_body_bytes`` get 413 before they are read in full;
 2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
    ``Retry-After`` instead of queueing without bound;
@@ -12,7 +14,9 @@ Protection, in the order a request meets it:
    not JSON gets "send JSON" and the line and column where parsing stopped;
 4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
    stays fast while verification saturates the CPU; each call has a server-side deadline,
-   because a client's time-out does not stop server work;
+   because a client's time-out does not stop server work, counted from when a worker starts
+   it (a call that finds no free worker soon is refused unstarted, 503 ``overloaded``, and
+   sent again by the client: see :mod:`envhub.server.workers`);
 5. a failure inside one episode is that episode's status; a request the caller got wrong (an
    unknown task, a bad split) is a 4xx and one log line; an unexpected exception is a 500 for
    that request only, with its traceback in the log (see :mod:`envhub.server.errors`).
@@ -23,7 +27,6 @@ package, never from a CDN.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import gc
@@ -42,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.core import Env
 from envhub.errors import EnvhubError, NotSupported
-from envhub.types import Score, StepResult, Task
+from envhub.types import Score, Status, StepResult, Task
 from envhub.wire import (
     CloseRequest,
     EnvInfo,
@@ -57,9 +60,10 @@ from envhub.wire import (
 )
 
 from . import errors, ws
-from .episodes import Episodes
+from .episodes import Episodes, too_large
 from .errors import error_response
 from .middleware import Admission, BodyLimit
+from .origin import Guard, HostCheck
 from .sessions import SessionError, SessionTable
 from .workers import Workers
 
@@ -81,16 +85,25 @@ class ServerSettings(BaseModel):
     max_body_bytes: int = Field(4_000_000, ge=1024)
     max_batch: int = Field(1024, ge=1)
     request_timeout_s: float = Field(120.0, gt=0)
-    """Server-side deadline of one environment call."""
+    """Server-side deadline of one environment call, counted from when a worker starts it."""
+    queue_timeout_s: float = Field(5.0, gt=0)
+    """Longest wait of a call for a free worker; then 503 ``overloaded`` with ``Retry-After``
+    (the call never ran, the client sends it again). Small beside the client's deadline, which
+    must cover this wait plus the step itself."""
+    allowed_hosts: list[str] = Field(default_factory=list)
+    """``Host`` names served besides loopback ones (``name``, ``name:port``; ``*``: any), for a
+    proxy or another name in front (DNS rebinding protection, :mod:`envhub.server.origin`)."""
+    allowed_origins: list[str] = Field(default_factory=list)
+    """Browser ``Origin`` values admitted besides loopback ones (``*``: any)."""
 
 
 # ---------------------------------------------------------------------------- the app
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "/reset": {"seed": 0},
-    "/step": {"session_id": "SESSION", "message": "The answer is 42."},
-    "/finish": {"session_id": "SESSION"},
-    "/close": {"session_id": "SESSION"},
+    "/step": {"session_id": "SESSION", "session_secret": "SECRET", "message": "42"},
+    "/finish": {"session_id": "SESSION", "session_secret": "SECRET"},
+    "/close": {"session_id": "SESSION", "session_secret": "SECRET"},
     "/verify": {"items": [{"task_id": "TASK", "response": "The answer is 42."}]},
 }
 """A valid body per path, shown in every 422 so the caller sees the expected shape."""
@@ -118,10 +131,12 @@ class Server:
 
         Lean worker threads (:mod:`envhub.server.workers`), not anyio.to_thread nor an
         executor: their per-call locks and bookkeeping were the event loop's largest cost per
-        WebSocket step. At the deadline the call is abandoned (its thread finishes on its own).
+        WebSocket step. The deadline counts from when a worker starts the call; a call that
+        finds no free worker within ``queue_timeout_s`` is refused unstarted (``Overloaded``).
+        At the deadline the call is abandoned (its thread finishes on its own).
         """
-        async with asyncio.timeout(self.settings.request_timeout_s):
-            return await self.pool.submit(fn, *args)
+        s = self.settings
+        return await self.pool.run(fn, *args, queue_s=s.queue_timeout_s, run_s=s.request_timeout_s)
 
     @asynccontextmanager
     async def lifespan(self, _: FastAPI):  # noqa: ANN201
@@ -177,22 +192,31 @@ class Server:
         return TaskPage(tasks=list(all_tasks[offset : offset + limit]), total=len(all_tasks))
 
     async def reset(self, body: ResetRequest) -> Response:
-        """Start an episode in a new session."""
+        """Start an episode in a new session (closing ``close_session``, if its secret fits)."""
+        if body.close_session:
+            self.sessions.authorize(body.close_session, body.close_secret)
         _, text = await self.episodes.reset(body.seed, body.task_id, body.close_session)
         return Response(text, media_type="application/json")
 
     async def step(self, body: StepRequest) -> Response:
         """One assistant message; the episode's failures come back as its status."""
-        text = await self.episodes.step(body.session_id, body.message, body.seq)
+        self.sessions.authorize(body.session_id, body.session_secret)
+        if body.oversized is not None:
+            limit = self.settings.max_body_bytes
+            text = await self.episodes.refuse(body.session_id, body.oversized, limit, body.seq)
+        else:
+            text = await self.episodes.step(body.session_id, body.message, body.seq)
         return Response(text, media_type="application/json")
 
     async def finish(self, body: FinishRequest) -> Response:
         """End the episode from outside (a trainer's budget): its final accounting."""
+        self.sessions.authorize(body.session_id, body.session_secret)
         text = await self.episodes.finish(body.session_id)
         return Response(text, media_type="application/json")
 
     async def close(self, body: CloseRequest) -> dict[str, bool]:
         """End a session early."""
+        self.sessions.authorize(body.session_id, body.session_secret)
         return {"closed": self.episodes.close(body.session_id)}
 
     async def verify(self, body: VerifyRequest) -> VerifyResponse:
@@ -200,7 +224,7 @@ class Server:
         if len(body.items) > self.settings.max_batch:
             limit = self.settings.max_batch
             raise ValueError(f"batch of {len(body.items)} items; the limit is {limit}")
-        scores = await self.run(_verify_items, self.env, body.items)
+        scores = await self.run(_verify_items, self.env, body.items, self.settings.max_body_bytes)
         for s in scores:
             self.metrics[f"verify_{s.status.value}"] += 1
         return VerifyResponse(scores=scores)
@@ -247,6 +271,8 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
     ws.install(app, server.episodes, server.metrics)
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
+    s = server.settings
+    app.add_middleware(Guard, check=HostCheck(s.allowed_hosts, s.allowed_origins))  # outermost
     return app
 
 
@@ -272,12 +298,13 @@ def _task_of(env: Env, item: VerifyItem) -> Task | str:
         return str(item.task_id)
 
 
-def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
+def _verify_items(env: Env, items: list[VerifyItem], limit: int) -> list[Score]:
     """Scores in order.
 
     A request error (unknown task id, a gold the env cannot take, a game that does not verify)
     is the caller's: the whole request fails with a 4xx naming the item, never a reward of 0
-    with the model's ``invalid_action``.
+    with the model's ``invalid_action``. A response the client could not send (``oversized``:
+    over the body ``limit``) is the model's ``invalid_action``.
     """
     tasks: list[Task | str] = []
     for i, item in enumerate(items):
@@ -285,4 +312,9 @@ def _verify_items(env: Env, items: list[VerifyItem]) -> list[Score]:
             tasks.append(_task_of(env, item))
         except EnvhubError as e:
             raise type(e)(f"items[{i}]: {e}") from e
-    return [env.verify(task, item.response) for task, item in zip(tasks, items, strict=True)]
+    return [
+        env.verify(task, item.response)
+        if item.response is not None
+        else Score(reward=0.0, status=Status.INVALID_ACTION, error=too_large(item.oversized, limit))
+        for task, item in zip(tasks, items, strict=True)
+    ]

@@ -18,6 +18,22 @@ from envhub.install import install_command
 from envhub.lifetime import follow_parent, stop_signals
 
 NameArg = Annotated[str, typer.Argument(help="Environment name, e.g. gsm8k or gsm8k-v1.")]
+AllowHost = Annotated[
+    list[str] | None,
+    typer.Option(
+        envvar="ENVHUB_ALLOW_HOST",
+        help="A Host name served besides loopback ones (repeatable; '*': any), for a proxy or "
+        "another name in front. Without it, a web page cannot reach the server through DNS "
+        "rebinding.",
+    ),
+]
+AllowOrigin = Annotated[
+    list[str] | None,
+    typer.Option(
+        envvar="ENVHUB_ALLOW_ORIGIN",
+        help="A browser Origin admitted besides loopback ones (repeatable; '*': any).",
+    ),
+]
 
 
 def register(app: typer.Typer) -> None:
@@ -46,6 +62,8 @@ def serve(
     mcp: Annotated[
         bool, typer.Option(help="Serve the tools over MCP at /mcp, episodes at /mcp/control.")
     ] = False,
+    allow_host: AllowHost = None,
+    allow_origin: AllowOrigin = None,
 ) -> None:
     """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health).
 
@@ -61,18 +79,19 @@ def serve(
               "max_inflight": max_inflight}  # fmt: skip
     if threads:
         limits["threads"] = threads
+    allowed = {"hosts": list(allow_host or []), "origins": list(allow_origin or [])}
     with stop_signals():  # first: a stop asked for while the data loads counts too
         follow_parent()
         try:
             _serve_here(name, host, port, limits, log_level=log_level, spec_json=spec_json,
-                        mcp=mcp)  # fmt: skip
+                        mcp=mcp, allowed=allowed)  # fmt: skip
         except KeyboardInterrupt:
             pass  # stopping on request is success
 
 
 def _serve_here(
     name: str, host: str, port: int, limits: dict[str, Any], *, log_level: str,
-    spec_json: str | None, mcp: bool,
+    spec_json: str | None, mcp: bool, allowed: dict[str, list[str]],
 ) -> None:  # fmt: skip
     """Serve in this process until uvicorn stops (its handlers own SIGINT/SIGTERM meanwhile)."""
     sock = _listen(host, port)  # a taken port is said now, before loading data or "serving"
@@ -83,12 +102,11 @@ def _serve_here(
     except ImportError as e:
         _fail(f"serving needs the server extra: {install_command(['server'])} ({e})")
     s, env = _warm_env(name, spec_json)
-    in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
-    if not in_container and not ipaddress.ip_address(_resolve(host)).is_loopback:
-        typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
+    settings = ServerSettings(**limits, allowed_hosts=_served_names(host, allowed["hosts"]),
+                              allowed_origins=allowed["origins"])  # fmt: skip
     if mcp:
         _need_mcp_sdk()
-    api = create_app(env, ServerSettings(**limits), mcp=mcp)
+    api = create_app(env, settings, mcp=mcp)
     port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
     # websockets' sans-I/O protocol: 10-20% less server CPU per /ws frame than uvicorn's default
@@ -101,6 +119,20 @@ def _serve_here(
         ws="websockets-sansio",
     )
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _served_names(host: str, allowed: list[str]) -> list[str]:
+    """The Host names served besides loopback: ``allowed``, and ``host`` where it is not.
+
+    A server bound to a non-loopback address is reachable from other machines: say so, and
+    serve the name it was bound by (other names need ``--allow-host``).
+    """
+    in_container = os.environ.get("ENVHUB_IN_CONTAINER") == "1"  # published on loopback
+    if in_container or ipaddress.ip_address(_resolve(host)).is_loopback:
+        return list(allowed)
+    typer.echo(f"envhub: warning: binding {host}: reachable from other machines "
+               "(by this name; others need --allow-host)", err=True)  # fmt: skip
+    return [*allowed, host]
 
 
 def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:

@@ -211,7 +211,9 @@ def _mounts(spec: EnvSpec) -> dict[str, dict[str, str]]:
     return {folder: {"bind": folder, "mode": "ro"}}
 
 
-def _run_kwargs(spec: EnvSpec, image: str, network: str | None, ports: dict) -> dict[str, Any]:
+def _run_kwargs(
+    spec: EnvSpec, image: str, network: str | None, ports: dict, host: str = "127.0.0.1"
+) -> dict[str, Any]:
     pid = os.getpid()
     labels = {
         LABEL_MANAGED: "1", LABEL_ENV: spec.name, LABEL_OWNER: str(pid),
@@ -220,8 +222,9 @@ def _run_kwargs(spec: EnvSpec, image: str, network: str | None, ports: dict) -> 
     mem = f"{spec.docker.memory_mb}m"
     sandboxed = needs_sandbox(spec)
     security = ["no-new-privileges", *(["seccomp=unconfined"] if sandboxed else [])]
+    # --allow-host: clients name the server by the host it is published on
     command = [spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
-               "--spec-json", spec.model_dump_json()]  # fmt: skip
+               "--spec-json", spec.model_dump_json(), "--allow-host", host]  # fmt: skip
     return dict(
         image=image, command=command, detach=True, init=True, read_only=True,
         tmpfs={"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"}, mem_limit=mem, memswap_limit=mem,
@@ -408,7 +411,8 @@ def start_container(
     )
     image = image or image_for(client, list(spec.docker.extras), log=log)
     if spec.docker.network:
-        kwargs = _run_kwargs(spec, image, None, {f"{CONTAINER_PORT}/tcp": (host, port or None)})
+        ports = {f"{CONTAINER_PORT}/tcp": (host, port or None)}
+        kwargs = _run_kwargs(spec, image, None, ports, host)
         container = _launch(client, kwargs)
         bound = container.ports[f"{CONTAINER_PORT}/tcp"][0]
         handle = DockerHandle(client, container, f"http://{host}:{bound['HostPort']}")
@@ -420,7 +424,7 @@ def start_container(
         except OSError as e:
             raise TransportError(f"cannot listen on {host}:{port} ({e}); pick another port") from e
         try:
-            container = _launch(client, _run_kwargs(spec, image, _network(client), {}))
+            container = _launch(client, _run_kwargs(spec, image, _network(client), {}, host))
         except BaseException:
             relay.close()
             raise

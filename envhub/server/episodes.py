@@ -16,14 +16,22 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from envhub.core import Env
-from envhub.errors import EpisodeStateError
-from envhub.types import Message
+from envhub.errors import EpisodeStateError, NotSupported
+from envhub.types import Info, Message, Status, StepResult
 from envhub.wire import ResetResponse, SessionState
 
-from .sessions import SessionTable
+from .sessions import Session, SessionTable
 
 Run = Callable[..., Awaitable[Any]]
 """Runs an environment call in the server's thread pool under its deadline."""
+
+
+def too_large(size: int, limit: int) -> str:
+    """The model's error for a message of ``size`` bytes over the server's body ``limit``."""
+    return (
+        f"the message is {size} bytes as JSON, over the {limit} bytes this server reads "
+        "(max_body_bytes); answer in a shorter message"
+    )
 
 
 class Episodes:
@@ -36,7 +44,11 @@ class Episodes:
     async def reset(
         self, seed: int | None, task_id: str | None, close_session: str | None = None
     ) -> tuple[str, str]:
-        """Start an episode in a new session; returns its id and the answer as JSON."""
+        """Start an episode in a new session; returns its id and the answer as JSON.
+
+        ``close_session`` is closed first; the caller has checked it is the caller's (see
+        :meth:`SessionTable.authorize`). The answer carries the new session's secret.
+        """
         if close_session:
             self.sessions.close(close_session)
         episode_env = self.env.fork()
@@ -48,7 +60,10 @@ class Episodes:
             raise
         self.metrics["episodes"] += 1
         body = ResetResponse.model_construct(
-            session_id=sid, messages=result.messages, info=result.info
+            session_id=sid,
+            session_secret=self.sessions.secret_of(sid),
+            messages=result.messages,
+            info=result.info,
         )
         return sid, body.model_dump_json()
 
@@ -58,6 +73,34 @@ class Episodes:
         With ``seq`` (the client's count of steps, this one included) a step the server
         already applied is answered from its record, and a gap is a 409.
         """
+        return await self._apply(sid, seq, lambda session: self.run(session.env.step, message))
+
+    async def refuse(self, sid: str, size: int, limit: int, seq: int | None = None) -> str:
+        """A step whose message of ``size`` bytes is over the body ``limit``: the model's.
+
+        The server cannot read the message, so the environment never sees it: the step is
+        the model's ``invalid_action`` and ends the episode as a truncation, paid as
+        :meth:`Env.finish` pays it (an env without ``finish`` pays 0). In-process, a message
+        over the env's own ``max_message_chars`` is ``invalid_action`` too.
+        """
+        error = too_large(size, limit)
+        return await self._apply(sid, seq, lambda session: self._refused(session, error))
+
+    async def _refused(self, session: Session, error: str) -> StepResult:
+        try:
+            result = await self.run(session.env.finish)
+        except NotSupported:
+            info = Info(task_id=session.task_id)
+            result = StepResult(
+                messages=[], reward=0.0, terminated=False, truncated=True, info=info
+            )
+        info = result.info.model_copy(update={"status": Status.INVALID_ACTION, "error": error})
+        return result.model_copy(update={"info": info, "terminated": False, "truncated": True})
+
+    async def _apply(
+        self, sid: str, seq: int | None, act: Callable[[Session], Awaitable[StepResult]]
+    ) -> str:
+        """``act`` as the session's next step, once: see :meth:`step` for ``seq``."""
         finished = self.sessions.finished(sid)
         if finished is not None and seq is not None and seq == finished.steps and finished.last:
             return finished.last
@@ -71,7 +114,7 @@ class Episodes:
                     f"send seq {session.steps + 1} (or omit seq)"
                 )
             try:
-                result = await self.run(session.env.step, message)
+                result = await act(session)
             except TimeoutError:
                 self.sessions.close(sid)
                 raise

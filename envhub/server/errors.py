@@ -27,6 +27,8 @@ from fastapi.responses import JSONResponse
 from envhub.errors import ConfigError, EpisodeStateError, NotSupported, TaskNotFound
 from envhub.wire import ErrorBody
 
+from .workers import Overloaded, Stalled
+
 log = logging.getLogger("envhub.server")
 
 
@@ -43,6 +45,13 @@ CLIENT_ERRORS: dict[type[Exception], tuple[int, str]] = {
     TooLarge: (413, "too_large"),
 }
 """Exceptions that are the caller's fault, with the HTTP status and ``kind`` they answer."""
+
+REFUSALS: dict[type[Exception], tuple[int, str, dict[str, str]]] = {
+    Overloaded: (503, "overloaded", {"Retry-After": "1"}),
+    Stalled: (503, "stalled", {}),
+}
+"""The worker pool's refusals of a call it never started: ``overloaded`` is sent again by the
+client without charging the model; ``stalled`` (a wedged pool) is the server's failure."""
 
 Handler = Callable[[Request, Exception], Awaitable[JSONResponse]]
 
@@ -103,12 +112,21 @@ def install(app: FastAPI, examples: dict[str, Any], metrics: Counter[str]) -> No
         limit = app.state.settings.request_timeout_s
         return error_response(504, "deadline", f"over the server deadline of {limit:g} s")
 
+    def on_refusal(code: int, kind: str, headers: dict[str, str]) -> Handler:
+        async def handle(request: Request, exc: Exception) -> JSONResponse:
+            metrics[f"refused_{kind}"] += 1
+            return error_response(code, kind, str(exc), **headers)
+
+        return handle
+
     async def on_bug(request: Request, exc: Exception) -> JSONResponse:
         metrics["internal_errors"] += 1  # uvicorn logs the traceback: Starlette re-raises
         return error_response(500, "internal", f"{type(exc).__name__}: {exc}")
 
     app.add_exception_handler(RequestValidationError, on_invalid)
     app.add_exception_handler(TimeoutError, on_deadline)
+    for cls, (code, kind, headers) in REFUSALS.items():
+        app.add_exception_handler(cls, on_refusal(code, kind, headers))
     for cls, (code, kind) in CLIENT_ERRORS.items():
         app.add_exception_handler(cls, _client_handler(code, kind))
     app.add_exception_handler(Exception, on_bug)

@@ -43,6 +43,7 @@ from fastapi import FastAPI
 from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from envhub.errors import EnvhubError, NotSupported
@@ -313,13 +314,19 @@ def _serve(
     path: str,
     name: str,
     handlers: AgentTools | ControlTools,
-    host: str,
     idle_s: float,
 ) -> Any:
-    """Mount one MCP server at ``path``; its session manager."""
+    """Mount one MCP server at ``path``; its session manager.
+
+    The Host and Origin check is the app's own, on every route (:mod:`envhub.server.origin`):
+    the SDK's copy is off, so ``serve --allow-host`` admits a proxy to ``/mcp`` as to the rest.
+    """
     server = Server(name, on_list_tools=handlers.list_tools, on_call_tool=handlers.call_tool)
     server.add_request_handler("server/discover", types.RequestParams, _handshake_discover(server))
-    server.streamable_http_app(streamable_http_path=path, host=host, session_idle_timeout=idle_s)
+    app_wide = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    server.streamable_http_app(
+        streamable_http_path=path, transport_security=app_wide, session_idle_timeout=idle_s
+    )
     manager = server.session_manager
     app.add_route(path, _EndOnDelete(StreamableHTTPASGIApp(manager), handlers.end_session))
     return manager
@@ -341,9 +348,7 @@ class Managers:
             yield
 
 
-def install(
-    app: FastAPI, episodes: Episodes, host: str = "127.0.0.1", idle_s: float = 600.0
-) -> Managers:
+def install(app: FastAPI, episodes: Episodes, idle_s: float = 600.0) -> Managers:
     """Add ``/mcp`` and ``/mcp/control`` to ``app``; returns what the app's lifespan runs.
 
     ``idle_s``: an MCP session with no request for this long ends. One client address may
@@ -353,5 +358,5 @@ def install(
     name = f"envhub-{episodes.env.spec.name}"
     table = episodes.sessions.max_sessions
     control = ControlTools(episodes, max(1, table // 2), max(1, table // 8))
-    agent = _serve(app, "/mcp", name, AgentTools(episodes), host, idle_s)
-    return Managers(agent, _serve(app, "/mcp/control", f"{name}-control", control, host, idle_s))
+    agent = _serve(app, "/mcp", name, AgentTools(episodes), idle_s)
+    return Managers(agent, _serve(app, "/mcp/control", f"{name}-control", control, idle_s))

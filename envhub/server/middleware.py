@@ -6,6 +6,8 @@ CPU per request, as much as the rest of the server together.
 
 from __future__ import annotations
 
+import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -18,8 +20,32 @@ WORK_PATHS = ("/reset", "/step", "/finish", "/verify")
 """Paths that run environment code and count against ``max_inflight``."""
 
 
+HEAD = 4096
+"""Bytes of an over-limit body kept to find its session (the envhub clients put it first)."""
+DRAIN = 16
+"""An over-limit step body is read to its end (to answer it) up to this many times the limit."""
+_FIELDS = re.compile(r'"(op|session_id|session_secret|seq)"\s*:\s*(?:"([^"\\]{0,256})"|(\d{1,9}))')
+
+
+def head_fields(head: str) -> dict[str, str]:
+    """The first ``op``, ``session_id``, ``session_secret`` and ``seq`` in a body's head.
+
+    A key is matched only as a key: inside a JSON string every quote is escaped.
+    """
+    found: dict[str, str] = {}
+    for m in _FIELDS.finditer(head):
+        found.setdefault(m[1], m[2] if m[2] is not None else m[3])
+    return found
+
+
 class BodyLimit:
-    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed."""
+    """ASGI middleware: 413 for bodies over ``limit`` bytes, declared or streamed.
+
+    Except a ``/step``: its message is the model's, and a message the server cannot read is
+    the model's ``invalid_action``, not the caller's 413. The body is read to its end and
+    replaced by its compact form (``session_id``, ``session_secret`` and ``seq`` from its head,
+    ``oversized``: its size), which the route answers (see :class:`envhub.wire.StepRequest`).
+    """
 
     def __init__(self, app: Any, limit: int) -> None:
         """Wrap ``app``."""
@@ -30,8 +56,13 @@ class BodyLimit:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            return await _too_large(self.limit, send)
+        if declared is not None and declared.isdigit():
+            if int(declared) <= self.limit:  # the HTTP layer holds the body to its length
+                return await self.app(scope, receive, send)
+            if scope["path"] != "/step":
+                return await _too_large(self.limit, send)
+        if scope["path"] == "/step":
+            return await self._step(scope, receive, send)
         seen, over = 0, False
 
         async def counting_receive() -> dict:
@@ -53,6 +84,49 @@ class BodyLimit:
             pass
         if over:
             await _too_large(self.limit, send)
+
+    async def _step(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """A ``/step`` body not declared within the limit: read it, compact it if over."""
+        chunks, size, more = [], 0, True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size <= self.limit or sum(map(len, chunks)) < HEAD:
+                chunks.append(chunk)
+            if size > DRAIN * self.limit:
+                return await _too_large(self.limit, send)
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if size > self.limit:
+            fields = head_fields(body[:HEAD].decode("utf-8", "replace"))
+            if "session_id" not in fields:
+                return await _too_large(self.limit, send)
+            body = _compact(fields, size)
+        replayed = False
+
+        async def replay() -> dict:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def _compact(fields: dict[str, str], size: int) -> bytes:
+    """The ``/step`` body that stands for an over-limit one of ``size`` bytes."""
+    body: dict[str, Any] = {
+        "session_id": fields["session_id"],
+        "session_secret": fields.get("session_secret", ""),
+        "oversized": size,
+    }
+    if "seq" in fields and fields["seq"].isdigit():
+        body["seq"] = int(fields["seq"])
+    return json.dumps(body).encode()
 
 
 async def _too_large(limit: int, send: Callable) -> None:

@@ -9,6 +9,7 @@ over", not "unknown".
 from __future__ import annotations
 
 import asyncio
+import hmac
 import secrets
 import time
 from collections import OrderedDict
@@ -33,6 +34,8 @@ class Session:
 
     env: Env
     task_id: str = ""
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    """Given only to the opener (``session_secret``): resuming, stepping or closing needs it."""
     last_used: float = field(default_factory=time.monotonic)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     steps: int = 0
@@ -48,6 +51,7 @@ class Finished:
     task_id: str
     steps: int
     last: str | None
+    secret: str
 
 
 class SessionTable:
@@ -65,11 +69,15 @@ class SessionTable:
         return len(self._sessions)
 
     def create(self, env: Env, task_id: str = "") -> str:
-        """Add a session; raises ``SessionError(503)`` when the table is full."""
+        """Add a session; raises ``SessionError(503)`` when the table is full.
+
+        Its secret (``secret_of``) goes to the opener alone: an id is not a credential (it is
+        logged, and shown in errors), so a guessed or leaked id cannot drive the session.
+        """
         self.reap()
         if len(self._sessions) >= self.max_sessions:
             raise SessionError(
-                503, "overloaded", f"all {self.max_sessions} sessions are in use; retry later"
+                503, "sessions_full", f"all {self.max_sessions} sessions are in use; retry later"
             )
         sid = secrets.token_urlsafe(12)
         self._sessions[sid] = Session(env, task_id)
@@ -95,6 +103,25 @@ class SessionTable:
         session.last_used = time.monotonic()
         return session
 
+    def secret_of(self, sid: str) -> str:
+        """The secret of the live session ``sid``."""
+        return self._sessions[sid].secret
+
+    def authorize(self, sid: str, secret: str | None) -> None:
+        """Raise ``SessionError(403)`` unless ``secret`` is the one ``sid`` was opened with.
+
+        A session that expired or never existed passes here, to be answered by :meth:`get`
+        (410, 404): those answers hold nothing of the episode.
+        """
+        record = self._sessions.get(sid) or self._expired.get(sid)
+        expected = getattr(record, "secret", None)
+        if expected is not None and not hmac.compare_digest(expected, secret or ""):
+            raise SessionError(
+                403, "forbidden",
+                f"wrong session_secret for session {sid!r}: send the session_secret that "
+                "reset answered with this session_id (an id alone drives no session)",
+            )  # fmt: skip
+
     def close(self, sid: str) -> bool:
         """Close and drop a session; False if there was none."""
         session = self._sessions.pop(sid, None)
@@ -117,7 +144,8 @@ class SessionTable:
         """Release a session whose episode ended; later steps get "episode is over"."""
         session = self._sessions.get(sid)
         if session is not None:
-            self._expire(sid, Finished(session.task_id, session.steps, session.last))
+            record = Finished(session.task_id, session.steps, session.last, session.secret)
+            self._expire(sid, record)
 
     def _expire(self, sid: str, why: str | Finished = "expired") -> None:
         session = self._sessions.pop(sid, None)

@@ -1,10 +1,12 @@
 """The WebSocket endpoint ``/ws``: a session's calls over one persistent connection.
 
-Each text frame from the client is an :class:`envhub.wire.WsRequest`; each answer is one frame,
-the call's body or a :class:`envhub.wire.WsError` (``code`` is the HTTP status the same error
-gets on the HTTP routes). The limits of HTTP hold here too: a frame over ``max_body_bytes`` is
-``too_large``; beyond ``max_inflight`` calls in flight (HTTP and WebSocket together) the answer
-is ``overloaded`` (503) at once; every call has the server's deadline.
+Each text frame from the client is an :class:`envhub.wire.WsRequest` (a binary frame is
+answered with ``bad_input`` and the connection kept); each answer is one frame, the call's body
+or a :class:`envhub.wire.WsError` (``code`` is the HTTP status the same error gets on the HTTP
+routes). The limits of HTTP hold here too: a frame over ``max_body_bytes`` is ``too_large``,
+but a step's is the model's ``invalid_action`` (as on HTTP); beyond ``max_inflight`` calls in
+flight (HTTP and WebSocket together) the answer is ``overloaded`` (503) at once; every call
+has the server's deadline.
 
 A connection holds no state the server would lose with it: the session lives in the session
 table, so after a drop the client reconnects and sends ``resume`` with its session id.
@@ -24,17 +26,23 @@ from envhub.errors import EpisodeStateError
 from envhub.wire import WsRequest, error_frame
 
 from .episodes import Episodes
-from .errors import CLIENT_ERRORS
+from .errors import CLIENT_ERRORS, REFUSALS
+from .middleware import HEAD, head_fields
 from .sessions import SessionError
 
 log = logging.getLogger("envhub.server")
+
+BINARY = (
+    "a binary frame is not read: send each request as a text frame holding JSON "
+    '(e.g. {"op": "step", "message": "..."}); the session is kept'
+)
 
 
 class _Connection:
     """The calls of one connection; ``sid`` is the session it currently drives."""
 
-    def __init__(self, episodes: Episodes) -> None:
-        self.episodes = episodes
+    def __init__(self, episodes: Episodes, limit: int) -> None:
+        self.episodes, self.limit = episodes, limit
         self.sid: str | None = None
         self.ops: dict[str, Callable[[WsRequest], Awaitable[str]]] = {
             "reset": self.reset,
@@ -55,6 +63,8 @@ class _Connection:
         return text
 
     async def step(self, req: WsRequest) -> str:
+        if req.oversized is not None:
+            return await self.episodes.refuse(self._session(), req.oversized, self.limit, req.seq)
         if req.message is None:
             raise ValueError("step needs a message: the assistant's text or a message object")
         return await self.episodes.step(self._session(), req.message, req.seq)
@@ -67,12 +77,21 @@ class _Connection:
         self.sid = None
         return '{"closed":true}' if closed else '{"closed":false}'
 
+    async def oversized(self, text: str) -> str | dict[str, Any]:
+        """A frame over the limit: a step's is the model's ``invalid_action``, others 413."""
+        fields = head_fields(text[:HEAD])
+        if fields.get("op") != "step":
+            return error_frame(413, "too_large", f"frame over {self.limit} bytes")
+        seq = int(fields["seq"]) if "seq" in fields else None
+        return await self.step(WsRequest(op="step", seq=seq, oversized=len(text.encode())))
+
     async def state(self, req: WsRequest) -> str:
         return self.episodes.state(self._session()).model_dump_json()
 
     async def resume(self, req: WsRequest) -> str:
         if not req.session_id:
             raise ValueError("resume needs session_id: the id reset answered")
+        self.episodes.sessions.authorize(req.session_id, req.session_secret)
         state = self.episodes.state(req.session_id)
         self.sid = req.session_id
         return state.model_dump_json()
@@ -81,6 +100,9 @@ class _Connection:
 def _error(exc: Exception, deadline_s: float) -> dict[str, Any]:
     if isinstance(exc, SessionError):
         return error_frame(exc.code, exc.kind, str(exc))
+    for cls, (code, kind, _) in REFUSALS.items():
+        if isinstance(exc, cls):
+            return error_frame(code, kind, str(exc))
     if isinstance(exc, TimeoutError):
         return error_frame(504, "deadline", f"over the server deadline of {deadline_s:g} s")
     if isinstance(exc, ValidationError):
@@ -97,8 +119,6 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
     settings = app.state.settings
 
     async def call(conn: _Connection, text: str) -> str | dict[str, Any]:
-        if len(text) > settings.max_body_bytes:
-            return error_frame(413, "too_large", f"frame over {settings.max_body_bytes} bytes")
         if metrics["inflight"] >= settings.max_inflight:
             metrics["rejected_overload"] += 1
             return error_frame(503, "overloaded", "server at its concurrency limit; retry later")
@@ -106,6 +126,8 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
         metrics["requests"] += 1
         metrics["ws_calls"] += 1
         try:
+            if len(text) > conn.limit:
+                return await conn.oversized(text)
             req = WsRequest.model_validate_json(text)
             return await conn.ops[req.op](req)
         except Exception as e:  # noqa: BLE001 - client errors answered; a bug is re-raised below
@@ -123,10 +145,17 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
         """One session's reset/step/close/state over one connection (see envhub.wire)."""
         await websocket.accept()
         metrics["ws_connections"] += 1
-        conn = _Connection(episodes)
+        conn = _Connection(episodes, settings.max_body_bytes)
         try:
             while True:
-                answer = await call(conn, await websocket.receive_text())
+                message = await websocket.receive()
+                text = message.get("text")
+                if text is not None:
+                    answer = await call(conn, text)
+                elif message["type"] == "websocket.disconnect":
+                    return
+                else:  # a binary frame: answered, and the session stays
+                    answer = error_frame(400, "bad_input", BINARY)
                 if isinstance(answer, str):
                     await websocket.send_text(answer)
                 else:

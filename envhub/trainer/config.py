@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from envhub import errors
+from envhub.deadline import ADMISSION_WAIT_S
 from envhub.engines.types import SamplingParams
 
 from .grpo import LossConfig
@@ -64,7 +65,8 @@ class EnvConfig(_Section):
     workers: int = Field(default=1, ge=1)
     """Environment worker actors; each holds a pool of env clients."""
     timeout_s: float = Field(default=60.0, gt=0)
-    """Deadline of one reset/step call; past it the episode is dropped as ``infra_error``."""
+    """Deadline of one reset/step call's work; past it the episode is dropped as
+    ``infra_error``. See :attr:`call_deadline_s` for the whole wait."""
     concurrency: int = Field(default=64, ge=1)
     """Environment calls the driver runs at once (threads of one bounded pool, kept for the
     whole run); calls beyond it wait for a free thread within their deadline."""
@@ -77,6 +79,16 @@ class EnvConfig(_Section):
     """Ray custom resources each environment worker reserves, e.g. ``{env: 1}``: the workers
     then run only on nodes started with ``ray start --resources='{"env": N}'`` (KubeRay:
     ``rayStartParams.resources``). Empty: anywhere."""
+
+    @property
+    def call_deadline_s(self) -> float:
+        """The trainer's deadline of one environment call: work, plus a wait for admission.
+
+        :attr:`timeout_s` of work plus the time a remote client may wait for a saturated
+        server to admit the call (:data:`envhub.deadline.ADMISSION_WAIT_S`): queueing behind
+        other episodes is never the model's, and dropping its episode would be a free pass.
+        """
+        return self.timeout_s + ADMISSION_WAIT_S
 
 
 class SamplingConfig(_Section):

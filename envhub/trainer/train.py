@@ -91,7 +91,7 @@ def rollout_settings(config: Config, env_max_turns: int | None) -> RolloutSettin
         group_size=config.rollout.group_size,
         max_turns=config.rollout.max_turns or env_max_turns or 1,
         max_seq_len=config.rollout.max_seq_len,
-        timeout_s=config.env.timeout_s,
+        timeout_s=config.env.call_deadline_s,
         env_concurrency=config.env.concurrency,
         params=config.rollout.sampling.params(),
     )

@@ -422,7 +422,7 @@ class Cluster:
         if e.split:
             overrides["split"] = e.split
         self.env_workers = [env_actor.remote(e.name, e.runner, overrides) for _ in range(e.workers)]
-        self.env_pool = RayEnvPool(self.env_workers, e.timeout_s)
+        self.env_pool = RayEnvPool(self.env_workers, e.call_deadline_s)
 
     def _start_ray(self) -> None:
         if ray.is_initialized():

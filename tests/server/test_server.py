@@ -68,15 +68,18 @@ def test_verify_item_needs_one_task_source(echo_url):
 
 
 def test_unknown_and_expired_sessions(echo_url):
-    r = httpx.post(
-        echo_url + "/step", json={"session_id": "nope", "message": {"role": "assistant"}}
-    )
+    nope = {"session_id": "nope", "session_secret": "x", "message": {"role": "assistant"}}
+    r = httpx.post(echo_url + "/step", json=nope)
     assert r.status_code == 404 and r.json()["kind"] == "unknown_session"
-    sid = httpx.post(echo_url + "/reset", json={"seed": 1}).json()["session_id"]
+    opened = httpx.post(echo_url + "/reset", json={"seed": 1}).json()
     time.sleep(0.7)
     r = httpx.post(
         echo_url + "/step",
-        json={"session_id": sid, "message": {"role": "assistant", "content": "a"}},
+        json={
+            "session_id": opened["session_id"],
+            "session_secret": opened["session_secret"],
+            "message": {"role": "assistant", "content": "a"},
+        },
     )
     assert r.status_code == 410 and "expired" in r.json()["error"]
 

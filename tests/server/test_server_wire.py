@@ -42,15 +42,17 @@ def test_docs_and_every_asset_come_from_the_server_itself(url):
 
 
 def _session(url):
-    return httpx.post(url + "/reset", json={"task_id": "train/0"}).json()["session_id"]
+    """The ``session_id`` and ``session_secret`` of a new episode, as a body to extend."""
+    opened = httpx.post(url + "/reset", json={"task_id": "train/0"}).json()
+    return {k: opened[k] for k in ("session_id", "session_secret")}
 
 
 def test_step_takes_a_plain_string_or_a_message_object(url):
-    r = httpx.post(url + "/step", json={"session_id": _session(url), "message": "alpha"})
+    r = httpx.post(url + "/step", json={**_session(url), "message": "alpha"})
     assert r.status_code == 200 and r.json()["info"]["status"] == "ok"
     assert r.json()["reward"] == 1.5
     obj = {"role": "assistant", "content": "alpha"}
-    r = httpx.post(url + "/step", json={"session_id": _session(url), "message": obj})
+    r = httpx.post(url + "/step", json={**_session(url), "message": obj})
     assert r.status_code == 200 and r.json()["reward"] == 1.5
 
 
@@ -59,7 +61,7 @@ def test_422_shows_the_expected_shape(url):
     assert r.status_code == 422 and r.json()["kind"] == "invalid_request"
     error = r.json()["error"]
     assert "session_id" in error and "expected a body like" in error
-    assert '"message": "The answer is 42."' in error
+    assert '"message": "42"' in error
 
 
 def test_malformed_json_says_send_json_and_where(url):
@@ -106,11 +108,11 @@ def server_logs():
 
 
 def test_a_bad_request_logs_one_line_and_a_bug_keeps_its_traceback(env, url, server_logs):
-    sid = _session(url)
+    session = _session(url)
     bad = [
         httpx.post(url + "/reset", json={"task_id": "no-such-task"}),
         httpx.get(url + "/tasks", params={"limit": 0}),
-        httpx.post(url + "/step", json={"session_id": sid, "message": {"role": "user"}}),
+        httpx.post(url + "/step", json={**session, "message": {"role": "user"}}),
         httpx.post(url + "/verify", json={"items": [{"task_id": "nope", "response": "x"}]}),
         httpx.post(url + "/step", content=b"{", headers={"content-type": "application/json"}),
     ]

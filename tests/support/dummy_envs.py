@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import InfraError, InvalidAction
+from envhub.errors import InfraError, InvalidAction, VerifierTimeout
 from envhub.types import Message, Task
 
 
@@ -30,6 +30,9 @@ class EchoEnv(TaskEnv):
             raise InfraError("sandbox is down")
         if text == "invalid":
             raise InvalidAction("that is not an answer")
+        if text.startswith("hang "):  # a program that runs until its deadline: the model's
+            time.sleep(float(text.split()[1]))
+            raise VerifierTimeout("the program ran past its deadline")
         if text.startswith("slow"):
             time.sleep(float(text.split()[1]) if " " in text else 0.2)
         return (

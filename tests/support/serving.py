@@ -36,3 +36,13 @@ def running(app, **config):
         if thread.is_alive():  # the graceful stop hangs: drop open connections and tasks
             server.force_exit = True
             thread.join(10)
+
+
+@contextlib.contextmanager
+def serving_env(name, **settings):
+    """``envhub.make(name)`` served with ``ServerSettings(**settings)``; yields its URL."""
+    import envhub
+    from envhub.server.app import ServerSettings, create_app
+
+    with running(create_app(envhub.make(name), ServerSettings(**settings))) as url:
+        yield url
