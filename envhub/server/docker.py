@@ -43,6 +43,7 @@ from typing import Any
 from envhub.errors import EnvhubError, TransportError, missing
 from envhub.spec import EnvSpec
 
+from . import docker_cgroup
 from .docker_image import DEFAULT_BASE_IMAGE, build_image, default_extras, image_for
 
 CONTAINER_PORT = 8000
@@ -142,6 +143,7 @@ def _remove_owned(pid: int) -> None:
         for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={pid}"}):
             if c.labels.get(LABEL_HOST) == socket.gethostname():
                 _remove(client, c.id)
+                docker_cgroup.release(c.name)
     except Exception:  # noqa: BLE001 - best effort at exit; `envhub docker clean` is the backstop
         pass
 
@@ -149,7 +151,9 @@ def _remove_owned(pid: int) -> None:
 def clean(all_: bool = False) -> list[str]:
     """Remove envhub's containers whose owner process is dead (``all_``: every one).
 
-    With ``all_`` envhub's internal network goes too. Returns the names of what was removed.
+    The programs' cgroups of removed containers (:mod:`.docker_cgroup`) and of any container
+    whose owner died go too; with ``all_`` envhub's internal network as well. Returns the names
+    of what was removed.
     """
     client = engine()
     removed = []
@@ -157,6 +161,8 @@ def clean(all_: bool = False) -> list[str]:
         if all_ or not _owner_alive(c.labels):
             if _remove(client, c.id):
                 removed.append(c.name)
+            docker_cgroup.release(c.name)
+    removed += [f"cgroup {name}" for name in docker_cgroup.release_orphans()]
     if all_:
         for net in client.networks.list(filters={"label": f"{LABEL_MANAGED}=1"}):
             try:
@@ -259,6 +265,7 @@ def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
             _remove(client, kwargs["name"])
         except Exception:  # noqa: BLE001 - report the original failure
             pass
+        docker_cgroup.release(kwargs["name"])
         raise
 
 
@@ -283,6 +290,7 @@ def _run_unmasked(client: Any, kw: dict[str, Any]) -> Any:
     created = api.create_container(
         kw["image"], kw["command"], detach=True, name=kw["name"], labels=kw["labels"],
         ports=list(ports), host_config=host_config, networking_config=networking,
+        environment=kw.get("environment"),
     )  # fmt: skip
     api.start(created["Id"])
     return client.containers.get(created["Id"])
@@ -305,14 +313,24 @@ class _Launcher:
         """Start one container; ``(container, url)``."""
         if self.relay is None:
             ports = {f"{CONTAINER_PORT}/tcp": (self.host, self.port or None)}
-            container = _launch(self.client, _run_kwargs(self.spec, self.image, None, ports))
+            container = _launch(self.client, self._kwargs(None, ports))
             self.port = int(container.ports[f"{CONTAINER_PORT}/tcp"][0]["HostPort"])
             return container, f"http://{self.host}:{self.port}"
-        network = _network(self.client)
-        container = _launch(self.client, _run_kwargs(self.spec, self.image, network, {}))
+        container = _launch(self.client, self._kwargs(_network(self.client), {}))
         address = container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]
         self.relay.target = (address, CONTAINER_PORT)
         return container, f"http://{self.host}:{self.relay.port}"
+
+    def _kwargs(self, network: str | None, ports: dict) -> dict[str, Any]:
+        """The container's settings; a sandboxed one gets its programs' cgroups."""
+        kwargs = _run_kwargs(self.spec, self.image, network, ports)
+        if needs_sandbox(self.spec):
+            limits = self.spec.docker
+            binds = docker_cgroup.delegate(kwargs["name"], limits.memory_mb, limits.pids_limit)
+            if binds:
+                kwargs["volumes"] = {**kwargs["volumes"], **binds}
+                kwargs["environment"] = {"ENVHUB_SANDBOX_CGROUP": docker_cgroup.INSIDE}
+        return kwargs
 
 
 @dataclass(frozen=True)
@@ -346,7 +364,7 @@ class DockerHandle:
         self._client = launcher.client
         self._launcher = launcher
         self._timeout = timeout
-        self._current: list[str] = []
+        self._current: list[tuple[str, str]] = []
         self._finalizer = weakref.finalize(
             self, DockerHandle._stop, self._client, self._current, launcher.relay, os.getpid()
         )
@@ -362,20 +380,21 @@ class DockerHandle:
         except BaseException:
             self.close()
             raise
-        self._current[:] = [container.id]
+        self._current[:] = [(container.id, container.name)]
         self.container_id: str = container.id
         self.name: str = container.name
         _wait_healthy(self, self._timeout)
 
     @staticmethod
-    def _stop(client: Any, current: list[str], relay: Any, pid: int) -> None:
+    def _stop(client: Any, current: list[tuple[str, str]], relay: Any, pid: int) -> None:
         if os.getpid() != pid:
             return  # forked child: the parent owns the container
         if relay is not None:
             relay.close()
         try:
-            for container_id in current:
+            for container_id, name in current:
                 _remove(client, container_id)
+                docker_cgroup.release(name)
         except Exception:  # noqa: BLE001 - at exit the engine may be gone; clean() is the backstop
             pass
 
@@ -398,6 +417,7 @@ class DockerHandle:
             if death is None:
                 return None
             _remove(self._client, self.container_id)
+            docker_cgroup.release(self.name)
             self._current.clear()
             self._start()
             self.deaths.append(death)
