@@ -4,8 +4,9 @@ Inside a container the server is unprivileged and the cgroup file system is read
 sandbox could cap each process (RLIMIT_AS) but not a program's process tree: a program that
 forked children past the container's memory got the server OOM-killed, and the container with
 it. So, where it can, the runner makes a cgroup per container on this host, outside the
-container's own, owned by the image's user: ``/sys/fs/cgroup/{memory,pids}/envhub-docker/NAME``,
-capped at the container's ``memory_mb`` (no swap) and ``pids_limit``, bind-mounted read-write at
+container's own: ``/sys/fs/cgroup/{memory,pids}/envhub-docker/NAME``, capped at the container's
+``memory_mb`` (no swap) and ``pids_limit`` (limits the server cannot change: only the folder
+is the image user's, so it can make a group per run inside), bind-mounted read-write at
 ``/run/envhub-cgroup/{memory,pids}``. ``ENVHUB_SANDBOX_CGROUP`` tells the sandbox
 (:mod:`envhub.sandbox.cgroup`) to make each run's group there. A program that outgrows its group
 is killed by the kernel inside it, never the server: the run fails as the program's, and the
@@ -59,9 +60,8 @@ def delegate(name: str, memory_mb: int, pids: int) -> dict[str, dict[str, str]] 
         if (memory / "memory.memsw.limit_in_bytes").exists():
             (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_mb << 20))
         (processes / "pids.max").write_text(str(pids))
-        for folder in made:
-            for path in (folder, *folder.iterdir()):
-                os.chown(path, IMAGE_UID, IMAGE_UID)
+        for folder in made:  # the folder only: its limits stay root's, out of the server's reach
+            os.chown(folder, IMAGE_UID, IMAGE_UID)
     except OSError:
         release(name)
         return None

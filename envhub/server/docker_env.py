@@ -166,7 +166,7 @@ class DockerEnv(HTTPEnv):
         return self._ended(Status.TIMEOUT, f"{_told(death)} while it ran this call: {BLAMED}")
 
     def _ended(self, status: Status, error: str) -> StepResult:
-        self._session = None
+        self._infra_step(TransportError(error))  # forgets the session, on every channel
         rubric = Rubric(weights=dict(self.spec.reward.weights))
         components = rubric.truncation({}) if status is Status.TIMEOUT else {}  # as truncated
         info = Info(task_id=self._task_id, status=status, components=components, error=error)

@@ -475,3 +475,166 @@ def test_a_taken_port_fails_cleanly(engine, network):
             dk.start_container(_spec(network=network), port=port)
     assert str(port) in str(err.value) or "address already in use" in str(err.value).lower()
     assert _ours(engine, **{dk.LABEL_OWNER: str(os.getpid())}) == []
+
+
+# ------------------------------------------------------------------ programs that kill containers
+
+
+def _bomb(children: int, mb: int) -> str:
+    """HumanEval/0 answered by a fork tree: ``children`` processes of ``mb`` MB each."""
+    return textwrap.dedent(f"""
+        import os, time
+        def has_close_elements(numbers, threshold):
+            for _ in range({children}):
+                if os.fork() == 0:
+                    try:
+                        block = bytearray({mb} << 20)
+                        for i in range(0, len(block), 4096):
+                            block[i] = 1
+                        time.sleep(3)
+                    finally:
+                        os._exit(0)
+            time.sleep(3)
+        """)
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+def _docker_env(spec: EnvSpec):
+    from envhub.server.docker_env import DockerEnv
+
+    return DockerEnv(dk.start_container(spec))
+
+
+@pytest.mark.docker
+def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engine):
+    """Issue 22.7: 40 children of 50 MB (2 GB) against a 1 GB container. The programs' own
+    cgroup (delegated from the host) takes the OOM kill: the program scores 0 with its own
+    status, the server lives on, and a correct program on the same handle scores 1."""
+    from envhub.server import docker_cgroup
+
+    if not docker_cgroup.possible():
+        pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
+    env = _docker_env(_spec("humaneval"))
+    try:
+        first = env.handle.container_id
+        binds = engine.api.inspect_container(first)["HostConfig"]["Binds"]
+        assert any(b.endswith(":/run/envhub-cgroup/memory:rw") for b in binds), binds
+        gold = env.tasks()[0].answer
+        env.reset(task_id="HumanEval/0")
+        bomb = env.step(_fenced(_bomb(40, 50)))
+        assert bomb.info.status.value in ("ok", "timeout") and bomb.reward == 0.0, bomb.info
+        assert bomb.info.components["correctness"] == 0.0
+        group = docker_cgroup.HOST_ROOT / "memory" / docker_cgroup.GROUP / env.handle.name
+        cap = int((group / "memory.limit_in_bytes").read_text())
+        assert int((group / "memory.max_usage_in_bytes").read_text()) == cap  # hit, there
+        env.reset(task_id="HumanEval/0")
+        honest = env.step(_fenced(gold))
+        assert honest.info.components["correctness"] == 1.0, honest.info
+        assert env.handle.generation == 0 and env.handle.container_id == first
+        assert env.handle.status() == "running"
+    finally:
+        env.close()
+    assert not group.exists()  # the programs' groups go with the container
+
+
+@pytest.mark.docker
+def test_a_container_a_program_kills_is_replaced_and_only_that_step_pays(engine, monkeypatch):
+    """Issue 22.7, the fallback: without delegated cgroups (a remote engine, cgroup v2) a fork
+    tree of small children gets the server OOM-killed. That step is the model's timeout with
+    reward 0; the next calls on the same handle run on a new container and score 1."""
+    from envhub.server import docker_cgroup
+
+    monkeypatch.setattr(docker_cgroup, "possible", lambda: False)
+    env = _docker_env(_spec("humaneval", memory_mb=300))
+    try:
+        first = env.handle.container_id
+        gold = env.tasks()[0].answer
+        env.reset(task_id="HumanEval/0")
+        bomb = env.step(_fenced(_bomb(40, 20)))
+        assert bomb.info.status.value == "timeout" and bomb.reward == 0.0, bomb.info
+        assert bomb.truncated and "died" in bomb.info.error and "OOM" in bomb.info.error
+        assert env.handle.generation == 1 and env.handle.container_id != first
+        assert engine.containers.list(all=True, filters={"id": first}) == []  # removed
+        score = env.verify("HumanEval/0", _fenced(gold))
+        assert score.status.value == "ok" and score.components["correctness"] == 1.0, score
+        env.reset(task_id="HumanEval/0")
+        assert env.step(_fenced(gold)).info.components["correctness"] == 1.0
+    finally:
+        env.close()
+    assert _ours(engine, **{dk.LABEL_OWNER: str(os.getpid())}) == []
+
+
+@pytest.mark.docker
+def test_a_container_killed_from_outside_is_replaced(engine):
+    """Killed while a step runs, the step pays (the runner cannot tell who killed it); killed
+    between calls, the episodes on it are lost as infra_error (not the model's doing), and
+    reset starts a new one on the replacement."""
+    slow = "import time\ndef has_close_elements(numbers, threshold):\n    time.sleep(4)\n"
+    env = _docker_env(_spec("humaneval"))
+    try:
+        gold = env.tasks()[0].answer
+        env.reset(task_id="HumanEval/0")
+        killer = threading.Timer(1.5, engine.api.kill, [env.handle.container_id])
+        killer.start()
+        during = env.step(_fenced(slow))
+        killer.join()
+        assert during.info.status.value == "timeout" and during.reward == 0.0, during.info
+        assert env.handle.generation == 1
+        other = env.fork()
+        env.reset(task_id="HumanEval/0")
+        other.reset(task_id="HumanEval/0")
+        engine.api.kill(env.handle.container_id)
+        engine.api.wait(env.handle.container_id, timeout=30)
+        time.sleep(0.05)  # Docker's time of death is before the step begins
+        after = env.step(_fenced(gold))
+        assert after.info.status.value == "infra_error" and "before this call" in after.info.error
+        lost = other.step(_fenced(gold))  # its episode died too; told without a server call
+        assert lost.info.status.value == "infra_error" and env.handle.generation == 2
+        for handle in (env, other):
+            handle.reset(task_id="HumanEval/0")
+            assert handle.step(_fenced(gold)).info.components["correctness"] == 1.0
+        other.close()
+    finally:
+        env.close()
+
+
+def test_docker_times_of_death():
+    stamp = "2026-11-27T10:40:12.123456789Z"
+    at = dk._epoch(stamp)
+    assert at is not None and abs(at - 1795776012.123457) < 1e-3
+    assert dk._epoch("0001-01-01T00:00:00Z") is None and dk._epoch("") is None
+    assert dk.Death("exited", at).before(at + 1) and not dk.Death("exited", at).before(at - 1)
+    assert not dk.Death("removed from outside", None).before(at)  # unknown: the call pays
+
+
+def test_delegated_cgroups_hold_root_owned_limits_and_go_with_their_owner():
+    from envhub.server import docker_cgroup as dc
+
+    if not dc.possible():
+        pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
+    mine = f"envhub-test-{os.getpid()}-abc123"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = f"envhub-test-{dead.pid}-def456"
+    try:
+        binds = dc.delegate(mine, memory_mb=64, pids=16)
+        assert dc.delegate(orphan, memory_mb=64, pids=16)
+        memory = dc.HOST_ROOT / "memory" / dc.GROUP / mine
+        pids = dc.HOST_ROOT / "pids" / dc.GROUP / mine
+        assert binds == {str(memory): {"bind": "/run/envhub-cgroup/memory", "mode": "rw"},
+                         str(pids): {"bind": "/run/envhub-cgroup/pids", "mode": "rw"}}  # fmt: skip
+        assert int((memory / "memory.limit_in_bytes").read_text()) == 64 << 20
+        assert (pids / "pids.max").read_text().strip() == "16"
+        assert memory.stat().st_uid == dc.IMAGE_UID == pids.stat().st_uid
+        assert (memory / "memory.limit_in_bytes").stat().st_uid == 0  # the server can't raise it
+        (memory / "envhub-sandbox" / "run").mkdir(parents=True)  # what a sandbox makes inside
+        released = dc.release_orphans()
+        assert orphan in released and mine not in released and memory.is_dir()
+        dc.release(mine)
+        assert not memory.exists() and not pids.exists()
+    finally:
+        dc.release(mine)
+        dc.release(orphan)
