@@ -69,6 +69,8 @@ What is NOT covered (know this before trusting it):
   cgroup hierarchy, each process is capped (RLIMIT_AS) but a run as a whole only by
   ``nproc x memory_mb`` plus its tmpfs. With one (``RunResult.cgroup``), every run gets its
   own memory cgroup (``total_memory_mb``, tmpfs pages included, no swap) and a pids cap.
+  An unprivileged server gets one from a hierarchy delegated to it (``ENVHUB_SANDBOX_CGROUP``:
+  what envhub's Docker runner gives its containers, see :mod:`.cgroup`).
 - CPU fairness: a run may use every core until its deadline; limit concurrency outside.
 - Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
   ``/usr``) are readable, except the interpreter's package folders (``site-packages``,

@@ -11,7 +11,7 @@ Entry points (what the rest of envhub calls)::
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
     clean(all_: bool = False) -> list[str]        # remove leftovers, found by label
     engine() -> docker.DockerClient               # raises DependencyMissing / DockerUnavailable
-    make_env(spec, url=None, **kwargs) -> HTTPEnv  # the `docker` runner of envhub.make
+    make_env(spec, url=None, **kwargs) -> DockerEnv  # the `docker` runner of envhub.make
 
 Container policy. Every container runs with an init process (``--init``), a read-only root file
 system with a tmpfs on ``/tmp``, the memory and process limits of ``spec.docker``, all
@@ -23,7 +23,9 @@ container (:class:`~envhub.server.docker_relay.Relay`); with a network, Docker p
 ``127.0.0.1`` itself. Containers carry the labels ``envhub.managed=1``, ``envhub.env``,
 ``envhub.owner-pid`` (and the owner's start time): a later run removes those whose owner died,
 ``envhub docker clean`` removes them on demand. One warm container serves many episodes: the
-server keeps one session per episode.
+server keeps one session per episode. Containers of sandboxed environments get cgroups for
+their programs (:mod:`.docker_cgroup`); a container that dies anyway is replaced by
+:meth:`DockerHandle.revive` at the same address (:mod:`.docker_env` scores the call it ran).
 """
 
 from __future__ import annotations
