@@ -26,7 +26,7 @@ ROOT = Path("/sys/fs/cgroup")
 DELEGATED = "ENVHUB_SANDBOX_CGROUP"
 """Environment variable naming a cgroup hierarchy this (possibly unprivileged) user may manage,
 laid out like ``/sys/fs/cgroup`` (v1: ``<dir>/memory``, ``<dir>/pids``). Its own limits bound
-all runs together; each run still gets its own group inside it."""
+all runs together; each run still gets its own group inside it, capped at half of them."""
 GROUP = "envhub-sandbox"
 JOIN = (
     'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; '
@@ -92,12 +92,27 @@ def create(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
         return None
     try:
         if (root / "memory" / "memory.limit_in_bytes").exists():
+            if delegated:
+                memory_mb, pids = _fair_share(root, memory_mb, pids)
             return _create_v1(root, run_id, memory_mb, pids)
         if (root / "cgroup.controllers").exists():
             return _create_v2(root, run_id, memory_mb, pids)
     except OSError:
         return None
     return None
+
+
+def _fair_share(root: Path, memory_mb: int, pids: int) -> tuple[int, int]:
+    """At most half of a delegated v1 hierarchy's own caps.
+
+    So that one run cannot take the memory or the processes every other run needs.
+    """
+    memory_cap = int((root / "memory" / "memory.limit_in_bytes").read_text())
+    memory_mb = min(memory_mb, max(1, memory_cap >> 21))
+    pids_file = root / "pids" / "pids.max"
+    if pids_file.exists() and pids_file.read_text().strip().isdigit():
+        pids = min(pids, max(1, int(pids_file.read_text()) // 2))
+    return memory_mb, pids
 
 
 def _create_v1(root: Path, run_id: str, memory_mb: int, pids: int) -> Cgroup | None:

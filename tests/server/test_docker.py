@@ -541,6 +541,47 @@ def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engi
 
 
 @pytest.mark.docker
+def test_a_program_holding_every_process_it_can_starves_no_other(engine):
+    """A program forks all it may (children of 30 MB that stay) and waits; a correct program
+    verified meanwhile in the same container still scores 1: each run gets at most half of
+    the programs' delegated processes and memory (without that, it scored 0 here)."""
+    from envhub.server import docker_cgroup
+
+    if not docker_cgroup.possible():
+        pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
+    hog = textwrap.dedent("""
+        import os, time
+        for _ in range(300):
+            try:
+                if os.fork() == 0:
+                    block = bytearray(30 << 20)
+                    for i in range(0, len(block), 4096):
+                        block[i] = 1
+                    time.sleep(10)
+                    os._exit(0)
+            except OSError:
+                break
+        def has_close_elements(numbers, threshold):
+            time.sleep(6)
+        """)
+    env = _docker_env(_spec("humaneval", pids_limit=64))
+    try:
+        gold = env.tasks()[0].answer
+        out: list = []
+        hogging = threading.Thread(
+            target=lambda: out.append(env.fork().verify("HumanEval/0", _fenced(hog)))
+        )
+        hogging.start()
+        time.sleep(2.5)
+        honest = env.verify("HumanEval/0", _fenced(gold))
+        hogging.join()
+        assert honest.status.value == "ok" and honest.components["correctness"] == 1.0, honest
+        assert out[0].components["correctness"] == 0.0 and env.handle.generation == 0
+    finally:
+        env.close()
+
+
+@pytest.mark.docker
 def test_a_container_a_program_kills_is_replaced_and_only_that_step_pays(engine, monkeypatch):
     """Issue 22.7, the fallback: without delegated cgroups (a remote engine, cgroup v2) a fork
     tree of small children gets the server OOM-killed. That step is the model's timeout with
