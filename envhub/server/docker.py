@@ -567,7 +567,11 @@ def start_container(
 
 
 def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """``envhub serve NAME --docker``: serve in a container until Ctrl-C, then remove it."""
+    """``envhub serve NAME --docker``: serve in a container until Ctrl-C, then remove it.
+
+    A container that dies (a program killed it, or someone did from outside) is replaced at
+    the same address; the episodes it held are lost.
+    """
     import signal
 
     from envhub.registry import spec as lookup
@@ -585,9 +589,17 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
             file=sys.stderr,
             flush=True,
         )
-        for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
-            sys.stderr.write(chunk.decode(errors="replace"))
-        raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
+        while True:
+            for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
+                sys.stderr.write(chunk.decode(errors="replace"))
+            death = handle.revive(handle.generation)
+            if death is None:
+                raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
+            print(
+                f"envhub: the container died ({death.what}); {handle.name} serves {handle.url} now",
+                file=sys.stderr,
+                flush=True,
+            )
     except KeyboardInterrupt:
         pass
     finally:

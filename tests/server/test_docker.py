@@ -463,6 +463,42 @@ def test_envhub_serve_docker_runs_until_sigterm_then_removes(engine):
 
 
 @pytest.mark.docker
+def test_envhub_serve_docker_replaces_a_container_that_dies(engine):
+    import signal
+
+    from envhub.localserver import free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, b"")))
+
+    def serving(times: int) -> str:
+        """The container once the server said it serves ``times`` times (start, replacements)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            said = sum(b"in container" in line or b"container died" in line for line in lines)
+            if said >= times and httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                return _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)})[0].id
+            time.sleep(0.1)
+        raise AssertionError(b"".join(lines).decode())
+
+    reader.start()
+    try:
+        first = serving(1)
+        engine.api.kill(first)
+        assert serving(2) != first
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        reader.join()
+    out = b"".join(lines).decode()
+    assert proc.returncode == 0 and "the container died" in out, out
+    assert _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)}) == []
+
+
+@pytest.mark.docker
 @pytest.mark.parametrize("network", [False, True])
 def test_a_taken_port_fails_cleanly(engine, network):
     import socket
