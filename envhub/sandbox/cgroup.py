@@ -40,6 +40,9 @@ class Cgroup:
     """The cgroup directories of one run (one per v1 controller, or one v2 directory)."""
 
     dirs: list[Path]
+    delegated: bool = False
+    """Made in a hierarchy named by ``ENVHUB_SANDBOX_CGROUP``, not at ``/sys/fs/cgroup``:
+    :meth:`joins` cannot name its mount points, so runs join it by :meth:`wrap`."""
 
     def joins(self) -> list[tuple[str, str]]:
         """Per hierarchy: the ``cgroup.procs`` file to join, and the hierarchy's mount point.
@@ -94,12 +97,16 @@ def create(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
         if (root / "memory" / "memory.limit_in_bytes").exists():
             if delegated:
                 memory_mb, pids = _fair_share(root, memory_mb, pids)
-            return _create_v1(root, run_id, memory_mb, pids)
-        if (root / "cgroup.controllers").exists():
-            return _create_v2(root, run_id, memory_mb, pids)
+            group = _create_v1(root, run_id, memory_mb, pids)
+        elif (root / "cgroup.controllers").exists():
+            group = _create_v2(root, run_id, memory_mb, pids)
+        else:
+            return None
     except OSError:
         return None
-    return None
+    if group is not None:
+        group.delegated = bool(delegated)
+    return group
 
 
 def _fair_share(root: Path, memory_mb: int, pids: int) -> tuple[int, int]:
