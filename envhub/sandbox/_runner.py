@@ -827,9 +827,24 @@ def _run_test(step, ns, job, session):
 # ---------------------------------------------------------------------- entry
 
 
+def _first_victim():
+    """Out of memory, the kernel is to kill the run first, not its server.
+
+    Inherited by everything the run starts. Not a bound (a program may lower it again, to
+    0); a cgroup is the bound. Done before :func:`_harden`: a non-dumpable process's
+    ``/proc/self`` files belong to root, outside the sandbox's user namespace.
+    """
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def main():
     """Parse the config (argv[1]) and run the requested mode."""
     _CFG.update(decode(sys.argv[1]))
+    _first_victim()
     if _CFG["mode"] == "exec":
         # Nothing to guard: the program runs with this very process once the descriptors
         # are closed (and loading _ctypes would cost every run a few milliseconds).

@@ -108,6 +108,14 @@ def test_many_processes_cannot_sum_past_the_run_memory_cap(box):
     assert_nothing_left(result)
 
 
+def test_the_program_is_the_kernels_first_victim_when_memory_runs_out(box):
+    code = "print(open('/proc/self/oom_score_adj').read().strip())"
+    assert box.run_python(code).stdout == "1000\n"  # exec mode
+    # tests mode: the worker of a hardened runner; every test passes only at 1000
+    adj = "int(open('/proc/self/oom_score_adj').read()) - 1000"
+    assert run_suite(box, f"def add(a, b):\n    return a + b + {adj}\n", ADD_SUITE).all_passed
+
+
 @pytest.fixture
 def delegated(tmp_path, monkeypatch):
     """A cgroup hierarchy delegated to the sandbox (``ENVHUB_SANDBOX_CGROUP``), as the Docker

@@ -516,11 +516,17 @@ def test_a_taken_port_fails_cleanly(engine, network):
 # ------------------------------------------------------------------ programs that kill containers
 
 
-def _bomb(children: int, mb: int) -> str:
-    """HumanEval/0 answered by a fork tree: ``children`` processes of ``mb`` MB each."""
+def _bomb(children: int, mb: int, hostile: bool = False) -> str:
+    """HumanEval/0 answered by a fork tree: ``children`` processes of ``mb`` MB each.
+
+    ``hostile``: the program first undoes the sandbox's plea to the OOM killer (to take the
+    run first), so that its children are no likelier victims than the server.
+    """
     return textwrap.dedent(f"""
         import os, time
         def has_close_elements(numbers, threshold):
+            if {hostile}:
+                open("/proc/self/oom_score_adj", "w").write("0")
             for _ in range({children}):
                 if os.fork() == 0:
                     try:
@@ -565,7 +571,8 @@ def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engi
         assert bomb.info.components["correctness"] == 0.0
         group = docker_cgroup.HOST_ROOT / "memory" / docker_cgroup.GROUP / env.handle.name
         cap = int((group / "memory.limit_in_bytes").read_text())
-        assert int((group / "memory.max_usage_in_bytes").read_text()) == cap  # hit, there
+        peak = int((group / "memory.max_usage_in_bytes").read_text())
+        assert cap // 2 <= peak < cap  # the run's half of the programs' memory was hit, there
         env.reset(task_id="HumanEval/0")
         honest = env.step(_fenced(gold))
         assert honest.info.components["correctness"] == 1.0, honest.info
@@ -618,30 +625,28 @@ def test_a_program_holding_every_process_it_can_starves_no_other(engine):
 
 
 @pytest.mark.docker
-def test_a_container_a_program_kills_is_replaced_and_only_that_step_pays(engine, monkeypatch):
-    """Issue 22.7, the fallback: without delegated cgroups (a remote engine, cgroup v2) a fork
-    tree of small children gets the server OOM-killed. That step is the model's timeout with
-    reward 0; the next calls on the same handle run on a new container and score 1."""
+@pytest.mark.parametrize("hostile", [False, True])
+def test_without_delegated_cgroups_the_oom_killer_takes_the_run_first(engine, monkeypatch, hostile):
+    """Issue 22.7, where no cgroups can be delegated (cgroup v2, a remote engine): 40 children
+    of 20 MB, each smaller than the server, against a 300 MB container got the server
+    OOM-killed. The run's processes ask the kernel to be killed first (oom_score_adj 1000);
+    a program can undo that for itself and its children, not for the runner that judges it
+    (pid 1 of the run: its death ends the run). The program scores 0, the container lives."""
     from envhub.server import docker_cgroup
 
     monkeypatch.setattr(docker_cgroup, "possible", lambda: False)
     env = _docker_env(_spec("humaneval", memory_mb=300))
     try:
         first = env.handle.container_id
-        gold = env.tasks()[0].answer
         env.reset(task_id="HumanEval/0")
-        bomb = env.step(_fenced(_bomb(40, 20)))
-        assert bomb.info.status.value == "timeout" and bomb.reward == 0.0, bomb.info
-        assert bomb.truncated and "died" in bomb.info.error and "OOM" in bomb.info.error
-        assert env.handle.generation == 1 and env.handle.container_id != first
-        assert engine.containers.list(all=True, filters={"id": first}) == []  # removed
-        score = env.verify("HumanEval/0", _fenced(gold))
-        assert score.status.value == "ok" and score.components["correctness"] == 1.0, score
+        bomb = env.step(_fenced(_bomb(40, 20, hostile=hostile)))
+        assert bomb.info.status.value in ("ok", "timeout") and bomb.reward == 0.0, bomb.info
         env.reset(task_id="HumanEval/0")
-        assert env.step(_fenced(gold)).info.components["correctness"] == 1.0
+        honest = env.step(_fenced(env.tasks()[0].answer))
+        assert honest.info.components["correctness"] == 1.0, honest.info
+        assert env.handle.generation == 0 and env.handle.container_id == first
     finally:
         env.close()
-    assert _ours(engine, **{dk.LABEL_OWNER: str(os.getpid())}) == []
 
 
 @pytest.mark.docker
