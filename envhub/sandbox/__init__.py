@@ -37,6 +37,11 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   spawner that cannot start) uses ``sh`` + ``setpriv`` after a ``vfork`` instead.
 - A per-run cgroup where the host allows one (:mod:`.cgroup`): memory of the whole run
   and its process count capped, joined before anything of the run starts.
+- The kernel's first choice when memory runs out: every process of a run has
+  ``oom_score_adj`` 1000, so the OOM killer takes the run, not its server (in a container
+  without cgroups, a fork tree past the container's memory used to take the server). The
+  program may lower its own value, not the runner's (tests mode): the runner is killed and
+  the run ends with it.
 - Resource limits set in the child before any untrusted code (CPU, address space, file
   size, processes, open files, no core dumps), a wall-clock deadline enforced by the parent
   that SIGKILLs the whole process group, the pid namespace dying with its pid 1, and a sweep

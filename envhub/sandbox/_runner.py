@@ -830,9 +830,11 @@ def _run_test(step, ns, job, session):
 def _first_victim():
     """Out of memory, the kernel is to kill the run first, not its server.
 
-    Inherited by everything the run starts. Not a bound (a program may lower it again, to
-    0); a cgroup is the bound. Done before :func:`_harden`: a non-dumpable process's
-    ``/proc/self`` files belong to root, outside the sandbox's user namespace.
+    Inherited by everything the run starts. A program may lower its own value and its
+    children's (to 0), not the hardened runner's: in tests mode the kernel still takes the
+    runner, and the run ends with it. Not a bound on memory (a cgroup is). Done before
+    :func:`_harden`: a non-dumpable process's ``/proc/self`` files belong to root, outside
+    the sandbox's user namespace, and the worker is forked from the hardened runner.
     """
     try:
         with open("/proc/self/oom_score_adj", "w") as f:

@@ -1,8 +1,9 @@
 """The Docker runner's client: an :class:`~envhub.remote.HTTPEnv` that outlives its container.
 
-A model's program can take its container down (a fork tree that outgrows the memory limit gets
-the server OOM-killed; a container can also be killed from outside). Without care every later
-call on the handle would fail as ``infra_error`` until a new ``make()``. :class:`DockerEnv`
+A container can die under its server: killed from outside, or by a program (a fork tree past
+the memory limit got the server OOM-killed; delegated cgroups, :mod:`.docker_cgroup`, and the
+sandbox's ``oom_score_adj`` now prevent that where they apply). Without care every later call
+on the handle would fail as ``infra_error`` until a new ``make()``. :class:`DockerEnv`
 notices the death on the call that fails, has :meth:`DockerHandle.revive` start a new
 container at the same address, and scores the call:
 
