@@ -6,6 +6,7 @@ the reason when there is none. The others run everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -679,6 +680,17 @@ def test_a_container_killed_from_outside_is_replaced(engine):
             handle.reset(task_id="HumanEval/0")
             assert handle.step(_fenced(gold)).info.components["correctness"] == 1.0
         other.close()
+
+        async def asynchronously() -> tuple:
+            await env.areset(task_id="HumanEval/0")
+            threading.Timer(1.5, engine.api.kill, [env.handle.container_id]).start()
+            during = await env.astep(_fenced(slow))
+            await env.areset(task_id="HumanEval/0")
+            return during, await env.astep(_fenced(gold))
+
+        during, honest = asyncio.run(asynchronously())
+        assert during.info.status.value == "timeout" and env.handle.generation == 3
+        assert honest.info.components["correctness"] == 1.0
     finally:
         env.close()
 
