@@ -650,6 +650,53 @@ def test_without_delegated_cgroups_the_oom_killer_takes_the_run_first(engine, mo
         env.close()
 
 
+WEDGES = {
+    "signal everything": "os.kill(-1, signal.SIGKILL)",
+    "fill the disks": textwrap.dedent("""\
+        for folder in ("/tmp", "/dev/shm", os.getcwd()):
+            try:
+                with open(os.path.join(folder, "fill"), "wb") as f:
+                    while True:
+                        f.write(b"x" * (1 << 20))
+            except OSError:
+                pass"""),
+    "fork bomb": textwrap.dedent("""\
+        end = time.time() + 3
+        while time.time() < end:
+            try:
+                os.fork()
+            except OSError:
+                pass"""),
+    "daemon": textwrap.dedent("""\
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(120)"""),
+}
+
+
+@pytest.mark.docker
+def test_programs_that_try_to_wedge_the_container_fail_alone(engine):
+    """Issue 22: every hostile attack holds in Docker too. Programs that signal every process
+    they see, fill every writable disk, fork-bomb, or leave daemons each score 0 as the
+    program's failure, and the same container then scores a correct program 1."""
+    env = _docker_env(_spec("humaneval"))
+    try:
+        first = env.handle.container_id
+        for name, body in WEDGES.items():
+            code = "import os, signal, time\ndef has_close_elements(numbers, threshold):\n"
+            env.reset(task_id="HumanEval/0")
+            result = env.step(_fenced(code + textwrap.indent(body, "    ")))
+            assert result.info.status.value in ("ok", "timeout"), (name, result.info)
+            assert result.reward == 0.0, (name, result.info)
+        env.reset(task_id="HumanEval/0")
+        honest = env.step(_fenced(env.tasks()[0].answer))
+        assert honest.info.components["correctness"] == 1.0, honest.info
+        assert env.handle.generation == 0 and env.handle.container_id == first
+    finally:
+        env.close()
+
+
 @pytest.mark.docker
 def test_a_container_killed_from_outside_is_replaced(engine):
     """Killed while a step runs, the step pays (the runner cannot tell who killed it); killed
