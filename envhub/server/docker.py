@@ -331,6 +331,7 @@ class _Launcher:
             binds = docker_cgroup.delegate(kwargs["name"], limits.memory_mb, limits.pids_limit)
             if binds:
                 kwargs["volumes"] = {**kwargs["volumes"], **binds}
+                # envhub.sandbox.cgroup.DELEGATED (the server part may not import the sandbox)
                 kwargs["environment"] = {"ENVHUB_SANDBOX_CGROUP": docker_cgroup.INSIDE}
         return kwargs
 
@@ -625,6 +626,6 @@ def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
 
 
 __all__ = [
-    "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
+    "Death", "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
     "make_env", "serve_in_docker", "start_container",
 ]  # fmt: skip
