@@ -37,6 +37,11 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
   spawner that cannot start) uses ``sh`` + ``setpriv`` after a ``vfork`` instead.
 - A per-run cgroup where the host allows one (:mod:`.cgroup`): memory of the whole run
   and its process count capped, joined before anything of the run starts.
+- The kernel's first choice when memory runs out: every process of a run has
+  ``oom_score_adj`` 1000, so the OOM killer takes the run, not its server (in a container
+  without cgroups, a fork tree past the container's memory used to take the server). The
+  program may lower its own value, not the runner's (tests mode): the runner is killed and
+  the run ends with it.
 - Resource limits set in the child before any untrusted code (CPU, address space, file
   size, processes, open files, no core dumps), a wall-clock deadline enforced by the parent
   that SIGKILLs the whole process group, the pid namespace dying with its pid 1, and a sweep
@@ -69,6 +74,8 @@ What is NOT covered (know this before trusting it):
   cgroup hierarchy, each process is capped (RLIMIT_AS) but a run as a whole only by
   ``nproc x memory_mb`` plus its tmpfs. With one (``RunResult.cgroup``), every run gets its
   own memory cgroup (``total_memory_mb``, tmpfs pages included, no swap) and a pids cap.
+  An unprivileged server gets one from a hierarchy delegated to it (``ENVHUB_SANDBOX_CGROUP``:
+  what envhub's Docker runner gives its containers, see :mod:`.cgroup`).
 - CPU fairness: a run may use every core until its deadline; limit concurrency outside.
 - Reads of what is mounted: ``/usr`` (and the interpreter's prefix when it lives outside
   ``/usr``) are readable, except the interpreter's package folders (``site-packages``,

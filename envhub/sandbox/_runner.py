@@ -827,9 +827,26 @@ def _run_test(step, ns, job, session):
 # ---------------------------------------------------------------------- entry
 
 
+def _first_victim():
+    """Out of memory, the kernel is to kill the run first, not its server.
+
+    Inherited by everything the run starts. A program may lower its own value and its
+    children's (to 0), not the hardened runner's: in tests mode the kernel still takes the
+    runner, and the run ends with it. Not a bound on memory (a cgroup is). Done before
+    :func:`_harden`: a non-dumpable process's ``/proc/self`` files belong to root, outside
+    the sandbox's user namespace, and the worker is forked from the hardened runner.
+    """
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def main():
     """Parse the config (argv[1]) and run the requested mode."""
     _CFG.update(decode(sys.argv[1]))
+    _first_victim()
     if _CFG["mode"] == "exec":
         # Nothing to guard: the program runs with this very process once the descriptors
         # are closed (and loading _ctypes would cost every run a few milliseconds).

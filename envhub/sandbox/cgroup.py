@@ -3,7 +3,9 @@
 RLIMIT_AS caps each process; a program that forks ``nproc`` children of ``memory_mb`` each
 (and fills the tmpfs) escapes it. A cgroup caps the run as a whole, tmpfs pages included.
 Needs root and a writable cgroup hierarchy (v1 ``memory`` + ``pids``, or v2 with those
-controllers delegated); elsewhere :func:`create` returns ``None`` and runs go on with rlimits
+controllers delegated), or a hierarchy delegated to this user and named by
+``ENVHUB_SANDBOX_CGROUP`` (how the Docker runner bounds programs in its containers, whose
+server is unprivileged); elsewhere :func:`create` returns ``None`` and runs go on with rlimits
 only (``RunResult.cgroup`` says which).
 
 The run joins its cgroup before anything of it starts: the spawner (:mod:`.spawner`) steps
@@ -21,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+DELEGATED = "ENVHUB_SANDBOX_CGROUP"
+"""Environment variable naming a cgroup hierarchy this (possibly unprivileged) user may manage,
+laid out like ``/sys/fs/cgroup`` (v1: ``<dir>/memory``, ``<dir>/pids``). Its own limits bound
+all runs together; each run still gets its own group inside it, capped at half of them."""
 GROUP = "envhub-sandbox"
 JOIN = (
     'for f in "$@"; do [ "$f" = -- ] && break; echo $$ > "$f" || exit 125; shift; done; '
@@ -34,6 +40,9 @@ class Cgroup:
     """The cgroup directories of one run (one per v1 controller, or one v2 directory)."""
 
     dirs: list[Path]
+    delegated: bool = False
+    """Made in a hierarchy named by ``ENVHUB_SANDBOX_CGROUP``, not at ``/sys/fs/cgroup``:
+    :meth:`joins` cannot name its mount points, so runs join it by :meth:`wrap`."""
 
     def joins(self) -> list[tuple[str, str]]:
         """Per hierarchy: the ``cgroup.procs`` file to join, and the hierarchy's mount point.
@@ -80,28 +89,49 @@ class Cgroup:
 
 def create(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
     """A fresh cgroup capping memory (no swap beyond it) and processes; ``None`` if impossible."""
-    if os.geteuid() != 0 or not ROOT.is_dir():
+    delegated = os.environ.get(DELEGATED)
+    root = Path(delegated) if delegated else ROOT
+    if (not delegated and os.geteuid() != 0) or not root.is_dir():
         return None
     try:
-        if (ROOT / "memory" / "memory.limit_in_bytes").exists():
-            return _create_v1(run_id, memory_mb, pids)
-        if (ROOT / "cgroup.controllers").exists():
-            return _create_v2(run_id, memory_mb, pids)
+        if (root / "memory" / "memory.limit_in_bytes").exists():
+            if delegated:
+                memory_mb, pids = _fair_share(root, memory_mb, pids)
+            group = _create_v1(root, run_id, memory_mb, pids)
+        elif (root / "cgroup.controllers").exists():
+            group = _create_v2(root, run_id, memory_mb, pids)
+        else:
+            return None
     except OSError:
         return None
-    return None
+    if group is not None:
+        group.delegated = bool(delegated)
+    return group
 
 
-def _create_v1(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
+def _fair_share(root: Path, memory_mb: int, pids: int) -> tuple[int, int]:
+    """At most half of a delegated v1 hierarchy's own caps.
+
+    So that one run cannot take the memory or the processes every other run needs.
+    """
+    memory_cap = int((root / "memory" / "memory.limit_in_bytes").read_text())
+    memory_mb = min(memory_mb, max(1, memory_cap >> 21))
+    pids_file = root / "pids" / "pids.max"
+    if pids_file.exists() and pids_file.read_text().strip().isdigit():
+        pids = min(pids, max(1, int(pids_file.read_text()) // 2))
+    return memory_mb, pids
+
+
+def _create_v1(root: Path, run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
     made: list[Path] = []
     try:
-        mem = _mkdir(ROOT / "memory" / GROUP / run_id, made)
+        mem = _mkdir(root / "memory" / GROUP / run_id, made)
         (mem / "memory.limit_in_bytes").write_text(str(memory_mb << 20))
         swap = mem / "memory.memsw.limit_in_bytes"
         if swap.exists():
             swap.write_text(str(memory_mb << 20))
-        if (ROOT / "pids").is_dir():
-            pid_dir = _mkdir(ROOT / "pids" / GROUP / run_id, made)
+        if (root / "pids").is_dir():
+            pid_dir = _mkdir(root / "pids" / GROUP / run_id, made)
             (pid_dir / "pids.max").write_text(str(pids))
     except OSError:
         Cgroup(made).destroy()
@@ -109,8 +139,8 @@ def _create_v1(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
     return Cgroup(made)
 
 
-def _create_v2(run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
-    parent = ROOT / GROUP
+def _create_v2(root: Path, run_id: str, memory_mb: int, pids: int) -> Cgroup | None:
+    parent = root / GROUP
     made: list[Path] = []
     try:
         parent.mkdir(exist_ok=True)

@@ -77,13 +77,14 @@ def start(
     """Start a run's top process as ``uid``, in ``cgroup``, in a new session, stdio piped.
 
     As root (``uid`` given) through the spawner of ``python`` (:mod:`.spawner`); when it is
-    off (``ENVHUB_SANDBOX_SPAWNER=0``) or cannot start, through ``sh`` (cgroup join) and
-    ``setpriv`` (uid switch) from here.
+    off (``ENVHUB_SANDBOX_SPAWNER=0``) or cannot start, or the cgroup is delegated (the
+    spawner steps into a run's cgroup and back, and needs the hierarchy's mount point for
+    that), through ``sh`` (cgroup join) and ``setpriv`` (uid switch) from here.
 
     Raises:
         OSError: the process could not be started.
     """
-    if uid is not None and spawner.enabled():
+    if uid is not None and spawner.enabled() and not (cgroup is not None and cgroup.delegated):
         exe = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         try:
             return spawner.spawn(

@@ -11,7 +11,7 @@ Entry points (what the rest of envhub calls)::
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
     clean(all_: bool = False) -> list[str]        # remove leftovers, found by label
     engine() -> docker.DockerClient               # raises DependencyMissing / DockerUnavailable
-    make_env(spec, url=None, **kwargs) -> HTTPEnv  # the `docker` runner of envhub.make
+    make_env(spec, url=None, **kwargs) -> DockerEnv  # the `docker` runner of envhub.make
 
 Container policy. Every container runs with an init process (``--init``), a read-only root file
 system with a tmpfs on ``/tmp``, the memory and process limits of ``spec.docker``, all
@@ -23,7 +23,9 @@ container (:class:`~envhub.server.docker_relay.Relay`); with a network, Docker p
 ``127.0.0.1`` itself. Containers carry the labels ``envhub.managed=1``, ``envhub.env``,
 ``envhub.owner-pid`` (and the owner's start time): a later run removes those whose owner died,
 ``envhub docker clean`` removes them on demand. One warm container serves many episodes: the
-server keeps one session per episode.
+server keeps one session per episode. Containers of sandboxed environments get cgroups for
+their programs (:mod:`.docker_cgroup`); a container that dies anyway is replaced by
+:meth:`DockerHandle.revive` at the same address (:mod:`.docker_env` scores the call it ran).
 """
 
 from __future__ import annotations
@@ -35,12 +37,15 @@ import sys
 import threading
 import time
 import weakref
+from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from envhub.errors import EnvhubError, TransportError, missing
 from envhub.spec import EnvSpec
 
+from . import docker_cgroup
 from .docker_image import DEFAULT_BASE_IMAGE, build_image, default_extras, image_for
 
 CONTAINER_PORT = 8000
@@ -140,6 +145,7 @@ def _remove_owned(pid: int) -> None:
         for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={pid}"}):
             if c.labels.get(LABEL_HOST) == socket.gethostname():
                 _remove(client, c.id)
+                docker_cgroup.release(c.name)
     except Exception:  # noqa: BLE001 - best effort at exit; `envhub docker clean` is the backstop
         pass
 
@@ -147,7 +153,9 @@ def _remove_owned(pid: int) -> None:
 def clean(all_: bool = False) -> list[str]:
     """Remove envhub's containers whose owner process is dead (``all_``: every one).
 
-    With ``all_`` envhub's internal network goes too. Returns the names of what was removed.
+    The programs' cgroups of removed containers (:mod:`.docker_cgroup`) and of any container
+    whose owner died go too; with ``all_`` envhub's internal network as well. Returns the names
+    of what was removed.
     """
     client = engine()
     removed = []
@@ -155,6 +163,8 @@ def clean(all_: bool = False) -> list[str]:
         if all_ or not _owner_alive(c.labels):
             if _remove(client, c.id):
                 removed.append(c.name)
+            docker_cgroup.release(c.name)
+    removed += [f"cgroup {name}" for name in docker_cgroup.release_orphans()]
     if all_:
         for net in client.networks.list(filters={"label": f"{LABEL_MANAGED}=1"}):
             try:
@@ -260,6 +270,7 @@ def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
             _remove(client, kwargs["name"])
         except Exception:  # noqa: BLE001 - report the original failure
             pass
+        docker_cgroup.release(kwargs["name"])
         raise
 
 
@@ -284,38 +295,163 @@ def _run_unmasked(client: Any, kw: dict[str, Any]) -> Any:
     created = api.create_container(
         kw["image"], kw["command"], detach=True, name=kw["name"], labels=kw["labels"],
         ports=list(ports), host_config=host_config, networking_config=networking,
+        environment=kw.get("environment"),
     )  # fmt: skip
     api.start(created["Id"])
     return client.containers.get(created["Id"])
 
 
+class _Launcher:
+    """Starts the containers of one handle: the first one, and each replacement after a death.
+
+    A replacement answers at the same address: the relay is pointed at it, or (with a network)
+    Docker publishes it on the port the first one got.
+    """
+
+    def __init__(
+        self, client: Any, spec: EnvSpec, image: str, host: str, port: int, relay: Any
+    ) -> None:
+        self.client, self.spec, self.image = client, spec, image
+        self.host, self.port, self.relay = host, port, relay
+
+    def launch(self) -> tuple[Any, str]:
+        """Start one container; ``(container, url)``."""
+        if self.relay is None:
+            ports = {f"{CONTAINER_PORT}/tcp": (self.host, self.port or None)}
+            container = _launch(self.client, self._kwargs(None, ports))
+            self.port = int(container.ports[f"{CONTAINER_PORT}/tcp"][0]["HostPort"])
+            return container, f"http://{self.host}:{self.port}"
+        container = _launch(self.client, self._kwargs(_network(self.client), {}))
+        address = container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]
+        self.relay.target = (address, CONTAINER_PORT)
+        return container, f"http://{self.host}:{self.relay.port}"
+
+    def _kwargs(self, network: str | None, ports: dict) -> dict[str, Any]:
+        """The container's settings; a sandboxed one gets its programs' cgroups."""
+        kwargs = _run_kwargs(self.spec, self.image, network, ports, self.host)
+        if needs_sandbox(self.spec):
+            limits = self.spec.docker
+            binds = docker_cgroup.delegate(kwargs["name"], limits.memory_mb, limits.pids_limit)
+            if binds:
+                kwargs["volumes"] = {**kwargs["volumes"], **binds}
+                # envhub.sandbox.cgroup.DELEGATED (the server part may not import the sandbox)
+                kwargs["environment"] = {"ENVHUB_SANDBOX_CGROUP": docker_cgroup.INSIDE}
+        return kwargs
+
+
+@dataclass(frozen=True)
+class Death:
+    """How a handle's container ended (see :meth:`DockerHandle.revive`)."""
+
+    what: str
+    """Docker's account: its state, exit code, whether the kernel OOM-killed in it."""
+    at: float | None
+    """When it ended (epoch seconds, Docker's clock), if Docker says."""
+
+    def before(self, started: float) -> bool:
+        """It ended before a call that began at ``started``: the call did not cause it."""
+        return self.at is not None and self.at < started
+
+
+HEALTH_GRACE_S = 10.0
+"""How long a container that still runs may take to answer ``/health`` after a failed call
+before it is judged wedged and replaced."""
+
+
 class DockerHandle:
     """A running container serving one environment: ``url`` to reach it, ``close`` to remove it.
 
-    Removed on :meth:`close`, when garbage-collected, and at interpreter exit.
+    Removed on :meth:`close`, when garbage-collected, and at interpreter exit. When a call
+    finds the container dead, :meth:`revive` replaces it at the same ``url``.
     """
 
-    def __init__(self, client: Any, container: Any, url: str, relay: Any = None) -> None:
-        """Own ``container`` (and the ``relay`` that publishes it on loopback, if any)."""
+    def __init__(self, launcher: _Launcher, timeout: float) -> None:
+        """Start the first container of ``launcher`` and wait up to ``timeout`` for it."""
+        self._client = launcher.client
+        self._launcher = launcher
+        self._timeout = timeout
+        self._current: list[tuple[str, str]] = []
+        self._finalizer = weakref.finalize(
+            self, DockerHandle._stop, self._client, self._current, launcher.relay, os.getpid()
+        )
+        self.generation = 0
+        """How many containers died and were replaced (a call notes it when it starts)."""
+        self.deaths: list[Death] = []
+        self._revive_lock = threading.Lock()
+        self._start()
+
+    def _start(self) -> None:
+        try:
+            container, self.url = self._launcher.launch()
+        except BaseException:
+            self.close()
+            raise
+        self._current[:] = [(container.id, container.name)]
         self.container_id: str = container.id
         self.name: str = container.name
-        self.url = url
-        self._client = client
-        self._relay = relay
-        self._finalizer = weakref.finalize(
-            self, DockerHandle._stop, client, container.id, relay, os.getpid()
-        )
+        _wait_healthy(self, self._timeout)
 
     @staticmethod
-    def _stop(client: Any, container_id: str, relay: Any, pid: int) -> None:
+    def _stop(client: Any, current: list[tuple[str, str]], relay: Any, pid: int) -> None:
         if os.getpid() != pid:
             return  # forked child: the parent owns the container
         if relay is not None:
             relay.close()
         try:
-            _remove(client, container_id)
+            for container_id, name in current:
+                _remove(client, container_id)
+                docker_cgroup.release(name)
         except Exception:  # noqa: BLE001 - at exit the engine may be gone; clean() is the backstop
             pass
+
+    def revive(self, generation: int) -> Death | None:
+        """After a call made on container ``generation`` failed: replace it if it died.
+
+        Returns ``None`` when that container still runs and answers ``/health`` (the call
+        failed for another reason); else how it died, once a new container serves ``url``.
+        Many calls failing from one death start one replacement.
+
+        Raises:
+            TransportError: the handle is closed, or the replacement did not come up.
+        """
+        with self._revive_lock:
+            if self.closed:
+                raise TransportError(f"container {self.name} was closed")
+            if generation < self.generation:
+                return self.deaths[generation]
+            death = self._death()
+            if death is None:
+                return None
+            _remove(self._client, self.container_id)
+            docker_cgroup.release(self.name)
+            self._current.clear()
+            self._start()
+            self.deaths.append(death)
+            self.generation += 1
+            return death
+
+    def _death(self) -> Death | None:
+        """How the current container ended; ``None`` while it runs and answers ``/health``."""
+        import docker.errors
+        import httpx
+
+        deadline = time.monotonic() + HEALTH_GRACE_S
+        while True:
+            try:
+                state = self._client.api.inspect_container(self.container_id)["State"]
+            except docker.errors.NotFound:
+                return Death("removed from outside", None)
+            if state["Status"] != "running":
+                oom = ", OOM-killed" if state.get("OOMKilled") else ""
+                what = f"{state['Status']} with exit code {state.get('ExitCode')}{oom}"
+                return Death(what, _epoch(state.get("FinishedAt") or ""))
+            if time.monotonic() > deadline:
+                return Death(f"running but silent on /health for {HEALTH_GRACE_S:g}s", None)
+            try:
+                if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
+                    return None
+            except httpx.HTTPError:
+                time.sleep(0.1)
 
     def logs(self, tail: int = 200) -> str:
         """The container's last ``tail`` log lines."""
@@ -350,6 +486,19 @@ class DockerHandle:
 
     def __repr__(self) -> str:
         return f"DockerHandle({self.name!r}, url={self.url!r})"
+
+
+def _epoch(stamp: str) -> float | None:
+    """Docker's RFC 3339 time (``2026-11-27T10:40:12.123456789Z``) in epoch seconds."""
+    head, _, fraction = stamp.rstrip("Z").partition(".")
+    try:
+        when = datetime.strptime(head, "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+    seconds = when.timestamp()
+    if seconds <= 0:
+        return None  # Docker's zero time: not known
+    return seconds + (float("0." + fraction) if fraction.isdigit() else 0.0)
 
 
 def _wait_healthy(handle: DockerHandle, timeout: float) -> None:
@@ -410,29 +559,15 @@ def start_container(
         else None
     )
     image = image or image_for(client, list(spec.docker.extras), log=log)
-    if spec.docker.network:
-        ports = {f"{CONTAINER_PORT}/tcp": (host, port or None)}
-        kwargs = _run_kwargs(spec, image, None, ports, host)
-        container = _launch(client, kwargs)
-        bound = container.ports[f"{CONTAINER_PORT}/tcp"][0]
-        handle = DockerHandle(client, container, f"http://{host}:{bound['HostPort']}")
-    else:
+    relay = None
+    if not spec.docker.network:
         from .docker_relay import Relay
 
         try:  # bind first: a taken port fails before any container exists
             relay = Relay(None, host=host, port=port)
         except OSError as e:
             raise TransportError(f"cannot listen on {host}:{port} ({e}); pick another port") from e
-        try:
-            container = _launch(client, _run_kwargs(spec, image, _network(client), {}, host))
-        except BaseException:
-            relay.close()
-            raise
-        relay.target = (container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"],
-                        CONTAINER_PORT)  # fmt: skip
-        handle = DockerHandle(client, container, f"http://{host}:{relay.port}", relay)
-    _wait_healthy(handle, timeout)
-    return handle
+    return DockerHandle(_Launcher(client, spec, image, host, port, relay), timeout)
 
 
 def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -440,6 +575,8 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
 
     Both signals stop it whatever dispositions it inherited (a background job of a script
     starts with SIGINT ignored); started by another envhub process, it stops when that dies.
+    A container that dies (a program killed it, or someone did from outside) is replaced at
+    the same address; the episodes it held are lost.
     """
     from envhub.lifetime import follow_parent, stop_signals
     from envhub.registry import spec as lookup
@@ -455,9 +592,7 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
                 file=sys.stderr,
                 flush=True,
             )
-            for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
-                sys.stderr.write(chunk.decode(errors="replace"))
-            raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
+            _follow_logs(handle)
         except KeyboardInterrupt:
             pass
         finally:
@@ -467,21 +602,36 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
                 _remove_owned(os.getpid())
 
 
+def _follow_logs(handle: DockerHandle) -> None:
+    """Copy the container's log to stderr, replacing the container each time it dies."""
+    while True:
+        for chunk in handle._client.api.logs(handle.container_id, stream=True, follow=True):
+            sys.stderr.write(chunk.decode(errors="replace"))
+        death = handle.revive(handle.generation)
+        if death is None:
+            raise EnvhubError(f"container {handle.name} stopped ({handle.status()})")
+        print(
+            f"envhub: the container died ({death.what}); {handle.name} serves {handle.url} now",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
     """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
 
-    Starts the environment's server in a container and returns an
-    :class:`~envhub.remote.HTTPEnv` that owns it (closing the env removes the container).
+    Starts the environment's server in a container and returns a
+    :class:`~envhub.server.docker_env.DockerEnv` that owns it (closing the env removes the
+    container) and replaces it when a program kills it.
     """
-    from envhub.remote import HTTPEnv
+    from .docker_env import DockerEnv
 
     if url is not None:
         raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")
-    handle = start_container(spec)
-    return HTTPEnv(handle.url, owner=handle, **kwargs)
+    return DockerEnv(start_container(spec), **kwargs)
 
 
 __all__ = [
-    "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
+    "Death", "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
     "make_env", "serve_in_docker", "start_container",
 ]  # fmt: skip

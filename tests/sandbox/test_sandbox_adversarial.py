@@ -108,6 +108,67 @@ def test_many_processes_cannot_sum_past_the_run_memory_cap(box):
     assert_nothing_left(result)
 
 
+def test_the_program_is_the_kernels_first_victim_when_memory_runs_out(box):
+    code = "print(open('/proc/self/oom_score_adj').read().strip())"
+    assert box.run_python(code).stdout == "1000\n"  # exec mode
+    # tests mode: the worker of a hardened runner; every test passes only at 1000
+    adj = "int(open('/proc/self/oom_score_adj').read()) - 1000"
+    assert run_suite(box, f"def add(a, b):\n    return a + b + {adj}\n", ADD_SUITE).all_passed
+
+
+@pytest.fixture
+def delegated(tmp_path, monkeypatch):
+    """A cgroup hierarchy delegated to the sandbox (``ENVHUB_SANDBOX_CGROUP``), as the Docker
+    runner gives its containers: 400 MB and 40 processes for all runs together."""
+    from pathlib import Path
+
+    from envhub.sandbox import cgroup
+
+    host = Path("/sys/fs/cgroup")
+    if os.geteuid() != 0 or not (host / "memory" / "memory.limit_in_bytes").is_file():
+        pytest.skip("needs root and cgroup v1 to make a hierarchy to delegate")
+    made = []
+    for controller, limit, value in (("memory", "memory.limit_in_bytes", 400 << 20),
+                                     ("pids", "pids.max", 40)):  # fmt: skip
+        folder = host / controller / f"envhub-test-delegated-{os.getpid()}"
+        folder.mkdir()
+        made.append(folder)
+        (folder / limit).write_text(str(value))
+        (tmp_path / controller).symlink_to(folder)
+    monkeypatch.setenv(cgroup.DELEGATED, str(tmp_path))
+    yield made
+    for folder in made:
+        for inner in sorted(folder.rglob("*/"), key=lambda p: -len(p.parts)):
+            inner.rmdir()
+        folder.rmdir()
+
+
+def test_a_delegated_hierarchy_bounds_each_run_at_half_of_it(box, delegated, caplog):
+    """Issue 22.7: an unprivileged server (in a container) gets its runs' cgroups from a
+    hierarchy delegated to it; each run may take half of it, so 4 children of 150 MB of one
+    run (a 2 GB run cap of its own) are OOM-killed in 200 MB, charged there, not elsewhere."""
+    code = (
+        "import os\n"
+        "for i in range(4):\n"
+        "    if os.fork() == 0:\n"
+        "        x = bytearray(150 << 20)\n"
+        "        for j in range(0, len(x), 4096):\n"
+        "            x[j] = 1\n"
+        "        os._exit(0)\n"
+        "print(sorted(os.wait()[1] for _ in range(4)))\n"
+    )
+    result = box.run_python(code, limits=_limits(box, total_memory_mb=2048, wall_s=60))
+    assert result.cgroup and result.ok, result.stderr
+    assert ast.literal_eval(result.stdout).count(9) >= 3  # at most one 150 MB child fits
+    peak = int((delegated[0] / "memory.max_usage_in_bytes").read_text())
+    assert 150 << 20 < peak < 208 << 20  # the run's 200 MB, and what its start-up charged
+    assert list(delegated[0].glob("envhub-sandbox/*/")) == []  # each run's group is gone
+    for folder in delegated:  # and nothing of the server's stayed in the hierarchy
+        assert (folder / "cgroup.procs").read_text() == ""
+    assert "spawner" not in caplog.text  # as root, runs join it without the spawner
+    assert_nothing_left(result)
+
+
 def test_fork_bomb_is_contained_and_the_next_run_is_fine(box):
     bomb = (
         "import os\n"

@@ -6,6 +6,7 @@ the reason when there is none. The others run everywhere.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import subprocess
@@ -475,6 +476,42 @@ def test_envhub_serve_docker_runs_until_stopped_then_removes(engine, sig):
 
 
 @pytest.mark.docker
+def test_envhub_serve_docker_replaces_a_container_that_dies(engine):
+    import signal
+
+    from envhub.localserver import free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, b"")))
+
+    def serving(times: int) -> str:
+        """The container once the server said it serves ``times`` times (start, replacements)."""
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            said = sum(b"in container" in line or b"container died" in line for line in lines)
+            if said >= times and httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200:
+                return _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)})[0].id
+            time.sleep(0.1)
+        raise AssertionError(b"".join(lines).decode())
+
+    reader.start()
+    try:
+        first = serving(1)
+        engine.api.kill(first)
+        assert serving(2) != first
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        reader.join()
+    out = b"".join(lines).decode()
+    assert proc.returncode == 0 and "the container died" in out, out
+    assert _ours(engine, **{dk.LABEL_OWNER: str(proc.pid)}) == []
+
+
+@pytest.mark.docker
 @pytest.mark.parametrize("network", [False, True])
 def test_a_taken_port_fails_cleanly(engine, network):
     import socket
@@ -487,3 +524,272 @@ def test_a_taken_port_fails_cleanly(engine, network):
             dk.start_container(_spec(network=network), port=port)
     assert str(port) in str(err.value) or "address already in use" in str(err.value).lower()
     assert _ours(engine, **{dk.LABEL_OWNER: str(os.getpid())}) == []
+
+
+# ------------------------------------------------------------------ programs that kill containers
+
+
+def _bomb(children: int, mb: int, hostile: bool = False) -> str:
+    """HumanEval/0 answered by a fork tree: ``children`` processes of ``mb`` MB each.
+
+    ``hostile``: the program first undoes the sandbox's plea to the OOM killer (to take the
+    run first), so that its children are no likelier victims than the server.
+    """
+    return textwrap.dedent(f"""
+        import os, time
+        def has_close_elements(numbers, threshold):
+            if {hostile}:
+                open("/proc/self/oom_score_adj", "w").write("0")
+            for _ in range({children}):
+                if os.fork() == 0:
+                    try:
+                        block = bytearray({mb} << 20)
+                        for i in range(0, len(block), 4096):
+                            block[i] = 1
+                        time.sleep(3)
+                    finally:
+                        os._exit(0)
+            time.sleep(3)
+        """)
+
+
+def _fenced(code: str) -> str:
+    return f"```python\n{code}\n```"
+
+
+def _docker_env(spec: EnvSpec):
+    from envhub.server.docker_env import DockerEnv
+
+    return DockerEnv(dk.start_container(spec))
+
+
+@pytest.mark.docker
+def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engine):
+    """Issue 22.7: 40 children of 50 MB (2 GB) against a 1 GB container. The programs' own
+    cgroup (delegated from the host) takes the OOM kill: the program scores 0 with its own
+    status, the server lives on, and a correct program on the same handle scores 1."""
+    from envhub.server import docker_cgroup
+
+    if not docker_cgroup.possible():
+        pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
+    env = _docker_env(_spec("humaneval"))
+    try:
+        first = env.handle.container_id
+        binds = engine.api.inspect_container(first)["HostConfig"]["Binds"]
+        assert any(b.endswith(":/run/envhub-cgroup/memory:rw") for b in binds), binds
+        gold = env.tasks()[0].answer
+        env.reset(task_id="HumanEval/0")
+        bomb = env.step(_fenced(_bomb(40, 50)))
+        assert bomb.info.status.value in ("ok", "timeout") and bomb.reward == 0.0, bomb.info
+        assert bomb.info.components["correctness"] == 0.0
+        group = docker_cgroup.HOST_ROOT / "memory" / docker_cgroup.GROUP / env.handle.name
+        cap = int((group / "memory.limit_in_bytes").read_text())
+        peak = int((group / "memory.max_usage_in_bytes").read_text())
+        # Charged there, not to the server, and bounded by the run's half of it (a loaded
+        # machine may end the run at its deadline before the cap is reached).
+        assert 100 << 20 < peak < cap // 2 + (32 << 20)
+        env.reset(task_id="HumanEval/0")
+        honest = env.step(_fenced(gold))
+        assert honest.info.components["correctness"] == 1.0, honest.info
+        assert env.handle.generation == 0 and env.handle.container_id == first
+        assert env.handle.status() == "running"
+    finally:
+        env.close()
+    assert not group.exists()  # the programs' groups go with the container
+
+
+@pytest.mark.docker
+def test_a_program_holding_every_process_it_can_starves_no_other(engine):
+    """A program forks all it may (children of 30 MB that stay) and waits; a correct program
+    verified meanwhile in the same container still scores 1: each run gets at most half of
+    the programs' delegated processes and memory (without that, it scored 0 here)."""
+    from envhub.server import docker_cgroup
+
+    if not docker_cgroup.possible():
+        pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
+    hog = textwrap.dedent("""
+        import os, time
+        for _ in range(300):
+            try:
+                if os.fork() == 0:
+                    block = bytearray(30 << 20)
+                    for i in range(0, len(block), 4096):
+                        block[i] = 1
+                    time.sleep(10)
+                    os._exit(0)
+            except OSError:
+                break
+        def has_close_elements(numbers, threshold):
+            time.sleep(6)
+        """)
+    env = _docker_env(_spec("humaneval", pids_limit=64))
+    try:
+        gold = env.tasks()[0].answer
+        out: list = []
+        hogging = threading.Thread(
+            target=lambda: out.append(env.fork().verify("HumanEval/0", _fenced(hog)))
+        )
+        hogging.start()
+        time.sleep(2.5)
+        honest = env.verify("HumanEval/0", _fenced(gold))
+        hogging.join()
+        assert honest.status.value == "ok" and honest.components["correctness"] == 1.0, honest
+        assert out[0].components["correctness"] == 0.0 and env.handle.generation == 0
+    finally:
+        env.close()
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("hostile", [False, True])
+def test_without_delegated_cgroups_the_oom_killer_takes_the_run_first(engine, monkeypatch, hostile):
+    """Issue 22.7, where no cgroups can be delegated (cgroup v2, a remote engine): 40 children
+    of 20 MB, each smaller than the server, against a 300 MB container got the server
+    OOM-killed. The run's processes ask the kernel to be killed first (oom_score_adj 1000);
+    a program can undo that for itself and its children, not for the runner that judges it
+    (pid 1 of the run: its death ends the run). The program scores 0, the container lives."""
+    from envhub.server import docker_cgroup
+
+    monkeypatch.setattr(docker_cgroup, "possible", lambda: False)
+    env = _docker_env(_spec("humaneval", memory_mb=300))
+    try:
+        first = env.handle.container_id
+        env.reset(task_id="HumanEval/0")
+        bomb = env.step(_fenced(_bomb(40, 20, hostile=hostile)))
+        assert bomb.info.status.value in ("ok", "timeout") and bomb.reward == 0.0, bomb.info
+        env.reset(task_id="HumanEval/0")
+        honest = env.step(_fenced(env.tasks()[0].answer))
+        assert honest.info.components["correctness"] == 1.0, honest.info
+        assert env.handle.generation == 0 and env.handle.container_id == first
+    finally:
+        env.close()
+
+
+WEDGES = {
+    "signal everything": "os.kill(-1, signal.SIGKILL)",
+    "fill the disks": textwrap.dedent("""\
+        for folder in ("/tmp", "/dev/shm", os.getcwd()):
+            try:
+                with open(os.path.join(folder, "fill"), "wb") as f:
+                    while True:
+                        f.write(b"x" * (1 << 20))
+            except OSError:
+                pass"""),
+    "fork bomb": textwrap.dedent("""\
+        end = time.time() + 3
+        while time.time() < end:
+            try:
+                os.fork()
+            except OSError:
+                pass"""),
+    "daemon": textwrap.dedent("""\
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                time.sleep(120)"""),
+}
+
+
+@pytest.mark.docker
+def test_programs_that_try_to_wedge_the_container_fail_alone(engine):
+    """Issue 22: every hostile attack holds in Docker too. Programs that signal every process
+    they see, fill every writable disk, fork-bomb, or leave daemons each score 0 as the
+    program's failure, and the same container then scores a correct program 1."""
+    env = _docker_env(_spec("humaneval"))
+    try:
+        first = env.handle.container_id
+        for name, body in WEDGES.items():
+            code = "import os, signal, time\ndef has_close_elements(numbers, threshold):\n"
+            env.reset(task_id="HumanEval/0")
+            result = env.step(_fenced(code + textwrap.indent(body, "    ")))
+            assert result.info.status.value in ("ok", "timeout"), (name, result.info)
+            assert result.reward == 0.0, (name, result.info)
+        env.reset(task_id="HumanEval/0")
+        honest = env.step(_fenced(env.tasks()[0].answer))
+        assert honest.info.components["correctness"] == 1.0, honest.info
+        assert env.handle.generation == 0 and env.handle.container_id == first
+    finally:
+        env.close()
+
+
+@pytest.mark.docker
+def test_a_container_killed_from_outside_is_replaced(engine):
+    """Killed while a step runs, the step pays (the runner cannot tell who killed it); killed
+    between calls, the episodes on it are lost as infra_error (not the model's doing), and
+    reset starts a new one on the replacement."""
+    slow = "import time\ndef has_close_elements(numbers, threshold):\n    time.sleep(4)\n"
+    env = _docker_env(_spec("humaneval"))
+    try:
+        gold = env.tasks()[0].answer
+        env.reset(task_id="HumanEval/0")
+        killer = threading.Timer(1.5, engine.api.kill, [env.handle.container_id])
+        killer.start()
+        during = env.step(_fenced(slow))
+        killer.join()
+        assert during.info.status.value == "timeout" and during.reward == 0.0, during.info
+        assert env.handle.generation == 1
+        other = env.fork()
+        env.reset(task_id="HumanEval/0")
+        other.reset(task_id="HumanEval/0")
+        engine.api.kill(env.handle.container_id)
+        engine.api.wait(env.handle.container_id, timeout=30)
+        time.sleep(0.05)  # Docker's time of death is before the step begins
+        after = env.step(_fenced(gold))
+        assert after.info.status.value == "infra_error" and "before this call" in after.info.error
+        lost = other.step(_fenced(gold))  # its episode died too; told without a server call
+        assert lost.info.status.value == "infra_error" and env.handle.generation == 2
+        for handle in (env, other):
+            handle.reset(task_id="HumanEval/0")
+            assert handle.step(_fenced(gold)).info.components["correctness"] == 1.0
+        other.close()
+
+        async def asynchronously() -> tuple:
+            await env.areset(task_id="HumanEval/0")
+            threading.Timer(1.5, engine.api.kill, [env.handle.container_id]).start()
+            during = await env.astep(_fenced(slow))
+            await env.areset(task_id="HumanEval/0")
+            return during, await env.astep(_fenced(gold))
+
+        during, honest = asyncio.run(asynchronously())
+        assert during.info.status.value == "timeout" and env.handle.generation == 3
+        assert honest.info.components["correctness"] == 1.0
+    finally:
+        env.close()
+
+
+def test_docker_times_of_death():
+    stamp = "2026-11-27T10:40:12.123456789Z"
+    at = dk._epoch(stamp)
+    assert at is not None and abs(at - 1795776012.123457) < 1e-3
+    assert dk._epoch("0001-01-01T00:00:00Z") is None and dk._epoch("") is None
+    assert dk.Death("exited", at).before(at + 1) and not dk.Death("exited", at).before(at - 1)
+    assert not dk.Death("removed from outside", None).before(at)  # unknown: the call pays
+
+
+def test_delegated_cgroups_hold_root_owned_limits_and_go_with_their_owner():
+    from envhub.server import docker_cgroup as dc
+
+    if not dc.possible():
+        pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
+    mine = f"envhub-test-{os.getpid()}-abc123"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    orphan = f"envhub-test-{dead.pid}-def456"
+    try:
+        binds = dc.delegate(mine, memory_mb=64, pids=16)
+        assert dc.delegate(orphan, memory_mb=64, pids=16)
+        memory = dc.HOST_ROOT / "memory" / dc.GROUP / mine
+        pids = dc.HOST_ROOT / "pids" / dc.GROUP / mine
+        assert binds == {str(memory): {"bind": "/run/envhub-cgroup/memory", "mode": "rw"},
+                         str(pids): {"bind": "/run/envhub-cgroup/pids", "mode": "rw"}}  # fmt: skip
+        assert int((memory / "memory.limit_in_bytes").read_text()) == 64 << 20
+        assert (pids / "pids.max").read_text().strip() == "16"
+        assert memory.stat().st_uid == dc.IMAGE_UID == pids.stat().st_uid
+        assert (memory / "memory.limit_in_bytes").stat().st_uid == 0  # the server can't raise it
+        (memory / "envhub-sandbox" / "run").mkdir(parents=True)  # what a sandbox makes inside
+        released = dc.release_orphans()
+        assert orphan in released and mine not in released and memory.is_dir()
+        dc.release(mine)
+        assert not memory.exists() and not pids.exists()
+    finally:
+        dc.release(mine)
+        dc.release(orphan)

@@ -1,0 +1,198 @@
+"""The Docker runner's client: an :class:`~envhub.remote.HTTPEnv` that outlives its container.
+
+A container can die under its server: killed from outside, or by a program (a fork tree past
+the memory limit got the server OOM-killed; delegated cgroups, :mod:`.docker_cgroup`, and the
+sandbox's ``oom_score_adj`` now prevent that where they apply). Without care every later call
+on the handle would fail as ``infra_error`` until a new ``make()``. :class:`DockerEnv`
+notices the death on the call that fails, has :meth:`DockerHandle.revive` start a new
+container at the same address, and scores the call:
+
+- a step, ``finish`` or verification that was running when the container died is the model's:
+  ``timeout``, reward as for any truncation (0 under the catalog's weights), the error saying
+  what happened. The episode ends: its state died with the container.
+- a call that found the container already dead (Docker's time of death is before the call
+  began: killed from outside, or by another episode sharing it) is not: a step or ``finish``
+  is ``infra_error`` (its episode is lost), a verification is retried on the new container.
+- ``reset`` carries no model output: it is retried on the new container.
+
+Later calls, on this handle and its forks, run on the new container. A call whose container is
+alive and answers ``/health`` keeps its ``infra_error``: the machinery failed, not the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from envhub.errors import TransportError
+from envhub.remote import HTTPEnv
+from envhub.rewards import Rubric
+from envhub.types import Info, Message, ResetResult, Score, Status, StepResult, Task
+
+from .docker import Death, DockerHandle
+
+
+class DockerEnv(HTTPEnv):
+    """An environment served from a container that is replaced when a program kills it."""
+
+    def __init__(self, handle: DockerHandle, **kwargs: Any) -> None:
+        """Talk to ``handle``'s container; ``kwargs`` are :class:`HTTPEnv`'s (not ``url``)."""
+        owner = None if kwargs.get("_pool") is not None else handle
+        super().__init__(handle.url, owner=owner, **kwargs)
+        self.handle = handle
+        self._generation = handle.generation
+        """The container generation the current episode lives on."""
+        self._task_id = ""
+
+    def fork(self) -> DockerEnv:
+        """A second handle on the same container, with its own episode and a shared pool."""
+        return DockerEnv(self.handle, timeout=self.timeout, retries=self.retries, _pool=self._pool)
+
+    # ------------------------------------------------------------------ the contract
+
+    def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """Start an episode; on a container that died, on its replacement."""
+        generation = self.handle.generation
+        try:
+            return self._began(super().reset(seed=seed, task_id=task_id))
+        except TransportError:
+            if self._revive(generation) is None:
+                raise
+        self._session = None
+        return self._began(super().reset(seed=seed, task_id=task_id))
+
+    async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """Async :meth:`reset`."""
+        generation = self.handle.generation
+        try:
+            return self._began(await super().areset(seed=seed, task_id=task_id))
+        except TransportError:
+            if await asyncio.to_thread(self._revive, generation) is None:
+                raise
+        self._session = None
+        return self._began(await super().areset(seed=seed, task_id=task_id))
+
+    def step(self, action: Message | str) -> StepResult:
+        """Send one assistant message; see the module docstring for a container's death."""
+        if (lost := self._lost_already()) is not None:
+            return lost
+        started = time.time()
+        result = super().step(action)
+        if result.info.status is not Status.INFRA_ERROR:
+            return result
+        return self._scored(result, self._revive(self._generation), started)
+
+    async def astep(self, action: Message | str) -> StepResult:
+        """Async :meth:`step`."""
+        if (lost := self._lost_already()) is not None:
+            return lost
+        started = time.time()
+        result = await super().astep(action)
+        if result.info.status is not Status.INFRA_ERROR:
+            return result
+        death = await asyncio.to_thread(self._revive, self._generation)
+        return self._scored(result, death, started)
+
+    def finish(self) -> StepResult:
+        """End the episode from outside; see :meth:`step` for a container's death."""
+        if (lost := self._lost_already()) is not None:
+            return lost
+        started = time.time()
+        result = super().finish()
+        if result.info.status is not Status.INFRA_ERROR:
+            return result
+        return self._scored(result, self._revive(self._generation), started)
+
+    async def afinish(self) -> StepResult:
+        """Async :meth:`finish`."""
+        if (lost := self._lost_already()) is not None:
+            return lost
+        started = time.time()
+        result = await super().afinish()
+        if result.info.status is not Status.INFRA_ERROR:
+            return result
+        death = await asyncio.to_thread(self._revive, self._generation)
+        return self._scored(result, death, started)
+
+    def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
+        """Verify many pairs; a batch running when the container died is the model's timeout."""
+        generation, started = self.handle.generation, time.time()
+        scores = super().verify_batch(items)
+        if not _all_infra(scores):
+            return scores
+        death = self._revive(generation)
+        if death is not None and death.before(started):
+            return super().verify_batch(items)
+        return _verdicts(scores, death)
+
+    async def averify(self, task: Task | str, response: Message | str) -> Score:
+        """Async :meth:`verify`."""
+        generation, started = self.handle.generation, time.time()
+        score = await super().averify(task, response)
+        if score.status is not Status.INFRA_ERROR:
+            return score
+        death = await asyncio.to_thread(self._revive, generation)
+        if death is not None and death.before(started):
+            return await super().averify(task, response)
+        return _verdicts([score], death)[0]
+
+    # ------------------------------------------------------------------ after a death
+
+    def _began(self, result: ResetResult) -> ResetResult:
+        self._generation = self.handle.generation
+        self._task_id = result.info.task_id
+        return result
+
+    def _revive(self, generation: int) -> Death | None:
+        """:meth:`DockerHandle.revive`; a replacement that fails is the machinery's (``None``)."""
+        try:
+            return self.handle.revive(generation)
+        except Exception:  # noqa: BLE001 - the call keeps its infra_error; the next one retries
+            return None
+
+    def _lost_already(self) -> StepResult | None:
+        """The episode's container died before this call (noticed by another handle)."""
+        if self._session is None or self._generation == self.handle.generation:
+            return None
+        death = self.handle.deaths[self._generation]
+        return self._ended(Status.INFRA_ERROR, f"{_told(death)} before this call: {LOST}")
+
+    def _scored(self, result: StepResult, death: Death | None, started: float) -> StepResult:
+        if death is None:
+            return result  # the container is alive: the machinery failed, not the program
+        if death.before(started):
+            return self._ended(Status.INFRA_ERROR, f"{_told(death)} before this call: {LOST}")
+        return self._ended(Status.TIMEOUT, f"{_told(death)} while it ran this call: {BLAMED}")
+
+    def _ended(self, status: Status, error: str) -> StepResult:
+        self._infra_step(TransportError(error))  # forgets the session, on every channel
+        rubric = Rubric(weights=dict(self.spec.reward.weights))
+        components = rubric.truncation({}) if status is Status.TIMEOUT else {}  # as truncated
+        info = Info(task_id=self._task_id, status=status, components=components, error=error)
+        reward = rubric.total(components)
+        return StepResult(messages=[], reward=reward, terminated=False, truncated=True, info=info)
+
+
+LOST = "the episode is lost (its state was in that container); reset() starts a new one there"
+BLAMED = (
+    "scored as the model's timeout (a program that outgrows the container's memory or "
+    "processes kills it); the episode ended, the next reset() runs on the new container"
+)
+
+
+def _told(death: Death) -> str:
+    return f"the environment's container died ({death.what}) and was replaced"
+
+
+def _all_infra(scores: list[Score]) -> bool:
+    return bool(scores) and all(s.status is Status.INFRA_ERROR for s in scores)
+
+
+def _verdicts(scores: list[Score], death: Death | None) -> list[Score]:
+    """The scores of a verification that was running when its container died."""
+    if death is None:
+        return scores
+    error = f"{_told(death)} while it ran this verification: {BLAMED}"
+    return [Score(reward=0.0, status=Status.TIMEOUT, error=error) for _ in scores]
