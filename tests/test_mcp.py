@@ -23,14 +23,25 @@ def _answer(task) -> dict:
     return {"text": f"<answer>{task.answer}</answer>"}
 
 
+SECRETS: dict[str, str] = {}
+"""Each started episode's session_secret, which the harness puts in the agent's URL."""
+
+
 async def _start(control: Client, **args) -> str:
     started = await control.call_tool("start_episode", args)
     assert not started.is_error, started.content[0].text
-    return started.structured_content["episode_id"]
+    return _remember(started)
 
 
-def _agent(url: str, episode: str, **kw) -> Client:
-    return Client(f"{url}/mcp?episode={episode}", **kw)
+def _remember(started) -> str:
+    episode = started.structured_content["episode_id"]
+    SECRETS[episode] = started.structured_content["session_secret"]
+    return episode
+
+
+def _agent(url: str, episode: str, secret: str | None = None, **kw) -> Client:
+    secret = secret or SECRETS.get(episode, "")
+    return Client(f"{url}/mcp?episode={episode}&secret={secret}", **kw)
 
 
 def test_an_agent_plays_the_episode_the_harness_started_and_gets_the_reward():
@@ -41,7 +52,10 @@ def test_an_agent_plays_the_episode_the_harness_started_and_gets_the_reward():
         async def play():
             async with Client(url + "/mcp/control") as control:
                 opening = await control.call_tool("start_episode", {"task_id": task.task_id})
-                episode = opening.structured_content["episode_id"]
+                episode = _remember(opening)
+                assert opening.structured_content["agent_url"] == (
+                    f"/mcp?episode={episode}&secret={SECRETS[episode]}"
+                )
                 async with _agent(url, episode) as agent:
                     tools = (await agent.list_tools()).tools
                     found = await agent.call_tool("search", {"query": task.prompt})
@@ -263,14 +277,39 @@ def test_an_episode_from_http_reset_is_playable_over_mcp():
     env = envhub.make("search")
     task = env.tasks()[0]
     with running(create_app(env, mcp=True)) as url:
-        sid = httpx.post(url + "/reset", json={"task_id": task.task_id}).json()["session_id"]
+        opened = httpx.post(url + "/reset", json={"task_id": task.task_id}).json()
+        sid, secret = opened["session_id"], opened["session_secret"]
 
         async def play():
-            async with _agent(url, sid) as agent:
+            async with _agent(url, sid, secret) as agent:
                 return await agent.call_tool("final_answer", _answer(task))
 
         final = asyncio.run(play())
     assert final.structured_content["components"]["correctness"] == 1.0
+
+
+def test_an_episode_id_without_its_secret_cannot_be_played_over_mcp():
+    """The attack: a client that learned another's session id (a log, a URL) attaches an MCP
+    agent to it. The id alone is no credential on /mcp, as on HTTP and /ws."""
+    env = envhub.make("search")
+    task = env.tasks()[0]
+    with running(create_app(env, mcp=True)) as url:
+        opened = httpx.post(url + "/reset", json={"task_id": task.task_id}).json()
+        sid = opened["session_id"]
+
+        async def attack():
+            async with _agent(url, sid, "not-the-secret") as wrong:
+                forged = await wrong.call_tool("final_answer", _answer(task))
+            async with Client(f"{url}/mcp?episode={sid}") as bare:
+                bare_call = await bare.call_tool("final_answer", _answer(task))
+            async with _agent(url, sid, opened["session_secret"]) as owner:
+                real = await owner.call_tool("final_answer", {"text": "<answer>no</answer>"})
+            return forged, bare_call, real
+
+        forged, bare_call, real = asyncio.run(attack())
+    for refused in (forged, bare_call):
+        assert refused.is_error and "session_secret" in refused.content[0].text
+    assert real.structured_content["components"]["correctness"] == 0.0  # the owner's own answer
 
 
 def test_an_agent_without_an_episode_gets_an_error_naming_the_fix(dummy_registry):

@@ -9,7 +9,7 @@ the HTTP and WebSocket routes, on the same session table as every other episode:
   is one assistant step holding that tool call, and its answer comes back as text;
   ``final_answer(text)`` sends a plain assistant message (how a search episode ends). There is
   no tool that starts, restarts or picks an episode: the agent plays the episode the harness
-  gave it, named in its URL, ``/mcp?episode=ID``, and no other (:mod:`.mcp_claims`).
+  gave it, named in its URL, ``/mcp?episode=ID&secret=S``, and no other (:mod:`.mcp_claims`).
 * **``/mcp/control``, the harness's** (never given to the policy):
   ``start_episode(seed?, task_id?)`` answers the opening messages and the ``episode_id``;
   ``finish_episode()`` ends the episode early and answers its accounting, as a truncation
@@ -64,8 +64,9 @@ FINAL = types.Tool(
 )
 START = types.Tool(
     name="start_episode",
-    description="Start an episode (this control session's next one); answers the task and the "
-    "episode_id, which the agent's MCP client names in its URL: /mcp?episode=<episode_id>.",
+    description="Start an episode (this control session's next one); answers the task, the "
+    "episode_id and the agent_url the agent's MCP client connects to: "
+    "/mcp?episode=<episode_id>&secret=<session_secret>.",
     input_schema={
         "type": "object",
         "properties": {"seed": {"type": "integer"}, "task_id": {"type": "string"}},
@@ -179,11 +180,13 @@ class AgentTools:
                 f"unknown tool {name!r}; call list_tools (episodes are started by the "
                 "harness, not by a tool of the agent)"
             )
-        url_episode = ctx.request.query_params.get("episode") if ctx.request else None
+        query = ctx.request.query_params if ctx.request else {}
         named = args.pop("episode_id", None)
         sid = self.claims.episode(
-            _mcp_session(ctx), url_episode, None if named is None else str(named)
+            _mcp_session(ctx), query.get("episode"), None if named is None else str(named)
         )
+        # the id alone is no credential, here as on HTTP and /ws: the URL carries the secret
+        self.episodes.sessions.authorize(sid, query.get("secret"))
         if name == "final_answer":
             message = Message(role="assistant", content=str(args.get("text", "")))
         else:
@@ -246,7 +249,14 @@ class ControlTools:
             if previous is not None:
                 self.episodes.metrics["mcp_restarts"] += 1
         body = json.loads(text)
-        outcome = {"episode_id": sid, "info": body["info"], "previous": previous}
+        secret = body["session_secret"]
+        outcome = {
+            "episode_id": sid,
+            "session_secret": secret,
+            "agent_url": f"/mcp?episode={sid}&secret={secret}",
+            "info": body["info"],
+            "previous": previous,
+        }
         return _answer(_text(body["messages"]), outcome)
 
     async def _finish(self, ctx: Any, args: dict[str, Any]) -> types.CallToolResult:

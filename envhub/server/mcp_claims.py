@@ -59,7 +59,8 @@ class AgentClaims:
         if episode is None:
             raise ClaimError(
                 "no episode: the harness starts one (start_episode on /mcp/control, or POST "
-                "/reset) and connects the agent to /mcp?episode=<episode_id>"
+                "/reset) and connects the agent to its agent_url, "
+                "/mcp?episode=<episode_id>&secret=<session_secret>"
             )
         for other in (url_episode, named):
             if other is not None and other != episode:
