@@ -46,12 +46,21 @@ def serve(
     mcp: Annotated[
         bool, typer.Option(help="Serve the tools over MCP at /mcp, episodes at /mcp/control.")
     ] = False,
+    openenv: Annotated[
+        bool, typer.Option(help="Speak OpenEnv's protocol at the root (its /ws, /reset...).")
+    ] = False,
+    nemo_gym: Annotated[
+        bool, typer.Option(help="Answer NeMo Gym's resources-server /seed_session, /verify.")
+    ] = False,
 ) -> None:
     """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health).
 
     SIGINT and SIGTERM stop it cleanly (exit 0), whatever dispositions it inherited; started
     by ``make(name, runner="http")`` it also stops when that process dies.
     """
+    dialect = _dialect(openenv=openenv, nemo_gym=nemo_gym)
+    if docker and dialect:
+        _fail(f"--{dialect} serves in this process; drop --docker")
     if docker:
         from envhub.server.docker import serve_in_docker
 
@@ -65,14 +74,14 @@ def serve(
         follow_parent()
         try:
             _serve_here(name, host, port, limits, log_level=log_level, spec_json=spec_json,
-                        mcp=mcp)  # fmt: skip
+                        mcp=mcp, dialect=dialect)  # fmt: skip
         except KeyboardInterrupt:
             pass  # stopping on request is success
 
 
 def _serve_here(
     name: str, host: str, port: int, limits: dict[str, Any], *, log_level: str,
-    spec_json: str | None, mcp: bool,
+    spec_json: str | None, mcp: bool, dialect: str | None = None,
 ) -> None:  # fmt: skip
     """Serve in this process until uvicorn stops (its handlers own SIGINT/SIGTERM meanwhile)."""
     sock = _listen(host, port)  # a taken port is said now, before loading data or "serving"
@@ -88,7 +97,7 @@ def _serve_here(
         typer.echo(f"envhub: warning: binding {host}: reachable from other machines", err=True)
     if mcp:
         _need_mcp_sdk()
-    api = create_app(env, ServerSettings(**limits), mcp=mcp)
+    api = create_app(env, ServerSettings(**limits), mcp=mcp, dialect=dialect)
     port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
     # websockets' sans-I/O protocol: 10-20% less server CPU per /ws frame than uvicorn's default
@@ -101,6 +110,14 @@ def _serve_here(
         ws="websockets-sansio",
     )
     uvicorn.Server(config).run(sockets=[sock])
+
+
+def _dialect(**flags: bool) -> str | None:
+    """The one protocol asked for (``--openenv``, ``--nemo-gym``), or ``None``."""
+    asked = [name.replace("_", "-") for name, on in flags.items() if on]
+    if len(asked) > 1:
+        _fail(f"choose one of --{' or --'.join(asked)}: a server speaks one dialect")
+    return asked[0] if asked else None
 
 
 def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:
