@@ -18,12 +18,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from children import stop  # noqa: E402
 
 import envhub
 from envhub.localserver import free_port
 from envhub.types import Status
-
-from children import stop  # noqa: E402
 
 DATA = Path(__file__).parent / "data"
 PROBE = Path(__file__).parents[1] / "support" / "nemo_gym_probe.py"
@@ -138,11 +137,11 @@ def test_nemo_gym_env_verifies_through_a_resources_servers_verify(
     with envhub.make("gsm8k") as gsm8k:
         tasks = gsm8k.tasks()[:3]
         answers = [f"#### {t.answer}" for t in tasks[:2]] + ["#### -7"]
-        expected = [gsm8k.verify(t, a).reward for t, a in zip(tasks, answers)]
+        expected = [gsm8k.verify(t, a).reward for t, a in zip(tasks, answers, strict=True)]
     name = _register(tmp_path, served, _rows(tmp_path, tasks))
     with envhub.make(name) as env:
         got = []
-        for t, a in zip(tasks, answers):
+        for t, a in zip(tasks, answers, strict=True):
             opened = env.reset(task_id=t.task_id)
             assert opened.messages[-1].content == t.prompt
             got.append(env.step(a).reward)
