@@ -107,8 +107,8 @@ def _error(message: str, code: str) -> str:
 class _Connection:
     """One WebSocket connection: at most one episode (session) at a time."""
 
-    def __init__(self, episodes: Episodes) -> None:
-        self.episodes = episodes
+    def __init__(self, episodes: Episodes, max_bytes: int) -> None:
+        self.episodes, self.max_bytes = episodes, max_bytes
         self.sid: str | None = None
         self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {
             "reset": self.reset,
@@ -141,6 +141,9 @@ class _Connection:
 
     async def answer(self, raw: str) -> str | None:
         """The frame answering ``raw``; ``None`` when the client closes the episode."""
+        if len(raw) > self.max_bytes:
+            return _error(f"the frame is {len(raw)} bytes, over this server's {self.max_bytes}; "
+                          "send a shorter message", "VALIDATION_ERROR")  # fmt: skip
         try:
             frame = json.loads(raw)
         except json.JSONDecodeError as e:
@@ -176,7 +179,7 @@ def install(app: FastAPI, server: Any) -> frozenset[str]:
     @app.websocket("/ws")
     async def session(websocket: WebSocket) -> None:
         await websocket.accept()
-        conn = _Connection(episodes)
+        conn = _Connection(episodes, server.settings.max_body_bytes)
         try:
             while (reply := await conn.answer(await websocket.receive_text())) is not None:
                 await websocket.send_text(reply)

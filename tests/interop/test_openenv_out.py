@@ -81,6 +81,14 @@ def test_a_malformed_action_is_openenv_validation_error_naming_the_field(echo_ap
         assert "message" in str(err.value)
 
 
+def test_a_frame_over_the_body_limit_is_refused_and_the_episode_goes_on(echo_app):
+    with openenv_client.GenericEnvClient(base_url=echo_app).sync() as client:
+        client.reset(seed=0)
+        with pytest.raises(RuntimeError, match="over this server's"):
+            client.step({"message": "x" * 5_000_000})
+        assert client.step({"message": "alpha"}).done is True
+
+
 def test_state_and_stateless_http_follow_openenv(echo_app):
     with openenv_client.GenericEnvClient(base_url=echo_app).sync() as client:
         client.reset(seed=1)
