@@ -104,3 +104,16 @@ def test_state_and_stateless_http_follow_openenv(echo_app):
     item = {"task_id": "train/0", "response": "alpha"}  # envhub's own /verify stays
     scores = httpx.post(echo_app + "/verify", json={"items": [item]}).json()["scores"]
     assert scores[0]["components"]["correctness"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--openenv", "--nemo-gym"], "a server speaks one dialect"),
+        (["--openenv", "--docker"], "drop --docker"),
+    ],
+)
+def test_serve_refuses_two_dialects_or_a_dialect_in_docker(flags, said):
+    done = subprocess.run([sys.executable, "-m", "envhub.cli", "serve", "gsm8k", *flags],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and said in done.stderr
