@@ -17,7 +17,7 @@ from envhub.types import Status
 
 pytest.importorskip(
     "openenv.core.env_server",
-    reason="the OpenEnv tests need openenv-core: pip install -e '.[interop-openenv]'",
+    reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
 )
 from children import stop  # noqa: E402
 

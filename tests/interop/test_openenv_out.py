@@ -13,7 +13,7 @@ from envhub.localserver import free_port
 
 openenv_client = pytest.importorskip(
     "openenv.core.generic_client",
-    reason="the OpenEnv tests need openenv-core: pip install -e '.[interop-openenv]'",
+    reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
 )
 from children import stop  # noqa: E402
 from serving import running  # noqa: E402
