@@ -34,11 +34,19 @@ class ServerProcess:
     anonymous temporary file, gone with the last descriptor whatever happens.
     """
 
-    def __init__(self, spec: EnvSpec, *, host: str = "127.0.0.1", startup_timeout: float = 180):
+    def __init__(
+        self,
+        spec: EnvSpec,
+        *,
+        host: str = "127.0.0.1",
+        startup_timeout: float = 180,
+        python: str = sys.executable,
+    ):
         """Start the server and wait until ``/health`` answers.
 
         The free port is picked before the child binds it, so another process may take it in
-        between: then the start is retried on a new port (three tries).
+        between: then the start is retried on a new port (three tries). ``python`` is the
+        interpreter that runs it (another virtual environment's, with envhub installed there).
         """
         self._owner_pid = os.getpid()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -48,7 +56,7 @@ class ServerProcess:
             self.port = free_port(host)
             self.url = f"http://{host}:{self.port}"
             cmd = [
-                sys.executable, "-m", "envhub.cli", "serve", spec.name,
+                python, "-m", "envhub.cli", "serve", spec.name,
                 "--host", host, "--port", str(self.port),
                 "--spec-json", spec.model_dump_json(),
             ]  # fmt: skip

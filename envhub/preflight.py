@@ -43,13 +43,13 @@ class PreflightError(EntryError):
 def accepted_options(cls: type) -> set[str] | None:
     """Keyword options the constructor chain accepts; ``None`` when it takes any."""
     names: set[str] = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
+    is_class = isinstance(cls, type)  # else a factory (make() takes one): its own parameters
+    for init in [k.__dict__.get("__init__") for k in cls.__mro__] if is_class else [cls]:
         if init is None:
             continue
         if init is TaskEnv.__init__:
             return names  # TaskEnv rejects options its subclasses did not declare
-        params = list(inspect.signature(init).parameters.values())[2:]  # self, spec
+        params = list(inspect.signature(init).parameters.values())[2 if is_class else 1 :]
         var = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
         names |= {p.name for p in params if p.kind not in var}
         if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):

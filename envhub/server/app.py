@@ -59,7 +59,7 @@ from envhub.wire import (
     VerifyResponse,
 )
 
-from . import errors, ws
+from . import dialects, errors, ws
 from .episodes import Episodes, too_large
 from .errors import error_response
 from .middleware import Admission, BodyLimit
@@ -244,11 +244,19 @@ ROUTES: tuple[tuple[str, str, str, type[BaseModel] | None], ...] = (
 """The HTTP routes: method, path, :class:`Server` method, documented response model."""
 
 
-def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = False) -> FastAPI:
+def create_app(
+    env: Env,
+    settings: ServerSettings | None = None,
+    *,
+    mcp: bool = False,
+    dialect: str | None = None,
+) -> FastAPI:
     """A FastAPI app serving ``env``: sessions for episodes, batch verification, listings.
 
     With ``mcp``, the environment's tools are also an MCP server at ``/mcp`` for the agent, and
-    its episodes one at ``/mcp/control`` for the harness (envhub.server.mcp).
+    its episodes one at ``/mcp/control`` for the harness (envhub.server.mcp). With ``dialect``
+    (``openenv``, ``nemo-gym``) another ecosystem's protocol takes the paths it names
+    (envhub.server.dialects).
     """
     server = Server(env, settings or ServerSettings())
     app = FastAPIOffline(
@@ -260,15 +268,18 @@ def create_app(env: Env, settings: ServerSettings | None = None, *, mcp: bool = 
     app.state.sessions = server.sessions
     errors.install(app, EXAMPLES, server.metrics)
     app.add_exception_handler(SessionError, _on_session)  # type: ignore[arg-type]
+    owned = dialects.install(app, server, dialect)
     for method, path, name, model in ROUTES:
-        app.add_api_route(path, getattr(server, name), methods=[method], response_model=model)
+        if path not in owned:
+            app.add_api_route(path, getattr(server, name), methods=[method], response_model=model)
     if mcp:
         from . import mcp as mcp_server
 
         server.mcp_manager = mcp_server.install(
             app, server.episodes, idle_s=server.settings.session_ttl_s
         )
-    ws.install(app, server.episodes, server.metrics)
+    if "/ws" not in owned:
+        ws.install(app, server.episodes, server.metrics)
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
     s = server.settings

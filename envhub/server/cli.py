@@ -64,12 +64,21 @@ def serve(
     ] = False,
     allow_host: AllowHost = None,
     allow_origin: AllowOrigin = None,
+    openenv: Annotated[
+        bool, typer.Option(help="Speak OpenEnv's protocol at the root (its /ws, /reset...).")
+    ] = False,
+    nemo_gym: Annotated[
+        bool, typer.Option(help="Answer NeMo Gym's resources-server /seed_session, /verify.")
+    ] = False,
 ) -> None:
     """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health).
 
     SIGINT and SIGTERM stop it cleanly (exit 0), whatever dispositions it inherited; started
     by ``make(name, runner="http")`` it also stops when that process dies.
     """
+    dialect = _dialect(openenv=openenv, nemo_gym=nemo_gym)
+    if docker and dialect:
+        _fail(f"--{dialect} serves in this process; drop --docker")
     if docker:
         from envhub.server.docker import serve_in_docker
 
@@ -84,7 +93,7 @@ def serve(
         follow_parent()
         try:
             _serve_here(name, host, port, limits, log_level=log_level, spec_json=spec_json,
-                        mcp=mcp, allowed=allowed)  # fmt: skip
+                        mcp=mcp, allowed=allowed, dialect=dialect)  # fmt: skip
         except KeyboardInterrupt:
             pass  # stopping on request is success
 
@@ -92,6 +101,7 @@ def serve(
 def _serve_here(
     name: str, host: str, port: int, limits: dict[str, Any], *, log_level: str,
     spec_json: str | None, mcp: bool, allowed: dict[str, list[str]],
+    dialect: str | None = None,
 ) -> None:  # fmt: skip
     """Serve in this process until uvicorn stops (its handlers own SIGINT/SIGTERM meanwhile)."""
     sock = _listen(host, port)  # a taken port is said now, before loading data or "serving"
@@ -106,7 +116,7 @@ def _serve_here(
                               allowed_origins=allowed["origins"])  # fmt: skip
     if mcp:
         _need_mcp_sdk()
-    api = create_app(env, settings, mcp=mcp)
+    api = create_app(env, settings, mcp=mcp, dialect=dialect)
     port = sock.getsockname()[1]
     typer.echo(f"envhub: serving {s.id} at http://{host}:{port} (docs: /docs)", err=True)
     # websockets' sans-I/O protocol: 10-20% less server CPU per /ws frame than uvicorn's default
@@ -133,6 +143,14 @@ def _served_names(host: str, allowed: list[str]) -> list[str]:
     typer.echo(f"envhub: warning: binding {host}: reachable from other machines "
                "(by this name; others need --allow-host)", err=True)  # fmt: skip
     return [*allowed, host]
+
+
+def _dialect(**flags: bool) -> str | None:
+    """The one protocol asked for (``--openenv``, ``--nemo-gym``), or ``None``."""
+    asked = [name.replace("_", "-") for name, on in flags.items() if on]
+    if len(asked) > 1:
+        _fail(f"choose one of --{' or --'.join(asked)}: a server speaks one dialect")
+    return asked[0] if asked else None
 
 
 def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:

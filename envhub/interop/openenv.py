@@ -1,0 +1,202 @@
+"""An OpenEnv environment as an envhub environment: ``envhub.interop.openenv:OpenEnvEnv``.
+
+A catalog entry points at a running OpenEnv server (``options.base_url``) and plays it over
+OpenEnv's WebSocket protocol, one connection per episode::
+
+    - name: word-guess
+      entry_point: envhub.interop.openenv:OpenEnvEnv
+      max_turns: 4
+      dataset: {size: 50}            # tasks are OpenEnv seeds 0..49
+      options:
+        base_url: http://127.0.0.1:8001
+        action_field: word            # the model's text fills this field of the action
+        template: "Feedback: {feedback}"
+
+Without ``action_field`` the model's message is parsed as the action's JSON. Each observation
+(the one ``reset`` returns included) becomes the next user message through ``template``, a
+format string over the observation's fields plus ``{observation}``, the whole observation as
+JSON. OpenEnv's reward of a step is its ``reward`` component (the primary one).
+
+Statuses: an action the OpenEnv server refuses (a validation error, or an error raised while
+executing it) is the model's ``invalid_action``, as is a message that is not the action's JSON;
+an OpenEnv server that cannot be reached or drops the connection is ``infra_error``; one that
+does not answer within ``timeout_s`` is the step's ``timeout``.
+
+The wire is spoken with ``websockets`` (a core dependency), not openenv-core's client: that
+client turns every server error into a bare ``RuntimeError``, losing the error code the
+statuses above are read from, and importing it loads gradio.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from websockets.exceptions import WebSocketException
+from websockets.sync.client import ClientConnection, connect
+
+from envhub.core import Episode, Feedback, TaskEnv
+from envhub.errors import ConfigError, InfraError, VerifierTimeout
+from envhub.spec import EnvSpec
+from envhub.types import Message, Status, Task
+
+REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
+"""OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""
+
+
+class OpenEnvRefused(Exception):
+    """The OpenEnv server answered a step with an error about the action."""
+
+
+class OpenEnvSession:
+    """One episode's WebSocket connection to an OpenEnv server."""
+
+    def __init__(self, base_url: str, timeout_s: float) -> None:
+        """Connect to ``base_url``'s ``/ws``; an unreachable server is an :class:`InfraError`."""
+        self.url = base_url.rstrip("/").replace("http", "ws", 1) + "/ws"
+        self.timeout_s = timeout_s
+        try:
+            self.ws: ClientConnection = connect(self.url, open_timeout=timeout_s)
+        except (OSError, WebSocketException, TimeoutError) as e:
+            raise InfraError(f"cannot reach the OpenEnv server at {self.url}: {e}") from e
+
+    def call(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Send one message; the answer's ``data`` (observation, reward, done)."""
+        try:
+            self.ws.send(json.dumps({"type": kind, "data": data}))
+            answer = json.loads(self.ws.recv(timeout=self.timeout_s))
+        except TimeoutError as e:
+            raise VerifierTimeout(
+                f"the OpenEnv server did not answer {kind} within {self.timeout_s:g} s"
+            ) from e
+        except (OSError, WebSocketException) as e:
+            raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
+        if answer.get("type") == "error":
+            error = answer.get("data") or {}
+            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
+            if kind == "step" and error.get("code") in REFUSED:
+                raise OpenEnvRefused(message)
+            raise InfraError(f"the OpenEnv server refused {kind}: {message}")
+        return answer.get("data") or {}
+
+    def close(self) -> None:
+        """Say goodbye and close the connection (best effort: the server may be gone)."""
+        try:
+            self.ws.send(json.dumps({"type": "close"}))
+        except (OSError, WebSocketException):
+            pass
+        self.ws.close()
+
+
+class OpenEnvEnv(TaskEnv):
+    """An OpenEnv server's environment; tasks are its seeds (``dataset.size`` of them)."""
+
+    components = frozenset({"reward"})
+    primary_component = "reward"
+
+    def __init__(
+        self,
+        spec: EnvSpec,
+        *,
+        base_url: str,
+        action_field: str | None = None,
+        template: str = "{observation}",
+        timeout_s: float = 30.0,
+    ) -> None:
+        """Play the OpenEnv server at ``base_url`` (options as in the module docstring)."""
+        super().__init__(spec)
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"{spec.name}: options.base_url must be http(s)://HOST:PORT")
+        self.base_url, self.action_field = base_url, action_field
+        self.template, self.timeout_s = template, timeout_s
+        self._session: OpenEnvSession | None = None
+
+    def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
+        """One task per OpenEnv seed; the test split's seeds follow the train split's."""
+        n = size or 100
+        first = seed + (n if split == "test" else 0)
+        return [
+            Task(task_id=f"seed-{s}", prompt="", metadata={"seed": s})
+            for s in range(first, first + n)
+        ]
+
+    def opening_messages(self, task: Task) -> list[Message]:
+        """The system prompt only: the first user message is OpenEnv's reset observation."""
+        prompt = self.spec.system_prompt
+        return [Message(role="system", content=prompt)] if prompt else []
+
+    def init_state(self, episode: Episode) -> OpenEnvSession:
+        """Open the episode's connection and reset the OpenEnv environment with its seed."""
+        self._drop_session()
+        session = OpenEnvSession(self.base_url, self.timeout_s)
+        try:
+            data = session.call("reset", {"seed": episode.task.metadata["seed"]})
+        except BaseException:
+            session.close()
+            raise
+        self._session = session
+        episode.messages.append(self._user_message(data))
+        return session
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """Send the model's action; OpenEnv's observation, reward and done come back."""
+        try:
+            action = self._action(message.content)
+            data = episode.state.call("step", action)
+        except (OpenEnvRefused, ValueError) as e:
+            return _refused(str(e))
+        reward = data.get("reward")
+        return Feedback(
+            messages=[self._user_message(data)],
+            done=bool(data.get("done")),
+            components=None if reward is None else {"reward": float(reward)},
+            info={"observation": data.get("observation", {})},
+        )
+
+    def _action(self, text: str) -> dict[str, Any]:
+        """The action the model's text stands for (``ValueError``: it stands for none)."""
+        if self.action_field:
+            return {self.action_field: text}
+        try:
+            action = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"the message is not the action's JSON ({e})") from e
+        if not isinstance(action, dict):
+            raise ValueError("the action must be a JSON object of the action's fields")
+        return action
+
+    def _user_message(self, data: dict[str, Any]) -> Message:
+        observation = data.get("observation") or {}
+        whole = json.dumps(observation, sort_keys=True)
+        try:
+            text = self.template.format(**{**observation, "observation": whole})
+        except (KeyError, IndexError) as e:
+            raise ConfigError(
+                f"{self.spec.name}: options.template refers to {e}, which the OpenEnv "
+                f"observation lacks (it has: {', '.join(observation)}, observation)"
+            ) from e
+        return Message(role="user", content=text)
+
+    def fork(self) -> OpenEnvEnv:
+        """A handle with its own episode (and, once reset, its own connection)."""
+        clone: OpenEnvEnv = super().fork()  # type: ignore[assignment]
+        clone._session = None
+        return clone
+
+    def _drop_session(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def close(self) -> None:
+        """Close the running episode's connection."""
+        self._drop_session()
+
+
+def _refused(error: str) -> Feedback:
+    """The model's action was refused: say so, and let the episode go on."""
+    return Feedback(
+        messages=[Message(role="user", content=f"Invalid action: {error}")],
+        status=Status.INVALID_ACTION,
+        error=error,
+    )

@@ -1,0 +1,104 @@
+"""verifiers environments in envhub: ``entry_point: envhub.interop.verifiers:VerifiersEnv``.
+
+::
+
+    - name: vf-arith
+      entry_point: envhub.interop.verifiers:VerifiersEnv
+      options:
+        environment: my_taskset       # an installed module exporting a vf.Taskset in __all__
+        args: {split: test}           # the taskset config's fields
+
+verifiers 0.4 (its v1 API) pins ``mcp==2.0.0``, which envhub's own MCP extra (``mcp>=2.3``)
+cannot share. So, as NeMo Gym and OpenEnv isolate each environment's dependencies, envhub
+runs a verifiers environment in a virtual environment of its own: made once (``options.venv``,
+default ``ENVHUB_HOME/venvs/verifiers-0.4.0``) with verifiers and envhub's server, started as
+``envhub serve`` there when the environment is made, stopped when it is closed; this process
+plays it over envhub's HTTP runner. Where verifiers imports in this Python, it runs in-process
+(:mod:`envhub.interop.verifiers_tasks`, which is also what the venv's server runs).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from envhub.core import Env
+from envhub.errors import InfraError
+from envhub.install import checkout, installed
+from envhub.localserver import ServerProcess
+from envhub.registry import envhub_home
+from envhub.remote import HTTPEnv
+from envhub.spec import EnvSpec
+
+VERIFIERS = "verifiers==0.4.0"
+"""The verifiers the venv holds (its v1 API: tasksets, tasks, ``@vf.reward``)."""
+READY = ".envhub-ready"
+"""Written last into a finished venv, holding what it was made with."""
+
+
+def VerifiersEnv(  # noqa: N802 (an entry point named like the environments it makes)
+    spec: EnvSpec,
+    *,
+    environment: str,
+    args: dict[str, Any] | None = None,
+    venv: str | None = None,
+) -> Env:
+    """The verifiers taskset ``environment``, in-process or from its own venv.
+
+    In-process where verifiers imports in this Python; else served from its own virtual
+    environment (made on first use), stopped when the returned environment is closed.
+    """
+    if importlib.util.find_spec("verifiers") is not None:
+        from .verifiers_tasks import VerifiersTaskEnv
+
+        return VerifiersTaskEnv(spec, environment=environment, args=args)
+    python = ensure_venv(Path(venv) if venv else envhub_home() / "venvs" / "verifiers-0.4.0")
+    server = ServerProcess(spec, python=str(python))
+    try:
+        return HTTPEnv(server.url, owner=server)
+    except BaseException:
+        server.close()
+        raise
+
+
+def _envhub_requirement() -> list[str]:
+    """Pip arguments for envhub and its server as installed here: the checkout, or the wheel."""
+    root = checkout()
+    if root is not None:
+        return ["-e", f"{root}[server]"]
+    dist = installed()
+    version = f"=={dist.version}" if dist else ""
+    return [f"envhub-rl[server]{version}"]
+
+
+def ensure_venv(folder: Path) -> Path:
+    """The Python of the verifiers venv in ``folder``, made first if it is not there yet.
+
+    Made under a file lock (concurrent makers wait, then reuse it); ``READY`` is written last,
+    so a venv whose making was interrupted is made again.
+    """
+    wanted = " ".join([VERIFIERS, *_envhub_requirement()])
+    python = folder / "bin" / "python"
+    ready = folder / READY
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if ready.exists() and ready.read_text() == wanted:
+            return python
+        _run([sys.executable, "-m", "venv", "--clear", str(folder)], "create the venv")
+        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        _run([*pip, VERIFIERS, *_envhub_requirement()], "install verifiers and envhub")
+        ready.write_text(wanted)
+    return python
+
+
+def _run(cmd: list[str], what: str) -> None:
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    if done.returncode != 0:
+        raise InfraError(
+            f"could not {what} for verifiers ({' '.join(cmd)}):\n{done.stderr[-3000:]}"
+        )

@@ -1,0 +1,119 @@
+"""`envhub serve NAME --openenv`: openenv-core's own client plays envhub episodes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+import envhub
+from envhub.localserver import free_port
+
+openenv_client = pytest.importorskip(
+    "openenv.core.generic_client",
+    reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
+)
+from children import stop  # noqa: E402
+from serving import running  # noqa: E402
+
+from envhub.server.app import create_app  # noqa: E402
+
+
+def _gold_message(task) -> str:
+    return f"Let me think.\n#### {task.answer}"
+
+
+@pytest.fixture(scope="module")
+def served_gsm8k():
+    """`envhub serve gsm8k --openenv` in a process of its own, as a user starts it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "envhub.cli", "serve", "gsm8k", "--openenv", "--port", str(port)]
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(600):
+            try:
+                if httpx.get(url + "/health", timeout=0.5).json() == {"status": "healthy"}:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None:
+                pytest.fail(f"envhub serve exited with {proc.returncode}")
+            subprocess.run(["sleep", "0.1"], check=True)
+        yield url
+    finally:
+        stop(proc)
+
+
+def test_an_openenv_client_plays_gsm8k_and_reads_envhub_reward(served_gsm8k):
+    with envhub.make("gsm8k") as env:
+        task = env.tasks()[3]
+        wrong = env.verify(task, "#### -1")
+        right = env.verify(task, _gold_message(task))
+    assert right.reward > wrong.reward
+    with openenv_client.GenericEnvClient(base_url=served_gsm8k).sync() as client:
+        opened = client.reset(task_id=task.task_id)
+        assert opened.reward is None and opened.done is False
+        assert opened.observation["task_id"] == task.task_id
+        assert task.prompt in opened.observation["messages"][-1]["content"]
+        result = client.step({"message": _gold_message(task)})
+        assert result.done is True
+        assert result.reward == pytest.approx(right.reward)
+        assert result.observation["components"]["correctness"] == 1.0
+        client.reset(task_id=task.task_id)
+        assert client.step({"message": "#### -1"}).reward == pytest.approx(wrong.reward)
+
+
+@pytest.fixture
+def echo_app(dummy_registry):
+    with running(create_app(envhub.make("echo"), dialect="openenv")) as url:
+        yield url
+
+
+def test_a_malformed_action_is_openenv_validation_error_naming_the_field(echo_app):
+    with openenv_client.GenericEnvClient(base_url=echo_app).sync() as client:
+        client.reset(seed=0)
+        with pytest.raises(RuntimeError, match=r"VALIDATION_ERROR.*") as err:
+            client.step({"text": "hello"})
+        assert "message" in str(err.value)
+
+
+def test_a_frame_over_the_body_limit_is_refused_and_the_episode_goes_on(echo_app):
+    with openenv_client.GenericEnvClient(base_url=echo_app).sync() as client:
+        client.reset(seed=0)
+        with pytest.raises(RuntimeError, match="over this server's"):
+            client.step({"message": "x" * 5_000_000})
+        assert client.step({"message": "alpha"}).done is True
+
+
+def test_state_and_stateless_http_follow_openenv(echo_app):
+    with openenv_client.GenericEnvClient(base_url=echo_app).sync() as client:
+        client.reset(seed=1)
+        client.step({"message": "hi"})
+        state = client.state()
+        assert state["step_count"] == 1 and state["episode_id"]
+    reset = httpx.post(echo_app + "/reset", json={"seed": 1}).json()
+    assert reset["done"] is False and reset["observation"]["messages"]
+    step = httpx.post(echo_app + "/step", json={"action": {"message": "hi"}})
+    assert step.status_code == 409 and "/ws" in step.json()["error"]
+    schema = httpx.get(echo_app + "/schema").json()
+    assert schema["action"]["required"] == ["message"]
+    item = {"task_id": "train/0", "response": "alpha"}  # envhub's own /verify stays
+    scores = httpx.post(echo_app + "/verify", json={"items": [item]}).json()["scores"]
+    assert scores[0]["components"]["correctness"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--openenv", "--nemo-gym"], "a server speaks one dialect"),
+        (["--openenv", "--docker"], "drop --docker"),
+    ],
+)
+def test_serve_refuses_two_dialects_or_a_dialect_in_docker(flags, said):
+    done = subprocess.run([sys.executable, "-m", "envhub.cli", "serve", "gsm8k", *flags],
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and said in done.stderr

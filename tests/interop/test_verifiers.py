@@ -1,0 +1,82 @@
+"""`envhub.interop.verifiers:VerifiersEnv`: a verifiers taskset (tests/support/vf_arith.py)
+played through envhub, from the virtual environment envhub makes for verifiers, gives the
+rewards verifiers itself gives the same completions.
+
+The venv is made once (verifiers 0.4 and envhub's server, from PyPI) in ENVHUB_TEST_VENVS
+(default ~/.cache/envhub/test-venvs) and reused; where it cannot be made (no package index),
+the tests skip and say so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import envhub
+from envhub.errors import InfraError
+from envhub.interop.verifiers import ensure_venv
+from envhub.types import Status
+
+SUPPORT = Path(__file__).parents[1] / "support"
+VENV = Path(os.environ.get("ENVHUB_TEST_VENVS", Path.home() / ".cache/envhub/test-venvs"))
+VENV = VENV / "verifiers-0.4.0"
+
+
+@pytest.fixture(scope="module")
+def venv_python():
+    try:
+        return ensure_venv(VENV)
+    except (InfraError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"the verifiers venv could not be made (it needs PyPI): {e}")
+
+
+@pytest.fixture
+def arith(tmp_path, clean_user_registry, venv_python):
+    (tmp_path / "arith.yaml").write_text(
+        "name: vf-arith\nentry_point: envhub.interop.verifiers:VerifiersEnv\n"
+        f"options: {{environment: vf_arith, args: {{n: 4}}, venv: {str(VENV)!r}}}\n"
+    )
+    envhub.register(tmp_path / "arith.yaml")
+    return "vf-arith"
+
+
+COMPLETIONS = [("sum-0", "10"), ("sum-1", "12"), ("sum-2", "The answer is 14"), ("sum-3", "99")]
+
+
+def _verifiers_rewards(python: Path) -> list[float]:
+    lines = "".join(json.dumps({"task_id": t, "completion": c}) + "\n" for t, c in COMPLETIONS)
+    out = subprocess.run([str(python), str(SUPPORT / "vf_parity.py")], input=lines, text=True,
+                         capture_output=True, check=True, timeout=300, cwd=SUPPORT)  # fmt: skip
+    return [json.loads(line)["reward"] for line in out.stdout.splitlines()]
+
+
+def test_envhub_rewards_equal_verifiers_own_scores(arith, venv_python):
+    expected = _verifiers_rewards(venv_python)
+    assert expected == [1.25, 1.25, 0.0, 0.25]  # correct (weight 1) + brief (weight 0.25)
+    got = []
+    with envhub.make(arith) as env:
+        assert env.info()["weights"] == {"correct": 1.0, "brief": 0.25}
+        for task_id, completion in COMPLETIONS:
+            opened = env.reset(task_id=task_id)
+            assert [m.role for m in opened.messages] == ["system", "user"]
+            step = env.step(completion)
+            assert step.terminated and step.info.status is Status.OK
+            got.append(step.reward)
+        assert env.verify("sum-1", "12").components == {"correct": 1.0, "brief": 1.0}
+    assert got == pytest.approx(expected)
+
+
+def test_a_misspelt_option_of_the_factory_entry_is_refused_at_registration(
+    tmp_path, clean_user_registry
+):
+    (tmp_path / "typo.yaml").write_text(
+        "name: vf-typo\nentry_point: envhub.interop.verifiers:VerifiersEnv\n"
+        "options: {enviroment: vf_arith}\n"
+    )
+    with pytest.raises(envhub.errors.EnvhubError, match="options.enviroment") as err:
+        envhub.register(tmp_path / "typo.yaml")
+    assert "environment" in str(err.value)
