@@ -28,8 +28,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
-from envhub.core import Env
-from envhub.types import Score, Status, Task
+from envhub.types import Status, Task
 from envhub.wire import VerifyItem
 
 from .app import _verify_items
@@ -92,10 +91,6 @@ def _item(body: NemoGymVerifyRequest) -> VerifyItem:
     return VerifyItem(task_id=body.task_id, task=body.task, gold=gold, response=text)
 
 
-def _score(env: Env, item: VerifyItem) -> Score:
-    return _verify_items(env, [item])[0]  # the one reading of a verify item, as /verify's
-
-
 def install(app: FastAPI, server: Any) -> frozenset[str]:
     """Mount NeMo Gym's resources-server routes on ``app`` for ``server``."""
 
@@ -104,7 +99,9 @@ def install(app: FastAPI, server: Any) -> frozenset[str]:
 
     async def verify(body: NemoGymVerifyRequest) -> Any:
         item = _item(body)
-        score = await server.run(_score, server.env, item)
+        # the one reading of a verify item, as /verify's
+        scores = await server.run(_verify_items, server.env, [item], server.settings.max_body_bytes)
+        score = scores[0]
         server.metrics[f"verify_{score.status.value}"] += 1
         if score.status in MACHINERY:
             return error_response(
