@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from .core import Env, Episode, Feedback, TaskEnv
 from .errors import EnvhubError, EnvNotFound, RegistryError
-from .make import make
-from .registry import catalog, register, reset_registry, spec
+from .registry.catalog import catalog, register, reset_registry, spec
+from .registry.make import make
 from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 

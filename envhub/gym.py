@@ -42,7 +42,7 @@ class GymEnv(gymnasium.Env):
 
     def __init__(self, name: str, runner: str | None = None, **overrides: Any) -> None:
         """Make the envhub environment ``name`` on ``runner`` with ``overrides``."""
-        from .make import make
+        from .registry.make import make
 
         self._adopt(make(name, runner, **overrides))
 
@@ -89,7 +89,7 @@ def register_all() -> list[str]:
     Called when gymnasium is imported after (or before) envhub (see :mod:`envhub.gym_ids`);
     call it again after ``envhub.register(...)`` to add new entries in a running process.
     """
-    from .registry import catalog
+    from .registry.catalog import catalog
 
     ids = []
     reg = catalog()

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from envhub import cards
-from envhub.cards import (
+from envhub.authoring import cards
+from envhub.authoring.cards import (
     README_BEGIN,
     README_END,
     card,
@@ -21,7 +21,7 @@ from envhub.cards import (
 )
 from envhub.cli import app
 from envhub.errors import EnvhubError
-from envhub.registry import BUILTIN_REGISTRY, Registry, spec
+from envhub.registry.catalog import BUILTIN_REGISTRY, Registry, spec
 
 
 def test_card_fields_and_measured_scores(dummy_registry):
@@ -58,7 +58,7 @@ def _catalog() -> list:
 
 
 def test_stored_cards_cover_the_catalog():
-    """envhub/cards.json holds measured scores for every offline env, 'needs data' for others."""
+    """envhub/authoring/cards.json holds measured scores for every offline env, 'needs data' for others."""
     stored = reference_scores()
     for s in _catalog():
         entry = stored[s.id]
@@ -93,7 +93,7 @@ def test_needs_data_envs_say_so(dummy_registry):
 
 def test_cards_command_measures_with_envhub_eval(tmp_path, monkeypatch):
     """--measure writes gold, random and the model's pass@k through `envhub eval`."""
-    import envhub.registry as reg
+    import envhub.registry.catalog as reg
 
     monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))  # `envhub eval` runs as a command
     monkeypatch.setattr(reg, "_registry", None)  # restored after the test

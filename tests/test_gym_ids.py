@@ -24,7 +24,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 def test_import_envhub_neither_imports_gymnasium_nor_reads_the_catalog():
     out = _run(
-        "import sys, envhub, envhub.registry as r; "
+        "import sys, envhub, envhub.registry.catalog as r; "
         "print(sorted(m for m in ('gymnasium', 'numpy', 'envhub.gym') if m in sys.modules), "
         "r._registry is None)"
     )

@@ -5,7 +5,7 @@ Entry points (what the rest of envhub calls)::
     start_container(spec: EnvSpec, *, image: str | None = None, host: str = "127.0.0.1",
                     port: int = 0, timeout: float = 120.0) -> DockerHandle
         # a healthy container serving `spec`; handle.url (http://127.0.0.1:PORT) for
-        # envhub.remote.HTTPEnv, handle.close() removes it (also at interpreter exit)
+        # envhub.client.http_env.HTTPEnv, handle.close() removes it (also at interpreter exit)
     serve_in_docker(name: str, host: str, port: int) -> None
         # `envhub serve NAME --docker`: runs in the foreground until Ctrl-C, then removes it
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
@@ -438,7 +438,7 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
     starts with SIGINT ignored); started by another envhub process, it stops when that dies.
     """
     from envhub.lifetime import follow_parent, stop_signals
-    from envhub.registry import spec as lookup
+    from envhub.registry.catalog import spec as lookup
 
     handle: DockerHandle | None = None
     with stop_signals():
@@ -467,9 +467,9 @@ def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
     """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
 
     Starts the environment's server in a container and returns an
-    :class:`~envhub.remote.HTTPEnv` that owns it (closing the env removes the container).
+    :class:`~envhub.client.http_env.HTTPEnv` that owns it (closing the env removes the container).
     """
-    from envhub.remote import HTTPEnv
+    from envhub.client.http_env import HTTPEnv
 
     if url is not None:
         raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")

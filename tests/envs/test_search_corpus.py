@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envhub.checker import check_env
+from envhub.authoring.checker import check_env
 from envhub.envs.search import index as search_index
 from envhub.envs.search.agent import ScriptedAgent
 from envhub.envs.search.env import SearchEnv

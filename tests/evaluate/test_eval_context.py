@@ -16,8 +16,8 @@ from eval_fakes import policy, run_evaluation
 import envhub
 from envhub.engines.types import Generation, SamplingParams
 from envhub.evaluate import EvalConfig, OpenAIEndpoint, RunStore
+from envhub.evaluate.backends import BatchingBackend, ContextExhausted
 from envhub.evaluate.local import engine_batch_fn
-from envhub.evaluate.models import BatchingBackend, ContextExhausted
 from envhub.evaluate.scripted import ScriptedEndpoint, ScriptedHTTPError
 from envhub.types import Message
 

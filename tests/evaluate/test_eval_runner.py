@@ -226,7 +226,7 @@ def test_interrupted_engine_batch_does_not_hold_the_exit():
     import time
 
     from envhub.engines.types import SamplingParams
-    from envhub.evaluate.models import BatchingBackend
+    from envhub.evaluate.backends import BatchingBackend
     from envhub.types import Message
 
     backend = BatchingBackend("slow", lambda chats, tools, p: time.sleep(5) or [])

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.datasets import read_jsonl, resolve_path
 from envhub.errors import ConfigError, missing
-from envhub.registry import envhub_home
+from envhub.registry.catalog import envhub_home
 from envhub.types import Task
 
 from .world import DEFAULT_SIZES, Doc, generate

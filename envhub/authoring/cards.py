@@ -9,9 +9,9 @@ whether it is offline, the pip extras it needs, and three reference scores:
 - ``smollm2``: SmolLM2-135M-Instruct through ``envhub eval`` (pass@1 and pass@k), the floor a
   small real model reaches.
 
-The catalog's scores are data, kept in ``envhub/cards.json`` with the date, the settings, the
-command and the envhub commit of each measurement, so a stale number is visible as such;
-``envhub cards --measure`` re-measures them (a maintainer's command: minutes per environment
+The catalog's scores are data, kept in ``envhub/authoring/cards.json`` with the date, the
+settings, the command and the envhub commit of each measurement, so a stale number is visible as
+such; ``envhub cards --measure`` re-measures them (a maintainer's command: minutes per environment
 on a CPU) and ``envhub cards --readme README.md`` rewrites the README's environments table
 from them. ``envhub info NAME --measure`` re-measures gold and random for one environment
 into ``$ENVHUB_HOME/cards/ID.json`` (yours: your own environments, or a check of ours), which
@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .core import TaskEnv
-from .errors import EnvhubError
-from .make import env_class, make_local
-from .registry import envhub_home
-from .rewards import GENERIC_COMPONENTS
-from .spec import EnvSpec
-from .types import Message, Status
+from ..core import TaskEnv
+from ..errors import EnvhubError
+from ..registry.catalog import envhub_home
+from ..registry.make import env_class, make_local
+from ..rewards import GENERIC_COMPONENTS
+from ..spec import EnvSpec
+from ..types import Message, Status
 
 FAMILY_EXTRAS = {"math": "math", "code": "code", "search": "search", "games": "games"}
 """The envhub extra each built-in family needs, beyond the core install."""

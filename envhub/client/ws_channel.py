@@ -15,7 +15,7 @@ receive and one pydantic-core parse.
   HTTP); every other transport failure raises :class:`Transient`, which the client turns into
   ``infra_error`` for that episode only.
 
-The answers are JSON text; :mod:`envhub.remote` parses them into the types of
+The answers are JSON text; :mod:`envhub.client.http_env` parses them into the types of
 :mod:`envhub.wire`.
 """
 
@@ -35,8 +35,8 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
-from .types import StepResult
-from .wire import RETRY_CODES, ResetResponse, Transient, raise_for_error
+from ..types import StepResult
+from ..wire import RETRY_CODES, ResetResponse, Transient, raise_for_error
 
 MAX_MESSAGE = 64 * 2**20
 """Largest answer accepted, in bytes (a long transcript of tool results fits)."""

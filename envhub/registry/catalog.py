@@ -4,8 +4,8 @@ The catalog is data. Entry points are ``module:Class`` strings imported only whe
 environment is made, so listing or describing environments imports no environment code.
 
 A user adds an environment with ``envhub register FILE``: the file is validated completely
-(schema, ``base`` exists, and :mod:`envhub.preflight`: entry point, options, reward weights,
-data, gold answers) before anything is written, and then copied to
+(schema, ``base`` exists, and :mod:`envhub.authoring.preflight`: entry point, options, reward
+weights, data, gold answers) before anything is written, and then copied to
 ``$ENVHUB_HOME/registry.d/`` with its folder recorded as ``base_dir`` (relative data paths and
 entry points resolve there, from any working directory), or recorded by link. Every error
 about a catalog file has one form (:func:`catalog_error`): file, line, environment, field, what
@@ -31,13 +31,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ..errors import EntryError, EnvNotFound, RegistryError
+from ..spec import VERSIONED_RE, EnvSpec
 from .entrypoints import is_file_target, load_entry_point  # noqa: F401 (re-exported)
-from .errors import EntryError, EnvNotFound, RegistryError
-from .spec import VERSIONED_RE, EnvSpec
 
 log = logging.getLogger("envhub")
 
-BUILTIN_REGISTRY = Path(__file__).with_name("registry.yaml")
+BUILTIN_REGISTRY = Path(__file__).parent.parent / "registry.yaml"
 """The catalog shipped with envhub (the repository's ``registry.yaml``)."""
 
 
@@ -494,7 +494,7 @@ def _check_file(
     path: Path, force: bool, link: bool | None
 ) -> list[tuple[Registration, dict[str, Any]]]:
     """Every check of :func:`register_file`; each entry's registration and what to write."""
-    from .preflight import check_spec
+    from ..authoring.preflight import check_spec
 
     entries, node, prefix = _entries(path)
     loaded = [
@@ -524,7 +524,7 @@ def register_file(
     """Validate a user's YAML file and add its environments to the user catalog.
 
     Nothing is written unless every entry is valid, its ``base`` exists and it passes
-    :mod:`envhub.preflight` (entry point, options, reward weights, data, gold answers). An
+    :mod:`envhub.authoring.preflight` (entry point, options, reward weights, data, gold answers). An
     entry registered from the same file the same way already is ``unchanged`` (no error).
 
     Args:

@@ -10,8 +10,9 @@ call :meth:`HTTPEnv.fork`: forks share the server's description, the HTTP connec
 the bound on concurrent calls.
 
 Two transports carry the episodes (``transport=``): ``ws``, one persistent WebSocket per
-handle (:mod:`envhub.ws`: a step is one frame each way, a dropped connection is resumed by
-session id), and ``http``, the JSON routes. ``auto`` (the default) takes the WebSocket and
+handle (:mod:`envhub.client.ws_channel`: a step is one frame each way, a dropped connection is
+resumed by session id), and ``http``, the JSON routes. ``auto`` (the default) takes the WebSocket
+and
 falls back to HTTP for good when the server or a proxy refuses the handshake (or the
 ``websockets`` package is missing). Verification, listings and ``/info`` always go over HTTP.
 """
@@ -29,11 +30,11 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from .core import Env, valid_unicode
-from .errors import ConfigError, EpisodeStateError, TransportError
-from .spec import EnvSpec
-from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
-from .wire import (
+from ..core import Env, valid_unicode
+from ..errors import ConfigError, EpisodeStateError, TransportError
+from ..spec import EnvSpec
+from ..types import Info, Message, ResetResult, Score, Status, StepResult, Task
+from ..wire import (
     RETRY_CODES,
     EnvInfo,
     ResetRequest,
@@ -162,14 +163,14 @@ class HTTPEnv(Env):
 
     def _ws(self) -> Any:
         if self._channel is None and self._pool.use_ws:
-            from .ws import Channel
+            from .ws_channel import Channel
 
             self._channel = Channel(self.url, self.timeout, self.retries, self._pool.max_body)
         return self._channel
 
     def _aws(self) -> Any:
         if self._achannel is None and self._pool.use_ws:
-            from .ws import AsyncChannel
+            from .ws_channel import AsyncChannel
 
             self._achannel = AsyncChannel(self.url, self.timeout, self.retries, self._pool.max_body)
         return self._achannel
@@ -383,7 +384,7 @@ class HTTPEnv(Env):
 
 
 def _ws_refused() -> tuple[type[Exception], ...]:
-    from .ws import WsRefused
+    from .ws_channel import WsRefused
 
     return (WsRefused,)
 
@@ -504,7 +505,7 @@ class _AsyncSlot:
 
 def _have_websockets(transport: str) -> bool:
     try:
-        import envhub.ws  # noqa: F401
+        import envhub.client.ws_channel  # noqa: F401
     except ImportError as e:
         if transport == "ws":
             raise ConfigError(f"transport='ws' needs the websockets package: {e}") from e

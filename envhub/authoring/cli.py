@@ -1,6 +1,6 @@
 """The authors' commands: ``init``, ``check``, ``unregister``, and the maintainers' ``cards``.
 
-``cards`` shows and re-measures the catalog's reference scores (:mod:`envhub.cards`).
+``cards`` shows and re-measures the catalog's reference scores (:mod:`envhub.authoring.cards`).
 
 They live here so that :mod:`envhub.cli` only registers them (``app.command(...)(fn)``).
 """
@@ -12,12 +12,12 @@ from typing import Annotated
 
 import typer
 
-from .spec import EnvSpec
+from ..spec import EnvSpec
 
 
 def _specs(target: str) -> list[EnvSpec]:
     """``target`` is a catalog name (``NAME``/``NAME-vN``) or a YAML file."""
-    from .registry import spec, specs_from_file
+    from ..registry.catalog import spec, specs_from_file
 
     if target.endswith((".yaml", ".yml")) and Path(target).is_file():
         return specs_from_file(target)
@@ -55,7 +55,7 @@ def unregister_command(
     name: Annotated[str, typer.Argument(help="NAME-vN (or NAME with one version) to remove.")],
 ) -> None:
     """Remove one of your registrations from $ENVHUB_HOME/registry.d."""
-    from .registry import unregister
+    from ..registry.catalog import unregister
 
     for env_id in unregister(name):
         typer.echo(f"unregistered {env_id}")
@@ -94,7 +94,10 @@ def cards_command(
         list[str] | None, typer.Argument(help="Environments (default: the whole catalog).")
     ] = None,
     measure: Annotated[
-        bool, typer.Option(help="Re-measure gold, random and the model into envhub/cards.json.")
+        bool,
+        typer.Option(
+            help="Re-measure gold, random and the model into envhub/authoring/cards.json."
+        ),
     ] = False,
     model: Annotated[
         str | None, typer.Option(help="Model of the eval row ('none': gold and random only).")
@@ -115,12 +118,13 @@ def cards_command(
 ) -> None:
     """The catalog's environment cards as the README's table; --measure re-measures them.
 
-    Scores are stored in envhub/cards.json (with date, settings, command and envhub commit),
-    so `envhub info` shows them without measuring. The model row runs `envhub eval` (minutes
+    Scores are stored in envhub/authoring/cards.json (with date, settings, command and envhub
+    commit), so `envhub info` shows them without measuring. The model row runs `envhub eval`
+    (minutes
     per environment on a CPU; set OMP_NUM_THREADS=1 on a busy machine).
     """
+    from ..registry.catalog import BUILTIN_REGISTRY, Registry
     from . import cards
-    from .registry import BUILTIN_REGISTRY, Registry
 
     reg = Registry.load([BUILTIN_REGISTRY])  # the catalog only: not your registrations
     specs = [reg.spec(n) for n in names] if names else [reg.spec(i) for i in reg.ids()]
