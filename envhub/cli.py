@@ -144,7 +144,7 @@ def register(
 
     Registering the same file again the same way does nothing and exits 0.
     """
-    from .registry.catalog import register_file
+    from .authoring.register import register_file
 
     for r in register_file(file, force=force, link=link):
         if r.outcome == "unchanged":

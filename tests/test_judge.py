@@ -299,8 +299,8 @@ def test_registration_checks_know_judge_components(endpoint):
 
 def test_a_judge_that_is_down_does_not_block_registration_but_fails_check(tmp_path):
     import envhub
+    from envhub.authoring.register import unregister
     from envhub.authoring.selfcheck import run_check
-    from envhub.registry.catalog import unregister
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     f = tmp_path / "j.yaml"

@@ -77,7 +77,7 @@ def test_an_old_entry_point_gets_the_new_path(tmp_path):
         "  - name: old-math\n"
         "    version: 1\n"
         "    family: math\n"
-        "    entry_point: envs.math.env:MathEnv  # repartition: keep\n"
+        "    entry_point: envs.math.env:MathEnv\n"
         "    dataset: {kind: builtin, generator: gsm8k}\n"
     )
     with pytest.raises(EnvhubError) as err:  # the registration refuses the file

@@ -85,8 +85,8 @@ def _gold(spec: EnvSpec) -> str:
 
 
 def _gym_view(env: Env) -> Any:
-    """Gymnasium's text adapter (:class:`envhub.gym.GymEnv`) over an already-made env."""
-    from ..gym import GymEnv
+    """Gymnasium's text adapter (:class:`envhub.registry.gym.GymEnv`) over an already-made env."""
+    from ..registry.gym import GymEnv
 
     return GymEnv.over(env)
 

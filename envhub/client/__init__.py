@@ -3,5 +3,5 @@
 :mod:`~envhub.client.http_env` is the environment over HTTP (:class:`HTTPEnv`),
 :mod:`~envhub.client.ws_channel` its WebSocket transport, and
 :mod:`~envhub.client.child_server` the ``envhub serve`` child that ``make(runner="http")``
-starts when no URL is given.
+starts when no URL is given. It stands on the contract alone.
 """

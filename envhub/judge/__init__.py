@@ -231,11 +231,6 @@ class Judge:
         return value
 
 
-def judge_names(spec: EnvSpec) -> set[str]:
-    """Names of the judge components a spec configures."""
-    return set(spec.reward.judges)
-
-
 class JudgedEnv(TaskEnv):
     """Mixin placed before an environment class: adds the judge components to its scores."""
 

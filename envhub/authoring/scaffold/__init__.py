@@ -6,7 +6,7 @@ and ``pyproject.toml`` (installable; it depends on ``envhub-rl``, envhub's distr
 the family's extra, and declares the ``envhub.environments`` entry point).
 The math, code, sql and search families extend the built-in family classes, so the scaffold
 is the house style and not a second one. ``init`` then registers the YAML by link (see
-:func:`envhub.registry.catalog.register`), which runs the registration checks: a folder that is
+:func:`envhub.authoring.register.register`), which runs the registration checks: a folder that is
 written passed them.
 
 Templates live in ``templates/<family>/`` (``env.py.tmpl``, ``NAME.yaml.tmpl``, data files)
@@ -172,7 +172,7 @@ def init(
         if FAMILIES[family].after:
             FAMILIES[family].after(folder)
         if register:
-            from ...registry.catalog import register as do_register
+            from ..register import register as do_register
 
             do_register(folder / f"{name}.yaml", link=True)
     except BaseException:
