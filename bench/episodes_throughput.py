@@ -14,7 +14,7 @@ client alike:
 * **single-step**: envhub ``gsm8k`` answered with its gold answer (the verifier runs) against
   the same OpenEnv toy ending after one step.
 
-Clients: envhub's :class:`~envhub.remote.HTTPEnv` over ``ws`` and over ``http`` (async API,
+Clients: envhub's :class:`~envhub.client.http_env.HTTPEnv` over ``ws`` and over ``http`` (async API,
 one handle per concurrent session; ``envhub-ws-sync`` in ``--clients``: the sync API from one
 thread per session, as the trainer's env workers call it) and OpenEnv's ``GenericEnvClient``
 (its WebSocket client, one connection per session), each in its own process so its CPU time
@@ -126,7 +126,7 @@ async def _drive(play, concurrency: int, episodes: int) -> dict:
 
 def client_envhub(url: str, scenario: str, transport: str, conc: int, n: int) -> dict:
     """envhub's own client, async API, one fork per concurrent session."""
-    from envhub.remote import HTTPEnv
+    from envhub.client.http_env import HTTPEnv
 
     root = HTTPEnv(url, transport=transport, timeout=60)
     golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
@@ -166,7 +166,7 @@ def client_envhub_sync(url: str, scenario: str, conc: int, n: int) -> dict:
     """envhub's own client, sync API from ``conc`` threads (how the trainer's workers call)."""
     import threading
 
-    from envhub.remote import HTTPEnv
+    from envhub.client.http_env import HTTPEnv
 
     root = HTTPEnv(url, transport="ws", timeout=60)
     golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
@@ -289,9 +289,9 @@ def _wait_healthy(url: str, proc: subprocess.Popen, what: str) -> None:
 
 def start_envhub(name: str, server_src: str | None, **overrides) -> tuple[str, subprocess.Popen]:
     """``envhub serve`` for ``name`` with ``overrides``, from this checkout or ``server_src``."""
-    from envhub.localserver import free_port
-    from envhub.make import apply_overrides
-    from envhub.registry import spec
+    from envhub.client.child_server import free_port
+    from envhub.registry.catalog import spec
+    from envhub.registry.make import apply_overrides
 
     port = free_port()
     spec_json = apply_overrides(spec(name), overrides).model_dump_json()
@@ -307,7 +307,7 @@ def start_envhub(name: str, server_src: str | None, **overrides) -> tuple[str, s
 
 def start_openenv(python: Path, steps: int, script: Path) -> tuple[str, subprocess.Popen]:
     """The OpenEnv toy server ending after ``steps`` steps."""
-    from envhub.localserver import free_port
+    from envhub.client.child_server import free_port
 
     port = free_port()
     env = {**os.environ, "TOY_STEPS": str(steps), "ENABLE_WEB_INTERFACE": "false"}

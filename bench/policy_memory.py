@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--no-pack", action="store_true", help="padded micro-batches")
     args = parser.parse_args()
 
-    from envhub.engines.models import resolve_model
+    from envhub.engines.weights import resolve_model
     from envhub.trainer.config import OptimConfig
     from envhub.trainer.grpo import LossConfig
     from envhub.trainer.policy import Policy

@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def resolve(name: str) -> Path:
-    from envhub.engines.models import resolve_model, tiny_llama_path
+    from envhub.engines.weights import resolve_model, tiny_llama_path
 
     if name == "tiny-h64-a2":  # vLLM's CPU attention needs a head size >= 32
         return tiny_llama_path(hidden_size=64, heads=2)

@@ -94,7 +94,7 @@ def run_trl(settings: TRLSettings) -> dict:
     """Run TRL GRPO in its venv on ``settings`` and return the summary (see :func:`_worker`)."""
     if not settings.model:
         sys.path.insert(0, str(ROOT))
-        from envhub.engines.models import smollm2_path
+        from envhub.engines.weights import smollm2_path
 
         settings.model = str(smollm2_path())
     if not settings.prompts:

@@ -12,10 +12,11 @@ an environment is made or served.
 
 from __future__ import annotations
 
+from .authoring.register import register
 from .core import Env, Episode, Feedback, TaskEnv
 from .errors import EnvhubError, EnvNotFound, RegistryError
-from .make import make
-from .registry import catalog, register, reset_registry, spec
+from .registry.catalog import catalog, reset_registry, spec
+from .registry.make import make
 from .spec import EnvSpec
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 
@@ -43,16 +44,3 @@ __all__ = [
     "reset_registry",
     "spec",
 ]
-
-
-def _install_gymnasium_ids() -> None:
-    """``gymnasium.make("envhub/NAME-vN")`` works once both are imported, in either order.
-
-    Nothing is paid here: the ids are registered when gymnasium is imported (see gym_ids).
-    """
-    from .gym_ids import install
-
-    install()
-
-
-_install_gymnasium_ids()

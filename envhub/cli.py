@@ -69,8 +69,8 @@ def list_envs(
     its missing extras) or ``[needs data: ...]``; a registration of yours that hides a built-in
     environment of the same name with ``[overrides built-in NAME-vN]``.
     """
-    from .needs import needs
-    from .registry import catalog
+    from .registry.catalog import catalog
+    from .registry.needs import needs
 
     reg = catalog()
     for name in reg.names():
@@ -91,13 +91,13 @@ def info(
     measure: Annotated[bool, typer.Option(help="Re-measure reference scores first.")] = False,
 ) -> None:
     """Show an environment's catalog entry (resolved) and its card as JSON."""
-    from .author_cli import card_of
-    from .registry import spec
+    from .authoring.cli import card_of
+    from .registry.catalog import spec
 
     s = spec(name)
     c = card_of(s, measure)
     if text:
-        from .cards import render
+        from .authoring.cards import render
 
         typer.echo(render(c))
         return
@@ -111,7 +111,7 @@ def tasks(
     limit: Annotated[int | None, typer.Option(min=1, help="Print at most N tasks.")] = None,
 ) -> None:
     """Print one JSON line per task: task_id, the opening messages, answer and metadata."""
-    from .make import make
+    from .registry.make import make
 
     with make(name, runner="local") as env:
         items = env.tasks(split)
@@ -144,7 +144,7 @@ def register(
 
     Registering the same file again the same way does nothing and exits 0.
     """
-    from .registry import register_file
+    from .authoring.register import register_file
 
     for r in register_file(file, force=force, link=link):
         if r.outcome == "unchanged":
@@ -227,7 +227,7 @@ def verify(
     out: Annotated[Path | None, typer.Option(help="With --batch: write lines here.")] = None,
 ) -> None:
     """Verify a response and print the score as JSON (exit 0 whenever verification ran)."""
-    from .make import make
+    from .registry.make import make
 
     with make(name, runner="local") as env:
         if batch is not None:
@@ -260,7 +260,7 @@ def _verify_gold(env: Any, gold: str, text: str) -> dict[str, Any]:
     return score.model_dump(mode="json")
 
 
-from .author_cli import (  # noqa: E402
+from .authoring.cli import (  # noqa: E402
     cards_command,
     check_command,
     init_command,

@@ -397,7 +397,7 @@ class TaskEnv(Env):
     def reference_action(self, episode: Episode) -> Message | None:
         """A message that earns full marks from here: the gold answer, or a solver's move.
 
-        :func:`envhub.checker.check_env` plays it to prove the verifier on gold; return
+        :func:`envhub.authoring.checker.check_env` plays it to prove the verifier on gold; return
         ``None`` where the environment has no reference.
         """
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,16 @@ from .spec import DatasetSpec
 from .types import Task
 
 TASK_FIELDS = ("task_id", "prompt", "answer")
+
+
+def envhub_home() -> Path:
+    """Where user registrations, cards and caches live: ``$ENVHUB_HOME`` or ``~/.envhub``."""
+    return Path(os.environ.get("ENVHUB_HOME") or Path.home() / ".envhub").expanduser()
+
+
+def cache_dir(name: str) -> Path:
+    """``$ENVHUB_HOME/cache/NAME``: what an environment builds from its data, kept between runs."""
+    return envhub_home() / "cache" / name
 
 
 def resolve_path(path: str, split: str, base: Path | None) -> Path:

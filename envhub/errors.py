@@ -25,7 +25,7 @@ class RegistryError(EnvhubError):
     """A catalog entry or user YAML file is invalid.
 
     The message names the file, the line, the environment and the field, says what is wrong
-    and what to do (one form for all: see :func:`envhub.registry.catalog_error`).
+    and what to do (one form for all: see :func:`envhub.registry.catalog.catalog_error`).
     """
 
 

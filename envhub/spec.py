@@ -107,7 +107,7 @@ class EnvSpec(_Strict):
     description: str = ""
     entry_point: str | None = None
     """``package.module:Class`` or ``path/to/file.py:Class`` (relative to the YAML's folder) of
-    the environment; taken from ``base`` when composing. See :mod:`envhub.entrypoints`."""
+    the environment; taken from ``base`` when composing. See :mod:`envhub.registry.entrypoints`."""
     base: str | None = None
     """Compose from an existing environment: inherit its entry point and settings, then
     override with the fields given here."""

@@ -28,7 +28,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 @pytest.fixture
 def dummy_registry():
     """A registry holding the built-in catalog plus the test doubles (echo, count)."""
-    import envhub.registry as reg
+    import envhub.registry.catalog as reg
 
     loaded = reg.Registry.load([reg.BUILTIN_REGISTRY, SUPPORT / "dummy.yaml"])
     saved = reg._registry
@@ -41,7 +41,7 @@ def dummy_registry():
 def tiny_path():
     """A tiny random Llama with the SmolLM2 tokenizer (built once, cached on disk)."""
     pytest.importorskip("transformers")
-    from envhub.engines.models import tiny_llama_path
+    from envhub.engines.weights import tiny_llama_path
 
     return tiny_llama_path()
 
@@ -59,7 +59,7 @@ def engine(tiny_path):
 def clean_user_registry():
     """No user registrations before or after the test (in the test session's ENVHUB_HOME)."""
     import envhub
-    from envhub.registry import user_registry_dir
+    from envhub.registry.catalog import user_registry_dir
 
     def clear() -> None:
         folder = user_registry_dir()

@@ -1,6 +1,6 @@
 """One shared run over EVERY catalog entry: the checks of ``envhub check`` (the contract, bad
 inputs, the gold self-check, gymnasium's checker, and the same seeds giving the same tasks and
-rewards in-process and over HTTP). One code path: :mod:`envhub.selfcheck`.
+rewards in-process and over HTTP). One code path: :mod:`envhub.authoring.selfcheck`.
 
 Entries tagged ``needs-data`` (real datasets that are not on this machine) are skipped with
 that reason; everything else must pass offline.
@@ -9,7 +9,7 @@ that reason; everything else must pass offline.
 import pytest
 
 import envhub
-from envhub.selfcheck import CHECKS, FAILED, run_check
+from envhub.authoring.selfcheck import CHECKS, FAILED, run_check
 
 CATALOG = envhub.catalog()
 IDS = CATALOG.ids()

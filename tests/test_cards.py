@@ -4,10 +4,11 @@ import json
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 from typer.testing import CliRunner
 
-from envhub import cards
-from envhub.cards import (
+from envhub.authoring import cards
+from envhub.authoring.cards import (
     README_BEGIN,
     README_END,
     card,
@@ -19,9 +20,10 @@ from envhub.cards import (
     table,
     write_readme,
 )
+from envhub.authoring.register import register
 from envhub.cli import app
 from envhub.errors import EnvhubError
-from envhub.registry import BUILTIN_REGISTRY, Registry, spec
+from envhub.registry.catalog import BUILTIN_REGISTRY, Registry, spec
 
 
 def test_card_fields_and_measured_scores(dummy_registry):
@@ -58,7 +60,7 @@ def _catalog() -> list:
 
 
 def test_stored_cards_cover_the_catalog():
-    """envhub/cards.json holds measured scores for every offline env, 'needs data' for others."""
+    """envhub/authoring/cards.json holds measured scores for every offline env, 'needs data' for others."""
     stored = reference_scores()
     for s in _catalog():
         entry = stored[s.id]
@@ -91,17 +93,18 @@ def test_needs_data_envs_say_so(dummy_registry):
     assert "*needs data*" in row
 
 
-def test_cards_command_measures_with_envhub_eval(tmp_path, monkeypatch):
-    """--measure writes gold, random and the model's pass@k through `envhub eval`."""
-    import envhub.registry as reg
+def test_measure_cards_script_measures_with_envhub_eval(tmp_path, monkeypatch):
+    """scripts/measure_cards.py writes gold, random and the model's pass@k through `envhub eval`."""
+    import envhub.registry.catalog as reg
 
+    measure_cards = load_script("measure_cards.py")
     monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))  # `envhub eval` runs as a command
     monkeypatch.setattr(reg, "_registry", None)  # restored after the test
-    reg.register(Path(__file__).parent / "support" / "dummy.yaml", link=True)
+    register(Path(__file__).parent / "support" / "dummy.yaml", link=True)
     store = tmp_path / "cards.json"
     monkeypatch.setattr(cards, "REFERENCE", store)
-    run = cards.ModelRun(model="tiny", tasks=2, multi_turn_tasks=1, k=2, max_tokens=4)
-    got = cards.measure_all([spec("echo")], episodes=4, run=run, echo=lambda _: None)
+    run = measure_cards.ModelRun(model="tiny", tasks=2, multi_turn_tasks=1, k=2, max_tokens=4)
+    got = measure_cards.measure_all([spec("echo")], episodes=4, run=run, echo=lambda _: None)
     entry = got["echo-v1"]
     assert json.loads(store.read_text())["environments"]["echo-v1"] == entry
     assert entry["gold"]["solved"] == 1.0 and entry["gold"]["episodes"] == 4

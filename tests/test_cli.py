@@ -10,7 +10,7 @@ from children import stop
 from typer.testing import CliRunner
 
 from envhub.cli import app
-from envhub.localserver import free_port
+from envhub.client.child_server import free_port
 
 runner = CliRunner()
 
@@ -104,7 +104,7 @@ def test_register_then_list(tmp_path):
         [sys.executable, "-m", "envhub.cli", "register", str(bad)], capture_output=True, text=True
     )
     assert proc.returncode == 1 and "bad.yaml:2" in proc.stderr and "max_turns" in proc.stderr
-    for p in envhub.registry.user_registry_dir().glob("*.yaml"):
+    for p in envhub.registry.catalog.user_registry_dir().glob("*.yaml"):
         p.unlink()
     envhub.reset_registry()
 
@@ -135,7 +135,7 @@ def test_serve_subprocess_answers_health_and_verify(tmp_path):
         assert r.json()["scores"][0]["reward"] == 1.0
     finally:
         stop(proc)
-        for p in envhub.registry.user_registry_dir().glob("*.yaml"):
+        for p in envhub.registry.catalog.user_registry_dir().glob("*.yaml"):
             p.unlink()
         envhub.reset_registry()
 

@@ -7,7 +7,7 @@ import sys
 
 from typer.testing import CliRunner
 
-import envhub.needs
+import envhub.registry.needs
 from envhub.cli import app
 from envhub.install import install_command
 from envhub.spec import EnvSpec
@@ -27,8 +27,8 @@ def test_version():
 
 
 def test_list_marks_missing_extras_with_the_install_command(monkeypatch):
-    real = envhub.needs._installed
-    monkeypatch.setattr(envhub.needs, "_installed", lambda d: d != "sympy" and real(d))
+    real = envhub.registry.needs._installed
+    monkeypatch.setattr(envhub.registry.needs, "_installed", lambda d: d != "sympy" and real(d))
     lines = {ln.split()[0]: ln for ln in runner.invoke(app, ["list"]).stdout.splitlines()}
     hint = install_command(["math"])  # this checkout with its pins (tests/test_install.py)
     assert hint.endswith("pip install -c constraints.txt -e '.[math]'")
@@ -39,11 +39,13 @@ def test_list_marks_missing_extras_with_the_install_command(monkeypatch):
 
 def test_needs_names_missing_data(tmp_path):
     local = EnvSpec(name="x", dataset={"kind": "jsonl", "path": str(tmp_path / "{split}.jsonl")})
-    assert envhub.needs.needs(local) == f"needs data: {tmp_path / 'train.jsonl'} is missing"
+    assert (
+        envhub.registry.needs.needs(local) == f"needs data: {tmp_path / 'train.jsonl'} is missing"
+    )
     (tmp_path / "train.jsonl").write_text('{"prompt": "p"}\n')
-    assert envhub.needs.needs(local) is None
+    assert envhub.registry.needs.needs(local) is None
     hub = EnvSpec(name="y", dataset={"kind": "hf", "path": "org/set"})
-    assert "needs data: hub dataset org/set" in envhub.needs.needs(hub)
+    assert "needs data: hub dataset org/set" in envhub.registry.needs.needs(hub)
 
 
 def test_serve_reports_a_taken_port_before_serving():

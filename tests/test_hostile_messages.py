@@ -127,7 +127,7 @@ def _served(env_id: str):
     runner below runs the real ``envhub serve``)."""
     from serving import running
 
-    from envhub.remote import HTTPEnv
+    from envhub.client.http_env import HTTPEnv
     from envhub.server.app import create_app
 
     with running(create_app(envhub.make(env_id))) as url, HTTPEnv(url) as env:

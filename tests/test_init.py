@@ -17,12 +17,12 @@ except ModuleNotFoundError:  # Python 3.10: tomli, a core dependency there
     import tomli as tomllib
 
 import envhub
+from envhub.authoring.scaffold import FAMILIES, init, render
+from envhub.authoring.selfcheck import FAILED, run_checks, table
+from envhub.client.child_server import free_port
+from envhub.client.http_env import HTTPEnv
 from envhub.errors import ConfigError
-from envhub.localserver import free_port
-from envhub.registry import spec as lookup
-from envhub.remote import HTTPEnv
-from envhub.scaffold import FAMILIES, init, render
-from envhub.selfcheck import FAILED, run_checks, table
+from envhub.registry.catalog import spec as lookup
 
 ROOT = os.path.dirname(os.path.dirname(envhub.__file__))
 

@@ -173,7 +173,7 @@ def _extras_for(rel: str) -> tuple[str, ...]:
 
 def test_the_scan_sees_the_known_imports():
     modules = {(m, f) for m, f, _ in third_party_imports()}
-    assert ("transformers", "envhub/engines/models.py") in modules
+    assert ("transformers", "envhub/engines/weights.py") in modules
     assert ("fastapi", "envhub/server/app.py") in modules
     assert any(m == "sympy" and f.startswith("envhub/envs/math/") for m, f in modules)
 

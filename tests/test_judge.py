@@ -14,14 +14,14 @@ import time
 import pytest
 from gullible_judge import CONTEXT_CHARS, gullible_judge, read
 
+from envhub.authoring.preflight import PreflightError, check_spec
+from envhub.client.child_server import free_port
 from envhub.errors import ConfigError
 from envhub.evaluate.scripted import ScriptedEndpoint, ScriptedHTTPError, last_user_text
-from envhub.localserver import free_port
-from envhub.make import make_local
-from envhub.preflight import PreflightError, check_spec
+from envhub.judge.verdicts import VerdictError, delimit, parse_verdict
+from envhub.registry.make import make_local
 from envhub.spec import EnvSpec, VerdictSpec
 from envhub.types import Status
-from envhub.verdicts import VerdictError, delimit, parse_verdict
 
 PROMPT = "Task: {task}\nGold: {gold}\nAnswer: {response}\nIs the answer right?"
 WRONG = "bravo"
@@ -299,8 +299,8 @@ def test_registration_checks_know_judge_components(endpoint):
 
 def test_a_judge_that_is_down_does_not_block_registration_but_fails_check(tmp_path):
     import envhub
-    from envhub.registry import unregister
-    from envhub.selfcheck import run_check
+    from envhub.authoring.register import unregister
+    from envhub.authoring.selfcheck import run_check
 
     dead = f"http://127.0.0.1:{free_port()}/v1"
     f = tmp_path / "j.yaml"
@@ -320,7 +320,7 @@ def test_a_judge_that_is_down_does_not_block_registration_but_fails_check(tmp_pa
 def test_a_judge_that_never_writes_a_verdict_fails_the_gold_check():
     """Every response scored 0 as the model's fault would hide a broken judge: the self-check
     on gold answers is where it shows."""
-    from envhub.selfcheck import run_check
+    from envhub.authoring.selfcheck import run_check
 
     with ScriptedEndpoint(lambda body: {"content": "Yes, I think so."}) as ep:
         result = run_check(_spec(ep.base_url, {"correctness": 1.0, "style": 0.5}), "gold")

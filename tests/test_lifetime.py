@@ -21,7 +21,7 @@ import pytest
 from children import SIGINT_IGNORED, alive, children_of, stop, wait_gone
 
 from envhub import lifetime
-from envhub.localserver import free_port
+from envhub.client.child_server import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")

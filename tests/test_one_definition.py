@@ -23,7 +23,7 @@ ONE_DEFINITION = {
     "GenerationEngine": "envhub/engines/types.py",
     "EpisodeResult": "envhub/types.py",
     "LossConfig": "envhub/trainer/grpo.py",
-    "resolve_model": "envhub/engines/models.py",
+    "resolve_model": "envhub/engines/weights.py",
 }
 """Concept name -> the one file that defines it (moved folders keep the file's tail)."""
 
@@ -113,7 +113,7 @@ def test_the_one_loss_config_keeps_the_config_validation():
 
 def test_importing_the_engines_part_loads_no_heavy_library():
     code = (
-        "import sys, envhub.engines, envhub.engines.chat, envhub.engines.models; "
+        "import sys, envhub.engines, envhub.engines.chat, envhub.engines.weights; "
         "print(sorted(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run(

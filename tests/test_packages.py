@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import envhub
-from envhub.scaffold import init
+from envhub.authoring.scaffold import init
 
 ROOT = os.path.dirname(os.path.dirname(envhub.__file__))
 

@@ -18,7 +18,7 @@ import pytest
 
 import envhub
 from envhub.core import TaskEnv
-from envhub.registry import catalog, spec
+from envhub.registry.catalog import catalog, spec
 from envhub.types import Message
 
 SEEDS = (0, 1, 2)

@@ -54,7 +54,7 @@ def test_no_registered_parts_says_the_metadata_is_stale(monkeypatch):
 
 
 def test_the_docker_runner_comes_from_its_entry_point():
-    from envhub.make import runner_for
+    from envhub.registry.make import runner_for
     from envhub.server.docker import make_env
 
     assert runner_for("docker") is make_env
@@ -63,7 +63,7 @@ def test_the_docker_runner_comes_from_its_entry_point():
 
 
 def test_a_runner_whose_extra_is_missing_names_the_install(monkeypatch):
-    make_module = sys.modules["envhub.make"]
+    make_module = sys.modules["envhub.registry.make"]
     broken = EntryPoint("docker", "envhub_no_such_part.docker:make_env [docker]", "envhub.runners")
     monkeypatch.setattr(make_module, "_plugin_runners", lambda: {"docker": broken})
     with pytest.raises(DependencyMissing, match=re.escape(install_command(["docker"]))):
@@ -77,7 +77,7 @@ def test_an_old_entry_point_gets_the_new_path(tmp_path):
         "  - name: old-math\n"
         "    version: 1\n"
         "    family: math\n"
-        "    entry_point: envs.math.env:MathEnv  # repartition: keep\n"
+        "    entry_point: envs.math.env:MathEnv\n"
         "    dataset: {kind: builtin, generator: gsm8k}\n"
     )
     with pytest.raises(EnvhubError) as err:  # the registration refuses the file

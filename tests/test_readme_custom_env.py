@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import envhub
-from envhub.checker import check_env
+from envhub.authoring.checker import check_env
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -30,7 +30,7 @@ def sums(tmp_path, monkeypatch):
     envhub.reset_registry()
     envhub.register(tmp_path / "sums.yaml")
     yield "sums"
-    for p in envhub.registry.user_registry_dir().glob("*.yaml"):
+    for p in envhub.registry.catalog.user_registry_dir().glob("*.yaml"):
         p.unlink()
     envhub.reset_registry()
 

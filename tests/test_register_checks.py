@@ -14,10 +14,11 @@ import yaml
 from typer.testing import CliRunner
 
 import envhub
+from envhub.authoring.register import register_file, unregister
+from envhub.authoring.scaffold import init
 from envhub.cli import app
 from envhub.errors import EnvNotFound, RegistryError
-from envhub.registry import register_file, unregister, user_registry_dir
-from envhub.scaffold import init
+from envhub.registry.catalog import user_registry_dir
 
 runner = CliRunner()
 

@@ -7,7 +7,7 @@ import pytest
 
 import envhub
 from envhub.errors import EnvNotFound, RegistryError
-from envhub.registry import user_registry_dir
+from envhub.registry.catalog import user_registry_dir
 
 pytestmark = pytest.mark.usefixtures("clean_user_registry")
 

@@ -14,8 +14,8 @@ import pytest
 from serving import running
 
 import envhub
+from envhub.client.http_env import HTTPEnv
 from envhub.errors import ConfigError, NotSupported, TaskNotFound
-from envhub.remote import HTTPEnv
 from envhub.server.app import create_app
 from envhub.types import Status
 

@@ -17,9 +17,9 @@ from tcpproxy import Relay
 from websockets.sync.client import connect
 
 import envhub
+from envhub.client.child_server import spawn_server
+from envhub.client.http_env import HTTPEnv
 from envhub.errors import EpisodeStateError, TransportError
-from envhub.localserver import spawn_server
-from envhub.remote import HTTPEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 
@@ -72,7 +72,7 @@ def test_a_step_whose_answer_was_lost_is_not_applied_twice(count_url):
 
 
 def test_a_killed_server_is_infra_error_per_episode_and_nothing_hangs(dummy_registry):
-    server = spawn_server(envhub.registry.spec("count"))
+    server = spawn_server(envhub.registry.catalog.spec("count"))
     env = HTTPEnv(server.url, transport="ws", timeout=5, retries=2, owner=server)
     forks = [env.fork() for _ in range(4)]
     for f in forks:
@@ -113,7 +113,7 @@ def test_async_episodes_share_the_server_and_match_sync(count_url):
 
 
 def test_a_killed_server_is_infra_error_for_async_episodes_too(dummy_registry):
-    server = spawn_server(envhub.registry.spec("count"))
+    server = spawn_server(envhub.registry.catalog.spec("count"))
     env = HTTPEnv(server.url, transport="ws", timeout=5, retries=1, owner=server)
 
     async def main():

@@ -33,7 +33,7 @@ class ChatFormatter:
         if not getattr(tokenizer, "chat_template", None):
             raise ValueError(
                 "the tokenizer has no chat template; use an instruct model's tokenizer "
-                "(for example the SmolLM2 one from envhub.engines.models.smollm2_tokenizer_path())"
+                "(for example the SmolLM2 one from envhub.engines.weights.smollm2_tokenizer_path())"
             )
         self.tokenizer = tokenizer
         self.eos_id: int = tokenizer.eos_token_id

@@ -68,7 +68,7 @@ class TransformersEngine:
         """Load a model: an HF directory, a folder with one GGUF file, or ``smollm2``/``tiny``.
 
         Args:
-            path_or_gguf_dir: Where the model is (see :func:`envhub.engines.models.resolve_model`).
+            path_or_gguf_dir: Where the model is (see :func:`envhub.engines.weights.resolve_model`).
             dtype: Torch dtype name; float32 on CPU (bf16 is ~12x slower on AVX2 CPUs).
             device: Torch device.
             batch_size: Prompts per forward pass.
@@ -76,7 +76,7 @@ class TransformersEngine:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from .models import quiet_loading_bars, resolve_model
+        from .weights import quiet_loading_bars, resolve_model
 
         path = resolve_model(str(path_or_gguf_dir))
         quiet_loading_bars()

@@ -153,12 +153,12 @@ class VLLMEngine:
     def from_pretrained(cls, path_or_alias: str | Path, **kwargs: Any) -> VLLMEngine:
         """Start an engine on a model directory, a GGUF folder or an alias (``smollm2``, ``tiny``).
 
-        The names are those of :func:`envhub.engines.models.resolve_model`; ``kwargs`` go to the
+        The names are those of :func:`envhub.engines.weights.resolve_model`; ``kwargs`` go to the
         constructor. Note: vLLM's CPU attention needs a head size of at least 32, so the
         default ``tiny`` model (head size 16) fails on CPU; use
-        ``envhub.engines.models.tiny_llama_path(heads=2)``.
+        ``envhub.engines.weights.tiny_llama_path(heads=2)``.
         """
-        from .models import resolve_model
+        from .weights import resolve_model
 
         return cls(resolve_model(str(path_or_alias)), **kwargs)
 

@@ -8,8 +8,8 @@ benchmarks) and :mod:`.cli` (the command). Importing this package loads no heavy
 """
 
 from ..engines.types import Generation, SamplingParams
+from .backends import ModelBackend, ModelError, OpenAIEndpoint
 from .metrics import pass_at_k, summarize
-from .models import ModelBackend, ModelError, OpenAIEndpoint
 from .runner import Evaluation, run_episode
 from .store import EpisodeRecord, EvalConfig, RunStore
 

@@ -39,7 +39,7 @@ def _fail(message: str, code: int = 1) -> NoReturn:
 
 def env_factory(config: EvalConfig) -> Any:
     """``name -> Env`` for the config's runner (``envhub.make``; the URL of a server)."""
-    from ..make import make
+    from ..registry.make import make
 
     if config.env_url:  # a running server keeps its own settings; tasks(split) still works
         return lambda name: make(name, runner="http", url=config.env_url)
@@ -58,7 +58,7 @@ def _server_env_name(url: str) -> str:
 
 def build_model(config: EvalConfig, api_key: str | None, engine: str) -> Any:
     """The model backend: an endpoint when ``base_url`` is set, else a local model."""
-    from .models import OpenAIEndpoint
+    from .backends import OpenAIEndpoint
 
     if config.base_url:
         return OpenAIEndpoint(

@@ -2,7 +2,7 @@
 
 The engines are :mod:`envhub.engines` (the trainer's too): prompts go in as token ids rendered
 with the model's chat template (tools included), completions come out as text and ids. The
-evaluator wraps the engine in a :class:`~envhub.evaluate.models.BatchingBackend`, so the
+evaluator wraps the engine in a :class:`~envhub.evaluate.backends.BatchingBackend`, so the
 episodes running concurrently are generated as batches.
 
 Nothing here is imported by ``import envhub``; torch, transformers and vllm are
@@ -20,7 +20,7 @@ from typing import Any
 from ..engines.types import Generation, SamplingParams
 from ..errors import DependencyMissing
 from ..install import install_command
-from .models import BatchFn, BatchingBackend, ContextExhausted
+from .backends import BatchFn, BatchingBackend, ContextExhausted
 
 log = logging.getLogger("envhub.evaluate")
 
@@ -86,7 +86,7 @@ def load_local_model(
     """Load a local model (an HF directory, a GGUF folder, or ``smollm2``/``tiny``).
 
     Args:
-        name_or_path: What ``envhub.engines.models.resolve_model`` accepts.
+        name_or_path: What ``envhub.engines.weights.resolve_model`` accepts.
         max_batch: Most chats generated together (the episode concurrency also bounds it).
         engine: ``auto`` (vLLM if installed and able to run the model, else transformers,
             saying why in one line), ``vllm`` or ``transformers``.
@@ -98,7 +98,7 @@ def load_local_model(
         import transformers  # noqa: F401  (the engines need it; say so before loading)
 
         from ..engines.chat import ChatFormatter
-        from ..engines.models import resolve_model
+        from ..engines.weights import resolve_model
     except ImportError as e:
         raise DependencyMissing(
             f"a local model needs the trainer stack ({e}); install it with "

@@ -29,8 +29,8 @@ from ..core import Env
 from ..engines.types import Generation, SamplingParams
 from ..errors import EpisodeError, NotSupported, TransportError, status_for
 from ..types import Message, Status, StepResult
+from .backends import ContextExhausted, ModelBackend, ModelError
 from .metrics import is_passed, summarize
-from .models import ContextExhausted, ModelBackend, ModelError
 from .store import EpisodeRecord, EvalConfig, RunStore
 
 EnvFactory = Callable[[str], Env]

@@ -1,4 +1,4 @@
-"""The HTTP client under :class:`~envhub.evaluate.models.OpenAIEndpoint`: aiohttp or httpx.
+"""The HTTP client under :class:`~envhub.evaluate.backends.OpenAIEndpoint`: aiohttp or httpx.
 
 Measured on this 2-core machine against a local endpoint at concurrency 32: httpx's
 ``AsyncClient`` spent 3.3-3.8 ms of CPU per request (its connection pool re-checks every

@@ -26,12 +26,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from envhub.client.child_server import ServerProcess
+from envhub.client.http_env import HTTPEnv
 from envhub.core import Env
+from envhub.datasets import envhub_home
 from envhub.errors import InfraError
 from envhub.install import checkout, installed
-from envhub.localserver import ServerProcess
-from envhub.registry import envhub_home
-from envhub.remote import HTTPEnv
 from envhub.spec import EnvSpec
 
 VERIFIERS = "verifiers==0.4.0"

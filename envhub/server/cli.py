@@ -160,8 +160,8 @@ def _warm_env(name: str, spec_json: str | None) -> tuple[Any, Any]:
     (an ``InfraError``, e.g. no sandbox that keeps the answers away) is refused outright.
     """
     from envhub.core import TaskEnv
-    from envhub.make import make_local
-    from envhub.registry import spec as lookup
+    from envhub.registry.catalog import spec as lookup
+    from envhub.registry.make import make_local
     from envhub.spec import EnvSpec
 
     s = EnvSpec.model_validate_json(spec_json) if spec_json else lookup(name)

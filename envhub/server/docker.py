@@ -5,7 +5,7 @@ Entry points (what the rest of envhub calls)::
     start_container(spec: EnvSpec, *, image: str | None = None, host: str = "127.0.0.1",
                     port: int = 0, timeout: float = 120.0) -> DockerHandle
         # a healthy container serving `spec`; handle.url (http://127.0.0.1:PORT) for
-        # envhub.remote.HTTPEnv, handle.close() removes it (also at interpreter exit)
+        # envhub.client.http_env.HTTPEnv, handle.close() removes it (also at interpreter exit)
     serve_in_docker(name: str, host: str, port: int) -> None
         # `envhub serve NAME --docker`: runs in the foreground until Ctrl-C, then removes it
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
@@ -579,7 +579,7 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
     the same address; the episodes it held are lost.
     """
     from envhub.lifetime import follow_parent, stop_signals
-    from envhub.registry import spec as lookup
+    from envhub.registry.catalog import spec as lookup
 
     handle: DockerHandle | None = None
     with stop_signals():

@@ -1,4 +1,5 @@
-"""The Docker runner's client: an :class:`~envhub.remote.HTTPEnv` that outlives its container.
+"""The Docker runner's client: an :class:`~envhub.client.http_env.HTTPEnv` that outlives its
+container.
 
 A container can die under its server: killed from outside, or by a program (a fork tree past
 the memory limit got the server OOM-killed; delegated cgroups, :mod:`.docker_cgroup`, and the
@@ -26,8 +27,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from envhub.client.http_env import HTTPEnv
 from envhub.errors import TransportError
-from envhub.remote import HTTPEnv
 from envhub.rewards import Rubric
 from envhub.types import Info, Message, ResetResult, Score, Status, StepResult, Task
 

@@ -139,7 +139,7 @@ def convert_command(
     Prints the folder.
     """
     try:
-        from envhub.engines.models import convert_smollm2 as convert
+        from envhub.engines.weights import convert_smollm2 as convert
     except ImportError as e:
         _fail(f"needs the trainer extra: {INSTALL} ({e})")
     typer.echo(str(convert(out, force=force)))

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from envhub.engines.models import quiet_loading_bars
+from envhub.engines.weights import quiet_loading_bars
 
 from .batch import Sample, collate, micro_batches
 from .fused import fuse

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from envhub.engines.chat import ChatFormatter
-from envhub.engines.models import resolve_model
+from envhub.engines.weights import resolve_model
 from envhub.errors import EnvhubError
 
 from . import checkpoint as ckpt

@@ -14,8 +14,8 @@ import argparse
 import time
 from pathlib import Path
 
-from envhub.make import make_local
-from envhub.registry import specs_from_file
+from envhub.registry.catalog import specs_from_file
+from envhub.registry.make import make_local
 
 HERE = Path(__file__).resolve().parent
 

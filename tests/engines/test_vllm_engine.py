@@ -26,7 +26,7 @@ TOL = 2e-4
 
 @pytest.fixture(scope="module")
 def tiny_vllm_path():
-    from envhub.engines.models import tiny_llama_path
+    from envhub.engines.weights import tiny_llama_path
 
     return tiny_llama_path(hidden_size=64, heads=2)
 

@@ -306,7 +306,7 @@ def test_generator_options_through_make_overrides():
 
 
 def test_harder_variant_from_yaml_composition(tmp_path):
-    from envhub.registry import BUILTIN_REGISTRY, Registry
+    from envhub.registry.catalog import BUILTIN_REGISTRY, Registry
 
     path = tmp_path / "games.yaml"
     path.write_text(

@@ -26,12 +26,12 @@ pytest.importorskip(
 
 from mcp import MCPError  # noqa: E402
 
+from envhub.client.child_server import free_port  # noqa: E402
 from envhub.envs.mcp_tools.client import sort_failure  # noqa: E402
 from envhub.envs.mcp_tools.grading import matches  # noqa: E402
 from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidAction  # noqa: E402
-from envhub.localserver import free_port  # noqa: E402
-from envhub.make import apply_overrides, make_local  # noqa: E402
-from envhub.registry import load_file  # noqa: E402
+from envhub.registry.catalog import load_file  # noqa: E402
+from envhub.registry.make import apply_overrides, make_local  # noqa: E402
 from envhub.types import FunctionCall, Message, Status, StepResult, ToolCall  # noqa: E402
 
 if sys.version_info < (3, 11):

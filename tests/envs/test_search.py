@@ -5,7 +5,7 @@ import json
 import pytest
 
 import envhub
-from envhub.checker import check_env
+from envhub.authoring.checker import check_env
 from envhub.envs.search.agent import ScriptedAgent
 from envhub.envs.search.env import SearchEnv
 from envhub.envs.search.results import parse_search
@@ -288,7 +288,7 @@ def test_episode_over_http_matches_in_process(env):
     pytest.importorskip("fastapi")
     from serving import running
 
-    from envhub.remote import HTTPEnv
+    from envhub.client.http_env import HTTPEnv
     from envhub.server.app import create_app
 
     task = env.tasks()[7]

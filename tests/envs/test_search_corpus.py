@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envhub.checker import check_env
+from envhub.authoring.checker import check_env
 from envhub.envs.search import index as search_index
 from envhub.envs.search.agent import ScriptedAgent
 from envhub.envs.search.env import SearchEnv
@@ -63,12 +63,12 @@ def test_sizes_are_checked():
 def test_index_is_cached_on_disk_by_corpus_hash(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVHUB_HOME", str(tmp_path))
     docs = generate(5, SMALL).docs
-    search_index.forget_loaded()
+    monkeypatch.setattr(search_index, "_MEMORY", {})  # drop the indexes held in memory
     built = SearchIndex(docs)
     assert not built.loaded_from_cache
     assert built.path == tmp_path / "cache" / "search" / built.key
     assert (built.path / "params.index.json").exists()
-    search_index.forget_loaded()
+    monkeypatch.setattr(search_index, "_MEMORY", {})  # drop the indexes held in memory
     cached = SearchIndex(docs)
     assert cached.loaded_from_cache and cached.key == built.key
     query = docs[40].title
@@ -85,10 +85,10 @@ def test_index_is_cached_on_disk_by_corpus_hash(tmp_path, monkeypatch):
 def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("ENVHUB_HOME", str(tmp_path))
     docs = generate(6, SMALL).docs
-    search_index.forget_loaded()
+    monkeypatch.setattr(search_index, "_MEMORY", {})  # drop the indexes held in memory
     first = SearchIndex(docs)
     (first.path / "data.csc.index.npy").write_bytes(b"garbage")
-    search_index.forget_loaded()
+    monkeypatch.setattr(search_index, "_MEMORY", {})  # drop the indexes held in memory
     again = SearchIndex(docs)
     assert not again.loaded_from_cache
     assert again.search(docs[0].title, 1)[0][0].doc_id == docs[0].doc_id

@@ -170,9 +170,9 @@ def test_four_memory_bombs_over_http_leave_the_server_small_and_healthy():
     memory grows by tens of MB (2 GB each before the fetch cap), and it still answers."""
     import httpx
 
-    from envhub.localserver import spawn_server
-    from envhub.registry import spec as lookup
-    from envhub.remote import HTTPEnv
+    from envhub.client.child_server import spawn_server
+    from envhub.client.http_env import HTTPEnv
+    from envhub.registry.catalog import spec as lookup
 
     server = spawn_server(lookup("sql"))
     with HTTPEnv(server.url, owner=server) as remote:

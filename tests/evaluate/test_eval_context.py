@@ -16,8 +16,8 @@ from eval_fakes import policy, run_evaluation
 import envhub
 from envhub.engines.types import Generation, SamplingParams
 from envhub.evaluate import EvalConfig, OpenAIEndpoint, RunStore
+from envhub.evaluate.backends import BatchingBackend, ContextExhausted
 from envhub.evaluate.local import engine_batch_fn
-from envhub.evaluate.models import BatchingBackend, ContextExhausted
 from envhub.evaluate.scripted import ScriptedEndpoint, ScriptedHTTPError
 from envhub.types import Message
 
@@ -29,7 +29,7 @@ VLLM_400 = (
 
 def run(cfg, out):
     model = OpenAIEndpoint(cfg.base_url, None, concurrency=cfg.concurrency, max_retries=1)
-    return run_evaluation(cfg, out, model, envhub.make)
+    return run_evaluation(cfg, out, model, envhub.registry.make)
 
 
 def full_after(turns: int):

@@ -10,9 +10,9 @@ import typer
 from eval_fakes import policy
 from typer.testing import CliRunner
 
+from envhub.client.child_server import free_port
 from envhub.evaluate.cli import eval_command
 from envhub.evaluate.scripted import ScriptedEndpoint
-from envhub.localserver import free_port
 
 app = typer.Typer()
 app.command()(eval_command)
@@ -64,7 +64,7 @@ def test_half_infra_errors_is_still_a_result(home, tmp_path):
 def test_no_progress_silences_the_model_loaders_bars(tmp_path):
     """transformers draws "Loading weights" with tqdm; --no-progress must silence it too."""
     pytest.importorskip("transformers")
-    pytest.importorskip("envhub.engines.models")
+    pytest.importorskip("envhub.engines.weights")
     cmd = [sys.executable, "-m", "envhub.cli", "eval", "--model", "tiny", "--env", "gsm8k",
            "--limit", "1", "--max-tokens", "4", "--engine", "transformers"]  # fmt: skip
     quiet = subprocess.run(

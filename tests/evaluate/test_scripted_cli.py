@@ -13,8 +13,8 @@ import typer
 from children import SIGINT_IGNORED, stop, wait_or_kill
 from typer.testing import CliRunner
 
+from envhub.client.child_server import free_port
 from envhub.evaluate.cli import eval_command
-from envhub.localserver import free_port
 
 
 def _start(*args, prefix=()):

@@ -21,7 +21,7 @@ import pytest
 from children import stop  # noqa: E402
 
 import envhub
-from envhub.localserver import free_port
+from envhub.client.child_server import free_port
 from envhub.types import Status
 
 DATA = Path(__file__).parent / "data"

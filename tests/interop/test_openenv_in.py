@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 import envhub
-from envhub.localserver import free_port
+from envhub.client.child_server import free_port
 from envhub.types import Status
 
 pytest.importorskip(

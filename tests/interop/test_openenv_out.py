@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import envhub
-from envhub.localserver import free_port
+from envhub.client.child_server import free_port
 
 openenv_client = pytest.importorskip(
     "openenv.core.generic_client",

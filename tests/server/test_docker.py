@@ -55,7 +55,7 @@ def engine():
 
 
 def _spec(name: str = "search", **docker: object) -> EnvSpec:
-    from envhub.registry import spec
+    from envhub.registry.catalog import spec
 
     s = spec(name)
     return s.model_copy(update={"docker": DockerSpec(**{**s.docker.model_dump(), **docker})})
@@ -230,7 +230,7 @@ def _ours(client, **labels: str) -> list:
 
 @pytest.mark.docker
 def test_container_policy_many_episodes_and_removal(engine):
-    from envhub.remote import HTTPEnv
+    from envhub.client.http_env import HTTPEnv
 
     spec = _spec(memory_mb=512, pids_limit=128)
     handle = dk.start_container(spec)
@@ -333,7 +333,9 @@ def test_network_when_the_spec_asks_for_it(engine):
 
 
 def _child(body: str) -> subprocess.CompletedProcess:
-    code = "import os, envhub.server.docker as dk\nfrom envhub.registry import spec\n" + body
+    code = (
+        "import os, envhub.server.docker as dk\nfrom envhub.registry.catalog import spec\n" + body
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=240)  # fmt: skip
 
@@ -446,7 +448,7 @@ def test_envhub_serve_docker_runs_until_stopped_then_removes(engine, sig):
     """Started as a script's background job is (SIGINT ignored), a signal still stops it."""
     import signal
 
-    from envhub.localserver import free_port
+    from envhub.client.child_server import free_port
 
     port = free_port()
     cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]
@@ -479,7 +481,7 @@ def test_envhub_serve_docker_runs_until_stopped_then_removes(engine, sig):
 def test_envhub_serve_docker_replaces_a_container_that_dies(engine):
     import signal
 
-    from envhub.localserver import free_port
+    from envhub.client.child_server import free_port
 
     port = free_port()
     cmd = [sys.executable, "-m", "envhub.cli", "serve", "search", "--docker", "--port", str(port)]

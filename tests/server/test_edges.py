@@ -15,7 +15,7 @@ from serving import running, serving_env
 from websockets.sync.client import connect
 
 import envhub
-from envhub.remote import HTTPEnv
+from envhub.client.http_env import HTTPEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 

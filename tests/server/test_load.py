@@ -17,7 +17,7 @@ from bwrap import needs_bwrap
 from serving import running, serving_env
 
 import envhub
-from envhub.remote import HTTPEnv
+from envhub.client.http_env import HTTPEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 

@@ -8,8 +8,8 @@ import pytest
 from serving import running
 
 import envhub
+from envhub.client.http_env import HTTPEnv
 from envhub.errors import EpisodeStateError, TaskNotFound
-from envhub.remote import HTTPEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 

@@ -1,6 +1,7 @@
 """The repository's scripts (``scripts/*.py``: files, not a package) loaded as modules."""
 
 import importlib.util
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -12,5 +13,6 @@ def load_script(filename: str) -> ModuleType:
     path = SCRIPTS / filename
     spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module

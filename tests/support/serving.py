@@ -9,7 +9,7 @@ import time
 import httpx
 import uvicorn
 
-from envhub.localserver import free_port
+from envhub.client.child_server import free_port
 
 
 @contextlib.contextmanager

@@ -10,7 +10,7 @@ import torch
 def tiny():
     from transformers import AutoModelForCausalLM
 
-    from envhub.engines.models import tiny_llama_path
+    from envhub.engines.weights import tiny_llama_path
 
     return AutoModelForCausalLM.from_pretrained(str(tiny_llama_path()), dtype=torch.float32)
 
@@ -76,7 +76,7 @@ def test_fused_norm_and_mlp_equal_the_plain_modules(tiny, dtype):
 
 @pytest.mark.parametrize("fused", [True, False])
 def test_the_policy_fuses_unless_train_fused_is_off(fused):
-    from envhub.engines.models import tiny_llama_path
+    from envhub.engines.weights import tiny_llama_path
     from envhub.trainer.config import OptimConfig
     from envhub.trainer.grpo import LossConfig
     from envhub.trainer.policy import Policy

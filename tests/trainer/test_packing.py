@@ -61,7 +61,7 @@ def test_groups_stay_together_in_micro_batches():
 
 @pytest.fixture(scope="module")
 def policies():
-    from envhub.engines.models import tiny_llama_path
+    from envhub.engines.weights import tiny_llama_path
     from envhub.trainer.policy import Policy
 
     def make(pack):

@@ -297,7 +297,7 @@ CLUSTER_SCRIPT = textwrap.dedent(
     import json, os, signal, sys, time, torch, ray
     from envhub.trainer.batch import Sample, assign_weights
     from envhub.trainer.config import load_config
-    from envhub.engines.models import resolve_model
+    from envhub.engines.weights import resolve_model
     from envhub.trainer.workers import Cluster
 
     def make_samples():

@@ -14,7 +14,7 @@ import time
 import pytest
 from serving import serving_env
 
-from envhub.remote import HTTPEnv
+from envhub.client.http_env import HTTPEnv
 from envhub.types import Status
 
 THREADS = 2

@@ -41,7 +41,7 @@ def test_missing_vllm_names_the_extra(monkeypatch):
 
 
 def test_engine_score_equals_a_full_forward():
-    from envhub.engines.models import tiny_llama_path
+    from envhub.engines.weights import tiny_llama_path
 
     engine = TransformersEngine.from_pretrained(tiny_llama_path())
     seq = [1, 5, 9, 20, 33, 7]

@@ -94,10 +94,6 @@ class Board:
         disc = (self.mask + _bottom(col)) & _column(col)
         return aligned(self.cur | disc)
 
-    def last_player_won(self) -> bool:
-        """True when the side that just moved has four in a row."""
-        return aligned(self.cur ^ self.mask)
-
     @property
     def full(self) -> bool:
         """No column has room left."""

@@ -26,9 +26,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from envhub.datasets import read_jsonl, resolve_path
+from envhub.datasets import cache_dir, read_jsonl, resolve_path
 from envhub.errors import ConfigError, missing
-from envhub.registry import envhub_home
 from envhub.types import Task
 
 from .world import DEFAULT_SIZES, Doc, generate
@@ -151,7 +150,7 @@ def corpus_key(docs: Sequence[Doc], k1: float, b: float) -> str:
 
 def cache_root() -> Path:
     """``$ENVHUB_HOME/cache/search`` (``~/.envhub`` when ``ENVHUB_HOME`` is unset)."""
-    return envhub_home().expanduser() / "cache" / "search"
+    return cache_dir("search")
 
 
 class SearchIndex:
@@ -205,12 +204,6 @@ class SearchIndex:
         ids, scores = self._bm25.retrieve(tokens, k=k, show_progress=False, n_threads=0)
         pairs = zip(ids[0], scores[0], strict=True)
         return [(self.docs[int(i)], float(s)) for i, s in pairs if s > 0]
-
-
-def forget_loaded() -> None:
-    """Drop the indexes held in memory, so the next :class:`SearchIndex` reads the disk cache."""
-    with _LOCK:
-        _MEMORY.clear()
 
 
 def _bm25s() -> Any:

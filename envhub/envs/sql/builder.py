@@ -20,6 +20,8 @@ import threading
 import uuid
 from pathlib import Path
 
+from envhub.datasets import cache_dir
+
 from .schemas import SCHEMAS, Schema
 
 log = logging.getLogger("envhub.sql")
@@ -30,8 +32,7 @@ BUILD_VERSION = 1
 
 def default_cache_dir() -> Path:
     """``$ENVHUB_HOME/cache/sql``, or ``~/.envhub/cache/sql``."""
-    home = os.environ.get("ENVHUB_HOME") or str(Path.home() / ".envhub")
-    return Path(home) / "cache" / "sql"
+    return cache_dir("sql")
 
 
 def sha256_file(path: str | Path) -> str:

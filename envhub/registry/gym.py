@@ -1,5 +1,16 @@
 """Gymnasium adapter: every catalog entry as ``gymnasium.make("envhub/NAME-vN")``.
 
+Importing this module registers the ids, as a Gymnasium environment package does
+(``import ale_py; gymnasium.register_envs(ale_py)``). Gymnasium's own ``module:id`` form
+imports it for you::
+
+    gymnasium.make("envhub.registry.gym:envhub/gsm8k-v1")
+
+or, once imported, ``gymnasium.register_envs(envhub.registry.gym)`` and
+``gymnasium.make("envhub/gsm8k-v1")``. ``import envhub`` alone does not import gymnasium (about
+0.3 s with numpy) nor read the catalog for it. After ``envhub.register(...)`` in a running
+process, :func:`register_all` adds the new entries.
+
 Observations and actions are text. The observation is the text of the environment's new
 messages (the opening prompt after ``reset``); the full messages, the reward components and
 the status are in ``info``. ``reset(options={"task_id": ...})`` picks a task.
@@ -14,10 +25,13 @@ from typing import TYPE_CHECKING, Any
 import gymnasium
 from gymnasium import spaces
 
-from .types import Message
+from ..errors import EnvhubError
+from ..types import Message
+from .catalog import catalog
+from .make import make
 
 if TYPE_CHECKING:
-    from .core import Env
+    from ..core import Env
 
 log = logging.getLogger("envhub")
 
@@ -42,8 +56,6 @@ class GymEnv(gymnasium.Env):
 
     def __init__(self, name: str, runner: str | None = None, **overrides: Any) -> None:
         """Make the envhub environment ``name`` on ``runner`` with ``overrides``."""
-        from .make import make
-
         self._adopt(make(name, runner, **overrides))
 
     @classmethod
@@ -86,11 +98,9 @@ class GymEnv(gymnasium.Env):
 def register_all() -> list[str]:
     """Register every catalog entry with gymnasium; returns the ids.
 
-    Called when gymnasium is imported after (or before) envhub (see :mod:`envhub.gym_ids`);
-    call it again after ``envhub.register(...)`` to add new entries in a running process.
+    Called when this module is imported; call it again after ``envhub.register(...)`` to add
+    new entries in a running process.
     """
-    from .registry import catalog
-
     ids = []
     reg = catalog()
     for env_id in reg.ids():
@@ -98,9 +108,20 @@ def register_all() -> list[str]:
         if gym_id not in gymnasium.registry:
             gymnasium.register(
                 id=gym_id,
-                entry_point="envhub.gym:GymEnv",
+                entry_point=f"{__name__}:GymEnv",
                 kwargs={"name": env_id},
                 disable_env_checker=True,
             )
         ids.append(gym_id)
     return ids
+
+
+def _register_on_import() -> None:
+    """Register the ids; a broken user YAML logs a warning rather than breaking the import."""
+    try:
+        register_all()
+    except EnvhubError as e:
+        log.warning("envhub: gymnasium ids not registered: %s", e)
+
+
+_register_on_import()

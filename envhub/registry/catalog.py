@@ -1,49 +1,36 @@
-"""The catalog: ``registry.yaml`` plus the user's registered YAML files, and ``make``.
+"""The catalog, read: ``registry.yaml``, the user's registrations and installed packages' catalogs.
 
 The catalog is data. Entry points are ``module:Class`` strings imported only when an
 environment is made, so listing or describing environments imports no environment code.
 
-A user adds an environment with ``envhub register FILE``: the file is validated completely
-(schema, ``base`` exists, and :mod:`envhub.preflight`: entry point, options, reward weights,
-data, gold answers) before anything is written, and then copied to
-``$ENVHUB_HOME/registry.d/`` with its folder recorded as ``base_dir`` (relative data paths and
-entry points resolve there, from any working directory), or recorded by link. Every error
-about a catalog file has one form (:func:`catalog_error`): file, line, environment, field, what
-is wrong, ``Fix:`` what to do; a registration that fails adds "Nothing was registered."
-
-Registering the same file again is no error: nothing to do. ``register(force=True)`` replaces
-a registration and keeps its kind (a link stays a link) unless ``link`` says otherwise. A user
-environment that takes a built-in's name with a higher version (so ``make(NAME)`` returns it)
-is refused without ``force``, and ``envhub list`` marks it; :func:`unregister` removes one.
+A user's registrations are files in ``$ENVHUB_HOME/registry.d/``: a copy of an entry with its
+folder recorded as ``base_dir``, or a link to the user's own YAML file (read at each load).
+Writing them is :mod:`envhub.authoring.register`'s; this module only reads. Every error about
+a catalog file has one form (:func:`catalog_error`): file, line, environment, field, what is
+wrong, ``Fix:`` what to do.
 """
 
 from __future__ import annotations
 
 import difflib
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .entrypoints import is_file_target, load_entry_point  # noqa: F401 (re-exported)
-from .errors import EntryError, EnvNotFound, RegistryError
-from .spec import VERSIONED_RE, EnvSpec
+from ..datasets import envhub_home
+from ..errors import EntryError, EnvNotFound, RegistryError
+from ..spec import VERSIONED_RE, EnvSpec
+from .entrypoints import is_file_target
 
 log = logging.getLogger("envhub")
 
-BUILTIN_REGISTRY = Path(__file__).with_name("registry.yaml")
+BUILTIN_REGISTRY = Path(__file__).parent.parent / "registry.yaml"
 """The catalog shipped with envhub (the repository's ``registry.yaml``)."""
-
-
-def envhub_home() -> Path:
-    """Where user registrations and caches live: ``$ENVHUB_HOME`` or ``~/.envhub``."""
-    return Path(os.environ.get("ENVHUB_HOME") or Path.home() / ".envhub")
 
 
 def user_registry_dir() -> Path:
@@ -89,7 +76,7 @@ def catalog_error(
 def _where(path: Path | str | None, name: str, field: str) -> int | None:
     """Line of ``field`` (dotted) of the entry ``name`` in the catalog file ``path``."""
     try:
-        entries, node, prefix = _entries(Path(path or ""))
+        entries, node, prefix = read_entries(Path(path or ""))
     except RegistryError:
         return None
     for i, raw in enumerate(entries):
@@ -100,7 +87,7 @@ def _where(path: Path | str | None, name: str, field: str) -> int | None:
 
 
 @contextmanager
-def _entry(path: Path | str | None, name: str) -> Iterator[None]:
+def located(path: Path | str | None, name: str) -> Iterator[None]:
     """Turn an :class:`EntryError` about entry ``name`` of ``path`` into its located form."""
     try:
         yield
@@ -131,7 +118,7 @@ def _line_of(node: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
     return line
 
 
-def _entries(path: Path) -> tuple[list[dict[str, Any]], yaml.Node | None, tuple[Any, ...]]:
+def read_entries(path: Path) -> tuple[list[dict[str, Any]], yaml.Node | None, tuple[Any, ...]]:
     """Raw entries of a catalog file, its YAML node tree and the location of the list."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -193,7 +180,7 @@ def _schema_problem(err: Any) -> tuple[str, str]:
     return err["msg"].removeprefix("Value error, "), f"give '{field}' a value as described"
 
 
-def _validate(path: Path, raw: dict[str, Any], node: yaml.Node | None, loc: tuple) -> EnvSpec:
+def validate_entry(path: Path, raw: dict[str, Any], node: yaml.Node | None, loc: tuple) -> EnvSpec:
     """Validate one raw entry; the error names file, line, field, the problem and the fix."""
     try:
         return EnvSpec.model_validate({**raw, "source": str(path)})
@@ -225,9 +212,9 @@ def _anchored(spec_: EnvSpec) -> EnvSpec:
 
 def load_file(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
     """Validated specs of one file, each with the raw mapping it came from."""
-    entries, node, prefix = _entries(path)
+    entries, node, prefix = read_entries(path)
     return [
-        (_anchored(_validate(path, raw, node, (*prefix, i) if prefix else ())), raw)
+        (_anchored(validate_entry(path, raw, node, (*prefix, i) if prefix else ())), raw)
         for i, raw in enumerate(entries)
     ]
 
@@ -271,7 +258,7 @@ class Registry:
                     reg._origin[(spec.name, spec.version)] = path
             reg._add_packages()
         for spec, _ in list(reg._raw.values()):
-            with _entry(spec.source, spec.name):
+            with located(spec.source, spec.name):
                 reg.spec(spec.id)  # resolve every composition now: errors surface at load
         return reg
 
@@ -313,6 +300,33 @@ class Registry:
         if not versions or self._raw[key][0].source == builtin:
             return None
         return f"{key[0]}-v{max(versions)}"
+
+    def stage(self, spec: EnvSpec, raw: dict[str, Any]) -> None:
+        """Add or replace one entry in this in-memory catalog (a trial: nothing is written)."""
+        self._raw[(spec.name, spec.version)] = (spec, raw)
+
+    def origin(self, key: tuple[str, int]) -> Path | None:
+        """The registry.d file of the user's registration ``key``; None for any other entry."""
+        return self._origin.get(key)
+
+    def source(self, key: tuple[str, int]) -> str | None:
+        """The file that defines ``key`` (None: not in the catalog)."""
+        entry = self._raw.get(key)
+        return entry[0].source if entry else None
+
+    def versions(self, name: str) -> list[tuple[str, int]]:
+        """``(name, version)`` of ``NAME-vN``, or of every version of ``NAME``.
+
+        Raises:
+            EnvNotFound: no such environment (with suggestions).
+        """
+        m = VERSIONED_RE.match(name)
+        if m and (m["name"], int(m["version"])) in self._raw:
+            return [(m["name"], int(m["version"]))]
+        keys = sorted(k for k in self._raw if k[0] == name)
+        if not keys:
+            self._key(name)  # raises EnvNotFound with suggestions
+        return keys
 
     def ids(self) -> list[str]:
         """Every versioned id, sorted."""
@@ -383,7 +397,7 @@ def spec(name: str) -> EnvSpec:
     return catalog().spec(name)
 
 
-def _is_link(content: Any) -> bool:
+def is_link(content: Any) -> bool:
     """Whether a registry.d file's content is a link (``{link: FILE, id: ID}``)."""
     return isinstance(content, dict) and set(content) == {"link", "id"}
 
@@ -394,8 +408,8 @@ def _user_entries(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
     A link (written by ``envhub init`` and ``register --link``) reads the user's own YAML file
     each time, so edits to it take effect without registering again.
     """
-    entries, _, _ = _entries(path)
-    if len(entries) != 1 or not _is_link(entries[0]):
+    entries, _, _ = read_entries(path)
+    if len(entries) != 1 or not is_link(entries[0]):
         return load_file(path)
     target, env_id = Path(entries[0]["link"]), entries[0]["id"]
     if not target.is_file():
@@ -410,195 +424,16 @@ def _user_entries(path: Path) -> list[tuple[EnvSpec, dict[str, Any]]]:
     return found
 
 
-# ---------------------------------------------------------------------------- registering
-
-
-Outcome = Literal["registered", "replaced", "unchanged"]
-
-
-@dataclass(frozen=True)
-class Registration:
-    """What :func:`register_file` did with one environment of the file."""
-
-    spec: EnvSpec
-    """The resolved spec."""
-    outcome: Outcome
-    """``unchanged``: the same file was registered the same way already; nothing written."""
-    link: bool
-    """Recorded by link (the file is read at each load) rather than as a copy."""
-    note: str | None = None
-    """What the user must hear: it overrides a built-in environment."""
-
-
-def _content(path: Path, spec_: EnvSpec, raw: dict[str, Any], link: bool) -> dict[str, Any]:
-    """What registry.d holds for ``spec_``: a link to ``path``, or a copy of its entry."""
-    if link:
-        return {"link": str(path), "id": spec_.id}
-    return {**raw, "base_dir": raw.get("base_dir") or str(path.parent)}
-
-
-def _described(old: dict[str, Any], origin: Path) -> str:
-    if _is_link(old):
-        return f"by link to {old['link']}"
-    return f"as a copy ({origin}) that differs from this file"
-
-
-def _plan(
-    reg: Registry, path: Path, spec_: EnvSpec, raw: dict[str, Any], force: bool, link: bool | None
-) -> tuple[dict[str, Any], Outcome]:
-    """What to write for one entry and the outcome; :class:`EntryError` when it is refused.
-
-    The kind of an earlier registration is kept (a link stays a link) unless ``link`` is given.
-    """
-    key = (spec_.name, spec_.version)
-    field = "version" if "version" in raw else "name"
-    origin = reg._origin.get(key)
-    old = yaml.safe_load(origin.read_text(encoding="utf-8")) if origin else None
-    want = _content(path, spec_, raw, _is_link(old) if link is None else link)
-    if old == want:
-        return want, "unchanged"
-    if key in reg._raw and origin is None:
-        where = reg._raw[key][0].source
-        fix = "choose another name, or bump 'version'"
-        if where == str(BUILTIN_REGISTRY):
-            fix = "choose another name (a higher 'version' overrides the built-in, with --force)"
-        raise EntryError(field, f"{spec_.id} is already in the catalog ({where})", fix)
-    if old is not None and not force:
-        raise EntryError(
-            field, f"{spec_.id} is already registered {_described(old, origin)}",
-            "pass --force to replace it (a link stays a link, a copy a copy; --link or --copy "
-            "to change that), or bump 'version'",
-        )  # fmt: skip
-    return want, "replaced" if old is not None else "registered"
-
-
-def _override(trial: Registry, spec_: EnvSpec, force: bool) -> str | None:
-    """The note when ``spec_`` hides a built-in environment; refused without ``force``."""
-    hidden = trial.overrides_builtin(spec_.name)
-    if hidden is None or trial.spec(spec_.name).id != spec_.id:
-        return None
-    if not force:
-        raise EntryError(
-            "version", f"{spec_.id} would replace the built-in {hidden} as what "
-            f"make({spec_.name!r}) and `envhub serve {spec_.name}` return",
-            "choose another name, or pass --force to override the built-in on purpose "
-            "(`envhub list` marks it)",
-        )  # fmt: skip
-    return (
-        f"{spec_.id} overrides the built-in {hidden}: make({spec_.name!r}) returns yours now; "
-        f"the built-in stays reachable as {hidden}"
-    )
-
-
-def _check_file(
-    path: Path, force: bool, link: bool | None
-) -> list[tuple[Registration, dict[str, Any]]]:
-    """Every check of :func:`register_file`; each entry's registration and what to write."""
-    from .preflight import check_spec
-
-    entries, node, prefix = _entries(path)
-    loaded = [
-        (_validate(path, raw, node, (*prefix, i) if prefix else ()), raw)
-        for i, raw in enumerate(entries)
-    ]
-    trial = Registry.load()
-    plans = []
-    for spec_, raw in loaded:
-        with _entry(path, spec_.name):
-            plans.append(_plan(trial, path, spec_, raw, force, link))
-    for spec_, raw in loaded:
-        trial._raw[(spec_.name, spec_.version)] = (spec_, raw)
-    out = []
-    for (spec_, _), (content, outcome) in zip(loaded, plans, strict=True):
-        with _entry(path, spec_.name):
-            note = None if outcome == "unchanged" else _override(trial, spec_, force)
-            full = trial.spec(spec_.id)
-            check_spec(full)
-        out.append((Registration(full, outcome, _is_link(content), note), content))
-    return out
-
-
-def register_file(
-    path: str | Path, *, force: bool = False, link: bool | None = None
-) -> list[Registration]:
-    """Validate a user's YAML file and add its environments to the user catalog.
-
-    Nothing is written unless every entry is valid, its ``base`` exists and it passes
-    :mod:`envhub.preflight` (entry point, options, reward weights, data, gold answers). An
-    entry registered from the same file the same way already is ``unchanged`` (no error).
-
-    Args:
-        path: The YAML file.
-        force: Replace an earlier registration of the same ``NAME-vN``, or let a higher
-            version hide a built-in environment of that name.
-        link: Record the file's location (later edits take effect at once) or, with
-            ``False``, a copy; ``None`` keeps an earlier registration's kind (new: a copy).
-    """
-    path = Path(path).resolve()
-    try:
-        done = _check_file(path, force, link)
-    except RegistryError as e:
-        raise RegistryError(f"{e} Nothing was registered.") from None
-    target_dir = user_registry_dir()
-    target_dir.mkdir(parents=True, exist_ok=True)
-    for reg, content in done:
-        if reg.outcome == "unchanged":
-            continue
-        target = target_dir / f"{reg.spec.id}.yaml"
-        tmp = target.with_suffix(".tmp")
-        tmp.write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
-        tmp.replace(target)
-    reset_registry()
-    return [reg for reg, _ in done]
-
-
-def register(path: str | Path, *, force: bool = False, link: bool | None = None) -> list[EnvSpec]:
-    """:func:`register_file`, returning the resolved specs; its notes go to the log (warning)."""
-    done = register_file(path, force=force, link=link)
-    for r in done:
-        if r.note:
-            log.warning("%s", r.note)
-    return [r.spec for r in done]
-
-
 def specs_from_file(path: str | Path) -> list[EnvSpec]:
     """The resolved specs of a YAML file, as if registered, without writing anything."""
     path = Path(path).resolve()
     loaded = load_file(path)
     trial = Registry.load()
     for spec_, raw in loaded:
-        trial._raw[(spec_.name, spec_.version)] = (spec_, raw)
+        trial.stage(spec_, raw)
     out = []
     for s, _ in loaded:
-        with _entry(path, s.name):
+        with located(path, s.name):
             full = trial.spec(s.id)
         out.append(full.model_copy(update={"base_dir": s.base_dir or str(path.parent)}))
     return out
-
-
-def unregister(name: str) -> list[str]:
-    """Remove the user's registration ``NAME-vN`` (or ``NAME``, when it has one version).
-
-    Returns the removed ids. Entries of the built-in catalog cannot be removed.
-    """
-    reg = catalog()
-    m = VERSIONED_RE.match(name)
-    if m and (m["name"], int(m["version"])) in reg._raw:
-        keys = [(m["name"], int(m["version"]))]
-    else:
-        keys = sorted(k for k in reg._raw if k[0] == name)
-    if not keys:
-        reg._key(name)  # raises EnvNotFound with suggestions
-    mine = [k for k in keys if k in reg._origin]
-    if not mine:
-        raise RegistryError(
-            f"{name} is part of the built-in catalog ({reg._raw[keys[0]][0].source}), not one "
-            "of your registrations; nothing to unregister"
-        )
-    if len(mine) > 1:
-        ids = ", ".join(f"{n}-v{v}" for n, v in mine)
-        raise RegistryError(f"{name} has several registered versions ({ids}); name one")
-    target = reg._origin[mine[0]]
-    target.unlink()
-    reset_registry()
-    return [f"{mine[0][0]}-v{mine[0][1]}"]

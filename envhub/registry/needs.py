@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from importlib import metadata
 
-from .datasets import resolve_path
-from .install import extras, install_command
-from .spec import EnvSpec
+from ..datasets import resolve_path
+from ..install import extras, install_command
+from ..spec import EnvSpec
 
 
 def _installed(dist: str) -> bool:

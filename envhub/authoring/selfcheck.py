@@ -18,6 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import Env, TaskEnv
+from ..registry.make import make_http, make_local
+from ..spec import EnvSpec
+from ..types import Message, Status
 from .checker import (
     CheckError,
     check_bad_action,
@@ -25,10 +29,6 @@ from .checker import (
     check_gold,
     check_verify,
 )
-from .core import Env, TaskEnv
-from .make import make_http, make_local
-from .spec import EnvSpec
-from .types import Message, Status
 
 PASSED, FAILED, SKIPPED = "passed", "failed", "skipped"
 
@@ -85,8 +85,8 @@ def _gold(spec: EnvSpec) -> str:
 
 
 def _gym_view(env: Env) -> Any:
-    """Gymnasium's text adapter (:class:`envhub.gym.GymEnv`) over an already-made env."""
-    from .gym import GymEnv
+    """Gymnasium's text adapter (:class:`envhub.registry.gym.GymEnv`) over an already-made env."""
+    from ..registry.gym import GymEnv
 
     return GymEnv.over(env)
 

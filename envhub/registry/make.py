@@ -14,13 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .core import Env
+from ..core import Env
+from ..errors import ConfigError, DependencyMissing
+from ..install import install_command
+from ..spec import EnvSpec
+from .catalog import _merge
+from .catalog import spec as lookup
 from .entrypoints import load_entry_point
-from .errors import ConfigError, DependencyMissing
-from .install import install_command
-from .registry import _merge
-from .registry import spec as lookup
-from .spec import EnvSpec
 
 
 def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
@@ -49,7 +49,7 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
 
 def env_class(spec: EnvSpec) -> Callable[..., Any]:
     """The class (or factory) ``spec`` names, extended by its LLM judges if it has any."""
-    from .judge import with_judges
+    from ..judge import with_judges
 
     return with_judges(load_entry_point(spec.entry_point or "", spec.source_dir), spec)
 
@@ -65,8 +65,8 @@ def make_local(spec: EnvSpec, **_: Any) -> Env:
 
 def make_http(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
     """Connect to ``url``, or start ``envhub serve`` for this spec and own it."""
-    from .localserver import spawn_server
-    from .remote import HTTPEnv
+    from ..client.child_server import spawn_server
+    from ..client.http_env import HTTPEnv
 
     if url is not None:
         return HTTPEnv(url, **kwargs)

@@ -7,9 +7,9 @@ must earn its primary component in full. Failures raise :class:`CheckError` nami
 
 from __future__ import annotations
 
-from .core import Env, Episode, TaskEnv
-from .errors import EnvhubError, EpisodeStateError, NotSupported
-from .types import Message, ResetResult, Score, Status, StepResult
+from ..core import Env, Episode, TaskEnv
+from ..errors import EnvhubError, EpisodeStateError, NotSupported
+from ..types import Message, ResetResult, Score, Status, StepResult
 
 
 class CheckError(EnvhubError):

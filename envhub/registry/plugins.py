@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 
-from .errors import RegistryError
+from ..errors import RegistryError
 
 GROUP = "envhub.environments"
 

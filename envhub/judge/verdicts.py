@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .spec import VerdictSpec
+from ..spec import VerdictSpec
 
 TAG = "response"
 """The delimiting tag's name; each call's tag is ``response-`` and a fresh nonce."""

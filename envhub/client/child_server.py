@@ -13,9 +13,9 @@ from typing import Any
 
 import httpx
 
-from .errors import TransportError
-from .lifetime import child_environment
-from .spec import EnvSpec
+from ..errors import TransportError
+from ..lifetime import child_environment
+from ..spec import EnvSpec
 
 
 def free_port(host: str = "127.0.0.1") -> int:

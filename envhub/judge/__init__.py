@@ -16,7 +16,7 @@ r"""An LLM judge as a reward component, configured in YAML.
 
 A judge is usable alone (weight only it) or beside the environment's own components. The
 response it grades is the policy's, so it is written to game the judge; what holds
-(:mod:`envhub.verdicts` has the details):
+(:mod:`envhub.judge.verdicts` has the details):
 
 * ``{response}`` becomes the response **delimited and bounded**: between tags with a random
   per-call nonce the response cannot forge (look-alike tags in it escaped), cut at
@@ -53,10 +53,10 @@ from typing import Any, ClassVar
 
 import httpx
 
-from .core import Episode, Feedback, TaskEnv
-from .errors import ConfigError, EpisodeError, InfraError, InvalidAction, context_overflow
-from .spec import EnvSpec, JudgeSpec
-from .types import Message, Task
+from ..core import Episode, Feedback, TaskEnv
+from ..errors import ConfigError, EpisodeError, InfraError, InvalidAction, context_overflow
+from ..spec import EnvSpec, JudgeSpec
+from ..types import Message, Task
 from .verdicts import VerdictError, delimit, instructions, nonce, parse_verdict, response_format
 
 CACHE_SIZE = 10_000
@@ -123,7 +123,7 @@ class Judge:
         self.where = f"judge {name!r} at {spec.base_url.rstrip('/')}/chat/completions"
 
     def messages(self, task: Task, response: Message, tag_nonce: str) -> list[dict[str, str]]:
-        """The chat messages sent to the judge for one response (see :mod:`envhub.verdicts`)."""
+        """The chat messages sent to the judge for one response (see :mod:`.verdicts`)."""
         spec, text = self.spec, response.content
         fields = {**task.metadata, "task": task.prompt, "gold": task.answer or ""}
         block = delimit(text, tag_nonce, spec.max_response_chars)
@@ -229,11 +229,6 @@ class Judge:
             ) from e
         CACHE.put(key, value)
         return value
-
-
-def judge_names(spec: EnvSpec) -> set[str]:
-    """Names of the judge components a spec configures."""
-    return set(spec.reward.judges)
 
 
 class JudgedEnv(TaskEnv):

@@ -6,7 +6,7 @@ and ``pyproject.toml`` (installable; it depends on ``envhub-rl``, envhub's distr
 the family's extra, and declares the ``envhub.environments`` entry point).
 The math, code, sql and search families extend the built-in family classes, so the scaffold
 is the house style and not a second one. ``init`` then registers the YAML by link (see
-:func:`envhub.registry.register`), which runs the registration checks: a folder that is
+:func:`envhub.authoring.register.register`), which runs the registration checks: a folder that is
 written passed them.
 
 Templates live in ``templates/<family>/`` (``env.py.tmpl``, ``NAME.yaml.tmpl``, data files)
@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 
-from ..errors import ConfigError
-from ..install import DISTRIBUTION, normal
-from ..spec import NAME_RE, VERSIONED_RE
+from ...errors import ConfigError
+from ...install import DISTRIBUTION, normal
+from ...spec import NAME_RE, VERSIONED_RE
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -172,7 +172,7 @@ def init(
         if FAMILIES[family].after:
             FAMILIES[family].after(folder)
         if register:
-            from ..registry import register as do_register
+            from ..register import register as do_register
 
             do_register(folder / f"{name}.yaml", link=True)
     except BaseException:
@@ -182,7 +182,7 @@ def init(
 
 
 def _refuse_taken(name: str) -> None:
-    from ..registry import catalog
+    from ...registry.catalog import catalog
 
     if name in catalog().names():
         raise ConfigError(

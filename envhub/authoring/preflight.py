@@ -3,7 +3,7 @@
 Schema validation catches a field of the wrong type; these checks catch what would fail only
 when the environment is used:
 
-1. the entry point imports (:mod:`envhub.entrypoints`);
+1. the entry point imports (:mod:`envhub.registry.entrypoints`);
 2. every option is a keyword the constructor accepts ("did you mean 'answer_format'?");
 3. every reward weight names a component the environment produces ("did you mean ...");
 4. the constructor accepts the spec;
@@ -22,13 +22,13 @@ import inspect
 import string
 from typing import Any
 
+from ..core import TaskEnv
+from ..errors import EntryError, EnvhubError
+from ..registry.catalog import did_you_mean
+from ..registry.make import env_class
+from ..rewards import GENERIC_COMPONENTS
+from ..spec import EnvSpec
 from .checker import CheckError, check_gold
-from .core import TaskEnv
-from .errors import EntryError, EnvhubError
-from .make import env_class
-from .registry import did_you_mean
-from .rewards import GENERIC_COMPONENTS
-from .spec import EnvSpec
 
 GOLD_SEEDS = (0, 1, 2)
 """Seeds of the tasks whose gold answers must score full marks at registration."""
@@ -130,7 +130,7 @@ def check_spec(spec: EnvSpec) -> None:
     try:
         cls = env_class(spec)
     except EnvhubError as e:
-        problem, _, fix = str(e).partition(". Fix: ")  # envhub.entrypoints says both
+        problem, _, fix = str(e).partition(". Fix: ")  # envhub.registry.entrypoints says both
         raise PreflightError(
             "entry_point", problem, fix or "name 'package.module:Class' or 'path/to/file.py:Class'"
         ) from None

@@ -1,6 +1,7 @@
-"""The authors' commands: ``init``, ``check``, ``unregister``, and the maintainers' ``cards``.
+"""The authors' commands: ``init``, ``check``, ``unregister``, and ``cards``.
 
-``cards`` shows and re-measures the catalog's reference scores (:mod:`envhub.cards`).
+``cards`` shows the catalog's reference scores as the README's table
+(:mod:`envhub.authoring.cards`; ``scripts/measure_cards.py`` re-measures them).
 
 They live here so that :mod:`envhub.cli` only registers them (``app.command(...)(fn)``).
 """
@@ -12,12 +13,12 @@ from typing import Annotated
 
 import typer
 
-from .spec import EnvSpec
+from ..spec import EnvSpec
 
 
 def _specs(target: str) -> list[EnvSpec]:
     """``target`` is a catalog name (``NAME``/``NAME-vN``) or a YAML file."""
-    from .registry import spec, specs_from_file
+    from ..registry.catalog import spec, specs_from_file
 
     if target.endswith((".yaml", ".yml")) and Path(target).is_file():
         return specs_from_file(target)
@@ -55,7 +56,7 @@ def unregister_command(
     name: Annotated[str, typer.Argument(help="NAME-vN (or NAME with one version) to remove.")],
 ) -> None:
     """Remove one of your registrations from $ENVHUB_HOME/registry.d."""
-    from .registry import unregister
+    from .register import unregister
 
     for env_id in unregister(name):
         typer.echo(f"unregistered {env_id}")
@@ -90,46 +91,20 @@ def card_of(spec: EnvSpec, measure: bool = False) -> dict:
 
 
 def cards_command(
-    names: Annotated[
-        list[str] | None, typer.Argument(help="Environments (default: the whole catalog).")
-    ] = None,
-    measure: Annotated[
-        bool, typer.Option(help="Re-measure gold, random and the model into envhub/cards.json.")
-    ] = False,
-    model: Annotated[
-        str | None, typer.Option(help="Model of the eval row ('none': gold and random only).")
-    ] = "smollm2",
-    episodes: Annotated[int, typer.Option(min=1, help="Gold/random episodes per env.")] = 50,
-    tasks: Annotated[int, typer.Option(min=1, help="Model: tasks of a single-turn env.")] = 20,
-    multi_turn_tasks: Annotated[
-        int, typer.Option(min=1, help="Model: tasks of a multi-turn env.")
-    ] = 5,
-    k: Annotated[int, typer.Option("-k", min=1, help="Model: samples per task.")] = 4,
-    max_tokens: Annotated[int, typer.Option(min=1, help="Model: tokens per turn.")] = 256,
-    engine: Annotated[
-        str, typer.Option(help="Model: local engine (transformers, vllm: ~2x faster on CPU).")
-    ] = "transformers",
     readme: Annotated[
         Path | None, typer.Option(help="Rewrite this README's environments table.")
     ] = None,
 ) -> None:
-    """The catalog's environment cards as the README's table; --measure re-measures them.
+    """The catalog's environment cards as the README's table.
 
-    Scores are stored in envhub/cards.json (with date, settings, command and envhub commit),
-    so `envhub info` shows them without measuring. The model row runs `envhub eval` (minutes
-    per environment on a CPU; set OMP_NUM_THREADS=1 on a busy machine).
+    Scores come from envhub/authoring/cards.json (with date, settings, command and envhub
+    commit), so `envhub info` shows them without measuring; a maintainer re-measures them with
+    `python scripts/measure_cards.py` (minutes per environment on a CPU).
     """
+    from ..registry.catalog import BUILTIN_REGISTRY, Registry
     from . import cards
-    from .registry import BUILTIN_REGISTRY, Registry
 
     reg = Registry.load([BUILTIN_REGISTRY])  # the catalog only: not your registrations
-    specs = [reg.spec(n) for n in names] if names else [reg.spec(i) for i in reg.ids()]
-    if measure:
-        run = None if model in (None, "none") else cards.ModelRun(
-            model=model, tasks=tasks, multi_turn_tasks=multi_turn_tasks, k=k,
-            max_tokens=max_tokens, engine=engine,
-        )  # fmt: skip
-        cards.measure_all(specs, episodes, run, echo=lambda line: typer.echo(line, err=True))
     text = cards.table([reg.spec(n) for n in reg.names()])
     if readme is not None:
         changed = cards.write_readme(readme, text)

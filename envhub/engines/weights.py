@@ -307,11 +307,11 @@ def _gguf_builder(gguf: Path) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m envhub.engines.models smollm2|tiny [--out DIR]``: build a model, print it."""
+    """``python -m envhub.engines.weights smollm2|tiny [--out DIR]``: build a model, print it."""
     import argparse
 
     parser = argparse.ArgumentParser(
-        prog="python -m envhub.engines.models", description=main.__doc__
+        prog="python -m envhub.engines.weights", description=main.__doc__
     )
     parser.add_argument("which", choices=sorted(MODEL_ALIASES))
     parser.add_argument("--out", default=None, help="target folder (smollm2 only)")
