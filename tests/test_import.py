@@ -71,6 +71,4 @@ def test_the_public_api_keeps_its_names():
     assert sorted(envhub.__all__) == sorted(PUBLIC)
     for name, module in PUBLIC.items():
         assert getattr(envhub, name) is getattr(importlib.import_module(module), name), name
-    assert callable(envhub.catalog) and callable(
-        envhub.registry.make
-    )  # not shadowed by a subpackage
+    assert callable(envhub.catalog) and callable(envhub.make)  # not shadowed by a subpackage

@@ -1,5 +1,4 @@
-"""The Docker runner's client: an :class:`~envhub.client.http_env.HTTPEnv` that outlives its
-container.
+"""The Docker runner's client: an HTTP env that outlives its container.
 
 A container can die under its server: killed from outside, or by a program (a fork tree past
 the memory limit got the server OOM-killed; delegated cgroups, :mod:`.docker_cgroup`, and the

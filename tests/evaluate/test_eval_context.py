@@ -29,7 +29,7 @@ VLLM_400 = (
 
 def run(cfg, out):
     model = OpenAIEndpoint(cfg.base_url, None, concurrency=cfg.concurrency, max_retries=1)
-    return run_evaluation(cfg, out, model, envhub.registry.make)
+    return run_evaluation(cfg, out, model, envhub.make)
 
 
 def full_after(turns: int):

@@ -152,7 +152,7 @@ def test_rescore_reproduces_numbers(home, endpoint, tmp_path, env):
     before = run_eval(cfg, tmp_path / "run", endpoint)["environments"][env]
     asked = len(endpoint.bodies)
     after = asyncio.run(
-        rescore_run(RunStore(tmp_path / "run"), RunStore(tmp_path / "re"), envhub.registry.make)
+        rescore_run(RunStore(tmp_path / "run"), RunStore(tmp_path / "re"), envhub.make)
     )["environments"][env]
     assert len(endpoint.bodies) == asked  # nothing generated
     for key in ("mean_reward", "pass@1", "pass@2", "components", "status", "mean_turns"):
