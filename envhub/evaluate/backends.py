@@ -17,6 +17,7 @@ records it as ``infra_error``, never as a wrong answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -266,7 +267,7 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
     def target() -> None:
         try:
             result: tuple[bool, Any] = (True, fn(*args))
-        except BaseException as e:  # handed to the awaiting coroutine
+        except BaseException as e:  # noqa: BLE001 (handed to the awaiting coroutine, which raises it)
             result = (False, e)
         try:
             loop.call_soon_threadsafe(deliver, *result)
@@ -275,6 +276,24 @@ async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
 
     threading.Thread(target=target, daemon=True, name="envhub-eval-engine").start()
     return await fut
+
+
+ENGINE_FAILURES: tuple[type[Exception], ...] = (RuntimeError, OSError, MemoryError, EnvhubError)
+"""What a local engine raises when it fails (a dead vLLM engine and CUDA/torch errors are
+``RuntimeError``s, out-of-memory a ``RuntimeError`` or ``MemoryError``): the episodes it
+was generating for end as the model's ``infra_error``, and the run goes on."""
+
+
+def _engine_failure(exc: Exception) -> Exception:
+    """What the episodes waiting on a failed batch raise.
+
+    A :class:`ModelError` for an engine failure (:data:`ENGINE_FAILURES`); anything else (a
+    ``KeyError``, a ``TypeError``) is a bug and reaches them as it is, so it stops the run
+    instead of hiding as failed episodes.
+    """
+    if isinstance(exc, ModelError) or not isinstance(exc, ENGINE_FAILURES):
+        return exc
+    return ModelError(f"{type(exc).__name__}: {exc}")
 
 
 @dataclass
@@ -352,8 +371,8 @@ class BatchingBackend:
                 )
                 if len(outs) != len(items):
                     raise ModelError(f"engine returned {len(outs)} outputs for {len(items)}")
-            except Exception as e:  # an engine failure fails these episodes, not the run
-                err = e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}")
+            except Exception as e:  # noqa: BLE001 (handed to the waiting episodes, see _engine_failure)
+                err = _engine_failure(e)
                 for item in items:
                     if not item.future.done():
                         item.future.set_exception(err)
@@ -370,10 +389,8 @@ class BatchingBackend:
         """Stop the batching task and release the engine."""
         if self._worker is not None:
             self._worker.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._worker
-            except (asyncio.CancelledError, Exception):
-                pass
             self._worker = None
         if self.on_close is not None:
             self.on_close()

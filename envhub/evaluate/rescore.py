@@ -23,6 +23,7 @@ from ..errors import NotSupported
 from ..types import Message, Status
 from .metrics import is_passed, summarize
 from .runner import (
+    ENV_FAILURES,
     EnvFactory,
     _describe,
     _failure_status,
@@ -67,7 +68,7 @@ def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> Epi
     new.turns, new.invalid_actions, new.terminated, new.truncated = 0, 0, False, False
     try:
         reset = env.reset(seed=rec.seed, task_id=rec.task_id)
-    except Exception as e:
+    except ENV_FAILURES as e:
         new.status, new.error = _failure_status(e), f"reset: {_describe(e)}"
         new.passed, new.rescored = None, True
         return new
@@ -77,7 +78,7 @@ def _replay(env: Env, rec: EpisodeRecord, primary: str, threshold: float) -> Epi
         new.turns += 1
         try:
             step = env.step(action)
-        except Exception as e:
+        except ENV_FAILURES as e:
             new.status, new.error, new.truncated = _failure_status(e), _describe(e), True
             break
         messages.extend(step.messages)

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from ..core import Env
 from ..engines.types import Generation, SamplingParams
-from ..errors import EpisodeError, NotSupported, TransportError, status_for
+from ..errors import EnvhubError, EpisodeError, NotSupported, TransportError, status_for
 from ..types import Message, Status, StepResult
 from .backends import ContextExhausted, ModelBackend, ModelError
 from .metrics import is_passed, summarize
@@ -101,7 +101,20 @@ def sibling(env: Env, make_env: EnvFactory, name: str) -> Env:
         return make_env(name)
 
 
+ENV_FAILURES: tuple[type[Exception], ...] = (EnvhubError, OSError)
+"""What an environment call may raise that becomes the episode's status, not a crash.
+
+envhub's own errors (a remote env's :class:`~envhub.errors.TransportError`, an episode
+error, a task the environment lacks) and OS errors (sockets, pipes, time-outs): the
+machinery failing, recorded by :func:`_failure_status`. Anything else (a ``KeyError``, a
+``TypeError``) is a bug, the evaluator's or an environment's outside its episode boundary
+(:meth:`envhub.core.TaskEnv.step` already turns what its hooks raise into a status): it
+raises and stops the run, rather than hiding as excluded ``env_error`` episodes.
+"""
+
+
 def _failure_status(exc: BaseException) -> Status:
+    """The status of an episode whose environment call raised ``exc`` (one of ENV_FAILURES)."""
     if isinstance(exc, (TransportError, ModelError, OSError)) and not isinstance(exc, EpisodeError):
         return Status.INFRA_ERROR
     return status_for(exc)
@@ -118,7 +131,7 @@ async def _finish(env: Env, rec: EpisodeRecord) -> None:
         step = await env.afinish()
     except NotSupported:  # an Env without finish(): nothing more to pay
         return
-    except Exception as e:  # a remote env that failed: data, not a crash
+    except ENV_FAILURES as e:  # a remote env that failed: data, not a crash
         rec.status, rec.error = _failure_status(e), _describe(e)
         return
     record_step(rec, step)
@@ -178,7 +191,7 @@ async def run_episode(
     )
     try:
         reset = await env.areset(seed=job.seed, task_id=job.task_id)
-    except Exception as e:
+    except ENV_FAILURES as e:
         rec.status, rec.error = _failure_status(e), f"reset: {_describe(e)}"
         rec.truncated = True
         rec.wall_s = time.perf_counter() - t0
@@ -203,7 +216,7 @@ async def run_episode(
             completion_tokens.append(gen.completion_tokens)
         try:
             step = await env.astep(gen.message)
-        except Exception as e:  # a remote env that failed: data, not a crash
+        except ENV_FAILURES as e:  # a remote env that failed: data, not a crash
             rec.status, rec.error, rec.truncated = _failure_status(e), _describe(e), True
             break
         messages.extend(step.messages)

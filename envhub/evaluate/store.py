@@ -152,7 +152,7 @@ class RunStore:
         """Append one record and flush it (to the OS: a killed process loses nothing)."""
         if self._fh is None:
             self.dir.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.episodes_path, "a", encoding="utf-8")  # noqa: SIM115
+            self._fh = open(self.episodes_path, "a", encoding="utf-8")
         self._fh.write(record.model_dump_json() + "\n")
         self._fh.flush()
 
