@@ -312,7 +312,7 @@ def start_openenv(python: Path, steps: int, script: Path) -> tuple[str, subproce
     port = free_port()
     env = {**os.environ, "TOY_STEPS": str(steps), "ENABLE_WEB_INTERFACE": "false"}
     env.pop("PYTHONPATH", None)
-    log = open(script.with_suffix(f".{port}.log"), "w")  # noqa: SIM115 - lives with the server
+    log = open(script.with_suffix(f".{port}.log"), "w")
     proc = subprocess.Popen([str(python), str(script), str(port)], env=env, stderr=log)
     url = f"http://127.0.0.1:{port}"
     _wait_healthy(url, proc, "OpenEnv toy server")

@@ -23,9 +23,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import envhub  # noqa: E402
-from envhub.core import TaskEnv  # noqa: E402
-from envhub.types import Message  # noqa: E402
+import envhub
+from envhub.core import TaskEnv
+from envhub.types import Message
 
 FALLBACK = Message(role="assistant", content="I do not know.")
 
@@ -91,7 +91,7 @@ def main() -> None:
     for runner in args.runners.split(","):
         try:
             rows.append(measure(args.env, runner, plans))
-        except Exception as e:  # noqa: BLE001 - report and go on with the other runners
+        except Exception as e:
             if runner != "docker":
                 raise
             skipped[runner] = f"{type(e).__name__}: {e}"

@@ -34,7 +34,7 @@ def main() -> None:
     items = [(task, f"```sql\n{task.answer}\n```") for v in tasks.values() for task in v]
     env.verify_batch(items[:5])
     for threads in (1, 4):
-        env._gold.clear()  # noqa: SLF001  (measure cold gold queries too)
+        env._gold.clear()
         t = time.perf_counter()
         with ThreadPoolExecutor(threads) as pool:
             scores = list(pool.map(lambda it: env.verify(*it), items))

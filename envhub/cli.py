@@ -15,7 +15,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from .errors import EnvhubError
+from .errors import EnvhubError, GoldAnswerError
 from .install import install_command
 from .types import Message
 
@@ -246,18 +246,11 @@ def verify(
 
 def _verify_gold(env: Any, gold: str, text: str) -> dict[str, Any]:
     """Verify against a gold answer the caller typed: a gold the env cannot read is theirs."""
-    import logging
-
-    envhub_log = logging.getLogger("envhub")
-    level = envhub_log.level
-    envhub_log.setLevel(logging.CRITICAL)  # the traceback of "cannot parse gold" is not news
     try:
-        score = env.verify(env.task_from_gold(gold), text)
-    finally:
-        envhub_log.setLevel(level)
-    if score.status.value == "env_error" and (score.error or "").startswith("GoldAnswerError"):
-        _fail(f"--gold {gold!r}: {score.error.removeprefix('GoldAnswerError: ')}", 2)
-    return score.model_dump(mode="json")
+        task = env.task_from_gold(gold)
+    except GoldAnswerError as e:
+        _fail(f"--gold {gold!r}: {e}", 2)
+    return env.verify(task, text).model_dump(mode="json")
 
 
 from .authoring.cli import (  # noqa: E402

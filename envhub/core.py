@@ -8,7 +8,16 @@ results, game feedback, or nothing), a reward, ``terminated``, ``truncated`` and
 Why a status and not just a reward: a sandbox that failed to start, a container that died or
 a gold answer that cannot be parsed must never look like a model that answered wrongly.
 Anything raised inside an environment's hooks is caught at one boundary (:meth:`TaskEnv.step`,
-:meth:`TaskEnv.verify`) and becomes the episode's status; the process serving it lives on.
+:meth:`TaskEnv.finish`, :meth:`TaskEnv.verify`) and becomes the episode's status; the process
+serving it lives on.
+
+What the status is, :func:`~envhub.errors.status_for` says: a declared
+:class:`~envhub.errors.EpisodeError` carries its own (``invalid_action`` and ``timeout`` are
+the model's, scored as a truncation; ``env_error`` and ``infra_error`` the machinery's, never
+paid); anything undeclared is ``env_error``. A raw :class:`TimeoutError` escaping a hook is
+undeclared too, so ``env_error``: it tells that a wait ran out, not whose, and the model's
+``timeout`` is only what a deadline on the model's work raises (the step's own deadline,
+:data:`STEP_TIMEOUT_S`, and an environment's :class:`~envhub.errors.VerifierTimeout`).
 """
 
 from __future__ import annotations
@@ -31,6 +40,7 @@ from .errors import (
     EnvhubError,
     EpisodeError,
     EpisodeStateError,
+    GoldAnswerError,
     NotSupported,
     TaskNotFound,
     VerifierTimeout,
@@ -169,7 +179,15 @@ class Env(ABC):
         return []
 
     def task_from_gold(self, gold: str) -> Task:
-        """Build an ad-hoc task from a gold answer alone (``envhub verify --gold``)."""
+        """Build an ad-hoc task from a gold answer alone (``envhub verify --gold``).
+
+        The gold is the caller's input here, not the environment's data: one the environment
+        cannot read is refused now, by type, rather than verified into an ``env_error``.
+
+        Raises:
+            GoldAnswerError: The environment cannot read ``gold`` (the message says why).
+            NotSupported: The environment needs a whole task (tests, a database, a level).
+        """
         raise NotSupported(
             f"{self.spec.name} needs a whole task, not just a gold answer: use --task-id"
         )
@@ -359,7 +377,14 @@ class TaskEnv(Env):
         )
 
     def task_from_gold(self, gold: str) -> Task:
-        """An ad-hoc task whose gold answer is ``gold``."""
+        """An ad-hoc task whose gold answer is ``gold``; a blank gold is refused.
+
+        Raises:
+            GoldAnswerError: ``gold`` is empty or blank. Environments that parse their gold
+                answers refuse here too the ones they cannot read (see :meth:`Env.task_from_gold`).
+        """
+        if not gold.strip():
+            raise GoldAnswerError("the gold answer is empty; give the answer to check against")
         return Task(task_id="adhoc", prompt="", answer=gold)
 
     # ------------------------------------------------------------------ prompts
@@ -455,7 +480,7 @@ class TaskEnv(Env):
             too_long = self._too_long(message)
             fb = self._refuse(too_long) if too_long else self._respond(ep, message)
             result = self._result(ep, message, fb)
-        except Exception as exc:  # the episode boundary: a bad rollout is data
+        except Exception as exc:  # noqa: BLE001 (the episode boundary: a bad rollout is data)
             result = self._failed(ep, exc)
         ep.messages.extend(result.messages)
         ep.done = result.done
@@ -548,7 +573,7 @@ class TaskEnv(Env):
             try:
                 components, _ = self._cut_short(ep)
                 reward = self.rubric.total(components)
-            except Exception:  # noqa: BLE001 (the step's own error is the one reported)
+            except Exception:
                 log.exception("%s: on_truncate failed in task %s", self.spec.name, ep.task.task_id)
                 status, components, reward = Status.ENV_ERROR, {}, 0.0
         info = Info(
@@ -579,7 +604,7 @@ class TaskEnv(Env):
                 truncated=True,
                 info=info,
             )
-        except Exception as exc:  # the episode boundary, as in step()
+        except Exception as exc:  # noqa: BLE001 (the episode boundary, as in step())
             result = self._failed(ep, exc)
         ep.done = True
         return result

@@ -2,7 +2,9 @@
 
 A bad rollout is data, not a crash: anything raised inside an environment's hooks is turned
 into a :class:`~envhub.types.Status` by :func:`status_for` at exactly one place (the episode
-boundary in :mod:`envhub.core`). Errors that already know their status carry it.
+boundary in :mod:`envhub.core`). Errors that already know their status carry it; anything
+else, a raw ``TimeoutError`` included, is the environment's ``env_error`` (see
+:func:`status_for` for why a model's ``timeout`` is only ever declared).
 
 User-facing errors (a missing environment, a bad YAML file) are plain exceptions with a message
 that names what was wrong and, where it can, the fix.
@@ -108,11 +110,21 @@ class GoldAnswerError(EpisodeError):
 
 
 def status_for(exc: BaseException) -> Status:
-    """Map an exception escaping environment code to the status reported for the episode."""
+    """Map an exception escaping environment code to the status reported for the episode.
+
+    Whose fault a failure is, is declared, never guessed from an exception's type: an
+    :class:`EpisodeError` carries its status, and anything else is the environment's own
+    failure, ``env_error`` (logged with its traceback at the boundary, for its author).
+
+    That includes a raw :class:`TimeoutError` (``socket.timeout``, ``asyncio.TimeoutError``,
+    a library's wait). It says that some wait ran out, not whose: usually the machinery's (a database, a search index,
+    a server that did not answer), and charging that to the model as its ``timeout`` would
+    pay it 0 for the infrastructure. The model's ``timeout`` is :class:`VerifierTimeout`,
+    raised where a deadline on the model's own work (its program, its query, its step)
+    expires; an environment whose model-driven work can overrun says so with it.
+    """
     if isinstance(exc, EpisodeError):
         return exc.status
-    if isinstance(exc, TimeoutError):
-        return Status.TIMEOUT
     return Status.ENV_ERROR
 
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from envhub.cli import app
 from envhub.client.child_server import free_port
+from envhub.errors import GoldAnswerError
 
 runner = CliRunner()
 
@@ -144,3 +145,43 @@ def test_serve_subprocess_answers_health_and_verify(tmp_path):
 def test_help_texts(cmd):
     out = run(*cmd)
     assert out.exit_code == 0 and "Usage" in out.stdout
+
+
+class _UnreadableGold(GoldAnswerError):
+    """A family's own kind of broken gold: its message says nothing of its type."""
+
+
+def test_a_gold_the_env_cannot_read_is_the_callers_error_by_its_type(dummy_registry, monkeypatch):
+    """Recognised as a GoldAnswerError raised for the typed gold, whatever its message says."""
+    from dummy_envs import EchoEnv
+
+    def task_from_gold(self, gold):
+        raise _UnreadableGold("the secret word has digits; give letters")
+
+    monkeypatch.setattr(EchoEnv, "task_from_gold", task_from_gold)
+    out = run("verify", "echo", "--gold", "k1lo", "--response", "kilo")
+    assert out.exit_code == 2 and out.stdout == ""
+    assert out.stderr == "error: --gold 'k1lo': the secret word has digits; give letters\n"
+
+
+def test_a_blank_gold_is_refused_and_a_stored_tasks_broken_gold_stays_env_error(
+    dummy_registry, monkeypatch
+):
+    out = run("verify", "echo", "--gold", "  ", "--response", "kilo")
+    assert out.exit_code == 2 and "--gold '  ': the gold answer is empty" in out.stderr
+    from dummy_envs import EchoEnv
+
+    def score(self, task, response):
+        raise GoldAnswerError(f"task {task.task_id}: gold cannot be parsed")
+
+    # the stored task's gold is the environment's data, not the caller's input: a status
+    monkeypatch.setattr(EchoEnv, "score", score)
+    out = run("verify", "echo", "--task-id", "train/1", "--response", "kilo")
+    assert out.exit_code == 0 and json.loads(out.stdout)["status"] == "env_error"
+
+
+def test_a_batch_line_whose_gold_the_env_cannot_read_is_bad_input(dummy_registry, tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"gold": "", "response": "x"}))
+    row = json.loads(run("verify", "echo", "--batch", str(src)).stdout)
+    assert row["status"] == "bad_input" and "gold answer is empty" in row["error"]

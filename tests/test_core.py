@@ -1,9 +1,12 @@
 """The environment contract, the episode boundary and reward composition (test doubles)."""
 
+import asyncio
+import threading
+
 import pytest
 
 import envhub
-from envhub.errors import ConfigError, EpisodeStateError
+from envhub.errors import ConfigError, EpisodeStateError, VerifierTimeout, status_for
 from envhub.rewards import Rubric
 from envhub.types import Message, Status
 
@@ -123,3 +126,47 @@ async def test_async_api(echo):
     assert r.info.task_id == s.info.task_id
     score = await echo.averify("train/0", "alpha")
     assert score.reward == 1.5
+
+
+def _score_raising(exc):
+    def score(task, response):
+        raise exc
+
+    return score
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [TimeoutError("the database did not answer"), asyncio.TimeoutError()],
+    ids=["TimeoutError", "asyncio.TimeoutError"],
+)
+def test_a_raw_timeout_error_from_a_hook_is_env_error_not_the_models_timeout(
+    echo, monkeypatch, exc
+):
+    """A raw TimeoutError says a wait ran out, not whose: never charged to the model as 0."""
+    monkeypatch.setattr(echo, "score", _score_raising(exc))
+    echo.reset(seed=0)
+    r = echo.step("alpha")
+    assert r.info.status is Status.ENV_ERROR and r.truncated
+    assert r.reward == 0.0 and r.info.components == {}  # dropped, not scored
+    score = echo.verify("train/0", "alpha")
+    assert score.status is Status.ENV_ERROR and score.components == {}
+    assert status_for(exc) is Status.ENV_ERROR
+
+
+def test_the_models_timeout_is_declared_verifier_timeout_or_the_step_deadline(echo, monkeypatch):
+    monkeypatch.setattr(echo, "score", _score_raising(VerifierTimeout("the program ran 20 s")))
+    echo.reset(seed=0)
+    r = echo.step("alpha")
+    assert r.info.status is Status.TIMEOUT and r.info.components["correctness"] == 0.0
+    assert echo.verify("train/0", "alpha").status is Status.TIMEOUT
+
+    release = threading.Event()
+    monkeypatch.setattr(echo, "score", lambda task, response: release.wait(5))
+    monkeypatch.setattr(echo, "step_timeout_s", 0.05)
+    echo.reset(seed=0)
+    try:
+        r = echo.step("alpha")
+    finally:
+        release.set()
+    assert r.info.status is Status.TIMEOUT and "deadline" in r.info.error

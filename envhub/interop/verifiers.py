@@ -40,7 +40,7 @@ READY = ".envhub-ready"
 """Written last into a finished venv, holding what it was made with."""
 
 
-def VerifiersEnv(  # noqa: N802 (an entry point named like the environments it makes)
+def VerifiersEnv(
     spec: EnvSpec,
     *,
     environment: str,

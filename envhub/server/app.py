@@ -139,7 +139,7 @@ class Server:
         return await self.pool.run(fn, *args, queue_s=s.queue_timeout_s, run_s=s.request_timeout_s)
 
     @asynccontextmanager
-    async def lifespan(self, _: FastAPI):  # noqa: ANN201
+    async def lifespan(self, _: FastAPI):
         """Expire idle sessions while serving; close everything at shutdown.
 
         At the first start in a process, everything loaded so far (modules, the env's tasks)

@@ -15,11 +15,11 @@ pytest.importorskip(
     "vllm", reason="vLLM is not installed (pip install -e .[vllm]; see envhub/engines/VLLM.md)"
 )
 
-import torch  # noqa: E402
+import torch
 
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.transformers_engine import TransformersEngine
-from envhub.engines.types import SamplingParams  # noqa: E402
+from envhub.engines.types import SamplingParams
 
 TOL = 2e-4
 

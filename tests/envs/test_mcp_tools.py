@@ -24,15 +24,15 @@ pytest.importorskip(
     "mcp", reason="the mcp extra is not installed: pip install -c constraints.txt -e '.[mcp]'"
 )
 
-from mcp import MCPError  # noqa: E402
+from mcp import MCPError
 
-from envhub.client.child_server import free_port  # noqa: E402
-from envhub.envs.mcp_tools.client import sort_failure  # noqa: E402
-from envhub.envs.mcp_tools.grading import matches  # noqa: E402
-from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidAction  # noqa: E402
-from envhub.registry.catalog import load_file  # noqa: E402
-from envhub.registry.make import apply_overrides, make_local  # noqa: E402
-from envhub.types import FunctionCall, Message, Status, StepResult, ToolCall  # noqa: E402
+from envhub.client.child_server import free_port
+from envhub.envs.mcp_tools.client import sort_failure
+from envhub.envs.mcp_tools.grading import matches
+from envhub.errors import ConfigError, GoldAnswerError, InfraError, InvalidAction
+from envhub.registry.catalog import load_file
+from envhub.registry.make import apply_overrides, make_local
+from envhub.types import FunctionCall, Message, Status, StepResult, ToolCall
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup

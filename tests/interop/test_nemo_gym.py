@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from children import stop  # noqa: E402
+from children import stop
 
 import envhub
 from envhub.client.child_server import free_port

@@ -19,7 +19,7 @@ pytest.importorskip(
     "openenv.core.env_server",
     reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
 )
-from children import stop  # noqa: E402
+from children import stop
 
 TOY = Path(__file__).parents[1] / "support" / "toy_openenv.py"
 

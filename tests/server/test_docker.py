@@ -174,7 +174,7 @@ class _Hello(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
 
-    def do_GET(self):  # noqa: N802
+    def do_GET(self):
         body = f"hello {self.path}".encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))

@@ -644,7 +644,7 @@ _pool = None
 _state = {"atexit": False}
 
 
-def _get_pool():  # noqa: ANN202 (pebble is imported lazily)
+def _get_pool():
     global _pool
     with _lock:
         if _pool is None or not _pool.active:
@@ -669,7 +669,7 @@ def _get_pool():  # noqa: ANN202 (pebble is imported lazily)
         return _pool
 
 
-def _run(fn, args: tuple, timeout: float) -> str:  # noqa: ANN001
+def _run(fn, args: tuple, timeout: float) -> str:
     """Run ``fn(*args)`` in a worker; kill it after ``timeout`` seconds of running."""
     from pebble import ProcessExpired
 

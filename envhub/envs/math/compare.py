@@ -57,7 +57,7 @@ def quick_compare(pred: Answer, gold: Answer) -> bool | None:
     return _unordered(pred.items, gold.items)  # type: ignore[union-attr]
 
 
-def _all(results) -> bool | None:  # noqa: ANN001
+def _all(results) -> bool | None:
     undecided = False
     for r in results:
         if r is False:

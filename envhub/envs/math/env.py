@@ -77,6 +77,12 @@ class MathEnv(TaskEnv):
             )
         return task
 
+    def task_from_gold(self, gold: str) -> Task:
+        """An ad-hoc task on ``gold``, refused with :class:`GoldAnswerError` if unreadable."""
+        task = super().task_from_gold(gold)
+        answers.validate_gold(gold)
+        return task
+
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
         """Correctness and format of one response."""
         if not task.answer:
