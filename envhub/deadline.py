@@ -54,7 +54,7 @@ class _Worker:
         while (fn := self.inbox.get()) is not None:
             try:
                 outcome: tuple[bool, Any] = (True, fn())
-            except BaseException as exc:  # handed to the caller
+            except BaseException as exc:  # noqa: BLE001 (handed to the caller, which raises it)
                 outcome = (False, exc)
             with self.lock:
                 self.outcome = outcome

@@ -117,11 +117,12 @@ def status_for(exc: BaseException) -> Status:
     failure, ``env_error`` (logged with its traceback at the boundary, for its author).
 
     That includes a raw :class:`TimeoutError` (``socket.timeout``, ``asyncio.TimeoutError``,
-    a library's wait). It says that some wait ran out, not whose: usually the machinery's (a database, a search index,
-    a server that did not answer), and charging that to the model as its ``timeout`` would
-    pay it 0 for the infrastructure. The model's ``timeout`` is :class:`VerifierTimeout`,
-    raised where a deadline on the model's own work (its program, its query, its step)
-    expires; an environment whose model-driven work can overrun says so with it.
+    a library's wait). It says that some wait ran out, not whose: usually the machinery's (a
+    database, a search index, a server that did not answer), and charging that to the model
+    as its ``timeout`` would pay it 0 for the infrastructure. The model's ``timeout`` is
+    :class:`VerifierTimeout`, raised where a deadline on the model's own work (its program,
+    its query, its step) expires; an environment whose model-driven work can overrun says
+    so with it.
     """
     if isinstance(exc, EpisodeError):
         return exc.status

@@ -193,7 +193,7 @@ def _node(n):
 def _text(value, cap=TEXT_CAP):
     try:
         s = str(value)
-    except BaseException:  # a hostile __str__
+    except BaseException:  # noqa: BLE001 (a hostile __str__ may raise anything)
         s = "<unprintable>"
     return s if len(s) <= cap else s[:cap] + "...[truncated]"
 
@@ -215,7 +215,7 @@ def _harden():
 
         prctl = _Fn(_ctypes.dlsym(_ctypes.dlopen(None, 2), "prctl"))
         return prctl(4, 0, 0, 0, 0) == 0 and prctl(3, 0, 0, 0, 0) == 0  # SET/GET_DUMPABLE
-    except Exception:
+    except Exception:  # noqa: BLE001 (no prctl to call: the runner reports it is not hardened)
         return False
 
 
@@ -481,7 +481,7 @@ def _worker(req_r, resp_w):
         ns = {"__name__": "solution", "__builtins__": builtins}
         try:
             exec(compile(first["code"], "solution.py", "exec"), ns)
-        except BaseException as e:  # the program's own failure, reported as data
+        except BaseException as e:  # noqa: BLE001 (the program's own failure, reported as data)
             _flush()
             _reply(resp_w, {"load_error": [type(e).__name__, _text(e)]})
             os._exit(0)
@@ -505,7 +505,7 @@ def _serve_call(ns, req):
         kwargs = decode(req["kwargs"])
         result = fn(*args, **kwargs)
         out = {"value": encode(result)}
-    except BaseException as e:  # the candidate raised: the test decides what that means
+    except BaseException as e:  # noqa: BLE001 (the candidate raised: the test decides what that means)
         out = {"raise": [type(e).__name__, _text(e)]}
     _flush()
     return out
@@ -515,14 +515,14 @@ def _flush():
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except BaseException:
+        except BaseException:  # noqa: BLE001 (the program may have replaced or broken its streams)
             pass
 
 
 def _reply(fd, obj):
     try:
         data = encode(obj)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 (a hostile value may fail to encode in any way)
         data = encode({"raise": ["EncodeError", _text(e)]})
     _write_all(fd, (data + "\n").encode())
 
@@ -795,7 +795,7 @@ def _bind(ns, job, session):
 def _run_setup(step, ns, job, session):
     try:
         exec(compile(step["code"], "<setup>", "exec"), ns)
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 (the task's setup failed: reported as data)
         return f"setup failed: {type(e).__name__}: {_text(e)}"
     _bind(ns, job, session)  # setup may define stubs of the same names: ours win
     return None
@@ -814,7 +814,7 @@ def _run_test(step, ns, job, session):
         out = {"passed": False, "error": "{}{}".format(e, f" ({ended})" if ended else "")}
     except AssertionError as e:
         out = {"passed": False, "error": "AssertionError" + (": " + _text(e) if str(e) else "")}
-    except BaseException as e:
+    except BaseException as e:  # noqa: BLE001 (whatever the program raised fails this test)
         out = {"passed": False, "error": f"{type(e).__name__}: {_text(e)}"}
     finally:
         _DEADLINE[0] = None
@@ -857,7 +857,7 @@ def main():
         _CFG["hardened"] = _harden()
         try:
             tests_mode()
-        except BaseException as e:  # a fault of the runner itself: say so, then stop
+        except BaseException as e:  # noqa: BLE001 (a fault of the runner itself: say so, then stop)
             _crash(e)
         # Everything is reported: skip the interpreter's teardown (the run ends sooner).
         _flush()

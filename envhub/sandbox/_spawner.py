@@ -67,7 +67,7 @@ def _prctl():
             _restype_ = _Int
 
         return _Fn(_ctypes.dlsym(_ctypes.dlopen(None, 2), "prctl"))
-    except Exception:
+    except Exception:  # noqa: BLE001 (no prctl to call: callers go on without it)
         return None
 
 

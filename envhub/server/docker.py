@@ -457,7 +457,7 @@ class DockerHandle:
         """The container's last ``tail`` log lines."""
         try:
             return self._client.api.logs(self.container_id, tail=tail).decode(errors="replace")
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 (logs are a courtesy of a failure report: their own failure is a line)
             return f"(no logs: {e})"
 
     def status(self) -> str:

@@ -422,7 +422,7 @@ class RefitGroup:
         if callable(stop):
             try:
                 stop()
-            except Exception:  # a torn-down peer must not fail the shutdown
+            except Exception:  # noqa: BLE001 (a torn-down peer must not fail the shutdown)
                 pass
         del pg, stop
         gc.collect()  # a failed broadcast's work object may still hold the backend

@@ -247,6 +247,6 @@ def close_engines(engines: list[Any]) -> None:
     for e in engines:
         try:
             ray.get(e.close.remote(), timeout=30)
-        except Exception:  # a dead engine must not block the shutdown
+        except Exception:  # noqa: BLE001 (a dead engine must not block the shutdown)
             pass
         ray.kill(e)

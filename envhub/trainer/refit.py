@@ -290,7 +290,7 @@ class CollectiveSync:
         members = [self.workers[0], *self.engines]
         try:
             ray.get([m.leave_refit_group.remote() for m in members], timeout=30)
-        except Exception:  # a dead member must not block the shutdown
+        except Exception:  # noqa: BLE001 (a dead member must not block the shutdown)
             pass
 
     def _wait(self, refs: list[Any], what: str) -> list[Any]:

@@ -578,7 +578,7 @@ class Cluster:
         for w in self.env_workers:
             try:
                 ray.get(w.shutdown.remote(), timeout=30)
-            except Exception:  # a dead env worker must not block the shutdown
+            except Exception:  # noqa: BLE001 (a dead env worker must not block the shutdown)
                 pass
         for a in [*self.policy, *self.env_workers, *([self.reference] if self.reference else [])]:
             ray.kill(a)

@@ -39,7 +39,7 @@ def _engine():
         client = docker.from_env()
         client.ping()
         return client
-    except Exception as e:  # no socket, no daemon, permission denied
+    except Exception as e:  # noqa: BLE001 (no socket, no daemon, permission denied: each skips)
         pytest.skip(f"no Docker engine ({type(e).__name__}: {e}); scripts/ci-docker.sh start")
 
 

@@ -208,7 +208,7 @@ class McpServer:
             async with Client(self.url, read_timeout_seconds=self.timeout_s) as client:
                 ready.set_result(client)
                 await asyncio.get_running_loop().create_future()  # until _drop cancels us
-        except (Exception, BaseExceptionGroup) as e:  # handed to the caller, sorted there
+        except (Exception, BaseExceptionGroup) as e:  # noqa: BLE001 (handed to the caller, sorted there)
             if not ready.done():
                 ready.set_exception(e)
             # once handed over, a broken connection fails the calls made on it instead

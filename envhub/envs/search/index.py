@@ -179,7 +179,7 @@ class SearchIndex:
                 retriever = bm25s.BM25.load(str(self.path), show_progress=False)
                 self.loaded_from_cache = True
                 return retriever
-            except Exception:  # a corrupt cache entry: rebuild it below
+            except Exception:  # noqa: BLE001 (a cache entry bm25s cannot load, whatever it raises, is rebuilt below)
                 shutil.rmtree(self.path, ignore_errors=True)
         texts = [f"{d.title}\n{d.title}\n{d.text}" for d in self.docs]
         tokens = bm25s.tokenize(texts, return_ids=False, show_progress=False, **_TOKENS)
