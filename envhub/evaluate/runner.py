@@ -8,7 +8,9 @@ environment's tool results are appended to the chat as it returned them.
 
 Episode reward is the sum of the step rewards and each component the sum of that
 component over the steps (single-turn: the one verdict). Episode status is the status of
-the last step; a model that could not answer (endpoint down) is ``infra_error``.
+the last step; a model that could not answer (endpoint down) is ``infra_error``. Only the
+machinery's failures (:data:`ENV_FAILURES`, a model's ``ModelError``) become an episode's
+status; any other exception is a bug, and it stops the run.
 
 Each environment's episodes run ``concurrency`` at a time: every worker owns one environment
 instance (an instance holds one episode at a time) and takes episodes from a shared queue.
@@ -114,7 +116,14 @@ raises and stops the run, rather than hiding as excluded ``env_error`` episodes.
 
 
 def _failure_status(exc: BaseException) -> Status:
-    """The status of an episode whose environment call raised ``exc`` (one of ENV_FAILURES)."""
+    """The status of an episode whose environment call raised ``exc`` (one of ENV_FAILURES).
+
+    An :class:`~envhub.errors.EpisodeError` keeps the status it declares. Outside the
+    environment's own boundary, a transport, model or OS error (a raw ``TimeoutError``
+    included: a socket's wait) is the wire's, ``infra_error``, retried on ``--resume``; any
+    other envhub error (a task the environment lacks) is ``env_error`` (see
+    :func:`envhub.errors.status_for`).
+    """
     if isinstance(exc, (TransportError, ModelError, OSError)) and not isinstance(exc, EpisodeError):
         return Status.INFRA_ERROR
     return status_for(exc)

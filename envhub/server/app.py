@@ -44,7 +44,7 @@ from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.core import Env
-from envhub.errors import EnvhubError, NotSupported
+from envhub.errors import EnvhubError, GoldAnswerError, NotSupported
 from envhub.types import Score, Status, StepResult, Task
 from envhub.wire import (
     CloseRequest,
@@ -302,7 +302,10 @@ def _task_of(env: Env, item: VerifyItem) -> Task | str:
     if item.task is not None:
         return item.task
     if item.gold is not None:
-        return env.task_from_gold(item.gold)
+        try:
+            return env.task_from_gold(item.gold)
+        except GoldAnswerError as e:  # the request's gold, not the environment's data
+            raise ValueError(f"gold {item.gold[:80]!r}: {e}") from e
     try:
         return env.get_task(str(item.task_id))
     except NotSupported:  # an env that does not list its tasks looks the id up in verify
@@ -321,7 +324,7 @@ def _verify_items(env: Env, items: list[VerifyItem], limit: int) -> list[Score]:
     for i, item in enumerate(items):
         try:
             tasks.append(_task_of(env, item))
-        except EnvhubError as e:
+        except (EnvhubError, ValueError) as e:
             raise type(e)(f"items[{i}]: {e}") from e
     return [
         env.verify(task, item.response)

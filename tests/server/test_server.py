@@ -67,6 +67,13 @@ def test_verify_item_needs_one_task_source(echo_url):
     assert r.status_code == 422 and "exactly one of task_id, gold, task" in r.json()["error"]
 
 
+def test_a_gold_the_env_cannot_read_is_the_callers_422_not_a_500(echo_url):
+    items = [{"gold": "kilo", "response": "kilo"}, {"gold": " ", "response": "x"}]
+    r = httpx.post(echo_url + "/verify", json={"items": items})
+    assert r.status_code == 422 and r.json()["kind"] == "invalid_request"
+    assert r.json()["error"].startswith("items[1]: gold ' ': the gold answer is empty")
+
+
 def test_unknown_and_expired_sessions(echo_url):
     nope = {"session_id": "nope", "session_secret": "x", "message": {"role": "assistant"}}
     r = httpx.post(echo_url + "/step", json=nope)
