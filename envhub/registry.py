@@ -265,6 +265,7 @@ class Registry:
             for spec, raw in load_file(path):
                 reg._add(spec, raw)
         if paths is None:
+            reg._add_generated()
             for path in sorted(user_registry_dir().glob("*.yaml")):
                 for spec, raw in _user_entries(path):
                     reg._add(spec, raw)
@@ -274,6 +275,13 @@ class Registry:
             with _entry(spec.source, spec.name):
                 reg.spec(spec.id)  # resolve every composition now: errors surface at load
         return reg
+
+    def _add_generated(self) -> None:
+        """Entries generated from installed libraries (:mod:`envhub.generated`)."""
+        from .generated import generated_entries
+
+        for source, raw in generated_entries():
+            self._add(EnvSpec.model_validate({**raw, "source": source}), raw)
 
     def _add_packages(self) -> None:
         from .plugins import package_catalogs

@@ -1,0 +1,75 @@
+"""Every reasoning-gym generator as an environment: the catalog's ``rg-<dataset>`` entries.
+
+One class serves them all; the entry names the generator (``options.generator``) and its
+knobs (``dataset.options``), and :mod:`envhub.envs.reasoning_gym.catalog` writes the entries.
+Components: ``correctness``, the generator's own ``score_answer`` on the ``<answer>`` block
+(rules in :mod:`envhub.envs.reasoning_gym.scoring`), and ``format``, exactly one non-empty
+``<answer>`` block. Splits are disjoint by question (:mod:`envhub.envs.reasoning_gym.tasks`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from envhub.core import Episode, TaskEnv
+from envhub.errors import GoldAnswerError
+from envhub.spec import EnvSpec
+from envhub.types import Message, Task
+
+from . import catalog, scoring
+from . import tasks as generation
+
+
+class ReasoningGymEnv(TaskEnv):
+    """Single-turn: one ``<answer>``, scored by the generator's ``score_answer``."""
+
+    components = frozenset({"correctness", "format"})
+
+    def __init__(self, spec: EnvSpec, generator: str) -> None:
+        """Build from the spec.
+
+        Args:
+            spec: The catalog entry; ``dataset.options`` holds the generator's knobs.
+            generator: The reasoning-gym dataset name (``basic_arithmetic``, ``composite``...).
+        """
+        super().__init__(spec, generator=generator)
+        self.generator = generator
+        self._scorer: Any = None
+
+    def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
+        """The generator's tasks of ``split`` (``dataset.size`` of them, default 200)."""
+        ds = self.spec.dataset
+        return generation.tasks(
+            self.generator, split, size or catalog.DEFAULT_SIZE, seed, ds.options
+        )
+
+    def scorer(self) -> Any:
+        """The generator's ``score_answer`` (its dataset is built once, with the entry's knobs)."""
+        if self._scorer is None:
+            ds = self.spec.dataset
+            lib = generation._library()
+            options = generation.kwargs(self.generator, ds.options)
+            dataset = lib.create_dataset(self.generator, seed=ds.seed, size=1, **options)
+            self._scorer = dataset.score_answer
+        return self._scorer
+
+    def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
+        """Correctness and format of one response."""
+        if task.answer is None:
+            raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
+        reading = scoring.read_answer(response.content)
+        entry = {"question": task.prompt, "answer": task.answer, "metadata": task.metadata.get("rg", {})}
+        value, why = scoring.correctness(self.scorer(), reading, entry)
+        components = {
+            "correctness": value,
+            "format": float(reading.blocks == 1 and bool(reading.answer)),
+        }
+        details = {"extracted": reading.answer, "hedged": reading.hedged, "why": why}
+        return components, details
+
+    def reference_action(self, episode: Episode) -> Message | None:
+        """The task's own answer (reasoning-gym's), in the ``<answer>`` format."""
+        gold = episode.task.answer
+        if gold is None:
+            return None
+        return Message(role="assistant", content=f"<answer>{gold}</answer>")

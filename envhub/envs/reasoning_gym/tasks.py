@@ -1,0 +1,140 @@
+"""Tasks of one reasoning-gym generator, split into disjoint ``train`` and ``test``.
+
+A generator is seeded: item ``i`` of ``create_dataset(name, seed=s)`` is the same on every
+machine. Both splits read the same item stream (``dataset.seed``) and every question is given
+to a split by a hash of its text (one in :data:`TEST_SHARE` to ``test``), so no question is
+in both splits, whatever the seeds and sizes; a question the generator repeats is kept once.
+A generator with fewer distinct questions than asked for gives what :data:`SCAN` items hold.
+
+The generator's knobs are the entry's ``dataset.options``; ``seed`` and ``size`` are
+``dataset.seed`` and ``dataset.size``. ``composite`` takes ``datasets``: a list of
+``{name, weight, config}``, the mix reasoning-gym samples from by weight.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zlib
+from collections.abc import Iterator
+from typing import Any
+
+from envhub.errors import ConfigError, DependencyMissing
+from envhub.install import install_command
+from envhub.types import Task
+
+SPLITS = ("train", "test")
+TEST_SHARE = 5
+"""One question in ``TEST_SHARE`` (by a hash of its text) belongs to ``test``."""
+SCAN = 20
+"""At most ``SCAN * TEST_SHARE * size`` items are read to fill a split."""
+
+
+def split_of(question: str) -> str:
+    """The split a question belongs to (by a hash of its text)."""
+    return "test" if zlib.crc32(question.encode("utf-8", "replace")) % TEST_SHARE == 0 else "train"
+
+
+def _library() -> Any:
+    try:
+        import reasoning_gym
+    except ImportError as e:
+        raise DependencyMissing(
+            f"reasoning-gym is not installed; install it with `{install_command(['math'])}`"
+        ) from e
+    return reasoning_gym
+
+
+def _config_class(name: str) -> type:
+    from reasoning_gym.factory import DATASETS
+
+    if name not in DATASETS:
+        raise ConfigError(
+            f"reasoning-gym has no dataset {name!r}; `envhub list --family reasoning-gym`"
+        )
+    return DATASETS[name][1]
+
+
+def _mix(name: str, datasets: Any) -> list[Any]:
+    """``composite``'s ``datasets`` option as reasoning-gym's ``DatasetSpec`` list."""
+    from reasoning_gym.composite import DatasetSpec
+
+    if not isinstance(datasets, list) or not datasets:
+        raise ConfigError(
+            f"rg-{name}: dataset.options.datasets must be a non-empty list of "
+            "{name, weight, config}, e.g. [{name: chain_sum, weight: 2, config: {}}]"
+        )
+    out = []
+    for item in datasets:
+        if not isinstance(item, dict) or set(item) - {"name", "weight", "config"}:
+            raise ConfigError(f"rg-{name}: each mixed dataset is {{name, weight, config}}, got {item!r}")
+        weight = item.get("weight", 1.0)
+        if not isinstance(weight, (int, float)) or weight <= 0:
+            raise ConfigError(f"rg-{name}: the weight of {item.get('name')!r} must be > 0")
+        inner = item.get("name")
+        config = kwargs(str(inner), item.get("config") or {}) if inner != "composite" else None
+        if config is None:
+            raise ConfigError(f"rg-{name}: a composite cannot mix another composite")
+        out.append(DatasetSpec(name=str(inner), weight=float(weight), config=config))
+    return out
+
+
+def kwargs(name: str, options: dict[str, Any]) -> dict[str, Any]:
+    """The generator's config keyword arguments from ``dataset.options`` (checked).
+
+    Lists become tuples where the knob's default is a tuple (JSON and YAML have no tuples).
+    """
+    config_cls = _config_class(name)
+    fields = {f.name: f for f in dataclasses.fields(config_cls) if f.init}
+    for key in options:
+        if key in ("seed", "size"):
+            raise ConfigError(f"rg-{name}: set {key} as dataset.{key}, not in dataset.options")
+        if key not in fields:
+            knobs = sorted(set(fields) - {"seed", "size"})
+            raise ConfigError(f"rg-{name}: unknown knob {key!r} in dataset.options; knobs: {knobs}")
+    out = dict(options)
+    for key, value in options.items():
+        default = fields[key].default
+        if isinstance(default, tuple) and isinstance(value, list):
+            out[key] = tuple(value)
+    if name == "composite":
+        out["datasets"] = _mix(name, options.get("datasets"))
+    return out
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` as JSON data; what JSON cannot hold becomes its ``repr``."""
+    return json.loads(json.dumps(value, default=repr))
+
+
+def _items(name: str, options: dict[str, Any], seed: int, limit: int) -> Iterator[dict]:
+    rg = _library()
+    try:
+        dataset = rg.create_dataset(name, seed=seed, size=limit, **kwargs(name, options))
+    except (AssertionError, ValueError, TypeError) as e:
+        raise ConfigError(f"rg-{name}: reasoning-gym refused dataset.options: {e}") from e
+    for i in range(limit):
+        yield dataset[i]
+
+
+def tasks(name: str, split: str, size: int, seed: int, options: dict[str, Any]) -> list[Task]:
+    """The first ``size`` distinct questions of generator ``name`` that belong to ``split``.
+
+    Each task keeps what ``score_answer`` reads of the item: its answer and, JSON-safe,
+    its metadata (``metadata["rg"]``).
+    """
+    if split not in SPLITS:
+        raise ConfigError(f"rg-{name}: split must be one of {SPLITS}, got {split!r}")
+    seen: set[str] = set()
+    out: list[Task] = []
+    for item in _items(name, options, seed, SCAN * TEST_SHARE * size):
+        question = str(item["question"])
+        if question in seen or split_of(question) != split:
+            continue
+        seen.add(question)
+        answer = None if item.get("answer") is None else str(item["answer"])
+        meta = {"rg": _json_safe(item.get("metadata", {}))}
+        out.append(Task(task_id=f"{name}/{split}/{len(out)}", prompt=question, answer=answer, metadata=meta))
+        if len(out) == size:
+            break
+    return out
