@@ -35,13 +35,17 @@ class ReasoningGymEnv(TaskEnv):
         super().__init__(spec, generator=generator)
         self.generator = generator
         self._scorer: Any = None
+        self._generated: dict[str, tuple[Task, dict[str, Any]]] = {}
+        """Each task made here, by id, with its item metadata as generated (the task holds
+        it JSON-safe)."""
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """The generator's tasks of ``split`` (``dataset.size`` of them, default 200)."""
         ds = self.spec.dataset
-        return generation.tasks(
-            self.generator, split, size or catalog.DEFAULT_SIZE, seed, ds.options
-        )
+        size = size or catalog.DEFAULT_SIZE
+        made = generation.tasks(self.generator, split, size, seed, ds.options)
+        self._generated.update((task.task_id, (task, raw)) for task, raw in made)
+        return [task for task, _ in made]
 
     def scorer(self) -> Any:
         """The generator's ``score_answer`` (its dataset is built once, with the entry's knobs)."""
@@ -58,7 +62,7 @@ class ReasoningGymEnv(TaskEnv):
         if task.answer is None:
             raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
         reading = scoring.read_answer(response.content)
-        entry = {"question": task.prompt, "answer": task.answer, "metadata": task.metadata.get("rg", {})}
+        entry = {"question": task.prompt, "answer": task.answer, "metadata": self._metadata(task)}
         value, why = scoring.correctness(self.scorer(), reading, entry)
         components = {
             "correctness": value,
@@ -66,6 +70,13 @@ class ReasoningGymEnv(TaskEnv):
         }
         details = {"extracted": reading.answer, "hedged": reading.hedged, "why": why}
         return components, details
+
+    def _metadata(self, task: Task) -> dict[str, Any]:
+        """The item metadata of ``task`` as generated; JSON-safe for a task not made here."""
+        made = self._generated.get(task.task_id)
+        if made is not None and made[0] == task:
+            return made[1]
+        return task.metadata.get("rg", {})
 
     def reference_action(self, episode: Episode) -> Message | None:
         """The task's own answer (reasoning-gym's), in the ``<answer>`` format."""

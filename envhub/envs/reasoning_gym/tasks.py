@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
+from enum import Enum
 from collections.abc import Iterator
 from typing import Any
 
@@ -79,10 +80,30 @@ def _mix(name: str, datasets: Any) -> list[Any]:
     return out
 
 
+def _default(field: dataclasses.Field) -> Any:
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None if field.default is dataclasses.MISSING else field.default
+
+
+def _like(default: Any, value: Any) -> Any:
+    """``value`` (JSON data) in the shape of ``default``: a tuple for a tuple, enums for enums."""
+    if isinstance(default, Enum) and not isinstance(value, Enum):
+        try:
+            return type(default)(value)
+        except ValueError as e:
+            choices = [m.value for m in type(default)]
+            raise ConfigError(f"{value!r} is not one of {choices}") from e
+    if isinstance(default, (list, tuple)) and isinstance(value, (list, tuple)):
+        items = [_like(default[0], v) for v in value] if default else list(value)
+        return tuple(items) if isinstance(default, tuple) else items
+    return value
+
+
 def kwargs(name: str, options: dict[str, Any]) -> dict[str, Any]:
     """The generator's config keyword arguments from ``dataset.options`` (checked).
 
-    Lists become tuples where the knob's default is a tuple (JSON and YAML have no tuples).
+    Values take the shape of the knob's default (JSON and YAML have no tuples or enums).
     """
     config_cls = _config_class(name)
     fields = {f.name: f for f in dataclasses.fields(config_cls) if f.init}
@@ -92,11 +113,7 @@ def kwargs(name: str, options: dict[str, Any]) -> dict[str, Any]:
         if key not in fields:
             knobs = sorted(set(fields) - {"seed", "size"})
             raise ConfigError(f"rg-{name}: unknown knob {key!r} in dataset.options; knobs: {knobs}")
-    out = dict(options)
-    for key, value in options.items():
-        default = fields[key].default
-        if isinstance(default, tuple) and isinstance(value, list):
-            out[key] = tuple(value)
+    out = {key: _like(_default(fields[key]), value) for key, value in options.items()}
     if name == "composite":
         out["datasets"] = _mix(name, options.get("datasets"))
     return out
@@ -117,24 +134,29 @@ def _items(name: str, options: dict[str, Any], seed: int, limit: int) -> Iterato
         yield dataset[i]
 
 
-def tasks(name: str, split: str, size: int, seed: int, options: dict[str, Any]) -> list[Task]:
+def tasks(
+    name: str, split: str, size: int, seed: int, options: dict[str, Any]
+) -> list[tuple[Task, dict[str, Any]]]:
     """The first ``size`` distinct questions of generator ``name`` that belong to ``split``.
 
-    Each task keeps what ``score_answer`` reads of the item: its answer and, JSON-safe,
-    its metadata (``metadata["rg"]``).
+    Each task keeps the item's answer and, JSON-safe, its metadata (``metadata["rg"]``); it
+    comes with the item's metadata as generated, which ``score_answer`` reads (some scorers
+    compare tuples, which JSON turns into lists).
     """
     if split not in SPLITS:
         raise ConfigError(f"rg-{name}: split must be one of {SPLITS}, got {split!r}")
     seen: set[str] = set()
-    out: list[Task] = []
+    out: list[tuple[Task, dict[str, Any]]] = []
     for item in _items(name, options, seed, SCAN * TEST_SHARE * size):
         question = str(item["question"])
         if question in seen or split_of(question) != split:
             continue
         seen.add(question)
         answer = None if item.get("answer") is None else str(item["answer"])
-        meta = {"rg": _json_safe(item.get("metadata", {}))}
-        out.append(Task(task_id=f"{name}/{split}/{len(out)}", prompt=question, answer=answer, metadata=meta))
+        raw = item.get("metadata") or {}
+        task_id = f"{name}/{split}/{len(out)}"
+        task = Task(task_id=task_id, prompt=question, answer=answer, metadata={"rg": _json_safe(raw)})
+        out.append((task, raw))
         if len(out) == size:
             break
     return out
