@@ -258,14 +258,16 @@ class Registry:
     def load(cls, paths: list[Path] | None = None) -> Registry:
         """The built-in catalog, the user's registrations and installed packages' catalogs.
 
-        With ``paths``: exactly those files.
+        With ``paths``: exactly those files (``BUILTIN_REGISTRY`` brings the generated entries
+        of :mod:`envhub.generated` with it).
         """
         reg = cls()
         for path in [BUILTIN_REGISTRY] if paths is None else paths:
             for spec, raw in load_file(path):
                 reg._add(spec, raw)
+            if path == BUILTIN_REGISTRY:
+                reg._add_generated()  # generated entries are part of the built-in catalog
         if paths is None:
-            reg._add_generated()
             for path in sorted(user_registry_dir().glob("*.yaml")):
                 for spec, raw in _user_entries(path):
                     reg._add(spec, raw)
