@@ -112,6 +112,9 @@ def cards_command(
     readme: Annotated[
         Path | None, typer.Option(help="Rewrite this README's environments table.")
     ] = None,
+    family: Annotated[
+        str | None, typer.Option(help="Only this family's table, one row per entry.")
+    ] = None,
 ) -> None:
     """The catalog's environment cards as the README's table; --measure re-measures them.
 
@@ -130,7 +133,10 @@ def cards_command(
             max_tokens=max_tokens, engine=engine,
         )  # fmt: skip
         cards.measure_all(specs, episodes, run, echo=lambda line: typer.echo(line, err=True))
-    text = cards.table([reg.spec(n) for n in reg.names()])
+    shown = [reg.spec(n) for n in reg.names()]
+    if family:
+        shown = [s for s in shown if s.family == family]
+    text = cards.table(shown, summarise=() if family else cards.SUMMARISED)
     if readme is not None:
         changed = cards.write_readme(readme, text)
         typer.echo(f"{readme}: {'table rewritten' if changed else 'table already current'}")

@@ -78,7 +78,9 @@ def _split_size(env_id: str) -> int:
 
 @pytest.mark.parametrize("env_id", RG_IDS)
 def test_train_and_test_share_no_question(env_id):
-    with envhub.make(env_id, dataset=quick(env_id, _split_size(env_id)).dataset.model_dump()) as env:
+    with envhub.make(
+        env_id, dataset=quick(env_id, _split_size(env_id)).dataset.model_dump()
+    ) as env:
         train = {t.prompt for t in env.tasks("train")}
         test = {t.prompt for t in env.tasks("test")}
     assert train and test
@@ -95,7 +97,9 @@ def test_a_repeated_question_is_kept_once(monkeypatch):
 
 
 def test_a_scorer_that_raises_is_the_models_zero(monkeypatch):
-    env = envhub.make("rg-basic_arithmetic", dataset=quick("rg-basic_arithmetic").dataset.model_dump())
+    env = envhub.make(
+        "rg-basic_arithmetic", dataset=quick("rg-basic_arithmetic").dataset.model_dump()
+    )
 
     def explode(answer, entry):
         raise RecursionError(f"cannot read {answer!r}")
@@ -109,7 +113,9 @@ def test_a_scorer_that_raises_is_the_models_zero(monkeypatch):
 
 
 def test_real_scorers_that_raise_on_strange_answers_score_zero():
-    env = envhub.make("rg-prime_factorization", dataset=quick("rg-prime_factorization").dataset.model_dump())
+    env = envhub.make(
+        "rg-prime_factorization", dataset=quick("rg-prime_factorization").dataset.model_dump()
+    )
     env.reset(seed=0)
     result = env.step("<answer>\x00 x * * </answer>")
     assert result.info.status is Status.OK

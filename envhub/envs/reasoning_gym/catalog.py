@@ -43,7 +43,8 @@ NO_GOLD = (
     "cannot prove the verifier"
 )
 EXCLUDED: dict[str, str] = {
-    name: NO_GOLD for name in ("boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_hour")
+    name: NO_GOLD
+    for name in ("boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_hour")
 }
 """Generators left out of the catalog, with the reason (measured: tests/envs/test_reasoning_gym.py
 shows each still lacks a gold answer)."""
@@ -134,7 +135,12 @@ def _entry(name: str, about: dict[str, Any]) -> dict[str, Any]:
         "family": FAMILY,
         "entry_point": ENTRY_POINT,
         "description": description,
-        "dataset": {"kind": "builtin", "size": SIZES.get(name, DEFAULT_SIZE), "seed": 0, "options": options},
+        "dataset": {
+            "kind": "builtin",
+            "size": SIZES.get(name, DEFAULT_SIZE),
+            "seed": 0,
+            "options": options,
+        },
         "system_prompt": SYSTEM_PROMPT,
         "reward": {"weights": {"correctness": 1.0, "format": 0.1}},
         "options": {"generator": name},

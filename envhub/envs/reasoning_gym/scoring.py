@@ -57,7 +57,7 @@ def answer_limit(gold: str | None) -> int:
 def safe_score(
     scorer: Callable[[str | None, dict[str, Any]], Any], answer: str, entry: dict[str, Any]
 ) -> tuple[float, str | None]:
-    """``scorer(answer, entry)`` clamped to [0, 1]; 0 and the error when it raises or is no number."""
+    """``scorer(answer, entry)`` clamped to [0, 1]; 0 and the error if it raises or is no number."""
     try:
         value = float(scorer(answer, entry))
     except Exception as e:  # noqa: BLE001 (a third-party scorer on the model's text)

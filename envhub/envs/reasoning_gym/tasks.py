@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from enum import Enum
 from collections.abc import Iterator
+from enum import Enum
 from typing import Any
 
 from envhub.errors import ConfigError, DependencyMissing
@@ -68,7 +68,9 @@ def _mix(name: str, datasets: Any) -> list[Any]:
     out = []
     for item in datasets:
         if not isinstance(item, dict) or set(item) - {"name", "weight", "config"}:
-            raise ConfigError(f"rg-{name}: each mixed dataset is {{name, weight, config}}, got {item!r}")
+            raise ConfigError(
+                f"rg-{name}: each mixed dataset is {{name, weight, config}}, got {item!r}"
+            )
         weight = item.get("weight", 1.0)
         if not isinstance(weight, (int, float)) or weight <= 0:
             raise ConfigError(f"rg-{name}: the weight of {item.get('name')!r} must be > 0")
@@ -155,7 +157,9 @@ def tasks(
         answer = None if item.get("answer") is None else str(item["answer"])
         raw = item.get("metadata") or {}
         task_id = f"{name}/{split}/{len(out)}"
-        task = Task(task_id=task_id, prompt=question, answer=answer, metadata={"rg": _json_safe(raw)})
+        task = Task(
+            task_id=task_id, prompt=question, answer=answer, metadata={"rg": _json_safe(raw)}
+        )
         out.append((task, raw))
         if len(out) == size:
             break
