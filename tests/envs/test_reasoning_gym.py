@@ -191,3 +191,14 @@ def test_listing_imports_no_generator():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_family_table_is_generated_from_the_cards():
+    from envhub.cards import README_BEGIN, README_END, table
+
+    text = (catalog.SNAPSHOT.parent / "README.md").read_text()
+    between = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
+    specs = [envhub.catalog().spec(i) for i in RG_IDS]
+    assert between == table(specs, summarise=()), (
+        "run `envhub cards --family reasoning-gym --readme envhub/envs/reasoning_gym/README.md`"
+    )

@@ -43,7 +43,7 @@ class ReasoningGymEnv(TaskEnv):
         """The generator's tasks of ``split`` (``dataset.size`` of them, default 200)."""
         ds = self.spec.dataset
         size = size or catalog.DEFAULT_SIZE
-        made = generation.tasks(self.generator, split, size, seed, ds.options)
+        made = generation.cached_tasks(self.generator, split, size, seed, ds.options)
         self._generated.update((task.task_id, (task, raw)) for task, raw in made)
         return [task for task, _ in made]
 

@@ -14,6 +14,7 @@ The generator's knobs are the entry's ``dataset.options``; ``seed`` and ``size``
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import zlib
 from collections.abc import Iterator
@@ -164,3 +165,22 @@ def tasks(
         if len(out) == size:
             break
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(name: str, split: str, size: int, seed: int, options: str) -> tuple:
+    return tuple(tasks(name, split, size, seed, json.loads(options)))
+
+
+def cached_tasks(
+    name: str, split: str, size: int, seed: int, options: dict[str, Any]
+) -> list[tuple[Task, dict[str, Any]]]:
+    """:func:`tasks`, generated once per process (``envhub check`` makes the env five times).
+
+    Options that are not JSON data (a Python caller's own objects) are generated each time.
+    """
+    try:
+        key = json.dumps(options, sort_keys=True)
+    except TypeError:
+        return tasks(name, split, size, seed, options)
+    return list(_cached(name, split, size, seed, key))
