@@ -51,10 +51,7 @@ class ReasoningGymEnv(TaskEnv):
         """The generator's ``score_answer`` (its dataset is built once, with the entry's knobs)."""
         if self._scorer is None:
             ds = self.spec.dataset
-            lib = generation._library()
-            options = generation.kwargs(self.generator, ds.options)
-            dataset = lib.create_dataset(self.generator, seed=ds.seed, size=1, **options)
-            self._scorer = dataset.score_answer
+            self._scorer = generation.dataset(self.generator, ds.options, ds.seed, 1).score_answer
         return self._scorer
 
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:

@@ -37,7 +37,8 @@ def split_of(question: str) -> str:
     return "test" if zlib.crc32(question.encode("utf-8", "replace")) % TEST_SHARE == 0 else "train"
 
 
-def _library() -> Any:
+def library() -> Any:
+    """The ``reasoning_gym`` module (imports every generator: seconds, once)."""
     try:
         import reasoning_gym
     except ImportError as e:
@@ -48,8 +49,7 @@ def _library() -> Any:
 
 
 def _config_class(name: str) -> type:
-    from reasoning_gym.factory import DATASETS
-
+    DATASETS = library().factory.DATASETS  # noqa: N806 (reasoning-gym's name)
     if name not in DATASETS:
         raise ConfigError(
             f"reasoning-gym has no dataset {name!r}; `envhub list --family reasoning-gym`"
@@ -127,14 +127,19 @@ def _json_safe(value: Any) -> Any:
     return json.loads(json.dumps(value, default=repr))
 
 
-def _items(name: str, options: dict[str, Any], seed: int, limit: int) -> Iterator[dict]:
-    rg = _library()
+def dataset(name: str, options: dict[str, Any], seed: int, size: int) -> Any:
+    """reasoning-gym's dataset ``name`` with the knobs ``options`` (refusals are ConfigError)."""
+    rg = library()
     try:
-        dataset = rg.create_dataset(name, seed=seed, size=limit, **kwargs(name, options))
+        return rg.create_dataset(name, seed=seed, size=size, **kwargs(name, options))
     except (AssertionError, ValueError, TypeError) as e:
         raise ConfigError(f"rg-{name}: reasoning-gym refused dataset.options: {e}") from e
+
+
+def _items(name: str, options: dict[str, Any], seed: int, limit: int) -> Iterator[dict]:
+    items = dataset(name, options, seed, limit)
     for i in range(limit):
-        yield dataset[i]
+        yield items[i]
 
 
 def tasks(
