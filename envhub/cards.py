@@ -65,7 +65,8 @@ def needs_data(spec: EnvSpec) -> bool:
 
 def _data(spec: EnvSpec) -> dict[str, Any]:
     ds = spec.dataset
-    where = ds.generator or "packaged" if ds.kind == "builtin" else ds.path
+    generator = ds.generator or spec.options.get("generator")  # rg- entries: an env option
+    where = generator or "packaged" if ds.kind == "builtin" else ds.path
     return {"kind": ds.kind, "source": where, "split": spec.split, "offline": not needs_data(spec)}
 
 

@@ -61,12 +61,23 @@ def test_the_snapshot_is_the_installed_library():
     )
 
 
-@pytest.mark.parametrize("name", sorted(catalog.EXCLUDED))
+@pytest.mark.parametrize("name", sorted(set(catalog.EXCLUDED) - set(catalog.WRONG_BUT_FULL)))
 def test_each_excluded_generator_still_lacks_a_gold_answer(name):
     import reasoning_gym
 
     items = reasoning_gym.create_dataset(name, seed=0, size=3)
     assert all(items[i]["answer"] is None for i in range(3)), f"{name} has golds now: include it"
+
+
+@pytest.mark.parametrize("name", sorted(catalog.WRONG_BUT_FULL))
+def test_each_excluded_scorer_still_gives_full_marks_to_a_wrong_answer(name):
+    import reasoning_gym
+
+    items = reasoning_gym.create_dataset(name, seed=0, size=5)
+    wrong = catalog.WRONG_BUT_FULL[name]
+    for i in range(5):
+        assert wrong != items[i]["answer"]
+        assert items.score_answer(wrong, items[i]) == 1.0, f"{name}'s scorer is fixed: include it"
 
 
 @pytest.mark.parametrize("env_id", _sweep())

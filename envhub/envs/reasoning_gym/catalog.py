@@ -42,12 +42,25 @@ NO_GOLD = (
     "simulating it, and reasoning-gym ships no solution to play as gold, so `envhub check` "
     "cannot prove the verifier"
 )
+WRONG_BUT_FULL = {
+    "puzzle24": "1*3*8*1",
+    "game_of_life_halting": "no idea",
+}
+"""Generators whose score_answer gives full marks to this wrong answer on any task: its cards
+measured the random policy at 1.0. puzzle24 checks only that the expression makes 24 from four
+numbers in range, not the task's numbers; game_of_life_halting compares ``bool(text)``, so
+any non-empty answer matches the gold ("True" and "False" alike)."""
 EXCLUDED: dict[str, str] = {
-    name: NO_GOLD
-    for name in ("boxnet", "graph_color", "propositional_logic", "rubiks_cube", "rush_hour")
+    **{name: NO_GOLD for name in ("boxnet", "graph_color", "propositional_logic")},
+    **{name: NO_GOLD for name in ("rubiks_cube", "rush_hour")},
+    **{
+        name: f"its score_answer gives full marks to wrong answers (e.g. {answer!r} on any "
+        "task), so training on it rewards a constant answer"
+        for name, answer in WRONG_BUT_FULL.items()
+    },
 }
 """Generators left out of the catalog, with the reason (measured: tests/envs/test_reasoning_gym.py
-shows each still lacks a gold answer)."""
+shows each reason still holds)."""
 SIZES = {"knight_swap": 20, "zebra_puzzles": 50, "futoshiki": 50, "quantum_lock": 100}
 """Smaller default sizes for the generators that take over 0.2 s per task (measured on a CPU)."""
 
