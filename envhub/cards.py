@@ -367,7 +367,7 @@ def _cell_scores(s: dict[str, Any] | None, model: str) -> list[str]:
 FAMILY_ORDER = ("math", "code", "sql", "search", "games")
 """The order of the README's table (other families after these, by name)."""
 SUMMARISED = ("reasoning-gym",)
-"""Families of generated entries (~100 each): one row of the README's table each; their own
+"""Families of generated entries (~90 entries): one row of the README's table each; their own
 table is ``envhub cards --family F``."""
 
 

@@ -2,7 +2,7 @@
 inputs, the gold self-check, gymnasium's checker, and the same seeds giving the same tasks and
 rewards in-process and over HTTP). One code path: :mod:`envhub.selfcheck`.
 
-The ~100 generated ``rg-`` entries (one class, reasoning-gym's generators) run these checks in
+The ~90 generated ``rg-`` entries (one class, reasoning-gym's generators) run these checks in
 ``tests/envs/test_reasoning_gym.py`` on a few tasks each (HTTP on a sample): a server per entry
 here would take half an hour.
 

@@ -10,7 +10,7 @@ sample from training) within the step deadline, and a server is still healthy af
 Runners and what they get (to keep CI to about a minute):
 
 * in-process: every message, through ``step`` at every turn, and through ``verify`` for
-  single-turn entries (the ~100 generated ``rg-`` entries on three tasks each);
+  single-turn entries (the ~90 generated ``rg-`` entries on three tasks each);
 * HTTP (a server started by the test, in a thread): every message for multi-turn entries, a sample of the
   worst ones for single-turn entries (of the ``rg-`` entries, which share one class: two);
 * Docker: the sample, on the multi-turn entries, when an engine answers (else skipped).
@@ -37,7 +37,7 @@ from envhub.types import Message
 CATALOG = envhub.catalog()
 IDS = CATALOG.ids()
 GENERATED = "reasoning-gym"
-"""The family of generated entries (one class, ~100 reasoning-gym generators): each entry is
+"""The family of generated entries (one class, ~90 reasoning-gym generators): each entry is
 played in-process on :data:`GENERATED_TASKS` tasks, and over HTTP on :data:`GENERATED_HTTP`."""
 GENERATED_TASKS = 3
 GENERATED_HTTP = ("rg-basic_arithmetic-v1", "rg-composite-v1")

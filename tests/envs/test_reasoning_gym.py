@@ -8,6 +8,7 @@ on every entry; the scorer's exceptions are the model's 0, never a machine fault
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -61,7 +62,49 @@ def test_the_snapshot_is_the_installed_library():
     )
 
 
-@pytest.mark.parametrize("name", sorted(set(catalog.EXCLUDED) - set(catalog.WRONG_BUT_FULL)))
+NO_GOLD = set(catalog.EXCLUDED) - set(catalog.WRONG_BUT_FULL) - set(catalog.HASH_DEPENDENT)
+DIGESTS = """
+import hashlib, json, sys
+from envhub.envs.reasoning_gym import catalog, tasks
+names, size = json.loads(sys.argv[1]), int(sys.argv[2])
+knobs = {n: a["knobs"] for n, a in catalog.generators()["datasets"].items()}
+out = {}
+for name in names:
+    size_ = min(size, 5) if name in ("knight_swap", *catalog.SIZES) else size
+    got = [t.model_dump(mode="json") for t, _ in tasks.tasks(name, "train", size_, 0, knobs[name])]
+    out[name] = hashlib.sha1(json.dumps(got).encode()).hexdigest()
+print(json.dumps(out))
+"""
+
+
+def _digests_under_two_hash_seeds(names: list[str], size: int) -> tuple[dict, dict]:
+    """Digests of each generator's first ``size`` tasks in two processes (hash seeds 1, 2)."""
+    argv = [sys.executable, "-c", DIGESTS, json.dumps(names), str(size)]
+    procs = [
+        subprocess.Popen(
+            argv, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONHASHSEED": h}
+        )
+        for h in ("1", "2")
+    ]
+    first, second = (json.loads(p.communicate(timeout=1200)[0]) for p in procs)
+    return first, second
+
+
+@pytest.mark.slow
+def test_tasks_are_the_same_in_every_process():
+    names = [i.removeprefix(catalog.PREFIX).removesuffix("-v1") for i in RG_IDS]
+    first, second = _digests_under_two_hash_seeds(names, 20)
+    assert [n for n in names if first[n] != second[n]] == []
+
+
+@pytest.mark.slow
+def test_each_hash_dependent_generator_still_depends_on_it():
+    first, second = _digests_under_two_hash_seeds(list(catalog.HASH_DEPENDENT), 40)
+    same = [n for n in catalog.HASH_DEPENDENT if first[n] == second[n]]
+    assert same == [], f"{same} no longer depend on the hash seed in 40 tasks: include them"
+
+
+@pytest.mark.parametrize("name", sorted(NO_GOLD))
 def test_each_excluded_generator_still_lacks_a_gold_answer(name):
     import reasoning_gym
 
