@@ -68,6 +68,7 @@ import hashlib, json, sys
 from envhub.envs.reasoning_gym import catalog, tasks
 names, size = json.loads(sys.argv[1]), int(sys.argv[2])
 knobs = {n: a["knobs"] for n, a in catalog.generators()["datasets"].items()}
+knobs.update((e["options"]["generator"], e["dataset"]["options"]) for e in catalog.entries())
 out = {}
 for name in names:
     size_ = min(size, 5) if name in ("knight_swap", *catalog.SIZES) else size
@@ -86,7 +87,8 @@ def _digests_under_two_hash_seeds(names: list[str], size: int) -> tuple[dict, di
         )
         for h in ("1", "2")
     ]
-    first, second = (json.loads(p.communicate(timeout=1200)[0]) for p in procs)
+    # the last line: some generators print as they go
+    first, second = (json.loads(p.communicate(timeout=1200)[0].splitlines()[-1]) for p in procs)
     return first, second
 
 
