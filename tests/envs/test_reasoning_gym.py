@@ -63,7 +63,7 @@ def test_the_snapshot_is_the_installed_library():
 
 
 NO_GOLD = set(catalog.EXCLUDED) - set(catalog.WRONG_BUT_FULL) - set(catalog.HASH_DEPENDENT)
-DIGESTS = """
+DIGESTS = r"""
 import hashlib, json, sys
 from envhub.envs.reasoning_gym import catalog, tasks
 names, size = json.loads(sys.argv[1]), int(sys.argv[2])
@@ -74,7 +74,7 @@ for name in names:
     size_ = min(size, 5) if name in ("knight_swap", *catalog.SIZES) else size
     got = [t.model_dump(mode="json") for t, _ in tasks.tasks(name, "train", size_, 0, knobs[name])]
     out[name] = hashlib.sha1(json.dumps(got).encode()).hexdigest()
-print(json.dumps(out))
+print("\nDIGESTS", json.dumps(out))
 """
 
 
@@ -87,8 +87,9 @@ def _digests_under_two_hash_seeds(names: list[str], size: int) -> tuple[dict, di
         )
         for h in ("1", "2")
     ]
-    # the last line: some generators print as they go
-    first, second = (json.loads(p.communicate(timeout=1200)[0].splitlines()[-1]) for p in procs)
+    # after the marker: some generators print as they go
+    outs = (p.communicate(timeout=1200)[0] for p in procs)
+    first, second = (json.loads(out.rsplit("\nDIGESTS ", 1)[1]) for out in outs)
     return first, second
 
 
