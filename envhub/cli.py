@@ -62,6 +62,9 @@ def _root(
 @app.command("list")
 def list_envs(
     tag: Annotated[str | None, typer.Option(help="Only environments with this tag.")] = None,
+    family: Annotated[
+        str | None, typer.Option(help="Only this family (math, code, reasoning-gym...).")
+    ] = None,
 ) -> None:
     """List the registered environments, one per line: name, id, family, runner, description.
 
@@ -73,15 +76,19 @@ def list_envs(
     from .registry.needs import needs
 
     reg = catalog()
+    rows = []
     for name in reg.names():
         s = reg.spec(name)
-        if tag and tag not in s.tags:
+        if (tag and tag not in s.tags) or (family and s.family != family):
             continue
         desc = " ".join(s.description.split())[:70]
         hidden = reg.overrides_builtin(name)
         marks = [f"overrides built-in {hidden}" if hidden else None, needs(s)]
         mark = "".join(f"  [{m}]" for m in marks if m)
-        typer.echo(f"{s.name:<22} {s.id:<26} {s.family:<8} {s.runner:<6} {desc}{mark}")
+        rows.append((s.name, s.id, s.family, s.runner, f"{desc}{mark}"))
+    widths = [max([least, *(len(r[i]) for r in rows)]) for i, least in enumerate((22, 26, 8, 6))]
+    for row in rows:
+        typer.echo(" ".join(f"{cell:<{w}}" for cell, w in zip(row, widths, strict=False)) + row[4])
 
 
 @app.command()

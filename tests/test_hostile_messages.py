@@ -10,9 +10,9 @@ sample from training) within the step deadline, and a server is still healthy af
 Runners and what they get (to keep CI to about a minute):
 
 * in-process: every message, through ``step`` at every turn, and through ``verify`` for
-  single-turn entries;
+  single-turn entries (the ~90 generated ``rg-`` entries on three tasks each);
 * HTTP (a server started by the test, in a thread): every message for multi-turn entries, a sample of the
-  worst ones for single-turn entries;
+  worst ones for single-turn entries (of the ``rg-`` entries, which share one class: two);
 * Docker: the sample, on the multi-turn entries, when an engine answers (else skipped).
 
 Entries tagged ``needs-data`` are skipped with that reason.
@@ -36,6 +36,12 @@ from envhub.types import Message
 
 CATALOG = envhub.catalog()
 IDS = CATALOG.ids()
+GENERATED = "reasoning-gym"
+"""The family of generated entries (one class, ~90 reasoning-gym generators): each entry is
+played in-process on :data:`GENERATED_TASKS` tasks, and over HTTP on :data:`GENERATED_HTTP`."""
+GENERATED_TASKS = 3
+GENERATED_HTTP = ("rg-basic_arithmetic-v1", "rg-composite-v1")
+HTTP_IDS = [i for i in IDS if CATALOG.spec(i).family != GENERATED or i in GENERATED_HTTP]
 DEADLINE_S = STEP_TIMEOUT_S
 """No step may take longer than the step deadline (the server's and the client's are longer)."""
 
@@ -45,6 +51,14 @@ def _spec_or_skip(env_id: str):
     if "needs-data" in spec.tags:
         pytest.skip(f"{env_id} needs a dataset that is not available offline")
     return spec
+
+
+def _make(env_id: str):
+    """The environment, with a few tasks per split for the generated family."""
+    spec = CATALOG.spec(env_id)
+    if spec.family != GENERATED:
+        return envhub.make(env_id)
+    return envhub.make(env_id, dataset={**spec.dataset.model_dump(), "size": GENERATED_TASKS})
 
 
 def _tool_names(env) -> list[str]:
@@ -72,7 +86,7 @@ def _play(env, messages: list[tuple[str, Message | str]]) -> None:
 @pytest.mark.parametrize("env_id", IDS)
 def test_in_process(env_id):
     spec = _spec_or_skip(env_id)
-    env = envhub.make(env_id)
+    env = _make(env_id)
     assert isinstance(env, TaskEnv)
     messages = corpus(_tool_names(env))
     _play(env, messages)
@@ -130,11 +144,11 @@ def _served(env_id: str):
     from envhub.client.http_env import HTTPEnv
     from envhub.server.app import create_app
 
-    with running(create_app(envhub.make(env_id))) as url, HTTPEnv(url) as env:
+    with running(create_app(_make(env_id))) as url, HTTPEnv(url) as env:
         yield env
 
 
-@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("env_id", HTTP_IDS)
 def test_over_http(env_id):
     spec = _spec_or_skip(env_id)
     with _served(env_id) as env:

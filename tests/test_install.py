@@ -42,6 +42,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub/engines/vllm_engine.py": ("vllm",),
     "envhub/engines/vllm_cpu_refit.py": ("vllm",),
     "envhub/envs/math": ("math",),
+    "envhub/envs/reasoning_gym": ("math",),  # reasoning-gym comes with the math extra
     "envhub/envs/code": ("code",),
     "envhub/envs/search": ("search",),
     "envhub/envs/games": ("games",),

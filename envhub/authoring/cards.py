@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import time
 from pathlib import Path
@@ -58,7 +59,8 @@ def needs_data(spec: EnvSpec) -> bool:
 
 def _data(spec: EnvSpec) -> dict[str, Any]:
     ds = spec.dataset
-    where = ds.generator or "packaged" if ds.kind == "builtin" else ds.path
+    generator = ds.generator or spec.options.get("generator")  # rg- entries: an env option
+    where = generator or "packaged" if ds.kind == "builtin" else ds.path
     return {"kind": ds.kind, "source": where, "split": spec.split, "offline": not needs_data(spec)}
 
 
@@ -233,20 +235,66 @@ def _cell_scores(s: dict[str, Any] | None, model: str) -> list[str]:
 
 FAMILY_ORDER = ("math", "code", "sql", "search", "games")
 """The order of the README's table (other families after these, by name)."""
+SUMMARISED = ("reasoning-gym",)
+"""Families of generated entries (~90 entries): one row of the README's table each; their own
+table is ``envhub cards --family F``."""
 
 
-def table(specs: list[EnvSpec], model: str = "smollm2") -> str:
-    """The README's environments table, from the cards (solved rates; see ``cards.json``)."""
+def _row(spec: EnvSpec, model: str) -> str:
+    c = card(spec)
+    d = c["data"]
+    data = f"{d['source']} ({'offline' if d['offline'] else 'needs data'})"
+    turns = "1" if c["turns"] == 1 else f"up to {c['turns']}"
+    cells = [f"`{spec.name}`", spec.family, turns, data, ", ".join(c["extras"]) or "-"]
+    cells += [", ".join(c["weights"]), *_cell_scores(c["scores"], model)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def _family_cells(scores: list[dict[str, Any]], model: str) -> list[str]:
+    """Gold (lowest), random (mean) and the model (mean over the entries measured)."""
+    done = [s for s in scores if s and "gold" in s]
+    if not done:
+        return ["not measured"] * 3
+    gold = min(s["gold"]["solved"] for s in done)
+    rand = sum(s["random"]["solved"] for s in done) / len(done)
+    runs = [s[model] for s in done if s.get(model)]
+    cells = [f"{gold:.2f} (lowest of {len(done)})", f"{rand:.2f} (mean of {len(done)})"]
+    if not runs:
+        return [*cells, "not measured"]
+    k = runs[0]["k"]
+    p1 = sum(m["pass@1"] for m in runs) / len(runs)
+    pk = sum(m[f"pass@{k}"] for m in runs) / len(runs)
+    return [*cells, f"{p1:.2f} / {pk:.2f} (k={k}, mean of {len(runs)} entries)"]
+
+
+def _family_row(family: str, specs: list[EnvSpec], model: str) -> str:
+    """One row for a summarised family (turns, extras and weights of its first entry)."""
+    cards_ = [card(s) for s in sorted(specs, key=lambda s: s.name)]
+    first = cards_[0]
+    prefix = os.path.commonprefix([s.name for s in specs])
+    offline = "offline" if all(c["data"]["offline"] for c in cards_) else "some need data"
+    cells = [f"`{prefix}*` ({len(specs)} entries)", family, str(first["turns"])]
+    cells += [f"{family} generators ({offline})", ", ".join(first["extras"]) or "-"]
+    cells += [", ".join(first["weights"]), *_family_cells([c["scores"] for c in cards_], model)]
+    return "| " + " | ".join(cells) + " |"
+
+
+def table(
+    specs: list[EnvSpec], model: str = "smollm2", summarise: tuple[str, ...] = SUMMARISED
+) -> str:
+    """The README's environments table, from the cards (solved rates; see ``cards.json``).
+
+    Each family of ``summarise`` is one row (its entries' table: ``summarise=()``).
+    """
     rows = [_COLUMNS, "|" + " --- |" * (_COLUMNS.count(" | ") + 1)]
     rank = {f: i for i, f in enumerate(FAMILY_ORDER)}
-    for spec in sorted(specs, key=lambda s: (rank.get(s.family, len(rank)), s.family, s.name)):
-        c = card(spec)
-        d = c["data"]
-        data = f"{d['source']} ({'offline' if d['offline'] else 'needs data'})"
-        turns = "1" if c["turns"] == 1 else f"up to {c['turns']}"
-        cells = [f"`{spec.name}`", spec.family, turns, data, ", ".join(c["extras"]) or "-"]
-        cells += [", ".join(c["weights"]), *_cell_scores(c["scores"], model)]
-        rows.append("| " + " | ".join(cells) + " |")
+    shown = [s for s in specs if s.family not in summarise]
+    for spec in sorted(shown, key=lambda s: (rank.get(s.family, len(rank)), s.family, s.name)):
+        rows.append(_row(spec, model))
+    for family in summarise:
+        members = [s for s in specs if s.family == family]
+        if members:
+            rows.append(_family_row(family, members, model))
     return "\n".join(rows)
 
 

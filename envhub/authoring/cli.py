@@ -94,6 +94,9 @@ def cards_command(
     readme: Annotated[
         Path | None, typer.Option(help="Rewrite this README's environments table.")
     ] = None,
+    family: Annotated[
+        str | None, typer.Option(help="Only this family's table, one row per entry.")
+    ] = None,
 ) -> None:
     """The catalog's environment cards as the README's table.
 
@@ -105,7 +108,10 @@ def cards_command(
     from . import cards
 
     reg = Registry.load([BUILTIN_REGISTRY])  # the catalog only: not your registrations
-    text = cards.table([reg.spec(n) for n in reg.names()])
+    shown = [reg.spec(n) for n in reg.names()]
+    if family:
+        shown = [s for s in shown if s.family == family]
+    text = cards.table(shown, summarise=() if family else cards.SUMMARISED)
     if readme is not None:
         changed = cards.write_readme(readme, text)
         typer.echo(f"{readme}: {'table rewritten' if changed else 'table already current'}")

@@ -245,12 +245,15 @@ class Registry:
     def load(cls, paths: list[Path] | None = None) -> Registry:
         """The built-in catalog, the user's registrations and installed packages' catalogs.
 
-        With ``paths``: exactly those files.
+        With ``paths``: exactly those files (``BUILTIN_REGISTRY`` brings the generated entries
+        of :mod:`envhub.registry.generated` with it).
         """
         reg = cls()
         for path in [BUILTIN_REGISTRY] if paths is None else paths:
             for spec, raw in load_file(path):
                 reg._add(spec, raw)
+            if path == BUILTIN_REGISTRY:
+                reg._add_generated()  # generated entries are part of the built-in catalog
         if paths is None:
             for path in sorted(user_registry_dir().glob("*.yaml")):
                 for spec, raw in _user_entries(path):
@@ -261,6 +264,13 @@ class Registry:
             with located(spec.source, spec.name):
                 reg.spec(spec.id)  # resolve every composition now: errors surface at load
         return reg
+
+    def _add_generated(self) -> None:
+        """Entries generated from installed libraries (:mod:`envhub.registry.generated`)."""
+        from .generated import generated_entries
+
+        for source, raw in generated_entries():
+            self._add(EnvSpec.model_validate({**raw, "source": source}), raw)
 
     def _add_packages(self) -> None:
         from .plugins import package_catalogs

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 import gymnasium
@@ -45,8 +46,13 @@ def charset() -> str:
     return "".join(chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF)
 
 
+BEYOND_BMP = re.compile("[\U00010000-\U0010ffff]")
+"""Characters the observation space cannot hold (emoji, some scripts): shown as U+FFFD."""
+
+
 def _text(messages: list[Message]) -> str:
-    return "\n\n".join(m.content for m in messages)[:MAX_TEXT]
+    """The observation: the messages' text, cut at MAX_TEXT, within the space's charset."""
+    return BEYOND_BMP.sub("\ufffd", "\n\n".join(m.content for m in messages)[:MAX_TEXT])
 
 
 class GymEnv(gymnasium.Env):

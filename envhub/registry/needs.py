@@ -11,6 +11,7 @@ a parquet file.
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 
 from ..datasets import resolve_path
@@ -18,6 +19,7 @@ from ..install import extras, install_command
 from ..spec import EnvSpec
 
 
+@functools.cache  # `envhub list` asks for each of ~100 entries (the rg- entries)
 def _installed(dist: str) -> bool:
     try:
         metadata.distribution(dist)

@@ -25,6 +25,7 @@ FAMILY_ENVS: dict[str, tuple[str, ...]] = {
     "code": ("humaneval",),
     "games": ("wordle", "sokoban", "connect4"),
     "math": ("gsm8k", "math"),
+    "reasoning_gym": ("rg-basic_arithmetic", "rg-composite"),
     "search": ("search",),
     "sql": ("sql",),
 }

@@ -1,0 +1,195 @@
+"""The ``rg-<dataset>`` catalog entries: one per dataset generator of the installed reasoning-gym.
+
+Nothing here is written per generator. :func:`entries` returns one catalog entry (a mapping,
+as in ``registry.yaml``) for each dataset reasoning-gym registers, all served by
+:class:`~envhub.envs.reasoning_gym.env.ReasoningGymEnv`; the generator's knobs and their
+defaults are the entry's ``dataset.options`` (``envhub info rg-NAME`` lists them).
+
+Listing must stay cheap, and ``import reasoning_gym`` imports every generator (seconds). So the
+generators' names, knobs and descriptions are read from ``generators.json``, a snapshot written
+from the installed reasoning-gym by ``python -m envhub.envs.reasoning_gym.catalog``; when the
+installed version is not the snapshot's, they are read from reasoning-gym itself (slow, but
+right). ``tests/envs/test_reasoning_gym.py`` fails when the snapshot drifts from the installed
+library. Without reasoning-gym installed the snapshot still lists the entries, and
+``envhub list`` marks them with the install command.
+
+Generators whose own gold answer does not score 1.0 under their own ``score_answer`` are left
+out of the catalog, each with its reason, in :data:`EXCLUDED`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+SNAPSHOT = Path(__file__).with_name("generators.json")
+"""Names, descriptions and knobs of the generators of one reasoning-gym version."""
+PREFIX = "rg-"
+FAMILY = "reasoning-gym"
+ENTRY_POINT = "envhub.envs.reasoning_gym.env:ReasoningGymEnv"
+DEFAULT_SIZE = 200
+"""Tasks per split of an entry (``dataset.size``)."""
+NOT_KNOBS = ("seed", "size")
+"""Config fields that are the entry's ``dataset.seed`` and ``dataset.size``, not options."""
+
+NO_GOLD = (
+    "its items carry no answer (answer None): its score_answer checks a proposed solution by "
+    "simulating it, and reasoning-gym ships no solution to play as gold, so `envhub check` "
+    "cannot prove the verifier"
+)
+WRONG_BUT_FULL = {
+    "puzzle24": "1*3*8*1",
+    "game_of_life_halting": "no idea",
+}
+"""Generators whose score_answer gives full marks to this wrong answer on any task: its cards
+measured the random policy at 1.0. puzzle24 checks only that the expression makes 24 from four
+numbers in range, not the task's numbers; game_of_life_halting compares ``bool(text)``, so
+any non-empty answer matches the gold ("True" and "False" alike)."""
+HASH_DEPENDENT = (
+    "codeio",
+    "intermediate_integration",
+    "isomorphic_strings",
+    "knight_swap",
+    "list_functions",
+    "polynomial_multiplication",
+    "ransom_note",
+    "word_ladder",
+)
+"""Generators whose tasks depend on the process's string-hash seed (``PYTHONHASHSEED``): the
+same seed gives other tasks in another process (measured on their first 40 tasks)."""
+NOT_REPRODUCIBLE = (
+    "its tasks depend on the process's string-hash seed (PYTHONHASHSEED): the same seed gives "
+    "other tasks in another process, so a server and its client, or two runs, disagree"
+)
+EXCLUDED: dict[str, str] = {
+    **{name: NO_GOLD for name in ("boxnet", "graph_color", "propositional_logic")},
+    **{name: NO_GOLD for name in ("rubiks_cube", "rush_hour")},
+    **{name: NOT_REPRODUCIBLE for name in HASH_DEPENDENT},
+    **{
+        name: f"its score_answer gives full marks to wrong answers (e.g. {answer!r} on any "
+        "task), so training on it rewards a constant answer"
+        for name, answer in WRONG_BUT_FULL.items()
+    },
+}
+"""Generators left out of the catalog, with the reason (measured: tests/envs/test_reasoning_gym.py
+shows each reason still holds)."""
+SIZES = {"zebra_puzzles": 50, "futoshiki": 50, "quantum_lock": 100}
+"""Smaller default sizes for the generators that take over 0.2 s per task (measured on a CPU)."""
+
+COMPOSITE_MIX = [
+    {"name": "basic_arithmetic", "weight": 3.0, "config": {}},
+    {"name": "chain_sum", "weight": 2.0, "config": {}},
+    {"name": "leg_counting", "weight": 1.0, "config": {}},
+    {"name": "word_sorting", "weight": 1.0, "config": {}},
+]
+"""``rg-composite``'s default mix: datasets, their weights and their configs."""
+
+SYSTEM_PROMPT = (
+    "Think step by step, then give your final answer inside <answer> </answer> tags, "
+    "exactly once, for example <answer>42</answer>. Put only the answer inside the tags."
+)
+
+
+def installed_version() -> str | None:
+    """The installed reasoning-gym's version, or ``None`` when it is not installed."""
+    try:
+        return metadata.version("reasoning-gym")
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _json_default(value: Any) -> Any:
+    """``value`` as JSON data (tuples become lists), or raise ``TypeError``."""
+    return json.loads(json.dumps(value))
+
+
+def _knobs(config_cls: type) -> dict[str, Any]:
+    """A config dataclass's fields and defaults, except seed and size (JSON-able ones only)."""
+    out = {}
+    for f in dataclasses.fields(config_cls):
+        if f.name in NOT_KNOBS or not f.init:
+            continue
+        if f.default is not dataclasses.MISSING:
+            value = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            value = f.default_factory()
+        else:
+            continue
+        try:
+            out[f.name] = _json_default(value)
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _describe(dataset_cls: type) -> str:
+    doc = (dataset_cls.__doc__ or "").strip().splitlines()
+    return doc[0].strip() if doc else ""
+
+
+def live_generators() -> dict[str, Any]:
+    """The snapshot's content, read from the installed reasoning-gym (imports every generator)."""
+    from reasoning_gym.factory import DATASETS
+
+    return {
+        "reasoning_gym": installed_version(),
+        "datasets": {
+            name: {"description": _describe(ds_cls), "knobs": _knobs(cfg_cls)}
+            for name, (ds_cls, cfg_cls) in sorted(DATASETS.items())
+        },
+    }
+
+
+@cache
+def generators() -> dict[str, Any]:
+    """The generators of the installed reasoning-gym: the snapshot when its version matches."""
+    snap = json.loads(SNAPSHOT.read_text(encoding="utf-8"))
+    version = installed_version()
+    if version is None or version == snap["reasoning_gym"]:
+        return snap
+    return live_generators()
+
+
+def _entry(name: str, about: dict[str, Any]) -> dict[str, Any]:
+    options = dict(about["knobs"])
+    if name == "composite":
+        options["datasets"] = COMPOSITE_MIX
+    description = about["description"] or f"reasoning-gym's {name} generator"
+    return {
+        "name": f"{PREFIX}{name}",
+        "family": FAMILY,
+        "entry_point": ENTRY_POINT,
+        "description": description,
+        "dataset": {
+            "kind": "builtin",
+            "size": SIZES.get(name, DEFAULT_SIZE),
+            "seed": 0,
+            "options": options,
+        },
+        "system_prompt": SYSTEM_PROMPT,
+        "reward": {"weights": {"correctness": 1.0, "format": 0.1}},
+        "options": {"generator": name},
+        "docker": {"extras": ["math"]},
+        "tags": ["reasoning-gym", "single-turn", "offline"],
+    }
+
+
+def entries() -> list[dict[str, Any]]:
+    """One catalog entry per generator of the installed reasoning-gym, minus :data:`EXCLUDED`."""
+    found = generators()["datasets"]
+    return [_entry(name, found[name]) for name in sorted(found) if name not in EXCLUDED]
+
+
+def write_snapshot() -> Path:
+    """Write :data:`SNAPSHOT` from the installed reasoning-gym."""
+    SNAPSHOT.write_text(json.dumps(live_generators(), indent=1, sort_keys=True) + "\n")
+    return SNAPSHOT
+
+
+if __name__ == "__main__":
+    sys.stdout.write(f"wrote {write_snapshot()}\n")
