@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 import pytest
-from envhub.make import apply_overrides
 from typer.testing import CliRunner
 
 import envhub
@@ -21,6 +20,7 @@ from envhub.authoring.selfcheck import FAILED, run_check
 from envhub.cli import app
 from envhub.envs.reasoning_gym import catalog, scoring, tasks
 from envhub.errors import ConfigError
+from envhub.registry.make import apply_overrides
 from envhub.types import Status
 
 RG_IDS = [i for i in envhub.catalog().ids() if i.startswith(catalog.PREFIX)]
