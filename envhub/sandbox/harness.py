@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from .core import Limits, RunResult, Sandbox
+from .parent import Limits, RunResult, Sandbox
 from .errors import SandboxError
 
 
