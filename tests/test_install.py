@@ -33,10 +33,7 @@ SCANNED = ("envhub", "tests", "bench", "scripts")
 CI_EXTRAS = ("dev", "trainer", "vllm")
 FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub": (),
-    "envhub/server/docker.py": ("docker",),
-    "envhub/server/docker_image.py": ("docker",),
-    "envhub/server/docker_relay.py": ("docker",),
-    "envhub/server/docker_cli.py": ("docker",),
+    "envhub/server/docker": ("docker",),
     "envhub/evaluate": ("eval",),
     "envhub/engines": ("trainer",),
     "envhub/engines/vllm_engine.py": ("vllm",),

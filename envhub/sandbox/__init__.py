@@ -103,7 +103,6 @@ What is NOT covered (know this before trusting it):
   (a container per server) or the code is not hostile.
 """
 
-from .parent import Limits, RunResult, Sandbox
 from .errors import SandboxError, SandboxUnavailable
 from .harness import (
     FunctionSuite,
@@ -115,6 +114,7 @@ from .harness import (
     run_io_tests,
     run_suite,
 )
+from .parent import Limits, RunResult, Sandbox
 from .procs import processes_of, sweep_uid
 
 __all__ = [

@@ -84,7 +84,8 @@ def start(
     Raises:
         OSError: the process could not be started.
     """
-    if uid is not None and spawner_client.enabled() and not (cgroup is not None and cgroup.delegated):
+    delegated = cgroup is not None and cgroup.delegated
+    if uid is not None and spawner_client.enabled() and not delegated:
         exe = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         try:
             return spawner_client.spawn(

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 SOURCE = (Path(__file__).parent / "_spawner_process.py").read_text(encoding="utf-8")
-BOOT = "#envhub-sandbox-spawner\nimport sys;exec(compile(sys.stdin.read(),'_spawner_process','exec'))"
+BOOT = "#envhub-sandbox-spawner\nimport sys;exec(compile(sys.stdin.read(),'spawner','exec'))"
 """Its command line (the source comes on stdin, so ``ps`` shows this, not 300 lines)."""
 START_TIMEOUT_S = 30.0
 """How long a new spawner may take to say it is ready."""
