@@ -58,7 +58,7 @@ def load_pairs() -> list[dict]:
 
 def gsm_pairs(n: int) -> list[dict]:
     """GSM8K-style (pred, gold) final answers: right ones written in varied forms, wrong ones."""
-    from envhub.envs.math.data import gsm_symbolic_tasks
+    from envhub.envs.math.generators import gsm_symbolic_tasks
 
     rng = random.Random(0)
     out = []

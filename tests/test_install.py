@@ -33,10 +33,7 @@ SCANNED = ("envhub", "tests", "bench", "scripts")
 CI_EXTRAS = ("dev", "trainer", "vllm")
 FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub": (),
-    "envhub/server/docker.py": ("docker",),
-    "envhub/server/docker_image.py": ("docker",),
-    "envhub/server/docker_relay.py": ("docker",),
-    "envhub/server/docker_cli.py": ("docker",),
+    "envhub/server/docker": ("docker",),
     "envhub/evaluate": ("eval",),
     "envhub/engines": ("trainer",),
     "envhub/engines/vllm_engine.py": ("vllm",),
@@ -350,3 +347,34 @@ def test_installed_extras_come_from_envhub_rls_metadata(monkeypatch, tmp_path):
         assert install.extras() == {"math": ("sympy", "math-verify"), "all": ()}
     finally:
         install.extras.cache_clear()
+
+
+def _defines(module: str, name: str) -> bool:
+    """Whether ``module`` of this checkout defines or imports ``name`` at its top level."""
+    base = REPO.joinpath(*module.split("."))
+    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    if not path.is_file():
+        return False
+    found = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            found |= {a.asname or a.name for a in node.names}
+        elif isinstance(node, ast.Assign):
+            found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return name in found
+
+
+def test_entry_points_and_package_data_name_what_is_in_the_checkout():
+    """A moved module or file (the Docker runner's folder) leaves no entry point behind."""
+    groups = PYPROJECT["project"]["entry-points"]
+    broken = [
+        f"{group}: {key} = {target}"
+        for group, table in groups.items()
+        for key, target in table.items()
+        if not _defines(*target.split()[0].split(":"))
+    ]
+    data = PYPROJECT["tool"]["setuptools"]["package-data"]["envhub"]
+    broken += [f"package-data: {p}" for p in data if not any((REPO / "envhub").glob(p))]
+    assert broken == []

@@ -132,8 +132,8 @@ def test_http_parity(transcript, transport):
 @pytest.fixture(scope="module")
 def docker_image():
     from envhub.errors import DependencyMissing
-    from envhub.server import docker as dk
-    from envhub.server.docker_image import image_for
+    from envhub.server.docker import containers as dk
+    from envhub.server.docker.image import image_for
 
     try:
         client = dk.engine()

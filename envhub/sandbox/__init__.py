@@ -32,7 +32,7 @@ What is covered (each item has an adversarial test in ``tests/sandbox/``):
 - An unprivileged user: when envhub runs as root, each run gets a fresh random host uid
   (``nobody`` inside), so RLIMIT_NPROC applies (it never applies to root) and a fork bomb is
   contained per run; without root the caller's own uid is used. As root, runs are started by
-  a small spawner process (:mod:`.spawner`: uid, cgroup and session set without an exec
+  a small spawner process (:mod:`.spawner_client`: uid, cgroup and session set without an exec
   chain; it dies with the server and kills its runs); ``ENVHUB_SANDBOX_SPAWNER=0`` (or a
   spawner that cannot start) uses ``sh`` + ``setpriv`` after a ``vfork`` instead.
 - A per-run cgroup where the host allows one (:mod:`.cgroup`): memory of the whole run
@@ -103,7 +103,6 @@ What is NOT covered (know this before trusting it):
   (a container per server) or the code is not hostile.
 """
 
-from .core import Limits, RunResult, Sandbox
 from .errors import SandboxError, SandboxUnavailable
 from .harness import (
     FunctionSuite,
@@ -115,6 +114,7 @@ from .harness import (
     run_io_tests,
     run_suite,
 )
+from .parent import Limits, RunResult, Sandbox
 from .procs import processes_of, sweep_uid
 
 __all__ = [

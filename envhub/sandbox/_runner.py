@@ -1,6 +1,6 @@
 """The trusted program that runs first inside every sandbox (stdlib only, Python >= 3.8).
 
-The parent (:mod:`envhub.sandbox.core`) compiles it once with the sandbox's interpreter (which
+The parent (:mod:`envhub.sandbox.parent`) compiles it once with the sandbox's interpreter (which
 may be a different Python from the server's), keeps the code object in a sealed memfd and
 starts each run as ``python -I -S -c <load that code> <config>``. It is never imported by
 envhub. Startup matters (it is paid on every run), so it imports only C modules: no ``json``

@@ -8,7 +8,7 @@ controllers delegated), or a hierarchy delegated to this user and named by
 server is unprivileged); elsewhere :func:`create` returns ``None`` and runs go on with rlimits
 only (``RunResult.cgroup`` says which).
 
-The run joins its cgroup before anything of it starts: the spawner (:mod:`.spawner`) steps
+The run joins its cgroup before anything of it starts: the spawner (:mod:`.spawner_client`) steps
 into the cgroup itself while it creates the run's process; on the ``setpriv`` path the
 command line is prefixed with a tiny shell that writes its own pid into ``cgroup.procs`` and
 then ``exec``s the sandbox.

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import ConfigError
-from .core import Limits, RunResult, Sandbox
 from .errors import SandboxError
+from .parent import Limits, RunResult, Sandbox
 
 
 @dataclass(frozen=True)

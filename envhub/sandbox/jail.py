@@ -14,7 +14,7 @@ from .errors import SandboxUnavailable
 from .procs import memfd
 
 if TYPE_CHECKING:
-    from .core import Limits
+    from .parent import Limits
 
 RUNNER_SOURCE = (Path(__file__).parent / "_runner.py").read_text(encoding="utf-8")
 SANDBOX_UID = 65534

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from . import spawner
-from .spawner import SpawnedProcess
+from . import spawner_client
+from .spawner_client import SpawnedProcess
 
 if TYPE_CHECKING:
     from .cgroup import Cgroup
@@ -76,7 +76,7 @@ def start(
 ) -> Process:
     """Start a run's top process as ``uid``, in ``cgroup``, in a new session, stdio piped.
 
-    As root (``uid`` given) through the spawner of ``python`` (:mod:`.spawner`); when it is
+    As root (``uid`` given) through the spawner of ``python`` (:mod:`.spawner_client`); when it is
     off (``ENVHUB_SANDBOX_SPAWNER=0``) or cannot start, or the cgroup is delegated (the
     spawner steps into a run's cgroup and back, and needs the hierarchy's mount point for
     that), through ``sh`` (cgroup join) and ``setpriv`` (uid switch) from here.
@@ -84,10 +84,11 @@ def start(
     Raises:
         OSError: the process could not be started.
     """
-    if uid is not None and spawner.enabled() and not (cgroup is not None and cgroup.delegated):
+    delegated = cgroup is not None and cgroup.delegated
+    if uid is not None and spawner_client.enabled() and not delegated:
         exe = argv[0] if "/" in argv[0] else shutil.which(argv[0], path=env.get("PATH"))
         try:
-            return spawner.spawn(
+            return spawner_client.spawn(
                 python,
                 [exe or argv[0], *argv[1:]],
                 uid=uid,
@@ -97,7 +98,7 @@ def start(
                 cwd=cwd,
                 env=env,
             )
-        except spawner.SpawnerUnavailable as e:
+        except spawner_client.SpawnerUnavailable as e:
             _warn_once(f"sandbox spawner of {python} unavailable ({e}); runs use setpriv")
     argv, kwargs = as_user(uid, argv)
     if cgroup is not None:

@@ -14,8 +14,8 @@ import pytest
 from children import children_of
 from sandbox_support import ADD_SUITE, FAST, HONEST_ADD, assert_nothing_left, needs_bwrap
 
-from envhub.sandbox import Sandbox, processes_of, procs, run_suite, spawner
-from envhub.sandbox.spawner import SpawnedProcess
+from envhub.sandbox import Sandbox, processes_of, procs, run_suite, spawner_client
+from envhub.sandbox.spawner_client import SpawnedProcess
 
 pytestmark = [
     needs_bwrap,
@@ -48,7 +48,7 @@ def test_cold_and_tests_runs_go_through_the_spawner(box, started):
     result = box.run_python("print(input()[::-1])", stdin="abc")
     assert result.ok and result.stdout == "cba\n" and result.cgroup
     assert run_suite(box, HONEST_ADD, ADD_SUITE).all_passed
-    pid = spawner.get(box.python).pid
+    pid = spawner_client.get(box.python).pid
     assert [type(p) for p in started] == [SpawnedProcess, SpawnedProcess]
     assert all(p.spawner_pid == pid and p.returncode == 0 for p in started)
     assert_nothing_left(result)
@@ -59,7 +59,7 @@ def test_cold_and_tests_runs_go_through_the_spawner(box, started):
 
 def spawned_output(box, argv: list[str], uid: int, pass_fds=()) -> list[str]:
     """Start ``argv`` through the spawner (no bubblewrap), its stdout lines."""
-    proc = spawner.get(box.python).spawn(
+    proc = spawner_client.get(box.python).spawn(
         argv, uid=uid, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds
     )
     with proc.stdin, proc.stdout, proc.stderr:
@@ -111,39 +111,39 @@ def test_16_threads_launch_at_once_each_run_its_own_uid(box, started):
 
 def test_a_killed_spawner_is_restarted_on_the_next_run(box, started):
     assert box.run_python("pass").ok
-    old = spawner.get(box.python).pid
+    old = spawner_client.get(box.python).pid
     os.kill(old, signal.SIGKILL)
     result = box.run_python("print('after')")
     assert result.ok and result.stdout == "after\n"
     assert isinstance(started[-1], SpawnedProcess) and started[-1].spawner_pid != old
-    assert spawner.get(box.python).pid == started[-1].spawner_pid
+    assert spawner_client.get(box.python).pid == started[-1].spawner_pid
 
 
 def test_a_forked_server_starts_its_own_spawner(box):
     assert box.run_python("pass").ok
-    ours = spawner.get(box.python).pid
+    ours = spawner_client.get(box.python).pid
     child = os.fork()
     if child == 0:  # must not talk on its parent's socket (two readers would mix answers)
         try:
             result = box.run_python("print('child')")
-            theirs = spawner.get(box.python).pid
+            theirs = spawner_client.get(box.python).pid
             os._exit(0 if result.stdout == "child\n" and theirs != ours else 1)
         finally:
             os._exit(2)
     assert os.waitpid(child, 0)[1] == 0
     assert box.run_python("print('parent')").stdout == "parent\n"
-    assert spawner.get(box.python).pid == ours
+    assert spawner_client.get(box.python).pid == ours
 
 
 def test_server_death_kills_the_spawner_and_every_run_it_started(tmp_path):
     script = textwrap.dedent(
         """
         import threading, time
-        from envhub.sandbox import Limits, Sandbox, spawner
+        from envhub.sandbox import Limits, Sandbox, spawner_client
         box = Sandbox(Limits(wall_s=120), mode="bwrap")
         run = lambda: box.run_python("import time\\ntime.sleep(120)")
         threading.Thread(target=run, daemon=True).start()
-        print(spawner.get(box.python).pid, flush=True)
+        print(spawner_client.get(box.python).pid, flush=True)
         time.sleep(120)
         """
     )
@@ -179,12 +179,12 @@ def test_ENVHUB_SANDBOX_SPAWNER_0_uses_setpriv(box, started, monkeypatch):
 
 
 def test_a_spawner_that_cannot_start_falls_back_to_setpriv(box, started, monkeypatch, caplog):
-    monkeypatch.setattr(spawner, "SOURCE", "raise SystemExit(3)")
-    monkeypatch.setattr(spawner, "_SPAWNERS", {})  # as if none had started yet
-    monkeypatch.setattr(spawner, "_FAILED", {})
+    monkeypatch.setattr(spawner_client, "SOURCE", "raise SystemExit(3)")
+    monkeypatch.setattr(spawner_client, "_SPAWNERS", {})  # as if none had started yet
+    monkeypatch.setattr(spawner_client, "_FAILED", {})
     result = box.run_python("print('fallback')")
     assert result.ok and result.stdout == "fallback\n"
     assert isinstance(started[-1], subprocess.Popen)
     assert "spawner of" in caplog.text and "did not start: it exited at once" in caplog.text
     assert box.run_python("pass").ok  # the failure is remembered: no new try for a while
-    assert spawner._FAILED and isinstance(started[-1], subprocess.Popen)
+    assert spawner_client._FAILED and isinstance(started[-1], subprocess.Popen)

@@ -164,15 +164,15 @@ def test_warm_must_not_be_negative():
 
 
 def test_warm_sandboxes_that_fail_to_start_leave_runs_cold(monkeypatch):
-    from envhub.sandbox import core
+    from envhub.sandbox import parent
 
     def broken(self, box, job_fd, **kwargs):
         if job_fd is None:  # only the warm starts fail
-            raise core.SandboxError("no room for a warm sandbox")
+            raise parent.SandboxError("no room for a warm sandbox")
         return spawn(self, box, job_fd, **kwargs)
 
-    spawn = core._Launch.spawn
-    monkeypatch.setattr(core._Launch, "spawn", broken)
+    spawn = parent._Launch.spawn
+    monkeypatch.setattr(parent._Launch, "spawn", broken)
     box = Sandbox(FAST, mode="bwrap", warm=1)
     try:
         results = [box.run_python(f"print({i})") for i in range(3)]

@@ -24,10 +24,10 @@ from repo_scripts import load_script
 
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
 from envhub.install import install_command
-from envhub.server import docker as dk
-from envhub.server import docker_image as di
-from envhub.server.docker_cli import docker_app
-from envhub.server.docker_relay import Relay
+from envhub.server.docker import containers as dk
+from envhub.server.docker import image as di
+from envhub.server.docker.cli import docker_app
+from envhub.server.docker.relay import Relay
 from envhub.spec import DockerSpec, EnvSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -334,7 +334,8 @@ def test_network_when_the_spec_asks_for_it(engine):
 
 def _child(body: str) -> subprocess.CompletedProcess:
     code = (
-        "import os, envhub.server.docker as dk\nfrom envhub.registry.catalog import spec\n" + body
+        "import os, envhub.server.docker.containers as dk\nfrom envhub.registry.catalog import spec\n"
+        + body
     )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           cwd=REPO, timeout=240)  # fmt: skip
@@ -560,7 +561,7 @@ def _fenced(code: str) -> str:
 
 
 def _docker_env(spec: EnvSpec):
-    from envhub.server.docker_env import DockerEnv
+    from envhub.server.docker.env import DockerEnv
 
     return DockerEnv(dk.start_container(spec))
 
@@ -570,9 +571,9 @@ def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engi
     """Issue 22.7: 40 children of 50 MB (2 GB) against a 1 GB container. The programs' own
     cgroup (delegated from the host) takes the OOM kill: the program scores 0 with its own
     status, the server lives on, and a correct program on the same handle scores 1."""
-    from envhub.server import docker_cgroup
+    from envhub.server.docker import cgroup as dc
 
-    if not docker_cgroup.possible():
+    if not dc.possible():
         pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
     env = _docker_env(_spec("humaneval"))
     try:
@@ -584,7 +585,7 @@ def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engi
         bomb = env.step(_fenced(_bomb(40, 50)))
         assert bomb.info.status.value in ("ok", "timeout") and bomb.reward == 0.0, bomb.info
         assert bomb.info.components["correctness"] == 0.0
-        group = docker_cgroup.HOST_ROOT / "memory" / docker_cgroup.GROUP / env.handle.name
+        group = dc.HOST_ROOT / "memory" / dc.GROUP / env.handle.name
         cap = int((group / "memory.limit_in_bytes").read_text())
         peak = int((group / "memory.max_usage_in_bytes").read_text())
         # Charged there, not to the server, and bounded by the run's half of it (a loaded
@@ -605,9 +606,9 @@ def test_a_program_holding_every_process_it_can_starves_no_other(engine):
     """A program forks all it may (children of 30 MB that stay) and waits; a correct program
     verified meanwhile in the same container still scores 1: each run gets at most half of
     the programs' delegated processes and memory (without that, it scored 0 here)."""
-    from envhub.server import docker_cgroup
+    from envhub.server.docker import cgroup as dc
 
-    if not docker_cgroup.possible():
+    if not dc.possible():
         pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
     hog = textwrap.dedent("""
         import os, time
@@ -649,9 +650,9 @@ def test_without_delegated_cgroups_the_oom_killer_takes_the_run_first(engine, mo
     OOM-killed. The run's processes ask the kernel to be killed first (oom_score_adj 1000);
     a program can undo that for itself and its children, not for the runner that judges it
     (pid 1 of the run: its death ends the run). The program scores 0, the container lives."""
-    from envhub.server import docker_cgroup
+    from envhub.server.docker import cgroup as dc
 
-    monkeypatch.setattr(docker_cgroup, "possible", lambda: False)
+    monkeypatch.setattr(dc, "possible", lambda: False)
     env = _docker_env(_spec("humaneval", memory_mb=300))
     try:
         first = env.handle.container_id
@@ -768,7 +769,7 @@ def test_docker_times_of_death():
 
 
 def test_delegated_cgroups_hold_root_owned_limits_and_go_with_their_owner():
-    from envhub.server import docker_cgroup as dc
+    from envhub.server.docker import cgroup as dc
 
     if not dc.possible():
         pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")

@@ -17,11 +17,11 @@ from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
-from . import answers, data
+from . import answers, generators
 
 GENERATORS: dict[str, Callable[[str, int, int], list[Task]]] = {
-    "gsm_symbolic": data.gsm_symbolic_tasks,
-    "symbolic": data.symbolic_math_tasks,
+    "gsm_symbolic": generators.gsm_symbolic_tasks,
+    "symbolic": generators.symbolic_math_tasks,
 }
 """Offline task generators selectable with ``dataset.generator``."""
 

@@ -1,7 +1,7 @@
-"""Building the envhub server image (used by :mod:`envhub.server.docker`).
+"""Building the envhub server image (used by :mod:`.containers`).
 
-The image is ``envhub/server/Dockerfile`` on top of a base image given as a build argument: an
-official ``python:3.11-slim`` where a registry is reachable (pip then fetches envhub's
+The image is the ``Dockerfile`` beside this module on top of a base image given as a build
+argument: an official ``python:3.11-slim`` where a registry is reachable (pip then fetches envhub's
 dependencies), or the image ``scripts/offline-base-image.sh`` makes from local files (it already
 holds the dependencies; pip installs with ``--no-index``). Either way envhub itself comes from a
 wheel built here from the working tree, so the container runs exactly the code of this checkout.
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.errors import EnvhubError
-from envhub.install import DISTRIBUTION, checkout, extras
+from envhub.install import DISTRIBUTION, checkout, extras, install_command
 
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
 """The documented base for users with a registry."""
@@ -100,20 +100,14 @@ def _build_wheel(root: Path, out: Path) -> None:
 
 
 def _dockerfile() -> Path:
-    root = checkout()
-    candidates = [root / "envhub" / "server" / "Dockerfile"] if root else []
-    try:
-        import envhub.server as servers  # installed wheel: the Dockerfile ships as package data
-
-        candidates += [Path(p) / "Dockerfile" for p in getattr(servers, "__path__", [])]
-    except ImportError:
-        pass
-    for path in candidates:
-        if path.is_file():
-            return path
-    raise ImageBuildError(
-        "envhub/server/Dockerfile not found; reinstall envhub or build from a checkout"
-    )
+    """The server image's Dockerfile, beside this module (package data in an installed wheel)."""
+    path = Path(__file__).with_name("Dockerfile")
+    if not path.is_file():
+        raise ImageBuildError(
+            f"{path} not found; reinstall envhub (`{install_command(['docker'])}`) "
+            "or build from a checkout"
+        )
+    return path
 
 
 def _ensure_base(client: Any, base_image: str) -> dict[str, str]:

@@ -42,7 +42,7 @@ def build_cmd(
     """Build the envhub server image from this checkout; prints its tag."""
     from envhub.errors import EnvhubError
 
-    from .docker import DEFAULT_BASE_IMAGE, build
+    from .containers import DEFAULT_BASE_IMAGE, build
 
     start = time.monotonic()
     log = None if quiet else (lambda line: typer.echo(line, err=True))
@@ -66,8 +66,8 @@ def clean_cmd(
     """Remove envhub containers left behind by crashed runs (found by the envhub.managed label)."""
     from envhub.errors import EnvhubError
 
-    from .docker import clean, engine
-    from .docker_image import prune_images
+    from .containers import clean, engine
+    from .image import prune_images
 
     try:
         removed = clean(all_=all_)
@@ -85,7 +85,7 @@ def ps_cmd() -> None:
     """List envhub's containers: name, environment, owner pid, whether the owner lives, state."""
     from envhub.errors import EnvhubError
 
-    from .docker import LABEL_ENV, LABEL_MANAGED, LABEL_OWNER, _owner_alive, engine
+    from .containers import LABEL_ENV, LABEL_MANAGED, LABEL_OWNER, _owner_alive, engine
 
     try:
         client = engine()

@@ -3,9 +3,9 @@
 When envhub runs as root, every run needs its own uid, its cgroup joined before anything of
 it starts, and a new session. Done from the server, that is a ``vfork`` + ``exec`` of ``sh``
 (cgroup join) and of ``setpriv`` (uid switch) before bubblewrap: ~2.7 ms of CPU per run
-measured here, in exec and dynamic linking. A spawner (:mod:`._spawner`, one per
+measured here, in exec and dynamic linking. A spawner (:mod:`._spawner_process`, one per
 interpreter, started lazily as ``python -I -S -c``) starts bubblewrap directly with
-``posix_spawn`` (vfork + exec), in the run's cgroup and uid. See :mod:`._spawner` for the
+``posix_spawn`` (vfork + exec), in the run's cgroup and uid. See :mod:`._spawner_process` for the
 protocol and how.
 
 Its security properties are those of the ``setpriv`` path: same uid switch (groups cleared),
@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-SOURCE = (Path(__file__).parent / "_spawner.py").read_text(encoding="utf-8")
-BOOT = "#envhub-sandbox-spawner\nimport sys;exec(compile(sys.stdin.read(),'_spawner','exec'))"
+SOURCE = (Path(__file__).parent / "_spawner_process.py").read_text(encoding="utf-8")
+BOOT = "#envhub-sandbox-spawner\nimport sys;exec(compile(sys.stdin.read(),'spawner','exec'))"
 """Its command line (the source comes on stdin, so ``ps`` shows this, not 300 lines)."""
 START_TIMEOUT_S = 30.0
 """How long a new spawner may take to say it is ready."""

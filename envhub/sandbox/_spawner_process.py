@@ -1,6 +1,6 @@
 """The spawner: a small root process that starts every run of a server (stdlib only, 3.8+).
 
-:mod:`envhub.sandbox.spawner` starts it once per interpreter as ``python -I -S -c <this>
+:mod:`envhub.sandbox.spawner_client` starts it once per interpreter as ``python -I -S -c <this>
 SOCK_FD PARENT_PID`` and talks to it over a unix ``SOCK_SEQPACKET`` socket (one message per
 record, each a ``marshal``-ed tuple; the parent is trusted). It is never imported by envhub.
 

@@ -1,7 +1,7 @@
 """The Docker runner's client: an HTTP env that outlives its container.
 
 A container can die under its server: killed from outside, or by a program (a fork tree past
-the memory limit got the server OOM-killed; delegated cgroups, :mod:`.docker_cgroup`, and the
+the memory limit got the server OOM-killed; delegated cgroups, :mod:`.cgroup`, and the
 sandbox's ``oom_score_adj`` now prevent that where they apply). Without care every later call
 on the handle would fail as ``infra_error`` until a new ``make()``. :class:`DockerEnv`
 notices the death on the call that fails, has :meth:`DockerHandle.revive` start a new
@@ -31,7 +31,7 @@ from envhub.errors import TransportError
 from envhub.rewards import Rubric
 from envhub.types import Info, Message, ResetResult, Score, Status, StepResult, Task
 
-from .docker import Death, DockerHandle
+from .containers import Death, DockerHandle
 
 
 class DockerEnv(HTTPEnv):

@@ -1,4 +1,4 @@
-"""The Docker runner: the envhub HTTP server in a container, started and removed by envhub.
+"""Containers of the Docker runner: start, revive, list and remove them; the `docker` runner.
 
 Entry points (what the rest of envhub calls)::
 
@@ -19,13 +19,13 @@ capabilities dropped and no new privileges, as the image's unprivileged user. Wi
 ``spec.docker.network`` it joins ``envhub-isolated``, an *internal* Docker network: no route to
 the internet or to other containers (it can still reach this host's bridge address). Docker does
 not publish ports of internal networks, so envhub relays a random ``127.0.0.1`` port to the
-container (:class:`~envhub.server.docker_relay.Relay`); with a network, Docker publishes the port on
+container (:class:`~envhub.server.docker.relay.Relay`); with a network, Docker publishes the port on
 ``127.0.0.1`` itself. Containers carry the labels ``envhub.managed=1``, ``envhub.env``,
 ``envhub.owner-pid`` (and the owner's start time): a later run removes those whose owner died,
 ``envhub docker clean`` removes them on demand. One warm container serves many episodes: the
 server keeps one session per episode. Containers of sandboxed environments get cgroups for
-their programs (:mod:`.docker_cgroup`); a container that dies anyway is replaced by
-:meth:`DockerHandle.revive` at the same address (:mod:`.docker_env` scores the call it ran).
+their programs (:mod:`.cgroup`); a container that dies anyway is replaced by
+:meth:`DockerHandle.revive` at the same address (:mod:`.env` scores the call it ran).
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from typing import Any
 from envhub.errors import EnvhubError, TransportError, missing
 from envhub.spec import EnvSpec
 
-from . import docker_cgroup
-from .docker_image import DEFAULT_BASE_IMAGE, build_image, default_extras, image_for
+from . import cgroup
+from .image import DEFAULT_BASE_IMAGE, build_image, default_extras, image_for
 
 CONTAINER_PORT = 8000
 NETWORK = "envhub-isolated"
@@ -145,7 +145,7 @@ def _remove_owned(pid: int) -> None:
         for c in client.containers.list(all=True, filters={"label": f"{LABEL_OWNER}={pid}"}):
             if c.labels.get(LABEL_HOST) == socket.gethostname():
                 _remove(client, c.id)
-                docker_cgroup.release(c.name)
+                cgroup.release(c.name)
     except Exception:  # noqa: BLE001 - best effort at exit; `envhub docker clean` is the backstop
         pass
 
@@ -153,7 +153,7 @@ def _remove_owned(pid: int) -> None:
 def clean(all_: bool = False) -> list[str]:
     """Remove envhub's containers whose owner process is dead (``all_``: every one).
 
-    The programs' cgroups of removed containers (:mod:`.docker_cgroup`) and of any container
+    The programs' cgroups of removed containers (:mod:`.cgroup`) and of any container
     whose owner died go too; with ``all_`` envhub's internal network as well. Returns the names
     of what was removed.
     """
@@ -163,8 +163,8 @@ def clean(all_: bool = False) -> list[str]:
         if all_ or not _owner_alive(c.labels):
             if _remove(client, c.id):
                 removed.append(c.name)
-            docker_cgroup.release(c.name)
-    removed += [f"cgroup {name}" for name in docker_cgroup.release_orphans()]
+            cgroup.release(c.name)
+    removed += [f"cgroup {name}" for name in cgroup.release_orphans()]
     if all_:
         for net in client.networks.list(filters={"label": f"{LABEL_MANAGED}=1"}):
             try:
@@ -185,7 +185,7 @@ def _sweep_once() -> None:
 def build(
     base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None, log: Any = None
 ) -> str:
-    """Build the envhub image on ``base_image`` and return its tag (see :mod:`.docker_image`)."""
+    """Build the envhub image on ``base_image`` and return its tag (see :mod:`.image`)."""
     return build_image(engine(), base_image=base_image, extras=extras, log=log)
 
 
@@ -270,7 +270,7 @@ def _launch(client: Any, kwargs: dict[str, Any]) -> Any:
             _remove(client, kwargs["name"])
         except Exception:  # noqa: BLE001 - report the original failure
             pass
-        docker_cgroup.release(kwargs["name"])
+        cgroup.release(kwargs["name"])
         raise
 
 
@@ -331,11 +331,11 @@ class _Launcher:
         kwargs = _run_kwargs(self.spec, self.image, network, ports, self.host)
         if needs_sandbox(self.spec):
             limits = self.spec.docker
-            binds = docker_cgroup.delegate(kwargs["name"], limits.memory_mb, limits.pids_limit)
+            binds = cgroup.delegate(kwargs["name"], limits.memory_mb, limits.pids_limit)
             if binds:
                 kwargs["volumes"] = {**kwargs["volumes"], **binds}
                 # envhub.sandbox.cgroup.DELEGATED (the server part may not import the sandbox)
-                kwargs["environment"] = {"ENVHUB_SANDBOX_CGROUP": docker_cgroup.INSIDE}
+                kwargs["environment"] = {"ENVHUB_SANDBOX_CGROUP": cgroup.INSIDE}
         return kwargs
 
 
@@ -400,7 +400,7 @@ class DockerHandle:
         try:
             for container_id, name in current:
                 _remove(client, container_id)
-                docker_cgroup.release(name)
+                cgroup.release(name)
         except Exception:  # noqa: BLE001 - at exit the engine may be gone; clean() is the backstop
             pass
 
@@ -423,7 +423,7 @@ class DockerHandle:
             if death is None:
                 return None
             _remove(self._client, self.container_id)
-            docker_cgroup.release(self.name)
+            cgroup.release(self.name)
             self._current.clear()
             self._start()
             self.deaths.append(death)
@@ -541,7 +541,7 @@ def start_container(
     Args:
         spec: The environment (overrides included: it is passed to the server whole).
         image: Image to run; by default the image of the current code with the extras the
-            environment needs, built on the fly when absent (see :func:`.docker_image.image_for`).
+            environment needs, built on the fly when absent (see :func:`.image.image_for`).
         host: Host address the server is published on (loopback unless you mean otherwise).
         port: Host port; 0 picks a free one.
         timeout: Seconds to wait for ``/health``.
@@ -561,7 +561,7 @@ def start_container(
     image = image or image_for(client, list(spec.docker.extras), log=log)
     relay = None
     if not spec.docker.network:
-        from .docker_relay import Relay
+        from .relay import Relay
 
         try:  # bind first: a taken port fails before any container exists
             relay = Relay(None, host=host, port=port)
@@ -621,10 +621,10 @@ def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
     """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
 
     Starts the environment's server in a container and returns a
-    :class:`~envhub.server.docker_env.DockerEnv` that owns it (closing the env removes the
+    :class:`~envhub.server.docker.env.DockerEnv` that owns it (closing the env removes the
     container) and replaces it when a program kills it.
     """
-    from .docker_env import DockerEnv
+    from .env import DockerEnv
 
     if url is not None:
         raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")

@@ -7,7 +7,7 @@ import pytest
 
 from envhub.envs.math import answers
 from envhub.envs.math.answers import extract_answer, is_equivalent
-from envhub.envs.math.data import KINDS, gsm_symbolic_tasks, symbolic_math_tasks
+from envhub.envs.math.generators import KINDS, gsm_symbolic_tasks, symbolic_math_tasks
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -117,7 +117,7 @@ def test_same_tasks_in_another_process_with_another_hash_seed():
 
     code = (
         "import hashlib, json\n"
-        "from envhub.envs.math.data import symbolic_math_tasks\n"
+        "from envhub.envs.math.generators import symbolic_math_tasks\n"
         "tasks = symbolic_math_tasks('test', 40, 3)\n"
         "print(hashlib.sha256(json.dumps([t.model_dump() for t in tasks]).encode()).hexdigest())"
     )

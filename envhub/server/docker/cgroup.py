@@ -16,7 +16,7 @@ up to twice ``memory_mb`` in all.
 Possible with cgroup v1 (``memory`` and ``pids`` mounted), envhub running as root and an engine
 on this host (``DOCKER_HOST`` unset or ``unix://``). Elsewhere (cgroup v2, rootless or remote
 engines) containers start without it, programs keep their per-process limits only, and a
-container a program kills is replaced (:mod:`.docker_env`).
+container a program kills is replaced (:mod:`.env`).
 """
 
 from __future__ import annotations
