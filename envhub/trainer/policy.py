@@ -16,6 +16,7 @@ import math
 import os
 import random
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,11 +26,16 @@ from envhub.engines.models import quiet_loading_bars
 
 from .batch import Sample, collate, micro_batches
 from .fused import fuse
-from .grpo import LossConfig, logprobs_and_entropy, off_policy_weights, policy_loss
+from .correction import CorrectionStats, importance_weights
+from .grpo import LossConfig, logprobs_and_entropy, policy_loss
 from .packing import pack
 
 if TYPE_CHECKING:
     from .config import OptimConfig
+
+
+CORRECTION_KEYS = tuple(f"rc/{f.name}" for f in fields(CorrectionStats))
+"""The rollout-correction sums :meth:`Policy.train` returns (``envhub.trainer.correction``)."""
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -134,9 +140,10 @@ class Policy:
             fused: Fuse the model's MLPs and RMSNorms (``train.fused``,
                 :mod:`envhub.trainer.fused`).
             device: ``cpu`` or ``cuda``.
-            off_policy_cap: When set, batches were sampled one step stale: every token's
-                surrogate is weighted by ``envhub.trainer.grpo.off_policy_weights`` against the
-                engine's logprobs, truncated at this value.
+            off_policy_cap: When set, batches were sampled with older weights: every token's
+                surrogate is weighted by ``pi_old / pi_engine`` truncated at this value
+                (:func:`envhub.trainer.correction.importance_weights`, which also applies
+                ``loss.rollout_correction``).
         """
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
@@ -244,12 +251,14 @@ class Policy:
 
         Returns:
             Sums over this rank (the driver adds ranks up): ``loss``, ``n_tokens``,
-            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``mult_err_sum``
+            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``mult_err_sum``,
+            the importance-weight sums ``is_weight_sum`` and ``rc/*`` (:data:`CORRECTION_KEYS`;
+            ``rc/weight_max`` is a max)
             and the per-step ``grad_norm`` (mean over minibatches) and ``lr``.
         """
         self.model.train()
         keys = ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum"]
-        stats = dict.fromkeys([*keys, "is_weight_sum"], 0.0)
+        stats = dict.fromkeys([*keys, "is_weight_sum", *CORRECTION_KEYS], 0.0)
         stats["mult_err_sum"], norms = 0.0, []
         for samples in minibatches:
             self.optimizer.zero_grad(set_to_none=True)
@@ -274,9 +283,9 @@ class Policy:
         mask = cut("mask")
         # one minibatch: the pre-update policy is the current one (on-policy)
         old = cut("old_logprobs") if "old_logprobs" in mb else logp.detach()
-        is_w = None
-        if self.off_policy_cap is not None:
-            is_w = off_policy_weights(old, cut("engine_logprobs"), mask, self.off_policy_cap)
+        is_w, corr = importance_weights(
+            old, cut("engine_logprobs"), mask, self.loss_cfg.rollout_correction, self.off_policy_cap
+        )
         terms = policy_loss(
             logp,
             old,
@@ -298,6 +307,9 @@ class Policy:
         stats["clipped_sum"] += terms.clipped_sum
         stats["ratio_sum"] += terms.ratio_sum
         stats["is_weight_sum"] += terms.is_weight_sum
+        for key in CORRECTION_KEYS:
+            value = getattr(corr, key.removeprefix("rc/"))
+            stats[key] = max(stats[key], value) if key.endswith("_max") else stats[key] + value
 
     def _clip_grad(self) -> float:
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
