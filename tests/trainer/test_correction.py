@@ -42,7 +42,12 @@ def test_every_mode_by_hand(mode, bounds, want, masked_tokens, masked_seqs):
     torch.testing.assert_close(w, torch.tensor(want, dtype=torch.float32))
     assert stats.masked_tokens == masked_tokens and stats.masked_seqs == masked_seqs
     assert stats.n_seqs == 2
-    policy = [x for row, m in zip(want, MASK.tolist(), strict=True) for x, k in zip(row, m) if k]
+    policy = [
+        x
+        for row, m in zip(want, MASK.tolist(), strict=True)
+        for x, k in zip(row, m, strict=True)
+        if k
+    ]
     assert stats.weight_sum == pytest.approx(sum(policy), rel=1e-6)
     assert stats.weight_max == pytest.approx(max(policy), rel=1e-6)
 
