@@ -123,6 +123,18 @@ def _load_model(
     return pad_id, model
 
 
+def _optimizer(model: torch.nn.Module, optim: OptimConfig, total_steps: int) -> tuple[Any, Any]:
+    """AdamW over the trainable parameters (a LoRA adapter's alone) and its LR schedule."""
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=optim.lr,
+        betas=tuple(optim.betas),
+        weight_decay=optim.weight_decay,
+    )
+    schedule = lr_lambda(optim.schedule, optim.warmup_steps, total_steps)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+
+
 class Policy:
     """Model, optimizer and scheduler of one rank."""
 
@@ -168,15 +180,14 @@ class Policy:
                 surrogate is weighted by ``pi_old / pi_engine`` truncated at this value
                 (:func:`envhub.trainer.correction.importance_weights`, which also applies
                 ``loss.rollout_correction``).
-            lora: ``model.lora``: train a LoRA adapter only (:mod:`envhub.trainer.lora`).
-            activation_checkpointing: ``model.activation_checkpointing``.
+            lora, activation_checkpointing: ``model.lora`` (:mod:`envhub.trainer.lora`) and
+                ``model.activation_checkpointing``.
         """
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
         self.micro_batch_size = micro_batch_size
-        self.off_policy_cap = off_policy_cap
-        self.pack = pack
+        self.off_policy_cap, self.pack = off_policy_cap, pack
         self.max_grad_norm = optim.max_grad_norm
         self.model_path = model_path
         self.pad_id, self.model = _load_model(
@@ -186,15 +197,7 @@ class Policy:
         self.sharded = world_size > 1 or _distributed()
         if self.sharded:
             self._shard()
-        self.optimizer = torch.optim.AdamW(
-            [p for p in self.model.parameters() if p.requires_grad],
-            lr=optim.lr,
-            betas=tuple(optim.betas),
-            weight_decay=optim.weight_decay,
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lr_lambda(optim.schedule, optim.warmup_steps, total_optim_steps)
-        )
+        self.optimizer, self.scheduler = _optimizer(self.model, optim, total_optim_steps)
 
     def _shard(self) -> None:
         from torch.distributed.device_mesh import init_device_mesh
