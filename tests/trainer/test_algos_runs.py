@@ -66,7 +66,9 @@ def test_lora_resumes_exactly(lora_run, tmp_path):
     out_a, rows_a = lora_run
     out_b = tmp_path / "b"
     shutil.copytree(out_a / "checkpoints" / "step_1", out_b / "checkpoints" / "step_1")
-    rows_b = envhub_train(TINY, out_b, "train.steps=2", "model.lora.rank=8", "checkpoint.resume=true")
+    rows_b = envhub_train(
+        TINY, out_b, "train.steps=2", "model.lora.rank=8", "checkpoint.resume=true"
+    )
     assert [r["step"] for r in rows_b] == [2]
     assert rows_b[0]["reward_mean"] == rows_a[1]["reward_mean"]
     assert rows_b[0]["loss"] == rows_a[1]["loss"]
