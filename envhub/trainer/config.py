@@ -286,6 +286,13 @@ class GenerationConfig(_Section):
     and fail if any policy-token logprob differs by more than ``verify_tolerance``; logs
     ``refit/logprob_max_diff``. Costs one small forward on each side."""
     verify_tolerance: float = Field(default=1e-3, gt=0)
+    # ---- algos: vLLM sleep mode (GPU memory sharing)
+    sleep_while_training: bool = False
+    """``engine: vllm``: start vLLM with ``enable_sleep_mode`` and put every engine to sleep
+    (level 1: KV cache freed, weights offloaded to host memory) while the policy trains,
+    waking it before the refit, so colocated engines and FSDP2 ranks share a GPU's memory
+    (NeMo RL's colocated mode). Written against vLLM's documented ``LLM.sleep``/``wake_up``;
+    **never run on a GPU** (on CPU vLLM's sleep and wake are no-ops)."""
 
 
 class CheckpointConfig(_Section):
@@ -349,6 +356,8 @@ class Config(_Section):
             raise ValueError(
                 "generation.in_flight_updates needs generation.max_trajectory_age_steps >= 1"
             )
+        if g.sleep_while_training and self.cluster.engine != "vllm":
+            raise ValueError("generation.sleep_while_training needs cluster.engine=vllm")
         if g.transport != "object_store" and not self.separate_engines:
             raise ValueError(
                 f"generation.transport={g.transport} moves weights to engine actors, but the "

@@ -96,6 +96,7 @@ def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: i
             dtype=config.model.dtype,
             seed=seed,
             max_num_seqs=g.max_num_seqs,
+            **({"enable_sleep_mode": True} if g.sleep_while_training else {}),
         )
     from envhub.engines.transformers_engine import TransformersEngine
 
@@ -145,6 +146,19 @@ class GenerationWorker:
             )
         out = self.engine.generate(prompts, params)
         return [replace(g, weight_version=self.version) for g in out]
+
+    def sleep(self, level: int = 1) -> bool:
+        """Enter vLLM's sleep mode while the policy trains (``generation.sleep_while_training``).
+
+        Level 1 frees the KV cache and offloads the weights to host memory. Untested on a GPU.
+        """
+        self.engine.llm.sleep(level=level)
+        return True
+
+    def wake_up(self) -> bool:
+        """Leave sleep mode (before the refit loads new weights)."""
+        self.engine.llm.wake_up()
+        return True
 
     def load_weights(self, state: Mapping[str, Any], version: int | None = None) -> float:
         """Refit: load a full HF state dict (Ray resolved it from the object store)."""

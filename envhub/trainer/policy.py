@@ -158,7 +158,7 @@ class Policy:
         lora: LoraSettings | None = None,
         activation_checkpointing: bool = False,
     ) -> None:
-        """Load the model from an HF directory and shard it when ``world_size > 1``.
+        """Load the model from an HF directory; shard it in a process group (FSDP2).
 
         Args:
             model_path: HF directory of the initial weights.
@@ -176,20 +176,20 @@ class Policy:
             fused: Fuse the model's MLPs and RMSNorms (``train.fused``,
                 :mod:`envhub.trainer.fused`).
             device: ``cpu`` or ``cuda``.
-            off_policy_cap: When set, batches were sampled with older weights: every token's
-                surrogate is weighted by ``pi_old / pi_engine`` truncated at this value
-                (:func:`envhub.trainer.correction.importance_weights`, which also applies
-                ``loss.rollout_correction``).
-            lora, activation_checkpointing: ``model.lora`` (:mod:`envhub.trainer.lora`) and
-                ``model.activation_checkpointing``.
+            off_policy_cap: Asynchronous runs: truncation of ``pi_old / pi_engine``
+                (:func:`envhub.trainer.correction.importance_weights`).
+            lora: ``model.lora`` (:mod:`envhub.trainer.lora`).
+            activation_checkpointing: ``model.activation_checkpointing``.
         """
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
-        self.micro_batch_size = micro_batch_size
-        self.off_policy_cap, self.pack = off_policy_cap, pack
-        self.max_grad_norm = optim.max_grad_norm
-        self.model_path = model_path
+        self.micro_batch_size, self.off_policy_cap, self.pack = (
+            micro_batch_size,
+            off_policy_cap,
+            pack,
+        )
+        self.max_grad_norm, self.model_path = optim.max_grad_norm, model_path
         self.pad_id, self.model = _load_model(
             model_path, dtype, fused, self.device, lora, activation_checkpointing
         )

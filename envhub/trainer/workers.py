@@ -536,6 +536,8 @@ class Cluster:
         # the version moves on once every engine holds it: a rollout running meanwhile
         # (in-flight updates) still asks for the previous one, which the engines exceed
         version = self.weights_version + 1
+        if self.cfg.generation.sleep_while_training and self.engines:
+            ray.get([e.wake_up.remote() for e in self.engines])
         seconds = self.weight_sync.push(version)
         self.weights_version = version
         return seconds
@@ -567,7 +569,13 @@ class Cluster:
         return [found[id(s)] for s in samples]
 
     def train(self, per_rank: list[list[list[Sample]]]) -> list[dict[str, float]]:
-        """Run the update; ``per_rank[r]`` is rank r's list of minibatch shards."""
+        """Run the update; ``per_rank[r]`` is rank r's list of minibatch shards.
+
+        With ``generation.sleep_while_training`` the engines sleep first (woken by
+        :meth:`refit`).
+        """
+        if self.cfg.generation.sleep_while_training and self.engines:
+            ray.get([e.sleep.remote() for e in self.engines])
         return ray.get([w.train.remote(mb) for w, mb in zip(self.policy, per_rank, strict=True)])
 
     def save(self, directory: str | Path) -> None:
