@@ -257,8 +257,8 @@ class GenerationConfig(_Section):
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
-    (``envhub.trainer.grpo.off_policy_weights``). Saves up to the shorter of the two phases. The
-    same as ``max_trajectory_age_steps: 1`` (kept for old configs)."""
+    (``envhub.trainer.correction.importance_weights``). Saves up to the shorter of the two
+    phases. The same as ``max_trajectory_age_steps: 1`` (kept for old configs)."""
     max_trajectory_age_steps: int | None = Field(default=None, ge=0)
     """Asynchronous GRPO with bounded staleness (NeMo RL's key; ``placement: split``):
     generation runs up to N steps ahead of training, filling a buffer of batches the
