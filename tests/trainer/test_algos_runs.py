@@ -12,7 +12,7 @@ import pytest
 from test_train import TINY, assert_same_tree, dcp_state
 from train_support import REPO, envhub_train
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # Ray start-up on a loaded machine
 
 DIAGNOSTICS = {
     "rollout_correction/mismatch_kl",
