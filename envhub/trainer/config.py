@@ -376,6 +376,15 @@ class Config(_Section):
         return 1 if g.one_step_off_policy else 0
 
     @property
+    def adapter_refit(self) -> bool:
+        """True when refits send the LoRA adapter alone (vLLM engines over the object store)."""
+        return (
+            self.model.lora.enabled
+            and self.cluster.engine == "vllm"
+            and self.generation.transport == "object_store"
+        )
+
+    @property
     def separate_engines(self) -> bool:
         """True when generation engines are their own actors (vLLM, or split placement)."""
         return self.cluster.engine == "vllm" or self.cluster.placement == "split"

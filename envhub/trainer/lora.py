@@ -5,8 +5,11 @@
   side) and AdamW holds moments for the adapter alone.
 - The reference policy of the KL term is the same model with the adapter disabled
   (``PeftModel.disable_adapter``): no second copy of the weights, no reference worker.
-- Engines get *merged* weights (:func:`merge_state`: ``W + scaling * B @ A`` under the base
-  model's own names), so every engine and ``envhub eval`` loads them as a plain checkpoint.
+- Refit: vLLM engines (``cluster.engine: vllm`` over ``generation.transport: object_store``)
+  are started with LoRA support and get the adapter alone (:func:`adapter_files`: ``peft``'s
+  two files, a few MB), served on every request; every other engine gets *merged* weights
+  (:func:`merge_state`: ``W + scaling * B @ A`` under the base model's own names), as
+  ``envhub eval`` loads the exported model.
 - Checkpoints hold the trainable parameters (the adapter) and their optimizer state;
   ``export_final`` writes the merged model to ``OUT/final`` and the adapter alone (``peft``'s
   ``adapter_config.json`` + ``adapter_model.safetensors``) to ``OUT/final/adapter``.
@@ -91,6 +94,42 @@ def merge_state(state: Mapping[str, torch.Tensor], scale: float) -> dict[str, to
 def adapter_bytes(state: Mapping[str, torch.Tensor]) -> int:
     """Bytes of the adapter's tensors in a ``PeftModel`` state dict."""
     return sum(v.numel() * v.element_size() for k, v in state.items() if ".lora_" in k)
+
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+"""What ``peft`` needs of a saved adapter (its README model card is left out)."""
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The ``max_lora_rank`` values vLLM accepts."""
+
+
+def vllm_max_lora_rank(rank: int) -> int:
+    """The smallest ``max_lora_rank`` vLLM accepts that holds ``rank``.
+
+    Raises:
+        ValueError: ``rank`` is above vLLM's largest.
+    """
+    for allowed in VLLM_LORA_RANKS:
+        if rank <= allowed:
+            return allowed
+    raise ValueError(f"model.lora.rank={rank} is above vLLM's largest LoRA rank (512)")
+
+
+def adapter_files(model: Any, state: Mapping[str, torch.Tensor]) -> dict[str, bytes]:
+    """The adapter of ``state`` as ``peft`` writes it: file name -> contents."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="envhub-adapter-") as tmp:
+        save_adapter(model, tmp, state)
+        return {name: (Path(tmp) / name).read_bytes() for name in ADAPTER_FILES}
+
+
+def write_adapter(files: Mapping[str, bytes], directory: str | Path) -> Path:
+    """Write :func:`adapter_files`' output into ``directory`` (created); returns it."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (directory / Path(name).name).write_bytes(data)
+    return directory
 
 
 def save_adapter(model: Any, directory: str | Path, state: Mapping[str, torch.Tensor]) -> None:

@@ -120,6 +120,15 @@ class PolicyWorker:
             return None
         return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
 
+    def gather_adapter(self) -> dict[str, bytes] | None:
+        """LoRA: the adapter as ``peft`` saves it, from rank 0 (None elsewhere). Collective."""
+        from .lora import adapter_files
+
+        state = self.policy.full_state_dict(merged=False)
+        if self.rank != 0:
+            return None
+        return adapter_files(self.policy.model, state)
+
     def host_refit_store(self, transport: str, timeout_s: float) -> tuple[str, int]:
         """Rank 0: host the weight-transfer group's store; returns this node's IP and its port.
 
@@ -423,7 +432,11 @@ class Cluster:
             bucket_mb=g.bucket_mb,
             restart_timeout_s=g.restart_timeout_s,
             max_restarts=g.max_restarts,
+            adapter=config.adapter_refit,
         )
+        if config.model.lora.enabled:
+            what = "the LoRA adapter alone" if config.adapter_refit else "merged weights"
+            logging.getLogger("envhub.trainer").info("refit: %s", what)
         if config.loss.kl_beta > 0 and not config.model.lora.enabled:
             # (with LoRA the reference is the policy's base model: no second copy)
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)

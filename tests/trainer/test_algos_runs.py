@@ -10,7 +10,7 @@ import sys
 
 import pytest
 from test_train import TINY, assert_same_tree, dcp_state
-from train_support import REPO, envhub_train
+from train_support import REPO, envhub_train, run_envhub_train
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # Ray start-up on a loaded machine
 
@@ -92,3 +92,20 @@ def test_lora_export_loads_in_envhub_eval(lora_run, tmp_path):
         cwd=REPO,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_lora_with_vllm_engines_refits_the_adapter_alone(tmp_path):
+    pytest.importorskip("vllm")
+    config = REPO / "examples" / "tiny_split_vllm.yaml"
+    out = tmp_path / "run"
+    overrides = ["train.steps=2", "model.lora.rank=8", "generation.verify_refit=true"]
+    proc = run_envhub_train(config, out, *overrides)
+    assert "refit: the LoRA adapter alone" in proc.stdout + proc.stderr
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        # vLLM serves the trained adapter: its logprobs are the trainer's (checked after
+        # every refit, the run stops above generation.verify_tolerance)
+        assert r["refit/logprob_max_diff"] < 1e-3
+        assert abs(r["token_mult_prob_error"] - 1.0) < 1e-3
+        assert r["rollout_correction/mismatch_kl"] < 1e-4

@@ -129,3 +129,32 @@ def test_activation_checkpointing_gives_the_same_update(tiny_path):
     a, b = plain.full_state_dict(), ckpt.full_state_dict()
     for k in a:
         torch.testing.assert_close(a[k], b[k], rtol=1e-5, atol=1e-6)
+
+
+def test_adapter_files_are_what_peft_loads(tiny_path, tmp_path):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from envhub.trainer.lora import adapter_bytes, adapter_files, write_adapter
+
+    policy = make_policy(tiny_path, LORA)
+    policy.train([make_samples()])
+    raw = policy.full_state_dict(merged=False)
+    files = adapter_files(policy.model, raw)
+    assert set(files) == {"adapter_config.json", "adapter_model.safetensors"}
+    # the adapter alone travels: its tensors plus a small header, far below the model
+    assert adapter_bytes(raw) < len(files["adapter_model.safetensors"]) < adapter_bytes(raw) + 4e4
+    folder = write_adapter(files, tmp_path / "v1")
+    adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_path), folder)
+    merged = AutoModelForCausalLM.from_pretrained(tiny_path)
+    merged.load_state_dict(policy.full_state_dict())
+    ids = torch.tensor([[5, 17, 99, 3, 42]])
+    torch.testing.assert_close(adapted(ids).logits, merged(ids).logits, rtol=1e-4, atol=1e-5)
+
+
+def test_vllm_lora_rank_is_rounded_up_to_one_vllm_accepts():
+    from envhub.trainer.lora import vllm_max_lora_rank
+
+    assert [vllm_max_lora_rank(r) for r in (1, 4, 8, 9, 300)] == [1, 8, 8, 16, 320]
+    with pytest.raises(ValueError, match="512"):
+        vllm_max_lora_rank(1024)
