@@ -54,7 +54,7 @@ def main() -> None:
     for name, p in policy.named_parameters():
         if "lora_B" in name:
             torch.nn.init.normal_(p, std=1e-3)  # a trained adapter is not zero
-    full_state = {k: v.detach() for k, v in engine.state_dict().items()}
+    full_state = {k: v.detach().clone() for k, v in engine.state_dict().items()}  # new tensors
     times: dict[str, list[float]] = {"full": [], "lora_merged": []}
     for _ in range(args.rounds):
         t0 = time.perf_counter()
