@@ -356,6 +356,13 @@ class Config(_Section):
             raise ValueError(
                 "generation.in_flight_updates needs generation.max_trajectory_age_steps >= 1"
             )
+        if g.verify_refit and self.adapter_refit:
+            raise ValueError(
+                "generation.verify_refit scores tokens with prompt logprobs, which vLLM 0.32's "
+                "LoRA path fails on (einsum error in punica_cpu): with model.lora on vLLM "
+                "engines, drop verify_refit (token_mult_prob_error still compares the engine "
+                "and the trainer) or set generation.transport=gloo (merged weights)"
+            )
         if g.sleep_while_training and self.cluster.engine != "vllm":
             raise ValueError("generation.sleep_while_training needs cluster.engine=vllm")
         if g.transport != "object_store" and not self.separate_engines:

@@ -98,14 +98,13 @@ def test_lora_with_vllm_engines_refits_the_adapter_alone(tmp_path):
     pytest.importorskip("vllm")
     config = REPO / "examples" / "tiny_split_vllm.yaml"
     out = tmp_path / "run"
-    overrides = ["train.steps=2", "model.lora.rank=8", "generation.verify_refit=true"]
+    overrides = ["train.steps=2", "model.lora.rank=8"]
     proc = run_envhub_train(config, out, *overrides)
     assert "refit: the LoRA adapter alone" in proc.stdout + proc.stderr
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
-        # vLLM serves the trained adapter: its logprobs are the trainer's (checked after
-        # every refit, the run stops above generation.verify_tolerance)
-        assert r["refit/logprob_max_diff"] < 1e-3
+        # step 2 was sampled by vLLM with the adapter trained at step 1: the engine's
+        # logprobs of its tokens are the trainer's (merged) ones
         assert abs(r["token_mult_prob_error"] - 1.0) < 1e-3
         assert r["rollout_correction/mismatch_kl"] < 1e-4

@@ -64,6 +64,14 @@ def test_vllm_sleep_mode_needs_the_vllm_engine():
     assert cfg.generation.sleep_while_training
 
 
+def test_refit_check_is_refused_with_an_adapter_refit():
+    split = ["cluster.placement=split", "cluster.engine=vllm", "model.lora.rank=8"]
+    with pytest.raises(ConfigError, match="verify_refit"):
+        load_config(TINY, [*split, "generation.verify_refit=true"])
+    assert load_config(TINY, [*split, "generation.verify_refit=true", "generation.transport=gloo"])
+    assert load_config(TINY, split).adapter_refit
+
+
 def test_algorithm_switches_parse():
     cfg = load_config(
         TINY,
