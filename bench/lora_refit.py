@@ -66,7 +66,7 @@ def main() -> None:
         times["lora_merged"].append(time.perf_counter() - t0)
     result = {
         "rank": args.rank,
-        "full_bytes": nbytes(full_state),
+        "full_bytes": nbytes(engine.state_dict()),  # the tied LM head once, as refits send it
         "merged_bytes": nbytes(merged),
         "adapter_bytes": adapter_bytes(policy.state_dict()),
         **{f"{k}_s": round(statistics.median(v), 3) for k, v in times.items()},
