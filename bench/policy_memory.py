@@ -10,6 +10,8 @@ numbers).
 
     OMP_NUM_THREADS=1 python bench/policy_memory.py                  # SmolLM2, packed
     OMP_NUM_THREADS=1 python bench/policy_memory.py --no-pack        # the padded path
+    OMP_NUM_THREADS=1 python bench/policy_memory.py --activation-checkpointing
+    OMP_NUM_THREADS=1 python bench/policy_memory.py --lora-rank 16   # LoRA (peft), all-linear
 """
 
 from __future__ import annotations
@@ -56,10 +58,12 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-pack", action="store_true", help="padded micro-batches")
+    parser.add_argument("--activation-checkpointing", action="store_true")
+    parser.add_argument("--lora-rank", type=int, default=0, help="0: full fine-tuning")
     args = parser.parse_args()
 
     from envhub.engines.weights import resolve_model
-    from envhub.trainer.config import OptimConfig
+    from envhub.trainer.config import LoraSettings, OptimConfig
     from envhub.trainer.grpo import LossConfig
     from envhub.trainer.policy import Policy
 
@@ -75,6 +79,8 @@ def main() -> None:
         seed=args.seed,
         pack=not args.no_pack,
         fused=True,
+        lora=LoraSettings(rank=args.lora_rank, alpha=2 * max(args.lora_rank, 1)),
+        activation_checkpointing=args.activation_checkpointing,
     )
     samples = group(args)
     loaded_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -85,6 +91,8 @@ def main() -> None:
         seconds.append(round(time.perf_counter() - t0, 2))
     result = {
         "pack": not args.no_pack,
+        "activation_checkpointing": args.activation_checkpointing,
+        "lora_rank": args.lora_rank,
         "tokens": sum(len(s.tokens) for s in samples),
         "rss_after_load_mb": round(loaded_mb),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

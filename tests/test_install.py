@@ -50,6 +50,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "tests": CI_EXTRAS,
     "bench": CI_EXTRAS,
     "scripts": ("dev",),
+    "scripts/gpu_smoke.py": ("trainer",),
 }
 
 # Files that run in an environment of their own, with the reason.

@@ -148,6 +148,8 @@ class VLLMEngine:
                 "temperature cannot be folded into the logits; this model is not supported"
             )
         self.last_refit_seconds: float | None = None
+        self.lora_request: Any = None
+        """The LoRA adapter every request uses (:meth:`load_adapter`; None: the base model)."""
 
     @classmethod
     def from_pretrained(cls, path_or_alias: str | Path, **kwargs: Any) -> VLLMEngine:
@@ -185,7 +187,10 @@ class VLLMEngine:
         self._fold_temperature(params.temperature)
         sampling = [self._vllm_params(params, i) for i in range(len(prompts))]
         outputs = self.llm.generate(
-            [TokensPrompt(prompt_token_ids=list(p)) for p in prompts], sampling, use_tqdm=False
+            [TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
+            sampling,
+            use_tqdm=False,
+            lora_request=self.lora_request,
         )
         return [_to_generation(out.outputs[0]) for out in outputs]
 
@@ -204,7 +209,10 @@ class VLLMEngine:
         self._fold_temperature(temperature)
         vparams = VSamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
         outputs = self.llm.generate(
-            [TokensPrompt(prompt_token_ids=list(s)) for s in sequences], vparams, use_tqdm=False
+            [TokensPrompt(prompt_token_ids=list(s)) for s in sequences],
+            vparams,
+            use_tqdm=False,
+            lora_request=self.lora_request,
         )
         result = []
         for seq, start, out in zip(sequences, starts, outputs, strict=True):
@@ -237,6 +245,16 @@ class VLLMEngine:
         )
 
     # ------------------------------------------------------------------------ refit
+
+    def load_adapter(self, directory: str | Path, adapter_id: int) -> None:
+        """Serve every later request with the ``peft`` LoRA adapter saved in ``directory``.
+
+        The engine must have been started with ``enable_lora=True``; ``adapter_id`` must be
+        new for new weights (vLLM caches adapters by id).
+        """
+        from vllm.lora.request import LoRARequest
+
+        self.lora_request = LoRARequest(f"envhub-{adapter_id}", adapter_id, str(directory))
 
     def load_state_dict(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         """Replace the weights in place with a Hugging Face state dict (refit).

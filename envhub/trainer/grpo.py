@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .correction import RolloutCorrectionConfig
 
 
 def group_advantages(
@@ -197,29 +199,6 @@ def token_mult_prob_error(
     return (err * mask).sum() / mask.sum().clamp(min=1)
 
 
-def off_policy_weights(
-    old_logp: torch.Tensor, behaviour_logp: torch.Tensor, mask: torch.Tensor, cap: float
-) -> torch.Tensor:
-    """Truncated importance weights ``min(pi_old / pi_behaviour, cap)`` per token (no grad).
-
-    One-step off-policy training samples a batch with the weights of step t-1 (the
-    *behaviour* policy, whose logprobs the engine returned) and updates the policy of step t
-    (``old``: the weights before this update). As in decoupled PPO (Hilton et al. 2022,
-    "Batch size-invariance for policy optimization"; AReaL), the clipped surrogate keeps
-    ``ratio = pi / pi_old`` (the trust region is around the current policy) and each token's
-    term is multiplied by this weight, which corrects for the batch having been drawn from
-    ``pi_behaviour``; truncation at ``cap`` bounds the variance (truncated IS, as in IMPALA).
-
-    Args:
-        old_logp: ``[B, T]`` logprobs under the policy before this update.
-        behaviour_logp: ``[B, T]`` the engine's logprobs of the tokens it sampled.
-        mask: ``[B, T]`` 1 on policy tokens; masked positions get weight 1.
-        cap: Upper bound of a weight.
-    """
-    w = torch.exp(old_logp.detach().float() - behaviour_logp.float()).clamp(max=cap)
-    return torch.where(mask.bool(), w, torch.ones_like(w))
-
-
 # ---------------------------------------------------------------------------- aggregation
 
 
@@ -288,6 +267,19 @@ class LossConfig(BaseModel):
     ``seq_mean_token_sum_norm`` (Dr. GRPO); see :data:`AGGREGATIONS`."""
     normalize_std: bool = True
     """Divide advantages by the group's std (GRPO); off is Dr. GRPO's ``r - mean``."""
+    # ---- algos: importance ratio level (GSPO) and rollout correction
+    ratio_level: Literal["token", "sequence"] = "token"
+    """``token``: PPO/GRPO's per-token ratio. ``sequence``: GSPO's (Zheng et al. 2025)
+    length-normalised sequence ratio ``exp(mean_t (logp_t - old_t))``, clipped to
+    ``[1 - seq_clip_low, 1 + seq_clip_high]`` and applied to every token of the sequence
+    (``aggregation: seq_mean_token_mean`` gives the paper's per-sequence mean)."""
+    seq_clip_low: float = Field(default=3e-4, ge=0)
+    """``ratio_level: sequence``: lower clip range (GSPO's 3e-4)."""
+    seq_clip_high: float = Field(default=4e-4, ge=0)
+    """``ratio_level: sequence``: upper clip range (GSPO's 4e-4)."""
+    rollout_correction: RolloutCorrectionConfig = Field(default_factory=RolloutCorrectionConfig)
+    """Engine/trainer mismatch correction (TIS, IcePop-style masks): off by default; see
+    :mod:`envhub.trainer.correction`."""
 
     @field_validator("aggregation")
     @classmethod
@@ -323,8 +315,10 @@ def policy_loss(
 ) -> LossTerms:
     """The GRPO loss of one micro-batch.
 
-    Per token: ``-min(ratio * A, clip(ratio, 1 - clip_low, 1 + clip_high) * A)
-    + kl_beta * k3(logp, ref_logp)`` with ``ratio = exp(logp - old_logp)``.
+    Per token: ``-w * min(ratio * A, clip(ratio, 1 - clip_low, 1 + clip_high) * A)
+    + kl_beta * k3(logp, ref_logp)`` with ``ratio = exp(logp - old_logp)`` and ``w`` the
+    importance weight; with ``cfg.ratio_level == "sequence"``, GSPO's sequence ratio and
+    ``seq_clip_low``/``seq_clip_high`` instead (:func:`_ratio`).
 
     Args:
         logp: ``[B, T]`` current policy logprobs (differentiable).
@@ -334,14 +328,15 @@ def policy_loss(
         weights: ``[B, T]`` aggregation weights from :func:`loss_weights`.
         cfg: Clip range and KL weight.
         ref_logp: ``[B, T]`` reference logprobs; required when ``cfg.kl_beta > 0``.
-        is_weights: ``[B, T]`` off-policy importance weights (:func:`off_policy_weights`)
-            multiplying the surrogate (not the KL term); None for on-policy batches.
+        is_weights: ``[B, T]`` importance weights
+            (:func:`envhub.trainer.correction.importance_weights`: off-policy and rollout
+            correction) multiplying the surrogate (not the KL term); None when there are none.
     """
     mask = mask.float()
     adv = advantages.float().unsqueeze(-1)  # [B, 1]
-    ratio = torch.exp(logp - old_logp)
+    ratio, low, high = _ratio(logp, old_logp, mask, cfg)
     unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1 - cfg.clip_low, 1 + cfg.clip_high) * adv
+    clipped = torch.clamp(ratio, 1 - low, 1 + high) * adv
     per_token = -torch.minimum(unclipped, clipped)
     if is_weights is not None:
         per_token = per_token * is_weights
@@ -352,11 +347,27 @@ def policy_loss(
         kl = k3_kl(logp, ref_logp)
         per_token = per_token + cfg.kl_beta * kl
     was_clipped = (clipped < unclipped).float()  # the clip bound is the active term
+    was_clipped = was_clipped.expand_as(mask)
     return LossTerms(
         loss=(weights * per_token * mask).sum(),
         n_tokens=float(mask.sum()),
         kl_sum=float((kl.detach() * mask).sum()),
         clipped_sum=float((was_clipped * mask).sum()),
-        ratio_sum=float((ratio.detach() * mask).sum()),
+        ratio_sum=float((ratio.detach().expand_as(mask) * mask).sum()),
         is_weight_sum=float((is_weights * mask).sum()) if is_weights is not None else 0.0,
     )
+
+
+def _ratio(
+    logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, cfg: LossConfig
+) -> tuple[torch.Tensor, float, float]:
+    """The importance ratio (``[B, T]`` per token, or ``[B, 1]`` per sequence) and its clip range.
+
+    Sequence level is GSPO's ``exp(sum_t mask * (logp - old) / sum_t mask)``: its gradient
+    is the ratio times the mean of the tokens' ``grad logp``.
+    """
+    if cfg.ratio_level == "token":
+        return torch.exp(logp - old_logp), cfg.clip_low, cfg.clip_high
+    n = mask.sum(-1, keepdim=True).clamp(min=1)
+    log_ratio = ((logp - old_logp) * mask).sum(-1, keepdim=True) / n
+    return torch.exp(log_ratio), cfg.seq_clip_low, cfg.seq_clip_high

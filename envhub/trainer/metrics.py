@@ -11,7 +11,9 @@ episode), ``seq_length``, ``turns``, ``episodes``, ``dropped`` and ``dropped/<st
 ``token_mult_prob_error``, ``tokens_per_s`` (generated tokens per second of generation),
 and ``time/<phase>`` for ``rollout``, ``generation``, ``env``, ``logprobs``, ``train``,
 ``refit``, ``checkpoint`` and ``step``; ``memory/worker_peak_mb`` (the largest policy
-worker's peak: GPU memory on CUDA, resident set size on CPU).
+worker's peak: GPU memory on CUDA, resident set size on CPU); ``rollout_correction/*``
+(``mismatch_kl``, ``masked_token_fraction``, ``masked_seq_fraction``, ``weight_mean``,
+``weight_max``: :func:`envhub.trainer.correction.correction_metrics`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import LoggingConfig
+from .correction import correction_metrics
 from .rollout import RolloutBatch
 
 log = logging.getLogger("envhub.trainer")
@@ -73,6 +76,7 @@ def train_metrics(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
         "train_tokens": total["n_tokens"],
         "memory/worker_peak_mb": max(r.get("peak_memory_mb", 0.0) for r in per_rank),
         **({"is_weight_mean": total["is_weight_sum"] / n} if total.get("is_weight_sum") else {}),
+        **correction_metrics(per_rank),
     }
 
 

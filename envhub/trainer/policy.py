@@ -11,11 +11,13 @@ loss (a partial sum of the batch loss, see ``envhub.trainer.grpo``) is multiplie
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import random
 from collections.abc import Sequence
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +26,18 @@ import torch
 from envhub.engines.weights import quiet_loading_bars
 
 from .batch import Sample, collate, micro_batches
+from .correction import CorrectionStats, importance_weights
 from .fused import fuse
-from .grpo import LossConfig, logprobs_and_entropy, off_policy_weights, policy_loss
+from .grpo import LossConfig, logprobs_and_entropy, policy_loss
+from .lora import apply_lora, is_lora, merge_state, save_adapter, scaling
 from .packing import pack
 
 if TYPE_CHECKING:
-    from .config import OptimConfig
+    from .config import LoraSettings, OptimConfig
+
+
+CORRECTION_KEYS = tuple(f"rc/{f.name}" for f in fields(CorrectionStats))
+"""The rollout-correction sums :meth:`Policy.train` returns (``envhub.trainer.correction``)."""
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -41,6 +49,13 @@ def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: 
     dist.init_process_group(
         backend=backend, init_method=f"tcp://{addr}:{port}", rank=rank, world_size=world_size
     )
+
+
+def _distributed() -> bool:
+    """True when this process has joined a process group (FSDP2 even at world size 1)."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
 
 
 def _peak_memory_mb(device: torch.device) -> float:
@@ -75,9 +90,18 @@ def lr_lambda(schedule: str, warmup: int, total: int) -> Any:
 
 
 def _load_model(
-    model_path: str, dtype: str, fused: bool, device: torch.device
+    model_path: str,
+    dtype: str,
+    fused: bool,
+    device: torch.device,
+    lora: LoraSettings | None = None,
+    activation_checkpointing: bool = False,
 ) -> tuple[int, torch.nn.Module]:
-    """The pad id and the model of ``model_path`` on ``device``, fused when asked."""
+    """The pad id and the model of ``model_path`` on ``device``, prepared as asked.
+
+    Activation checkpointing, then the LoRA adapter, then the fused forwards (the fused MLP
+    skips layers whose ``down_proj`` carries an adapter).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     quiet_loading_bars()
@@ -86,6 +110,10 @@ def _load_model(
     model = AutoModelForCausalLM.from_pretrained(model_path, dtype=getattr(torch, dtype))
     model = model.to(device)
     model.config.use_cache = False
+    if activation_checkpointing:  # recompute each decoder layer in backward
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if lora is not None and lora.enabled:
+        model = apply_lora(model, lora)
     if fused and fuse(model) == 0:  # the same numbers, fewer activations kept
         logging.getLogger("envhub.trainer").info(
             "train.fused: no MLP or RMSNorm of %s is one envhub.trainer.fused knows; training "
@@ -93,6 +121,18 @@ def _load_model(
             type(model).__name__,
         )
     return pad_id, model
+
+
+def _optimizer(model: torch.nn.Module, optim: OptimConfig, total_steps: int) -> tuple[Any, Any]:
+    """AdamW over the trainable parameters (a LoRA adapter's alone) and its LR schedule."""
+    optimizer = torch.optim.AdamW(
+        [p for p in model.parameters() if p.requires_grad],
+        lr=optim.lr,
+        betas=tuple(optim.betas),
+        weight_decay=optim.weight_decay,
+    )
+    schedule = lr_lambda(optim.schedule, optim.warmup_steps, total_steps)
+    return optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
 
 
 class Policy:
@@ -115,8 +155,10 @@ class Policy:
         fused: bool,
         device: str = "cpu",
         off_policy_cap: float | None = None,
+        lora: LoraSettings | None = None,
+        activation_checkpointing: bool = False,
     ) -> None:
-        """Load the model from an HF directory and shard it when ``world_size > 1``.
+        """Load the model from an HF directory; shard it in a process group (FSDP2).
 
         Args:
             model_path: HF directory of the initial weights.
@@ -134,37 +176,36 @@ class Policy:
             fused: Fuse the model's MLPs and RMSNorms (``train.fused``,
                 :mod:`envhub.trainer.fused`).
             device: ``cpu`` or ``cuda``.
-            off_policy_cap: When set, batches were sampled one step stale: every token's
-                surrogate is weighted by ``envhub.trainer.grpo.off_policy_weights`` against the
-                engine's logprobs, truncated at this value.
+            off_policy_cap: Asynchronous runs: truncation of ``pi_old / pi_engine``
+                (:func:`envhub.trainer.correction.importance_weights`).
+            lora: ``model.lora`` (:mod:`envhub.trainer.lora`).
+            activation_checkpointing: ``model.activation_checkpointing``.
         """
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
-        self.micro_batch_size = micro_batch_size
-        self.off_policy_cap = off_policy_cap
-        self.pack = pack
-        self.max_grad_norm = optim.max_grad_norm
-        self.model_path = model_path
-        self.pad_id, self.model = _load_model(model_path, dtype, fused, self.device)
-        if world_size > 1:
+        self.micro_batch_size, self.off_policy_cap, self.pack = (
+            micro_batch_size,
+            off_policy_cap,
+            pack,
+        )
+        self.max_grad_norm, self.model_path = optim.max_grad_norm, model_path
+        self.pad_id, self.model = _load_model(
+            model_path, dtype, fused, self.device, lora, activation_checkpointing
+        )
+        self.lora = is_lora(self.model)
+        self.sharded = world_size > 1 or _distributed()
+        if self.sharded:
             self._shard()
-        self.optimizer = torch.optim.AdamW(
-            self.model.parameters(),
-            lr=optim.lr,
-            betas=tuple(optim.betas),
-            weight_decay=optim.weight_decay,
-        )
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lr_lambda(optim.schedule, optim.warmup_steps, total_optim_steps)
-        )
+        self.optimizer, self.scheduler = _optimizer(self.model, optim, total_optim_steps)
 
     def _shard(self) -> None:
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
         mesh = init_device_mesh(self.device.type, (self.world_size,))
-        for layer in self.model.model.layers:
+        base = self.model.get_base_model() if self.lora else self.model
+        for layer in base.model.layers:
             fully_shard(layer, mesh=mesh)
         fully_shard(self.model, mesh=mesh)
 
@@ -221,14 +262,19 @@ class Policy:
         logp, entropy = logprobs_and_entropy(logits, rows, targets, self.temperature)
         return logp, entropy, start
 
-    def logprobs(self, samples: Sequence[Sample]) -> list[list[float]]:
+    def logprobs(self, samples: Sequence[Sample], reference: bool = False) -> list[list[float]]:
         """Target-aligned logprobs of each sample under the current weights. Collective.
 
-        Positions before the batch's first policy token are reported as 0.
+        Positions before the batch's first policy token are reported as 0. ``reference``
+        (LoRA only): the base model's, with the adapter disabled (the KL term's reference).
         """
+        if reference and not self.lora:
+            raise ValueError("reference logprobs from the policy need model.lora")
         out: list[list[float]] = [[] for _ in samples]
         index = {id(s): i for i, s in enumerate(samples)}
-        with torch.no_grad():
+        self.model.eval()  # no adapter dropout in a logprob pass
+        adapter_off = self.model.disable_adapter() if reference else contextlib.nullcontext()
+        with torch.no_grad(), adapter_off:
             for mb_samples in micro_batches(samples, self.micro_batch_size, by_prompt=self.pack):
                 mb = collate(mb_samples, self.pad_id)
                 lp, _, start = self._forward(mb, mb_samples)
@@ -244,12 +290,14 @@ class Policy:
 
         Returns:
             Sums over this rank (the driver adds ranks up): ``loss``, ``n_tokens``,
-            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``mult_err_sum``
+            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``mult_err_sum``,
+            the importance-weight sums ``is_weight_sum`` and ``rc/*`` (:data:`CORRECTION_KEYS`;
+            ``rc/weight_max`` is a max)
             and the per-step ``grad_norm`` (mean over minibatches) and ``lr``.
         """
         self.model.train()
         keys = ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum"]
-        stats = dict.fromkeys([*keys, "is_weight_sum"], 0.0)
+        stats = dict.fromkeys([*keys, "is_weight_sum", *CORRECTION_KEYS], 0.0)
         stats["mult_err_sum"], norms = 0.0, []
         for samples in minibatches:
             self.optimizer.zero_grad(set_to_none=True)
@@ -274,9 +322,9 @@ class Policy:
         mask = cut("mask")
         # one minibatch: the pre-update policy is the current one (on-policy)
         old = cut("old_logprobs") if "old_logprobs" in mb else logp.detach()
-        is_w = None
-        if self.off_policy_cap is not None:
-            is_w = off_policy_weights(old, cut("engine_logprobs"), mask, self.off_policy_cap)
+        is_w, corr = importance_weights(
+            old, cut("engine_logprobs"), mask, self.loss_cfg.rollout_correction, self.off_policy_cap
+        )
         terms = policy_loss(
             logp,
             old,
@@ -298,6 +346,9 @@ class Policy:
         stats["clipped_sum"] += terms.clipped_sum
         stats["ratio_sum"] += terms.ratio_sum
         stats["is_weight_sum"] += terms.is_weight_sum
+        for key in CORRECTION_KEYS:
+            value = getattr(corr, key.removeprefix("rc/"))
+            stats[key] = max(stats[key], value) if key.endswith("_max") else stats[key] + value
 
     def _clip_grad(self) -> float:
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
@@ -307,17 +358,25 @@ class Policy:
 
     # ------------------------------------------------------------------ weights
 
-    def full_state_dict(self) -> dict[str, torch.Tensor]:
-        """Unsharded weights with Hugging Face names, on every rank. Collective."""
+    def full_state_dict(self, merged: bool = True) -> dict[str, torch.Tensor]:
+        """Unsharded weights with Hugging Face names, on every rank. Collective.
+
+        With LoRA: the base model's names with the adapter merged in (what engines load), or
+        with ``merged=False`` the ``PeftModel``'s own state (base and adapter apart).
+        """
         from torch.distributed.checkpoint.state_dict import (
             StateDictOptions,
             get_model_state_dict,
         )
 
-        if self.world_size == 1:
-            return {k: v.detach() for k, v in self.model.state_dict().items()}
-        opts = StateDictOptions(full_state_dict=True, cpu_offload=False)
-        return get_model_state_dict(self.model, options=opts)
+        if not self.sharded:
+            state = {k: v.detach() for k, v in self.model.state_dict().items()}
+        else:
+            opts = StateDictOptions(full_state_dict=True, cpu_offload=False)
+            state = get_model_state_dict(self.model, options=opts)
+        if self.lora and merged:
+            return merge_state(state, scaling(self.model))
+        return state
 
     def save(self, directory: str | Path) -> None:
         """Write the sharded model and optimizer (DCP), scheduler and RNG. Collective."""
@@ -325,7 +384,7 @@ class Policy:
         from torch.distributed.checkpoint.state_dict import get_state_dict
 
         directory = Path(directory)
-        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        model_sd, optim_sd = self._checkpoint_state(get_state_dict)
         dcp.save({"model": model_sd, "optim": optim_sd}, checkpoint_id=str(directory / "dcp"))
         extra = {
             "scheduler": self.scheduler.state_dict(),
@@ -340,7 +399,8 @@ class Policy:
         from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
         directory = Path(directory)
-        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        opts = self._dcp_opts()
+        model_sd, optim_sd = self._checkpoint_state(get_state_dict)
         state = {"model": model_sd, "optim": optim_sd}
         dcp.load(state, checkpoint_id=str(directory / "dcp"))
         set_state_dict(
@@ -348,6 +408,7 @@ class Policy:
             self.optimizer,
             model_state_dict=state["model"],
             optim_state_dict=state["optim"],
+            options=opts,
         )
         extra_path = directory / f"rank{self.rank}.pt"
         if not extra_path.exists():
@@ -356,6 +417,28 @@ class Policy:
         self.scheduler.load_state_dict(extra["scheduler"])
         torch.set_rng_state(extra["torch_rng"])
         random.setstate(extra["python_rng"])
+
+    def _dcp_opts(self) -> Any:
+        """Checkpoint options: with LoRA, the trainable parameters (the adapter) alone."""
+        from torch.distributed.checkpoint.state_dict import StateDictOptions
+
+        return StateDictOptions(ignore_frozen_params=self.lora, strict=not self.lora)
+
+    def _checkpoint_state(self, get_state_dict: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Model and optimizer state to checkpoint; with LoRA, of the trainable tensors only.
+
+        (``ignore_frozen_params`` alone keeps a tied LM head, which ``named_parameters``
+        does not list, so it is filtered here by name.)
+        """
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer, options=self._dcp_opts())
+        if self.lora:
+            trainable = {n for n, p in self.model.named_parameters() if p.requires_grad}
+            model_sd = {k: v for k, v in model_sd.items() if k in trainable}
+        return model_sd, optim_sd
+
+    def export_adapter(self, directory: str | Path, state: dict[str, torch.Tensor]) -> None:
+        """Write the LoRA adapter of ``state`` (``full_state_dict(merged=False)``). Rank 0."""
+        save_adapter(self.model, directory, state)
 
     def export(self, directory: str | Path, state: dict[str, torch.Tensor]) -> None:
         """Save ``state`` (from :meth:`full_state_dict`) as a plain HF directory. Rank 0."""

@@ -70,6 +70,11 @@ class ColocatedSync:
 class ObjectStoreSync:
     """Refit of engine actors through Ray's object store (see module docstring)."""
 
+    gather = "gather_state"
+    """The policy workers' method that returns rank 0's weights (collective)."""
+    load = "load_weights"
+    """The engines' method that loads them."""
+
     def __init__(self, policy_workers: Sequence[Any], engines: Sequence[Any]) -> None:
         """``engines``: :class:`envhub.trainer.generation.GenerationWorker` actor handles."""
         self.workers, self.engines = list(policy_workers), list(engines)
@@ -87,8 +92,8 @@ class ObjectStoreSync:
         import ray
 
         t0 = time.perf_counter()
-        gathered = [w.gather_state.remote() for w in self.workers]
-        loads = [e.load_weights.remote(gathered[0], version) for e in self.engines]
+        gathered = [getattr(w, self.gather).remote() for w in self.workers]
+        loads = [getattr(e, self.load).remote(gathered[0], version) for e in self.engines]
         ray.get(gathered)  # a policy worker's failure is the run's
         self.last_state, self.version = gathered[0], version
         seconds = []
@@ -111,7 +116,7 @@ class ObjectStoreSync:
 
         end = time.monotonic() + timeout_s
         wait_until_up(engine, timeout_s)
-        ref = engine.load_weights.remote(self.last_state, self.version)
+        ref = getattr(engine, self.load).remote(self.last_state, self.version)
         try:
             ray.get(ref, timeout=max(end - time.monotonic(), 0.1))
         except ray.exceptions.GetTimeoutError as e:
@@ -119,6 +124,18 @@ class ObjectStoreSync:
                 f"a restarted generation engine was not refit within {timeout_s:g} s "
                 "(generation.restart_timeout_s)"
             ) from e
+
+
+class AdapterSync(ObjectStoreSync):
+    """LoRA refit of vLLM engine actors: the adapter alone, through Ray's object store.
+
+    Rank 0's ``peft`` adapter files (a few MB, :func:`envhub.trainer.lora.adapter_files`)
+    are one object; every engine writes them to its own folder and serves them on every
+    request (vLLM's LoRA support). A restarted engine is refit from the same object.
+    """
+
+    gather = "gather_adapter"
+    load = "load_adapter"
 
 
 def wait_until_up(engine: Any, timeout_s: float) -> dict[str, Any]:
@@ -347,14 +364,19 @@ def make_weight_sync(
     bucket_mb: int = 256,
     restart_timeout_s: float = 300.0,
     max_restarts: int = 3,
+    adapter: bool = False,
 ) -> WeightSync:
     """In-process sync when the engines live in the policy workers, else ``transport``.
+
+    ``adapter``: LoRA with vLLM engines over the object store: :class:`AdapterSync`.
 
     Raises:
         ValueError: a transport without an implementation.
     """
     if not engines:
         return ColocatedSync(policy_workers)
+    if adapter:
+        return AdapterSync(policy_workers, engines)
     if transport not in SYNCS:
         raise ValueError(f"no refit transport {transport!r}; available: {', '.join(SYNCS)}")
     if transport not in COLLECTIVE:

@@ -27,7 +27,7 @@ Deviations from the paper, on purpose:
 - ``generation.max_trajectory_age_steps: N`` (split placement; ``one_step_off_policy`` is
   N = 1): the batches of the next N steps are sampled while step t trains; groups older than
   N weight versions are discarded; each token's surrogate is weighted by
-  ``min(pi_old / pi_behaviour, is_cap)`` (``grpo.off_policy_weights``, decoupled PPO) and
+  ``min(pi_old / pi_behaviour, is_cap)`` (``correction.importance_weights``, decoupled PPO) and
   the time saved is logged as ``time/overlap_saved``.
 - Multi-turn episodes get one advantage per episode (the sum of its step rewards), applied to
   every model token of every turn.

@@ -37,6 +37,7 @@ from envhub.types import Message, ResetResult, StepResult
 
 from .batch import Sample
 from .config import Config
+from .lora import merge_state, scaling
 from .placement import check_cluster, describe, options, where
 from .refit import load_into_engine, make_weight_sync
 
@@ -100,6 +101,8 @@ class PolicyWorker:
             off_policy_cap=c.generation.is_cap if c.max_trajectory_age > 0 else None,
             pack=c.train.pack,
             fused=c.train.fused,
+            lora=c.model.lora,
+            activation_checkpointing=c.model.activation_checkpointing,
         )
         if not c.separate_engines:  # otherwise engines are their own actors (generation.py)
             self.engine = TransformersEngine.from_pretrained(
@@ -116,6 +119,15 @@ class PolicyWorker:
         if self.rank != 0:
             return None
         return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
+
+    def gather_adapter(self) -> dict[str, bytes] | None:
+        """LoRA: the adapter as ``peft`` saves it, from rank 0 (None elsewhere). Collective."""
+        from .lora import adapter_files
+
+        state = self.policy.full_state_dict(merged=False)
+        if self.rank != 0:
+            return None
+        return adapter_files(self.policy.model, state)
 
     def host_refit_store(self, transport: str, timeout_s: float) -> tuple[str, int]:
         """Rank 0: host the weight-transfer group's store; returns this node's IP and its port.
@@ -221,6 +233,10 @@ class PolicyWorker:
         """Target-aligned logprobs under the current policy. Collective."""
         return self.policy.logprobs(samples)
 
+    def reference_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """LoRA: the base model's logprobs (adapter disabled), the KL reference. Collective."""
+        return self.policy.logprobs(samples, reference=True)
+
     def train(self, minibatches: list[list[Sample]]) -> dict[str, float]:
         """One GRPO update on this rank's shards. Collective."""
         return self.policy.train(minibatches)
@@ -237,9 +253,15 @@ class PolicyWorker:
         return True
 
     def export(self, directory: str) -> bool:
-        """Write the full policy as an HF directory (rank 0 writes). Collective."""
-        state = self.policy.full_state_dict()
+        """Write the full policy as an HF directory (rank 0 writes). Collective.
+
+        With LoRA: the merged model there, and the adapter alone in ``directory/adapter``.
+        """
+        state = self.policy.full_state_dict(merged=False)
         if self.rank == 0:
+            if self.policy.lora:
+                self.policy.export_adapter(Path(directory) / "adapter", state)
+                state = merge_state(state, scaling(self.policy.model))
             self.policy.export(directory, state)
         return True
 
@@ -410,8 +432,13 @@ class Cluster:
             bucket_mb=g.bucket_mb,
             restart_timeout_s=g.restart_timeout_s,
             max_restarts=g.max_restarts,
+            adapter=config.adapter_refit,
         )
-        if config.loss.kl_beta > 0:
+        if config.model.lora.enabled:
+            what = "the LoRA adapter alone" if config.adapter_refit else "merged weights"
+            logging.getLogger("envhub.trainer").info("refit: %s", what)
+        if config.loss.kl_beta > 0 and not config.model.lora.enabled:
+            # (with LoRA the reference is the policy's base model: no second copy)
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
         e = config.env
@@ -522,6 +549,8 @@ class Cluster:
         # the version moves on once every engine holds it: a rollout running meanwhile
         # (in-flight updates) still asks for the previous one, which the engines exceed
         version = self.weights_version + 1
+        if self.cfg.generation.sleep_while_training and self.engines:
+            ray.get([e.wake_up.remote() for e in self.engines])
         seconds = self.weight_sync.push(version)
         self.weights_version = version
         return seconds
@@ -531,13 +560,35 @@ class Cluster:
         return ray.get([w.logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)])
 
     def reference_logprobs(self, samples: list[Sample]) -> list[list[float]]:
-        """Reference logprobs (requires ``loss.kl_beta > 0``)."""
+        """Reference logprobs (requires ``loss.kl_beta > 0``).
+
+        With LoRA, the policy workers score their shards with the adapter disabled.
+        """
+        if self.cfg.model.lora.enabled:
+            return self._base_model_logprobs(samples)
         if self.reference is None:
             raise RuntimeError("no reference worker: loss.kl_beta is 0")
         return ray.get(self.reference.logprobs.remote(samples))
 
+    def _base_model_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """LoRA's reference: each policy rank scores a shard with its adapter disabled."""
+        from .batch import shard
+
+        shards = shard(samples, len(self.policy), pad_id=0)  # padding samples score nothing
+        refs = [w.reference_logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)]
+        found = {}
+        for part, lps in zip(shards, ray.get(refs), strict=True):
+            found.update({id(s): lp for s, lp in zip(part, lps, strict=True)})
+        return [found[id(s)] for s in samples]
+
     def train(self, per_rank: list[list[list[Sample]]]) -> list[dict[str, float]]:
-        """Run the update; ``per_rank[r]`` is rank r's list of minibatch shards."""
+        """Run the update; ``per_rank[r]`` is rank r's list of minibatch shards.
+
+        With ``generation.sleep_while_training`` the engines sleep first (woken by
+        :meth:`refit`).
+        """
+        if self.cfg.generation.sleep_while_training and self.engines:
+            ray.get([e.sleep.remote() for e in self.engines])
         return ray.get([w.train.remote(mb) for w, mb in zip(self.policy, per_rank, strict=True)])
 
     def save(self, directory: str | Path) -> None:

@@ -7,6 +7,7 @@ import pytest
 from envhub.trainer.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
+TINY = REPO / "examples" / "tiny.yaml"
 
 
 def test_example_loads_and_overrides_apply():
@@ -54,3 +55,38 @@ def test_collective_transports_need_engine_actors():
         load_config(None, ["generation.transport=gloo"])  # colocated transformers engines
     with pytest.raises(ConfigError, match="transport"):
         load_config(None, ["cluster.placement=split", "generation.transport=mpi"])
+
+
+def test_vllm_sleep_mode_needs_the_vllm_engine():
+    with pytest.raises(ConfigError, match="sleep_while_training needs cluster.engine=vllm"):
+        load_config(TINY, ["generation.sleep_while_training=true"])
+    cfg = load_config(TINY, ["generation.sleep_while_training=true", "cluster.engine=vllm"])
+    assert cfg.generation.sleep_while_training
+
+
+def test_refit_check_is_refused_with_an_adapter_refit():
+    split = ["cluster.placement=split", "cluster.engine=vllm", "model.lora.rank=8"]
+    with pytest.raises(ConfigError, match="verify_refit"):
+        load_config(TINY, [*split, "generation.verify_refit=true"])
+    assert load_config(TINY, [*split, "generation.verify_refit=true", "generation.transport=gloo"])
+    assert load_config(TINY, split).adapter_refit
+
+
+def test_algorithm_switches_parse():
+    cfg = load_config(
+        TINY,
+        [
+            "loss.rollout_correction.mode=geo_mask",
+            "loss.rollout_correction.low=0.99",
+            "loss.rollout_correction.high=1.01",
+            "loss.ratio_level=sequence",
+            "model.lora.rank=8",
+            "model.activation_checkpointing=true",
+        ],
+    )
+    assert cfg.loss.rollout_correction.mode == "geo_mask" and cfg.model.lora.enabled
+    assert "model.lora" in cfg.fingerprint()  # a LoRA checkpoint resumes only as LoRA
+    with pytest.raises(ConfigError, match="loss.rollout_correction.mode"):
+        load_config(TINY, ["loss.rollout_correction.mode=tis"])
+    with pytest.raises(ConfigError, match="did you mean"):
+        load_config(TINY, ["model.lora.rnak=8"])

@@ -166,3 +166,31 @@ def test_chunked_logprobs_leave_a_leaf_tensor_as_it_was():
     plain = before.clone().requires_grad_()
     token_logprobs(plain[rows] / 0.5, targets).sum().backward()
     assert torch.allclose(logits.grad, plain.grad, atol=1e-6)
+
+
+def test_gspo_sequence_ratio_and_its_clip_by_hand():
+    cfg = LossConfig(ratio_level="sequence", seq_clip_low=0.1, seq_clip_high=0.1)
+    logp = torch.log(torch.tensor([[1.5, 0.9, 0.3], [1.5, 0.7, 0.3]])).requires_grad_()
+    old = torch.zeros(2, 3)
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 0.0]])  # the third position is not policy
+    adv = torch.tensor([1.0, -1.0])
+    w = loss_weights(mask, "seq_mean_token_mean", n_seqs=2, n_tokens=4, max_len=3)
+    terms = policy_loss(logp, old, adv, mask, w, cfg)
+    # s = exp(mean log ratio): row 0 sqrt(1.5 * 0.9) = 1.1619, row 1 sqrt(1.05) = 1.0247
+    s0, s1 = math.sqrt(1.35), math.sqrt(1.05)
+    # A=+1: min(1.1619, clip -> 1.1) = 1.1 (clipped); A=-1: min(-1.0247, -1.0247) (inside)
+    # each sequence's term on each of its 2 tokens, weight 1/2/2
+    assert terms.loss.item() == pytest.approx(0.25 * 2 * (-1.1) + 0.25 * 2 * s1, rel=1e-5)
+    assert terms.clipped_sum == 2.0  # row 0's two tokens
+    assert terms.ratio_sum == pytest.approx(2 * s0 + 2 * s1, rel=1e-5)
+    terms.loss.backward()
+    # the clipped row has no gradient; row 1: d(0.5 s1)/d logp_t = 0.5 * s1 / 2 per token
+    want = torch.tensor([[0.0, 0.0, 0.0], [0.25 * s1, 0.25 * s1, 0.0]])
+    torch.testing.assert_close(logp.grad, want, rtol=1e-5, atol=1e-7)
+
+
+def test_gspo_default_clip_range_is_the_papers():
+    cfg = LossConfig(ratio_level="sequence")
+    assert (cfg.seq_clip_low, cfg.seq_clip_high) == (3e-4, 4e-4)
+    with pytest.raises(ValueError):
+        LossConfig(ratio_level="sentence")

@@ -1,10 +1,17 @@
-"""One-step off-policy correction against hand-computed numbers."""
+"""Off-policy correction (asynchronous GRPO) against hand-computed numbers."""
 
 import math
 
 import torch
 
-from envhub.trainer.grpo import LossConfig, off_policy_weights, policy_loss
+from envhub.trainer.correction import RolloutCorrectionConfig, importance_weights
+from envhub.trainer.grpo import LossConfig, policy_loss
+
+OFF = RolloutCorrectionConfig()  # no rollout correction: the off-policy cap alone
+
+
+def off_policy_weights(old, behaviour, mask, cap):
+    return importance_weights(old, behaviour, mask, OFF, cap)[0]
 
 
 def test_off_policy_weights_by_hand():

@@ -1,0 +1,138 @@
+"""LoRA on the policy through ``peft`` (``model.lora``): only the adapter trains.
+
+- :func:`apply_lora` wraps the Hugging Face model in a ``peft`` ``PeftModel`` whose base
+  weights are frozen; FSDP2 then shards it as before (frozen and trainable parameters side by
+  side) and AdamW holds moments for the adapter alone.
+- The reference policy of the KL term is the same model with the adapter disabled
+  (``PeftModel.disable_adapter``): no second copy of the weights, no reference worker.
+- Refit: vLLM engines (``cluster.engine: vllm`` over ``generation.transport: object_store``)
+  are started with LoRA support and get the adapter alone (:func:`adapter_files`: ``peft``'s
+  two files, a few MB), served on every request; every other engine gets *merged* weights
+  (:func:`merge_state`: ``W + scaling * B @ A`` under the base model's own names), as
+  ``envhub eval`` loads the exported model.
+- Checkpoints hold the trainable parameters (the adapter) and their optimizer state;
+  ``export_final`` writes the merged model to ``OUT/final`` and the adapter alone (``peft``'s
+  ``adapter_config.json`` + ``adapter_model.safetensors``) to ``OUT/final/adapter``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+if TYPE_CHECKING:
+    from .config import LoraSettings
+
+PEFT_PREFIX = "base_model.model."
+"""What ``PeftModel`` puts before the base model's parameter names."""
+_LORA_KEY = re.compile(r"^(?P<module>.+)\.lora_(?P<part>A|B)\.(?P<adapter>[^.]+)\.weight$")
+
+
+def apply_lora(model: torch.nn.Module, settings: LoraSettings) -> torch.nn.Module:
+    """``model`` with a fresh LoRA adapter (``peft``), base weights frozen.
+
+    Raises:
+        ImportError: ``peft`` is not installed; the message names the extra.
+    """
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as e:
+        from envhub.install import install_command
+
+        raise ImportError(
+            f"model.lora needs peft: {install_command(['trainer'])} (or pip install peft)"
+        ) from e
+    targets = settings.target_modules
+    config = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=targets if targets == "all-linear" else list(targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model, config)
+
+
+def is_lora(model: torch.nn.Module) -> bool:
+    """True for a ``PeftModel`` (see :func:`apply_lora`)."""
+    return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")
+
+
+def scaling(model: torch.nn.Module) -> float:
+    """``alpha / rank`` of the model's (only) adapter, as ``peft`` applies it."""
+    config = next(iter(model.peft_config.values()))
+    return float(config.lora_alpha) / float(config.r)
+
+
+def merge_state(state: Mapping[str, torch.Tensor], scale: float) -> dict[str, torch.Tensor]:
+    """A ``PeftModel``'s full state dict as the base model's, adapters merged in.
+
+    ``X.base_layer.weight`` becomes ``X.weight + scale * B @ A`` (in float32, then the
+    weight's dtype); ``lora_A``/``lora_B`` entries go; the ``base_model.model.`` prefix goes.
+    """
+    parts: dict[str, dict[str, torch.Tensor]] = {}
+    out: dict[str, torch.Tensor] = {}
+    for key, value in state.items():
+        name = key.removeprefix(PEFT_PREFIX)
+        found = _LORA_KEY.match(name)
+        if found:
+            parts.setdefault(found["module"], {})[found["part"]] = value
+        else:
+            out[name.replace(".base_layer.", ".")] = value
+    for module, ab in parts.items():
+        weight = out[f"{module}.weight"]
+        delta = (ab["B"].float() @ ab["A"].float()) * scale
+        out[f"{module}.weight"] = (weight.float() + delta.to(weight.device)).to(weight.dtype)
+    return out
+
+
+def adapter_bytes(state: Mapping[str, torch.Tensor]) -> int:
+    """Bytes of the adapter's tensors in a ``PeftModel`` state dict."""
+    return sum(v.numel() * v.element_size() for k, v in state.items() if ".lora_" in k)
+
+
+ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+"""What ``peft`` needs of a saved adapter (its README model card is left out)."""
+VLLM_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
+"""The ``max_lora_rank`` values vLLM accepts."""
+
+
+def vllm_max_lora_rank(rank: int) -> int:
+    """The smallest ``max_lora_rank`` vLLM accepts that holds ``rank``.
+
+    Raises:
+        ValueError: ``rank`` is above vLLM's largest.
+    """
+    for allowed in VLLM_LORA_RANKS:
+        if rank <= allowed:
+            return allowed
+    raise ValueError(f"model.lora.rank={rank} is above vLLM's largest LoRA rank (512)")
+
+
+def adapter_files(model: Any, state: Mapping[str, torch.Tensor]) -> dict[str, bytes]:
+    """The adapter of ``state`` as ``peft`` writes it: file name -> contents."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="envhub-adapter-") as tmp:
+        save_adapter(model, tmp, state)
+        return {name: (Path(tmp) / name).read_bytes() for name in ADAPTER_FILES}
+
+
+def write_adapter(files: Mapping[str, bytes], directory: str | Path) -> Path:
+    """Write :func:`adapter_files`' output into ``directory`` (created); returns it."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, data in files.items():
+        (directory / Path(name).name).write_bytes(data)
+    return directory
+
+
+def save_adapter(model: Any, directory: str | Path, state: Mapping[str, torch.Tensor]) -> None:
+    """Write the adapter of ``state`` (a gathered ``PeftModel`` state dict) with ``peft``."""
+    cpu = {k: v.detach().cpu() for k, v in state.items()}
+    model.save_pretrained(str(directory), state_dict=cpu)
