@@ -18,6 +18,11 @@ resumed by session id), and ``http``, the JSON routes. ``auto`` (the default) ta
 and
 falls back to HTTP for good when the server or a proxy refuses the handshake (or the
 ``websockets`` package is missing). Verification, listings and ``/info`` always go over HTTP.
+
+Every call is written once, as a plan (:mod:`envhub.client.plan`): ``_reset``, ``_step``,
+``_finish``, ``_verify`` build the body, yield their I/O and read the answer; :meth:`reset` and
+:meth:`areset` (and each such pair) only pick the driver, blocking or awaited. The step's
+message is serialised once, the same text for either wire.
 """
 
 from __future__ import annotations
@@ -211,17 +216,14 @@ class HTTPEnv(Env):
 
     # ------------------------------------------------------------------ WebSocket transport
 
-    def _ws(self) -> Any:
-        """The channel of the blocking calls (``None`` over HTTP)."""
-        if self._channel is None:
-            self._channel = self._new_channel()
-        return self._channel
+    def _ws(self, name: str = "_channel") -> Any:
+        """The channel of the blocking calls (``_channel``) or of the awaited ones (``_achannel``).
 
-    def _aws(self) -> Any:
-        """The channel of the awaited calls (``None`` over HTTP)."""
-        if self._achannel is None:
-            self._achannel = self._new_channel()
-        return self._achannel
+        ``None`` over HTTP. Two, because an asyncio connection belongs to its event loop.
+        """
+        if getattr(self, name) is None:
+            setattr(self, name, self._new_channel())
+        return getattr(self, name)
 
     def _new_channel(self) -> Any:
         if not self._pool.use_ws:
@@ -269,7 +271,7 @@ class HTTPEnv(Env):
 
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Async :meth:`reset`."""
-        return await adrive(self._reset(self._aws(), seed, task_id), self._aperform)
+        return await adrive(self._reset(self._ws("_achannel"), seed, task_id), self._aperform)
 
     def _message_json(self, action: Message | str) -> str:
         if self._session is None:
