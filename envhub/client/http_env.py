@@ -57,7 +57,7 @@ from ..wire import (
     VerifyResponse,
     raise_for_error,
 )
-from .plan import Http, Op, Pause, Plan, adrive, asleep, drive, sleep
+from .plan import Http, Op, Pause, Plan, WsCall, adrive, asleep, drive, sleep
 
 Transport = Literal["auto", "ws", "http"]
 TRANSPORTS = ("auto", "ws", "http")
@@ -156,23 +156,27 @@ class HTTPEnv(Env):
         if isinstance(op, Pause):
             return sleep(op)
         with self._pool.slot(self.timeout):
+            if isinstance(op, WsCall):  # the hot one: a step
+                return op.sock.call(op.text, op.timeout)
             if isinstance(op, Http):
                 return self._client.request(op.method, op.path, **op.kwargs)
-            from .ws_channel import perform
+            from .ws_channel import connect
 
-            return perform(op)
+            return connect(op)
 
     async def _aperform(self, op: Op) -> Any:
         """Async :meth:`_perform`: the step awaited on the running loop."""
         if isinstance(op, Pause):
             return await asleep(op)
         async with self._pool.aslot(self.timeout):
+            if isinstance(op, WsCall):
+                return await op.sock.call(op.text, op.timeout)
             if isinstance(op, Http):
                 client = self._pool.async_client()
                 return await client.request(op.method, op.path, **op.kwargs)
-            from .ws_channel import aperform
+            from .ws_channel import aconnect
 
-            return await aperform(op)
+            return await aconnect(op)
 
     # ------------------------------------------------------------------ HTTP transport
 

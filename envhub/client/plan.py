@@ -10,7 +10,7 @@ caller's thread, :func:`adrive` awaits them on the running event loop.
 Why plans and not the sync form running the async one on a private event loop: a loop per
 thread costs a loop iteration, a future and a selector wake-up per call, where the sync
 WebSocket client is one ``send`` and one blocking ``recv`` with a kernel deadline (see
-:class:`envhub.client.ws_channel.SyncSocket`). A generator step costs well under a microsecond,
+:class:`envhub.client.ws_channel._SyncSocket`). A generator step costs well under a microsecond,
 so both forms keep their own I/O and share every decision (the sans-I/O pattern of ``h11`` and
 ``websockets``, one level up).
 """
@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Http:
     """One HTTP request; the outcome is the ``httpx.Response`` (or its transport error)."""
 
@@ -35,7 +35,7 @@ class Http:
     kwargs: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WsOpen:
     """Open a WebSocket to ``url`` (handshake within ``timeout``); the outcome is the socket."""
 
@@ -43,7 +43,7 @@ class WsOpen:
     timeout: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WsCall:
     """Send ``text`` on ``sock`` and read the answer's text within ``timeout``."""
 
@@ -52,7 +52,7 @@ class WsCall:
     timeout: float
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Pause:
     """Wait ``seconds`` before the next try; the outcome is ``None``."""
 

@@ -7,8 +7,8 @@ framing and the caller's own thread (or event loop) does the I/O, so a step cost
 receive and one pydantic-core parse.
 
 :class:`Channel` holds one session's connection; its calls are plans
-(:mod:`envhub.client.plan`), written once and driven with blocking calls (:func:`perform`,
-a :class:`_SyncSocket`) or awaited (:func:`aperform`, an :class:`_AsyncSocket`):
+(:mod:`envhub.client.plan`), written once and driven with blocking calls on a
+:class:`_SyncSocket` or awaited on an :class:`_AsyncSocket` (``HTTPEnv._perform``):
 
 * every call has a deadline (``timeout`` seconds for the answer);
 * a dropped connection is reopened and the session resumed by id (``resume``); a step sent
@@ -415,15 +415,11 @@ class Channel(_Base):
             self._sock = None
 
 
-def perform(op: WsOpen | WsCall) -> Any:
-    """Do a WebSocket step of a plan with blocking calls."""
-    if isinstance(op, WsCall):
-        return op.sock.call(op.text, op.timeout)
+def connect(op: WsOpen) -> _SyncSocket:
+    """A blocking connection for a plan's :class:`~envhub.client.plan.WsOpen`."""
     return _SyncSocket(op.url, op.timeout)
 
 
-async def aperform(op: WsOpen | WsCall) -> Any:
-    """Do a WebSocket step of a plan on the running loop."""
-    if isinstance(op, WsCall):
-        return await op.sock.call(op.text, op.timeout)
+async def aconnect(op: WsOpen) -> _AsyncSocket:
+    """An asyncio connection for a plan's :class:`~envhub.client.plan.WsOpen`."""
     return await _AsyncSocket.open(op.url, op.timeout)
