@@ -18,6 +18,11 @@ resumed by session id), and ``http``, the JSON routes. ``auto`` (the default) ta
 and
 falls back to HTTP for good when the server or a proxy refuses the handshake (or the
 ``websockets`` package is missing). Verification, listings and ``/info`` always go over HTTP.
+
+Every call is written once, as a plan (:mod:`envhub.client.plan`): ``_reset``, ``_step``,
+``_finish``, ``_verify`` build the body, yield their I/O and read the answer; :meth:`reset` and
+:meth:`areset` (and each such pair) only pick the driver, blocking or awaited. The step's
+message is serialised once, the same text for either wire.
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ import asyncio
 import contextlib
 import json
 import queue
-import time
 import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, Protocol
@@ -43,9 +47,9 @@ from ..wire import (
     RETRY_CODES,
     Backoff,
     EnvInfo,
+    FinishRequest,
     ResetRequest,
     ResetResponse,
-    StepRequest,
     TaskPage,
     Transient,
     VerifyItem,
@@ -53,6 +57,7 @@ from ..wire import (
     VerifyResponse,
     raise_for_error,
 )
+from .plan import Http, Op, Pause, Plan, WsCall, adrive, asleep, drive, sleep
 
 Transport = Literal["auto", "ws", "http"]
 TRANSPORTS = ("auto", "ws", "http")
@@ -144,36 +149,52 @@ class HTTPEnv(Env):
             _pool=self._pool,
         )
 
+    # ------------------------------------------------------------------ the drivers
+
+    def _perform(self, op: Op) -> Any:
+        """Do one step of a plan with blocking calls (within a call slot)."""
+        if isinstance(op, Pause):
+            return sleep(op)
+        with self._pool.slot(self.timeout):
+            if isinstance(op, WsCall):  # the hot one: a step
+                return op.sock.call(op.text, op.timeout)
+            if isinstance(op, Http):
+                return self._client.request(op.method, op.path, **op.kwargs)
+            from .ws_channel import connect
+
+            return connect(op)
+
+    async def _aperform(self, op: Op) -> Any:
+        """Async :meth:`_perform`: the step awaited on the running loop."""
+        if isinstance(op, Pause):
+            return await asleep(op)
+        async with self._pool.aslot(self.timeout):
+            if isinstance(op, WsCall):
+                return await op.sock.call(op.text, op.timeout)
+            if isinstance(op, Http):
+                client = self._pool.async_client()
+                return await client.request(op.method, op.path, **op.kwargs)
+            from .ws_channel import aconnect
+
+            return await aconnect(op)
+
     # ------------------------------------------------------------------ HTTP transport
 
-    def _post(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
-        return self._request("POST", path, **_body(body))
-
-    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    def _http(self, method: str, path: str, **kwargs: Any) -> Plan[httpx.Response]:
+        """One request, sent again past refusals and drops (see :meth:`_again`)."""
         backoff: Backoff | None = None
         while True:
             try:
-                with self._pool.slot(self.timeout):
-                    resp = self._client.request(method, path, **kwargs)
+                resp = yield Http(method, path, kwargs)
             except httpx.TransportError as e:
                 resp = e
             backoff, pause = self._again(resp, backoff)
             if pause is None:
-                return resp  # type: ignore[return-value]
-            time.sleep(pause)
+                return resp
+            yield Pause(pause)
 
-    async def _apost(self, path: str, body: dict[str, Any] | bytes) -> httpx.Response:
-        client = self._pool.async_client()
-        backoff: Backoff | None = None
-        while True:
-            try:
-                resp = await client.post(path, **_body(body))
-            except httpx.TransportError as e:
-                resp = e
-            backoff, pause = self._again(resp, backoff)
-            if pause is None:
-                return resp  # type: ignore[return-value]
-            await asyncio.sleep(pause)
+    def _post(self, path: str, body: dict[str, Any] | bytes) -> Plan[httpx.Response]:
+        return self._http("POST", path, **_body(body))
 
     def _again(
         self, resp: httpx.Response | httpx.TransportError, backoff: Backoff | None
@@ -199,24 +220,22 @@ class HTTPEnv(Env):
 
     # ------------------------------------------------------------------ WebSocket transport
 
-    def _ws(self) -> Any:
-        if self._channel is None and self._pool.use_ws:
-            from .ws_channel import Channel
+    def _ws(self, name: str = "_channel") -> Any:
+        """The channel of the blocking calls (``_channel``) or of the awaited ones (``_achannel``).
 
-            self._channel = Channel(self.url, self._limits())
-        return self._channel
+        ``None`` over HTTP. Two, because an asyncio connection belongs to its event loop.
+        """
+        if getattr(self, name) is None:
+            setattr(self, name, self._new_channel())
+        return getattr(self, name)
 
-    def _aws(self) -> Any:
-        if self._achannel is None and self._pool.use_ws:
-            from .ws_channel import AsyncChannel
+    def _new_channel(self) -> Any:
+        if not self._pool.use_ws:
+            return None
+        from .ws_channel import Channel, Limits
 
-            self._achannel = AsyncChannel(self.url, self._limits())
-        return self._achannel
-
-    def _limits(self) -> Any:
-        from .ws_channel import Limits
-
-        return Limits(self.timeout, self.retries, self.admission_wait, self._pool.max_body)
+        limits = Limits(self.timeout, self.retries, self.admission_wait, self._pool.max_body)
+        return Channel(self.url, limits)
 
     def _refused(self, error: Exception) -> None:
         """The handshake was refused: this pool speaks HTTP from now on."""
@@ -238,33 +257,25 @@ class HTTPEnv(Env):
         self._session, self._secret, self._steps = data.session_id, data.session_secret, 0
         return ResetResult.model_construct(messages=data.messages, info=data.info)
 
-    def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
-        """Start an episode on the server (the previous one, if any, is closed)."""
+    def _reset(self, channel: Any, seed: int | None, task_id: str | None) -> Plan[ResetResult]:
         try:
-            if (channel := self._ws()) is not None:
+            if channel is not None:
                 try:
-                    with self._pool.slot(self.timeout):
-                        return self._after_reset(channel.reset(seed, task_id))
+                    return self._after_reset((yield from channel.reset(seed, task_id)))
                 except _ws_refused() as e:
                     self._refused(e)
-            resp = self._post("/reset", self._reset_body(seed, task_id))
+            resp = yield from self._post("/reset", self._reset_body(seed, task_id))
             return self._after_reset(ResetResponse.model_validate_json(resp.content))
         except _Transient as e:
             raise TransportError(f"reset failed at {self.url}: {e}") from e
 
+    def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """Start an episode on the server (the previous one, if any, is closed)."""
+        return drive(self._reset(self._ws(), seed, task_id), self._perform)
+
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Async :meth:`reset`."""
-        try:
-            if (channel := self._aws()) is not None:
-                try:
-                    async with self._pool.aslot(self.timeout):
-                        return self._after_reset(await channel.reset(seed, task_id))
-                except _ws_refused() as e:
-                    self._refused(e)
-            resp = await self._apost("/reset", self._reset_body(seed, task_id))
-            return self._after_reset(ResetResponse.model_validate_json(resp.content))
-        except _Transient as e:
-            raise TransportError(f"reset failed at {self.url}: {e}") from e
+        return await adrive(self._reset(self._ws("_achannel"), seed, task_id), self._aperform)
 
     def _message_json(self, action: Message | str) -> str:
         if self._session is None:
@@ -274,20 +285,17 @@ class HTTPEnv(Env):
         return valid_unicode(Message.coerce(action)).model_dump_json(exclude_none=True)
 
     def _step_body(self, action: Message | str) -> bytes:
-        """The ``/step`` body as JSON; over the server's limit, the stand-in that gives its size."""
-        if self._session is None:
-            raise EpisodeStateError("call reset() before step()")
-        message = valid_unicode(Message.coerce(action))
-        body = StepRequest(
-            session_id=self._session,
-            session_secret=self._secret,
-            seq=self._steps + 1,  # a step sent again after a lost answer is not applied twice
-            message=message,
-        )
-        content = body.model_dump_json(exclude_none=True).encode()
+        """The ``/step`` body as JSON; over the server's limit, the stand-in that gives its size.
+
+        The message is serialised once (:meth:`_message_json`, as on the WebSocket).
+        """
+        message = self._message_json(action)
+        seq = self._steps + 1  # a step sent again after a lost answer is not applied twice
+        head = f'{{"session_id":{json.dumps(self._session)},"session_secret":'
+        head += f'{json.dumps(self._secret)},"seq":{seq},'
+        content = f'{head}"message":{message}}}'.encode()
         if self._pool.max_body and len(content) > self._pool.max_body:
-            stand_in = body.model_copy(update={"message": None, "oversized": len(content)})
-            content = stand_in.model_dump_json(exclude_none=True).encode()
+            content = f'{head}"oversized":{len(content)}}}'.encode()
         return content
 
     def _infra_step(self, error: Exception) -> StepResult:
@@ -304,53 +312,41 @@ class HTTPEnv(Env):
             self._session = None
         return result
 
-    def step(self, action: Message | str) -> StepResult:
-        """Send one assistant message; server failures come back as ``infra_error``."""
+    def _step(self, channel: Any, action: Message | str) -> Plan[StepResult]:
         try:
-            if (channel := self._channel) is not None and channel.sid == self._session:
+            if channel is not None and channel.sid == self._session:
                 message = self._message_json(action)
-                with self._pool.slot(self.timeout):
-                    return self._stepped(channel.step(message))
-            body = self._step_body(action)
-            resp = self._post("/step", body)
+                return self._stepped((yield from channel.step(message)))
+            resp = yield from self._post("/step", self._step_body(action))
             return self._stepped(StepResult.model_validate_json(resp.content))
         except _Transient as e:
             return self._infra_step(e)
+
+    def step(self, action: Message | str) -> StepResult:
+        """Send one assistant message; server failures come back as ``infra_error``."""
+        return drive(self._step(self._channel, action), self._perform)
 
     async def astep(self, action: Message | str) -> StepResult:
         """Async :meth:`step`."""
+        return await adrive(self._step(self._achannel, action), self._aperform)
+
+    def _finish(self) -> Plan[StepResult]:
+        if self._session is None:
+            raise EpisodeStateError("call reset() before finish()")
+        body = FinishRequest(session_id=self._session, session_secret=self._secret)
         try:
-            if (channel := self._achannel) is not None and channel.sid == self._session:
-                message = self._message_json(action)
-                async with self._pool.aslot(self.timeout):
-                    return self._stepped(await channel.step(message))
-            resp = await self._apost("/step", self._step_body(action))
+            resp = yield from self._post("/finish", body.model_dump_json().encode())
             return self._stepped(StepResult.model_validate_json(resp.content))
         except _Transient as e:
             return self._infra_step(e)
-
-    def _finish_body(self) -> dict[str, Any]:
-        if self._session is None:
-            raise EpisodeStateError("call reset() before finish()")
-        return {"session_id": self._session, "session_secret": self._secret}
 
     def finish(self) -> StepResult:
         """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
-        body = self._finish_body()
-        try:
-            resp = self._post("/finish", body)
-            return self._stepped(StepResult.model_validate_json(resp.content))
-        except _Transient as e:
-            return self._infra_step(e)
+        return drive(self._finish(), self._perform)
 
     async def afinish(self) -> StepResult:
         """Async :meth:`finish`."""
-        body = self._finish_body()
-        try:
-            resp = await self._apost("/finish", body)
-            return self._stepped(StepResult.model_validate_json(resp.content))
-        except _Transient as e:
-            return self._infra_step(e)
+        return await adrive(self._finish(), self._aperform)
 
     @staticmethod
     def _item(task: Task | str, response: Message | str) -> VerifyItem:
@@ -369,13 +365,16 @@ class HTTPEnv(Env):
         stand_ins = [_stand_in(item, limit) for item in body.items]
         return VerifyRequest(items=stand_ins).model_dump_json(exclude_none=True).encode()
 
-    def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
-        """Verify many pairs in one request."""
+    def _verify(self, items: Sequence[tuple[Task | str, Message | str]]) -> Plan[list[Score]]:
         try:
-            resp = self._post("/verify", self._verify_body(items))
+            resp = yield from self._post("/verify", self._verify_body(items))
         except _Transient as e:
             return [Score(reward=0.0, status=Status.INFRA_ERROR, error=str(e))] * len(items)
         return VerifyResponse.model_validate_json(resp.content).scores
+
+    def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
+        """Verify many pairs in one request."""
+        return drive(self._verify(items), self._perform)
 
     def verify(self, task: Task | str, response: Message | str) -> Score:
         """Verify one response on the server."""
@@ -383,21 +382,20 @@ class HTTPEnv(Env):
 
     async def averify(self, task: Task | str, response: Message | str) -> Score:
         """Async :meth:`verify`."""
-        try:
-            resp = await self._apost("/verify", self._verify_body([(task, response)]))
-        except _Transient as e:
-            return Score(reward=0.0, status=Status.INFRA_ERROR, error=str(e))
-        return VerifyResponse.model_validate_json(resp.content).scores[0]
+        return (await adrive(self._verify([(task, response)]), self._aperform))[0]
 
     def tasks(self, split: str | None = None) -> list[Task]:
         """All tasks of ``split``, fetched page by page."""
+        return drive(self._tasks(split), self._perform)
+
+    def _tasks(self, split: str | None) -> Plan[list[Task]]:
         out: list[Task] = []
         while True:
             params: dict[str, Any] = {"offset": len(out), "limit": 1000}
             if split:
                 params["split"] = split
             try:
-                resp = self._request("GET", "/tasks", params=params)
+                resp = yield from self._http("GET", "/tasks", params=params)
             except _Transient as e:
                 raise TransportError(str(e)) from e
             page = TaskPage.model_validate_json(resp.content)

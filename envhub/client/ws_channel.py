@@ -6,7 +6,9 @@ which costs more CPU than the whole step. Here ``websockets``' sans-I/O protocol
 framing and the caller's own thread (or event loop) does the I/O, so a step costs one send, one
 receive and one pydantic-core parse.
 
-:class:`Channel` (sync) and :class:`AsyncChannel` hold one session's connection:
+:class:`Channel` holds one session's connection; its calls are plans
+(:mod:`envhub.client.plan`), written once and driven with blocking calls on a
+:class:`_SyncSocket` or awaited on an :class:`_AsyncSocket` (``HTTPEnv._perform``):
 
 * every call has a deadline (``timeout`` seconds for the answer);
 * a dropped connection is reopened and the session resumed by id (``resume``); a step sent
@@ -38,6 +40,7 @@ from websockets.uri import parse_uri
 
 from ..types import StepResult
 from ..wire import OVERLOADED, RETRY_CODES, Backoff, ResetResponse, Transient, raise_for_error
+from .plan import Pause, Plan, WsCall, WsOpen
 
 MAX_MESSAGE = 64 * 2**20
 """Largest answer accepted, in bytes (a long transcript of tool results fits)."""
@@ -268,7 +271,7 @@ class Limits:
 
 
 class _Base:
-    """What both channels share: the session, the step count, reading answers."""
+    """A channel's session, step count and reading of answers (no I/O)."""
 
     def __init__(self, url: str, limits: Limits) -> None:
         """A channel to the server at ``url``.
@@ -349,22 +352,24 @@ _DROPPED = (OSError, EOFError, WebSocketException)
 
 
 class Channel(_Base):
-    """One session over a blocking WebSocket, driven by the calling thread."""
+    """One session over one WebSocket; its calls are plans (:mod:`envhub.client.plan`).
 
-    _sock: _SyncSocket | None = None
+    The socket is a :class:`_SyncSocket` when the plans are driven with blocking calls, an
+    :class:`_AsyncSocket` when awaited: one channel serves one of the two.
+    """
 
-    def _open(self) -> _SyncSocket:
-        sock = _SyncSocket(self.url, self.timeout)
-        if self.sid:
-            self._resumed(sock.call(self._resume_frame(), self.timeout))
-        self._sock = sock
-        return sock
+    _sock: Any = None
 
-    def _call(self, text: str) -> str:
+    def _call(self, text: str) -> Plan[str]:
         backoff = pause = None
         while True:
             try:
-                answer = (self._sock or self._open()).call(text, self.timeout)
+                if self._sock is None:
+                    sock = yield WsOpen(self.url, self.timeout)
+                    if self.sid:
+                        self._resumed((yield WsCall(sock, self._resume_frame(), self.timeout)))
+                    self._sock = sock
+                answer = yield WsCall(self._sock, text, self.timeout)
             except TimeoutError as e:
                 self.close_socket()
                 raise _failure(e, self.timeout) from e
@@ -375,25 +380,28 @@ class Channel(_Base):
                 backoff, pause = self._pause(answer, backoff)
                 if pause is None:
                     return answer
-            time.sleep(pause)
+            yield Pause(pause)
 
-    def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
+    def reset(self, seed: int | None, task_id: str | None) -> Plan[ResetResponse]:
         """Start an episode (the connection's previous session is closed by the server)."""
-        return self._reset_result(self._call(_frame("reset", seed=seed, task_id=task_id)))
+        return self._reset_result(
+            (yield from self._call(_frame("reset", seed=seed, task_id=task_id)))
+        )
 
-    def step(self, message_json: str) -> StepResult:
+    def step(self, message_json: str) -> Plan[StepResult]:
         """One step; ``message_json`` is the message (object or string) as JSON."""
-        text = self._call(self._sized(step_frame(message_json, self.steps + 1)))
+        text = yield from self._call(self._sized(step_frame(message_json, self.steps + 1)))
         self.steps += 1
         return StepResult.model_validate_json(text)
 
     def close_session(self) -> None:
-        """Close the session on the server, if the connection is up, without awaiting the answer.
+        """Close the session on a blocking connection, if up, without awaiting the answer.
 
         The server reads the ``close`` before it sees the connection end (TCP keeps the
-        order), so the round trip would only wait; a session it never reads expires.
+        order), so the round trip would only wait; a session it never reads expires. An
+        asyncio connection just closes: its session expires on the server.
         """
-        if self.sid and self._sock is not None:
+        if self.sid and isinstance(self._sock, _SyncSocket):
             try:
                 self._sock.send(_frame("close"))
             except (*_DROPPED, TimeoutError):
@@ -407,47 +415,11 @@ class Channel(_Base):
             self._sock = None
 
 
-class AsyncChannel(_Base):
-    """One session over an asyncio WebSocket (bound to the loop that opened it)."""
+def connect(op: WsOpen) -> _SyncSocket:
+    """A blocking connection for a plan's :class:`~envhub.client.plan.WsOpen`."""
+    return _SyncSocket(op.url, op.timeout)
 
-    _sock: _AsyncSocket | None = None
 
-    async def _open(self) -> _AsyncSocket:
-        sock = await _AsyncSocket.open(self.url, self.timeout)
-        if self.sid:
-            self._resumed(await sock.call(self._resume_frame(), self.timeout))
-        self._sock = sock
-        return sock
-
-    async def _call(self, text: str) -> str:
-        backoff = pause = None
-        while True:
-            try:
-                answer = await (self._sock or await self._open()).call(text, self.timeout)
-            except TimeoutError as e:
-                self.close_socket()
-                raise _failure(e, self.timeout) from e
-            except _DROPPED as e:
-                self.close_socket()
-                backoff, pause = self._dropped(e, backoff)
-            else:
-                backoff, pause = self._pause(answer, backoff)
-                if pause is None:
-                    return answer
-            await asyncio.sleep(pause)
-
-    async def reset(self, seed: int | None, task_id: str | None) -> ResetResponse:
-        """Async :meth:`Channel.reset`."""
-        return self._reset_result(await self._call(_frame("reset", seed=seed, task_id=task_id)))
-
-    async def step(self, message_json: str) -> StepResult:
-        """Async :meth:`Channel.step`."""
-        text = await self._call(self._sized(step_frame(message_json, self.steps + 1)))
-        self.steps += 1
-        return StepResult.model_validate_json(text)
-
-    def close_socket(self) -> None:
-        """Close the connection (the session stays on the server)."""
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+async def aconnect(op: WsOpen) -> _AsyncSocket:
+    """An asyncio connection for a plan's :class:`~envhub.client.plan.WsOpen`."""
+    return await _AsyncSocket.open(op.url, op.timeout)
