@@ -195,11 +195,11 @@ class _AsyncSocket(asyncio.Protocol):
         self.waiter = None
         return self
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:  # noqa: D102
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         transport.get_extra_info("socket").setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    def data_received(self, data: bytes) -> None:  # noqa: D102
+    def data_received(self, data: bytes) -> None:
         try:
             text = self.framing.feed(data)
         except Exception as e:  # noqa: BLE001 - handed to the waiting call, which raises it
@@ -214,7 +214,7 @@ class _AsyncSocket(asyncio.Protocol):
         if text is not None and waiter is not None and not waiter.done():
             waiter.set_result(text)
 
-    def connection_lost(self, exc: Exception | None) -> None:  # noqa: D102
+    def connection_lost(self, exc: Exception | None) -> None:
         self._fail(exc or ConnectionError("the server closed the connection"))
 
     def _fail(self, error: BaseException) -> None:
