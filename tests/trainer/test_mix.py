@@ -74,8 +74,10 @@ def test_config_single_env_is_a_mix_of_one_and_the_mix_form_validates(tmp_path):
     assert [(s.name, s.weight) for s in one.sources()] == [("gsm8k", 1.0)]
     mixed = load_config(
         None,
-        ["env.mix=[{name: gsm8k, weight: 2, overrides: {dataset: {kind: jsonl, path: a.jsonl}}},"
-         " {name: wordle, max_turns: 4}]"],
+        [
+            "env.mix=[{name: gsm8k, weight: 2, overrides: {dataset: {kind: jsonl, path: a.jsonl}}},"
+            " {name: wordle, max_turns: 4}]"
+        ],
     )
     assert [(s.name, s.weight, s.max_turns) for s in mixed.sources()] == [
         ("gsm8k", 2.0, None),
