@@ -23,7 +23,7 @@ ALLOWED = {
     "server": {"server", "core"},
     "engines": {"engines", "core"},
     "evaluate": {"evaluate", "core", "engines"},
-    "trainer": {"trainer", "core", "engines"},
+    "trainer": {"trainer", "core", "engines", "evaluate"},
 }
 HEAVY = ("torch", "ray", "vllm", "transformers", "fastapi", "uvicorn", "docker")
 """Third-party stacks the core never imports (it stays light: pydantic, httpx, gymnasium...)."""

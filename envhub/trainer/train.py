@@ -351,11 +351,7 @@ def _loop(
         state.data_position += int(filtered.metrics["filter/groups_generated"])
         state.history.append(_history_row(step, metrics))
         times |= mix.validate(step, state)  # the weights of this step, never trained on
-        state.sampler = mix.sampler.state_dict()
-        if _checkpoint_due(config, step) or mix.should_stop:
-            t0 = time.perf_counter()
-            ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
-            times["time/checkpoint"] = time.perf_counter() - t0
+        _save(cluster, config, state, mix, ckpt_root, times)
         times["time/step"] = time.perf_counter() - t_step
         logger.log(step, metrics | times)
         if mix.should_stop:
@@ -363,6 +359,22 @@ def _loop(
                 "validation: no improvement in %d rounds; stopping", config.validation.patience
             )
             break
+
+
+def _save(
+    cluster: Cluster,
+    config: Config,
+    state: ckpt.TrainerState,
+    mix: MixRun,
+    ckpt_root: Path,
+    times: dict[str, float],
+) -> None:
+    """A checkpoint when due (or when validation stops the run), with the sampler's state."""
+    state.sampler = mix.sampler.state_dict()
+    if _checkpoint_due(config, state.step) or mix.should_stop:
+        t0 = time.perf_counter()
+        ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
+        times["time/checkpoint"] = time.perf_counter() - t0
 
 
 def _advantages(

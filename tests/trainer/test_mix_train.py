@@ -1,5 +1,8 @@
-"""`envhub train` on a mix (single-turn sums and multi-turn wordle) with dynamic sampling, a
-curriculum, validation and rollout logs: a resumed run equals an uninterrupted one. Slow."""
+"""`envhub train` on a mix (single-turn sums and multi-turn wordle) with a curriculum,
+validation and rollout logs: a resumed run equals an uninterrupted one. Slow.
+
+(Dynamic sampling is off here: the random tiny model never answers right, so every group would
+be filtered and nothing trained; its counting is tested in test_dynamic.py.)"""
 
 import gzip
 import json
@@ -9,7 +12,7 @@ import pytest
 import yaml
 from train_support import run_envhub_train
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
 
 def write_config(tmp: Path) -> Path:
@@ -31,8 +34,6 @@ def write_config(tmp: Path) -> Path:
     }
     tiny["rollout"] |= {
         "prompts_per_step": 4,
-        "filter_groups": "zero_variance",
-        "max_backfill_rounds": 1,
         "curriculum": {"enabled": True},
     }
     tiny["loss"]["kl_beta"] = 0.0
@@ -56,7 +57,7 @@ def test_mixed_run_resumes_to_the_uninterrupted_run(tmp_path):
     run_envhub_train(config, cut, "train.steps=1")
     run_envhub_train(config, cut, "--resume", "auto")
     rows = [json.loads(x) for x in (whole / "metrics.jsonl").read_text().splitlines()]
-    for key in ("reward/gsm8k/mean", "episodes/wordle", "turns/wordle", "filter/groups_generated"):
+    for key in ("reward/gsm8k/mean", "episodes/wordle", "turns/wordle", "curriculum/gsm8k/seen"):
         assert key in rows[0], key
     assert rows[0]["turns/wordle"] <= 2.0  # its own turn budget
     assert rollouts(whole, 2) == rollouts(cut, 2)  # same tasks, same samples, same rewards
