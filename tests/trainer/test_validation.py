@@ -2,6 +2,7 @@
 validation.jsonl rows, the plot, the best round and early stopping."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,8 @@ from envhub.engines.chat import ChatFormatter
 from envhub.errors import ConfigError
 from envhub.evaluate.local import engine_batch_fn
 from envhub.evaluate.models import BatchingBackend
+from envhub.registry import register
+from envhub.trainer.config import load_config
 from envhub.trainer.mix import MixSource
 from envhub.trainer.validation import (
     BestTracker,
@@ -104,3 +107,13 @@ def test_best_round_and_early_stopping():
     resumed = BestTracker("pass@1", patience=2)
     resumed.load_state_dict(t.state_dict())
     assert resumed.should_stop and resumed.best == t.best
+
+
+def test_the_mix_example_registers_and_its_splits_are_held_out(clean_user_registry, tmp_path):
+    root = Path(__file__).parents[2] / "examples"
+    register(root / "mix_envs.yaml")
+    config = load_config(root / "smollm2_mix.yaml")
+    assert [s.name for s in config.sources()] == ["mix-sums", "mix-products", "mix-sokoban"]
+    v = Validator(config.validation, tmp_path, config.sources(), lambda: None, seed=0, max_tokens=8)
+    v.check()  # every source's test split shares no task with its train split
+    assert [v.split_of(s) for s in v.sources] == ["test"] * 3
