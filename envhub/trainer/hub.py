@@ -77,6 +77,12 @@ class MixRun:
         if cur.enabled:
             self.sampler.curriculum = Curriculum(cur, {n: i["tasks"] for n, i in info.items()})
 
+    def resume(self, state: ckpt.TrainerState) -> None:
+        """Continue from a checkpoint's state: the sampler's, and validation's rows."""
+        self.sampler.load_state_dict(state.sampler)
+        if self.validator is not None:
+            self.validator.start_at(state.step)
+
     def primary_of(self, source: str) -> str:
         """The primary component of ``source`` (``correctness`` when unknown)."""
         return self.primaries.get(source, "correctness")

@@ -160,7 +160,7 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
         mix.attach(cluster)
         if resume_from is not None:
             state = _resume(cluster, resume_from, config)
-            mix.sampler.load_state_dict(state.sampler)
+            mix.resume(state)
         else:
             cluster.refit()  # engines start from the policy's exact weights
             mix.validate(0, state)

@@ -249,6 +249,12 @@ class Validator:
             finally:
                 env.close()
 
+    def start_at(self, step: int) -> None:
+        """Continue after ``step``: drop rows of later rounds (left by a run that died)."""
+        rows = [r for r in read_rows(self.path) if r["step"] <= step]
+        if self.path.exists():
+            self.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
     def due(self, step: int, total: int, every: int | None = None) -> bool:
         """True at step 0, every ``every`` steps and at the last step."""
         every = every or self.cfg.every

@@ -18,6 +18,7 @@ from envhub.trainer.validation import (
     ValidationConfig,
     Validator,
     bootstrap_ci,
+    read_rows,
 )
 
 
@@ -117,3 +118,11 @@ def test_the_mix_example_registers_and_its_splits_are_held_out(clean_user_regist
     v = Validator(config.validation, tmp_path, config.sources(), lambda: None, seed=0, max_tokens=8)
     v.check()  # every source's test split shares no task with its train split
     assert [v.split_of(s) for s in v.sources] == ["test"] * 3
+
+
+def test_a_resumed_run_drops_the_rows_of_rounds_after_its_checkpoint(data, tmp_path):
+    v = validator(data, source(data), tmp_path)
+    rows = [{"step": s, "env": "gsm8k"} for s in (0, 5, 10)]
+    v.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    v.start_at(5)
+    assert [r["step"] for r in read_rows(v.path)] == [0, 5]
