@@ -402,7 +402,7 @@ class Config(_Section):
             "env.split": self.env.split,
             "rollout.prompts_per_step": self.rollout.prompts_per_step,
             "rollout.group_size": self.rollout.group_size,
-            **({"env.mix": [(m.name, m.weight) for m in self.env.mix]} if self.env.mix else {}),
+            **({"env.mix": [[m.name, m.weight] for m in self.env.mix]} if self.env.mix else {}),
         }
 
     def digest(self) -> str:

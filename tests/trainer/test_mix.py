@@ -1,6 +1,7 @@
 """A mix of environments: per-step quotas, deterministic draws, one batch over sources with
 their own turn budgets, per-source metrics, and the config's forms."""
 
+import json
 import random
 from collections import Counter
 
@@ -84,7 +85,9 @@ def test_config_single_env_is_a_mix_of_one_and_the_mix_form_validates(tmp_path):
         ("wordle", 1.0, 4),
     ]
     assert mixed.sources()[0].overrides["dataset"]["path"].endswith("/a.jsonl")  # resolved
-    assert mixed.fingerprint()["env.mix"] == [("gsm8k", 2.0), ("wordle", 1.0)]
+    assert mixed.fingerprint()["env.mix"] == [["gsm8k", 2.0], ["wordle", 1.0]]
+    # a checkpoint keeps it as JSON: it must compare equal after the round trip
+    assert json.loads(json.dumps(mixed.fingerprint())) == mixed.fingerprint()
     with pytest.raises(ConfigError, match="more than once"):
         load_config(None, ["env.mix=[{name: gsm8k}, {name: gsm8k}]"])
     with pytest.raises(ConfigError, match="single-environment form"):
