@@ -2,9 +2,11 @@
 
 One step (Shao et al. 2024, "DeepSeekMath", Algorithm 1, with the changes listed below):
 
-1. **Rollout**: ``prompts_per_step`` tasks, ``group_size`` episodes each, against the
-   environment (multi-turn: model turn, environment answer, ... until the episode ends or a
-   turn or token budget runs out). Sequences are the engine's own token ids.
+1. **Rollout**: ``prompts_per_step`` tasks, ``group_size`` episodes each, drawn from the
+   mix of environments by weight (``envhub.trainer.mix``; multi-turn: model turn, environment
+   answer, ... until the episode ends or its source's turn or token budget runs out).
+   Sequences are the engine's own token ids. With ``rollout.filter_groups`` groups of equal
+   raw outcome are replaced by fresh ones (``envhub.trainer.dynamic``).
 2. **Rewards and advantages**: the environment's reward (its named components, weighted as
    the config's ``env.overrides.reward`` says); group-relative advantages.
 3. **Logprobs**: reference-policy logprobs for the KL term (when ``kl_beta > 0``); the
@@ -29,6 +31,8 @@ Deviations from the paper, on purpose:
   N weight versions are discarded; each token's surrogate is weighted by
   ``min(pi_old / pi_behaviour, is_cap)`` (``grpo.off_policy_weights``, decoupled PPO) and
   the time saved is logged as ``time/overlap_saved``.
+- ``rollout.overlong`` (off by default): DAPO's soft overlong penalty on the reward, and
+  truncated samples kept in their group's baseline but out of the loss.
 - Multi-turn episodes get one advantage per episode (the sum of its step rewards), applied to
   every model token of every turn.
 """
