@@ -44,6 +44,10 @@ class TrainerState:
     config_digest: str = ""
     history: list[dict[str, float]] = field(default_factory=list)
     """Per-step reward means, so the curve of a resumed run is whole."""
+    sampler: dict[str, Any] = field(default_factory=dict)
+    """The mix sampler's state (draws per source, the curriculum's pass counts)."""
+    validation: dict[str, Any] = field(default_factory=dict)
+    """The best validation round so far and the early-stopping count."""
 
 
 @contextmanager

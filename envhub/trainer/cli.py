@@ -102,6 +102,7 @@ def register(app: typer.Typer) -> None:
     loose = {"allow_extra_args": True, "ignore_unknown_options": True}
     app.command("train", context_settings=loose)(train_command)
     app.command("convert-smollm2")(convert_command)
+    app.command("rollouts")(rollouts_command)
 
 
 def _fail(message: str) -> NoReturn:
@@ -126,6 +127,30 @@ def train_command(
     except ImportError as e:
         _fail(f"training needs the trainer extra: {INSTALL} ({e})")
     main(str(config), list(ctx.args), str(out) if out else None, resume=resume, force=force)
+
+
+def rollouts_command(
+    run_dir: Annotated[Path, typer.Argument(help="A training run's --out folder.")],
+    step: Annotated[int | None, typer.Option(help="Step to show (default: the last).")] = None,
+    env: Annotated[str | None, typer.Option(help="Only this environment of the mix.")] = None,
+    worst: Annotated[bool, typer.Option("--worst", help="Lowest reward first.")] = False,
+    best: Annotated[bool, typer.Option("--best", help="Highest reward first.")] = False,
+    limit: Annotated[int | None, typer.Option(min=1, help="Show at most N episodes.")] = None,
+    html: Annotated[Path | None, typer.Option(help="Write every step as one HTML page.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The records as JSON lines.")] = False,
+) -> None:
+    """Show a run's logged rollouts: envhub rollouts DIR [--step N] [--env E] [--worst|--best]."""
+    from envhub.errors import EnvhubError
+
+    from .viewer import main as view
+
+    if worst and best:
+        _fail("--worst and --best exclude each other; give one")
+    order = "worst" if worst else "best" if best else None
+    try:
+        typer.echo(view(run_dir, step, env, order, limit, html, as_json), nl=False)
+    except EnvhubError as e:
+        _fail(str(e))
 
 
 def convert_command(

@@ -28,7 +28,11 @@ from envhub import errors
 from envhub.deadline import ADMISSION_WAIT_S
 from envhub.engines.types import SamplingParams
 
+from .curriculum import CurriculumConfig
 from .grpo import LossConfig
+from .mix import MixSource
+from .overlong import OverlongConfig
+from .validation import ValidationConfig
 
 _ENGINE_DEFAULTS = SamplingParams()
 
@@ -118,6 +122,25 @@ class EnvConfig(_Section):
         """
         return self.timeout_s + ADMISSION_WAIT_S
 
+    # -- a mix of environments (envhub.trainer.mix)
+    mix: list[MixSource] = Field(default_factory=list)
+    """Several environments in one run, each with ``name``, ``weight`` and optionally
+    ``overrides``, ``split``, ``runner``, ``max_turns``, ``workers``; each step's prompts are
+    split over them by weight. Empty: the single environment of ``name``/``overrides``."""
+
+    @model_validator(mode="after")
+    def _check_mix(self) -> EnvConfig:
+        names = [s.name for s in self.mix]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"env.mix lists {dup} more than once; each source once")
+        if self.mix and (self.overrides or self.split):
+            raise ValueError(
+                "env.overrides and env.split are the single-environment form; with env.mix "
+                "give each source its own overrides and split"
+            )
+        return self
+
 
 class SamplingConfig(_Section):
     """Sampling settings of the generation engine.
@@ -159,6 +182,18 @@ class RolloutConfig(_Section):
     """Token budget of one episode (prompt, all turns and env answers); past it the episode
     ends as truncated."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
+
+    # -- dynamic sampling, curriculum, overlong handling (envhub.trainer.dynamic, .curriculum,
+    #    .overlong)
+    filter_groups: Literal["off", "zero_variance"] = "off"
+    """``zero_variance``: drop groups whose raw outcome (the env's primary component) is the
+    same for every episode, and backfill with fresh prompts (DAPO's dynamic sampling)."""
+    max_backfill_rounds: int = Field(default=2, ge=0)
+    """Extra rollout rounds a step may run to replace filtered groups."""
+    curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
+    """Draw tasks by their running pass rate (off by default)."""
+    overlong: OverlongConfig = Field(default_factory=OverlongConfig)
+    """DAPO's soft overlong penalty and truncated-sample masking (both off by default)."""
 
 
 class OptimConfig(_Section):
@@ -331,6 +366,10 @@ class LoggingConfig(_Section):
     wandb_project: str = "envhub"
     plot: bool = True
     """Write ``OUT/reward.png`` at the end."""
+    rollouts_every: int = Field(default=1, ge=0)
+    """Write ``OUT/rollouts/step_NNNNN.jsonl.gz`` every N steps (0: never)."""
+    rollouts_max_samples: int = Field(default=64, ge=1)
+    """Episodes written per step at most (whole groups, in order)."""
 
 
 class Config(_Section):
@@ -349,6 +388,8 @@ class Config(_Section):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    """Held-out evaluation during training (``envhub.trainer.validation``; off by default)."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Config:
@@ -408,6 +449,14 @@ class Config(_Section):
         """True when generation engines are their own actors (vLLM, or split placement)."""
         return self.cluster.engine == "vllm" or self.cluster.placement == "split"
 
+    def sources(self) -> list[MixSource]:
+        """The mix's sources; the single-environment form as a mix of one."""
+        if self.env.mix:
+            return list(self.env.mix)
+        e = self.env
+        one = MixSource(name=e.name, overrides=e.overrides, split=e.split, runner=e.runner)
+        return [one.model_copy(update={"workers": e.workers, "max_turns": None})]
+
     def fingerprint(self) -> dict[str, Any]:
         """The settings a checkpoint can only be resumed under (model, data order, shapes)."""
         return {
@@ -424,6 +473,7 @@ class Config(_Section):
                 if self.model.lora.enabled
                 else {}
             ),
+            **({"env.mix": [[m.name, m.weight] for m in self.env.mix]} if self.env.mix else {}),
         }
 
     def digest(self) -> str:
@@ -514,9 +564,10 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
 
 
 def _resolve_paths(config: Config, base_dir: Path) -> None:
-    """Make a relative ``env.overrides.dataset.path`` relative to the config file."""
-    ds = config.env.overrides.get("dataset")
-    if isinstance(ds, dict) and isinstance(ds.get("path"), str):
-        p = Path(ds["path"])
-        if not p.is_absolute() and ds.get("kind", "jsonl") in ("jsonl", "parquet"):
-            ds["path"] = str((base_dir / p).resolve())
+    """Make a relative ``dataset.path`` (the env's, a mix source's) relative to the config file."""
+    for overrides in [config.env.overrides, *(m.overrides for m in config.env.mix)]:
+        ds = overrides.get("dataset")
+        if isinstance(ds, dict) and isinstance(ds.get("path"), str):
+            p = Path(ds["path"])
+            if not p.is_absolute() and ds.get("kind", "jsonl") in ("jsonl", "parquet"):
+                ds["path"] = str((base_dir / p).resolve())

@@ -13,7 +13,11 @@ and ``time/<phase>`` for ``rollout``, ``generation``, ``env``, ``logprobs``, ``t
 ``refit``, ``checkpoint`` and ``step``; ``memory/worker_peak_mb`` (the largest policy
 worker's peak: GPU memory on CUDA, resident set size on CPU); ``rollout_correction/*``
 (``mismatch_kl``, ``masked_token_fraction``, ``masked_seq_fraction``, ``weight_mean``,
-``weight_max``: :func:`envhub.trainer.correction.correction_metrics`).
+``weight_max``: :func:`envhub.trainer.correction.correction_metrics`). Per mix source
+(:func:`source_metrics`): ``reward/<env>/mean``, ``accuracy/<env>``, ``turns/<env>``,
+``response_length/<env>``, ``status/<env>/<status>``, ``dropped/<env>``, ``episodes/<env>``;
+dynamic sampling's ``filter/...``, the curriculum's ``curriculum/<env>/...``, overlong
+handling's ``overlong/...``.
 """
 
 from __future__ import annotations
@@ -57,6 +61,38 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     generated = sum(e.response_tokens for e in batch.episodes)
     if batch.generation_time > 0:
         out["tokens_per_s"] = generated / batch.generation_time
+    return out
+
+
+def source_metrics(batch: RolloutBatch, primaries: dict[str, str]) -> dict[str, float]:
+    """The step's figures per mix source.
+
+    ``reward/<env>/mean``, ``accuracy/<env>`` (the share of kept episodes whose primary
+    component reached 1), ``turns/<env>``, ``response_length/<env>``,
+    ``status/<env>/<status>``, ``dropped/<env>``, ``episodes/<env>``.
+    """
+    by_env: dict[str, list] = {}
+    for e in batch.episodes:
+        by_env.setdefault(e.env, []).append(e)
+    out: dict[str, float] = {}
+    for env, eps in by_env.items():
+        if not env:
+            continue
+        kept = [e for e in eps if not e.dropped]
+        out[f"episodes/{env}"] = float(len(eps))
+        out[f"dropped/{env}"] = float(len(eps) - len(kept))
+        for e in eps:
+            key = f"status/{env}/{e.status}"
+            out[key] = out.get(key, 0.0) + 1
+        if not kept:
+            continue
+        primary = primaries.get(env, "correctness")
+        out[f"reward/{env}/mean"] = statistics.fmean(e.reward for e in kept)
+        out[f"accuracy/{env}"] = statistics.fmean(
+            float(e.components.get(primary, 0.0) >= 1.0) for e in kept
+        )
+        out[f"turns/{env}"] = statistics.fmean(e.turns for e in kept)
+        out[f"response_length/{env}"] = statistics.fmean(e.response_tokens for e in kept)
     return out
 
 

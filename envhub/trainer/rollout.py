@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from pydantic import Field
@@ -46,6 +46,8 @@ from envhub.types import (
     Status,
     StepResult,
 )
+
+from .mix import Job
 
 GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation | Exception]]
 """The engine group's ``generate``: prompts in order, completions in the same order (an
@@ -191,6 +193,17 @@ class TrainingEpisode(EpisodeResult):
     """The environment offered tools (it reads the calls out of the completions' text)."""
     versions: list[int] = Field(default_factory=list)
     """Weight version of each model turn (engine actors only; empty elsewhere)."""
+    env: str = ""
+    """The mix source (environment name) the episode ran on."""
+    max_turns: int = 1
+    """The source's turn budget."""
+    capped: bool = False
+    """The last model turn stopped at ``max_tokens`` (no EOS): a truncated sample."""
+
+    @property
+    def truncated_sample(self) -> bool:
+        """The model's answer was cut: by ``max_tokens`` or by the episode's token budget."""
+        return self.capped or self.end == "token_budget"
 
     @property
     def dropped(self) -> bool:
@@ -247,13 +260,19 @@ class RolloutSettings:
     params: SamplingParams
     env_concurrency: int = 64
     """Environment calls run at once (threads of the rollout's :class:`EnvCalls`)."""
+    source_turns: dict[str, int] = field(default_factory=dict)
+    """Turn budget per mix source (``max_turns`` for sources not listed)."""
+
+    def turns_of(self, source: str) -> int:
+        """The turn budget of ``source``."""
+        return self.source_turns.get(source, self.max_turns)
 
 
 def collect(
     generate: GenerateFn,
     pool: EnvPool,
     chat: ChatFormatter,
-    seeds: Sequence[int],
+    seeds: Sequence[int | Job],
     settings: RolloutSettings,
     *,
     sample_seed: int,
@@ -263,10 +282,12 @@ def collect(
 
     Args:
         generate: The engine group's generate function.
-        pool: Environment clients.
+        pool: Environment clients (a :class:`RoutedEnvPool` for a mix of sources).
         chat: Renders messages to token ids.
-        seeds: One seed per task group; ``reset(seed=...)`` picks the same task for the group.
-        settings: Group size, turn and token budgets, deadline, sampling.
+        seeds: One per task group: a reset seed (the pool's one environment), or a
+            :class:`~envhub.trainer.mix.Job` naming the source, the seed and maybe the task.
+            The group's episodes all run the same task.
+        settings: Group size, turn and token budgets (per source), deadline, sampling.
         sample_seed: Base seed of the sampler (turn ``t`` uses ``sample_seed + t``).
         calls: The thread pool of the environment calls (a collector's own, kept across
             rollouts); when ``None`` one of ``settings.env_concurrency`` threads is made for
@@ -278,16 +299,12 @@ def collect(
                 generate, pool, chat, seeds, settings, sample_seed=sample_seed, calls=own
             )
     run = _Run(pool, settings, calls)
-    episodes = [
-        TrainingEpisode(group=g, key=f"{sample_seed}-{g}-{i}", seed=seed)
-        for g, seed in enumerate(seeds)
-        for i in range(settings.group_size)
-    ]
+    episodes = _new_episodes(seeds, settings, sample_seed)
     batch = RolloutBatch(episodes=episodes)
-    resets = run.env(batch, [lambda e=e: pool.reset(e.key, e.seed, None) for e in episodes])
+    resets = run.env(batch, [lambda e=e: pool.reset(e.key, e.seed, e.task_id) for e in episodes])
     for ep, res in zip(episodes, resets, strict=True):
         _start(ep, res, chat, settings)
-    for turn in range(settings.max_turns):
+    for turn in range(max((e.max_turns for e in episodes), default=0)):
         live = [e for e in episodes if not e.done]
         if not live:
             break
@@ -295,7 +312,7 @@ def collect(
         sampled = _generate(generate, live, params, batch)
         steps = [lambda e=e, g=g: pool.step(e.key, g.message) for e, g in sampled]
         for (ep, gen), res in zip(sampled, run.env(batch, steps), strict=True):
-            _advance(ep, gen, res, chat, settings, last_turn=turn == settings.max_turns - 1)
+            _advance(ep, gen, res, chat, settings, last_turn=turn == ep.max_turns - 1)
     for ep in episodes:
         if not ep.done:
             ep.done, ep.end = True, "max_turns"
@@ -303,6 +320,59 @@ def collect(
     # a client whose environment failed is not trusted with another episode
     calls.run([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
     return batch
+
+
+def _new_episodes(
+    seeds: Sequence[int | Job], settings: RolloutSettings, sample_seed: int
+) -> list[TrainingEpisode]:
+    """The episodes of a rollout, ``group_size`` per seed or job, not started yet."""
+    jobs = [s if isinstance(s, Job) else Job("", s) for s in seeds]
+    return [
+        TrainingEpisode(
+            group=g,
+            key=f"{job.source}|{sample_seed}-{g}-{i}" if job.source else f"{sample_seed}-{g}-{i}",
+            seed=job.seed,
+            task_id=job.task_id,
+            env=job.source,
+            max_turns=settings.turns_of(job.source),
+        )
+        for g, job in enumerate(jobs)
+        for i in range(settings.group_size)
+    ]
+
+
+class RoutedEnvPool:
+    """An :class:`EnvPool` over one pool per mix source, routed by the episode key's prefix.
+
+    Keys look like ``SOURCE|...`` (:func:`collect` makes them so for a
+    :class:`~envhub.trainer.mix.Job`); each source keeps its own clients, runner and reward.
+    """
+
+    def __init__(self, pools: dict[str, EnvPool]) -> None:
+        """``pools``: the pool of each source, by source name."""
+        self.pools = pools
+
+    def _pool(self, key: str) -> EnvPool:
+        source, sep, _ = key.partition("|")
+        if not sep or source not in self.pools:
+            raise KeyError(f"episode key {key!r} names no source of {sorted(self.pools)}")
+        return self.pools[source]
+
+    def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
+        """Start ``key`` on its source."""
+        return self._pool(key).reset(key, seed, task_id)
+
+    def step(self, key: str, message: Message) -> StepResult:
+        """Step ``key`` on its source."""
+        return self._pool(key).step(key, message)
+
+    def finish(self, key: str) -> StepResult:
+        """End ``key`` from outside."""
+        return self._pool(key).finish(key)
+
+    def close(self, key: str, discard: bool = False) -> None:
+        """End ``key``."""
+        self._pool(key).close(key, discard)
 
 
 @dataclass
@@ -335,6 +405,7 @@ def _generate(
             continue
         ep.append(gen.token_ids, model=True, logprobs=gen.logprobs)
         ep.turns += 1
+        ep.capped = gen.finish_reason == "length"
         if gen.weight_version is not None:
             ep.versions.append(gen.weight_version)
         sampled.append((ep, gen))
@@ -401,7 +472,8 @@ def _advance(
     if res.terminated or res.truncated:
         ep.done, ep.end = True, "terminated" if res.terminated else "truncated"
         return
-    if last_turn:
+    if last_turn:  # its own budget is spent (other sources' episodes may go on)
+        ep.done, ep.end = True, "max_turns"
         return
     cont = chat.continuation_ids(res.messages, ended_with_eos=gen.ended_with_eos)
     if len(ep.tokens) + len(cont) + settings.params.max_tokens > settings.max_seq_len:

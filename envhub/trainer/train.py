@@ -2,9 +2,11 @@
 
 One step (Shao et al. 2024, "DeepSeekMath", Algorithm 1, with the changes listed below):
 
-1. **Rollout**: ``prompts_per_step`` tasks, ``group_size`` episodes each, against the
-   environment (multi-turn: model turn, environment answer, ... until the episode ends or a
-   turn or token budget runs out). Sequences are the engine's own token ids.
+1. **Rollout**: ``prompts_per_step`` tasks, ``group_size`` episodes each, drawn from the
+   mix of environments by weight (``envhub.trainer.mix``; multi-turn: model turn, environment
+   answer, ... until the episode ends or its source's turn or token budget runs out).
+   Sequences are the engine's own token ids. With ``rollout.filter_groups`` groups of equal
+   raw outcome are replaced by fresh ones (``envhub.trainer.dynamic``).
 2. **Rewards and advantages**: the environment's reward (its named components, weighted as
    the config's ``env.overrides.reward`` says); group-relative advantages.
 3. **Logprobs**: reference-policy logprobs for the KL term (when ``kl_beta > 0``); the
@@ -29,6 +31,8 @@ Deviations from the paper, on purpose:
   N weight versions are discarded; each token's surrogate is weighted by
   ``min(pi_old / pi_behaviour, is_cap)`` (``correction.importance_weights``, decoupled PPO) and
   the time saved is logged as ``time/overlap_saved``.
+- ``rollout.overlong`` (off by default): DAPO's soft overlong penalty on the reward, and
+  truncated samples kept in their group's baseline but out of the loss.
 - Multi-turn episodes get one advantage per episode (the sum of its step rewards), applied to
   every model token of every turn.
 """
@@ -37,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import random
 import threading
 import time
 from collections import deque
@@ -55,9 +58,14 @@ from envhub.errors import EnvhubError
 from . import checkpoint as ckpt
 from .batch import Sample, assign_weights, shard, split_minibatches
 from .config import Config
+from .dynamic import Filtered, collect_filtered
 from .grpo import group_advantages
+from .hub import MixRun
 from .metrics import MetricsLogger, rollout_metrics, train_metrics
+from .mix import MixSource
+from .overlong import OverlongConfig, episode_penalty
 from .rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
+from .rollout_log import EpisodeNotes
 from .staleness import filter_by_age
 
 if TYPE_CHECKING:
@@ -66,34 +74,68 @@ if TYPE_CHECKING:
 log = logging.getLogger("envhub.trainer")
 
 
-def task_seed(run_seed: int, position: int) -> int:
-    """The ``reset`` seed of the task at data position ``position`` (one per group)."""
-    return random.Random(run_seed * 1_000_003 + position).randrange(2**31)
+def to_samples(
+    batch: RolloutBatch,
+    normalize_std: bool,
+    *,
+    overlong: OverlongConfig | None = None,
+    max_tokens: int = 0,
+    notes: dict[str, EpisodeNotes] | None = None,
+) -> list[Sample]:
+    """Training samples of the kept episodes, with group-relative advantages.
 
-
-def to_samples(batch: RolloutBatch, normalize_std: bool) -> list[Sample]:
-    """Training samples of the kept episodes, with group-relative advantages."""
+    ``overlong`` adds DAPO's soft overlong penalty to each reward before the advantages and,
+    with ``mask_truncated``, leaves truncated episodes out of the loss (they stay in their
+    group's baseline). ``notes`` receives each kept episode's advantage and penalty.
+    """
     kept = batch.kept
     if not kept:
         return []
-    rewards = torch.tensor([e.reward for e in kept])
+    cfg = overlong or OverlongConfig()
+    penalties = [episode_penalty(e, cfg, max_tokens) for e in kept]
+    rewards = torch.tensor([e.reward + p for e, p in zip(kept, penalties, strict=True)])
     adv = group_advantages(rewards, [e.group for e in kept], normalize_std=normalize_std)
-    return [
-        Sample(e.tokens, e.loss_mask, e.engine_logprobs, float(a))
-        for e, a in zip(kept, adv.tolist(), strict=True)
-        if e.response_tokens > 0
-    ]
+    samples = []
+    for e, a, p in zip(kept, adv.tolist(), penalties, strict=True):
+        masked = cfg.mask_truncated and e.truncated_sample
+        if notes is not None:
+            notes[e.key] = EpisodeNotes(None if masked else float(a), overlong_penalty=p)
+        if e.response_tokens > 0 and not masked:
+            samples.append(Sample(e.tokens, e.loss_mask, e.engine_logprobs, float(a)))
+    return samples
 
 
-def rollout_settings(config: Config, env_max_turns: int | None) -> RolloutSettings:
-    """Budgets of one rollout from the config."""
+def overlong_metrics(batch: RolloutBatch, notes: dict[str, EpisodeNotes]) -> dict[str, float]:
+    """Overlong handling's figures of a step's kept episodes.
+
+    ``overlong/truncated`` (share cut), ``overlong/masked`` (left out of the loss) and
+    ``overlong/penalty_mean``.
+    """
+    kept = batch.kept
+    if not kept:
+        return {}
+    n = len(kept)
+    return {
+        "overlong/truncated": sum(e.truncated_sample for e in kept) / n,
+        "overlong/masked": float(
+            sum(notes[e.key].advantage is None for e in kept if e.key in notes)
+        ),
+        "overlong/penalty_mean": sum(notes[e.key].overlong_penalty for e in kept if e.key in notes)
+        / n,
+    }
+
+
+def rollout_settings(config: Config) -> RolloutSettings:
+    """Budgets of one rollout from the config (a turn budget per mix source)."""
+    turns = {src.name: _source_max_turns(config, src) for src in config.sources()}
     return RolloutSettings(
         group_size=config.rollout.group_size,
-        max_turns=config.rollout.max_turns or env_max_turns or 1,
+        max_turns=max(turns.values()),
         max_seq_len=config.rollout.max_seq_len,
         timeout_s=config.env.call_deadline_s,
         env_concurrency=config.env.concurrency,
         params=config.rollout.sampling.params(),
+        source_turns=turns,
     )
 
 
@@ -109,7 +151,8 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     chat = ChatFormatter(AutoTokenizer.from_pretrained(model_dir))
     pad_id = chat.tokenizer.pad_token_id
     pad_id = chat.eos_id if pad_id is None else pad_id
-    settings = rollout_settings(config, _env_max_turns(config))
+    settings = rollout_settings(config)
+    mix = MixRun(config, out, chat)  # refuses an overlapping validation split up front
     state = ckpt.TrainerState(fingerprint=config.fingerprint(), config_digest=config.digest())
     ckpt_root = out / "checkpoints"
     resume_from = ckpt.latest(ckpt_root) if config.checkpoint.resume else None
@@ -118,12 +161,15 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     logger = MetricsLogger(out, config.logging, config.train.steps, config.model_dump(mode="json"))
     with Cluster(config, model_dir) as cluster:
         _write_placement(out, cluster)
+        mix.attach(cluster)
         if resume_from is not None:
             state = _resume(cluster, resume_from, config)
+            mix.resume(state)
         else:
             cluster.refit()  # engines start from the policy's exact weights
+            mix.validate(0, state)
         logger.start_at(state.step)
-        rollouts = _Rollouts(cluster, chat, config, settings)
+        rollouts = _Rollouts(cluster, chat, config, settings, mix)
         try:
             _loop(cluster, config, state, rollouts, logger, pad_id, settings, ckpt_root)
         except ray_actor_error() as e:
@@ -148,14 +194,17 @@ class _Rollouts:
     calls.
     """
 
-    def __init__(self, cluster: Cluster, chat: ChatFormatter, config: Config, settings: Any):
+    def __init__(
+        self, cluster: Cluster, chat: ChatFormatter, config: Config, settings: Any, mix: MixRun
+    ):
         """``config.max_trajectory_age`` > 0 turns the background collection on."""
         self.cluster, self.chat, self.config, self.settings = cluster, chat, config, settings
+        self.mix = mix
         self.max_age = config.max_trajectory_age
         self.in_flight = config.generation.in_flight_updates
         self._pool = ThreadPoolExecutor(1, "envhub-rollout") if self.max_age else None
         self._env_calls = EnvCalls(settings.env_concurrency)  # one bounded pool for the run
-        self.pending: deque[tuple[int, Future[tuple[RolloutBatch, float]]]] = deque()
+        self.pending: deque[tuple[int, Future[tuple[Filtered, float]]]] = deque()
         self._next = 0
         self._weights = threading.Lock()  # held by a running rollout, and by a refit
         self._refit_waiting = threading.Event()
@@ -167,42 +216,55 @@ class _Rollouts:
         """True when rollouts run ahead of training."""
         return self._pool is not None
 
-    def run(self, step: int, position: int) -> tuple[RolloutBatch, float]:
-        """Collect step ``step``'s batch (tasks from data ``position``); returns it, seconds."""
+    def run(self, step: int, snapshot: Any = None) -> tuple[Filtered, float]:
+        """Collect step ``step``'s batch (backfilled if filtering); returns it, seconds.
+
+        ``snapshot``: the curriculum state to draw with (taken when the step was launched).
+        """
         while self._refit_waiting.is_set():  # a waiting refit goes first
             time.sleep(0.005)
         hold = self.background and not self.in_flight
         with self._weights if hold else contextlib.nullcontext():
             t0 = time.perf_counter()
-            n = self.config.rollout.prompts_per_step
-            batch = collect(
-                self.cluster.generate,
-                self.cluster.env_pool,
-                self.chat,
-                [task_seed(self.config.seed, position + i) for i in range(n)],
-                self.settings,
-                sample_seed=(self.config.seed * 1_000_003 + step) * 1000,
-                calls=self._env_calls,
+            r = self.config.rollout
+            filtered = collect_filtered(
+                lambda round_, n: self._round(step, round_, n, snapshot),
+                r.prompts_per_step,
+                self.mix.primary_of,
+                enabled=r.filter_groups == "zero_variance",
+                max_rounds=r.max_backfill_rounds,
             )
             t1 = time.perf_counter()
         self._busy.append((t0, t1))
-        self.generated_groups += n
-        return batch, t1 - t0
+        self.generated_groups += int(filtered.metrics["filter/groups_generated"])
+        return filtered, t1 - t0
 
-    def take(self, step: int, position: int) -> tuple[RolloutBatch, float]:
+    def _round(self, step: int, round_: int, n: int, snapshot: Any) -> RolloutBatch:
+        """One rollout round of ``n`` groups drawn from the mix."""
+        return collect(
+            self.cluster.generate,
+            self.cluster.env_pool,
+            self.chat,
+            self.mix.sampler.draw(step, n, round_, snapshot),
+            self.settings,
+            sample_seed=(self.config.seed * 1_000_003 + step) * 1000 + 50 * round_,
+            calls=self._env_calls,
+        )
+
+    def take(self, step: int) -> tuple[Filtered, float]:
         """Step ``step``'s batch: launched earlier if it was, else collected now."""
         if self.pending and self.pending[0][0] == step:
             return self.pending.popleft()[1].result()
-        return self.run(step, position)
+        return self.run(step)
 
-    def launch(self, step: int, position: int) -> None:
-        """Queue the batches of steps ``step + 1 .. step + N`` (``position``: step's data)."""
+    def launch(self, step: int) -> None:
+        """Queue the batches of steps ``step + 1 .. step + N`` (drawn with today's curriculum)."""
         if self._pool is None:
             return
-        n = self.config.rollout.prompts_per_step
         last = min(step + self.max_age, self.config.train.steps)
         for k in range(max(self._next, step + 1), last + 1):
-            self.pending.append((k, self._pool.submit(self.run, k, position + (k - step) * n)))
+            snap = self.mix.snapshot()
+            self.pending.append((k, self._pool.submit(self.run, k, snap)))
         self._next = max(self._next, last + 1)
 
     @contextlib.contextmanager
@@ -254,31 +316,31 @@ def _loop(
     ckpt_root: Path,
 ) -> None:
     """The steps, from ``state.step + 1`` to ``train.steps``."""
-    n_prompts = config.rollout.prompts_per_step
+    mix = rollouts.mix
     while state.step < config.train.steps:
         step = state.step + 1
         t_step = time.perf_counter()
 
-        # 1. rollout: G episodes for each of this step's tasks (off-policy: launched during
-        #    the previous step, sampled with the weights before that step's update)
-        batch, rollout_s = rollouts.take(step, state.data_position)
+        # 1. rollout: G episodes for each of this step's tasks, drawn from the mix (off-policy:
+        #    launched during an earlier step); zero-variance groups replaced when filtering
+        filtered, rollout_s = rollouts.take(step)
         t_taken = time.perf_counter()
         times = {
             "time/rollout": rollout_s,
-            "time/generation": batch.generation_time,
-            "time/env": batch.env_time,
+            "time/generation": filtered.generated.generation_time,
+            "time/env": filtered.generated.env_time,
         }
-        rollouts.launch(step, state.data_position)
+        mix_metrics = mix.observe(filtered)  # the curriculum counts before the next launch
+        rollouts.launch(step)
 
         # 2. groups older than max_trajectory_age_steps are discarded; rewards -> advantages
-        aged = filter_by_age(batch, cluster.weights_version, rollouts.max_age)
-        samples = to_samples(aged.batch, config.loss.normalize_std)
-        metrics = rollout_metrics(batch) | aged.metrics()
-        metrics["groups_generated"] = float(rollouts.take_generated())
+        samples, metrics, notes = _advantages(cluster, config, rollouts, filtered)
+        metrics |= mix_metrics
 
         # 3-4. logprobs (reference, pre-update policy) and the update
         if samples:
             metrics |= _update(cluster, config, samples, pad_id, settings, times)
+        times["time/rollout_log"] = mix.log_rollouts(step, filtered, notes, cluster.weights_version)
 
         # 5. refit: the engines get the new weights (and, if asked, are checked against them);
         #    asynchronous runs first let the running rollout end (unless in-flight updates)
@@ -289,14 +351,53 @@ def _loop(
         if config.generation.verify_refit and samples:
             metrics["refit/logprob_max_diff"] = verify_refit(cluster, config, samples)
 
-        state.step, state.data_position = step, state.data_position + n_prompts
+        state.step = step
+        state.data_position += int(filtered.metrics["filter/groups_generated"])
         state.history.append(_history_row(step, metrics))
-        if _checkpoint_due(config, step):
-            t0 = time.perf_counter()
-            ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
-            times["time/checkpoint"] = time.perf_counter() - t0
+        times |= mix.validate(step, state)  # the weights of this step, never trained on
+        _save(cluster, config, state, mix, ckpt_root, times)
         times["time/step"] = time.perf_counter() - t_step
         logger.log(step, metrics | times)
+        if mix.should_stop:
+            log.info(
+                "validation: no improvement in %d rounds; stopping", config.validation.patience
+            )
+            break
+
+
+def _save(
+    cluster: Cluster,
+    config: Config,
+    state: ckpt.TrainerState,
+    mix: MixRun,
+    ckpt_root: Path,
+    times: dict[str, float],
+) -> None:
+    """A checkpoint when due (or when validation stops the run), with the sampler's state."""
+    state.sampler = mix.sampler.state_dict()
+    if _checkpoint_due(config, state.step) or mix.should_stop:
+        t0 = time.perf_counter()
+        ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
+        times["time/checkpoint"] = time.perf_counter() - t0
+
+
+def _advantages(
+    cluster: Cluster, config: Config, rollouts: _Rollouts, filtered: Filtered
+) -> tuple[list[Sample], dict[str, float], dict[str, EpisodeNotes]]:
+    """Age filter, advantages (with overlong handling), and the step's rollout metrics."""
+    aged = filter_by_age(filtered.batch, cluster.weights_version, rollouts.max_age)
+    notes: dict[str, EpisodeNotes] = {}
+    samples = to_samples(
+        aged.batch,
+        config.loss.normalize_std,
+        overlong=config.rollout.overlong,
+        max_tokens=config.rollout.sampling.max_tokens,
+        notes=notes,
+    )
+    metrics = rollout_metrics(filtered.generated) | aged.metrics()
+    metrics |= overlong_metrics(aged.batch, notes)
+    metrics["groups_generated"] = float(rollouts.take_generated())
+    return samples, metrics, notes
 
 
 def verify_refit(cluster: Cluster, config: Config, samples: list[Sample], probes: int = 2) -> float:
@@ -412,13 +513,17 @@ def _history_row(step: int, metrics: dict[str, float]) -> dict[str, float]:
     return {"step": step, **{k: metrics[k] for k in keep if k in metrics}}
 
 
-def _env_max_turns(config: Config) -> int | None:
-    """The environment's own turn budget, from its catalog entry and overrides."""
+def _source_max_turns(config: Config, source: MixSource) -> int:
+    """A source's turn budget: its own, ``rollout.max_turns``, then the environment's."""
     import envhub
 
-    if "max_turns" in config.env.overrides:
-        return int(config.env.overrides["max_turns"])
-    return envhub.spec(config.env.name).max_turns
+    if source.max_turns:
+        return source.max_turns
+    if config.rollout.max_turns:
+        return config.rollout.max_turns
+    if "max_turns" in source.overrides:
+        return int(source.overrides["max_turns"])
+    return envhub.spec(source.name).max_turns or 1
 
 
 def _dump_yaml(config: Config) -> str:

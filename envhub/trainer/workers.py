@@ -316,6 +316,20 @@ class EnvWorker:
         """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
         return where()
 
+    def describe(self, with_tasks: bool) -> dict[str, Any]:
+        """The environment's ``primary`` component and, maybe, its training tasks.
+
+        Tasks come as ``(task_id, metadata["difficulty"])`` pairs when ``with_tasks``.
+        """
+        env = self.pool.factory()
+        try:
+            out: dict[str, Any] = {"primary": env.primary_component}
+            if with_tasks:
+                out["tasks"] = [(t.task_id, t.metadata.get("difficulty")) for t in env.tasks()]
+            return out
+        finally:
+            env.close()
+
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
         """See :class:`envhub.trainer.rollout.EnvPool`."""
         return self.pool.reset(key, seed, task_id)
@@ -441,15 +455,33 @@ class Cluster:
             # (with LoRA the reference is the policy's base model: no second copy)
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
-        e = config.env
+        self._start_env_workers()
+
+    def _start_env_workers(self) -> None:
+        """``workers`` environment actors per mix source, behind one routed pool."""
+        from .rollout import RoutedEnvPool
+
+        e = self.cfg.env
         env_actor = ray.remote(
             num_cpus=0, max_concurrency=256, max_restarts=e.max_restarts, **options(e.resources)
         )(EnvWorker)
-        overrides = dict(e.overrides)
-        if e.split:
-            overrides["split"] = e.split
-        self.env_workers = [env_actor.remote(e.name, e.runner, overrides) for _ in range(e.workers)]
-        self.env_pool = RayEnvPool(self.env_workers, e.call_deadline_s)
+        pools: dict[str, RayEnvPool] = {}
+        self.env_groups: dict[str, list[Any]] = {}
+        for src in self.cfg.sources():
+            overrides = dict(src.overrides)
+            if src.split:
+                overrides["split"] = src.split
+            actors = [env_actor.remote(src.name, src.runner, overrides) for _ in range(src.workers)]
+            self.env_groups[src.name] = actors
+            self.env_workers.extend(actors)
+            pools[src.name] = RayEnvPool(actors, e.call_deadline_s)
+        self.env_pool = RoutedEnvPool(pools)
+
+    def env_info(self, with_tasks: bool) -> dict[str, dict[str, Any]]:
+        """Per source: its ``primary`` component and, ``with_tasks``, its training tasks."""
+        names = list(self.env_groups)
+        refs = [self.env_groups[n][0].describe.remote(with_tasks) for n in names]
+        return dict(zip(names, ray.get(refs), strict=True))
 
     def _start_ray(self) -> None:
         if ray.is_initialized():

@@ -1,0 +1,171 @@
+"""What a step does for a mix of environments, beside the GRPO update itself.
+
+:class:`MixRun` holds the run's :class:`~envhub.trainer.mix.MixSampler` (and curriculum), the
+sources' primary components, the rollout logs and the validation rounds; the driver
+(``train.py``) calls it at fixed points of each step. The episodes a step generated (all
+backfill rounds) feed the metrics, the curriculum and the logs; only the kept groups are
+trained on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import checkpoint as ckpt
+from .curriculum import Curriculum
+from .dynamic import Filtered, outcome
+from .metrics import source_metrics
+from .mix import MixSampler
+from .rollout_log import EpisodeNotes, capped_groups, episode_record, write_step
+from .validation import Validator
+
+if TYPE_CHECKING:
+    from envhub.engines.chat import ChatFormatter
+
+    from .config import Config
+    from .workers import Cluster
+
+
+class ClusterEngine:
+    """The run's generation engines as the engine ``envhub eval``'s local backend expects."""
+
+    def __init__(self, cluster: Cluster, max_model_len: int):
+        """``max_model_len``: the longest conversation the run allows (``rollout.max_seq_len``)."""
+        self.cluster, self.max_model_len = cluster, max_model_len
+
+    def generate(self, prompts: list[list[int]], params: Any) -> list[Any]:
+        """Generations in prompt order; a lost engine fails the whole batch (``ModelError``)."""
+        outs = self.cluster.generate(prompts, params)
+        for out in outs:
+            if isinstance(out, Exception):
+                raise out
+        return outs
+
+
+class MixRun:
+    """Sampler, curriculum, rollout logs and validation of one training run."""
+
+    def __init__(self, config: Config, out: Path, chat: ChatFormatter):
+        """Build what needs no worker; :meth:`attach` finishes once the cluster is up."""
+        self.config, self.out, self.chat = config, out, chat
+        self.sources = config.sources()
+        self.sampler = MixSampler(self.sources, config.seed)
+        self.primaries: dict[str, str] = {}
+        self.validator: Validator | None = None
+        self.cluster: Cluster | None = None
+        v = config.validation
+        if v.every > 0:
+            self.validator = Validator(
+                v,
+                out,
+                self.sources,
+                self._backend,
+                seed=config.seed,
+                max_tokens=config.rollout.sampling.max_tokens,
+            )
+            self.validator.check()  # an overlapping split is refused before workers start
+
+    def attach(self, cluster: Cluster) -> None:
+        """Ask the environment workers for primary components (and tasks, for a curriculum)."""
+        self.cluster = cluster
+        cur = self.config.rollout.curriculum
+        info = cluster.env_info(with_tasks=cur.enabled)
+        self.primaries = {name: i["primary"] for name, i in info.items()}
+        if cur.enabled:
+            self.sampler.curriculum = Curriculum(cur, {n: i["tasks"] for n, i in info.items()})
+
+    def resume(self, state: ckpt.TrainerState) -> None:
+        """Continue from a checkpoint's state: the sampler's, and validation's rows."""
+        self.sampler.load_state_dict(state.sampler)
+        if self.validator is not None:
+            self.validator.start_at(state.step)
+
+    def primary_of(self, source: str) -> str:
+        """The primary component of ``source`` (``correctness`` when unknown)."""
+        return self.primaries.get(source, "correctness")
+
+    def snapshot(self) -> Any:
+        """The curriculum state to draw a future step's tasks with (None without one)."""
+        cur = self.sampler.curriculum
+        return cur.snapshot() if cur is not None else None
+
+    def observe(self, filtered: Filtered) -> dict[str, float]:
+        """Count a step's results into the curriculum; the step's per-source metrics."""
+        generated = filtered.generated
+        cur = self.sampler.curriculum
+        if cur is not None:
+            cur.update(
+                (e.env, e.task_id, outcome(e, self.primary_of(e.env)) >= 1.0)
+                for e in generated.episodes
+                if not e.dropped and e.task_id is not None
+            )
+        metrics = source_metrics(generated, self.primaries) | filtered.metrics
+        return metrics | (cur.metrics() if cur is not None else {})
+
+    def log_rollouts(
+        self, step: int, filtered: Filtered, notes: dict[str, EpisodeNotes], version: int
+    ) -> float:
+        """Write the step's rollout file when due; returns the seconds it took."""
+        every = self.config.logging.rollouts_every
+        if every <= 0 or step % every:
+            return 0.0
+        t0 = time.perf_counter()
+        kept = {e.key for e in filtered.batch.episodes}
+        episodes = capped_groups(
+            filtered.generated.episodes, self.config.logging.rollouts_max_samples
+        )
+        decode = self.chat.tokenizer.decode
+        records = [
+            episode_record(
+                e,
+                step,
+                decode,
+                notes.get(e.key) or EpisodeNotes(filtered=e.key not in kept),
+                version,
+            )
+            for e in episodes
+        ]
+        write_step(self.out / "rollouts", step, records)
+        return time.perf_counter() - t0
+
+    # ------------------------------------------------------------------ validation
+
+    def _backend(self) -> Any:
+        from envhub.evaluate.backends import BatchingBackend
+        from envhub.evaluate.local import engine_batch_fn
+
+        assert self.cluster is not None, "validation runs once the cluster is attached"
+        engine = ClusterEngine(self.cluster, self.config.rollout.max_seq_len)
+        batch = engine_batch_fn(engine, self.chat)
+        return BatchingBackend("policy", batch, max_batch=self.config.validation.concurrency)
+
+    def validate(self, step: int, state: ckpt.TrainerState) -> dict[str, float]:
+        """A validation round if one is due at ``step``; its metrics (empty when none ran)."""
+        v = self.validator
+        if v is None or not v.due(step, self.config.train.steps):
+            return {}
+        t0 = time.perf_counter()
+        v.tracker.load_state_dict(state.validation)
+        rows = v.run(step)
+        if v.tracker.update(step, rows) and self.config.validation.keep_best:
+            self._export_best(step, rows)
+        state.validation = v.tracker.state_dict()
+        metrics = {
+            f"validation/{r['env']}/pass@1": r["pass@1"] for r in rows if r["pass@1"] is not None
+        }
+        metrics["time/validation"] = time.perf_counter() - t0
+        return metrics
+
+    def _export_best(self, step: int, rows: list[dict[str, Any]]) -> None:
+        assert self.cluster is not None
+        with ckpt.atomic_dir(self.out / "best") as tmp:
+            self.cluster.export(str(tmp))
+            (tmp / "validation.json").write_text(json.dumps({"step": step, "rows": rows}, indent=1))
+
+    @property
+    def should_stop(self) -> bool:
+        """True when validation's early stopping says so."""
+        return self.validator is not None and self.validator.tracker.should_stop

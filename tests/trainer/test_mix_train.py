@@ -1,0 +1,68 @@
+"""`envhub train` on a mix (single-turn sums and multi-turn wordle) with a curriculum,
+validation and rollout logs: a resumed run equals an uninterrupted one. Slow.
+
+(Dynamic sampling is off here: the random tiny model never answers right, so every group would
+be filtered and nothing trained; its counting is tested in test_dynamic.py.)"""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from train_support import run_envhub_train
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
+
+
+def write_config(tmp: Path) -> Path:
+    for split, rng in (("train", range(5)), ("test", range(5, 10))):
+        rows = [
+            {"task_id": f"sum/{a}+{b}", "prompt": f"What is {a} + {b}?", "answer": a + b}
+            for a in rng
+            for b in range(10)
+        ]
+        (tmp / f"sums_{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tiny = yaml.safe_load((Path(__file__).parents[2] / "examples" / "tiny.yaml").read_text())
+    sums = tiny["env"]["overrides"] | {"dataset": {"kind": "jsonl", "path": "sums_{split}.jsonl"}}
+    tiny["env"] = {
+        "timeout_s": 30,
+        "mix": [
+            {"name": "gsm8k", "weight": 3, "split": "train", "overrides": sums},
+            {"name": "wordle", "weight": 1, "max_turns": 2},
+        ],
+    }
+    tiny["rollout"] |= {
+        "prompts_per_step": 4,
+        "curriculum": {"enabled": True},
+    }
+    tiny["loss"]["kl_beta"] = 0.0
+    tiny["train"]["steps"] = 2
+    tiny["validation"] = {"every": 1, "sources": ["gsm8k"], "tasks": 3}
+    path = tmp / "mix.yaml"
+    path.write_text(yaml.safe_dump(tiny))
+    return path
+
+
+def rollouts(out: Path, step: int):
+    path = out / "rollouts" / f"step_{step:05d}.jsonl.gz"
+    rows = [json.loads(x) for x in gzip.open(path, "rt")]
+    return [(r["env"], r["task_id"], r["messages"], r["reward"]) for r in rows]
+
+
+def test_mixed_run_resumes_to_the_uninterrupted_run(tmp_path):
+    config = write_config(tmp_path)
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run_envhub_train(config, whole)
+    run_envhub_train(config, cut, "train.steps=1")
+    run_envhub_train(config, cut, "--resume", "auto")
+    rows = [json.loads(x) for x in (whole / "metrics.jsonl").read_text().splitlines()]
+    for key in ("reward/gsm8k/mean", "episodes/wordle", "turns/wordle", "curriculum/gsm8k/seen"):
+        assert key in rows[0], key
+    assert rows[0]["turns/wordle"] <= 2.0  # its own turn budget
+    assert rollouts(whole, 2) == rollouts(cut, 2)  # same tasks, same samples, same rewards
+    state = json.loads((whole / "checkpoints" / "step_2" / "trainer_state.json").read_text())
+    assert state["sampler"]["curriculum"]["gsm8k"]  # the curriculum's counts are saved
+    val = [json.loads(x) for x in (whole / "validation.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["env"]) for r in val] == [(0, "gsm8k"), (1, "gsm8k"), (2, "gsm8k")]
+    assert (whole / "best" / "config.json").exists() and (whole / "validation.png").exists()

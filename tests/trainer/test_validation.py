@@ -1,0 +1,128 @@
+"""Validation during training: held-out splits enforced, envhub eval's own episodes, the
+validation.jsonl rows, the plot, the best round and early stopping."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envhub.authoring.register import register
+from envhub.engines.chat import ChatFormatter
+from envhub.errors import ConfigError
+from envhub.evaluate.backends import BatchingBackend
+from envhub.evaluate.local import engine_batch_fn
+from envhub.trainer.config import load_config
+from envhub.trainer.mix import MixSource
+from envhub.trainer.validation import (
+    BestTracker,
+    ValidationConfig,
+    Validator,
+    bootstrap_ci,
+    read_rows,
+)
+
+
+def sums(path, pairs):
+    rows = [
+        {"task_id": f"sum/{a}+{b}", "prompt": f"What is {a} + {b}?", "answer": a + b}
+        for a, b in pairs
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def data(tmp_path):
+    sums(tmp_path / "sums_train.jsonl", [(a, b) for a in range(5) for b in range(10)])
+    sums(tmp_path / "sums_test.jsonl", [(a, b) for a in range(5, 10) for b in range(10)])
+    sums(tmp_path / "sums_validation.jsonl", [(0, 1), (7, 7)])  # shares 0+1 with train
+    return tmp_path
+
+
+def source(data, path="sums_{split}.jsonl", split="train"):
+    ds = {"kind": "jsonl", "path": str(data / path)}
+    return MixSource(name="gsm8k", split=split, overrides={"dataset": ds})
+
+
+def validator(data, src, tmp_path, backend=None, **cfg):
+    cfg = ValidationConfig(every=1, **cfg)
+    return Validator(cfg, tmp_path, [src], backend or (lambda: None), seed=0, max_tokens=8)
+
+
+def test_an_overlapping_split_is_refused(data, tmp_path):
+    with pytest.raises(ConfigError, match="shares 1 task"):
+        validator(data, source(data), tmp_path, split="validation").check()
+    # one file for every split: the held-out split is the training split
+    with pytest.raises(ConfigError, match="shares 50 task"):
+        validator(data, source(data, "sums_train.jsonl"), tmp_path).check()
+    with pytest.raises(ConfigError, match="cannot be loaded"):
+        validator(data, source(data), tmp_path, split="dev").check()
+    validator(data, source(data), tmp_path).check()  # train vs test: disjoint
+    with pytest.raises(ConfigError, match="not in the mix"):
+        validator(data, source(data), tmp_path, sources=["wordle"])
+
+
+def test_a_round_runs_envhub_eval_episodes_and_writes_its_row(data, tmp_path, engine):
+    chat = ChatFormatter(engine.tokenizer)
+
+    def backend():
+        return BatchingBackend("policy", engine_batch_fn(engine, chat), max_batch=8)
+
+    out = tmp_path / "run"
+    out.mkdir()
+    v = validator(data, source(data), out, backend, tasks=3, k=2, temperature=1.0)
+    rows = v.run(10)
+    assert len(rows) == 1
+    row = json.loads((out / "validation.jsonl").read_text())
+    assert row["step"] == 10 and row["env"] == "gsm8k" and row["tasks"] == 3 and row["k"] == 2
+    assert {"pass@1", "pass@k", "mean_reward", "pass@1_ci95"} <= set(row)
+    lo, hi = row["pass@1_ci95"]
+    assert lo <= row["pass@1"] <= hi
+    store = out / "validation" / "step_00010" / "gsm8k"
+    records = [json.loads(x) for x in (store / "episodes.jsonl").read_text().splitlines()]
+    assert len(records) == 6 and all(r["split"] == "test" for r in records)
+    assert {r["task_id"] for r in records} <= {
+        f"sum/{a}+{b}" for a in range(5, 10) for b in range(10)
+    }
+    assert (
+        json.loads((store / "summary.json").read_text())["environments"]["gsm8k"]["pass@1"]
+        == (row["pass@1"])
+    )
+    assert (out / "validation.png").stat().st_size > 0
+    assert v.due(0, 7, 3) and v.due(6, 7, 3) and v.due(7, 7, 3) and not v.due(5, 7, 3)
+
+
+def test_bootstrap_interval_by_hand():
+    assert bootstrap_ci([1.0, 1.0, 1.0], seed=0) == [1.0, 1.0]
+    lo, hi = bootstrap_ci([0.0, 1.0] * 50, seed=0)
+    assert 0.38 < lo < 0.5 < hi < 0.62  # about 0.5 +- 1.96 * 0.05
+
+
+def test_best_round_and_early_stopping():
+    t = BestTracker("pass@1", patience=2)
+    assert t.update(0, [{"pass@1": 0.1}, {"pass@1": 0.3}])
+    assert t.best == pytest.approx(0.2)
+    assert not t.update(5, [{"pass@1": 0.2}, {"pass@1": 0.2}])  # equal is no improvement
+    assert not t.should_stop
+    assert not t.update(10, [{"pass@1": None}])
+    assert t.should_stop and t.best_step == 0
+    resumed = BestTracker("pass@1", patience=2)
+    resumed.load_state_dict(t.state_dict())
+    assert resumed.should_stop and resumed.best == t.best
+
+
+def test_the_mix_example_registers_and_its_splits_are_held_out(clean_user_registry, tmp_path):
+    root = Path(__file__).parents[2] / "examples"
+    register(root / "mix_envs.yaml")
+    config = load_config(root / "smollm2_mix.yaml")
+    assert [s.name for s in config.sources()] == ["mix-sums", "mix-products", "mix-sokoban"]
+    v = Validator(config.validation, tmp_path, config.sources(), lambda: None, seed=0, max_tokens=8)
+    v.check()  # every source's test split shares no task with its train split
+    assert [v.split_of(s) for s in v.sources] == ["test"] * 3
+
+
+def test_a_resumed_run_drops_the_rows_of_rounds_after_its_checkpoint(data, tmp_path):
+    v = validator(data, source(data), tmp_path)
+    rows = [{"step": s, "env": "gsm8k"} for s in (0, 5, 10)]
+    v.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    v.start_at(5)
+    assert [r["step"] for r in read_rows(v.path)] == [0, 5]
