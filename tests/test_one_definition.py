@@ -105,9 +105,9 @@ def test_sampling_defaults_are_the_engines_own():
 
 def test_the_one_loss_config_keeps_the_config_validation():
     pytest.importorskip("torch")
-    from envhub.trainer.config import ConfigError, load_config
+    from envhub.trainer.config import TrainConfigError, load_config
 
-    with pytest.raises(ConfigError, match="aggregation"):
+    with pytest.raises(TrainConfigError, match="aggregation"):
         load_config(None, ["loss.aggregation=sum"])
 
 

@@ -43,15 +43,15 @@ def claim_out_dir(out_dir: Path, *, resuming: bool, force: bool) -> None:
     ``resuming`` continues the run that is there; ``force`` deletes it and starts afresh.
 
     Raises:
-        envhub.trainer.config.ConfigError: ``out_dir`` holds a run and neither was given.
+        envhub.trainer.config.TrainConfigError: ``out_dir`` holds a run and neither was given.
     """
-    from .config import ConfigError
+    from .config import TrainConfigError
 
     found = [name for name in RUN_FILES if (out_dir / name).exists()]
     if not found or resuming:
         return
     if not force:
-        raise ConfigError(
+        raise TrainConfigError(
             f"{out_dir} already holds a run ({', '.join(found)}): continue it with "
             "`--resume auto`, start afresh there with `--force` (deletes that run), or pick "
             "another --out"
@@ -80,15 +80,15 @@ def main(
             ``resume``, a folder holding a run is refused).
 
     Raises:
-        envhub.trainer.config.ConfigError: the config is invalid (the message names the key),
+        envhub.trainer.config.TrainConfigError: the config is invalid (the message names the key),
             or ``out`` holds a run and neither ``resume`` nor ``force`` says what to do.
         envhub.trainer.checkpoint.ResumeError: ``checkpoint.resume`` under an incompatible config.
     """
-    from .config import ConfigError, load_config
+    from .config import TrainConfigError, load_config
     from .train import train
 
     if resume is not None and resume not in RESUME:
-        raise ConfigError(f"--resume {resume!r}: the only value is 'auto'")
+        raise TrainConfigError(f"--resume {resume!r}: the only value is 'auto'")
     config = load_config(config_path, [*overrides, *RESUME.get(resume or "", [])])
     out_dir = Path(out) if out else default_out(config_path)
     claim_out_dir(out_dir, resuming=config.checkpoint.resume, force=force)

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from .config import ConfigError
+from .config import TrainConfigError
 
 GROUP_PREFIX = "envhub-refit"
 """Key prefix of the weight-transfer group in its store (``envhub-refit/<generation>``)."""
@@ -269,14 +269,14 @@ def transport_device(transport: str) -> torch.device:
     """Where the buckets live: CPU for gloo, this process's CUDA device for nccl.
 
     Raises:
-        ConfigError: ``nccl`` without a CUDA device in this process.
+        TrainConfigError: ``nccl`` without a CUDA device in this process.
     """
     if transport == "gloo":
         return torch.device("cpu")
     if transport != "nccl":
-        raise ConfigError(f"no collective refit transport {transport!r}; use gloo or nccl")
+        raise TrainConfigError(f"no collective refit transport {transport!r}; use gloo or nccl")
     if not torch.cuda.is_available():
-        raise ConfigError(
+        raise TrainConfigError(
             "generation.transport=nccl needs a CUDA device in policy rank 0 and every engine "
             "(cluster.gpus_per_worker>0, generation.gpus_per_engine>0 on GPU nodes); this "
             "process has none: use generation.transport=gloo (CPU tensors, works anywhere) "

@@ -37,7 +37,7 @@ from .validation import ValidationConfig
 _ENGINE_DEFAULTS = SamplingParams()
 
 
-class ConfigError(errors.ConfigError):
+class TrainConfigError(errors.ConfigError):
     """The training config is invalid; the message names the key and the fix."""
 
 
@@ -489,11 +489,11 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     """Split ``a.b.c=value`` into its key path and its value parsed as YAML."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"override {item!r} must look like key=value, e.g. train.steps=20")
+        raise TrainConfigError(f"override {item!r} must look like key=value, e.g. train.steps=20")
     try:
         value = yaml.safe_load(raw) if raw != "" else ""
     except yaml.YAMLError as e:
-        raise ConfigError(f"override {item!r}: value is not valid YAML: {e}") from None
+        raise TrainConfigError(f"override {item!r}: value is not valid YAML: {e}") from None
     return key.strip().split("."), value
 
 
@@ -518,20 +518,22 @@ def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
         if valid is not None and part not in valid:
             close = difflib.get_close_matches(part, sorted(valid), n=1)
             hint = f"; did you mean {'.'.join(path[:depth] + close)!r}?" if close else ""
-            raise ConfigError(f"unknown config key {'.'.join(path)!r}{hint}")
+            raise TrainConfigError(f"unknown config key {'.'.join(path)!r}{hint}")
         if depth == len(path) - 1:
             node[part] = value
         else:
             node = node.setdefault(part, {})
             if not isinstance(node, dict):
-                raise ConfigError(f"config key {'.'.join(path[: depth + 1])!r} is not a section")
+                raise TrainConfigError(
+                    f"config key {'.'.join(path[: depth + 1])!r} is not a section"
+                )
 
 
 def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Config:
     """Read a YAML config (or the defaults when ``path`` is None) and apply overrides.
 
     Raises:
-        ConfigError: unreadable file, unknown key, or invalid value; the message names the
+        TrainConfigError: unreadable file, unknown key, or invalid value; the message names the
             dotted key.
     """
     data: dict[str, Any] = {}
@@ -539,13 +541,13 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
     if path is not None:
         path = Path(path)
         if not path.exists():
-            raise ConfigError(f"config file {str(path)!r} does not exist")
+            raise TrainConfigError(f"config file {str(path)!r} does not exist")
         try:
             data = yaml.safe_load(path.read_text()) or {}
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from None
+            raise TrainConfigError(f"{path}: not valid YAML: {e}") from None
         if not isinstance(data, dict):
-            raise ConfigError(f"{path}: the top level must be a mapping of sections")
+            raise TrainConfigError(f"{path}: the top level must be a mapping of sections")
         base_dir = path.resolve().parent
     data = copy.deepcopy(data)
     for item in overrides or []:
@@ -558,7 +560,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
             for err in e.errors()
         ]
         where = f"{path}" if path else "config"
-        raise ConfigError(f"{where} is invalid:\n" + "\n".join(lines)) from None
+        raise TrainConfigError(f"{where} is invalid:\n" + "\n".join(lines)) from None
     _resolve_paths(config, base_dir)
     return config
 

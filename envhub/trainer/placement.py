@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import Config, ConfigError
+from .config import Config, TrainConfigError
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ def check_resources(groups: list[GroupRequest], nodes: list[dict[str, Any]]) -> 
         nodes: ``ray.nodes()``: each alive node's ``Resources`` (totals).
 
     Raises:
-        ConfigError: a resource that no alive node offers in the amount one actor asks for,
+        TrainConfigError: a resource that no alive node offers in the amount one actor asks for,
             or whose cluster total is below what all groups ask for together.
     """
     alive = [n.get("Resources", {}) for n in nodes if n.get("Alive", True)]
@@ -71,16 +71,16 @@ def check_resources(groups: list[GroupRequest], nodes: list[dict[str, Any]]) -> 
         for name, amount in need.items():
             wanted[name] = wanted.get(name, 0.0) + amount * grp.count
             if not any(res.get(name, 0.0) >= amount for res in alive):
-                raise ConfigError(_missing(grp.key, name, amount, totals))
+                raise TrainConfigError(_missing(grp.key, name, amount, totals))
         if not any(all(res.get(k, 0.0) >= v for k, v in need.items()) for res in alive):
-            raise ConfigError(
+            raise TrainConfigError(
                 f"{grp.key}: no single node offers all that one actor of the group asks for "
                 f"({need}); start a node with all of them, or lower the CPU/GPU request"
             )
     for name, amount in wanted.items():
         if totals.get(name, 0.0) + 1e-9 < amount:
             users = [g.key for g in groups if g.per_actor.get(name, 0) > 0]
-            raise ConfigError(
+            raise TrainConfigError(
                 f"the worker groups ask for {amount:g} of Ray resource {name!r} in all "
                 f"({', '.join(users)}), but the cluster has {totals.get(name, 0.0):g}: add "
                 f"nodes that advertise it, or ask for less"

@@ -314,13 +314,13 @@ class CollectiveSync:
         """Results of ``refs`` in order; the first failure or the deadline raises at once.
 
         Raises:
-            ConfigError: a member refused the transport (e.g. ``nccl`` without CUDA).
+            TrainConfigError: a member refused the transport (e.g. ``nccl`` without CUDA).
             RefitTransportError: a member failed or died, or the deadline passed.
         """
         import ray
 
         from .collective import RefitTransportError
-        from .config import ConfigError
+        from .config import TrainConfigError
 
         pending, end = list(refs), time.monotonic() + self.deadline_s
         while pending:
@@ -334,7 +334,7 @@ class CollectiveSync:
             for ref in ready:
                 try:
                     ray.get(ref)
-                except (ConfigError, RefitTransportError):
+                except (TrainConfigError, RefitTransportError):
                     raise
                 except Exception as e:  # a dead actor (RayActorError), a crash in a member
                     raise RefitTransportError(

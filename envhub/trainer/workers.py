@@ -133,7 +133,7 @@ class PolicyWorker:
         """Rank 0: host the weight-transfer group's store; returns this node's IP and its port.
 
         Raises:
-            ConfigError: ``nccl`` without CUDA in this process.
+            TrainConfigError: ``nccl`` without CUDA in this process.
         """
         from .collective import host_store, transport_device
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from envhub.trainer.cli import claim_out_dir
-from envhub.trainer.config import ConfigError
+from envhub.trainer.config import TrainConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,7 @@ def _earlier_run(out: Path) -> Path:
 
 def test_a_folder_holding_a_run_is_refused_with_both_ways_out(tmp_path):
     out = _earlier_run(tmp_path / "run")
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(TrainConfigError) as e:
         claim_out_dir(out, resuming=False, force=False)
     assert "--resume auto" in str(e.value) and "--force" in str(e.value)
     assert (out / "metrics.jsonl").exists()  # nothing was touched

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from envhub.trainer.config import ConfigError, load_config
+from envhub.trainer.config import TrainConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"
@@ -22,16 +22,18 @@ def test_example_loads_and_overrides_apply():
 
 
 def test_unknown_key_suggests_the_close_one():
-    with pytest.raises(ConfigError, match="unknown config key 'rollout.group_sise'.*group_size"):
+    with pytest.raises(
+        TrainConfigError, match="unknown config key 'rollout.group_sise'.*group_size"
+    ):
         load_config(None, ["rollout.group_sise=4"])
 
 
 def test_bad_value_names_the_dotted_key():
-    with pytest.raises(ConfigError, match="rollout.group_size"):
+    with pytest.raises(TrainConfigError, match="rollout.group_size"):
         load_config(None, ["rollout.group_size=1"])
-    with pytest.raises(ConfigError, match="loss.aggregation"):
+    with pytest.raises(TrainConfigError, match="loss.aggregation"):
         load_config(None, ["loss.aggregation=bogus"])
-    with pytest.raises(ConfigError, match="key=value"):
+    with pytest.raises(TrainConfigError, match="key=value"):
         load_config(None, ["train.steps"])
 
 
@@ -41,7 +43,7 @@ def test_free_form_env_overrides_accept_any_key():
 
 
 def test_off_policy_needs_split_placement():
-    with pytest.raises(ConfigError, match="placement=split"):
+    with pytest.raises(TrainConfigError, match="placement=split"):
         load_config(None, ["generation.one_step_off_policy=true"])
     cfg = load_config(None, ["cluster.placement=split", "generation.one_step_off_policy=true"])
     assert cfg.separate_engines and cfg.generation.kv_cache_gib == 1.0
@@ -51,14 +53,14 @@ def test_collective_transports_need_engine_actors():
     for transport in ("gloo", "nccl"):  # nccl is checked for CUDA when the group is made
         cfg = load_config(None, ["cluster.placement=split", f"generation.transport={transport}"])
         assert cfg.generation.transport == transport
-    with pytest.raises(ConfigError, match="placement=split"):
+    with pytest.raises(TrainConfigError, match="placement=split"):
         load_config(None, ["generation.transport=gloo"])  # colocated transformers engines
-    with pytest.raises(ConfigError, match="transport"):
+    with pytest.raises(TrainConfigError, match="transport"):
         load_config(None, ["cluster.placement=split", "generation.transport=mpi"])
 
 
 def test_vllm_sleep_mode_needs_the_vllm_engine():
-    with pytest.raises(ConfigError, match="sleep_while_training needs cluster.engine=vllm"):
+    with pytest.raises(TrainConfigError, match="sleep_while_training needs cluster.engine=vllm"):
         load_config(TINY, ["generation.sleep_while_training=true"])
     cfg = load_config(TINY, ["generation.sleep_while_training=true", "cluster.engine=vllm"])
     assert cfg.generation.sleep_while_training
@@ -66,7 +68,7 @@ def test_vllm_sleep_mode_needs_the_vllm_engine():
 
 def test_refit_check_is_refused_with_an_adapter_refit():
     split = ["cluster.placement=split", "cluster.engine=vllm", "model.lora.rank=8"]
-    with pytest.raises(ConfigError, match="verify_refit"):
+    with pytest.raises(TrainConfigError, match="verify_refit"):
         load_config(TINY, [*split, "generation.verify_refit=true"])
     assert load_config(TINY, [*split, "generation.verify_refit=true", "generation.transport=gloo"])
     assert load_config(TINY, split).adapter_refit
@@ -86,7 +88,7 @@ def test_algorithm_switches_parse():
     )
     assert cfg.loss.rollout_correction.mode == "geo_mask" and cfg.model.lora.enabled
     assert "model.lora" in cfg.fingerprint()  # a LoRA checkpoint resumes only as LoRA
-    with pytest.raises(ConfigError, match="loss.rollout_correction.mode"):
+    with pytest.raises(TrainConfigError, match="loss.rollout_correction.mode"):
         load_config(TINY, ["loss.rollout_correction.mode=tis"])
-    with pytest.raises(ConfigError, match="did you mean"):
+    with pytest.raises(TrainConfigError, match="did you mean"):
         load_config(TINY, ["model.lora.rnak=8"])

@@ -10,7 +10,7 @@ from fake_envs import make_retry
 from test_rollout import ScriptedEngine, settings
 
 from envhub.engines.chat import ChatFormatter
-from envhub.trainer.config import ConfigError, load_config
+from envhub.trainer.config import TrainConfigError, load_config
 from envhub.trainer.metrics import source_metrics
 from envhub.trainer.mix import Job, MixSampler, MixSource, quotas
 from envhub.trainer.rollout import LocalEnvPool, RoutedEnvPool, collect
@@ -88,9 +88,9 @@ def test_config_single_env_is_a_mix_of_one_and_the_mix_form_validates(tmp_path):
     assert mixed.fingerprint()["env.mix"] == [["gsm8k", 2.0], ["wordle", 1.0]]
     # a checkpoint keeps it as JSON: it must compare equal after the round trip
     assert json.loads(json.dumps(mixed.fingerprint())) == mixed.fingerprint()
-    with pytest.raises(ConfigError, match="more than once"):
+    with pytest.raises(TrainConfigError, match="more than once"):
         load_config(None, ["env.mix=[{name: gsm8k}, {name: gsm8k}]"])
-    with pytest.raises(ConfigError, match="single-environment form"):
+    with pytest.raises(TrainConfigError, match="single-environment form"):
         load_config(None, ["env.mix=[{name: gsm8k}]", "env.overrides={max_turns: 2}"])
-    with pytest.raises(ConfigError, match="weight"):
+    with pytest.raises(TrainConfigError, match="weight"):
         load_config(None, ["env.mix=[{name: gsm8k, weight: 0}]"])

@@ -21,7 +21,7 @@ import pytest
 ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from envhub.trainer.config import Config, ConfigError  # noqa: E402
+from envhub.trainer.config import Config, TrainConfigError  # noqa: E402
 from envhub.trainer.placement import check_resources, requests  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -67,7 +67,7 @@ def test_a_missing_resource_is_named_before_anything_starts():
         }
     )
     nodes = _nodes(head={"CPU": 4.0, "train": 1.0})
-    with pytest.raises(ConfigError, match=r"generation.resources.*'gpu_pool'.*--resources"):
+    with pytest.raises(TrainConfigError, match=r"generation.resources.*'gpu_pool'.*--resources"):
         check_resources(requests(cfg), nodes)
 
 
@@ -75,7 +75,7 @@ def test_too_little_of_a_resource_in_all_is_refused():
     cfg = Config.model_validate(
         {"cluster": {"policy_workers": 2, "policy_resources": {"train": 1}}}
     )
-    with pytest.raises(ConfigError, match=r"2 of Ray resource 'train'.*cluster has 1"):
+    with pytest.raises(TrainConfigError, match=r"2 of Ray resource 'train'.*cluster has 1"):
         check_resources(requests(cfg), _nodes(a={"CPU": 4.0, "train": 1.0}))
     # two nodes with one each: enough
     check_resources(requests(cfg), _nodes(a={"CPU": 4.0, "train": 1.0}, b={"CPU": 1, "train": 1}))
@@ -83,7 +83,7 @@ def test_too_little_of_a_resource_in_all_is_refused():
 
 def test_a_node_must_hold_one_actor_whole():
     cfg = Config.model_validate({"cluster": {"policy_workers": 1, "policy_resources": {"t": 1}}})
-    with pytest.raises(ConfigError, match="no single node"):
+    with pytest.raises(TrainConfigError, match="no single node"):
         check_resources(requests(cfg), _nodes(a={"CPU": 0.0, "t": 1.0}, b={"CPU": 4.0}))
 
 

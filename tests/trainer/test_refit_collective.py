@@ -34,7 +34,7 @@ from envhub.trainer.collective import (
     plan_layout,
     transport_device,
 )
-from envhub.trainer.config import ConfigError, load_config
+from envhub.trainer.config import TrainConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"
@@ -130,13 +130,13 @@ def test_config_accepts_gloo_and_nccl_only_for_engine_actors():
     assert cfg.generation.bucket_mb == 256 and cfg.generation.refit_timeout_s == 300
     # nccl parses anywhere; it is refused at start-up where there is no CUDA
     load_config(None, ["cluster.placement=split", "generation.transport=nccl"])
-    with pytest.raises(ConfigError, match="placement=split"):
+    with pytest.raises(TrainConfigError, match="placement=split"):
         load_config(None, ["generation.transport=gloo"])
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal without CUDA")
 def test_nccl_without_cuda_is_refused_with_the_fix():
-    with pytest.raises(ConfigError, match="transport=gloo"):
+    with pytest.raises(TrainConfigError, match="transport=gloo"):
         transport_device("nccl")
 
 
