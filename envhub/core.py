@@ -47,7 +47,7 @@ from .errors import (
     status_for,
 )
 from .rewards import Rubric
-from .spec import EnvSpec
+from .spec import EnvSpec, fill_template
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 
 log = logging.getLogger("envhub")
@@ -394,13 +394,9 @@ class TaskEnv(Env):
         msgs = []
         if self.spec.system_prompt:
             msgs.append(Message(role="system", content=self.spec.system_prompt))
-        try:
-            text = self.spec.prompt_template.format(prompt=task.prompt, **task.metadata)
-        except (KeyError, IndexError) as e:
-            raise ConfigError(
-                f"{self.spec.name}: prompt_template refers to {e}, which task "
-                f"{task.task_id!r} lacks (available: prompt, {', '.join(task.metadata)})"
-            ) from e
+        fields = {"prompt": task.prompt, **task.metadata}
+        where = f"{self.spec.name}: prompt_template"
+        text = fill_template(self.spec.prompt_template, fields, where, f"task {task.task_id!r}")
         msgs.append(Message(role="user", content=text))
         return msgs
 

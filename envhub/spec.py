@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from .errors import ConfigError
 from .rewards import check_weight
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.]*(-[a-z0-9_.]+)*$")
@@ -158,3 +159,19 @@ class EnvSpec(_Strict):
         if self.base_dir:
             return Path(self.base_dir)
         return Path(self.source).parent if self.source else None
+
+
+def fill_template(template: str, fields: dict[str, Any], where: str, owner: str) -> str:
+    """``template.format(**fields)``, one error form for every template envhub fills.
+
+    Raises:
+        ConfigError: the template names a field ``fields`` lacks; the message names ``where``
+            (e.g. ``gsm8k: prompt_template``), ``owner`` (e.g. ``task 'train/3'``) and the
+            fields there are.
+    """
+    try:
+        return template.format(**fields)
+    except (KeyError, IndexError) as e:
+        raise ConfigError(
+            f"{where} refers to {e}, which {owner} lacks (available: {', '.join(fields)})"
+        ) from e

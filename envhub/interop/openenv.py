@@ -37,7 +37,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from envhub.core import Episode, Feedback, TaskEnv
 from envhub.errors import ConfigError, InfraError, VerifierTimeout
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
@@ -168,13 +168,9 @@ class OpenEnvEnv(TaskEnv):
     def _user_message(self, data: dict[str, Any]) -> Message:
         observation = data.get("observation") or {}
         whole = json.dumps(observation, sort_keys=True)
-        try:
-            text = self.template.format(**{**observation, "observation": whole})
-        except (KeyError, IndexError) as e:
-            raise ConfigError(
-                f"{self.spec.name}: options.template refers to {e}, which the OpenEnv "
-                f"observation lacks (it has: {', '.join(observation)}, observation)"
-            ) from e
+        fields = {**observation, "observation": whole}
+        where = f"{self.spec.name}: options.template"
+        text = fill_template(self.template, fields, where, "the OpenEnv observation")
         return Message(role="user", content=text)
 
     def fork(self) -> OpenEnvEnv:

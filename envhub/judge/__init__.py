@@ -55,7 +55,7 @@ import httpx
 
 from ..core import Episode, Feedback, TaskEnv
 from ..errors import ConfigError, EpisodeError, InfraError, InvalidAction, context_overflow
-from ..spec import EnvSpec, JudgeSpec
+from ..spec import EnvSpec, JudgeSpec, fill_template
 from ..types import Message, Task
 from .verdicts import VerdictError, delimit, instructions, nonce, parse_verdict, response_format
 
@@ -127,13 +127,9 @@ class Judge:
         spec, text = self.spec, response.content
         fields = {**task.metadata, "task": task.prompt, "gold": task.answer or ""}
         block = delimit(text, tag_nonce, spec.max_response_chars)
-        try:
-            prompt = spec.prompt.format(**{**fields, "response": block})
-        except (KeyError, IndexError) as e:
-            raise ConfigError(
-                f"judge {self.name!r}: prompt names {e}, which task {task.task_id!r} lacks "
-                f"(available: task, response, gold, {', '.join(task.metadata)})"
-            ) from e
+        fields = {**fields, "response": block}
+        where = f"judge {self.name!r}: prompt"
+        prompt = fill_template(spec.prompt, fields, where, f"task {task.task_id!r}")
         after = instructions(tag_nonce, len(text), spec.max_response_chars, spec.verdict)
         user = {"role": "user", "content": f"{prompt}\n\n{after}"}
         system = [{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []
