@@ -13,6 +13,7 @@ import re
 import time
 
 import pytest
+from cpu_time import cpu_seconds
 
 import envhub
 from envhub.core import MAX_MESSAGE_CHARS, Feedback, TaskEnv
@@ -70,10 +71,7 @@ def test_last_tag_keeps_its_meaning():
 
 @pytest.mark.parametrize("tag", ["move", "guess", "moves", "column", "think"])
 def test_last_tag_is_linear_on_20k_unclosed_tags(tag):
-    text = f"<{tag}>" * 20_000
-    start = time.process_time()
-    last_tag(text, tag)
-    assert time.process_time() - start < FAST_S
+    assert cpu_seconds(last_tag, f"<{tag}>" * 20_000, tag) < FAST_S
 
 
 @pytest.mark.parametrize(
