@@ -5,6 +5,13 @@ Components: ``correctness`` (the extracted final answer equals the gold one, see
 :mod:`envhub.envs.math.answers` for the extraction order and the equivalence rules) and ``format``
 (the answer is given the requested way: ``#### 42`` or ``\\boxed{42}``). A response that
 hedges between different final answers earns no correctness.
+
+With ``options.attempts: N`` (default 1) the episode is a retry game of up to N turns: a
+response whose final answer is wrong (or missing, or hedged) is answered "not correct, try
+again" and the model answers anew; the episode ends at the first correct answer or after the
+N-th. The components are those of the last response, so ``correctness`` reads "solved within
+N attempts"; the entry's ``max_turns`` must allow N turns. The feedback says only that the
+answer was wrong, never how far off it was (a retry game, not a search on the gold).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from envhub.core import Episode, TaskEnv
+from envhub.core import Episode, Feedback, TaskEnv
 from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
@@ -38,6 +45,7 @@ class MathEnv(TaskEnv):
         spec: EnvSpec,
         answer_format: Literal["hash", "boxed"] = "hash",
         timeout: float = 2.0,
+        attempts: int = 1,
     ) -> None:
         r"""Build from the spec; ``answer_format`` is what the format component rewards.
 
@@ -45,12 +53,19 @@ class MathEnv(TaskEnv):
             spec: The catalog entry.
             answer_format: ``hash`` (``#### 42``, GSM8K style) or ``boxed`` (``\\boxed{42}``).
             timeout: Seconds allowed for one symbolic comparison.
+            attempts: Answers the model may give; past a wrong one it is told to try again.
+
+        Raises:
+            ConfigError: An unknown ``answer_format``, or ``attempts`` below 1 or above the
+                entry's ``max_turns``.
         """
-        super().__init__(spec, answer_format=answer_format, timeout=timeout)
+        super().__init__(spec, answer_format=answer_format, timeout=timeout, attempts=attempts)
         if answer_format not in ("hash", "boxed"):
             raise ConfigError(f"answer_format must be 'hash' or 'boxed', got {answer_format!r}")
+        _check_attempts(spec, attempts)
         self.answer_format = answer_format
         self.timeout = timeout
+        self.attempts = attempts
 
     def warmup(self) -> None:
         """Load the tasks and start the symbolic workers (the first start takes seconds)."""
@@ -101,6 +116,19 @@ class MathEnv(TaskEnv):
         details = {"extracted": found.answer, "method": found.method, "hedged": found.hedged}
         return components, details
 
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        """Judge the answer; a wrong one with attempts left is answered "try again"."""
+        components, details = self.score(episode.task, message)
+        left = self.attempts - episode.turn
+        if components["correctness"] == 1.0 or left <= 0:
+            return Feedback(done=True, components=components, info=details)
+        how = "#### <answer>" if self.answer_format == "hash" else "\\boxed{<answer>}"
+        text = (
+            f"That is not correct. Try again: {left} attempt{'s' if left > 1 else ''} left. "
+            f"End with your final answer as {how}."
+        )
+        return Feedback(messages=[Message(role="user", content=text)], info=details)
+
     def reference_action(self, episode: Episode) -> Message | None:
         """The gold answer in the requested format."""
         gold = episode.task.answer
@@ -108,6 +136,19 @@ class MathEnv(TaskEnv):
             return None
         text = f"#### {gold}" if self.answer_format == "hash" else f"\\boxed{{{gold}}}"
         return Message(role="assistant", content=f"The answer follows.\n{text}")
+
+
+def _check_attempts(spec: EnvSpec, attempts: object) -> None:
+    """Refuse an ``attempts`` option that is no whole number from 1 to ``max_turns``."""
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ConfigError(
+            f"{spec.name}: options.attempts must be a whole number >= 1, got {attempts!r}"
+        )
+    if attempts > spec.max_turns:
+        raise ConfigError(
+            f"{spec.name}: options.attempts is {attempts} but max_turns is {spec.max_turns}; "
+            f"set max_turns: {attempts} (each attempt is a turn)"
+        )
 
 
 def _tolerance(task: Task) -> float | None:
