@@ -2,8 +2,10 @@
 
 ``data/sums_{train,test}.jsonl``: the 100 sums of two 1-digit numbers, 20 held out for test
 (those with ``(10a + b) % 5 == 2``). ``data/products_{train,test}.jsonl``: the 45 products
-``a x b`` with ``1 <= a <= b <= 9``, 10 held out (``(a + b) % 4 == 1``). No task is in both
-splits of a file pair (validation refuses a split that shares one with training).
+``a x b`` with ``1 <= a <= b <= 9``, 10 held out (``(a + b) % 4 == 1``).
+``data/diffs_{train,test}.jsonl``: the 55 differences ``a - b`` with ``0 <= b <= a <= 9``, 15
+held out (``(a + 2b) % 4 == 3``). No task is in both splits of a file pair (validation refuses
+a split that shares one with training).
 """
 
 import json
@@ -35,6 +37,14 @@ def main() -> None:
             for a, b in pairs
         ]
         _write(f"products_{split}.jsonl", rows)
+    diffs = [(a, b) for a in range(10) for b in range(a + 1)]
+    held = [(a, b) for a, b in diffs if (a + 2 * b) % 4 == 3]
+    for split, pairs in (("train", [p for p in diffs if p not in held]), ("test", held)):
+        rows = [
+            {"task_id": f"diff/{a}-{b}", "prompt": f"What is {a} minus {b}?", "answer": a - b}
+            for a, b in pairs
+        ]
+        _write(f"diffs_{split}.jsonl", rows)
 
 
 if __name__ == "__main__":

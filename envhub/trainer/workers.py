@@ -652,18 +652,14 @@ class Cluster:
 
     def shutdown(self) -> None:
         """Stop the actors, and the local Ray if this cluster started it."""
-        from .generation import close_engines
+        from .generation import close_engines, stop_actors
 
         close = getattr(getattr(self, "weight_sync", None), "close", None)
         if callable(close):  # the collective transports' group
             close()
         close_engines(self.engines)
-        for w in self.env_workers:
-            try:
-                ray.get(w.shutdown.remote(), timeout=30)
-            except Exception:  # noqa: BLE001 (a dead env worker must not block the shutdown)
-                pass
-        for a in [*self.policy, *self.env_workers, *([self.reference] if self.reference else [])]:
+        stop_actors(self.env_workers, "shutdown")
+        for a in [*self.policy, *([self.reference] if self.reference else [])]:
             ray.kill(a)
         if self._own_ray:
             ray.shutdown()
