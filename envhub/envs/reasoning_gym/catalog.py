@@ -27,6 +27,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from envhub.spec import Knob
+
 SNAPSHOT = Path(__file__).with_name("generators.json")
 """Names, descriptions and knobs of the generators of one reasoning-gym version."""
 PREFIX = "rg-"
@@ -153,6 +155,31 @@ def generators() -> dict[str, Any]:
     if version is None or version == snap["reasoning_gym"]:
         return snap
     return live_generators()
+
+
+KNOB_KINDS = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}
+
+
+def knobs(name: str) -> tuple[Knob, ...]:
+    """The knobs of generator ``name`` (its config's fields and defaults), as declared knobs.
+
+    reasoning-gym's configs say neither the range nor which way is harder; its own checks
+    refuse a bad value when the tasks are made (a ConfigError naming the knob).
+    """
+    about = generators()["datasets"].get(name)
+    if about is None:
+        return ()
+    return tuple(
+        Knob(
+            key,
+            "dataset.options",
+            f"reasoning-gym's {name} setting {key!r}.",
+            default,
+            KNOB_KINDS.get(type(default), "value"),
+            "not declared by reasoning-gym's config (see its generator's documentation)",
+        )
+        for key, default in sorted(about["knobs"].items())
+    )
 
 
 def _entry(name: str, about: dict[str, Any]) -> dict[str, Any]:
