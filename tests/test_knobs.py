@@ -83,12 +83,28 @@ def test_info_lists_reasoning_gyms_knobs_without_importing_it():
         "import sys, json; from envhub.authoring.cli import card_of; "
         "from envhub.registry.catalog import spec; "
         "d = card_of(spec('rg-basic_arithmetic'))['difficulty']; "
-        "print(json.dumps([[k['name'], k['value']] for k in d['knobs']]), "
+        "print(json.dumps([[k['name'], k['value'], k['harder']] for k in d['knobs']]), "
         "'reasoning_gym' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     knobs, imported = out.stdout.rsplit(" ", 1)
-    assert ["max_digits", 4] in json.loads(knobs) and imported.strip() == "False"
+    listed = {name: (value, harder) for name, value, harder in json.loads(knobs)}
+    assert imported.strip() == "False"
+    assert listed["max_digits"] == (
+        4,
+        "higher (reasoning-gym's curriculum levels, easiest first: [1, 2, 3, 4])",
+    )
+    assert listed["operators"][1].startswith("not declared by reasoning-gym")
+
+
+def test_reasoning_gym_refuses_unknown_knobs_naming_them():
+    entry = spec("rg-basic_arithmetic").model_copy(deep=True)
+    entry.dataset.options["max_digit"] = 3
+    from envhub.envs.reasoning_gym.env import ReasoningGymEnv
+
+    env = ReasoningGymEnv(entry, generator="basic_arithmetic")
+    with pytest.raises(ConfigError, match=r"unknown knob 'max_digit'.*'max_digits'"):
+        env.tasks()
 
 
 def test_listing_imports_no_environment_module():
