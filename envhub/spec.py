@@ -235,9 +235,8 @@ class Knob:
         return value
 
     def _shape(self) -> str:
-        return {"choices": "a non-empty list, each item", "int": "an integer", "float": "a number"}.get(
-            self.kind, "a value"
-        )
+        shapes = {"choices": "a non-empty list, each item", "int": "an integer"}
+        return {**shapes, "float": "a number"}.get(self.kind, "a value")
 
     def _fits(self, value: Any) -> bool:
         if self.choices:

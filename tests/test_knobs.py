@@ -115,4 +115,6 @@ def test_listing_imports_no_environment_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # the rg- entries' catalog (its snapshot) only: no environment class, no generator
-    assert out.stdout.strip() == "['envhub.envs.reasoning_gym', 'envhub.envs.reasoning_gym.catalog']"
+    assert (
+        out.stdout.strip() == "['envhub.envs.reasoning_gym', 'envhub.envs.reasoning_gym.catalog']"
+    )

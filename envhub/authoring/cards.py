@@ -90,8 +90,11 @@ def scores_of(spec: EnvSpec) -> dict[str, Any] | None:
 
 
 def difficulty_of(cls: type[Env], spec: EnvSpec) -> dict[str, Any]:
-    """The card's ``difficulty`` section: the knobs with this entry's settings, and what each
-    task's ``metadata["difficulty"]`` holds (the curriculum's ``by: difficulty`` key)."""
+    """The card's ``difficulty`` section.
+
+    The knobs with this entry's settings, and what each task's ``metadata["difficulty"]``
+    holds (the curriculum's ``by: difficulty`` key).
+    """
     knobs = cls.difficulty_knobs(spec)
     return {
         "knobs": [k.as_dict(knob_value(spec, k)) for k in knobs],

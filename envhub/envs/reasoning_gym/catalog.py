@@ -135,8 +135,11 @@ def _describe(dataset_cls: type) -> str:
 
 
 def _levels(curriculum_cls: type | None) -> dict[str, Any]:
-    """Per config field, its attribute of reasoning-gym's curriculum: description and levels
-    (easiest first). A range attribute sets two fields (its lower and upper end)."""
+    """Per config field, its attribute of reasoning-gym's curriculum.
+
+    Each has a description and levels (easiest first). A range attribute sets two fields
+    (its lower and upper end).
+    """
     out: dict[str, Any] = {}
     attributes = curriculum_cls().attributes if curriculum_cls is not None else {}
     for attr in attributes.values():
@@ -195,9 +198,8 @@ def knobs(name: str) -> tuple[Knob, ...]:
     if about is None:
         return ()
     levels = about.get("curriculum", {})
-    return tuple(
-        _knob(name, key, default, levels.get(key)) for key, default in sorted(about["knobs"].items())
-    )
+    ordered = sorted(about["knobs"].items())
+    return tuple(_knob(name, key, default, levels.get(key)) for key, default in ordered)
 
 
 def _knob(name: str, key: str, default: Any, level: dict[str, Any] | None) -> Knob:
