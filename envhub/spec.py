@@ -1,4 +1,8 @@
-"""EnvSpec: the validated form of one catalog entry (``registry.yaml`` or a user's YAML file)."""
+"""EnvSpec: the validated form of one catalog entry (``registry.yaml`` or a user's YAML file).
+
+Also :class:`Knob`, the declaration of one difficulty knob of an environment (a setting of the
+entry's ``options`` or ``dataset.options``), which ``envhub info`` lists.
+"""
 
 from __future__ import annotations
 

@@ -159,7 +159,9 @@ def _levels(curriculum_cls: type | None) -> dict[str, Any]:
 
 def live_generators() -> dict[str, Any]:
     """The snapshot's content, read from the installed reasoning-gym (imports every generator)."""
-    from reasoning_gym.factory import CURRICULA, DATASETS
+    from reasoning_gym import factory
+
+    curricula = getattr(factory, "CURRICULA", {})  # versions before its curricula have none
 
     return {
         "reasoning_gym": installed_version(),
@@ -167,9 +169,9 @@ def live_generators() -> dict[str, Any]:
             name: {
                 "description": _describe(ds_cls),
                 "knobs": _knobs(cfg_cls),
-                "curriculum": _levels(CURRICULA.get(name)),
+                "curriculum": _levels(curricula.get(name)),
             }
-            for name, (ds_cls, cfg_cls) in sorted(DATASETS.items())
+            for name, (ds_cls, cfg_cls) in sorted(factory.DATASETS.items())
         },
     }
 
