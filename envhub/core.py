@@ -47,7 +47,7 @@ from .errors import (
     status_for,
 )
 from .rewards import Rubric
-from .spec import EnvSpec, fill_template
+from .spec import EnvSpec, Knob, fill_template
 from .types import Info, Message, ResetResult, Score, Status, StepResult, Task
 
 log = logging.getLogger("envhub")
@@ -80,6 +80,8 @@ class Env(ABC):
         spec: The validated catalog entry (name, version, dataset, reward weights, turns).
         primary_component: The reward component that says a task was solved (``correctness``,
             ``solved``, ``win``): pass@k counts it, and the checker requires 1.0 on gold.
+        knobs: The difficulty knobs (:meth:`difficulty_knobs`), and ``task_difficulty``
+            what each task's ``metadata["difficulty"]`` holds.
 
     Methods with honest defaults: :meth:`tools` (none), :meth:`tasks` and :meth:`get_task`
     (``NotSupported`` where the environment does not list tasks), :meth:`opening_messages`,
@@ -88,6 +90,22 @@ class Env(ABC):
 
     spec: EnvSpec
     primary_component: str = "correctness"
+    knobs: ClassVar[tuple[Knob, ...]] = ()
+    """The environment's difficulty knobs (see :meth:`difficulty_knobs`); none by default."""
+    task_difficulty: ClassVar[str] = ""
+    """What each task's ``metadata["difficulty"]`` holds, the key a curriculum buckets on
+    (``rollout.curriculum.by: difficulty``); empty where the tasks carry none."""
+
+    @classmethod
+    def difficulty_knobs(cls, spec: EnvSpec) -> tuple[Knob, ...]:
+        """The settings that make this environment's tasks easier or harder.
+
+        Declared as class data (:attr:`knobs`) so ``envhub info`` lists them without making
+        the environment; an environment whose knobs depend on its entry (one class serving
+        many generators) overrides this. Values outside them are refused by the environment
+        with a :class:`~envhub.errors.ConfigError` naming the knob and what it allows.
+        """
+        return cls.knobs
 
     @abstractmethod
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:

@@ -1,8 +1,13 @@
-"""EnvSpec: the validated form of one catalog entry (``registry.yaml`` or a user's YAML file)."""
+"""EnvSpec: the validated form of one catalog entry (``registry.yaml`` or a user's YAML file).
+
+Also :class:`Knob`, the declaration of one difficulty knob of an environment (a setting of the
+entry's ``options`` or ``dataset.options``), which ``envhub info`` lists.
+"""
 
 from __future__ import annotations
 
 import re
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -175,3 +180,106 @@ def fill_template(template: str, fields: dict[str, Any], where: str, owner: str)
         raise ConfigError(
             f"{where} refers to {e}, which {owner} lacks (available: {', '.join(fields)})"
         ) from e
+
+
+KnobPlace = Literal["options", "dataset.options"]
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One difficulty knob of an environment: a setting that makes its tasks easier or harder.
+
+    Environments declare theirs (:meth:`envhub.core.Env.difficulty_knobs`); ``envhub info``
+    lists them, and :meth:`check` refuses a value outside them. A knob changes which tasks
+    there are or how the opponent plays, never what a reward component means.
+    """
+
+    name: str
+    """The setting's name in YAML."""
+    place: KnobPlace
+    """Where it is set: the entry's ``options`` or its ``dataset.options``."""
+    about: str
+    """What it does, in one sentence."""
+    default: Any
+    kind: str
+    """``int``, ``float``, ``choice`` (one of :attr:`choices`), ``choices`` (a list of them),
+    or a short description of a composite form (``"[min, max] of ints"``)."""
+    harder: str
+    """Which direction is harder: ``higher``, ``lower``, or a sentence."""
+    low: float | None = None
+    """Least allowed value (numbers, and each end of a range)."""
+    high: float | None = None
+    """Greatest allowed value."""
+    choices: tuple[Any, ...] = ()
+    """Allowed values of a ``choice`` knob, or of each item of a ``choices`` knob."""
+
+    def allowed(self) -> str:
+        """The allowed values, as an error message names them."""
+        if self.choices:
+            return f"one of {list(self.choices)}"
+        if self.low is not None and self.high is not None:
+            return f"from {self.low:g} to {self.high:g}"
+        return f"at least {self.low:g}" if self.low is not None else self.kind
+
+    def check(self, env: str, value: Any) -> Any:
+        """``value`` if this knob allows it (numbers, ranges, choices); else a ConfigError.
+
+        Raises:
+            ConfigError: naming the environment, the knob, the value and what is allowed.
+        """
+        if self.kind == "choices":
+            ok = isinstance(value, list) and bool(value) and all(map(self._fits, value))
+        else:
+            ok = self._fits(value)
+        if not ok:
+            raise ConfigError(
+                f"{env}: {self.place}.{self.name} = {value!r} is not allowed; "
+                f"it takes {self._shape()} {self.allowed()} (default {self.default!r})"
+            )
+        return value
+
+    def _shape(self) -> str:
+        shapes = {"choices": "a non-empty list, each item", "int": "an integer"}
+        return {**shapes, "float": "a number"}.get(self.kind, "a value")
+
+    def _fits(self, value: Any) -> bool:
+        if self.choices:
+            return any(value == c and type(value) is type(c) for c in self.choices)
+        if self.kind not in ("int", "float"):
+            return True
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.kind == "int" and not isinstance(value, int):
+            return False
+        low_ok = self.low is None or value >= self.low
+        return low_ok and (self.high is None or value <= self.high)
+
+    def as_dict(self, value: Any = None) -> dict[str, Any]:
+        """The knob as JSON data for ``envhub info``; ``value`` is the entry's setting."""
+        out = {k: v for k, v in asdict(self).items() if v is not None and v != ()}
+        if self.choices:
+            out["choices"] = list(self.choices)
+        out["value"] = self.default if value is None else value
+        return out
+
+
+def knob_value(spec: EnvSpec, knob: Knob) -> Any:
+    """The entry's setting of ``knob`` (its default when the entry does not set it)."""
+    where = spec.options if knob.place == "options" else spec.dataset.options
+    return where.get(knob.name, knob.default)
+
+
+def check_dataset_knobs(spec: EnvSpec, knobs: tuple[Knob, ...]) -> None:
+    """Refuse ``dataset.options`` that are not among ``knobs``, and values they do not allow.
+
+    Raises:
+        ConfigError: an unknown key (with the knobs there are) or a value out of range.
+    """
+    known = {k.name: k for k in knobs if k.place == "dataset.options"}
+    for key, value in spec.dataset.options.items():
+        if key not in known:
+            raise ConfigError(
+                f"{spec.name}: unknown dataset.options.{key}; the knobs there are "
+                f"{sorted(known) or 'none'} (see `envhub info {spec.name}`)"
+            )
+        known[key].check(spec.name, value)

@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..core import TaskEnv
+from ..core import Env, TaskEnv
 from ..datasets import envhub_home
 from ..errors import EnvhubError
 from ..registry.make import env_class, make_local
 from ..rewards import GENERIC_COMPONENTS
-from ..spec import EnvSpec
+from ..spec import EnvSpec, knob_value
 from ..types import Message, Status
 
 FAMILY_EXTRAS = {"math": "math", "code": "code", "search": "search", "games": "games"}
@@ -89,14 +89,29 @@ def scores_of(spec: EnvSpec) -> dict[str, Any] | None:
     return {**(stored or {}), **json.loads(mine.read_text())}
 
 
+def difficulty_of(cls: type[Env], spec: EnvSpec) -> dict[str, Any]:
+    """The card's ``difficulty`` section.
+
+    The knobs with this entry's settings, and what each task's ``metadata["difficulty"]``
+    holds (the curriculum's ``by: difficulty`` key).
+    """
+    knobs = cls.difficulty_knobs(spec)
+    return {
+        "knobs": [k.as_dict(knob_value(spec, k)) for k in knobs],
+        "per_task": cls.task_difficulty or "none: the tasks carry no metadata['difficulty']",
+    }
+
+
 def card(spec: EnvSpec) -> dict[str, Any]:
     """The card of one environment (no environment code runs except importing its class)."""
     try:
         cls = env_class(spec)
     except EnvhubError as e:  # a missing extra: the card says so instead of failing
         components: list[str] | str = f"unknown: the class does not import ({e})"
+        difficulty: dict[str, Any] | str = components
     else:
         components = sorted(set(getattr(cls, "components", ())) | set(GENERIC_COMPONENTS))
+        difficulty = difficulty_of(cls, spec)
     return {
         "id": spec.id,
         "family": spec.family,
@@ -106,6 +121,7 @@ def card(spec: EnvSpec) -> dict[str, Any]:
         "weights": dict(spec.reward.weights),
         "judges": sorted(spec.reward.judges),
         "data": _data(spec),
+        "difficulty": difficulty,
         "extras": extras(spec),
         "scores": {"needs_data": True} if needs_data(spec) else scores_of(spec),
     }
@@ -210,7 +226,22 @@ def render(c: dict[str, Any]) -> str:
         f"{'offline' if data['offline'] else 'needs a download'})",
         f"extras      {', '.join(c['extras']) or 'none'} (serving also needs: server)",
     ]
-    return "\n".join(lines + _score_lines(c))
+    return "\n".join(lines + _difficulty_lines(c.get("difficulty")) + _score_lines(c))
+
+
+def _difficulty_lines(d: dict[str, Any] | str | None) -> list[str]:
+    """The card's difficulty section as text: one line per knob, then the per-task key."""
+    if not isinstance(d, dict):
+        return [f"difficulty  {d}"] if d else []
+    lines = [f"difficulty  per task: {d['per_task']}"]
+    for k in d["knobs"]:
+        allowed = f"choices {k['choices']}" if "choices" in k else k["kind"]
+        bounds = "".join(f", {b} {k[b]:g}" for b in ("low", "high") if b in k)
+        lines.append(
+            f"  {k['place']}.{k['name']} = {json.dumps(k['value'])} ({allowed}{bounds}; "
+            f"harder: {k['harder']}): {k['about']}"
+        )
+    return lines
 
 
 _COLUMNS = (

@@ -254,7 +254,7 @@ def test_openings_give_both_colours():
 
 def test_bad_options_name_the_option():
     with pytest.raises(ConfigError, match="opponent_depth"):
-        make(opponent_depth=0)
+        make(opponent_depth=9)
     with pytest.raises(ConfigError, match="opponent_epsilon"):
         make(opponent_epsilon=1.5)
 

@@ -170,7 +170,10 @@ def move_values(board: Board, depth: int) -> dict[int, int]:
 
 @dataclass(frozen=True)
 class Opponent:
-    """The built-in player: ``depth``-ply negamax, random ties, an ``epsilon`` of blunders."""
+    """The built-in player: ``depth``-ply negamax, random ties, an ``epsilon`` of blunders.
+
+    Depth 0 searches nothing: every move is a uniformly random legal one.
+    """
 
     depth: int = 3
     epsilon: float = 0.1
@@ -178,7 +181,7 @@ class Opponent:
     def choose(self, board: Board, rng: random.Random) -> int:
         """The column (0-based) this opponent plays on ``board``, drawing from ``rng``."""
         legal = board.legal()
-        if rng.random() < self.epsilon:
+        if rng.random() < self.epsilon or self.depth == 0:
             return rng.choice(sorted(legal))
         values = move_values(board, self.depth)
         best = max(values.values())

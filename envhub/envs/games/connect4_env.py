@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from envhub.core import Episode, Feedback
 from envhub.errors import ConfigError, GoldAnswerError
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, Knob
 from envhub.types import Message, Task
 
 from . import connect4
@@ -27,6 +27,14 @@ class Connect4Env(GameEnv):
     components = frozenset({"win", "draw", "loss", "efficiency", "format"})
     primary_component = "win"
     game: ClassVar[str] = "connect4"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("opponent_depth", "options", "Plies the opponent searches (0: it plays a "
+             "uniformly random legal move).", 2, "int", "higher", low=0, high=8),
+        Knob("opponent_epsilon", "options", "Probability that the opponent plays a uniformly "
+             "random legal move instead of its search's.", 0.1, "float", "lower", low=0.0,
+             high=1.0),
+    )  # fmt: skip
+    task_difficulty: ClassVar[str] = "the opponent's search depth (options.opponent_depth)"
 
     def __init__(
         self,
@@ -39,14 +47,13 @@ class Connect4Env(GameEnv):
 
         Args:
             spec: The catalog entry.
-            opponent_depth: Plies the opponent searches (1: its own immediate wins and a
-                heuristic; 2: also blocks the model's immediate wins; each ply costs several
-                times more time, for the opponent and for the reference planner).
+            opponent_depth: Plies the opponent searches (0: none, a uniformly random legal
+                move; 1: its own immediate wins and a heuristic; 2: also blocks the model's
+                immediate wins; each ply costs several times more time, for the opponent and
+                for the reference planner).
             opponent_epsilon: Probability that the opponent plays a random legal move.
             reference_budget: Simulated opponent replies the reference planner may spend.
         """
-        check_range(spec.name, "opponent_depth", opponent_depth, 1, 8)
-        check_range(spec.name, "opponent_epsilon", opponent_epsilon, 0.0, 1.0)
         check_range(spec.name, "reference_budget", reference_budget, 1)
         super().__init__(
             spec,
@@ -54,6 +61,8 @@ class Connect4Env(GameEnv):
             opponent_epsilon=opponent_epsilon,
             reference_budget=reference_budget,
         )
+        self.option_knob("opponent_depth", opponent_depth)
+        self.option_knob("opponent_epsilon", opponent_epsilon)
         self.opponent = c4.Opponent(depth=int(opponent_depth), epsilon=float(opponent_epsilon))
         self.reference_budget = int(reference_budget)
 
@@ -94,7 +103,7 @@ class Connect4Env(GameEnv):
             prompt=connect4.RULES.format(
                 me="X", them="O", board=c4.render(board, first, second), status=status
             ),
-            metadata={"opening": opening, "seed": seed},
+            metadata={"opening": opening, "seed": seed, "difficulty": self.opponent.depth},
         )
 
     def init_state(self, episode: Episode) -> Connect4State:

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from envhub.core import Feedback, TaskEnv
 from envhub.errors import ConfigError
+from envhub.spec import EnvSpec, check_dataset_knobs, knob_value
 from envhub.tags import block_text, tag_blocks
 from envhub.types import Message, Status, Task
 
@@ -96,6 +97,11 @@ class GameEnv(TaskEnv):
     default_size: ClassVar[int] = 200
     """Tasks per split when ``dataset.size`` is not set."""
 
+    def __init__(self, spec: EnvSpec, **options: Any) -> None:
+        """Refuse ``dataset.options`` that are no knob of the game (or out of range)."""
+        check_dataset_knobs(spec, self.difficulty_knobs(spec))
+        super().__init__(spec, **options)
+
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """``size`` tasks of ``split``, each made by :meth:`make_task` from its own stream.
 
@@ -124,14 +130,19 @@ class GameEnv(TaskEnv):
         """One task; ``rng`` is private to this task, so tasks are independent of ``size``."""
         raise NotImplementedError
 
-    def generator_option(self, name: str, default: Any, kind: type = int) -> Any:
-        """A generator setting from ``dataset.options``, type-checked with a clear error."""
-        value = self.spec.dataset.options.get(name, default)
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(
-                f"{self.spec.name}: dataset.options.{name} must be an integer, got {value!r}"
-            )
-        return value
+    def generator_option(self, name: str) -> Any:
+        """The entry's setting of the ``dataset.options`` knob ``name`` (or its default).
+
+        Every setting there was checked against the declared :attr:`knobs` when the
+        environment was made (:func:`~envhub.spec.check_dataset_knobs`).
+        """
+        knob = next(k for k in self.knobs if k.name == name and k.place == "dataset.options")
+        return knob_value(self.spec, knob)
+
+    def option_knob(self, name: str, value: Any) -> Any:
+        """``value`` of the ``options`` knob ``name``, checked against its declaration."""
+        knob = next(k for k in self.knobs if k.name == name and k.place == "options")
+        return knob.check(self.spec.name, value)
 
     @staticmethod
     def invalid(error: str, text: str, *, headline: bool = True, **info: Any) -> Feedback:

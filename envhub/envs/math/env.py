@@ -21,12 +21,12 @@ from typing import Any, Literal
 
 from envhub.core import Episode, Feedback, TaskEnv
 from envhub.errors import ConfigError, GoldAnswerError
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, Knob, check_dataset_knobs
 from envhub.types import Message, Task
 
 from . import answers, generators
 
-GENERATORS: dict[str, Callable[[str, int, int], list[Task]]] = {
+GENERATORS: dict[str, Callable[..., list[Task]]] = {
     "gsm_symbolic": generators.gsm_symbolic_tasks,
     "symbolic": generators.symbolic_math_tasks,
 }
@@ -34,11 +34,30 @@ GENERATORS: dict[str, Callable[[str, int, int], list[Task]]] = {
 
 DEFAULT_SIZE = 500
 
+ATTEMPTS = Knob(
+    "attempts",
+    "options",
+    "Answers the model may give, told after a wrong one to try again (a retry game of up to "
+    "this many turns; max_turns must allow it).",
+    1,
+    "int",
+    "lower",
+    low=1,
+)
+
 
 class MathEnv(TaskEnv):
     """Single-turn math: one answer, checked against the gold by value."""
 
     components = frozenset({"correctness", "format"})
+    task_difficulty = generators.TASK_DIFFICULTY
+
+    @classmethod
+    def difficulty_knobs(cls, spec: EnvSpec) -> tuple[Knob, ...]:
+        """``attempts``, and the knobs of the entry's generator (``dataset.generator``)."""
+        if spec.dataset.kind != "builtin":
+            return (ATTEMPTS,)
+        return (ATTEMPTS, *generators.KNOBS.get(spec.dataset.generator or "gsm_symbolic", ()))
 
     def __init__(
         self,
@@ -60,6 +79,8 @@ class MathEnv(TaskEnv):
                 entry's ``max_turns``.
         """
         super().__init__(spec, answer_format=answer_format, timeout=timeout, attempts=attempts)
+        if spec.dataset.kind == "builtin":
+            check_dataset_knobs(spec, self.difficulty_knobs(spec))
         if answer_format not in ("hash", "boxed"):
             raise ConfigError(f"answer_format must be 'hash' or 'boxed', got {answer_format!r}")
         _check_attempts(spec, attempts)
@@ -80,7 +101,7 @@ class MathEnv(TaskEnv):
                 f"{self.spec.name}: unknown dataset.generator {name!r}; "
                 f"choose one of {sorted(GENERATORS)}"
             )
-        return GENERATORS[name](split, size or DEFAULT_SIZE, seed)
+        return GENERATORS[name](split, size or DEFAULT_SIZE, seed, **self.spec.dataset.options)
 
     def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
         """A dataset row; a GSM8K-style worked answer (``... #### 72``) keeps only ``72``."""

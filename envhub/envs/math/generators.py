@@ -22,6 +22,7 @@ from fractions import Fraction
 
 from envhub.errors import DependencyMissing
 from envhub.install import install_command
+from envhub.spec import Knob
 from envhub.types import Task
 
 SPLITS = ("train", "test")
@@ -66,6 +67,11 @@ def _collect(
 # ---------------------------------------------------------------- GSM8K-style
 
 
+def solution_steps(solution: str) -> int:
+    """The steps of a worked solution: its non-blank lines before the ``#### answer`` line."""
+    return sum(1 for line in solution.split("####")[0].splitlines() if line.strip())
+
+
 def gsm_symbolic_tasks(split: str, size: int, seed: int) -> list[Task]:
     """GSM8K-style word problems from reasoning-gym's ``gsm_symbolic`` generator.
 
@@ -91,9 +97,11 @@ def gsm_symbolic_tasks(split: str, size: int, seed: int) -> list[Task]:
         for round_ in range(50):
             stream = (seed * 1_000_003 + round_) * 2 + SPLITS.index(split)
             for row in reasoning_gym.create_dataset("gsm_symbolic", size=chunk, seed=stream):
+                solution = row["metadata"].get("answer_cot", "")
                 meta = {
                     "source": "reasoning_gym/gsm_symbolic",
-                    "solution": row["metadata"].get("answer_cot", ""),
+                    "solution": solution,
+                    "difficulty": solution_steps(solution),
                 }
                 yield row["question"], str(row["answer"]).strip(), meta
 
@@ -297,25 +305,51 @@ KINDS: dict[str, Callable[[random.Random], tuple[str, str]]] = {
 """Problem kinds of the symbolic set, drawn in turn."""
 
 
-def symbolic_math_tasks(split: str, size: int, seed: int) -> list[Task]:
+def symbolic_math_tasks(
+    split: str, size: int, seed: int, kinds: list[str] | None = None
+) -> list[Task]:
     """MATH-style problems with LaTeX answers, from envhub's own generator.
 
     Args:
         split: ``train`` or ``test``.
         size: Number of tasks.
         seed: Seed of the stream; the same arguments always give the same tasks.
+        kinds: The problem kinds to draw, in turn (names of :data:`KINDS`); all by default.
 
     Returns:
-        Tasks with ids ``symbolic/<split>/<i>``; ``metadata["kind"]`` names the problem kind.
+        Tasks with ids ``symbolic/<split>/<i>``; ``metadata["kind"]`` names the problem kind,
+        and so does ``metadata["difficulty"]``.
     """
     _check(split, size)
-    names = sorted(KINDS)
+    names = sorted(set(kinds or KINDS))
 
     def items() -> Iterator[tuple[str, str, dict]]:
         for i in range(200 * size + 1000):
             rng = random.Random(f"envhub-symbolic:{seed}:{split}:{i}")
             kind = names[i % len(names)]
             question, answer = KINDS[kind](rng)
-            yield question, answer, {"kind": kind, "source": "envhub/symbolic"}
+            yield question, answer, {"kind": kind, "difficulty": kind, "source": "envhub/symbolic"}
 
     return _collect(split, size, items(), "symbolic")
+
+
+KNOBS: dict[str, tuple[Knob, ...]] = {
+    "gsm_symbolic": (),
+    "symbolic": (
+        Knob(
+            "kinds",
+            "dataset.options",
+            "The problem kinds drawn, in turn (each task's metadata['kind']).",
+            sorted(KINDS),
+            "choices",
+            "a choice of kinds, not an order: a curriculum measures each kind's pass rate",
+            choices=tuple(sorted(KINDS)),
+        ),
+    ),
+}
+"""Each generator's difficulty knobs. reasoning-gym's ``gsm_symbolic`` has none: its only
+setting, ``difficulty``, accepts nothing but 1.0."""
+TASK_DIFFICULTY = (
+    "symbolic: the problem kind (metadata['kind']); gsm_symbolic: the number of steps of the "
+    "worked solution; a dataset's own 'difficulty' column otherwise"
+)

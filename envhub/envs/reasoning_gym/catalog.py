@@ -27,6 +27,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from envhub.spec import Knob
+
 SNAPSHOT = Path(__file__).with_name("generators.json")
 """Names, descriptions and knobs of the generators of one reasoning-gym version."""
 PREFIX = "rg-"
@@ -132,15 +134,44 @@ def _describe(dataset_cls: type) -> str:
     return doc[0].strip() if doc else ""
 
 
+def _levels(curriculum_cls: type | None) -> dict[str, Any]:
+    """Per config field, its attribute of reasoning-gym's curriculum.
+
+    Each has a description and levels (easiest first). A range attribute sets two fields
+    (its lower and upper end).
+    """
+    out: dict[str, Any] = {}
+    attributes = curriculum_cls().attributes if curriculum_cls is not None else {}
+    for attr in attributes.values():
+        try:
+            levels = _json_default(attr.levels)
+        except (TypeError, ValueError):
+            continue
+        about = {"description": attr.description or attr.name, "levels": levels}
+        lower = getattr(attr, "lower_field_name", None)
+        if lower is not None:
+            out[lower] = {**about, "end": "lower"}
+            out[attr.upper_field_name] = {**about, "end": "upper"}
+        else:
+            out[attr.field_name] = about
+    return out
+
+
 def live_generators() -> dict[str, Any]:
     """The snapshot's content, read from the installed reasoning-gym (imports every generator)."""
-    from reasoning_gym.factory import DATASETS
+    from reasoning_gym import factory
+
+    curricula = getattr(factory, "CURRICULA", {})  # versions before its curricula have none
 
     return {
         "reasoning_gym": installed_version(),
         "datasets": {
-            name: {"description": _describe(ds_cls), "knobs": _knobs(cfg_cls)}
-            for name, (ds_cls, cfg_cls) in sorted(DATASETS.items())
+            name: {
+                "description": _describe(ds_cls),
+                "knobs": _knobs(cfg_cls),
+                "curriculum": _levels(curricula.get(name)),
+            }
+            for name, (ds_cls, cfg_cls) in sorted(factory.DATASETS.items())
         },
     }
 
@@ -153,6 +184,54 @@ def generators() -> dict[str, Any]:
     if version is None or version == snap["reasoning_gym"]:
         return snap
     return live_generators()
+
+
+KNOB_KINDS = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict"}
+
+
+def knobs(name: str) -> tuple[Knob, ...]:
+    """The knobs of generator ``name`` (its config's fields and defaults), as declared knobs.
+
+    What a knob does and which way is harder come from reasoning-gym's curriculum for the
+    generator (its levels, easiest first), where it has one for the field; its config says
+    no range, and its own checks refuse a bad value when the tasks are made (a ConfigError).
+    """
+    about = generators()["datasets"].get(name)
+    if about is None:
+        return ()
+    levels = about.get("curriculum", {})
+    ordered = sorted(about["knobs"].items())
+    return tuple(_knob(name, key, default, levels.get(key)) for key, default in ordered)
+
+
+def _knob(name: str, key: str, default: Any, level: dict[str, Any] | None) -> Knob:
+    kind = KNOB_KINDS.get(type(default), "value")
+    if level is None:
+        harder = "not declared by reasoning-gym (no curriculum level for this setting)"
+        return Knob(key, "dataset.options", f"reasoning-gym's {name} setting.", default, kind,
+                    harder)  # fmt: skip
+    end = f" ({level['end']} end of the range)" if "end" in level else ""
+    return Knob(
+        key,
+        "dataset.options",
+        f"{level['description']}{end}.",
+        default,
+        kind,
+        f"{_direction(level['levels'])} (reasoning-gym's curriculum levels, easiest first: "
+        f"{level['levels']})",
+    )
+
+
+def _direction(levels: list[Any]) -> str:
+    """``higher`` or ``lower`` when the levels are numbers that only rise or only fall."""
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in levels)
+    if numbers and len(levels) > 1:
+        steps = list(zip(levels, levels[1:], strict=False))
+        if all(a < b for a, b in steps):
+            return "higher"
+        if all(a > b for a, b in steps):
+            return "lower"
+    return "later in the levels"
 
 
 def _entry(name: str, about: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 
 from envhub.core import Episode, TaskEnv
 from envhub.errors import GoldAnswerError
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, Knob
 from envhub.types import Message, Task
 
 from . import catalog, scoring
@@ -24,6 +24,12 @@ class ReasoningGymEnv(TaskEnv):
     """Single-turn: one ``<answer>``, scored by the generator's ``score_answer``."""
 
     components = frozenset({"correctness", "format"})
+    task_difficulty = generation.TASK_DIFFICULTY
+
+    @classmethod
+    def difficulty_knobs(cls, spec: EnvSpec) -> tuple[Knob, ...]:
+        """The generator's knobs, from the snapshot (:mod:`.catalog`): no generator imports."""
+        return catalog.knobs(str(spec.options.get("generator", "")))
 
     def __init__(self, spec: EnvSpec, generator: str) -> None:
         """Build from the spec.

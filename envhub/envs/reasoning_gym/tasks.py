@@ -163,13 +163,30 @@ def tasks(
         answer = None if item.get("answer") is None else str(item["answer"])
         raw = item.get("metadata") or {}
         task_id = f"{name}/{split}/{len(out)}"
-        task = Task(
-            task_id=task_id, prompt=question, answer=answer, metadata={"rg": _json_safe(raw)}
-        )
+        meta = {"rg": _json_safe(raw), "difficulty": difficulty(raw)}
+        task = Task(task_id=task_id, prompt=question, answer=answer, metadata=meta)
         out.append((task, raw))
         if len(out) == size:
             break
     return out
+
+
+TASK_DIFFICULTY = (
+    "the item's own values of the settings reasoning-gym names in its metadata['difficulty'] "
+    "(e.g. 'num_digits=2,num_terms=4'); the generator's difficulty setting where the item "
+    "records none"
+)
+
+
+def difficulty(raw: dict[str, Any]) -> str:
+    """The task's difficulty key (see :data:`TASK_DIFFICULTY`) from an item's metadata."""
+    declared = raw.get("difficulty")
+    if not isinstance(declared, dict):
+        return json.dumps(_json_safe(declared))
+    own = {k: raw[k] for k in sorted(declared) if isinstance(raw.get(k), (int, float, str))}
+    if not own:
+        return json.dumps(_json_safe(declared), sort_keys=True)
+    return ",".join(f"{k}={v}" for k, v in own.items())
 
 
 @functools.lru_cache(maxsize=64)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from envhub.core import Episode
 from envhub.errors import ConfigError, InvalidAction
-from envhub.spec import EnvSpec
+from envhub.spec import EnvSpec, Knob, check_dataset_knobs
 from envhub.tools import Param, ParsedCall, Tool, ToolCounts, ToolEnv, ToolSet
 from envhub.types import Message, Task
 
@@ -33,7 +33,7 @@ from .agent import ScriptedAgent, match_question
 from .index import CorpusSpec, SearchIndex, load_corpus
 from .results import format_open, format_search
 from .scoring import extract_answer, score_answer
-from .world import generate
+from .world import HOPS, generate
 
 DEFAULT_SYSTEM_PROMPT = (
     "Answer the user's question using the search tools. Search for one entity at a time, "
@@ -52,6 +52,15 @@ class SearchEnv(ToolEnv):
     counters: ClassVar[frozenset[str]] = frozenset({"tool_calls", "invalid_calls"})
     primary_component: ClassVar[str] = "correctness"
     default_system_prompt: ClassVar[str | None] = DEFAULT_SYSTEM_PROMPT
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("hops", "dataset.options", "Relations a generated question follows from its "
+             "anchor (each one more search): a number, or [min, max].", list(HOPS),
+             "an int or [min, max] of ints", "higher", low=HOPS[0], high=HOPS[1]),
+    )  # fmt: skip
+    task_difficulty: ClassVar[str] = (
+        "the question's hops (relations followed: 2 or 3) for the generated questions; a "
+        "dataset's own 'difficulty' column otherwise"
+    )
 
     def __init__(
         self,
@@ -85,6 +94,8 @@ class SearchEnv(ToolEnv):
         if not 1 <= top_k <= max_k:
             raise ConfigError(f"search: need 1 <= top_k <= max_k, got {top_k} and {max_k}")
         super().__init__(spec)
+        check_dataset_knobs(spec, self.knobs)
+        self.hops = hops_range(spec)
         self.corpus_spec = CorpusSpec.model_validate(corpus or {})
         self.top_k, self.snippet_chars, self.doc_chars = top_k, snippet_chars, doc_chars
         self.tools_in_prompt = tools_in_prompt
@@ -112,7 +123,7 @@ class SearchEnv(ToolEnv):
         if split not in ("train", "test"):
             raise ConfigError(f"search: builtin splits are 'train' and 'test', not {split!r}")
         world = generate(self.corpus_spec.seed, self.corpus_spec.sizes)
-        return world.questions(split, size, seed)
+        return world.questions(split, size, seed, self.hops)
 
     # ------------------------------------------------------------------ episode
 
@@ -161,6 +172,30 @@ class SearchEnv(ToolEnv):
                 f"{self.index.docs[0].doc_id!r}"
             )
         return format_open(doc, self.doc_chars)
+
+
+def hops_range(spec: EnvSpec) -> tuple[int, int]:
+    """``dataset.options.hops`` as ``(min, max)``: a number ``n`` is ``(n, n)``.
+
+    Raises:
+        ConfigError: not a number or a pair of numbers from 2 to 3 in order, or set for
+            questions that are not generated (hops filters the generated ones only).
+    """
+    value = spec.dataset.options.get("hops", list(HOPS))
+    pair = [value, value] if isinstance(value, int) and not isinstance(value, bool) else value
+    ok = isinstance(pair, list) and len(pair) == 2
+    ok = ok and all(isinstance(h, int) and not isinstance(h, bool) for h in pair)
+    if not ok or not HOPS[0] <= pair[0] <= pair[1] <= HOPS[1]:
+        raise ConfigError(
+            f"{spec.name}: dataset.options.hops = {value!r} is not allowed; give a number or "
+            f"[min, max] with {HOPS[0]} <= min <= max <= {HOPS[1]}"
+        )
+    if "hops" in spec.dataset.options and spec.dataset.kind != "builtin":
+        raise ConfigError(
+            f"{spec.name}: dataset.options.hops filters the generated questions "
+            "(dataset.kind: builtin); remove it, or filter your own dataset's rows"
+        )
+    return pair[0], pair[1]
 
 
 MAX_QUERY_CHARS = 1000

@@ -128,6 +128,12 @@ TEMPLATES: tuple[Template, ...] = (
     ),
 )
 
+HOPS = (
+    min(len(t.chain) for t in TEMPLATES),
+    max(len(t.chain) for t in TEMPLATES),
+)
+"""The fewest and the most relations a question follows (its hops)."""
+
 DEFAULT_SIZES: dict[str, int] = {
     "country": 30,
     "city": 300,
@@ -268,11 +274,18 @@ class World:
             name = entity.rel[relation]
         return name, path
 
-    def questions(self, split: str, size: int | None, seed: int) -> list[Task]:
-        """Questions of ``split``; train and test use disjoint (template, anchor) pairs."""
+    def questions(
+        self, split: str, size: int | None, seed: int, hops: tuple[int, int] = HOPS
+    ) -> list[Task]:
+        """Questions of ``split``; train and test use disjoint (template, anchor) pairs.
+
+        Only templates whose chain has ``hops[0]`` to ``hops[1]`` relations are asked.
+        """
         rng = random.Random(f"questions:{self.seed}:{seed}:{split}")
         pools = []
         for t in TEMPLATES:
+            if not hops[0] <= len(t.chain) <= hops[1]:
+                continue
             anchors = [
                 e.name
                 for e in self.entities
@@ -303,6 +316,7 @@ class World:
                 "template": template.key,
                 "anchor": anchor,
                 "hops": len(template.chain),
+                "difficulty": len(template.chain),
                 "aliases": aliases,
                 "path": path,
             },
