@@ -71,14 +71,14 @@ class _Run:
 
     def __init__(self, plan: Plan[Any]) -> None:
         self.plan, self.done, self.value = plan, False, None
-        self.op: Op = self._advance(plan.send, None)
+        self.op: Op | None = None
+        self._advance(plan.send, None)  # a plan may end here, with no I/O at all
 
-    def _advance(self, resume: Callable[[Any], Op], outcome: Any) -> Op:
+    def _advance(self, resume: Callable[[Any], Op], outcome: Any) -> None:
         try:
             self.op = resume(outcome)
         except StopIteration as stop:
             self.done, self.value = True, stop.value
-        return self.op
 
     def send(self, outcome: Any) -> None:
         """The step's outcome."""

@@ -34,6 +34,13 @@ MAX_MESSAGE = 64 * 2**20
 """Largest answer accepted, in bytes (a long transcript of tool results fits)."""
 
 
+class LoopGone(ConnectionError):
+    """An asyncio connection was called from an event loop other than its own.
+
+    Each ``asyncio.run`` makes a new loop; nothing was sent, a new connection is needed.
+    """
+
+
 class _Framing:
     """``websockets``' sans-I/O client protocol, reduced to what a session needs."""
 
@@ -210,6 +217,8 @@ class _AsyncSocket(asyncio.Protocol):
         self._fail(TimeoutError())
 
     async def call(self, text: str, timeout: float) -> str:
+        if self.loop is not asyncio.get_running_loop():
+            raise LoopGone("this connection belongs to an earlier event loop")
         if self.error is not None:
             raise ConnectionError(f"the connection was lost: {self.error!r}")
         if self.waiter is not None:

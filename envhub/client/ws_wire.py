@@ -37,6 +37,7 @@ from ..wire import (
 from .http_wire import HttpWire
 from .plan import Pause, Plan, WsCall, WsOpen
 from .transport import Items, Limits, Session
+from .ws_socket import LoopGone
 
 _DROPPED = (OSError, EOFError, WebSocketException)
 """What a dropped connection raises (socket errors, a closed stream, a protocol EOF)."""
@@ -138,6 +139,9 @@ class Channel:
                     if error is not None and needs_session:
                         raise Transient(f"session {s.id} lost after a reconnect: {error}")
                 answer = yield WsCall(self._sock, text, self.timeout)
+            except LoopGone:
+                self.close_socket()
+                continue  # nothing was sent: a connection on this loop, at once
             except TimeoutError as e:
                 self.close_socket()
                 raise _failure(e, self.timeout) from e
