@@ -23,7 +23,7 @@ from envhub.client.transport import Session, Wire
 from envhub.client.ws_wire import WsWire
 from envhub.errors import EpisodeStateError, TransportError
 from envhub.server.app import ServerSettings, create_app
-from envhub.types import Info, Message, Score, Status, StepResult, Task
+from envhub.types import Info, Message, Score, Status, StepResult
 from envhub.wire import ResetResponse, Transient
 
 
