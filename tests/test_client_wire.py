@@ -93,7 +93,9 @@ class FakeWire:
             raise Transient("the fake server fell over")
         done = self.session.steps == 1
         info = Info(task_id="t", turn=self.session.steps + 1)
-        result = StepResult(messages=[], reward=float(done), terminated=done, truncated=False, info=info)
+        result = StepResult(
+            messages=[], reward=float(done), terminated=done, truncated=False, info=info
+        )
         return self.session.stepped(result)
 
     def finish(self):
