@@ -8,13 +8,16 @@ session's id, secret and step count must live in the wire's one
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import inspect
+from pathlib import Path
 
 import pytest
 from serving import running
 
 import envhub
+from envhub.client import http_env
 from envhub.client.http_env import HTTPEnv
 from envhub.client.http_wire import HttpWire
 from envhub.client.plan import Pause
@@ -214,3 +217,29 @@ def test_sync_and_async_calls_on_one_ws_handle_continue_one_episode(count_url):
         assert rewards == [0.0, 0.0, 0.0, 1.0] and step.terminated
         assert asyncio.run(env.areset(task_id="count-4")).info.task_id == "count-4"
         assert env.step("1").info.turn == 1
+
+
+def _calls(node: ast.AST, driver: str) -> set[str]:
+    """The plans ``node`` hands to ``driver`` (``drive`` or ``adrive``): ``self._step`` -> ``_step``."""
+    out = set()
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", "") == driver:
+            plan = call.args[0]
+            if isinstance(plan, ast.Call) and isinstance(plan.func, ast.Attribute):
+                out.add(plan.func.attr)
+    return out
+
+
+def test_each_async_method_awaits_the_plan_its_sync_twin_drives():
+    """No twin bodies: a public async method of the env is one line awaiting a plan that a
+    sync method drives with blocking calls, so their logic cannot drift apart."""
+    tree = ast.parse(Path(http_env.__file__).read_text(encoding="utf-8"))
+    env_class = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "HTTPEnv")
+    driven = _calls(env_class, "drive")
+    asyncs = [n for n in env_class.body if isinstance(n, ast.AsyncFunctionDef)]
+    assert {n.name for n in asyncs} == {"areset", "astep", "afinish", "averify"}
+    for method in asyncs:
+        body = [s for s in method.body if not isinstance(getattr(s, "value", None), ast.Constant)]
+        assert len(body) == 1 and isinstance(body[0], ast.Return), method.name
+        plans = _calls(method, "adrive")
+        assert len(plans) == 1 and plans <= driven, f"{method.name} awaits {plans}, not driven"
