@@ -1,7 +1,7 @@
 """The wire schema: every request and response body of ``envhub serve``, written once.
 
 The server (``envhub/server/``) validates with these models and the clients
-(:mod:`envhub.client.http_env`, :mod:`envhub.client.ws_channel`) build and read the same ones, so a
+(:mod:`envhub.client.http_wire`, :mod:`envhub.client.ws_wire`) build and read the same ones, so a
 field is added, renamed or documented in one place. The episode's own types
 (:class:`~envhub.types.Message`,
 :class:`~envhub.types.StepResult`, ...) live in :mod:`envhub.types`; this module adds the

@@ -64,3 +64,16 @@ def test_an_error_the_plan_does_not_handle_reaches_the_caller_alike():
     ):
         with pytest.raises(ValueError, match="bad answer"):
             run()
+
+
+def test_a_plan_that_ends_before_any_io_returns_alike():
+    """A plan may decide without I/O (a wire that fails at once, an answer already known)."""
+
+    def answered():
+        if True:
+            return "known"
+        yield Pause(0.0)
+
+    never = _performer([], [])
+    assert drive(answered(), never) == "known"
+    assert asyncio.run(adrive(answered(), _async(never))) == "known"

@@ -161,6 +161,47 @@ def test_auto_falls_back_to_http_where_websockets_are_refused(dummy_registry):
             HTTPEnv(url, transport="ws").reset(task_id="count-4")
 
 
+def test_a_refused_websocket_hands_the_session_to_the_http_wire_for_every_fork(dummy_registry):
+    with running(_no_websockets(_app())) as url, HTTPEnv(url) as env:
+        early = env.fork()  # made while the pool still takes the WebSocket
+        assert env._wire.name == "ws" and early._wire.name == "ws"
+        session = env._wire.session
+        assert asyncio.run(env.areset(task_id="count-4")).info.task_id == "count-4"
+        assert env._wire.name == "http" and env._wire.session is session and session.live
+        assert env.transport == early.transport == "http"  # the pool speaks HTTP from now on
+        late = env.fork()
+        assert late._wire.name == "http"
+        for handle in (env, early, late):  # the early fork falls back at its own refusal
+            assert _count_to_four(handle) == [0.0, 0.0, 0.0, 1.0]
+            assert handle._wire.name == "http"
+        early.close()
+        late.close()
+
+
+def test_a_reconnect_refused_mid_episode_is_infra_error_not_an_exception(dummy_registry):
+    app = _app()
+    refusing = _no_websockets(app)
+    refuse = False
+
+    async def switch(scope, receive, send):
+        await (refusing if refuse else app)(scope, receive, send)
+
+    with running(switch) as url:
+        relay = Relay(int(url.rsplit(":", 1)[1]))
+        try:
+            with HTTPEnv(relay.url, retries=1) as env:
+                env.reset(task_id="count-4")
+                assert env.step("1").info.status == Status.OK
+                refuse = True  # a proxy that stops taking WebSockets, then a dropped connection
+                relay.cut()
+                lost = env.step("2")
+                assert lost.info.status == Status.INFRA_ERROR and "refused" in lost.info.error
+                assert env.reset(task_id="count-4").info.task_id == "count-4"  # over HTTP now
+                assert env.transport == "http"
+        finally:
+            relay.close()
+
+
 @pytest.mark.parametrize("transport", ["ws", "http"])
 def test_the_server_deadline_ends_a_wedged_step_as_infra_error(dummy_registry, transport):
     env = envhub.make("count")

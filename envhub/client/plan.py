@@ -3,14 +3,15 @@
 A *plan* is a generator that yields what it needs done (an :class:`Http` request, a
 :class:`WsOpen` or :class:`WsCall` on a WebSocket, a :class:`Pause`) and is sent the outcome:
 the answer, or the exception thrown into it at the ``yield``. Retries, admission waits, request
-bodies and the reading of answers live in the plans (``envhub.client.http_env`` and
-``envhub.client.ws_channel``); :func:`drive` performs the steps with blocking calls on the
-caller's thread, :func:`adrive` awaits them on the running event loop.
+bodies and the reading of answers live in the plans (the wires, ``envhub.client.http_wire``
+and ``envhub.client.ws_wire``; ``envhub.client.http_env`` maps their failures);
+:func:`drive` performs the steps with blocking calls on the caller's thread, :func:`adrive`
+awaits them on the running event loop (the steps' I/O is ``envhub.client.pool.Pool``'s).
 
 Why plans and not the sync form running the async one on a private event loop: a loop per
 thread costs a loop iteration, a future and a selector wake-up per call, where the sync
 WebSocket client is one ``send`` and one blocking ``recv`` with a kernel deadline (see
-:class:`envhub.client.ws_channel._SyncSocket`). A generator step costs well under a microsecond,
+:class:`envhub.client.ws_socket._SyncSocket`). A generator step costs well under a microsecond,
 so both forms keep their own I/O and share every decision (the sans-I/O pattern of ``h11`` and
 ``websockets``, one level up).
 """
@@ -71,14 +72,14 @@ class _Run:
 
     def __init__(self, plan: Plan[Any]) -> None:
         self.plan, self.done, self.value = plan, False, None
-        self.op: Op = self._advance(plan.send, None)
+        self.op: Op | None = None
+        self._advance(plan.send, None)  # a plan may end here, with no I/O at all
 
-    def _advance(self, resume: Callable[[Any], Op], outcome: Any) -> Op:
+    def _advance(self, resume: Callable[[Any], Op], outcome: Any) -> None:
         try:
             self.op = resume(outcome)
         except StopIteration as stop:
             self.done, self.value = True, stop.value
-        return self.op
 
     def send(self, outcome: Any) -> None:
         """The step's outcome."""

@@ -33,7 +33,7 @@ def _ws(url: str):
 def test_an_id_without_its_secret_drives_no_session(count_url):
     with HTTPEnv(count_url, transport="http") as owner:
         owner.reset(task_id="count-4")
-        sid, secret = owner._session, owner._secret
+        sid, secret = owner._wire.session.id, owner._wire.session.secret
         for guess in ("", "guess", secret[:-1] + "x"):
             attacks = [
                 ("/step", {"session_id": sid, "session_secret": guess, "message": "1"}),
@@ -57,10 +57,10 @@ def test_an_id_without_its_secret_drives_no_session(count_url):
 def test_the_secret_resumes_on_another_connection(count_url):
     with HTTPEnv(count_url, transport="ws") as owner:
         owner.reset(task_id="count-4")
-        channel = owner._channel
+        session = owner._wire.session
         assert owner.step("1").info.status == Status.OK
         with _ws(count_url) as raw:
-            frame = {"op": "resume", "session_id": channel.sid, "session_secret": channel.secret}
+            frame = {"op": "resume", "session_id": session.id, "session_secret": session.secret}
             raw.send(json.dumps(frame))
             assert json.loads(raw.recv(timeout=10))["steps"] == 1
 

@@ -60,7 +60,7 @@ class DockerEnv(HTTPEnv):
         except TransportError:
             if self._revive(generation) is None:
                 raise
-        self._session = None
+        self._wire.session.end()  # it died with the old container: nothing to close
         return self._began(super().reset(seed=seed, task_id=task_id))
 
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
@@ -71,7 +71,7 @@ class DockerEnv(HTTPEnv):
         except TransportError:
             if await asyncio.to_thread(self._revive, generation) is None:
                 raise
-        self._session = None
+        self._wire.session.end()  # it died with the old container: nothing to close
         return self._began(await super().areset(seed=seed, task_id=task_id))
 
     def step(self, action: Message | str) -> StepResult:
@@ -154,7 +154,7 @@ class DockerEnv(HTTPEnv):
 
     def _lost_already(self) -> StepResult | None:
         """The episode's container died before this call (noticed by another handle)."""
-        if self._session is None or self._generation == self.handle.generation:
+        if not self._wire.session.live or self._generation == self.handle.generation:
             return None
         death = self.handle.deaths[self._generation]
         return self._ended(Status.INFRA_ERROR, f"{_told(death)} before this call: {LOST}")
@@ -167,7 +167,7 @@ class DockerEnv(HTTPEnv):
         return self._ended(Status.TIMEOUT, f"{_told(death)} while it ran this call: {BLAMED}")
 
     def _ended(self, status: Status, error: str) -> StepResult:
-        self._infra_step(TransportError(error))  # forgets the session, on every channel
+        self._infra_step(TransportError(error))  # ends the session
         rubric = Rubric(weights=dict(self.spec.reward.weights))
         components = rubric.truncation({}) if status is Status.TIMEOUT else {}  # as truncated
         info = Info(task_id=self._task_id, status=status, components=components, error=error)

@@ -1,0 +1,192 @@
+"""What the forks of one :class:`~envhub.client.http_env.HTTPEnv` share: the :class:`Pool`.
+
+The HTTP connection pools (one blocking client, one async client per event loop), the server's
+description (``/info``), the bound on calls in flight, which wire the server takes, and the
+I/O of a plan's steps (:meth:`Pool.perform` blocking, :meth:`Pool.aperform` awaited).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from ..errors import ConfigError, TransportError
+from ..spec import EnvSpec
+from ..wire import EnvInfo, Transient
+from .http_wire import HttpWire
+from .plan import Http, Op, Pause, WsCall, asleep, sleep
+from .transport import Limits, Session, Wire
+
+TRANSPORTS = ("auto", "ws", "http")
+
+
+class Pool:
+    """The connections, description and call bound that forks of one handle share."""
+
+    LIMITS = httpx.Limits(max_connections=512, max_keepalive_connections=128)
+
+    def __init__(self, url: str, timeout: float, transport: str, max_concurrency: int) -> None:
+        """Read the server's ``/info`` at ``url`` (a :class:`TransportError` if it is down)."""
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"unknown transport {transport!r}; choose one of {TRANSPORTS}")
+        self.url, self.timeout, self.transport = url, timeout, transport
+        self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
+        self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
+        self._bound = _Slots(max_concurrency)
+        self._abound: weakref.WeakKeyDictionary[Any, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.max_concurrency = max_concurrency
+        try:
+            resp = self.client.get("/info")
+            resp.raise_for_status()
+        except httpx.HTTPError as e:
+            self.client.close()
+            raise TransportError(f"cannot reach envhub server at {url}: {e}") from e
+        self.info = EnvInfo.model_validate_json(resp.content)
+        self.spec = EnvSpec.model_validate(self.info.spec)
+        self.max_body = int(self.info.server.get("max_body_bytes", 0))
+        self.use_ws = transport != "http" and _have_websockets(transport)
+
+    def wire(self, limits: Limits) -> Wire:
+        """A new handle's wire, with a session of its own: WebSocket where taken, else HTTP."""
+        http = HttpWire(self, limits, Session())
+        if not self.use_ws:
+            return http
+        from .ws_wire import WsWire
+
+        return WsWire(http)
+
+    def refused(self, wire: Wire, error: Exception) -> Wire:
+        """``wire``'s WebSocket handshake was refused: the pool speaks HTTP from now on.
+
+        The HTTP wire under ``wire`` takes over its session. With ``transport="ws"`` the
+        refusal is an error that says what to use instead.
+        """
+        if self.transport == "ws":
+            raise TransportError(f"{self.url}: {error}; use transport='http'") from error
+        self.use_ws = False
+        return wire.http
+
+    def perform(self, op: Op) -> Any:
+        """Do one step of a plan with blocking calls (within a call slot)."""
+        if isinstance(op, Pause):
+            return sleep(op)
+        with self.slot(self.timeout):
+            if isinstance(op, WsCall):  # the hot one: a step
+                return op.sock.call(op.text, op.timeout)
+            if isinstance(op, Http):
+                return self.client.request(op.method, op.path, **op.kwargs)
+            from .ws_socket import connect
+
+            return connect(op)
+
+    async def aperform(self, op: Op) -> Any:
+        """Async :meth:`perform`: the step awaited on the running loop."""
+        if isinstance(op, Pause):
+            return await asleep(op)
+        async with self.aslot(self.timeout):
+            if isinstance(op, WsCall):
+                return await op.sock.call(op.text, op.timeout)
+            if isinstance(op, Http):
+                return await self.async_client().request(op.method, op.path, **op.kwargs)
+            from .ws_socket import aconnect
+
+            return await aconnect(op)
+
+    @contextlib.contextmanager
+    def slot(self, timeout: float) -> Iterator[None]:
+        """Hold one of ``max_concurrency`` call slots (a deadline failure if none frees)."""
+        token = self._bound.take(timeout)
+        try:
+            yield
+        finally:
+            self._bound.give(token)
+
+    def aslot(self, timeout: float) -> _AsyncSlot:
+        """Async :meth:`slot` (one semaphore per event loop)."""
+        loop = asyncio.get_running_loop()
+        sem = self._abound.get(loop)
+        if sem is None:
+            sem = self._abound[loop] = asyncio.Semaphore(self.max_concurrency)
+        return _AsyncSlot(sem, timeout)
+
+    def async_client(self) -> httpx.AsyncClient:
+        """The async client of the running event loop (httpx clients are loop-bound)."""
+        loop = asyncio.get_running_loop()
+        if loop not in self._async:
+            self._async[loop] = httpx.AsyncClient(
+                base_url=self.url, timeout=self.timeout, limits=self.LIMITS
+            )
+        return self._async[loop]
+
+    def close(self) -> None:
+        """Close the connection pools."""
+        self.client.close()
+        for client in self._async.values():
+            try:
+                asyncio.get_running_loop().create_task(client.aclose())
+            except RuntimeError:  # no loop running: let the sockets close with the process
+                pass
+        self._async.clear()
+
+
+class _Slots:
+    """A thread-safe bound on calls in flight: a queue of tokens.
+
+    Not :class:`threading.BoundedSemaphore`, whose Python-level lock a thread can hold while
+    it waits for the GIL, so that hundreds of others queue behind it; taking and giving a
+    token of a :class:`queue.SimpleQueue` is one C call each.
+    """
+
+    def __init__(self, n: int) -> None:
+        self._tokens: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for i in range(n):
+            self._tokens.put(i)
+
+    def take(self, timeout: float) -> int:
+        try:
+            return self._tokens.get(timeout=timeout)
+        except queue.Empty:
+            raise Transient(f"no free client slot within {timeout:g} s") from None
+
+    def give(self, token: int) -> None:
+        self._tokens.put(token)
+
+
+class _AsyncSlot:
+    """``async with``: hold one call slot; a free slot costs no timer (the common case)."""
+
+    __slots__ = ("sem", "timeout")
+
+    def __init__(self, sem: asyncio.Semaphore, timeout: float) -> None:
+        self.sem, self.timeout = sem, timeout
+
+    async def __aenter__(self) -> None:
+        if not self.sem.locked():
+            await self.sem.acquire()  # returns at once
+            return
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self.sem.acquire()
+        except TimeoutError:
+            raise Transient(f"no free client slot within {self.timeout:g} s") from None
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.sem.release()
+
+
+def _have_websockets(transport: str) -> bool:
+    try:
+        import envhub.client.ws_wire  # noqa: F401
+    except ImportError as e:
+        if transport == "ws":
+            raise ConfigError(f"transport='ws' needs the websockets package: {e}") from e
+        return False
+    return True
