@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
 import httpx
@@ -247,22 +248,26 @@ def test_async_a_dropped_connection_or_a_lost_answer_resumes_without_a_double_st
 @pytest.mark.parametrize("api", ["sync", "async"])
 def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, api):
     env = envhub.make("count")
-    env.step = lambda action: time.sleep(3)
+    wedge = threading.Event()  # the step answers only when the test lets it (after its checks)
+    env.step = lambda action: wedge.wait(60)
     with running(create_app(env)) as url:
-        with HTTPEnv(url, transport="ws", retries=0, timeout=0.5) as client:
+        try:
+            with HTTPEnv(url, transport="ws", retries=0, timeout=2.0) as client:
 
-            async def play():
-                await client.areset(task_id="count-4")
-                started = time.monotonic()
-                return await client.astep("1"), time.monotonic() - started
+                async def play():
+                    await client.areset(task_id="count-4")
+                    started = time.monotonic()
+                    return await client.astep("1"), time.monotonic() - started
 
-            if api == "async":
-                result, took = asyncio.run(play())
-            else:
-                client.reset(task_id="count-4")
-                started = time.monotonic()
-                result, took = client.step("1"), time.monotonic() - started
-    assert took < 2.5  # the wedged step takes 3 s: the client's own deadline ended it
+                if api == "async":
+                    result, took = asyncio.run(play())
+                else:
+                    client.reset(task_id="count-4")
+                    started = time.monotonic()
+                    result, took = client.step("1"), time.monotonic() - started
+        finally:
+            wedge.set()
+    assert took < 10  # the step is wedged until the end: only the client's 2 s deadline ends it
     assert result.info.status == Status.INFRA_ERROR and "deadline" in result.info.error
 
 
