@@ -1,5 +1,6 @@
 """`envhub train` on a mix (single-turn sums and multi-turn wordle) with a curriculum,
-validation and rollout logs: a resumed run equals an uninterrupted one. Slow.
+validation and rollout logs: a resumed run equals an uninterrupted one; an asynchronous run
+with a curriculum, resumed, draws the uninterrupted run's tasks. Slow.
 
 (Dynamic sampling is off here: the random tiny model never answers right, so every group would
 be filtered and nothing trained; its counting is tested in test_dynamic.py.)"""
@@ -66,3 +67,47 @@ def test_mixed_run_resumes_to_the_uninterrupted_run(tmp_path):
     val = [json.loads(x) for x in (whole / "validation.jsonl").read_text().splitlines()]
     assert [(r["step"], r["env"]) for r in val] == [(0, "gsm8k"), (1, "gsm8k"), (2, "gsm8k")]
     assert (whole / "best" / "config.json").exists() and (whole / "validation.png").exists()
+
+
+def write_async_config(tmp: Path) -> Path:
+    """Sums only, a curriculum, two steps of staleness (split placement), three steps."""
+    rows = [
+        {"task_id": f"sum/{a}+{b}", "prompt": f"What is {a} + {b}?", "answer": a + b}
+        for a in range(5)
+        for b in range(10)
+    ]
+    (tmp / "sums_train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tiny = yaml.safe_load((Path(__file__).parents[2] / "examples" / "tiny.yaml").read_text())
+    sums = tiny["env"]["overrides"] | {"dataset": {"kind": "jsonl", "path": "sums_{split}.jsonl"}}
+    tiny["env"] = {"name": "gsm8k", "split": "train", "overrides": sums, "timeout_s": 30}
+    tiny["rollout"] |= {"prompts_per_step": 3, "group_size": 2, "curriculum": {"enabled": True}}
+    tiny["loss"]["kl_beta"] = 0.0
+    tiny["train"]["steps"] = 3
+    tiny["cluster"] |= {"policy_workers": 1, "placement": "split"}
+    tiny["generation"] = {"max_trajectory_age_steps": 2}
+    tiny["checkpoint"]["export_final"] = False
+    tiny["logging"] |= {"tensorboard": False, "plot": False}
+    path = tmp / "async.yaml"
+    path.write_text(yaml.safe_dump(tiny))
+    return path
+
+
+def tasks(out: Path, step: int):
+    path = out / "rollouts" / f"step_{step:05d}.jsonl.gz"
+    return [(r["env"], r["task_id"]) for r in map(json.loads, gzip.open(path, "rt"))]
+
+
+def test_an_asynchronous_run_with_a_curriculum_resumes_to_the_same_draws(tmp_path):
+    """Step 3 is launched once step 1 is counted: resumed after step 1 (whose checkpoint
+    has launched nothing yet), it must still be drawn with the counts as of step 1, not 2.
+    The samples differ (a resume regenerates with the restored, fresher weights)."""
+    config = write_async_config(tmp_path)
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    run_envhub_train(config, whole)
+    run_envhub_train(config, cut, "train.steps=1")
+    state = json.loads((cut / "checkpoints" / "step_1" / "trainer_state.json").read_text())
+    assert state["sampler"]["launch_states"]["1"] == state["sampler"]["curriculum"]
+    run_envhub_train(config, cut, "--resume", "auto")
+    for step in (1, 2, 3):
+        assert tasks(whole, step) == tasks(cut, step), step
+    assert len({t for _, t in tasks(whole, 3)}) == 3  # drawn by the curriculum, by task
