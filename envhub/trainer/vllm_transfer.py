@@ -196,22 +196,37 @@ class VLLMTransferSync:
         timeout_s: float = 300.0,
     ) -> None:
         """Form vLLM's group: policy rank 0 and every engine, within ``timeout_s``."""
-        import ray
-
         self.workers, self.engines, self.timeout_s = list(policy_workers), list(engines), timeout_s
         self.version: int | None = None
         join = self.workers[0].join_vllm_transfer.remote(self.engines, bucket_mb)
-        ray.get(join, timeout=timeout_s)
+        self._wait([join], "forming vLLM's group")
 
     def push(self, version: int | None = None) -> float:
         """Gather on every rank, rank 0 sends through vLLM; then the engines' version."""
-        import ray
-
         t0 = time.perf_counter()
-        ray.get([w.send_vllm_weights.remote() for w in self.workers], timeout=self.timeout_s)
-        ray.get([e.update_weight_version.remote(str(version)) for e in self.engines])
+        self._wait([w.send_vllm_weights.remote() for w in self.workers], "moving the weights")
+        versions = [e.update_weight_version.remote(str(version)) for e in self.engines]
+        self._wait(versions, "setting the engines' weight version")
         self.version = version
         return time.perf_counter() - t0
+
+    def _wait(self, refs: list[Any], what: str) -> list[Any]:
+        """``ray.get`` within ``generation.refit_timeout_s``.
+
+        Raises:
+            RefitTransportError: the deadline passed (a member is stuck or dead).
+        """
+        import ray
+
+        from .collective import RefitTransportError
+
+        try:
+            return ray.get(refs, timeout=self.timeout_s)
+        except ray.exceptions.GetTimeoutError as e:
+            raise RefitTransportError(
+                f"refit through generation.weight_transfer=vllm timed out while {what} "
+                f"({self.timeout_s:g} s, generation.refit_timeout_s): a member is stuck"
+            ) from e
 
     def revive(self, engine: Any, timeout_s: float) -> None:
         """A restarted engine cannot join vLLM's formed group: the run stops.
