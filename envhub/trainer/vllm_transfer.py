@@ -36,6 +36,7 @@ the run; resume it with ``--resume auto``), LoRA adapter-only refits (merged wei
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import socket
 import time
 from collections.abc import Mapping, Sequence
