@@ -122,7 +122,12 @@ def to_dtype(name: str) -> torch.dtype:
     return getattr(torch, name)
 
 
-def _specs(state: Mapping[str, torch.Tensor]) -> list[TensorSpec]:
+def tensor_specs(state: Mapping[str, torch.Tensor]) -> list[TensorSpec]:
+    """Every entry of ``state``, in order, as a :class:`TensorSpec`.
+
+    An entry that shares an earlier one's storage, shape and dtype (a tied weight) names it in
+    ``alias_of``.
+    """
     seen: dict[tuple[int, tuple[int, ...], str], str] = {}
     specs = []
     for name, t in state.items():
@@ -143,7 +148,7 @@ def plan_layout(state: Mapping[str, torch.Tensor], bucket_bytes: int) -> Layout:
     Raises:
         ValueError: ``bucket_bytes`` smaller than one element.
     """
-    specs = _specs(state)
+    specs = tensor_specs(state)
     by_dtype: dict[str, list[TensorSpec]] = {}
     for s in specs:
         if s.alias_of is None:

@@ -294,6 +294,13 @@ class GenerationConfig(_Section):
     FSDP2 group; rank 0 broadcasts CPU tensors in flat buckets of ``bucket_mb`` (works here
     and on any cluster). ``nccl``: the same group on GPU tensors (GPU clusters, NeMo RL's
     way); refused at start-up when rank 0 or an engine has no CUDA device."""
+    weight_transfer: Literal["envhub", "vllm"] = "envhub"
+    """Whose code moves the weights to vLLM engines. ``envhub``: ``transport`` above.
+    ``vllm``: vLLM's own weight-transfer API (``vllm.distributed.weight_transfer``, its
+    ``nccl`` backend; :mod:`envhub.trainer.vllm_transfer`) from policy rank 0, packed in
+    buffers of ``bucket_mb``. Needs ``cluster.engine: vllm``, ``placement: split``, GPUs on
+    the policy workers and engines, and a vLLM that has the API (checked at start); refused
+    on CPUs, where vLLM's backends do not run. **Never run on a GPU.**"""
     bucket_mb: int = Field(default=256, ge=1)
     """``gloo``/``nccl``: largest flat bucket on the wire, in MB (one dtype per bucket); each
     side holds one bucket beyond the full weights."""
@@ -418,6 +425,8 @@ class Config(_Section):
             )
         if g.sleep_while_training and self.cluster.engine != "vllm":
             raise ValueError("generation.sleep_while_training needs cluster.engine=vllm")
+        if g.weight_transfer == "vllm":
+            self._check_vllm_transfer()
         if g.transport != "object_store" and not self.separate_engines:
             raise ValueError(
                 f"generation.transport={g.transport} moves weights to engine actors, but the "
@@ -426,6 +435,29 @@ class Config(_Section):
                 "or drop generation.transport"
             )
         return self
+
+    def _check_vllm_transfer(self) -> None:
+        """``generation.weight_transfer: vllm``: what the config alone can refuse."""
+        c, g = self.cluster, self.generation
+        instead = "or keep generation.weight_transfer=envhub (the default)"
+        if c.engine != "vllm" or c.placement != "split":
+            raise ValueError(
+                "generation.weight_transfer=vllm moves weights into vLLM engines of their own: "
+                f"set cluster.engine=vllm and cluster.placement=split, {instead}"
+            )
+        if g.transport != "object_store":
+            raise ValueError(
+                f"generation.weight_transfer=vllm replaces generation.transport={g.transport} "
+                "(vLLM's nccl backend moves the weights): drop generation.transport, "
+                f"{instead}"
+            )
+        if c.gpus_per_worker <= 0 or g.gpus_per_engine <= 0:
+            raise ValueError(
+                "generation.weight_transfer=vllm: vLLM's weight-transfer backends are GPU-only "
+                "(nccl, ipc), so it needs cluster.gpus_per_worker>0 and "
+                "generation.gpus_per_engine>0; on CPUs keep generation.weight_transfer=envhub "
+                "with generation.transport=gloo or object_store"
+            )
 
     @property
     def max_trajectory_age(self) -> int:
@@ -442,6 +474,7 @@ class Config(_Section):
             self.model.lora.enabled
             and self.cluster.engine == "vllm"
             and self.generation.transport == "object_store"
+            and self.generation.weight_transfer == "envhub"
         )
 
     @property

@@ -98,9 +98,17 @@ class Curriculum:
                 out[f"curriculum/{source}/medium"] = sum(0 < r < 1 for r in rates) / len(rates)
         return out
 
-    def snapshot(self) -> Curriculum:
-        """A frozen copy to draw with while the live state keeps counting."""
-        return copy.deepcopy(self)
+    def snapshot(self, state: dict[str, Any] | None = None) -> Curriculum:
+        """A frozen copy to draw with while the live state keeps counting.
+
+        ``state``: a :meth:`state_dict` to freeze instead of the live counts (an asynchronous
+        run draws a step's tasks with the counts as of that step's launch). The task lists
+        are shared with this curriculum (they never change).
+        """
+        frozen = copy.copy(self)
+        frozen.stats = {name: {} for name in self.tasks}
+        frozen.load_state_dict(self.state_dict() if state is None else state)
+        return frozen
 
     def state_dict(self) -> dict[str, Any]:
         """``{source: {key: [passes, attempts]}}``."""

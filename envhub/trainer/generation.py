@@ -97,6 +97,11 @@ def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: i
             seed=seed,
             max_num_seqs=g.max_num_seqs,
             **({"enable_sleep_mode": True} if g.sleep_while_training else {}),
+            **(
+                {"weight_transfer_config": {"backend": "nccl"}}
+                if g.weight_transfer == "vllm"
+                else {}
+            ),
             **(_lora_options(config) if config.adapter_refit else {}),
         )
     from envhub.engines.transformers_engine import TransformersEngine
@@ -252,6 +257,41 @@ class GenerationWorker:
             group.close()
         self.refit_group = None
 
+    # ---- vLLM's weight-transfer API (generation.weight_transfer: vllm; untested on a GPU):
+    # LLM's methods under their names, which vLLM's RayVLLMWeightSyncClient calls
+
+    def init_weight_transfer_engine(self, request: Any) -> None:
+        """Join vLLM's weight-transfer group (blocks until policy rank 0 joins too).
+
+        Raises:
+            TrainConfigError: this engine has no CUDA device.
+        """
+        from .vllm_transfer import require_cuda
+
+        require_cuda(f"generation engine {self.index}")
+        self.engine.llm.init_weight_transfer_engine(request)
+
+    def start_weight_update(self) -> None:
+        """Begin a refit (vLLM prepares its layer-wise reload)."""
+        self.engine.llm.start_weight_update()
+
+    def update_weights(self, request: Any) -> None:
+        """Receive the weights (concurrently with policy rank 0's broadcast)."""
+        self.engine.llm.update_weights(request)
+
+    def finish_weight_update(self) -> None:
+        """End the refit; cached KV blocks belong to the old weights, so drop them."""
+        self.engine.llm.finish_weight_update()
+        self.engine.llm.reset_prefix_cache()
+
+    def update_weight_version(self, new_version: str) -> None:
+        """The weight version now held (the driver sets it once every engine has it)."""
+        self.version = None if new_version == "None" else int(new_version)
+
+    def shutdown_weight_transfer_engine(self) -> None:
+        """Leave vLLM's weight-transfer group."""
+        self.engine.llm.shutdown_weight_transfer_engine()
+
     def engine_state(self) -> dict[str, Any]:
         """The engine's weights on CPU (transformers engine; tests compare them after refits)."""
         return {k: v.detach().cpu().clone() for k, v in self.engine.model.state_dict().items()}
@@ -273,6 +313,10 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
     """Start the :class:`GenerationWorker` actors the config asks for (see module docstring)."""
     if config.cluster.engine == "vllm":
         require_vllm()  # fail in the driver, before any actor starts
+    if config.generation.weight_transfer == "vllm":
+        from .vllm_transfer import require_support
+
+        require_support()
     g = config.generation
     data = config.model_dump(mode="json")
     if config.cluster.placement == "split":

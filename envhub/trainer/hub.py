@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,10 @@ class MixRun:
         self.config, self.out, self.chat = config, out, chat
         self.sources = config.sources()
         self.sampler = MixSampler(self.sources, config.seed)
+        self.max_age = config.max_trajectory_age
+        self.launch_states: dict[int, dict[str, Any]] = {}
+        """Asynchronous runs: the curriculum's counts after each of the last N steps (the
+        states future steps are drawn with; saved in checkpoints, see :meth:`snapshot`)."""
         self.primaries: dict[str, str] = {}
         self.validator: Validator | None = None
         self.cluster: Cluster | None = None
@@ -80,6 +85,8 @@ class MixRun:
     def resume(self, state: ckpt.TrainerState) -> None:
         """Continue from a checkpoint's state: the sampler's, and validation's rows."""
         self.sampler.load_state_dict(state.sampler)
+        saved = state.sampler.get("launch_states") or {}
+        self.launch_states = {int(step): counts for step, counts in saved.items()}
         if self.validator is not None:
             self.validator.start_at(state.step)
 
@@ -87,23 +94,55 @@ class MixRun:
         """The primary component of ``source`` (``correctness`` when unknown)."""
         return self.primaries.get(source, "correctness")
 
-    def snapshot(self) -> Any:
-        """The curriculum state to draw a future step's tasks with (None without one)."""
-        cur = self.sampler.curriculum
-        return cur.snapshot() if cur is not None else None
+    def snapshot(self, step: int) -> Any:
+        """The frozen curriculum to draw step ``step``'s tasks with (None: the live one).
 
-    def observe(self, filtered: Filtered) -> dict[str, float]:
+        An asynchronous run (``N = max_trajectory_age``) launches step k right after step
+        ``max(1, k - N)`` is counted (the first step launches steps 2 .. N + 1): k's tasks
+        are drawn with the counts as of that step, which :meth:`count` keeps for the last N
+        steps and checkpoints save, so a resumed run draws what the uninterrupted one drew.
+        None in synchronous runs, without a curriculum, for the first step, and after
+        resuming a checkpoint written before these states were saved (the live counts).
+        """
+        cur = self.sampler.curriculum
+        state = self.launch_states.get(max(1, step - self.max_age))
+        if cur is None or self.max_age == 0 or state is None:
+            return None
+        return cur.snapshot(state)
+
+    def count(self, step: int, results: Iterable[tuple[str, str, bool]]) -> None:
+        """Count step ``step``'s ``(source, task_id, passed)`` results into the curriculum.
+
+        Asynchronous runs keep the counts after each of the last N steps (:meth:`snapshot`).
+        """
+        cur = self.sampler.curriculum
+        if cur is None:
+            return
+        cur.update(results)
+        if self.max_age > 0:
+            self.launch_states[step] = cur.state_dict()
+            for old in [s for s in self.launch_states if s <= step - self.max_age]:
+                del self.launch_states[old]
+
+    def observe(self, step: int, filtered: Filtered) -> dict[str, float]:
         """Count a step's results into the curriculum; the step's per-source metrics."""
         generated = filtered.generated
-        cur = self.sampler.curriculum
-        if cur is not None:
-            cur.update(
+        self.count(
+            step,
+            (
                 (e.env, e.task_id, outcome(e, self.primary_of(e.env)) >= 1.0)
                 for e in generated.episodes
                 if not e.dropped and e.task_id is not None
-            )
+            ),
+        )
+        cur = self.sampler.curriculum
         metrics = source_metrics(generated, self.primaries) | filtered.metrics
         return metrics | (cur.metrics() if cur is not None else {})
+
+    def state_dict(self) -> dict[str, Any]:
+        """The checkpoint's ``sampler`` entry: the sampler's state and the launch states."""
+        launch = {str(step): counts for step, counts in self.launch_states.items()}
+        return self.sampler.state_dict() | {"launch_states": launch}
 
     def log_rollouts(
         self, step: int, filtered: Filtered, notes: dict[str, EpisodeNotes], version: int

@@ -18,6 +18,8 @@ by ``cluster.placement`` from :data:`SYNCS`:
   GPU clusters): policy rank 0 broadcasts the gathered weights in size-bounded flat buckets
   straight to every engine, with no copy through the object store or the driver
   (:mod:`envhub.trainer.collective` holds the group and the bucket layout).
+- or, with ``generation.weight_transfer: vllm``, vLLM's own weight-transfer API from policy
+  rank 0 (:mod:`envhub.trainer.vllm_transfer`; GPU-only, never run on a GPU).
 
 An engine that dies is restarted by Ray and refit before it samples again (``revive``): the
 object-store sync loads the newest weights' object into it; the collective sync forms the
@@ -365,10 +367,13 @@ def make_weight_sync(
     restart_timeout_s: float = 300.0,
     max_restarts: int = 3,
     adapter: bool = False,
+    weight_transfer: str = "envhub",
 ) -> WeightSync:
     """In-process sync when the engines live in the policy workers, else ``transport``.
 
     ``adapter``: LoRA with vLLM engines over the object store: :class:`AdapterSync`.
+    ``weight_transfer="vllm"``: vLLM's own API
+    (:class:`envhub.trainer.vllm_transfer.VLLMTransferSync`), in place of ``transport``.
 
     Raises:
         ValueError: a transport without an implementation.
@@ -377,6 +382,10 @@ def make_weight_sync(
         return ColocatedSync(policy_workers)
     if adapter:
         return AdapterSync(policy_workers, engines)
+    if weight_transfer == "vllm":
+        from .vllm_transfer import VLLMTransferSync
+
+        return VLLMTransferSync(policy_workers, engines, bucket_mb=bucket_mb, timeout_s=timeout_s)
     if transport not in SYNCS:
         raise ValueError(f"no refit transport {transport!r}; available: {', '.join(SYNCS)}")
     if transport not in COLLECTIVE:

@@ -255,15 +255,18 @@ class _Rollouts:
         """Step ``step``'s batch: launched earlier if it was, else collected now."""
         if self.pending and self.pending[0][0] == step:
             return self.pending.popleft()[1].result()
-        return self.run(step)
+        return self.run(step, self.mix.snapshot(step))
 
     def launch(self, step: int) -> None:
-        """Queue the batches of steps ``step + 1 .. step + N`` (drawn with today's curriculum)."""
+        """Queue the batches of steps ``step + 1 .. step + N`` not queued yet.
+
+        Each is drawn with the curriculum's counts as of its launch (``MixRun.snapshot``).
+        """
         if self._pool is None:
             return
         last = min(step + self.max_age, self.config.train.steps)
         for k in range(max(self._next, step + 1), last + 1):
-            snap = self.mix.snapshot()
+            snap = self.mix.snapshot(k)
             self.pending.append((k, self._pool.submit(self.run, k, snap)))
         self._next = max(self._next, last + 1)
 
@@ -330,7 +333,7 @@ def _loop(
             "time/generation": filtered.generated.generation_time,
             "time/env": filtered.generated.env_time,
         }
-        mix_metrics = mix.observe(filtered)  # the curriculum counts before the next launch
+        mix_metrics = mix.observe(step, filtered)  # the curriculum counts before the next launch
         rollouts.launch(step)
 
         # 2. groups older than max_trajectory_age_steps are discarded; rewards -> advantages
@@ -374,7 +377,7 @@ def _save(
     times: dict[str, float],
 ) -> None:
     """A checkpoint when due (or when validation stops the run), with the sampler's state."""
-    state.sampler = mix.sampler.state_dict()
+    state.sampler = mix.state_dict()
     if _checkpoint_due(config, state.step) or mix.should_stop:
         t0 = time.perf_counter()
         ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)

@@ -206,6 +206,26 @@ class PolicyWorker:
             group.close()
         self.refit_group = self._refit_store = None
 
+    def join_vllm_transfer(self, engines: list[Any], bucket_mb: int) -> bool:
+        """Rank 0: join vLLM's weight-transfer group with ``engines`` (``vllm_transfer``)."""
+        from .vllm_transfer import VLLMSender
+
+        self.vllm_sender = VLLMSender.connect(engines, bucket_mb)
+        return True
+
+    def send_vllm_weights(self) -> bool:
+        """Gather the full weights (collective); rank 0 sends them through vLLM's API."""
+        state = self.policy.full_state_dict()
+        if self.rank == 0:
+            self.vllm_sender.send(state)
+        return True
+
+    def leave_vllm_transfer(self) -> None:
+        """Rank 0: tear down vLLM's communicator."""
+        sender, self.vllm_sender = getattr(self, "vllm_sender", None), None
+        if sender is not None:
+            sender.close()
+
     def engine_score(
         self, sequences: list[list[int]], starts: list[int], temperature: float
     ) -> list[list[float]]:
@@ -447,6 +467,7 @@ class Cluster:
             restart_timeout_s=g.restart_timeout_s,
             max_restarts=g.max_restarts,
             adapter=config.adapter_refit,
+            weight_transfer=g.weight_transfer,
         )
         if config.model.lora.enabled:
             what = "the LoRA adapter alone" if config.adapter_refit else "merged weights"

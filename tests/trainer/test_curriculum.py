@@ -1,9 +1,12 @@
 """The curriculum: favours tasks solved sometimes, deterministic per seed, resumable."""
 
+import json
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
+from envhub.trainer.checkpoint import TrainerState
 from envhub.trainer.curriculum import Curriculum, CurriculumConfig
 from envhub.trainer.mix import MixSampler, MixSource
 
@@ -59,3 +62,61 @@ def test_difficulty_buckets_share_their_counts():
     cur = Curriculum(CurriculumConfig(enabled=True, by="difficulty"), TASKS)
     cur.update([("m", "t0", True), ("m", "t3", False)])  # both difficulty 0
     assert cur.stats["m"] == {"0": [1, 2]}
+
+
+# ---------------------------------------------------------------- asynchronous runs
+
+
+def async_mix(age: int):
+    from envhub.trainer.config import Config
+    from envhub.trainer.hub import MixRun
+
+    config = Config.model_validate(
+        {
+            "env": {"name": "m"},
+            "cluster": {"placement": "split"},
+            "generation": {"max_trajectory_age_steps": age},
+        }
+    )
+    mix = MixRun(config, Path("unused"), chat=None)
+    mix.sampler.curriculum = Curriculum(CurriculumConfig(enabled=True), TASKS)
+    return mix
+
+
+def async_run(mix, age, first, last):
+    """train.py's order of an asynchronous run: take, count, launch N steps ahead.
+
+    Returns each step's tasks. Task tN is solved when N + step is even, so every step
+    changes the counts that later draws use.
+    """
+    launched, queued_to, tasks = {}, 0, {}
+    for step in range(first, last + 1):
+        jobs = launched.pop(step, None) or mix.sampler.draw(step, 3, 0, mix.snapshot(step))
+        tasks[step] = [j.task_id for j in jobs]
+        mix.count(step, [("m", t, (int(t[1:]) + step) % 2 == 0) for t in tasks[step]])
+        for k in range(max(queued_to, step + 1), min(step + age, last) + 1):
+            launched[k] = mix.sampler.draw(k, 3, 0, mix.snapshot(k))
+        queued_to = max(queued_to, min(step + age, last) + 1)
+    return tasks
+
+
+@pytest.mark.parametrize("age", [1, 2, 3])
+def test_a_resumed_asynchronous_run_draws_what_the_uninterrupted_run_drew(age):
+    whole = async_run(async_mix(age), age, 1, 7)
+    for cut in (1, 2, 4):  # the first run stops at `cut`, its checkpoint is resumed
+        first = async_mix(age)
+        head = async_run(first, age, 1, cut)
+        saved = json.loads(json.dumps(first.state_dict()))  # trainer_state.json's sampler
+        resumed = async_mix(age)
+        resumed.resume(TrainerState(step=cut, sampler=saved))
+        assert head | async_run(resumed, age, cut + 1, 7) == whole, (age, cut)
+
+
+def test_an_asynchronous_draw_uses_the_counts_as_of_its_launch():
+    mix = async_mix(2)
+    async_run(mix, 2, 1, 3)
+    assert sorted(mix.launch_states) == [2, 3]  # the last N steps' counts, no more
+    live = mix.sampler.curriculum.state_dict()
+    assert mix.snapshot(5).state_dict() == mix.launch_states[3] == live
+    assert mix.snapshot(4).state_dict() == mix.launch_states[2] != live
+    assert async_mix(0).snapshot(5) is None  # synchronous: the live counts

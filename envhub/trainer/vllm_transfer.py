@@ -1,0 +1,251 @@
+"""Refit through vLLM's own weight-transfer API: ``generation.weight_transfer: vllm``.
+
+**Written for GPUs and never run on one** (no GPU was available to this work); on CPU it is
+refused, because vLLM's backends are GPU-only (its ``nccl`` backend runs on PyNccl and CUDA
+streams, ``ipc`` on CUDA IPC handles). What is tested here: the config checks, the detection
+of the API in the installed vLLM, the refusals, and the sender's bookkeeping through vLLM's
+own packing code with the CUDA streams replaced (``tests/trainer/test_vllm_transfer.py``).
+
+vLLM (0.32 here, ``vllm.distributed.weight_transfer``) offers RL trainers a weight-transfer
+API: an engine started with a ``WeightTransferConfig`` takes ``init_weight_transfer_engine``,
+``start_weight_update``, ``update_weights`` and ``finish_weight_update`` (methods of
+``vllm.LLM``), and the trainer side is ``WeightTransferTrainerFactory.trainer_init(init_info,
+client=..., source=...)``, then ``send_weights()`` at every refit. With the flag, envhub uses
+it in place of its own collective (:mod:`envhub.trainer.collective`):
+
+- the engines (:class:`envhub.trainer.generation.GenerationWorker`, ``placement: split``)
+  start vLLM with ``weight_transfer_config={"backend": "nccl"}`` and offer ``LLM``'s four
+  methods under the same names, which is what vLLM's ``RayVLLMWeightSyncClient`` calls;
+- policy rank 0 is the sender (:class:`VLLMSender`): group rank 0 of vLLM's NCCL group, the
+  engines ranks 1..N (vLLM's ``rank_offset=1``), the rendezvous on a free port of its node;
+  its source (:class:`envhub.trainer.vllm_source.StateSource`) is the full state dict that
+  every rank gathers at each refit (only rank 0 sends), tied weights sent once, packed by
+  vLLM into buffers of ``generation.bucket_mb``;
+- the driver (:class:`VLLMTransferSync`) runs the gather-and-send on every rank and then
+  tells each engine the new weight version.
+
+Refused: in the config (:meth:`envhub.trainer.config.Config`), without ``cluster.engine:
+vllm``, without ``placement: split``, with a ``generation.transport`` or without GPUs on
+the policy workers and engines; at start, in the driver, when the installed vLLM lacks the
+API (:func:`require_support`), and in each actor without a CUDA device
+(:func:`require_cuda`). Not done: vLLM's ``ipc`` backend (colocated engines on the
+trainer's GPU), forming the group again after Ray restarts an engine (a lost engine stops
+the run; resume it with ``--resume auto``), LoRA adapter-only refits (merged weights go).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .config import TrainConfigError
+
+API: tuple[tuple[str, str], ...] = (
+    ("vllm.config", "WeightTransferConfig"),
+    ("vllm.distributed.weight_transfer", "WeightTransferTrainerFactory"),
+    ("vllm.distributed.weight_transfer", "WeightSource"),
+    ("vllm.distributed.weight_transfer", "ParamMeta"),
+    ("vllm.distributed.weight_transfer", "RayVLLMWeightSyncClient"),
+    ("vllm.distributed.weight_transfer.nccl_engine", "NCCLTrainerInitInfo"),
+    ("vllm", "LLM"),
+)
+"""What the flag uses from vLLM: ``(module, name)``."""
+LLM_METHODS = (
+    "init_weight_transfer_engine",
+    "start_weight_update",
+    "update_weights",
+    "finish_weight_update",
+)
+"""The engine-side calls, on ``vllm.LLM``."""
+INSTEAD = (
+    "use generation.weight_transfer=envhub (the default: generation.transport=nccl is "
+    "envhub's own collective on GPUs, gloo or object_store on CPUs)"
+)
+
+
+def missing_support() -> str | None:
+    """Why the installed vLLM cannot do the flag's refit; None when it can.
+
+    Imports the modules of :data:`API` (vLLM's import takes seconds) and looks for each name,
+    and for :data:`LLM_METHODS` on ``vllm.LLM``.
+    """
+    if importlib.util.find_spec("vllm") is None:
+        return "vLLM is not installed"
+    for module, name in API:
+        try:
+            found = getattr(importlib.import_module(module), name, None)
+        except ImportError as e:
+            return f"the installed vLLM has no {module} ({type(e).__name__}: {e})"
+        if found is None:
+            return f"the installed vLLM has no {module}.{name}"
+    llm = importlib.import_module("vllm").LLM
+    absent = [m for m in LLM_METHODS if not callable(getattr(llm, m, None))]
+    if absent:
+        return f"the installed vLLM's LLM has no {', '.join(absent)}"
+    return None
+
+
+def require_support() -> None:
+    """Raise unless the installed vLLM has the weight-transfer API (the driver, at start).
+
+    Raises:
+        TrainConfigError: naming what is missing and what to use instead.
+    """
+    reason = missing_support()
+    if reason is not None:
+        raise TrainConfigError(
+            f"generation.weight_transfer=vllm needs vLLM's weight-transfer API "
+            f"(vllm.distributed.weight_transfer, vLLM >= 0.32), but {reason}: upgrade vLLM "
+            f"on every node, or {INSTEAD}"
+        )
+
+
+def require_cuda(who: str) -> None:
+    """Raise unless this process has a CUDA device (vLLM's backends are GPU-only).
+
+    Raises:
+        TrainConfigError: ``who`` (e.g. ``policy rank 0``) has no CUDA device.
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        raise TrainConfigError(
+            f"generation.weight_transfer=vllm: vLLM's weight-transfer backends are GPU-only "
+            f"(nccl runs on PyNccl and CUDA streams, ipc on CUDA IPC handles) and {who} has "
+            f"no CUDA device; on CPUs {INSTEAD}"
+        )
+
+
+def init_info(engines: int, host: str, port: int, bucket_mb: int) -> Any:
+    """The ``NCCLTrainerInitInfo`` (vLLM's) of policy rank 0 and ``engines`` engines.
+
+    Packed transfer in buffers of ``bucket_mb`` MB (vLLM's default is 1 GB, two buffers).
+    """
+    from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerInitInfo
+
+    return NCCLTrainerInitInfo(
+        master_address=host,
+        master_port=port,
+        world_size=engines + 1,
+        packed=True,
+        packed_buffer_size_bytes=bucket_mb * 2**20,
+        rank=0,
+    )
+
+
+class VLLMSender:
+    """Policy rank 0's side: vLLM's trainer engine over a :class:`StateSource`."""
+
+    def __init__(self, engine: Any, source: Any) -> None:
+        """``engine``: vLLM's ``TrainerWeightTransferEngine``, built over ``source``."""
+        self.engine, self.source = engine, source
+
+    @classmethod
+    def connect(cls, engines: Sequence[Any], bucket_mb: int) -> VLLMSender:
+        """Rendezvous with the engine actors (they join from their own processes).
+
+        Raises:
+            TrainConfigError: this process has no CUDA device.
+        """
+        import ray
+        from vllm.distributed.weight_transfer import (
+            RayVLLMWeightSyncClient,
+            WeightTransferTrainerFactory,
+        )
+
+        from .vllm_source import StateSource
+
+        require_cuda("policy rank 0")
+        host = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        source = StateSource()
+        engine = WeightTransferTrainerFactory.trainer_init(
+            init_info(len(engines), host, port, bucket_mb),
+            client=RayVLLMWeightSyncClient(list(engines)),
+            source=source,
+        )
+        return cls(engine, source)
+
+    def send(self, state: Mapping[str, Any]) -> None:
+        """One refit: ``state`` (the gathered full state dict) to every engine."""
+        self.source.load(state)
+        try:
+            self.engine.send_weights()
+        finally:
+            self.source.load({})  # drop the round's tensors
+
+    def close(self) -> None:
+        """Tear down vLLM's communicator."""
+        self.engine.shutdown()
+
+
+class VLLMTransferSync:
+    """The driver's side (:class:`envhub.trainer.refit.WeightSync`; see the module docstring)."""
+
+    def __init__(
+        self,
+        policy_workers: Sequence[Any],
+        engines: Sequence[Any],
+        *,
+        bucket_mb: int = 256,
+        timeout_s: float = 300.0,
+    ) -> None:
+        """Form vLLM's group: policy rank 0 and every engine, within ``timeout_s``."""
+        self.workers, self.engines, self.timeout_s = list(policy_workers), list(engines), timeout_s
+        self.version: int | None = None
+        join = self.workers[0].join_vllm_transfer.remote(self.engines, bucket_mb)
+        self._wait([join], "forming vLLM's group")
+
+    def push(self, version: int | None = None) -> float:
+        """Gather on every rank, rank 0 sends through vLLM; then the engines' version."""
+        t0 = time.perf_counter()
+        self._wait([w.send_vllm_weights.remote() for w in self.workers], "moving the weights")
+        versions = [e.update_weight_version.remote(str(version)) for e in self.engines]
+        self._wait(versions, "setting the engines' weight version")
+        self.version = version
+        return time.perf_counter() - t0
+
+    def _wait(self, refs: list[Any], what: str) -> list[Any]:
+        """``ray.get`` within ``generation.refit_timeout_s``.
+
+        Raises:
+            RefitTransportError: the deadline passed (a member is stuck or dead).
+        """
+        import ray
+
+        from .collective import RefitTransportError
+
+        try:
+            return ray.get(refs, timeout=self.timeout_s)
+        except ray.exceptions.GetTimeoutError as e:
+            raise RefitTransportError(
+                f"refit through generation.weight_transfer=vllm timed out while {what} "
+                f"({self.timeout_s:g} s, generation.refit_timeout_s): a member is stuck"
+            ) from e
+
+    def revive(self, engine: Any, timeout_s: float) -> None:
+        """A restarted engine cannot join vLLM's formed group: the run stops.
+
+        Raises:
+            RuntimeError: always, naming the way on.
+        """
+        raise RuntimeError(
+            "a generation engine was lost, and generation.weight_transfer=vllm does not form "
+            "vLLM's weight-transfer group again: rerun with --resume auto, or use "
+            "generation.weight_transfer=envhub (its group is formed again)"
+        )
+
+    def close(self) -> None:
+        """Leave the group (best effort: members may be dead already)."""
+        import ray
+
+        try:
+            ray.get(self.workers[0].leave_vllm_transfer.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 (a dead member must not block the shutdown)
+            pass
