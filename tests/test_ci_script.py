@@ -1,6 +1,7 @@
 """`.ci/run`'s helpers (`.ci/lib.sh`): both test runs always run, nothing the run started
 outlives it however it is started, and `pip check` fails only on complaints nobody expected
-(issue 21, points 1, 7 and 8).
+(issue 21, points 1, 7 and 8), and nemo-gym's own environment is found, made once, reused, and
+its absence is a warning that the NeMo Gym live tests name when they skip (issue 25, point 3).
 
 Each test writes a small run script that sources `.ci/lib.sh` the way `.ci/run` does, and starts
 it the way people start CI: in the foreground, as a background job of a non-interactive script,
@@ -10,9 +11,11 @@ and under `nohup`.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -170,7 +173,149 @@ def test_the_nanobind_leak_report_is_one_line_saying_what_it_is():
     assert "triton-lang/triton#11552" in lines[1]
 
 
+def test_a_long_silent_step_prints_that_it_is_alive_and_keeps_its_status(tmp_path):
+    script = run_script(tmp_path, "CI_HEARTBEAT_S=1\n"
+                        "ci_heartbeat step bash -c 'sleep 3.5; echo done; exit 3' || echo rc=$?")  # fmt: skip
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    beats = re.findall(
+        r"^\[\d\d:\d\d:\d\d\] step: still working, (\d+) s so far$", out.stdout, re.M
+    )
+    assert len(beats) >= 2 and int(beats[0]) < int(beats[1]), out.stdout
+    assert out.stdout.endswith("done\nrc=3\n"), out.stdout
+
+
 def test_the_run_scripts_parse():
     for path in (REPO / ".ci" / "run", LIB, REPO / "scripts" / "ci-docker.sh"):
         out = subprocess.run(["bash", "-n", str(path)], capture_output=True, text=True)
         assert out.returncode == 0, f"{path}: {out.stderr}"
+
+
+# nemo-gym's environment (ci_nemo_gym). Stand-ins for interpreters: a Python >= 3.12 (prints its
+# path; `-m venv DIR` makes DIR/bin/python, a pip that counts installs and fails with
+# $FAKE_PIP_ERROR), and a pyenv shim of a version not selected (on PATH, but does not run).
+OK_PYTHON = """#!/bin/sh
+if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && cp "$FAKE_VENV_PYTHON" "$3/bin/python"; exit
+fi
+echo "$0"
+"""
+VENV_PYTHON = """#!/bin/sh
+if [ "$1 $2" = "-m pip" ]; then
+  echo "Collecting nemo-gym==0.4.0"; echo install >>"$FAKE_INSTALLS"
+  if [ -n "$FAKE_PIP_ERROR" ]; then echo "ERROR: $FAKE_PIP_ERROR"; exit 1; fi
+fi
+"""
+SHIM = "#!/bin/sh\necho 'pyenv: python3.12: command not found' >&2\nexit 127\n"
+
+
+def executable(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def nemo_env(tmp_path: Path, path: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENVHUB_NEMO_GYM")}
+    env.update(PATH=path, PYENV_ROOT=str(tmp_path / "pyenv"), HOME=str(tmp_path),
+               FAKE_VENV_PYTHON=str(executable(tmp_path / "venv-python", VENV_PYTHON)),
+               FAKE_INSTALLS=str(tmp_path / "installs"), **extra)  # fmt: skip
+    return env
+
+
+def base_python(tmp_path: Path, **extra: str) -> subprocess.CompletedProcess:
+    env = nemo_env(tmp_path, str(tmp_path / "bin"), **extra)
+    return subprocess.run([shutil.which("bash"), "-c", f"source {LIB}; ci_nemo_base_python"],
+                          env=env, capture_output=True, text=True, timeout=30)  # fmt: skip
+
+
+def test_nemo_gym_base_python_skips_a_shim_that_does_not_run(tmp_path):
+    executable(tmp_path / "bin" / "python3.12", SHIM)
+    ok = executable(tmp_path / "bin" / "python3.13", OK_PYTHON)
+    assert base_python(tmp_path).stdout.strip() == str(ok)
+
+
+def test_nemo_gym_base_python_falls_back_to_pyenvs_312_and_never_its_311(tmp_path):
+    executable(tmp_path / "pyenv/versions/3.11.7/bin/python3", OK_PYTHON)
+    ok = executable(tmp_path / "pyenv/versions/3.12.1/bin/python3", OK_PYTHON)
+    executable(tmp_path / "bin" / "python3.12", SHIM)
+    assert base_python(tmp_path).stdout.strip() == str(ok)
+
+
+def test_nemo_gym_base_python_set_by_hand_is_the_only_one_tried(tmp_path):
+    executable(tmp_path / "bin" / "python3.13", OK_PYTHON)
+    shim = executable(tmp_path / "shim", SHIM)
+    out = base_python(tmp_path, ENVHUB_NEMO_GYM_BASE_PYTHON=str(shim))
+    assert out.returncode == 1 and out.stdout == ""
+
+
+def test_nemo_gym_base_python_checks_the_real_version():
+    # The interpreter running this test: accepted exactly when it is >= 3.12.
+    env = {**os.environ, "ENVHUB_NEMO_GYM_BASE_PYTHON": sys.executable}
+    out = subprocess.run(["bash", "-c", f"source {LIB}; ci_nemo_base_python"], env=env,
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert (out.returncode == 0) == (sys.version_info >= (3, 12)), out.stdout + out.stderr
+
+
+def ci_nemo_gym(tmp_path: Path, pins: Path, base: Path, **extra: str) -> str:
+    """One CI run's nemo-gym step (under set -euo pipefail); its output and the two exports."""
+    script = run_script(tmp_path, f"CI_NEMO_PINS={pins}\nci_nemo_gym\n"
+                        'echo "PY=${ENVHUB_NEMO_GYM_PYTHON:-}"\n'
+                        'echo "WHY=${ENVHUB_NEMO_GYM_UNAVAILABLE:-}"')  # fmt: skip
+    env = nemo_env(tmp_path, os.environ["PATH"], ENVHUB_NEMO_GYM_BASE_PYTHON=str(base),
+                   ENVHUB_CI_NEMO_GYM_VENV=str(tmp_path / "nemo-venv"), **extra)  # fmt: skip
+    out = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
+
+
+def installs(tmp_path: Path) -> int:
+    path = tmp_path / "installs"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_nemo_gyms_environment_is_made_once_and_made_again_when_its_pins_change(tmp_path):
+    pins = tmp_path / "pins.txt"
+    pins.write_text("nemo-gym==0.4.0\n")
+    base = executable(tmp_path / "py312", OK_PYTHON)
+    first = ci_nemo_gym(tmp_path, pins, base)
+    assert "nemo-gym: making" in first and installs(tmp_path) == 1
+    assert f"PY={tmp_path}/nemo-venv/bin/python\n" in first and "WHY=\n" in first
+    second = ci_nemo_gym(tmp_path, pins, base)
+    assert "nemo-gym: reusing" in second and installs(tmp_path) == 1
+    assert f"PY={tmp_path}/nemo-venv/bin/python\n" in second
+    pins.write_text("nemo-gym==0.5.0\n")
+    assert "nemo-gym: making" in ci_nemo_gym(tmp_path, pins, base) and installs(tmp_path) == 2
+    other = executable(tmp_path / "py313", OK_PYTHON)
+    assert "nemo-gym: making" in ci_nemo_gym(tmp_path, pins, other) and installs(tmp_path) == 3
+
+
+def test_a_failed_nemo_gym_install_is_a_warning_naming_pips_error_and_retried(tmp_path):
+    pins = tmp_path / "pins.txt"
+    pins.write_text("nemo-gym==0.4.0\n")
+    base = executable(tmp_path / "py312", OK_PYTHON)
+    error = "No matching distribution found for nemo-gym==0.4.0"
+    out = ci_nemo_gym(tmp_path, pins, base, FAKE_PIP_ERROR=error)  # the run goes on
+    why = f"its virtual environment could not be made (ERROR: {error}; pip's output is above)"
+    assert f"nemo-gym: WARNING: {why}; the NeMo Gym live checks will skip" in out
+    assert "PY=\n" in out and f"WHY={why}\n" in out
+    again = ci_nemo_gym(tmp_path, pins, base)
+    assert "nemo-gym: making" in again and installs(tmp_path) == 2 and "WHY=\n" in again
+
+
+def test_without_python_312_the_nemo_gym_tests_skip_naming_why(tmp_path):
+    (tmp_path / "bin").mkdir()
+    script = run_script(tmp_path, 'ci_nemo_gym\necho "WHY=$ENVHUB_NEMO_GYM_UNAVAILABLE"')
+    env = nemo_env(tmp_path, str(tmp_path / "bin"))
+    out = subprocess.run([shutil.which("bash"), str(script)], env=env, capture_output=True,
+                         text=True, timeout=30)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    warning, why = out.stdout.splitlines()
+    assert warning.startswith("nemo-gym: WARNING: no Python >= 3.12 found (tried python3.12")
+    env = {**nemo_env(tmp_path, os.environ["PATH"]), "ENVHUB_NEMO_GYM_UNAVAILABLE": why[4:]}
+    tests = REPO / "tests" / "interop" / "test_nemo_gym.py"
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                          str(tests), "-k", "own_models or is_a_nemo_gym_verify_request"],
+                         env=env, capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
+    assert "2 skipped" in run.stdout, run.stdout
+    assert run.stdout.count(f"no nemo-gym in CI: {why[4:]}; set ENVHUB_NEMO_GYM_PYTHON") == 2

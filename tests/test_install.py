@@ -57,7 +57,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
 OWN_ENVIRONMENT = {
     "bench/trl_grpo.py": "its benchmark body runs in a TRL venv the script creates itself",
     "bench/episodes_throughput.py": "its OpenEnv client runs in the OpenEnv venv it creates",
-    "tests/support/nemo_gym_probe.py": "runs under ENVHUB_NEMO_GYM_PYTHON (nemo-gym: Python 3.12)",
+    "tests/support/nemo_gym_probe.py": "runs under ENVHUB_NEMO_GYM_PYTHON (.ci/run: .ci/nemo-gym.txt)",
     "envhub/interop/verifiers_tasks.py": "runs in the verifiers venv envhub makes (mcp==2.0.0)",
     "tests/support/vf_arith.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_parity.py": "runs in the verifiers venv envhub makes",

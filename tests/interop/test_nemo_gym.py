@@ -4,7 +4,7 @@ and `envhub.interop.nemo_gym:NemoGymEnv` verifies through a resources server's /
 The request body in data/ was made by nemo-gym 0.4.0's own models (tests/support/
 nemo_gym_probe.py). nemo-gym needs Python >= 3.12 and pins mcp<2, so it cannot live in envhub's
 environment: where ENVHUB_NEMO_GYM_PYTHON names a Python that has it, the tests also build and
-validate the bodies with its models live.
+validate the bodies with its models live. `.ci/run` makes that Python (pins in .ci/nemo-gym.txt).
 """
 
 from __future__ import annotations
@@ -27,9 +27,12 @@ from envhub.types import Status
 DATA = Path(__file__).parent / "data"
 PROBE = Path(__file__).parents[1] / "support" / "nemo_gym_probe.py"
 NEMO_PYTHON = os.environ.get("ENVHUB_NEMO_GYM_PYTHON")
+# .ci/run makes nemo-gym's environment and sets ENVHUB_NEMO_GYM_PYTHON, or says why it could not.
+CI_WHY = os.environ.get("ENVHUB_NEMO_GYM_UNAVAILABLE")
 needs_nemo = pytest.mark.skipif(
     not NEMO_PYTHON,
-    reason="set ENVHUB_NEMO_GYM_PYTHON to a Python >= 3.12 with nemo-gym to check the bodies "
+    reason=(f"no nemo-gym in CI: {CI_WHY}; " if CI_WHY else "")
+    + "set ENVHUB_NEMO_GYM_PYTHON to a Python >= 3.12 with nemo-gym to check the bodies "
     "with its own models (nemo-gym cannot share envhub's environment: Python 3.12, mcp<2)",
 )
 
