@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+import envhub
 from envhub.authoring.register import register
 from envhub.engines.chat import ChatFormatter
 from envhub.errors import ConfigError
@@ -114,7 +115,9 @@ def test_the_mix_example_registers_and_its_splits_are_held_out(clean_user_regist
     root = Path(__file__).parents[2] / "examples"
     register(root / "mix_envs.yaml")
     config = load_config(root / "smollm2_mix.yaml")
-    assert [s.name for s in config.sources()] == ["mix-sums", "mix-products", "mix-sokoban"]
+    assert [s.name for s in config.sources()] == ["mix-sums", "mix-products", "mix-retry"]
+    retry = envhub.make("mix-retry")  # the multi-turn source: a retry game of 3 attempts
+    assert retry.spec.max_turns == 3 and retry.attempts == 3
     v = Validator(config.validation, tmp_path, config.sources(), lambda: None, seed=0, max_tokens=8)
     v.check()  # every source's test split shares no task with its train split
     assert [v.split_of(s) for s in v.sources] == ["test"] * 3
