@@ -23,8 +23,10 @@ count: :class:`~envhub.client.transport.Session`); this class only maps the wire
 to the contract's statuses and exceptions.
 
 Every call is written once, as a plan (:mod:`envhub.client.plan`): :meth:`reset` and
-:meth:`areset` (and each such pair) only pick the driver, blocking or awaited. The step's
-message is serialised once, here, the same text for either wire.
+:meth:`areset` (and each such pair) only pick the driver, blocking or awaited. A subclass
+changes a call, for both forms at once, by overriding its plan (``_reset``, ``_step``,
+``_finish``, ``_verify``). The step's message is serialised once, here, the same text for
+either wire.
 """
 
 from __future__ import annotations

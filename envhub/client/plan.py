@@ -1,7 +1,8 @@
 """The client's logic written once, as plans; two small drivers do the I/O, sync or async.
 
 A *plan* is a generator that yields what it needs done (an :class:`Http` request, a
-:class:`WsOpen` or :class:`WsCall` on a WebSocket, a :class:`Pause`) and is sent the outcome:
+:class:`WsOpen` or :class:`WsCall` on a WebSocket, a :class:`Pause`, a blocking :class:`Call`
+such as replacing a dead container) and is sent the outcome:
 the answer, or the exception thrown into it at the ``yield``. Retries, admission waits, request
 bodies and the reading of answers live in the plans (the wires, ``envhub.client.http_wire``
 and ``envhub.client.ws_wire``; ``envhub.client.http_env`` maps their failures);
@@ -60,7 +61,19 @@ class Pause:
     seconds: float
 
 
-Op = Http | WsOpen | WsCall | Pause
+@dataclass(slots=True)
+class Call:
+    """Call ``fn(*args)``: blocking work that is not a request to the server.
+
+    Replacing a dead container, say. The outcome is what it returns (or raises); :func:`call`
+    runs it on the caller's thread, :func:`acall` in a worker thread, so the loop runs on.
+    """
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+
+
+Op = Http | WsOpen | WsCall | Pause | Call
 Plan = Generator[Op, Any, T]
 """A generator of :data:`Op`, returning ``T``."""
 
@@ -124,3 +137,13 @@ def sleep(op: Pause) -> None:
 async def asleep(op: Pause) -> None:
     """Perform a :class:`Pause` on the running loop."""
     await asyncio.sleep(op.seconds)
+
+
+def call(op: Call) -> Any:
+    """Perform a :class:`Call` on this thread."""
+    return op.fn(*op.args)
+
+
+async def acall(op: Call) -> Any:
+    """Perform a :class:`Call` in a worker thread, off the running loop."""
+    return await asyncio.to_thread(op.fn, *op.args)

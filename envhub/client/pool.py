@@ -20,7 +20,7 @@ from ..errors import ConfigError, TransportError
 from ..spec import EnvSpec
 from ..wire import EnvInfo, Transient
 from .http_wire import HttpWire
-from .plan import Http, Op, Pause, WsCall, asleep, sleep
+from .plan import Call, Http, Op, Pause, WsCall, acall, asleep, call, sleep
 from .transport import Limits, Session, Wire
 
 TRANSPORTS = ("auto", "ws", "http")
@@ -78,6 +78,8 @@ class Pool:
         """Do one step of a plan with blocking calls (within a call slot)."""
         if isinstance(op, Pause):
             return sleep(op)
+        if isinstance(op, Call):  # not a call to the server: no call slot
+            return call(op)
         with self.slot(self.timeout):
             if isinstance(op, WsCall):  # the hot one: a step
                 return op.sock.call(op.text, op.timeout)
@@ -91,6 +93,8 @@ class Pool:
         """Async :meth:`perform`: the step awaited on the running loop."""
         if isinstance(op, Pause):
             return await asleep(op)
+        if isinstance(op, Call):
+            return await acall(op)
         async with self.aslot(self.timeout):
             if isinstance(op, WsCall):
                 return await op.sock.call(op.text, op.timeout)

@@ -17,19 +17,24 @@ container at the same address, and scores the call:
 
 Later calls, on this handle and its forks, run on the new container. A call whose container is
 alive and answers ``/health`` keeps its ``infra_error``: the machinery failed, not the model.
+
+Each of these rules is written once: :class:`DockerEnv` overrides :class:`HTTPEnv`'s plans
+(:mod:`envhub.client.plan`), which ``reset`` and ``areset`` (and each such pair) drive, and
+the replacement, a blocking call, is a :class:`~envhub.client.plan.Call` step of the plan: on
+the caller's thread under ``reset``, in a worker thread under ``areset``, off the event loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from envhub.client.http_env import HTTPEnv
+from envhub.client.plan import Call, Plan
+from envhub.client.transport import Items
 from envhub.errors import TransportError
 from envhub.rewards import Rubric
-from envhub.types import Info, Message, ResetResult, Score, Status, StepResult, Task
+from envhub.types import Info, Message, ResetResult, Score, Status, StepResult
 
 from .containers import Death, DockerHandle
 
@@ -50,93 +55,52 @@ class DockerEnv(HTTPEnv):
         """A second handle on the same container, with its own episode and a shared pool."""
         return DockerEnv(self.handle, timeout=self.timeout, retries=self.retries, _pool=self._pool)
 
-    # ------------------------------------------------------------------ the contract
+    # ------------------------------------------------------------------ the contract, as plans
 
-    def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+    # HTTPEnv's reset/areset, step/astep, finish/afinish and verify_batch/averify drive these
+    # plans, blocking or awaited: each behaviour below is written once for both. The revive is
+    # a blocking ``Call`` step: on the caller's thread, or in a worker thread off the loop.
+
+    def _reset(self, aio: bool, seed: int | None, task_id: str | None) -> Plan[ResetResult]:
         """Start an episode; on a container that died, on its replacement."""
         generation = self.handle.generation
         try:
-            return self._began(super().reset(seed=seed, task_id=task_id))
+            return self._began((yield from super()._reset(aio, seed, task_id)))
         except TransportError:
-            if self._revive(generation) is None:
+            if (yield Call(self._revive, (generation,))) is None:
                 raise
         self._wire.session.end()  # it died with the old container: nothing to close
-        return self._began(super().reset(seed=seed, task_id=task_id))
+        return self._began((yield from super()._reset(aio, seed, task_id)))
 
-    async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
-        """Async :meth:`reset`."""
-        generation = self.handle.generation
-        try:
-            return self._began(await super().areset(seed=seed, task_id=task_id))
-        except TransportError:
-            if await asyncio.to_thread(self._revive, generation) is None:
-                raise
-        self._wire.session.end()  # it died with the old container: nothing to close
-        return self._began(await super().areset(seed=seed, task_id=task_id))
+    def _step(self, aio: bool, action: Message | str) -> Plan[StepResult]:
+        """One step; see the module docstring for a container's death."""
+        return (yield from self._outlived(super()._step(aio, action)))
 
-    def step(self, action: Message | str) -> StepResult:
-        """Send one assistant message; see the module docstring for a container's death."""
+    def _finish(self) -> Plan[StepResult]:
+        """End the episode from outside; see :meth:`_step` for a container's death."""
+        return (yield from self._outlived(super()._finish()))
+
+    def _outlived(self, call: Plan[StepResult]) -> Plan[StepResult]:
+        """``call`` (a step or ``finish``) scored as the module docstring says on a death."""
         if (lost := self._lost_already()) is not None:
-            return lost
+            return lost  # ``call`` never started: nothing to close
         started = time.time()
-        result = super().step(action)
+        result = yield from call
         if result.info.status is not Status.INFRA_ERROR:
             return result
-        return self._scored(result, self._revive(self._generation), started)
-
-    async def astep(self, action: Message | str) -> StepResult:
-        """Async :meth:`step`."""
-        if (lost := self._lost_already()) is not None:
-            return lost
-        started = time.time()
-        result = await super().astep(action)
-        if result.info.status is not Status.INFRA_ERROR:
-            return result
-        death = await asyncio.to_thread(self._revive, self._generation)
+        death = yield Call(self._revive, (self._generation,))
         return self._scored(result, death, started)
 
-    def finish(self) -> StepResult:
-        """End the episode from outside; see :meth:`step` for a container's death."""
-        if (lost := self._lost_already()) is not None:
-            return lost
-        started = time.time()
-        result = super().finish()
-        if result.info.status is not Status.INFRA_ERROR:
-            return result
-        return self._scored(result, self._revive(self._generation), started)
-
-    async def afinish(self) -> StepResult:
-        """Async :meth:`finish`."""
-        if (lost := self._lost_already()) is not None:
-            return lost
-        started = time.time()
-        result = await super().afinish()
-        if result.info.status is not Status.INFRA_ERROR:
-            return result
-        death = await asyncio.to_thread(self._revive, self._generation)
-        return self._scored(result, death, started)
-
-    def verify_batch(self, items: Sequence[tuple[Task | str, Message | str]]) -> list[Score]:
-        """Verify many pairs; a batch running when the container died is the model's timeout."""
+    def _verify(self, items: Items) -> Plan[list[Score]]:
+        """Verify; a batch that found the container dead already goes to the replacement."""
         generation, started = self.handle.generation, time.time()
-        scores = super().verify_batch(items)
+        scores = yield from super()._verify(items)
         if not _all_infra(scores):
             return scores
-        death = self._revive(generation)
+        death = yield Call(self._revive, (generation,))
         if death is not None and death.before(started):
-            return super().verify_batch(items)
+            return (yield from super()._verify(items))
         return _verdicts(scores, death)
-
-    async def averify(self, task: Task | str, response: Message | str) -> Score:
-        """Async :meth:`verify`."""
-        generation, started = self.handle.generation, time.time()
-        score = await super().averify(task, response)
-        if score.status is not Status.INFRA_ERROR:
-            return score
-        death = await asyncio.to_thread(self._revive, generation)
-        if death is not None and death.before(started):
-            return await super().averify(task, response)
-        return _verdicts([score], death)[0]
 
     # ------------------------------------------------------------------ after a death
 
