@@ -177,7 +177,7 @@ def test_a_server_that_never_answers_health_is_infra_error_and_removed(
     with pytest.raises(InfraError) as err:  # registering plays a reset
         register(tmp_path, name, image=toy_image, port=9, start_timeout_s=3)  # nothing on 9
     msg = str(err.value)
-    assert "/health within 3s" in msg and "options.start_timeout_s is 3" in msg
+    assert "/health within 3s" in msg and "(options.start_timeout_s: 3)" in msg
     assert _mine(client, name) == []
 
 
