@@ -190,7 +190,7 @@ def _score_line(env: Any, row: dict[str, Any]) -> dict[str, Any]:
 
 def _verify_batch(env: Any, batch: Path, out: Path | None) -> None:
     try:
-        lines = batch.read_text(encoding="utf-8").splitlines()
+        lines = batch.read_text(encoding="utf-8").split("\n")  # not at U+2028 in a response
     except OSError as e:
         _fail(f"cannot read {batch}: {e.strerror}", 2)
     sink = open(out, "w", encoding="utf-8") if out else sys.stdout

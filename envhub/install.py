@@ -85,6 +85,19 @@ def _requirements() -> list[tuple[str, str]]:
     return pairs
 
 
+def entry_points(group: str) -> dict[str, metadata.EntryPoint]:
+    """The entry points of ``group`` that envhub declares, by name.
+
+    From the checkout's pyproject.toml, else the installed metadata: a checkout's install
+    metadata may predate a group it added.
+    """
+    root = checkout()
+    if root is None:
+        return {ep.name: ep for ep in metadata.entry_points(group=group)}
+    table = _pyproject(root)["project"].get("entry-points", {}).get(group, {})
+    return {name: metadata.EntryPoint(name, value, group) for name, value in table.items()}
+
+
 @cache
 def extras() -> dict[str, tuple[str, ...]]:
     """The extras of envhub, each with the distributions it installs (envhub's own left out)."""

@@ -96,6 +96,19 @@ def test_readme_table_is_generated_from_the_cards():
     assert between == table(_catalog()), "run `envhub cards --readme README.md`"
 
 
+def test_a_family_measured_with_several_k_averages_each_k_apart():
+    """pass@2 and pass@4 are not one number: the family row gives a mean per k."""
+
+    def entry(p1, pk, k):
+        model = {"pass@1": p1, f"pass@{k}": pk, "k": k, "tasks": 20}
+        return {"gold": {"solved": 1.0}, "random": {"solved": 0.1}, "smollm2": model}
+
+    got = cards._family_cells(
+        [entry(0.5, 1.0, 4), entry(0.2, 0.4, 2), entry(0.0, 0.0, 2)], "smollm2"
+    )
+    assert got[2] == "0.10 / 0.20 (k=2, mean of 2 entries); 0.50 / 1.00 (k=4, mean of 1 entries)"
+
+
 def test_needs_data_envs_say_so(dummy_registry):
     c = card(spec("mbpp"))
     assert c["scores"] == {"needs_data": True} and not c["data"]["offline"]

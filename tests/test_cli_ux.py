@@ -71,6 +71,14 @@ def test_verify_batch_out_prints_a_one_line_summary(dummy_registry, tmp_path):
     ]
 
 
+def test_verify_batch_keeps_a_response_holding_unicode_line_breaks(dummy_registry, tmp_path):
+    src = tmp_path / "in.jsonl"  # json.dumps leaves U+2028 raw with ensure_ascii=False
+    src.write_text(json.dumps({"gold": "x\u2028y", "response": "x\u2028y"}, ensure_ascii=False))
+    out = runner.invoke(app, ["verify", "echo", "--batch", str(src)])
+    rows = [json.loads(line) for line in out.stdout.split("\n") if line]
+    assert out.exit_code == 0 and [(r["line"], r["status"]) for r in rows] == [(1, "ok")]
+
+
 def test_bad_split_and_bad_gold_are_one_line_not_a_traceback():
     proc = _cli("tasks", "gsm8k", "--split", "dev")
     assert proc.returncode == 1 and proc.stdout == ""

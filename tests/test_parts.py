@@ -62,6 +62,22 @@ def test_the_docker_runner_comes_from_its_entry_point():
         runner_for("nope")
 
 
+def test_interop_starts_containers_through_the_containers_group_even_on_old_metadata(
+    monkeypatch,
+):
+    """A checkout reads the group from its pyproject.toml: an older install lacks it."""
+    pytest.importorskip("docker")
+    import envhub.install
+    from envhub.registry.make import container_runner
+    from envhub.server.docker import run_image
+
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [])
+    assert container_runner() is run_image
+    monkeypatch.setattr(envhub.install, "checkout", lambda: None)  # an installed wheel
+    with pytest.raises(DependencyMissing, match="envhub.containers.*Reinstall envhub"):
+        container_runner()
+
+
 def test_a_runner_whose_extra_is_missing_names_the_install(monkeypatch):
     make_module = sys.modules["envhub.registry.make"]
     broken = EntryPoint("docker", "envhub_no_such_part.docker:make_env [docker]", "envhub.runners")

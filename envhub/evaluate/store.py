@@ -135,7 +135,9 @@ class RunStore:
         if not self.episodes_path.exists():
             return []
         records = []
-        lines = self.episodes_path.read_text(encoding="utf-8").splitlines()
+        # "\n" only: str.splitlines() also breaks at U+2028, U+0085..., which JSON leaves raw in
+        # a string, so a model that wrote one tore its own record
+        lines = self.episodes_path.read_text(encoding="utf-8").split("\n")
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue

@@ -1,7 +1,8 @@
 """An OpenEnv environment as an envhub environment: ``envhub.interop.openenv:OpenEnvEnv``.
 
-A catalog entry points at a running OpenEnv server (``options.base_url``) and plays it over
-OpenEnv's WebSocket protocol, one connection per episode::
+A catalog entry points at a running OpenEnv server (``options.base_url``), or names an image
+of one (``options.image``) that envhub starts, and plays it over OpenEnv's WebSocket protocol,
+one connection per episode::
 
     - name: word-guess
       entry_point: envhub.interop.openenv:OpenEnvEnv
@@ -12,6 +13,21 @@ OpenEnv's WebSocket protocol, one connection per episode::
         action_field: word            # the model's text fills this field of the action
         template: "Feedback: {feedback}"
 
+With ``options.image`` (instead of ``base_url``) envhub's Docker runner starts the image's own
+server (``envhub.containers`` entry point: :func:`envhub.server.docker.run_image`): the
+container's ``port`` (default 8000, OpenEnv's) is reached on 127.0.0.1 only, ``environment``
+sets its variables, and envhub waits up to ``start_timeout_s`` (default 120) for its
+``/health``, on the first ``reset`` (or ``warmup``). It runs under the policy of envhub's own
+containers (the entry's ``docker:`` limits and network; a read-only root with a ``/tmp``
+tmpfs; no capabilities), is removed on ``close`` (and at exit, or by the next sweep if this
+process dies), and one that dies is replaced at the next ``reset``. Nothing is pulled or
+built: an image missing from the engine is an ``InfraError`` saying how to build or pull it::
+
+    options:
+      image: guess-env:latest         # `openenv build` in the environment's folder makes one
+      environment: {LEVEL: hard}
+      action_field: word
+
 Without ``action_field`` the model's message is parsed as the action's JSON. Each observation
 (the one ``reset`` returns included) becomes the next user message through ``template``, a
 format string over the observation's fields plus ``{observation}``, the whole observation as
@@ -19,7 +35,9 @@ JSON. OpenEnv's reward of a step is its ``reward`` component (the primary one).
 
 Statuses: an action the OpenEnv server refuses (a validation error, or an error raised while
 executing it) is the model's ``invalid_action``, as is a message that is not the action's JSON;
-an OpenEnv server that cannot be reached or drops the connection is ``infra_error``; one that
+an OpenEnv server that cannot be reached or drops the connection is ``infra_error`` (so is an
+image's container that cannot start: no Docker engine, no such image, or no ``/health`` in
+time); one that
 does not answer within ``timeout_s`` is the step's ``timeout``.
 
 The wire is spoken with ``websockets`` (a core dependency), not openenv-core's client: that
@@ -39,6 +57,8 @@ from envhub.core import Episode, Feedback, TaskEnv
 from envhub.errors import ConfigError, InfraError, VerifierTimeout
 from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
+
+from .openenv_image import ImageServer
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 """OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""
@@ -98,18 +118,42 @@ class OpenEnvEnv(TaskEnv):
         self,
         spec: EnvSpec,
         *,
-        base_url: str,
+        base_url: str | None = None,
+        image: str | None = None,
+        port: int = 8000,
+        environment: dict[str, Any] | None = None,
+        start_timeout_s: float = 120.0,
         action_field: str | None = None,
         template: str = "{observation}",
         timeout_s: float = 30.0,
     ) -> None:
-        """Play the OpenEnv server at ``base_url`` (options as in the module docstring)."""
+        """Play the OpenEnv server at ``base_url`` or in ``image`` (see the module docstring)."""
         super().__init__(spec)
-        if not base_url.startswith(("http://", "https://")):
+        if (base_url is None) == (image is None):
+            raise ConfigError(
+                f"{spec.name}: give options.base_url (a running OpenEnv server) or options.image "
+                "(an image of one that envhub starts), not both or neither"
+            )
+        if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{spec.name}: options.base_url must be http(s)://HOST:PORT")
-        self.base_url, self.action_field = base_url, action_field
-        self.template, self.timeout_s = template, timeout_s
+        self.action_field, self.template, self.timeout_s = action_field, template, timeout_s
         self._session: OpenEnvSession | None = None
+        self._owner = True
+        self._base_url = base_url or ""
+        self._server = None
+        if image is not None:
+            self._server = ImageServer(spec, image, port, environment or {}, start_timeout_s)
+
+    @property
+    def base_url(self) -> str:
+        """The OpenEnv server's URL (with ``options.image``: its container's, started now)."""
+        return self._server.url() if self._server is not None else self._base_url
+
+    def warmup(self) -> None:
+        """Load the tasks and start the image's container (``options.image``)."""
+        super().warmup()
+        if self._server is not None:
+            self._server.url()
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """One task per OpenEnv seed; the test split's seeds follow the train split's."""
@@ -126,17 +170,30 @@ class OpenEnvEnv(TaskEnv):
         return [Message(role="system", content=prompt)] if prompt else []
 
     def init_state(self, episode: Episode) -> OpenEnvSession:
-        """Open the episode's connection and reset the OpenEnv environment with its seed."""
+        """Open the episode's connection and reset the OpenEnv environment with its seed.
+
+        With ``options.image``, a container found dead is replaced and the reset retried.
+        """
         self._drop_session()
-        session = OpenEnvSession(self.base_url, self.timeout_s)
+        seed = episode.task.metadata["seed"]
+        generation = self._server.generation if self._server is not None else 0
         try:
-            data = session.call("reset", {"seed": episode.task.metadata["seed"]})
-        except BaseException:
-            session.close()
-            raise
+            session, data = self._reset(seed)
+        except InfraError:
+            if self._server is None or not self._server.revived(generation):
+                raise
+            session, data = self._reset(seed)
         self._session = session
         episode.messages.append(self._user_message(data))
         return session
+
+    def _reset(self, seed: int) -> tuple[OpenEnvSession, dict[str, Any]]:
+        session = OpenEnvSession(self.base_url, self.timeout_s)
+        try:
+            return session, session.call("reset", {"seed": seed})
+        except BaseException:
+            session.close()
+            raise
 
     def env_response(self, episode: Episode, message: Message) -> Feedback:
         """Send the model's action; OpenEnv's observation, reward and done come back."""
@@ -177,6 +234,7 @@ class OpenEnvEnv(TaskEnv):
         """A handle with its own episode (and, once reset, its own connection)."""
         clone: OpenEnvEnv = super().fork()  # type: ignore[assignment]
         clone._session = None
+        clone._owner = False  # the container, if any, is this env's to remove
         return clone
 
     def _drop_session(self) -> None:
@@ -185,8 +243,10 @@ class OpenEnvEnv(TaskEnv):
             self._session = None
 
     def close(self) -> None:
-        """Close the running episode's connection."""
+        """Close the running episode's connection; remove the container this env started."""
         self._drop_session()
+        if self._owner and self._server is not None:
+            self._server.close()
 
 
 def _refused(error: str) -> Feedback:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from ..core import Env
 from ..errors import ConfigError, DependencyMissing
-from ..install import install_command
+from ..install import entry_points, install_command
 from ..spec import EnvSpec
 from .catalog import _merge
 from .catalog import spec as lookup
@@ -112,14 +112,41 @@ def runner_for(name: str) -> Callable[..., Env]:
             f"unknown runner {name!r}; choose one of {known}. A runner of an installed part "
             f"that is missing here means envhub's install metadata is stale: `{install_command()}`"
         )
+    return _load_part(ep, f"runner {name!r}")
+
+
+def _load_part(ep: Any, what: str) -> Any:
+    """Load a part's entry point; an absent extra is a :class:`DependencyMissing` naming it."""
     try:
         return ep.load()
     except ImportError as e:
-        extras = ep.extras or [name]
+        extras = ep.extras or [ep.name]
         raise DependencyMissing(
-            f"runner {name!r} needs envhub's {','.join(extras)!r} extra: "
-            f"`{install_command(extras)}` ({e})"
+            f"{what} needs envhub's {','.join(extras)!r} extra: `{install_command(extras)}` ({e})"
         ) from e
+
+
+CONTAINER_GROUP = "envhub.containers"
+"""Entry points that start an image's own server in a container:
+``docker = "envhub.server.docker:run_image"``, a callable ``(spec, image, *, port, environment,
+timeout) -> handle`` (``handle.url``, ``handle.close()``, ``handle.revive(generation)``). The
+interop adapters (OpenEnv's ``options.image``) reach the Docker runner through it."""
+
+
+def container_runner(name: str = "docker") -> Callable[..., Any]:
+    """The part registered as ``name`` under :data:`CONTAINER_GROUP`.
+
+    Raises:
+        DependencyMissing: none is registered (envhub's install metadata predates the group),
+            or its part's extra is not installed.
+    """
+    found = entry_points(CONTAINER_GROUP)
+    if name not in found:
+        raise DependencyMissing(
+            f"no container runner {name!r} is registered under {CONTAINER_GROUP!r}: envhub's "
+            f"install metadata predates it. Reinstall envhub: `{install_command(['docker'])}`"
+        )
+    return _load_part(found[name], f"the container runner {name!r}")
 
 
 def make(

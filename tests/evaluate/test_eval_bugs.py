@@ -135,3 +135,18 @@ def test_rescore_replay_records_transport_errors_and_raises_bugs(home):
     assert new.status is Status.INFRA_ERROR and "server gone" in new.error
     with pytest.raises(TypeError):
         _replay(Failing(on_step=TypeError("a bug")), recorded(), "correctness", 1.0)
+
+
+def test_a_model_that_writes_unicode_line_breaks_keeps_its_record(tmp_path):
+    """U+2028, U+2029 and U+0085 stay raw in JSON; reading the file must not break lines there."""
+    from envhub.evaluate.store import RunStore
+
+    store = RunStore(tmp_path / "run")
+    texts = ["a\u2028b", "c\u2029d", "e\x85f", "plain"]
+    for i, text in enumerate(texts):
+        rec = recorded().model_copy(update={"sample": i})
+        rec.messages = [Message(role="assistant", content=text)]
+        store.append(rec)
+    store.close()
+    got = RunStore(tmp_path / "run").load_records()
+    assert [r.messages[0].content for r in got] == texts

@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
-import time
-from pathlib import Path
-
-import httpx
 import pytest
 
 import envhub
-from envhub.client.child_server import free_port
 from envhub.types import Status
 
 pytest.importorskip(
@@ -20,27 +12,7 @@ pytest.importorskip(
     reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
 )
 from children import stop
-
-TOY = Path(__file__).parents[1] / "support" / "toy_openenv.py"
-
-
-@contextlib.contextmanager
-def toy_server():
-    """The toy OpenEnv server in a process of its own (so a test can kill it)."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(TOY), str(port)])
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(url + "/health", timeout=0.5).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    try:
-        yield url, proc
-    finally:
-        stop(proc)
+from openenv_games import EXPECTED, play, register, toy_server
 
 
 @pytest.fixture(scope="module")
@@ -50,45 +22,21 @@ def toy():
 
 
 def _register(tmp_path, url, name="guess", **options):
-    opts = ", ".join(f"{k}: {v!r}" for k, v in {"base_url": url, **options}.items())
-    (tmp_path / f"{name}.yaml").write_text(
-        f"name: {name}\nentry_point: envhub.interop.openenv:OpenEnvEnv\nmax_turns: 4\n"
-        f"dataset: {{size: 8}}\noptions: {{{opts}}}\n"
-    )
-    envhub.register(tmp_path / f"{name}.yaml")
-    return name
-
-
-GAMES = {  # seed -> guesses; the word of seed s is WORDS[s % 4] (apple berry cherry damson)
-    "seed-0": ["apple"],
-    "seed-2": ["damson", "cherry"],
-    "seed-3": ["apple", "berry", "cherry"],
-}
-"""Each guess list and the rewards the toy's rules give: 1.0 for the right word, else 0."""
-
-
-def _play(env) -> dict[str, list[float]]:
-    rewards = {}
-    for task_id, guesses in GAMES.items():
-        opened = env.reset(task_id=task_id)
-        assert "guess a fruit" in opened.messages[-1].content
-        rewards[task_id] = [env.step(word).reward for word in guesses]
-    return rewards
+    return register(tmp_path, name, base_url=url, **options)
 
 
 def test_an_openenv_server_plays_the_same_in_process_and_over_http(
     toy, tmp_path, clean_user_registry
 ):
     name = _register(tmp_path, toy, action_field="word", template="{feedback} ({guesses})")
-    expected = {"seed-0": [1.0], "seed-2": [0.0, 1.0], "seed-3": [0.0, 0.0, 0.0]}
     with envhub.make(name) as env:
-        assert _play(env) == expected
+        assert play(env) == EXPECTED
         env.reset(task_id="seed-2")
         step = env.step("damson")
         assert step.messages[0].content == "earlier (1)"
         assert step.info.components == {"reward": 0.0} and not step.terminated
     with envhub.make(name, runner="http") as env:
-        assert _play(env) == expected
+        assert play(env) == EXPECTED
 
 
 def test_without_action_field_the_message_is_the_actions_json(toy, tmp_path, clean_user_registry):

@@ -93,7 +93,7 @@ def test_import_stays_light():
 def test_default_extras_serve_every_env_but_not_the_trainer():
     extras = di.default_extras()
     assert "server" in extras
-    assert not {"trainer", "dev", "all", "docker"} & set(extras)
+    assert not {"trainer", "vllm", "dev", "all", "docker"} & set(extras)
 
 
 def test_source_key_follows_the_code_not_the_caches(tmp_path, monkeypatch):

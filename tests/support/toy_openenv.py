@@ -1,6 +1,7 @@
 """A toy OpenEnv environment served by openenv-core itself: guess the seed's word.
 
-``python toy_openenv.py PORT`` serves it on 127.0.0.1:PORT. The word of seed ``s`` is
+``python toy_openenv.py PORT [HOST]`` serves it on HOST:PORT (HOST: 127.0.0.1 unless given; its
+image, ``tests/interop/test_openenv_image.py``, serves on 0.0.0.0 inside the container). The word of seed ``s`` is
 ``WORDS[s % 4]``; each guess is answered "correct", "earlier" or "later" (the word's place in
 WORDS), with reward 1.0 for the right word and 0.0 otherwise; the episode ends on the right
 word or after three guesses. An action that raises ("boom") is an execution error.
@@ -64,4 +65,5 @@ class GuessEnvironment(Environment):
 app = create_app(GuessEnvironment, GuessAction, GuessObservation, env_name="guess")
 
 if __name__ == "__main__":
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    host = sys.argv[2] if len(sys.argv) > 2 else "127.0.0.1"
+    uvicorn.run(app, host=host, port=int(sys.argv[1]), log_level="warning")

@@ -3,7 +3,8 @@
 One module per job:
 
 * :mod:`.containers`: start, revive, list and remove containers; ``make_env``, the ``docker``
-  runner of ``envhub.make``; ``serve_in_docker`` (``envhub serve NAME --docker``).
+  runner of ``envhub.make``; ``serve_in_docker`` (``envhub serve NAME --docker``);
+  ``run_image``, another ecosystem's server image (``envhub.containers`` entry point).
 * :mod:`.image`: building the server image (``Dockerfile`` here) from this checkout's wheel.
 * :mod:`.env`: :class:`~.env.DockerEnv`, the HTTP env that outlives its container.
 * :mod:`.relay`: the loopback relay to containers on the internal network.
@@ -18,16 +19,18 @@ from .containers import (
     Death,
     DockerHandle,
     DockerUnavailable,
+    ImageMissing,
     build,
     clean,
     default_extras,
     engine,
     make_env,
+    run_image,
     serve_in_docker,
     start_container,
 )
 
 __all__ = [
-    "Death", "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
-    "make_env", "serve_in_docker", "start_container",
+    "Death", "DockerHandle", "DockerUnavailable", "ImageMissing", "build", "clean",
+    "default_extras", "engine", "make_env", "run_image", "serve_in_docker", "start_container",
 ]  # fmt: skip

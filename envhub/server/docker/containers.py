@@ -6,6 +6,10 @@ Entry points (what the rest of envhub calls)::
                     port: int = 0, timeout: float = 120.0) -> DockerHandle
         # a healthy container serving `spec`; handle.url (http://127.0.0.1:PORT) for
         # envhub.client.http_env.HTTPEnv, handle.close() removes it (also at interpreter exit)
+    run_image(spec: EnvSpec, image: str, *, port: int = 8000, environment=None,
+              host: str = "127.0.0.1", timeout: float = 120.0) -> DockerHandle
+        # another ecosystem's server image (an OpenEnv environment) under the same policy;
+        # the entry point ``envhub.containers: docker`` that envhub.interop starts it through
     serve_in_docker(name: str, host: str, port: int) -> None
         # `envhub serve NAME --docker`: runs in the foreground until Ctrl-C, then removes it
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
@@ -37,12 +41,12 @@ import sys
 import threading
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from envhub.errors import EnvhubError, TransportError, missing
+from envhub.errors import ConfigError, EnvhubError, TransportError, missing
 from envhub.spec import EnvSpec
 
 from . import cgroup
@@ -65,6 +69,14 @@ class DockerUnavailable(EnvhubError):
     """No Docker engine answers at ``DOCKER_HOST`` (the SDK is installed)."""
 
 
+class ImageMissing(ConfigError):
+    """The image to run is not in the engine (:func:`run_image` builds and pulls nothing)."""
+
+
+def _engine_address() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (DOCKER_HOST unset)"
+
+
 # ------------------------------------------------------------------------------ the engine
 
 
@@ -83,7 +95,7 @@ def engine() -> Any:
         client = _clients.get(os.getpid())
         if client is not None:
             return client
-        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock (DOCKER_HOST unset)"
+        where = _engine_address()
         try:
             client = docker.from_env(timeout=60)
             client.ping()
@@ -221,26 +233,53 @@ def _mounts(spec: EnvSpec) -> dict[str, dict[str, str]]:
     return {folder: {"bind": folder, "mode": "ro"}}
 
 
+@dataclass(frozen=True)
+class Service:
+    """What a container runs and where it answers: envhub's server, or an image's own."""
+
+    command: tuple[str, ...] | None = None
+    """The container's command; ``None``: the image's own."""
+    port: int = CONTAINER_PORT
+    """The port the server listens on inside the container."""
+    environment: dict[str, str] = field(default_factory=dict)
+    health: str = "/health"
+    """The path that answers 200 once the server is up (and while it is well)."""
+    sandboxed: bool = False
+    """It runs programs in envhub's sandbox (see :func:`needs_sandbox`)."""
+
+
+def envhub_service(spec: EnvSpec, host: str = "127.0.0.1") -> Service:
+    """The envhub server for ``spec`` (``--allow-host``: clients name it by ``host``)."""
+    command = (spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
+               "--spec-json", spec.model_dump_json(), "--allow-host", host)  # fmt: skip
+    return Service(command=command, sandboxed=needs_sandbox(spec))
+
+
 def _run_kwargs(
-    spec: EnvSpec, image: str, network: str | None, ports: dict, host: str = "127.0.0.1"
+    spec: EnvSpec,
+    image: str,
+    network: str | None,
+    ports: dict,
+    host: str = "127.0.0.1",
+    service: Service | None = None,
 ) -> dict[str, Any]:
+    service = service or envhub_service(spec, host)
     pid = os.getpid()
     labels = {
         LABEL_MANAGED: "1", LABEL_ENV: spec.name, LABEL_OWNER: str(pid),
         LABEL_OWNER_START: _proc_start(pid), LABEL_HOST: socket.gethostname(),
     }  # fmt: skip
     mem = f"{spec.docker.memory_mb}m"
-    sandboxed = needs_sandbox(spec)
+    sandboxed = service.sandboxed
     security = ["no-new-privileges", *(["seccomp=unconfined"] if sandboxed else [])]
-    # --allow-host: clients name the server by the host it is published on
-    command = [spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
-               "--spec-json", spec.model_dump_json(), "--allow-host", host]  # fmt: skip
+    command = list(service.command) if service.command is not None else None
     return dict(
         image=image, command=command, detach=True, init=True, read_only=True,
         tmpfs={"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"}, mem_limit=mem, memswap_limit=mem,
         pids_limit=spec.docker.pids_limit, cap_drop=["ALL"], security_opt=security,
         labels=labels, network=network, ports=ports, volumes=_mounts(spec),
         name=f"envhub-{spec.name}-{pid}-{os.urandom(3).hex()}", unmasked_proc=sandboxed,
+        environment=dict(service.environment) or None,
     )  # fmt: skip
 
 
@@ -309,33 +348,45 @@ class _Launcher:
     """
 
     def __init__(
-        self, client: Any, spec: EnvSpec, image: str, host: str, port: int, relay: Any
+        self,
+        client: Any,
+        spec: EnvSpec,
+        image: str,
+        host: str,
+        port: int,
+        relay: Any,
+        service: Service | None = None,
     ) -> None:
         self.client, self.spec, self.image = client, spec, image
         self.host, self.port, self.relay = host, port, relay
+        self.service = service or envhub_service(spec, host)
 
     def launch(self) -> tuple[Any, str]:
         """Start one container; ``(container, url)``."""
+        inside = self.service.port
         if self.relay is None:
-            ports = {f"{CONTAINER_PORT}/tcp": (self.host, self.port or None)}
+            ports = {f"{inside}/tcp": (self.host, self.port or None)}
             container = _launch(self.client, self._kwargs(None, ports))
-            self.port = int(container.ports[f"{CONTAINER_PORT}/tcp"][0]["HostPort"])
+            self.port = int(container.ports[f"{inside}/tcp"][0]["HostPort"])
             return container, f"http://{self.host}:{self.port}"
         container = _launch(self.client, self._kwargs(_network(self.client), {}))
         address = container.attrs["NetworkSettings"]["Networks"][NETWORK]["IPAddress"]
-        self.relay.target = (address, CONTAINER_PORT)
+        self.relay.target = (address, inside)
         return container, f"http://{self.host}:{self.relay.port}"
 
     def _kwargs(self, network: str | None, ports: dict) -> dict[str, Any]:
         """The container's settings; a sandboxed one gets its programs' cgroups."""
-        kwargs = _run_kwargs(self.spec, self.image, network, ports, self.host)
-        if needs_sandbox(self.spec):
+        kwargs = _run_kwargs(self.spec, self.image, network, ports, self.host, self.service)
+        if self.service.sandboxed:
             limits = self.spec.docker
             binds = cgroup.delegate(kwargs["name"], limits.memory_mb, limits.pids_limit)
             if binds:
                 kwargs["volumes"] = {**kwargs["volumes"], **binds}
                 # envhub.sandbox.cgroup.DELEGATED (the server part may not import the sandbox)
-                kwargs["environment"] = {"ENVHUB_SANDBOX_CGROUP": cgroup.INSIDE}
+                kwargs["environment"] = {
+                    **(kwargs["environment"] or {}),
+                    "ENVHUB_SANDBOX_CGROUP": cgroup.INSIDE,
+                }
         return kwargs
 
 
@@ -378,6 +429,8 @@ class DockerHandle:
         """How many containers died and were replaced (a call notes it when it starts)."""
         self.deaths: list[Death] = []
         self._revive_lock = threading.Lock()
+        self.health: str = launcher.service.health
+        """The path that answers 200 while the container's server is well."""
         self._start()
 
     def _start(self) -> None:
@@ -446,9 +499,9 @@ class DockerHandle:
                 what = f"{state['Status']} with exit code {state.get('ExitCode')}{oom}"
                 return Death(what, _epoch(state.get("FinishedAt") or ""))
             if time.monotonic() > deadline:
-                return Death(f"running but silent on /health for {HEALTH_GRACE_S:g}s", None)
+                return Death(f"running but silent on {self.health} for {HEALTH_GRACE_S:g}s", None)
             try:
-                if httpx.get(self.url + "/health", timeout=2.0).status_code == 200:
+                if httpx.get(self.url + self.health, timeout=2.0).status_code == 200:
                     return None
             except httpx.HTTPError:
                 time.sleep(0.1)
@@ -510,7 +563,7 @@ def _wait_healthy(handle: DockerHandle, timeout: float) -> None:
     with httpx.Client(timeout=2.0) as http:
         while time.monotonic() < deadline:
             try:
-                if http.get(handle.url + "/health").status_code == 200:
+                if http.get(handle.url + handle.health).status_code == 200:
                     return
             except httpx.HTTPError:
                 pass
@@ -523,7 +576,7 @@ def _wait_healthy(handle: DockerHandle, timeout: float) -> None:
     state = handle.status()
     handle.close()
     raise TransportError(
-        f"container {handle.name} ({state}) did not answer {handle.url}/health within "
+        f"container {handle.name} ({state}) did not answer {handle.url}{handle.health} within "
         f"{timeout:.0f}s; its log:\n{logs[-3000:]}"
     )
 
@@ -559,15 +612,61 @@ def start_container(
         else None
     )
     image = image or image_for(client, list(spec.docker.extras), log=log)
-    relay = None
-    if not spec.docker.network:
+    return _handle(_Launcher(client, spec, image, host, port, None), timeout)
+
+
+def _handle(launcher: _Launcher, timeout: float) -> DockerHandle:
+    """The launcher's first container, reached through a relay without ``spec.docker.network``."""
+    if not launcher.spec.docker.network:
         from .relay import Relay
 
+        host, port = launcher.host, launcher.port
         try:  # bind first: a taken port fails before any container exists
-            relay = Relay(None, host=host, port=port)
+            launcher.relay = Relay(None, host=host, port=port)
         except OSError as e:
             raise TransportError(f"cannot listen on {host}:{port} ({e}); pick another port") from e
-    return DockerHandle(_Launcher(client, spec, image, host, port, relay), timeout)
+    return DockerHandle(launcher, timeout)
+
+
+def run_image(
+    spec: EnvSpec,
+    image: str,
+    *,
+    port: int = CONTAINER_PORT,
+    environment: dict[str, str] | None = None,
+    host: str = "127.0.0.1",
+    timeout: float = 120.0,
+) -> DockerHandle:
+    """Start ``image``'s own server (another ecosystem's environment) and wait until healthy.
+
+    The container runs the image's command under the policy of envhub's own (module
+    docstring: limits, network and labels from ``spec``, so the sweep removes it if this
+    process dies), its ``port`` reached on ``host`` only. Entry point ``envhub.containers:
+    docker``: how :mod:`envhub.interop` starts OpenEnv images without importing the server.
+
+    Raises:
+        DependencyMissing, DockerUnavailable: no SDK or no engine.
+        ImageMissing: ``image`` is not in the engine (nothing is pulled or built).
+        TransportError: Docker refused the container, or it did not answer ``/health`` within
+            ``timeout`` seconds (its log is in the message).
+    """
+    import docker.errors
+
+    client = engine()
+    _sweep_once()
+    try:
+        client.images.get(image)
+    except docker.errors.ImageNotFound:
+        raise ImageMissing(
+            f"image {image!r} is not in the Docker engine at {_engine_address()}: build it "
+            f"(`docker build -t {image} DIR`; an OpenEnv environment's folder: `openenv build`) "
+            f"or pull it (`docker pull {image}`)"
+        ) from None
+    service = Service(port=port, environment=dict(environment or {}))
+    try:
+        return _handle(_Launcher(client, spec, image, host, 0, None, service), timeout)
+    except docker.errors.APIError as e:
+        raise TransportError(f"Docker could not start image {image!r}: {e}") from e
 
 
 def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -632,6 +731,6 @@ def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
 
 
 __all__ = [
-    "Death", "DockerHandle", "DockerUnavailable", "build", "clean", "default_extras", "engine",
-    "make_env", "serve_in_docker", "start_container",
+    "Death", "DockerHandle", "DockerUnavailable", "ImageMissing", "Service", "build", "clean",
+    "default_extras", "engine", "make_env", "run_image", "serve_in_docker", "start_container",
 ]  # fmt: skip

@@ -29,8 +29,9 @@ from envhub.install import DISTRIBUTION, checkout, extras, install_command
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
 """The documented base for users with a registry."""
 IMAGE_REPO = "envhub"
-HEAVY_EXTRAS = frozenset({"trainer", "docker", "dev", "all", "data"})
-"""Extras never installed into the server image by default (not needed to serve an env)."""
+HEAVY_EXTRAS = frozenset({"trainer", "vllm", "docker", "dev", "all", "data"})
+"""Extras never installed into the server image by default (not needed to serve an env;
+``vllm`` pulls in the trainer's torch stack)."""
 SOURCE_DIRS = ("envhub",)
 SOURCE_FILES = ("pyproject.toml", "README.md", "LICENSE", "registry.yaml", "MANIFEST.in")
 KEEP_IMAGES = 2
