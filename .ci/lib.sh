@@ -70,9 +70,12 @@ ci_end_pids() {
 # Triton's libtriton (nanobind bindings, imported with transformers/torch and vLLM) prints a
 # reference-leak report of ~40 lines when a process that compiled a kernel exits (a known
 # triton 3.9 bug, triton-lang/triton#11552; triton hides it in its own workers). Passes every
-# other line through, and says in one line what it hid.
+# other line through, and says in one line what it hid. Line by line: mawk (Debian's awk) reads
+# a pipe in blocks unless told otherwise, and the CI log then lagged minutes behind the tests.
 ci_nanobind_filter() {
-  awk '
+  local line_by_line=()
+  if awk -W version 2>/dev/null | grep -q mawk; then line_by_line=(-W interactive); fi
+  awk "${line_by_line[@]}" '
     /^nanobind: / || /^ - leaked (instance|type|function) / || /^ - \.\.\. skipped remainder/ \
       || /^See https:\/\/nanobind\.readthedocs\.io/ { hidden++; next }
     hidden { note(); }

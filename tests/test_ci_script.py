@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -319,3 +320,23 @@ def test_without_python_312_the_nemo_gym_tests_skip_naming_why(tmp_path):
                          env=env, capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
     assert "2 skipped" in run.stdout, run.stdout
     assert run.stdout.count(f"no nemo-gym in CI: {why[4:]}; set ENVHUB_NEMO_GYM_PYTHON") == 2
+
+
+def test_the_nanobind_filter_passes_each_line_on_at_once():
+    """The CI log follows the tests as they run: a line is out before the input ends (mawk
+    reads a pipe in 4 KB blocks unless told to read line by line)."""
+    proc = subprocess.Popen(
+        ["bash", "-c", f"source {LIB}; ci_nanobind_filter"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        proc.stdin.write("tests/test_one.py ....\n")
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 10)
+        assert ready, "the filter held the line back"
+        assert proc.stdout.readline() == "tests/test_one.py ....\n"
+    finally:
+        proc.stdin.close()
+        proc.wait(10)
