@@ -36,6 +36,8 @@ from envhub.spec import EnvSpec
 
 VERIFIERS = "verifiers==0.4.0"
 """The verifiers the venv holds (its v1 API: tasksets, tasks, ``@vf.reward``)."""
+UV = "uv==0.13.9"
+"""verifiers launches its chat program (a multi-turn environment's model turns) with ``uv``."""
 READY = ".envhub-ready"
 """Written last into a finished venv, holding what it was made with."""
 
@@ -45,17 +47,19 @@ def VerifiersEnv(
     *,
     environment: str,
     args: dict[str, Any] | None = None,
+    env_args: dict[str, Any] | None = None,
     venv: str | None = None,
 ) -> Env:
-    """The verifiers taskset ``environment``, in-process or from its own venv.
+    """The verifiers environment ``environment``, in-process or from its own venv.
 
     In-process where verifiers imports in this Python; else served from its own virtual
     environment (made on first use), stopped when the returned environment is closed.
+    ``args`` configure the taskset, ``env_args`` the taskset's ``vf.Env`` (its roles).
     """
     if importlib.util.find_spec("verifiers") is not None:
-        from .verifiers_tasks import VerifiersTaskEnv
+        from .verifiers_episodes import verifiers_env
 
-        return VerifiersTaskEnv(spec, environment=environment, args=args)
+        return verifiers_env(spec, environment, args, env_args)
     python = ensure_venv(Path(venv) if venv else envhub_home() / "venvs" / "verifiers-0.4.0")
     server = ServerProcess(spec, python=str(python))
     try:
@@ -81,7 +85,7 @@ def ensure_venv(folder: Path) -> Path:
     Made under a file lock (concurrent makers wait, then reuse it); ``READY`` is written last,
     so a venv whose making was interrupted is made again.
     """
-    wanted = " ".join([VERIFIERS, *_envhub_requirement()])
+    wanted = " ".join([VERIFIERS, UV, *_envhub_requirement()])
     python = folder / "bin" / "python"
     ready = folder / READY
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -91,7 +95,8 @@ def ensure_venv(folder: Path) -> Path:
             return python
         _run([sys.executable, "-m", "venv", "--clear", str(folder)], "create the venv")
         pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        _run([*pip, VERIFIERS, *_envhub_requirement()], "install verifiers and envhub")
+        _run([*pip, VERIFIERS, UV, *_envhub_requirement()], "install verifiers and envhub")
+        _run([str(python), "-m", "envhub.interop.verifiers_bridge"], "prepare the chat program")
         ready.write_text(wanted)
     return python
 

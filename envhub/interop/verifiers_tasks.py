@@ -59,9 +59,8 @@ def weights_of(task: vf.Task) -> dict[str, float]:
 class VerifiersTaskEnv(TaskEnv):
     """Single-turn episodes on a verifiers taskset, scored by its reward functions."""
 
-    def __init__(self, spec: EnvSpec, *, environment: str, args: dict[str, Any] | None = None):
-        """Load the taskset; its reward functions and weights become the rubric."""
-        taskset = load_taskset(environment, dict(args or {}))
+    def __init__(self, spec: EnvSpec, taskset: vf.Taskset, environment: str):
+        """Adopt the taskset; its reward functions and weights become the rubric."""
         if not taskset.bounded:
             raise ConfigError(f"{spec.name}: taskset {environment!r} is infinite; bound it")
         self.vf_tasks = {_task_id(t): t for t in taskset}

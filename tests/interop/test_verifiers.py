@@ -2,43 +2,28 @@
 played through envhub, from the virtual environment envhub makes for verifiers, gives the
 rewards verifiers itself gives the same completions.
 
-The venv is made once (verifiers 0.4 and envhub's server, from PyPI) in ENVHUB_TEST_VENVS
-(default ~/.cache/envhub/test-venvs) and reused; where it cannot be made (no package index),
-the tests skip and say so.
+The venv is the one of ``conftest.py``; where it cannot be made, the tests skip and say so.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 import envhub
-from envhub.errors import InfraError
-from envhub.interop.verifiers import ensure_venv
 from envhub.types import Status
 
 SUPPORT = Path(__file__).parents[1] / "support"
-VENV = Path(os.environ.get("ENVHUB_TEST_VENVS", Path.home() / ".cache/envhub/test-venvs"))
-VENV = VENV / "verifiers-0.4.0"
-
-
-@pytest.fixture(scope="module")
-def venv_python():
-    try:
-        return ensure_venv(VENV)
-    except (InfraError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"the verifiers venv could not be made (it needs PyPI): {e}")
 
 
 @pytest.fixture
 def arith(tmp_path, clean_user_registry, venv_python):
     (tmp_path / "arith.yaml").write_text(
         "name: vf-arith\nentry_point: envhub.interop.verifiers:VerifiersEnv\n"
-        f"options: {{environment: vf_arith, args: {{n: 4}}, venv: {str(VENV)!r}}}\n"
+        f"options: {{environment: vf_arith, args: {{n: 4}}, venv: {str(venv_python.parents[1])!r}}}\n"
     )
     envhub.register(tmp_path / "arith.yaml")
     return "vf-arith"

@@ -1,0 +1,28 @@
+"""Fixtures of the interop tests: the virtual environment envhub makes for verifiers.
+
+The venv is made once (verifiers 0.4, uv and envhub's server, from PyPI) in
+ENVHUB_TEST_VENVS (default ~/.cache/envhub/test-venvs) and reused; where it cannot be made
+(no package index), the tests that need it skip and say so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from envhub.errors import InfraError
+from envhub.interop.verifiers import ensure_venv
+
+VENV = Path(os.environ.get("ENVHUB_TEST_VENVS", Path.home() / ".cache/envhub/test-venvs"))
+VENV = VENV / "verifiers-0.4.0"
+
+
+@pytest.fixture(scope="session")
+def venv_python():
+    try:
+        return ensure_venv(VENV)
+    except (InfraError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"the verifiers venv could not be made (it needs PyPI): {e}")

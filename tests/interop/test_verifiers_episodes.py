@@ -1,0 +1,150 @@
+"""Multi-turn verifiers environments through envhub: the higher/lower game of
+``tests/support/vf_guess.py`` (a ``vf.Env`` whose ``run`` answers each guess), played from the
+virtual environment envhub makes for verifiers.
+
+- Parity: envhub's rewards equal those verifiers itself gives the same games
+  (``tests/support/vf_guess_parity.py`` answers verifiers' model requests with the same replies).
+- The environment's messages between turns reach envhub's observations.
+- Hostile messages, an environment that raises on a reply, envhub's turn budget, ``finish``
+  and a new ``reset`` mid-game: every one ends with a status the model owns or a clean
+  abandon, and the server plays the next episode.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from hostile_corpus import MODEL_OWNED, SAMPLE, corpus
+
+import envhub
+from envhub.errors import EnvhubError
+from envhub.types import Status
+
+SUPPORT = Path(__file__).parents[1] / "support"
+GAMES = [  # (task, replies): secrets are 3, 4, 5
+    ("g-0", ["5", "2", "3"]),  # found on the third guess
+    ("g-1", ["4"]),  # found at once
+    ("g-2", ["9", "1", "7", "6"]),  # never found: the game ends after 4 guesses
+]
+
+
+def _register(tmp_path: Path, venv_python: Path, max_turns: int = 10) -> str:
+    (tmp_path / "guess.yaml").write_text(
+        "name: vf-guess\nentry_point: envhub.interop.verifiers:VerifiersEnv\n"
+        f"max_turns: {max_turns}\noptions: {{environment: vf_guess, args: {{n: 3}}, "
+        f"venv: {str(venv_python.parents[1])!r}}}\n"
+    )
+    envhub.register(tmp_path / "guess.yaml")
+    return "vf-guess"
+
+
+@pytest.fixture(scope="module")
+def guess(tmp_path_factory, venv_python):
+    """One envhub server of the game (from the verifiers venv) for the module's tests."""
+    from envhub.registry.catalog import user_registry_dir
+
+    name = _register(tmp_path_factory.mktemp("guess"), venv_python)
+    try:
+        with envhub.make(name) as env:
+            yield env
+    finally:
+        (user_registry_dir() / "guess.yaml").unlink(missing_ok=True)
+        envhub.reset_registry()
+
+
+def _play(env, task_id: str, replies: list[str]):
+    opened = env.reset(task_id=task_id)
+    steps = [env.step(r) for r in replies]
+    return opened, steps
+
+
+def _verifiers_rewards(python: Path) -> list[float]:
+    lines = "".join(json.dumps({"task_id": t, "replies": r}) + "\n" for t, r in GAMES)
+    out = subprocess.run([str(python), str(SUPPORT / "vf_guess_parity.py")], input=lines,
+                         text=True, capture_output=True, check=True, timeout=600, cwd=SUPPORT)  # fmt: skip
+    return [json.loads(line)["reward"] for line in out.stdout.splitlines()]
+
+
+def test_envhub_rewards_equal_verifiers_own_on_the_same_games(guess, venv_python):
+    expected = _verifiers_rewards(venv_python)
+    assert expected == [1.25, 1.5, 0.125]  # found (weight 1) + quick (weight 0.5)
+    assert guess.info()["weights"] == {"found": 1.0, "quick": 0.5}
+    got = []
+    for task_id, replies in GAMES:
+        _, steps = _play(guess, task_id, replies)
+        assert [s.terminated for s in steps] == [False] * (len(steps) - 1) + [True]
+        assert all(s.info.status is Status.OK for s in steps)
+        got.append(steps[-1].reward)
+    assert got == pytest.approx(expected)
+
+
+def test_the_environment_speaks_between_the_model_turns(guess):
+    opened, steps = _play(guess, "g-0", ["5", "2", "3"])
+    assert [(m.role, m.content) for m in opened.messages] == [
+        ("system", "You play a guessing game."),
+        ("user", "Guess my number (1-10). Reply with the number."),
+    ]
+    assert [[(m.role, m.content) for m in s.messages] for s in steps[:2]] == [
+        [("user", "Lower.")],
+        [("user", "Higher.")],
+    ]
+    assert steps[-1].info.components == {"found": 1.0, "quick": 0.5}
+
+
+def test_an_environment_that_raises_on_a_reply_is_the_models_invalid_action(guess):
+    _, steps = _play(guess, "g-0", ["7", "crash"])
+    last = steps[-1]
+    assert last.info.status is Status.INVALID_ACTION and last.reward == 0.0
+    assert "the game's own bug" in last.info.error
+    _, steps = _play(guess, "g-1", ["4"])  # the server plays on
+    assert steps[-1].reward == 1.5
+
+
+def test_hostile_messages_earn_statuses_the_model_owns(guess):
+    named = dict(corpus(["search"]))
+    messages = [named[n] for n in SAMPLE] + [named["structured search args"]]
+    for i in range(0, len(messages), 3):  # three wrong guesses a game, then the secret
+        guess.reset(task_id="g-1")
+        for message in messages[i : i + 3]:
+            step = guess.step(message)
+            assert step.info.status in MODEL_OWNED, (step.info.status, step.info.error)
+            assert not step.terminated
+        assert guess.step("4").info.components["found"] == 1.0
+
+
+def test_resetting_or_finishing_mid_game_abandons_it_and_the_next_plays(guess):
+    guess.reset(task_id="g-2")
+    guess.step("1")
+    guess.reset(task_id="g-1")  # abandons the game in flight
+    assert guess.step("4").reward == 1.5
+    guess.reset(task_id="g-2")
+    guess.step("1")
+    ended = guess.finish()
+    assert ended.truncated and ended.reward == 0.0 and ended.info.status is Status.OK
+    assert guess.reset(task_id="g-0").messages[-1].role == "user"
+
+
+def test_envhubs_turn_budget_cuts_the_game_short(tmp_path, clean_user_registry, venv_python):
+    name = _register(tmp_path, venv_python, max_turns=2)
+    with envhub.make(name) as env:
+        _, steps = _play(env, "g-2", ["1", "2"])
+        assert steps[-1].truncated and steps[-1].reward == 0.0
+        assert steps[-1].info.status is Status.OK
+        _, steps = _play(env, "g-0", ["3"])
+        assert steps[-1].terminated and steps[-1].reward == 1.5
+
+
+def test_a_game_without_a_turn_budget_is_refused_naming_it(
+    tmp_path, clean_user_registry, venv_python
+):
+    with pytest.raises(EnvhubError, match="max_turns") as err:
+        _register(tmp_path, venv_python, max_turns=1)
+    assert "multi-turn" in str(err.value)
+
+
+def test_single_reply_verification_is_refused_with_the_reason(guess):
+    with pytest.raises(EnvhubError, match="scores whole episodes"):
+        guess.verify("g-0", "3")
