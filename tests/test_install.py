@@ -63,6 +63,11 @@ OWN_ENVIRONMENT = {
     "envhub/interop/verifiers_tasks.py": "runs in the verifiers venv envhub makes (mcp==2.0.0)",
     "tests/support/vf_arith.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_parity.py": "runs in the verifiers venv envhub makes",
+    "envhub/interop/verifiers_episodes.py": "runs in the verifiers venv envhub makes",
+    "envhub/interop/verifiers_bridge.py": "runs in the verifiers venv (aiohttp comes with verifiers)",
+    "tests/support/vf_guess.py": "runs in the verifiers venv envhub makes",
+    "tests/support/vf_guess_parity.py": "runs in the verifiers venv envhub makes",
+    "bench/verifiers_episodes.py": "its body runs in the verifiers venv envhub makes",
 }
 
 # Needed at run time but never imported by name, so no AST walk can find them.

@@ -19,12 +19,13 @@ with its weight).
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 import verifiers.v1 as vf
 from verifiers.v1.envs.single_agent import SingleAgentEnv
 from verifiers.v1.utils.generic import concrete_type
-from verifiers.v1.utils.loaders import environment_class
+from verifiers.v1.utils.loaders import environment_class, taskset_class
 
 from envhub.core import Episode, Feedback
 from envhub.errors import (
@@ -73,7 +74,14 @@ def verifiers_env(
     Single-turn for a plain taskset; played episode by episode where the taskset brings its
     own ``vf.Env``.
     """
-    env_cls = environment_class(environment)
+    try:
+        env_cls = environment_class(environment)
+        taskset_class(environment)
+    except (ImportError, TypeError, AttributeError, ValueError) as e:
+        raise ConfigError(
+            f"{spec.name}: options.environment: {e} Install it where verifiers runs "
+            f"(`{sys.executable} -m pip install PACKAGE`) or put its folder on PYTHONPATH."
+        ) from e
     if env_cls is SingleAgentEnv:
         if env_args:
             raise ConfigError(
@@ -176,7 +184,9 @@ class VerifiersEpisodeEnv(VerifiersTaskEnv):
         )
 
     def close(self) -> None:
-        """Stop the bridge (only the environment that made it, not its forks)."""
+        """Abandon the episode in flight; the environment that made the bridge stops it too."""
+        if self._episode is not None and isinstance(self._episode.state, Play):
+            self._episode.state.abandon()
         if self._owner and "bridge" in self._shared:
             self._shared.pop("bridge").close()
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 from hostile_corpus import MODEL_OWNED, SAMPLE, corpus
 
@@ -148,3 +150,44 @@ def test_a_game_without_a_turn_budget_is_refused_naming_it(
 def test_single_reply_verification_is_refused_with_the_reason(guess):
     with pytest.raises(EnvhubError, match="scores whole episodes"):
         guess.verify("g-0", "3")
+
+
+def _chat_programs(server_pid: int) -> list[psutil.Process]:
+    """verifiers' chat programs running under the envhub server (each turn launches one)."""
+    kids = psutil.Process(server_pid).children(recursive=True)
+    return [p for p in kids if any("vf-initial" in a or "--base-url" in a for a in _cmdline(p))]
+
+
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
+
+
+def test_two_sessions_play_at_once_and_a_closed_one_leaves_no_program(guess):
+    other = guess.fork()  # a second session on the same server
+    guess.reset(task_id="g-0")
+    other.reset(task_id="g-2")
+    assert [m.content for m in guess.step("5").messages] == ["Lower."]
+    assert [m.content for m in other.step("9").messages] == ["Lower."]
+    assert guess.step("3").reward == 1.375  # found on the second guess
+    server = guess._owner.proc.pid
+    assert _chat_programs(server), "the second game's model turn should be waiting"
+    other.close()  # mid-game: the server abandons the episode and stops its program
+    deadline = time.monotonic() + 10
+    while _chat_programs(server) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _chat_programs(server)
+
+
+def test_a_module_verifiers_cannot_import_is_refused_saying_where_to_install_it(
+    tmp_path, clean_user_registry, venv_python
+):
+    (tmp_path / "missing.yaml").write_text(
+        "name: vf-missing\nentry_point: envhub.interop.verifiers:VerifiersEnv\n"
+        f"options: {{environment: no_such_env, venv: {str(venv_python.parents[1])!r}}}\n"
+    )
+    with pytest.raises(EnvhubError, match="no_such_env") as err:
+        envhub.register(tmp_path / "missing.yaml")
+    assert "pip install" in str(err.value) and str(venv_python.parents[1]) in str(err.value)
