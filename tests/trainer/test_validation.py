@@ -129,3 +129,24 @@ def test_a_resumed_run_drops_the_rows_of_rounds_after_its_checkpoint(data, tmp_p
     v.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     v.start_at(5)
     assert [r["step"] for r in read_rows(v.path)] == [0, 5]
+
+
+def test_jsonl_rows_are_split_at_newlines_only(data, tmp_path):
+    """A string may hold U+2028 raw (a writer with ensure_ascii=False): one row, not two."""
+    from envhub.trainer.config import LoggingConfig
+    from envhub.trainer.metrics import MetricsLogger
+
+    odd = "a\u2028b\x1cc\u0085d"
+    rows = [{"step": s, "env": "gsm8k", "note": odd} for s in (0, 5, 10)]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    assert "\u2028" in text and len(text.splitlines()) > len(rows)  # what splitlines tore
+    v = validator(data, source(data), tmp_path)
+    v.path.write_text(text, encoding="utf-8")
+    assert read_rows(v.path) == rows
+    v.start_at(5)
+    assert read_rows(v.path) == rows[:2]
+    quiet = LoggingConfig(console=False, progress_bar=False, tensorboard=False)
+    logger = MetricsLogger(tmp_path, quiet, total_steps=10, run_config={})
+    logger.path.write_text(text, encoding="utf-8")
+    logger.start_at(5)
+    assert [json.loads(x) for x in logger.path.read_text().split("\n") if x] == rows[:2]
