@@ -37,9 +37,14 @@ class ClusterEngine:
         """``max_model_len``: the longest conversation the run allows (``rollout.max_seq_len``)."""
         self.cluster, self.max_model_len = cluster, max_model_len
 
-    def generate(self, prompts: list[list[int]], params: Any) -> list[Any]:
-        """Generations in prompt order; a lost engine fails the whole batch (``ModelError``)."""
-        outs = self.cluster.generate(prompts, params)
+    def generate(
+        self, prompts: list[list[int]], params: Any, seeds: list[int] | None = None
+    ) -> list[Any]:
+        """Generations in prompt order; a lost engine fails the whole batch (``ModelError``).
+
+        ``seeds``: one per prompt (:class:`envhub.engines.types.GenerationEngine`).
+        """
+        outs = self.cluster.generate(prompts, params, seeds)
         for out in outs:
             if isinstance(out, Exception):
                 raise out

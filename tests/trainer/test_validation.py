@@ -3,6 +3,7 @@ validation.jsonl rows, the plot, the best round and early stopping."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -90,6 +91,65 @@ def test_a_round_runs_envhub_eval_episodes_and_writes_its_row(data, tmp_path, en
     )
     assert (out / "validation.png").stat().st_size > 0
     assert v.due(0, 7, 3) and v.due(6, 7, 3) and v.due(7, 7, 3) and not v.due(5, 7, 3)
+
+
+def test_validating_the_same_policy_twice_gives_the_same_samples(data, tmp_path, engine):
+    """Each request is seeded from the run seed, the task and the sample: two rounds on the
+    same weights agree episode for episode, however the engine batched their requests."""
+    chat = ChatFormatter(engine.tokenizer)
+
+    def transcripts(out, max_batch):
+        def backend():
+            return BatchingBackend("policy", engine_batch_fn(engine, chat), max_batch=max_batch)
+
+        out.mkdir()
+        validator(data, source(data), out, backend, tasks=3, k=2, temperature=1.0).run(0)
+        store = out / "validation" / "step_00000" / "gsm8k" / "episodes.jsonl"
+        records = [json.loads(x) for x in store.read_text().split("\n") if x]
+        return {(r["task_id"], r["sample"]): (r["seed"], r["messages"]) for r in records}
+
+    first = transcripts(tmp_path / "a", max_batch=8)
+    assert transcripts(tmp_path / "b", max_batch=8) == first
+    assert transcripts(tmp_path / "c", max_batch=1) == first  # one request a batch
+    assert len(first) == 6 and len({seed for seed, _ in first.values()}) == 6
+    tasks = {task for task, _ in first}
+    assert any(first[t, 0][1] != first[t, 1][1] for t in tasks)  # a sample of its own
+
+
+class InPlace:
+    """An engine actor whose ``generate.remote`` runs at once (``ray.get`` returns it as is)."""
+
+    def __init__(self, engine):
+        def remote(prompts, params, version, seeds):
+            return engine.generate(prompts, params, seeds)
+
+        self.generate = SimpleNamespace(remote=remote)
+
+
+def test_the_runs_engines_sample_a_seeded_request_alike_however_many(engine, monkeypatch):
+    """Validation through the run's engines: a request's sample does not depend on how the
+    cluster splits the batch over its engines."""
+    import ray
+
+    from envhub.engines.types import SamplingParams
+    from envhub.trainer.hub import ClusterEngine
+    from envhub.trainer.workers import Cluster
+
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+    chat = ChatFormatter(engine.tokenizer)
+    prompts = [chat.prompt_ids([{"role": "user", "content": f"{n} + 1?"}]) for n in range(5)]
+    params, seeds = SamplingParams(max_tokens=6, temperature=1.0), [11, 12, 13, 14, 15]
+    samples = []
+    for engines in (1, 2, 3):
+        cluster = Cluster.__new__(Cluster)
+        cluster.engines, cluster.policy, cluster.weights_version = (
+            [InPlace(engine)] * engines,
+            [],
+            0,
+        )
+        outs = ClusterEngine(cluster, 512).generate(prompts, params, seeds)
+        samples.append([g.token_ids for g in outs])
+    assert samples[0] == samples[1] == samples[2]
 
 
 def test_bootstrap_interval_by_hand():
