@@ -101,8 +101,8 @@ class FakeWire:
         )
         return self.session.stepped(result)
 
-    def finish(self):
-        self.calls.append(("finish",))
+    def finish(self, aio):
+        self.calls.append(("finish", aio))
         raise Transient("no finish here")
         yield  # a plan
 
@@ -148,7 +148,7 @@ def test_a_wire_written_from_the_protocol_drives_an_episode(count_url, monkeypat
         ("reset", None, "u", True),
         ("step", '"crash"', False, 1),
         ("reset", None, "v", False),
-        ("finish",),
+        ("finish", False),
         ("verify", 2),
         ("tasks", None),
         ("close", False),

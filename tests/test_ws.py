@@ -283,3 +283,36 @@ def test_closing_a_sync_handle_closes_its_session_on_the_server(count_url):
         while httpx.get(count_url + "/metrics").json()["sessions"] and time.monotonic() < deadline:
             time.sleep(0.02)
         assert httpx.get(count_url + "/metrics").json()["sessions"] == 0
+
+
+def test_finish_on_the_ws_wire_is_a_frame_and_answers_what_http_does(dummy_registry):
+    """``finish`` goes on the episode's WebSocket (no ``POST /finish``), blocking and awaited,
+    with the final accounting the HTTP wire gets for the same episode."""
+    app, paths = _app(), []
+
+    @app.middleware("http")
+    async def record(request, call_next):
+        paths.append(request.url.path)
+        return await call_next(request)
+
+    def two_steps_then_finish(env, aio):
+        env.reset(task_id="count-4")
+        env.step("1")
+        env.step("2")
+        return asyncio.run(env.afinish()) if aio else env.finish()
+
+    with running(app) as url:
+        results = {}
+        for transport, aio in (("ws", False), ("ws", True), ("http", False)):
+            with HTTPEnv(url, transport=transport) as env:
+                results[transport, aio] = two_steps_then_finish(env, aio)
+                assert not env._wire.session.live
+                with pytest.raises(EpisodeStateError):  # finished: the episode is over
+                    env.finish()
+            if transport == "ws":
+                assert "/finish" not in paths and "/step" not in paths, paths
+    over_http = results["http", False]
+    assert over_http.truncated and over_http.info.status == Status.OK
+    assert paths.count("/finish") == 1
+    dumped = {k: r.model_dump() for k, r in results.items()}
+    assert dumped["ws", False] == dumped["ws", True] == dumped["http", False]

@@ -155,21 +155,21 @@ class HTTPEnv(Env):
         info = Info(task_id="", status=Status.INFRA_ERROR, error=str(error))
         return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
 
-    def _finish(self) -> Plan[StepResult]:
+    def _finish(self, aio: bool) -> Plan[StepResult]:
         if not self._wire.session.live:
             raise EpisodeStateError("call reset() before finish()")
         try:
-            return (yield from self._wire.finish())
+            return (yield from self._wire.finish(aio))
         except Transient as e:
             return self._infra_step(e)
 
     def finish(self) -> StepResult:
-        """End the episode from outside (``POST /finish``); see :meth:`Env.finish`."""
-        return drive(self._finish(), self._pool.perform)
+        """End the episode from outside (on the episode's wire); see :meth:`Env.finish`."""
+        return drive(self._finish(False), self._pool.perform)
 
     async def afinish(self) -> StepResult:
         """Async :meth:`finish`."""
-        return await adrive(self._finish(), self._pool.aperform)
+        return await adrive(self._finish(True), self._pool.aperform)
 
     # ------------------------------------------------------------------ beside the episode
 

@@ -125,7 +125,7 @@ class HttpWire:
             content = f'{head}"oversized":{len(content)}}}'.encode()
         return content
 
-    def finish(self) -> Plan[StepResult]:
+    def finish(self, aio: bool = False) -> Plan[StepResult]:
         """``POST /finish``: the episode's final accounting."""
         s = self.session
         body = FinishRequest(session_id=s.id, session_secret=s.secret)

@@ -6,13 +6,13 @@ never asks which wire it holds. Two implement :class:`Wire`:
 * :class:`~envhub.client.http_wire.HttpWire`, the JSON routes (``POST /reset``, ``/step``,
   ``/finish``, ``/verify``, ``/close``, ``GET /tasks``);
 * :class:`~envhub.client.ws_wire.WsWire`, the episode over one persistent WebSocket per
-  driver (a step is one frame each way), with an :class:`HttpWire` under it for what is not an
-  episode's step (verification, listings, ``finish``, a last ``close``) and for the fallback.
+  driver (a step, and ``finish``, one frame each way), with an :class:`HttpWire` under it for
+  what is not the episode's (verification, listings, a last ``close``) and for the fallback.
 
 Every call of a wire is a plan (:mod:`envhub.client.plan`): written once, driven with blocking
-calls or awaited. ``reset`` and ``step`` take ``aio``, which says which of the two drivers runs
-the plan: an asyncio connection belongs to its event loop, so the WebSocket wire keeps one
-connection per driver (the HTTP wire ignores it: its driver picks the client).
+calls or awaited. ``reset``, ``step`` and ``finish`` take ``aio``, which says which of the two
+drivers runs the plan: an asyncio connection belongs to its event loop, so the WebSocket wire
+keeps one connection per driver (the HTTP wire ignores it: its driver picks the client).
 
 The request and response bodies are the models of :mod:`envhub.wire` (a different thing: the
 schema both sides validate). A wire raises :class:`~envhub.wire.Transient` for a failure of the
@@ -117,7 +117,7 @@ class Wire(Protocol):
         """One step; ``message_json`` is the message (object or string), serialised once."""
         ...
 
-    def finish(self) -> Plan[StepResult]:
+    def finish(self, aio: bool) -> Plan[StepResult]:
         """End the episode from outside: its final accounting."""
         ...
 

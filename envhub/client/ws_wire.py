@@ -1,8 +1,8 @@
 """The WebSocket wire: the :class:`~envhub.client.transport.Wire` over ``envhub serve``'s ``/ws``.
 
-An episode's reset and steps go over one persistent connection (a :class:`Channel`), a step
-one frame each way; everything else (``finish``, verification, listings, a last ``close``)
-goes over the :class:`~envhub.client.http_wire.HttpWire` under it, which shares its
+An episode's reset, steps and ``finish`` go over one persistent connection (a
+:class:`Channel`), a call one frame each way; everything else (verification, listings, a last
+``close``) goes over the :class:`~envhub.client.http_wire.HttpWire` under it, which shares its
 :class:`~envhub.client.transport.Session`. A wire keeps two channels, one for the plans driven
 with blocking calls and one for the awaited ones, because an asyncio connection belongs to its
 event loop; the sockets are :mod:`envhub.client.ws_socket`'s.
@@ -85,9 +85,9 @@ class WsWire:
         """One step on the driver's connection."""
         return self._channels[aio].step(message_json)
 
-    def finish(self) -> Plan[StepResult]:
-        """``POST /finish`` (the HTTP wire's)."""
-        return self.http.finish()
+    def finish(self, aio: bool = False) -> Plan[StepResult]:
+        """End the episode from outside on the driver's connection: its final accounting."""
+        return self._channels[aio].finish()
 
     def verify(self, items: Items) -> Plan[list[Score]]:
         """``POST /verify`` (the HTTP wire's)."""
@@ -185,6 +185,11 @@ class Channel:
         if self.limits.max_body and len(frame) > self.limits.max_body:
             frame = _frame("step", seq=seq, oversized=len(frame.encode()))
         text = yield from self._call(frame, True)
+        return self.session.stepped(StepResult.model_validate_json(text))
+
+    def finish(self) -> Plan[StepResult]:
+        """End the episode from outside (``Env.finish``): its final accounting."""
+        text = yield from self._call(_frame("finish"), True)
         return self.session.stepped(StepResult.model_validate_json(text))
 
     def _pause(self, text: str, backoff: Backoff | None) -> tuple[Backoff | None, float | None]:

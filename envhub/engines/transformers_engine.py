@@ -96,21 +96,47 @@ class TransformersEngine:
         with torch.no_grad():
             self.model.load_state_dict(dict(state_dict), strict=True)
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Sample one completion per prompt; see :class:`GenerationEngine`."""
+    def generate(
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        seeds: list[int] | None = None,
+    ) -> list[Generation]:
+        """Sample one completion per prompt; see :class:`GenerationEngine`.
+
+        Without ``seeds`` the call draws from one generator (seeded with ``params.seed``);
+        with them, each prompt from its own.
+        """
         import torch
 
         if any(len(p) == 0 for p in prompts):
             raise ValueError("every prompt needs at least one token")
-        gen = torch.Generator(device=self.model.device)
-        gen.manual_seed(params.seed if params.seed is not None else torch.seed() % 2**63)
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts: give one each")
+        gens: list[torch.Generator] | torch.Generator
+        if seeds is not None:
+            gens = [self._generator(s) for s in seeds]
+        else:
+            gens = self._generator(params.seed if params.seed is not None else torch.seed())
         out: list[Generation] = []
         for start in range(0, len(prompts), self.batch_size):
-            out.extend(self._generate_batch(prompts[start : start + self.batch_size], params, gen))
+            end = start + self.batch_size
+            rows = gens[start:end] if isinstance(gens, list) else gens
+            out.extend(self._generate_batch(prompts[start:end], params, rows))
         return out
 
+    def _generator(self, seed: int) -> torch.Generator:
+        import torch
+
+        gen = torch.Generator(device=self.model.device)
+        gen.manual_seed(seed % 2**63)
+        return gen
+
     def _generate_batch(
-        self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        gen: torch.Generator | list[torch.Generator],
     ) -> list[Generation]:
         import torch
         from transformers import DynamicCache
@@ -208,11 +234,12 @@ def _first_stop(text: str, stops: Sequence[str]) -> tuple[int, str] | None:
 
 
 def _sample(
-    logits: torch.Tensor, params: SamplingParams, gen: torch.Generator
+    logits: torch.Tensor, params: SamplingParams, gen: torch.Generator | list[torch.Generator]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Pick one token per row; return ``(tokens [B], logprobs [B])``.
 
-    Logprobs come from ``log_softmax(logits / T)`` before top-k/top-p filtering.
+    Logprobs come from ``log_softmax(logits / T)`` before top-k/top-p filtering. ``gen``: one
+    generator for the batch, or one per row (each row's draw then depends on its own only).
     """
     import torch
 
@@ -223,7 +250,12 @@ def _sample(
     else:
         filtered = _filter(logp, params.top_k, params.top_p)
         probs = torch.softmax(filtered, dim=-1)
-        tokens = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
+        if isinstance(gen, list):
+            rows = zip(probs, gen, strict=True)
+            tokens = torch.cat([torch.multinomial(p[None], 1, generator=g) for p, g in rows])
+            tokens = tokens.squeeze(-1)
+        else:
+            tokens = torch.multinomial(probs, 1, generator=gen).squeeze(-1)
     return tokens, logp.gather(-1, tokens[:, None]).squeeze(-1)
 
 

@@ -99,5 +99,16 @@ class GenerationEngine(Protocol):
     def tokenizer(self) -> Any:
         """The engine's tokenizer (a transformers tokenizer)."""
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Sample one completion for each prompt (token ids), in order."""
+    def generate(
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        seeds: list[int] | None = None,
+    ) -> list[Generation]:
+        """Sample one completion for each prompt (token ids), in order.
+
+        ``seeds``: one per prompt. Prompt ``i`` is then sampled from its own generator seeded
+        with ``seeds[i]`` (``params.seed`` unused), so its completion does not depend on the
+        other prompts of the call: the same prompt, seed and weights give the same completion
+        in any batch (up to the engine's batch-dependent numerics, see the engines' README).
+        """

@@ -171,11 +171,17 @@ class VLLMEngine:
 
     # ------------------------------------------------------------------------ generation
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+    def generate(
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        seeds: list[int] | None = None,
+    ) -> list[Generation]:
         """Sample one completion per prompt; see :class:`envhub.engines.types.GenerationEngine`.
 
-        With ``params.seed`` set, prompt ``i`` is sampled with seed ``seed + i``, so the same
-        call on the same weights gives the same completions, and repeated prompts (a GRPO
+        With ``seeds``, prompt ``i`` is sampled with vLLM's per-request seed ``seeds[i]``.
+        Else, with ``params.seed`` set, prompt ``i`` is sampled with seed ``seed + i``, so the
+        same call on the same weights gives the same completions, and repeated prompts (a GRPO
         group) still get different samples.
         """
         from vllm.inputs import TokensPrompt
@@ -184,8 +190,15 @@ class VLLMEngine:
             raise ValueError("every prompt needs at least one token")
         if not prompts:
             return []
+        if seeds is not None and len(seeds) != len(prompts):
+            raise ValueError(f"{len(seeds)} seeds for {len(prompts)} prompts: give one each")
         self._fold_temperature(params.temperature)
-        sampling = [self._vllm_params(params, i) for i in range(len(prompts))]
+        per_prompt: list[int | None] = (
+            list(seeds)
+            if seeds is not None
+            else [None if params.seed is None else params.seed + i for i in range(len(prompts))]
+        )
+        sampling = [self._vllm_params(params, s) for s in per_prompt]
         outputs = self.llm.generate(
             [TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
             sampling,
@@ -227,7 +240,7 @@ class VLLMEngine:
             self._scale = scale
 
     @staticmethod
-    def _vllm_params(params: SamplingParams, index: int) -> Any:
+    def _vllm_params(params: SamplingParams, seed: int | None) -> Any:
         from vllm import SamplingParams as VSamplingParams
 
         return VSamplingParams(
@@ -239,7 +252,7 @@ class VLLMEngine:
             top_k=params.top_k if params.top_k > 0 else 0,
             stop=list(params.stop) or None,
             include_stop_str_in_output=params.include_stop_str_in_output,
-            seed=None if params.seed is None else params.seed + index,
+            seed=seed,
             logprobs=0,
             skip_special_tokens=True,
         )

@@ -242,12 +242,12 @@ class OpenAIEndpoint:
 # ---------------------------------------------------------------- local engines
 
 BatchFn = Callable[
-    [list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams],
+    [list[list[dict[str, Any]]], list[dict[str, Any]] | None, SamplingParams, list[int] | None],
     list[Generation | ContextExhausted],
 ]
-"""Generate for a batch of chats (wire dicts) sharing tools and params; returns one
-:class:`~envhub.engines.types.Generation` per chat, in order, or :class:`ContextExhausted`
-for a chat that does not fit the model (that chat alone fails)."""
+"""Generate for a batch of chats (wire dicts) sharing tools and params, with one seed per chat
+(or None: unseeded); returns one :class:`~envhub.engines.types.Generation` per chat, in order,
+or :class:`ContextExhausted` for a chat that does not fit the model (that chat alone fails)."""
 
 
 async def in_daemon_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -301,6 +301,7 @@ class _Pending:
     chat: list[dict[str, Any]]
     tools: list[dict[str, Any]] | None
     params: SamplingParams
+    seed: int | None
     future: asyncio.Future
 
 
@@ -309,7 +310,10 @@ class BatchingBackend:
 
     Requests are queued; a background task takes up to ``max_batch`` that share tools and
     sampling settings (waiting ``max_wait`` seconds for more to arrive) and generates them
-    together in a worker thread, so a local engine sees batches, not single prompts.
+    together in a worker thread, so a local engine sees batches, not single prompts. Each
+    request's ``seed`` goes with it as its prompt's own seed (the engines' per-prompt
+    ``seeds``), so what a request samples does not depend on the batch it lands in; a batch
+    with an unseeded request is generated unseeded.
     """
 
     def __init__(
@@ -341,7 +345,7 @@ class BatchingBackend:
             self._worker = loop.create_task(self._serve())
         fut = asyncio.get_running_loop().create_future()
         chat = [message_to_wire(m) for m in messages]
-        await self._queue.put(_Pending(chat, openai_tools(tools), params, fut))
+        await self._queue.put(_Pending(chat, openai_tools(tools), params, seed, fut))
         # Tool calls stay in the text (``<tool_call>`` blocks): environments parse that form
         # themselves (envhub.tools) and answer in a form every chat template renders.
         return await fut
@@ -365,9 +369,14 @@ class BatchingBackend:
             key = json.dumps([item.tools, item.params.__dict__], sort_keys=True)
             groups.setdefault(key, []).append(item)
         for items in groups.values():
+            seeds = [i.seed for i in items]
             try:
                 outs = await in_daemon_thread(
-                    self._batch_fn, [i.chat for i in items], items[0].tools, items[0].params
+                    self._batch_fn,
+                    [i.chat for i in items],
+                    items[0].tools,
+                    items[0].params,
+                    None if None in seeds else seeds,
                 )
                 if len(outs) != len(items):
                     raise ModelError(f"engine returned {len(outs)} outputs for {len(items)}")

@@ -123,16 +123,20 @@ def engine_batch_fn(eng: Any, chat: Any) -> BatchFn:
     """A :data:`BatchFn` over a generation engine and its chat formatter.
 
     A chat that leaves the model no room to answer fails alone (:class:`ContextExhausted`);
-    the others of its batch are generated.
+    the others of its batch are generated, each with its own seed when seeds are given.
     """
 
     def batch_fn(
-        chats: list[list[dict[str, Any]]], tools: list[dict[str, Any]] | None, p: SamplingParams
+        chats: list[list[dict[str, Any]]],
+        tools: list[dict[str, Any]] | None,
+        p: SamplingParams,
+        seeds: list[int] | None,
     ) -> list[Generation | ContextExhausted]:
         prompts = [chat.prompt_ids(c, tools=tools) for c in chats]
         outs: list[Any] = [too_long(len(ids), eng.max_model_len) for ids in prompts]
         fits = [i for i, out in enumerate(outs) if out is None]
-        made = eng.generate([prompts[i] for i in fits], p) if fits else []
+        kept = None if seeds is None else [seeds[i] for i in fits]
+        made = eng.generate([prompts[i] for i in fits], p, kept) if fits else []
         for i, g in zip(fits, made, strict=True):
             g.prompt_tokens, g.completion_tokens = len(prompts[i]), len(g.token_ids)
             outs[i] = g

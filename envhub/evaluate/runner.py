@@ -91,6 +91,15 @@ def episode_seed(base: int, env: str, task_id: str, sample: int) -> int:
     return (zlib.crc32(f"{env}/{task_id}/{sample}".encode()) + base) % (2**31)
 
 
+def turn_seed(seed: int, turn: int) -> int:
+    """The sampling seed of an episode's model turn ``turn`` (0 first), sent with its request.
+
+    The first turn's is the episode's seed; each later turn has its own, so it does not
+    replay the first turn's random draws on a longer prompt.
+    """
+    return seed if turn == 0 else (seed + 1_000_003 * turn) % (2**31)
+
+
 def sibling(env: Env, make_env: EnvFactory, name: str) -> Env:
     """Another instance of ``env`` for a concurrent episode.
 
@@ -213,7 +222,8 @@ async def run_episode(
         if rec.turns >= job.max_turns:  # the env should have ended it: a guard, not a rule
             await _finish(env, rec)
             break
-        gen = await _generate(env, model, rec, messages, tools, params, job.seed)
+        seed = turn_seed(job.seed, rec.turns)
+        gen = await _generate(env, model, rec, messages, tools, params, seed)
         if gen is None:
             break
         messages.append(gen.message)

@@ -142,7 +142,7 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
 
     @app.websocket("/ws")
     async def ws(websocket: WebSocket) -> None:
-        """One session's reset/step/close/state over one connection (see envhub.wire)."""
+        """One session's reset/step/finish/close/state over one connection (see envhub.wire)."""
         await websocket.accept()
         metrics["ws_connections"] += 1
         conn = _Connection(episodes, settings.max_body_bytes)

@@ -45,7 +45,7 @@ class TrainerState:
     history: list[dict[str, float]] = field(default_factory=list)
     """Per-step reward means, so the curve of a resumed run is whole."""
     sampler: dict[str, Any] = field(default_factory=dict)
-    """The mix sampler's state (draws per source, the curriculum's pass counts)."""
+    """The mix sampler's state (draws per source as of ``step``, the curriculum's pass counts)."""
     validation: dict[str, Any] = field(default_factory=dict)
     """The best validation round so far and the early-stopping count."""
 

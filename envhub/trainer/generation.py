@@ -149,9 +149,13 @@ class GenerationWorker:
         return True
 
     def generate(
-        self, prompts: list[list[int]], params: SamplingParams, version: int | None = None
+        self,
+        prompts: list[list[int]],
+        params: SamplingParams,
+        version: int | None = None,
+        seeds: list[int] | None = None,
     ) -> list[Generation]:
-        """Sample one completion per prompt.
+        """Sample one completion per prompt (``seeds``: one per prompt, or None).
 
         Raises:
             EngineNotRefit: ``version`` is given and is not the version this engine holds
@@ -161,7 +165,7 @@ class GenerationWorker:
             raise EngineNotRefit(
                 f"engine {self.index} holds weight version {self.version}, asked for {version}"
             )
-        out = self.engine.generate(prompts, params)
+        out = self.engine.generate(prompts, params, seeds)
         return [replace(g, weight_version=self.version) for g in out]
 
     def sleep(self, level: int = 1) -> bool:

@@ -37,9 +37,14 @@ class ClusterEngine:
         """``max_model_len``: the longest conversation the run allows (``rollout.max_seq_len``)."""
         self.cluster, self.max_model_len = cluster, max_model_len
 
-    def generate(self, prompts: list[list[int]], params: Any) -> list[Any]:
-        """Generations in prompt order; a lost engine fails the whole batch (``ModelError``)."""
-        outs = self.cluster.generate(prompts, params)
+    def generate(
+        self, prompts: list[list[int]], params: Any, seeds: list[int] | None = None
+    ) -> list[Any]:
+        """Generations in prompt order; a lost engine fails the whole batch (``ModelError``).
+
+        ``seeds``: one per prompt (:class:`envhub.engines.types.GenerationEngine`).
+        """
+        outs = self.cluster.generate(prompts, params, seeds)
         for out in outs:
             if isinstance(out, Exception):
                 raise out
@@ -139,10 +144,13 @@ class MixRun:
         metrics = source_metrics(generated, self.primaries) | filtered.metrics
         return metrics | (cur.metrics() if cur is not None else {})
 
-    def state_dict(self) -> dict[str, Any]:
-        """The checkpoint's ``sampler`` entry: the sampler's state and the launch states."""
-        launch = {str(step): counts for step, counts in self.launch_states.items()}
-        return self.sampler.state_dict() | {"launch_states": launch}
+    def state_dict(self, step: int) -> dict[str, Any]:
+        """The checkpoint's ``sampler`` entry after ``step``: the sampler's, and launch states.
+
+        The sampler's draws are counted as of ``step`` (see :meth:`MixSampler.state_dict`).
+        """
+        launch = {str(k): counts for k, counts in self.launch_states.items()}
+        return self.sampler.state_dict(step) | {"launch_states": launch}
 
     def log_rollouts(
         self, step: int, filtered: Filtered, notes: dict[str, EpisodeNotes], version: int

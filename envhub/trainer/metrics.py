@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from envhub.datasets import read_jsonl
+
 from .config import LoggingConfig
 from .correction import correction_metrics
 from .rollout import RolloutBatch
@@ -154,9 +156,8 @@ class MetricsLogger:
         checkpoint, or by an earlier run in the same folder) and moves the progress bar.
         """
         if self.path.exists():
-            rows = self.path.read_text().splitlines()
-            kept = [r for r in rows if r.strip() and json.loads(r).get("step", 0) <= step]
-            self.path.write_text("".join(r + "\n" for r in kept))
+            kept = [r for r in read_jsonl(self.path) if r.get("step", 0) <= step]
+            self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
         if self._bar is not None and step:
             self._bar.update(step)
 

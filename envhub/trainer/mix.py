@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import zlib
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -83,7 +84,11 @@ class MixSampler:
         self.weights = {s.name: s.weight for s in sources}
         self.curriculum = curriculum
         self.drawn = {s.name: 0 for s in sources}
-        """Groups drawn per source so far (logged; restored on resume)."""
+        """Groups drawn per source so far, steps drawn ahead included (saved in checkpoints as
+        of the checkpoint's step, see :meth:`state_dict`)."""
+        self._ahead: dict[int, dict[str, int]] = {}
+        """The draws of each step not yet saved as trained (asynchronous runs draw ahead)."""
+        self._lock = threading.Lock()  # a background rollout thread draws while the loop saves
 
     def draw(self, step: int, n: int, round_: int = 0, snapshot: Any = None) -> list[Job]:
         """The ``n`` task groups of ``step`` (backfill round ``round_``), sources in mix order.
@@ -99,7 +104,11 @@ class MixSampler:
             if k == 0:
                 continue
             jobs.extend(self._source_jobs(src.name, step, round_, k, snapshot))
-            self.drawn[src.name] += k
+        with self._lock:
+            ahead = self._ahead.setdefault(step, {})
+            for name, k in counts.items():
+                self.drawn[name] += k
+                ahead[name] = ahead.get(name, 0) + k
         return jobs
 
     def _source_jobs(self, name: str, step: int, round_: int, k: int, snapshot: Any) -> list[Job]:
@@ -111,10 +120,23 @@ class MixSampler:
         tasks = cur.pick(name, k, rng)
         return [Job(name, s, t) for s, t in zip(seeds, tasks, strict=True)]
 
-    def state_dict(self) -> dict[str, Any]:
-        """What a checkpoint keeps: draws per source and the curriculum's state."""
+    def state_dict(self, step: int | None = None) -> dict[str, Any]:
+        """What a checkpoint keeps: draws per source and the curriculum's state.
+
+        ``step``: the last trained step. The draws of later steps (an asynchronous run's,
+        launched ahead) are left out of ``drawn``: a run resumed from it draws those steps
+        again, so each step's groups are counted once. Steps up to ``step`` are settled.
+        """
         cur = self.curriculum.state_dict() if self.curriculum is not None else None
-        return {"drawn": dict(self.drawn), "curriculum": cur}
+        with self._lock:
+            drawn = dict(self.drawn)
+            for at, counts in list(self._ahead.items()):
+                if step is not None and at > step:
+                    for name, k in counts.items():
+                        drawn[name] -= k
+                else:
+                    del self._ahead[at]
+        return {"drawn": drawn, "curriculum": cur}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Continue from :meth:`state_dict`'s output."""

@@ -377,7 +377,7 @@ def _save(
     times: dict[str, float],
 ) -> None:
     """A checkpoint when due (or when validation stops the run), with the sampler's state."""
-    state.sampler = mix.state_dict()
+    state.sampler = mix.state_dict(state.step)
     if _checkpoint_due(config, state.step) or mix.should_stop:
         t0 = time.perf_counter()
         ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)

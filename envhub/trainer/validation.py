@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envhub.datasets import read_jsonl
 from envhub.errors import ConfigError
 
 BOOTSTRAP_SAMPLES = 1000
@@ -157,10 +158,12 @@ class BestTracker:
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
-    """The lines of a ``validation.jsonl``."""
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    """The rows of a ``validation.jsonl``.
+
+    Read by :func:`envhub.datasets.read_jsonl`: a line ends at a newline only, never at a
+    U+2028 that a JSON string may hold raw.
+    """
+    return read_jsonl(path) if path.exists() else []
 
 
 def plot_validation(rows: Sequence[dict[str, Any]], path: Path) -> None:

@@ -234,9 +234,11 @@ class PolicyWorker:
 
         return engine_score(self.engine, sequences, starts, temperature)
 
-    def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        """Sample with the colocated engine."""
-        return self.engine.generate(prompts, params)
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
+    ) -> list[Generation]:
+        """Sample with the colocated engine (``seeds``: one per prompt, or None)."""
+        return self.engine.generate(prompts, params, seeds)
 
     def refit(self) -> float:
         """Copy the current policy weights into the colocated engine. Collective.
@@ -546,47 +548,51 @@ class Cluster:
     # ------------------------------------------------------------------ group operations
 
     def generate(
-        self, prompts: list[list[int]], params: SamplingParams
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
     ) -> list[Generation | Exception]:
         """Split the prompts over the engines; results in prompt order.
 
-        With engine actors, a prompt whose engine died while sampling gets the exception
-        instead of a generation (the rollout drops its episode as ``infra_error``); the
-        engine, restarted by Ray, is refit with the current weights before it samples again.
+        ``seeds``: one per prompt, each prompt's own (validation's requests); without them,
+        engine ``r`` samples its share with ``params.seed + 7919 r``. With engine actors, a
+        prompt whose engine died while sampling gets the exception instead of a generation
+        (the rollout drops its episode as ``infra_error``); the engine, restarted by Ray, is
+        refit with the current weights before it samples again.
         """
         group = self.engines or self.policy
         n = len(group)
         size = -(-len(prompts) // n)
-        chunks = [prompts[i * size : (i + 1) * size] for i in range(n)]
-        seeds = [None if params.seed is None else params.seed + 7919 * r for r in range(n)]
+        shares = [slice(i * size, (i + 1) * size) for i in range(n)]
+        bases = [None if params.seed is None else params.seed + 7919 * r for r in range(n)]
         work = [
-            (w, chunk, replace(params, seed=seeds[r]))
-            for r, (w, chunk) in enumerate(zip(group, chunks, strict=True))
-            if chunk
+            (w, prompts[s], replace(params, seed=bases[r]), None if seeds is None else seeds[s])
+            for r, (w, s) in enumerate(zip(group, shares, strict=True))
+            if prompts[s]
         ]
         if not self.engines:  # colocated: a lost policy worker ends the run
-            return [
-                g for part in ray.get([w.generate.remote(c, p) for w, c, p in work]) for g in part
-            ]
+            refs = [w.generate.remote(c, p, k) for w, c, p, k in work]
+            return [g for part in ray.get(refs) for g in part]
         version = self.weights_version
-        refs = [w.generate.remote(c, p, version) for w, c, p in work]
+        refs = [w.generate.remote(c, p, version, k) for w, c, p, k in work]
         return [
             g
-            for (w, c, p), ref in zip(work, refs, strict=True)
-            for g in self._engine_result(w, c, p, ref, version)
+            for (w, c, p, k), ref in zip(work, refs, strict=True)
+            for g in self._engine_result(w, (c, p, version, k), ref)
         ]
 
-    def _engine_result(
-        self, engine: Any, chunk: list[list[int]], params: SamplingParams, ref: Any, version: int
-    ) -> list[Generation | Exception]:
-        """One engine's generations; a lost engine is revived and its prompts failed."""
+    def _engine_result(self, engine: Any, call: tuple, ref: Any) -> list[Generation | Exception]:
+        """One engine's generations; a lost engine is revived and its prompts failed.
+
+        ``call``: the arguments its ``generate`` was sent (prompts first), sent again after a
+        refit when the engine had restarted while idle.
+        """
         from .generation import EngineNotRefit
 
+        chunk = call[0]
         try:
             return ray.get(ref)
         except EngineNotRefit:  # restarted while idle: refit it, then sample as asked
             self._revive(engine)
-            return ray.get(engine.generate.remote(chunk, params, version))
+            return ray.get(engine.generate.remote(*call))
         except ray.exceptions.RayActorError as e:  # died while sampling these prompts
             self.lost_engines += 1
             self._revive(engine)

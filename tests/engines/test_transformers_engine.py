@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from envhub.engines.chat import ChatFormatter
@@ -24,6 +25,22 @@ def test_seeded_sampling_is_reproducible_and_lengths_match(engine):
         assert g.finish_reason in ("stop", "length")
         if g.finish_reason == "length":
             assert len(g.token_ids) == 12
+
+
+def test_a_prompts_own_seed_gives_it_the_same_sample_in_any_batch(engine):
+    """Per-prompt seeds (validation's requests): a completion depends on its prompt and seed,
+    not on the prompts batched with it, their order or their number."""
+    a, b = _prompt(engine), _prompt(engine, "hi")
+    long = _prompt(engine, "a much longer question about numbers")
+    params = SamplingParams(max_tokens=12, temperature=1.0)
+    [alone] = engine.generate([a], params, seeds=[5])
+    batch = engine.generate([long, a, b, a], params, seeds=[1, 5, 2, 6])
+    assert batch[1].token_ids == alone.token_ids and batch[1].logprobs == pytest.approx(
+        alone.logprobs, abs=1e-4
+    )
+    assert batch[3].token_ids != alone.token_ids  # the same prompt with its own seed
+    with pytest.raises(ValueError, match="2 seeds for 1 prompts"):
+        engine.generate([a], params, seeds=[1, 2])
 
 
 def test_logprobs_match_a_full_forward_even_when_left_padded(engine):

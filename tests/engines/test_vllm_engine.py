@@ -158,6 +158,16 @@ def test_seeded_sampling_is_reproducible(vengine, prompts):
     assert len({tuple(t) for t in first}) > 1, "a group of equal prompts got equal samples"
 
 
+def test_a_prompts_own_seed_gives_it_the_same_sample_in_any_batch(vengine, prompts):
+    """Per-prompt seeds go to vLLM's per-request seed: a completion does not depend on the
+    prompts batched with it (validation batches whatever episodes are waiting)."""
+    params = SamplingParams(max_tokens=8, temperature=1.0, seed=11)  # seeds take precedence
+    [alone] = vengine.generate(prompts[:1], params, seeds=[5])
+    batch = vengine.generate([prompts[2], prompts[0], prompts[0]], params, seeds=[1, 5, 6])
+    assert batch[1].token_ids == alone.token_ids
+    assert batch[2].token_ids != alone.token_ids  # the same prompt with its own seed
+
+
 def perturbed(state, scale, seed):
     """New weights; the LM head stays tied to the embeddings, as in the model's own state dict."""
     gen = torch.Generator().manual_seed(seed)

@@ -105,10 +105,10 @@ def engine_generate(batch_fn):
 
 
 def test_an_engine_failure_is_a_model_error_and_an_engine_bug_raises_as_it_is():
-    def dead(chats, tools, params):
+    def dead(chats, tools, params, seeds):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    def buggy(chats, tools, params):
+    def buggy(chats, tools, params, seeds):
         return [Generation(text=chats[0][5]["content"])]  # IndexError: our own bug
 
     with pytest.raises(ModelError, match="RuntimeError: CUDA error"):

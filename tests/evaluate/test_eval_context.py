@@ -72,7 +72,7 @@ class FakeEngine:
     def __init__(self):
         self.batches: list[list[list[int]]] = []
 
-    def generate(self, prompts, params):
+    def generate(self, prompts, params, seeds=None):
         self.batches.append(prompts)
         return [Generation(text=str(len(p)), token_ids=[1]) for p in prompts]
 

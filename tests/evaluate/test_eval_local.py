@@ -24,9 +24,9 @@ def tiny():
     calls: list[int] = []
     inner = backend._batch_fn
 
-    def counting(chats, tools, params):
+    def counting(chats, tools, params, seeds):
         calls.append(len(chats))
-        return inner(chats, tools, params)
+        return inner(chats, tools, params, seeds)
 
     backend._batch_fn = counting
     backend.calls = calls

@@ -85,6 +85,9 @@ def test_multi_turn_tool_episodes(home, endpoint, tmp_path):
     # the env's tools went to the endpoint in OpenAI form on every request
     assert all(b["tools"][0]["function"]["name"] == "guess" for b in endpoint.bodies)
     assert len(endpoint.bodies) == sum(turns)
+    # every turn of every episode is a request with its own seed (a turn never replays the
+    # random draws of the episode's first)
+    assert len({b["seed"] for b in endpoint.bodies}) == sum(turns) > 3
     rec = next(r for r in RunStore(tmp_path / "run").load_records() if r.task_id == "guess/0")
     roles = [m.role for m in rec.messages]
     assert roles == ["user"] + ["assistant", "tool"] * turns[0]
@@ -229,7 +232,7 @@ def test_interrupted_engine_batch_does_not_hold_the_exit():
     from envhub.evaluate.backends import BatchingBackend
     from envhub.types import Message
 
-    backend = BatchingBackend("slow", lambda chats, tools, p: time.sleep(5) or [])
+    backend = BatchingBackend("slow", lambda chats, tools, p, seeds: time.sleep(5) or [])
 
     async def main():
         chat = [Message(role="user", content="hi")]

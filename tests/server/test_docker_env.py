@@ -107,7 +107,7 @@ class ContainerWire:
         )
         return self.session.stepped(ok)
 
-    def finish(self):
+    def finish(self, aio):
         yield from self._call()
         self.session.end()
         return StepResult(

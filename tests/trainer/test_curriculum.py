@@ -83,8 +83,9 @@ def async_mix(age: int):
     return mix
 
 
-def async_run(mix, age, first, last):
-    """train.py's order of an asynchronous run: take, count, launch N steps ahead.
+def async_run(mix, age, first, last, total=7):
+    """train.py's order of an asynchronous run of ``total`` steps, from ``first`` to
+    ``last``: take, count, launch N steps ahead (past ``last``, as a run cut there did).
 
     Returns each step's tasks. Task tN is solved when N + step is even, so every step
     changes the counts that later draws use.
@@ -94,22 +95,25 @@ def async_run(mix, age, first, last):
         jobs = launched.pop(step, None) or mix.sampler.draw(step, 3, 0, mix.snapshot(step))
         tasks[step] = [j.task_id for j in jobs]
         mix.count(step, [("m", t, (int(t[1:]) + step) % 2 == 0) for t in tasks[step]])
-        for k in range(max(queued_to, step + 1), min(step + age, last) + 1):
+        for k in range(max(queued_to, step + 1), min(step + age, total) + 1):
             launched[k] = mix.sampler.draw(k, 3, 0, mix.snapshot(k))
-        queued_to = max(queued_to, min(step + age, last) + 1)
+        queued_to = max(queued_to, min(step + age, total) + 1)
     return tasks
 
 
 @pytest.mark.parametrize("age", [1, 2, 3])
 def test_a_resumed_asynchronous_run_draws_what_the_uninterrupted_run_drew(age):
-    whole = async_run(async_mix(age), age, 1, 7)
+    uninterrupted = async_mix(age)
+    whole = async_run(uninterrupted, age, 1, 7)
     for cut in (1, 2, 4):  # the first run stops at `cut`, its checkpoint is resumed
         first = async_mix(age)
-        head = async_run(first, age, 1, cut)
-        saved = json.loads(json.dumps(first.state_dict()))  # trainer_state.json's sampler
+        head = async_run(first, age, 1, cut)  # steps cut+1 .. cut+N drawn, never trained
+        saved = json.loads(json.dumps(first.state_dict(cut)))  # trainer_state.json's sampler
         resumed = async_mix(age)
         resumed.resume(TrainerState(step=cut, sampler=saved))
         assert head | async_run(resumed, age, cut + 1, 7) == whole, (age, cut)
+        # the steps in flight at the cut are drawn again, and counted once
+        assert resumed.sampler.drawn == uninterrupted.sampler.drawn == {"m": 3 * 7}, (age, cut)
 
 
 def test_an_asynchronous_draw_uses_the_counts_as_of_its_launch():

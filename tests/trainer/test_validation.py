@@ -3,6 +3,7 @@ validation.jsonl rows, the plot, the best round and early stopping."""
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -92,6 +93,65 @@ def test_a_round_runs_envhub_eval_episodes_and_writes_its_row(data, tmp_path, en
     assert v.due(0, 7, 3) and v.due(6, 7, 3) and v.due(7, 7, 3) and not v.due(5, 7, 3)
 
 
+def test_validating_the_same_policy_twice_gives_the_same_samples(data, tmp_path, engine):
+    """Each request is seeded from the run seed, the task and the sample: two rounds on the
+    same weights agree episode for episode, however the engine batched their requests."""
+    chat = ChatFormatter(engine.tokenizer)
+
+    def transcripts(out, max_batch):
+        def backend():
+            return BatchingBackend("policy", engine_batch_fn(engine, chat), max_batch=max_batch)
+
+        out.mkdir()
+        validator(data, source(data), out, backend, tasks=3, k=2, temperature=1.0).run(0)
+        store = out / "validation" / "step_00000" / "gsm8k" / "episodes.jsonl"
+        records = [json.loads(x) for x in store.read_text().split("\n") if x]
+        return {(r["task_id"], r["sample"]): (r["seed"], r["messages"]) for r in records}
+
+    first = transcripts(tmp_path / "a", max_batch=8)
+    assert transcripts(tmp_path / "b", max_batch=8) == first
+    assert transcripts(tmp_path / "c", max_batch=1) == first  # one request a batch
+    assert len(first) == 6 and len({seed for seed, _ in first.values()}) == 6
+    tasks = {task for task, _ in first}
+    assert any(first[t, 0][1] != first[t, 1][1] for t in tasks)  # a sample of its own
+
+
+class InPlace:
+    """An engine actor whose ``generate.remote`` runs at once (``ray.get`` returns it as is)."""
+
+    def __init__(self, engine):
+        def remote(prompts, params, version, seeds):
+            return engine.generate(prompts, params, seeds)
+
+        self.generate = SimpleNamespace(remote=remote)
+
+
+def test_the_runs_engines_sample_a_seeded_request_alike_however_many(engine, monkeypatch):
+    """Validation through the run's engines: a request's sample does not depend on how the
+    cluster splits the batch over its engines."""
+    import ray
+
+    from envhub.engines.types import SamplingParams
+    from envhub.trainer.hub import ClusterEngine
+    from envhub.trainer.workers import Cluster
+
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+    chat = ChatFormatter(engine.tokenizer)
+    prompts = [chat.prompt_ids([{"role": "user", "content": f"{n} + 1?"}]) for n in range(5)]
+    params, seeds = SamplingParams(max_tokens=6, temperature=1.0), [11, 12, 13, 14, 15]
+    samples = []
+    for engines in (1, 2, 3):
+        cluster = Cluster.__new__(Cluster)
+        cluster.engines, cluster.policy, cluster.weights_version = (
+            [InPlace(engine)] * engines,
+            [],
+            0,
+        )
+        outs = ClusterEngine(cluster, 512).generate(prompts, params, seeds)
+        samples.append([g.token_ids for g in outs])
+    assert samples[0] == samples[1] == samples[2]
+
+
 def test_bootstrap_interval_by_hand():
     assert bootstrap_ci([1.0, 1.0, 1.0], seed=0) == [1.0, 1.0]
     lo, hi = bootstrap_ci([0.0, 1.0] * 50, seed=0)
@@ -129,3 +189,24 @@ def test_a_resumed_run_drops_the_rows_of_rounds_after_its_checkpoint(data, tmp_p
     v.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     v.start_at(5)
     assert [r["step"] for r in read_rows(v.path)] == [0, 5]
+
+
+def test_jsonl_rows_are_split_at_newlines_only(data, tmp_path):
+    """A string may hold U+2028 raw (a writer with ensure_ascii=False): one row, not two."""
+    from envhub.trainer.config import LoggingConfig
+    from envhub.trainer.metrics import MetricsLogger
+
+    odd = "a\u2028b\x1cc\u0085d"
+    rows = [{"step": s, "env": "gsm8k", "note": odd} for s in (0, 5, 10)]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    assert "\u2028" in text and len(text.splitlines()) > len(rows)  # what splitlines tore
+    v = validator(data, source(data), tmp_path)
+    v.path.write_text(text, encoding="utf-8")
+    assert read_rows(v.path) == rows
+    v.start_at(5)
+    assert read_rows(v.path) == rows[:2]
+    quiet = LoggingConfig(console=False, progress_bar=False, tensorboard=False)
+    logger = MetricsLogger(tmp_path, quiet, total_steps=10, run_config={})
+    logger.path.write_text(text, encoding="utf-8")
+    logger.start_at(5)
+    assert [json.loads(x) for x in logger.path.read_text().split("\n") if x] == rows[:2]

@@ -76,9 +76,9 @@ class DockerEnv(HTTPEnv):
         """One step; see the module docstring for a container's death."""
         return (yield from self._outlived(super()._step(aio, action)))
 
-    def _finish(self) -> Plan[StepResult]:
+    def _finish(self, aio: bool) -> Plan[StepResult]:
         """End the episode from outside; see :meth:`_step` for a container's death."""
-        return (yield from self._outlived(super()._finish()))
+        return (yield from self._outlived(super()._finish(aio)))
 
     def _outlived(self, call: Plan[StepResult]) -> Plan[StepResult]:
         """``call`` (a step or ``finish``) scored as the module docstring says on a death."""
