@@ -174,6 +174,7 @@ class Bridge:
         except Exception as exc:  # noqa: BLE001 (reported to the waiting step, never lost)
             episode = vf.Episode(task=vf.TraceTask(type=type(task).__name__, data=task.data))
             episode.errors.append(vf.Error(type=type(exc).__name__, message=str(exc)))
+        self.plays.pop(play.model, None)  # no more requests: its model name is done
         await play.events.put(episode)
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:

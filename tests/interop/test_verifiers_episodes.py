@@ -13,6 +13,7 @@ virtual environment envhub makes for verifiers.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -191,3 +192,14 @@ def test_a_module_verifiers_cannot_import_is_refused_saying_where_to_install_it(
     with pytest.raises(EnvhubError, match="no_such_env") as err:
         envhub.register(tmp_path / "missing.yaml")
     assert "pip install" in str(err.value) and str(venv_python.parents[1]) in str(err.value)
+
+
+def test_in_process_the_bridge_forgets_every_finished_or_abandoned_game(tmp_path, venv_python):
+    env = {**os.environ, "ENVHUB_HOME": str(tmp_path)}
+    out = subprocess.run([str(venv_python), str(SUPPORT / "vf_bridge_probe.py"), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300, env=env, cwd=SUPPORT)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.splitlines()[-1]) == {
+        "rewards": [1.5, None, 1.375],
+        "plays_left": 0,
+    }
