@@ -4,9 +4,14 @@
 
     - name: vf-arith
       entry_point: envhub.interop.verifiers:VerifiersEnv
+      max_turns: 10                   # needed when the module exports a vf.Env (multi-turn)
       options:
         environment: my_taskset       # an installed module exporting a vf.Taskset in __all__
         args: {split: test}           # the taskset config's fields
+        env_args: {}                  # the vf.Env config's fields (its roles), if it has one
+
+A plain taskset is single-turn (:mod:`envhub.interop.verifiers_tasks`); a module that also
+exports a ``vf.Env`` is played episode by episode (:mod:`envhub.interop.verifiers_episodes`).
 
 verifiers 0.4 (its v1 API) pins ``mcp==2.0.0``, which envhub's own MCP extra (``mcp>=2.3``)
 cannot share. So, as NeMo Gym and OpenEnv isolate each environment's dependencies, envhub
@@ -14,7 +19,7 @@ runs a verifiers environment in a virtual environment of its own: made once (``o
 default ``ENVHUB_HOME/venvs/verifiers-0.4.0``) with verifiers and envhub's server, started as
 ``envhub serve`` there when the environment is made, stopped when it is closed; this process
 plays it over envhub's HTTP runner. Where verifiers imports in this Python, it runs in-process
-(:mod:`envhub.interop.verifiers_tasks`, which is also what the venv's server runs).
+(what the venv's server runs too).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 from typing import Any
 
 import verifiers.v1 as vf
@@ -91,8 +92,13 @@ def verifiers_env(
         return VerifiersTaskEnv(spec, load_taskset(environment, dict(args or {})), environment)
     config_cls = concrete_type(env_cls, vf.EnvConfig, origin=vf.Env) or vf.EnvConfig
     data = {"taskset": {"id": environment, **(args or {})}, **(env_args or {})}
-    vf_env = env_cls(config_cls(**_local_runtimes(config_cls, data)))
-    return VerifiersEpisodeEnv(spec, vf_env, environment)
+    try:
+        config = config_cls(**_local_runtimes(config_cls, data))
+    except ValueError as e:  # pydantic's ValidationError names the field
+        raise ConfigError(
+            f"{spec.name}: {env_cls.__name__}'s config refuses options.args/env_args: {e}"
+        ) from e
+    return VerifiersEpisodeEnv(spec, env_cls(config), environment)
 
 
 def _local_runtimes(config_cls: type[vf.EnvConfig], data: dict[str, Any]) -> dict[str, Any]:
@@ -121,6 +127,7 @@ class VerifiersEpisodeEnv(VerifiersTaskEnv):
         super().__init__(spec, vf_env.taskset, environment)
         self.vf_env = vf_env
         self._shared: dict[str, Bridge] = {}  # one bridge for this env and its forks
+        self._starting = threading.Lock()  # forks' first resets may race to start it
         self._owner = True
 
     def fork(self) -> VerifiersEpisodeEnv:
@@ -136,15 +143,18 @@ class VerifiersEpisodeEnv(VerifiersTaskEnv):
         self._bridge()
 
     def _bridge(self) -> Bridge:
-        if "bridge" not in self._shared:
-            bridge = Bridge(self.vf_env)
-            try:
-                bridge.open(timeout=START_TIMEOUT_S)
-            except Exception as exc:
-                bridge.close()
-                raise InfraError(f"{self.spec.name}: verifiers could not start: {exc}") from exc
-            self._shared["bridge"] = bridge
-        return self._shared["bridge"]
+        with self._starting:
+            return self._shared.get("bridge") or self._start_bridge()
+
+    def _start_bridge(self) -> Bridge:
+        bridge = Bridge(self.vf_env)
+        try:
+            bridge.open(timeout=START_TIMEOUT_S)
+        except Exception as exc:
+            bridge.close()
+            raise InfraError(f"{self.spec.name}: verifiers could not start: {exc}") from exc
+        self._shared["bridge"] = bridge
+        return bridge
 
     # ------------------------------------------------------------------ the episode
 

@@ -203,3 +203,16 @@ def test_in_process_the_bridge_forgets_every_finished_or_abandoned_game(tmp_path
         "rewards": [1.5, None, 1.375],
         "plays_left": 0,
     }
+
+
+def test_env_args_the_environment_refuses_are_refused_naming_the_field(
+    tmp_path, clean_user_registry, venv_python
+):
+    (tmp_path / "bad.yaml").write_text(
+        "name: vf-bad\nentry_point: envhub.interop.verifiers:VerifiersEnv\nmax_turns: 5\n"
+        "options: {environment: vf_guess, env_args: {player: {max_turnz: 3}}, "
+        f"venv: {str(venv_python.parents[1])!r}}}\n"
+    )
+    with pytest.raises(EnvhubError, match="max_turnz") as err:
+        envhub.register(tmp_path / "bad.yaml")
+    assert "GuessEnv" in str(err.value)
