@@ -36,7 +36,8 @@ from verifiers.v1.configs.client import EvalClientConfig
 from envhub.errors import InfraError
 
 KEY_VAR = "ENVHUB_VERIFIERS_BRIDGE_KEY"
-"""The variable verifiers' client reads the bridge's key from (set in this process only)."""
+"""Prefix of the variable verifiers' client reads a bridge's key from (one per bridge, set in
+this process only)."""
 PLAY_PREFIX = "envhub-play-"
 
 
@@ -109,6 +110,7 @@ class Bridge:
         self.loop = asyncio.new_event_loop()
         self.plays: dict[str, Play] = {}
         self.key = secrets.token_hex(16)
+        self.key_var = f"{KEY_VAR}_{secrets.token_hex(4).upper()}"
         self._stack = contextlib.AsyncExitStack()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.url = ""
@@ -116,7 +118,7 @@ class Bridge:
     def open(self, timeout: float) -> None:
         """Start the loop, the environment's serving resources and the endpoint."""
         _put_uv_on_path()
-        os.environ[KEY_VAR] = self.key
+        os.environ[self.key_var] = self.key
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._open(), self.loop).result(timeout)
 
@@ -124,7 +126,7 @@ class Bridge:
         """Start an episode of ``task``; its first request arrives through :meth:`Play.next`."""
         play = Play(self, secrets.token_hex(8))
         self.plays[play.model] = play
-        client = EvalClientConfig(base_url=f"{self.url}/v1", api_key_var=KEY_VAR)
+        client = EvalClientConfig(base_url=f"{self.url}/v1", api_key_var=self.key_var)
         ctx = ModelContext(model=play.model, client=client)
 
         def launch() -> None:

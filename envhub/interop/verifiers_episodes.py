@@ -165,7 +165,11 @@ class VerifiersEpisodeEnv(VerifiersTaskEnv):
         play = self._bridge().play(self.vf_tasks[episode.task.task_id])
         event = self._next(play, START_TIMEOUT_S, before_model=True)
         if not isinstance(event, Turn):
-            raise InfraError(f"{self.spec.name}: the verifiers episode ended before any turn")
+            errors = [*(e for t in event.traces for e in t.errors), *event.errors]
+            raise InfraError(
+                f"{self.spec.name}: the verifiers episode ended before the model's first turn: "
+                f"{_errors(errors) or 'no error recorded'}"
+            )
         episode.messages = [_message(m) for m in event.messages]
         play.seen = len(event.messages)
         return play

@@ -194,15 +194,15 @@ def test_a_module_verifiers_cannot_import_is_refused_saying_where_to_install_it(
     assert "pip install" in str(err.value) and str(venv_python.parents[1]) in str(err.value)
 
 
-def test_in_process_the_bridge_forgets_every_finished_or_abandoned_game(tmp_path, venv_python):
+def test_in_process_the_bridge_forgets_ended_games_and_two_bridges_keep_their_keys(
+    tmp_path, venv_python
+):
     env = {**os.environ, "ENVHUB_HOME": str(tmp_path)}
     out = subprocess.run([str(venv_python), str(SUPPORT / "vf_bridge_probe.py"), str(tmp_path)],
                          capture_output=True, text=True, timeout=300, env=env, cwd=SUPPORT)  # fmt: skip
     assert out.returncode == 0, out.stderr[-3000:]
-    assert json.loads(out.stdout.splitlines()[-1]) == {
-        "rewards": [1.5, None, 1.375],
-        "plays_left": 0,
-    }
+    got = json.loads(out.stdout.splitlines()[-1])
+    assert got == {"rewards": [1.5, None, 1.375], "plays_left": 0, "both": [1.5, 1.5]}
 
 
 def test_env_args_the_environment_refuses_are_refused_naming_the_field(

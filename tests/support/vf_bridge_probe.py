@@ -27,5 +27,10 @@ if __name__ == "__main__":
     env.step("1")
     env.finish()  # abandoned by finish
     bridge = env._shared["bridge"]
-    print(json.dumps({"rewards": rewards, "plays_left": len(bridge.plays)}))
-    env.close()
+    first, second = envhub.make("vf-guess"), envhub.make("vf-guess")
+    first.warmup(), second.warmup()  # two bridges in this process, both open before any play
+    first.reset(task_id="g-1"), second.reset(task_id="g-1")
+    both = [first.step("4").reward, second.step("4").reward]
+    print(json.dumps({"rewards": rewards, "plays_left": len(bridge.plays), "both": both}))
+    for opened in (env, first, second):
+        opened.close()
