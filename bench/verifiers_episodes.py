@@ -4,8 +4,8 @@ Both sides play the higher/lower game of ``tests/support/vf_guess.py`` with the 
 replies (3 turns a game), in one process of the verifiers venv (made first if missing, as
 ``tests/interop`` makes it), interleaved round by round:
 
-- **verifiers**: ``Env.run_episode`` with its model requests answered by a scripted loopback
-  endpoint (``tests/support/vf_guess_parity.py``);
+- **verifiers**: ``Env.run_episode`` with its model requests answered by envhub's scripted
+  loopback endpoint (``ScriptedEndpoint``, as in ``tests/support/vf_guess_parity.py``);
 - **envhub**: ``envhub.make`` of the same environment in-process (the bridge of
   ``envhub/interop/verifiers_bridge.py``), ``reset`` then ``step`` with the replies.
 
@@ -32,30 +32,22 @@ GAME = ("g-0", ["5", "2", "3"])  # secret 3: found on the third guess, reward 1.
 
 def verifiers_side(games: int) -> float:
     """Seconds for ``games`` games played by verifiers itself."""
-    from verifiers.v1.clients import ModelContext
-    from verifiers.v1.configs.client import EvalClientConfig
-    from verifiers.v1.runtimes import SubprocessConfig
-    from vf_guess import GuessEnv, GuessEnvConfig
-    from vf_guess_parity import scripted_endpoint
+    from vf_guess_parity import Script, guess_env, model_context
+
+    from envhub.evaluate.scripted import ScriptedEndpoint
 
     async def play() -> float:
-        os.environ["PARITY_KEY"] = "unused"
-        config = GuessEnvConfig(taskset={"id": "vf_guess", "n": 3},
-                                player={"runtime": SubprocessConfig()})  # fmt: skip
-        env = GuessEnv(config)
+        env, script = guess_env(), Script()
         task = next(t for t in env.taskset if t.data.id == GAME[0])
-        async with env.serving():
-            start = time.perf_counter()
-            for _ in range(games):
-                runner = await scripted_endpoint(list(GAME[1]))
-                url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-                ctx = ModelContext(
-                    model="m", client=EvalClientConfig(base_url=url, api_key_var="PARITY_KEY")
-                )
-                episode = await env.run_episode(task, ctx)
-                await runner.cleanup()
-                assert episode.traces[-1].reward == 1.25, episode.errors
-            return time.perf_counter() - start
+        with ScriptedEndpoint(script) as endpoint:
+            ctx = model_context(endpoint)
+            async with env.serving():
+                start = time.perf_counter()
+                for _ in range(games):
+                    script.replies = list(GAME[1])
+                    episode = await env.run_episode(task, ctx)
+                    assert episode.traces[-1].reward == 1.25, episode.errors
+                return time.perf_counter() - start
 
     return asyncio.run(play())
 
