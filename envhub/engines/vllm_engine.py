@@ -125,6 +125,7 @@ class VLLMEngine:
         self.kv_cache_gib = kv_cache_gib
         self.keep_plain_weights = keep_plain_weights
         self.max_model_len = max_model_len
+        llm_kwargs = whole_prefills_on_cpu(llm_kwargs, max_model_len)
         started = time.perf_counter()
         self.llm = LLM(
             model=self.model_path,
@@ -325,6 +326,35 @@ class VLLMEngine:
             if callable(shutdown):
                 shutdown()
             self.llm = None
+
+
+DEFAULT_BATCHED_TOKENS = 4096
+"""Prompt and new tokens vLLM schedules in one step on CPU, unless told otherwise."""
+
+
+def whole_prefills_on_cpu(llm_kwargs: dict[str, Any], max_model_len: int) -> dict[str, Any]:
+    """On a CPU, vLLM options that never prefill a prompt in chunks (seeded sampling's sake).
+
+    vLLM 0.32 rewinds a seeded request's generator after each partial prefill
+    (``generator.set_offset``), which a CPU ``torch.Generator`` does not have: a seeded
+    batch whose prompt tokens pass ``max_num_batched_tokens`` raised ``RuntimeError: CPU
+    Generator does not use offset`` and left the engine spinning. With chunked prefill off the
+    scheduler takes each prompt whole (prompts past the step's budget wait for the next step),
+    so no partial prefill happens, and every seeded request keeps its own generator: the same
+    prompt, seed and weights give the same completion at any batch size. The step's budget is
+    at least ``max_model_len``, so the longest prompt still fits. GPUs (CUDA generators have
+    offsets) keep vLLM's defaults.
+    """
+    from vllm.platforms import current_platform
+
+    if not current_platform.is_cpu():
+        return llm_kwargs
+    budget = max(int(llm_kwargs.get("max_num_batched_tokens") or DEFAULT_BATCHED_TOKENS), 1)
+    return {
+        **llm_kwargs,
+        "enable_chunked_prefill": False,
+        "max_num_batched_tokens": max(budget, max_model_len),
+    }
 
 
 def _to_generation(completion: Any) -> Generation:

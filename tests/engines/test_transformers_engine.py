@@ -43,6 +43,21 @@ def test_a_prompts_own_seed_gives_it_the_same_sample_in_any_batch(engine):
         engine.generate([a], params, seeds=[1, 2])
 
 
+def test_seeded_batch_past_the_engines_batch_size_samples_as_alone(engine):
+    """The engine's token budget is its batch size: a seeded call of more prompts than that
+    runs in several sub-batches, and each prompt still samples as it does alone."""
+    from envhub.engines.transformers_engine import TransformersEngine
+
+    small = TransformersEngine(engine.model, engine.tokenizer, batch_size=3)
+    prompts = [_prompt(engine, f"question number {i} " + "x " * (3 * i)) for i in range(8)]
+    params = SamplingParams(max_tokens=6, temperature=1.0)
+    seeds = list(range(100, 108))
+    batch = small.generate(prompts, params, seeds=seeds)
+    for p, seed, got in zip(prompts, seeds, batch, strict=True):
+        [alone] = small.generate([p], params, seeds=[seed])
+        assert got.token_ids == alone.token_ids
+
+
 def test_logprobs_match_a_full_forward_even_when_left_padded(engine):
     prompts = [_prompt(engine, "a much longer question about numbers"), _prompt(engine, "hi")]
     gens = engine.generate(prompts, SamplingParams(max_tokens=10, seed=3, temperature=0.7))

@@ -168,6 +168,31 @@ def test_a_prompts_own_seed_gives_it_the_same_sample_in_any_batch(vengine, promp
     assert batch[2].token_ids != alone.token_ids  # the same prompt with its own seed
 
 
+def test_seeded_batch_past_the_token_budget_samples_as_alone(vengine):
+    """vLLM on CPU crashed ("CPU Generator does not use offset") when a seeded batch's prompt
+    tokens passed ``max_num_batched_tokens`` (a prompt prefilled in chunks), then spun for
+    ever; the engine now takes prompts whole, and each samples as it does alone."""
+    from envhub.engines.vllm_engine import DEFAULT_BATCHED_TOKENS
+
+    prompts = [[(7 * i + j) % 200 + 5 for j in range(150)] for i in range(40)]
+    assert sum(map(len, prompts)) > DEFAULT_BATCHED_TOKENS  # past one step's budget
+    params = SamplingParams(max_tokens=6, temperature=1.0)
+    seeds = list(range(40))
+    batch = vengine.generate(prompts, params, seeds=seeds)
+    assert all(len(g.token_ids) >= 1 for g in batch)
+    for i in (0, 17, 39):
+        [alone] = vengine.generate([prompts[i]], params, seeds=[seeds[i]])
+        assert batch[i].token_ids == alone.token_ids
+
+
+def test_chunked_prefill_is_off_on_cpu_with_room_for_the_longest_prompt():
+    from envhub.engines.vllm_engine import whole_prefills_on_cpu
+
+    opts = whole_prefills_on_cpu({"max_num_batched_tokens": 256}, max_model_len=1024)
+    assert opts == {"enable_chunked_prefill": False, "max_num_batched_tokens": 1024}
+    assert whole_prefills_on_cpu({}, 512)["max_num_batched_tokens"] == 4096
+
+
 def perturbed(state, scale, seed):
     """New weights; the LM head stays tied to the embeddings, as in the model's own state dict."""
     gen = torch.Generator().manual_seed(seed)
