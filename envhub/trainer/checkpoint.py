@@ -144,10 +144,11 @@ def check_compatible(saved: TrainerState, fingerprint: dict[str, Any], where: Pa
     Raises:
         ResumeError: names every differing key, both values, and the two ways out.
     """
+    keys = dict.fromkeys([*fingerprint, *saved.fingerprint])  # a key either side lacks differs
     diffs = [
-        f"  {k}: checkpoint has {saved.fingerprint.get(k)!r}, config has {v!r}"
-        for k, v in fingerprint.items()
-        if saved.fingerprint.get(k) != v
+        f"  {k}: checkpoint has {saved.fingerprint.get(k)!r}, config has {fingerprint.get(k)!r}"
+        for k in keys
+        if saved.fingerprint.get(k) != fingerprint.get(k)
     ]
     if diffs:
         raise ResumeError(

@@ -33,6 +33,7 @@ from .grpo import LossConfig
 from .mix import MixSource
 from .overlong import OverlongConfig
 from .validation import ValidationConfig
+from .watchdog import WatchdogConfig
 
 _ENGINE_DEFAULTS = SamplingParams()
 
@@ -42,7 +43,11 @@ class TrainConfigError(errors.ConfigError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # every number of a config is finite: `inf`/`nan` are refused, naming the key
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+MAX_LORA_ALPHA = 10_000.0
 
 
 # ---- algos: LoRA (envhub.trainer.lora)
@@ -51,8 +56,9 @@ class LoraSettings(_Section):
 
     rank: int = Field(default=0, ge=0)
     """Adapter rank; 0 (default) trains every weight (no LoRA)."""
-    alpha: float = Field(default=16.0, gt=0)
-    """LoRA's ``alpha``: the update is scaled by ``alpha / rank``."""
+    alpha: float = Field(default=16.0, gt=0, le=MAX_LORA_ALPHA)
+    """LoRA's ``alpha``: the update is scaled by ``alpha / rank`` (at most 10,000: past it the
+    scale makes the first update blow the model up)."""
     dropout: float = Field(default=0.0, ge=0, lt=1)
     """Dropout on the adapter's input while training (not in logprob passes)."""
     target_modules: list[str] | Literal["all-linear"] = "all-linear"
@@ -188,8 +194,9 @@ class RolloutConfig(_Section):
     filter_groups: Literal["off", "zero_variance"] = "off"
     """``zero_variance``: drop groups whose raw outcome (the env's primary component) is the
     same for every episode, and backfill with fresh prompts (DAPO's dynamic sampling)."""
-    max_backfill_rounds: int = Field(default=2, ge=0)
-    """Extra rollout rounds a step may run to replace filtered groups."""
+    max_backfill_rounds: int = Field(default=2, ge=0, le=8)
+    """Extra rollout rounds a step may run to replace filtered groups. At most 8, whatever
+    the config asks: each round is bounded by its deadlines, so a step's rollout is too."""
     curriculum: CurriculumConfig = Field(default_factory=CurriculumConfig)
     """Draw tasks by their running pass rate (off by default)."""
     overlong: OverlongConfig = Field(default_factory=OverlongConfig)
@@ -377,6 +384,10 @@ class LoggingConfig(_Section):
     """Write ``OUT/rollouts/step_NNNNN.jsonl.gz`` every N steps (0: never)."""
     rollouts_max_samples: int = Field(default=64, ge=1)
     """Episodes written per step at most (whole groups, in order)."""
+    min_counted_share: float = Field(default=0.9, gt=0, le=1)
+    """A step's rates (reward, accuracy, per source too) stand only on at least this share of
+    its episodes kept: below it (episodes dropped as ``infra_error``/``env_error``) they are
+    written as null with a ``null_reason``, and the curves show a gap."""
 
 
 class Config(_Section):
@@ -397,6 +408,9 @@ class Config(_Section):
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     """Held-out evaluation during training (``envhub.trainer.validation``; off by default)."""
+    watchdog: WatchdogConfig = Field(default_factory=WatchdogConfig)
+    """Deadlines of every wait on a worker, and when a failing run stops
+    (``envhub.trainer.watchdog``)."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Config:

@@ -49,22 +49,23 @@ def group_advantages(
         eps: Added to the std so that a group of equal rewards gives 0, not NaN.
 
     Returns:
-        ``[N]`` advantages.
+        ``[N]`` advantages (float32). Computed in float64, so that the squares of rewards up
+        to float32's largest (the rollout refuses larger ones) cannot overflow.
     """
-    rewards = rewards.float()
+    rewards = rewards.double()
     gids = torch.as_tensor(group_ids, dtype=torch.long)
     _, inverse, counts = torch.unique(gids, return_inverse=True, return_counts=True)
-    sums = torch.zeros(len(counts)).index_add_(0, inverse, rewards)
+    sums = torch.zeros(len(counts), dtype=torch.float64).index_add_(0, inverse, rewards)
     means = sums / counts
     centered = rewards - means[inverse]
     if not normalize_std:
-        return torch.where(counts[inverse] > 1, centered, torch.zeros_like(centered))
-    sq = torch.zeros(len(counts)).index_add_(0, inverse, centered**2)
+        return torch.where(counts[inverse] > 1, centered, torch.zeros_like(centered)).float()
+    sq = torch.zeros(len(counts), dtype=torch.float64).index_add_(0, inverse, centered**2)
     # unbiased std, as torch.std and the GRPO paper's implementations use
     std = torch.sqrt(sq / (counts - 1).clamp(min=1))
     denom = std[inverse] + eps
     adv = torch.where(denom > 0, centered / denom.clamp(min=1e-12), torch.zeros_like(centered))
-    return torch.where(counts[inverse] > 1, adv, torch.zeros_like(adv))
+    return torch.where(counts[inverse] > 1, adv, torch.zeros_like(adv)).float()
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:

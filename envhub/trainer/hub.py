@@ -141,7 +141,8 @@ class MixRun:
             ),
         )
         cur = self.sampler.curriculum
-        metrics = source_metrics(generated, self.primaries) | filtered.metrics
+        share = self.config.logging.min_counted_share
+        metrics = source_metrics(generated, self.primaries, share) | filtered.metrics
         return metrics | (cur.metrics() if cur is not None else {})
 
     def state_dict(self, step: int) -> dict[str, Any]:
@@ -200,9 +201,11 @@ class MixRun:
         if v.tracker.update(step, rows) and self.config.validation.keep_best:
             self._export_best(step, rows)
         state.validation = v.tracker.state_dict()
-        metrics = {
-            f"validation/{r['env']}/pass@1": r["pass@1"] for r in rows if r["pass@1"] is not None
-        }
+        metrics: dict[str, Any] = {}
+        for r in rows:  # the rate (null when it stands on too few episodes) and its counts
+            metrics[f"validation/{r['env']}/pass@1"] = r["pass@1"]
+            metrics[f"validation/{r['env']}/scored"] = r["scored"]
+            metrics[f"validation/{r['env']}/expected"] = r["expected"]
         metrics["time/validation"] = time.perf_counter() - t0
         return metrics
 

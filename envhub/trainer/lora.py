@@ -58,6 +58,39 @@ def apply_lora(model: torch.nn.Module, settings: LoraSettings) -> torch.nn.Modul
     return get_peft_model(model, config)
 
 
+def check_rank(settings: LoraSettings, model_dir: str | Path) -> None:
+    """Refuse a ``model.lora.rank`` above the model's smallest hidden width, before any start.
+
+    A rank past a layer's width adds parameters without adding expressiveness (the update
+    ``B @ A`` cannot have a higher rank than the layer), and a huge one exhausts memory on
+    the first step. Read from the model's ``config.json`` alone.
+
+    Raises:
+        TrainConfigError: naming ``model.lora.rank``, the limit and where it comes from.
+    """
+    if not settings.enabled:
+        return
+    from transformers import AutoConfig
+
+    from .config import TrainConfigError
+
+    cfg = AutoConfig.from_pretrained(str(model_dir))
+    widths = {
+        key: getattr(cfg, key)
+        for key in ("hidden_size", "intermediate_size")
+        if isinstance(getattr(cfg, key, None), int)
+    }
+    if not widths:
+        return
+    key, limit = min(widths.items(), key=lambda kv: kv[1])
+    if settings.rank > limit:
+        raise TrainConfigError(
+            f"model.lora.rank={settings.rank} is above the model's {key} ({limit}): the "
+            f"adapter's update cannot have a higher rank than its layer; set model.lora.rank "
+            f"to at most {limit} (8-64 is usual)"
+        )
+
+
 def is_lora(model: torch.nn.Module) -> bool:
     """True for a ``PeftModel`` (see :func:`apply_lora`)."""
     return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")

@@ -38,13 +38,43 @@ from .rollout import RolloutBatch
 log = logging.getLogger("envhub.trainer")
 
 
-def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
-    """Reward, length and drop statistics of one step's episodes."""
+STEP_RATES = ("reward_mean", "reward_std", "accuracy")
+"""Rates of a step over its kept episodes (with every ``reward/<component>``)."""
+
+
+def null_thin_rates(
+    out: dict[str, Any], kept: int, episodes: int, min_share: float, keys: Sequence[str]
+) -> None:
+    """Null the rates in ``keys`` (in place) when too few episodes stand behind them.
+
+    Under ``min_share`` of the episodes kept, each key becomes None and ``null_reason`` (under
+    the keys' prefix) names the counts; a curve shows a gap there.
+    """
+    if episodes == 0 or kept >= min_share * episodes:
+        return
+    for key in keys:
+        if key in out:
+            out[key] = None
+    prefix = keys[0].rsplit("/", 1)[0] + "/" if "/" in keys[0] else ""
+    out[f"{prefix}null_reason"] = (
+        f"{kept} of {episodes} episodes kept, under logging.min_counted_share={min_share:g}"
+    )
+
+
+def rollout_metrics(batch: RolloutBatch, min_share: float = 0.9) -> dict[str, Any]:
+    """Reward, length and drop statistics of one step's episodes, with the counts behind them.
+
+    ``episodes``, ``kept``, ``dropped`` and ``dropped/<status>`` are counts;
+    ``infra_error_share`` is the share of episodes lost to ``infra_error``. Rates over kept
+    episodes are null when under ``min_share`` of the episodes were kept (:func:`null_thin_rates`).
+    """
     kept = batch.kept
-    out: dict[str, float] = {"episodes": float(len(batch.episodes)), "dropped": 0.0}
-    for status, n in batch.dropped_by_status().items():
-        out[f"dropped/{status}"] = float(n)
-        out["dropped"] += n
+    n = len(batch.episodes)
+    out: dict[str, Any] = {"episodes": float(n), "kept": float(len(kept)), "dropped": 0.0}
+    for status, count in batch.dropped_by_status().items():
+        out[f"dropped/{status}"] = float(count)
+        out["dropped"] += count
+    out["infra_error_share"] = out.get("dropped/infra_error", 0.0) / n if n else 0.0
     if not kept:
         return out
     rewards = [e.reward for e in kept]
@@ -63,10 +93,14 @@ def rollout_metrics(batch: RolloutBatch) -> dict[str, float]:
     generated = sum(e.response_tokens for e in batch.episodes)
     if batch.generation_time > 0:
         out["tokens_per_s"] = generated / batch.generation_time
+    rates = [*STEP_RATES, *(f"reward/{name}" for name in names)]
+    null_thin_rates(out, len(kept), n, min_share, rates)
     return out
 
 
-def source_metrics(batch: RolloutBatch, primaries: dict[str, str]) -> dict[str, float]:
+def source_metrics(
+    batch: RolloutBatch, primaries: dict[str, str], min_share: float = 0.9
+) -> dict[str, Any]:
     """The step's figures per mix source.
 
     ``reward/<env>/mean``, ``accuracy/<env>`` (the share of kept episodes whose primary
@@ -76,7 +110,7 @@ def source_metrics(batch: RolloutBatch, primaries: dict[str, str]) -> dict[str, 
     by_env: dict[str, list] = {}
     for e in batch.episodes:
         by_env.setdefault(e.env, []).append(e)
-    out: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for env, eps in by_env.items():
         if not env:
             continue
@@ -95,6 +129,8 @@ def source_metrics(batch: RolloutBatch, primaries: dict[str, str]) -> dict[str, 
         )
         out[f"turns/{env}"] = statistics.fmean(e.turns for e in kept)
         out[f"response_length/{env}"] = statistics.fmean(e.response_tokens for e in kept)
+        rates = [f"accuracy/{env}", f"reward/{env}/mean"]
+        null_thin_rates(out, len(kept), len(eps), min_share, rates)
     return out
 
 
@@ -121,7 +157,15 @@ def train_metrics(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
 class MetricsLogger:
     """Writes each step's metrics to every enabled sink."""
 
-    CONSOLE_KEYS = ("reward_mean", "accuracy", "kl", "entropy", "grad_norm", "dropped")
+    CONSOLE_KEYS = (
+        "reward_mean",
+        "accuracy",
+        "kl",
+        "entropy",
+        "grad_norm",
+        "dropped",
+        "infra_error_share",
+    )
 
     def __init__(self, out: Path, cfg: LoggingConfig, total_steps: int, run_config: dict):
         """Open the sinks under ``out``."""
@@ -174,7 +218,7 @@ class MetricsLogger:
         if self._wandb is not None:
             self._wandb.log(row, step=step)
         shown = {k: row[k] for k in self.CONSOLE_KEYS if k in row}
-        text = " ".join(f"{k}={v:.4g}" for k, v in shown.items())
+        text = " ".join(f"{k}={_shown(v)}" for k, v in shown.items())
         text += f" time/step={row.get('time/step', 0):.1f}s"
         if self._bar is not None:
             self._bar.update(1)
@@ -194,6 +238,10 @@ class MetricsLogger:
             plot_rewards(history, self.out / "reward.png")
 
 
+def _shown(v: Any) -> str:
+    return "null" if v is None else f"{v:.4g}"
+
+
 def _plain(v: Any) -> Any:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
 
@@ -205,12 +253,15 @@ def plot_rewards(history: list[dict[str, float]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    steps = [h["step"] for h in history if "reward_mean" in h]
+    def value(h: dict[str, Any], key: str) -> float:  # a nulled rate: a gap in the line
+        v = h.get(key)
+        return float("nan") if v is None else float(v)
+
+    steps = [h["step"] for h in history]
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, [h["reward_mean"] for h in history if "reward_mean" in h], label="reward")
-    acc = [(h["step"], h["accuracy"]) for h in history if "accuracy" in h]
-    if acc:
-        ax.plot(*zip(*acc, strict=True), label="accuracy", linestyle="--")
+    ax.plot(steps, [value(h, "reward_mean") for h in history], label="reward")
+    if any("accuracy" in h for h in history):
+        ax.plot(steps, [value(h, "accuracy") for h in history], label="accuracy", linestyle="--")
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -31,8 +31,9 @@ class MixSource(BaseModel):
 
     name: str
     """A registered environment name (``envhub list``); unique within the mix."""
-    weight: float = Field(default=1.0, gt=0)
-    """Share of each step's prompts (weights are normalised over the mix)."""
+    weight: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """Share of each step's prompts (weights are normalised over the mix); finite (``inf``
+    and ``nan`` are refused, naming the key)."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Passed to ``envhub.make`` (spec fields, reward weights, environment options)."""
     split: str | None = None
@@ -65,8 +66,10 @@ def quotas(weights: dict[str, float], n: int, rng: random.Random) -> dict[str, i
 
     Every source gets ``floor`` or ``ceil`` of its exact share and the quotas sum to ``n``.
     """
-    total = sum(weights.values())
-    exact = {s: w / total * n for s, w in weights.items()}
+    top = max(weights.values())  # scaled to at most 1 first: a sum of 1e308s cannot overflow
+    scaled = {s: w / top for s, w in weights.items()}
+    total = sum(scaled.values())
+    exact = {s: w / total * n for s, w in scaled.items()}
     out = {s: math.floor(x) for s, x in exact.items()}
     order = sorted(exact, key=lambda s: (-(exact[s] - out[s]), rng.random()))
     for s in order[: n - sum(out.values())]:

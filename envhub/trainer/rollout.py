@@ -27,6 +27,7 @@ as on a truncation.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -432,7 +433,31 @@ def _record(ep: TrainingEpisode, res: StepResult) -> bool:
         ep.fail(status, res.info.error or str(status))
         return False
     ep.add_step(res)  # the model's doing (timeout, invalid action): kept, as judged
+    bad = _unrepresentable(ep)
+    if bad is not None:  # the environment paid it: its failure, never a NaN in the loss
+        ep.fail(Status.ENV_ERROR, bad)
+        return False
     return True
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest finite float32: rewards are trained on in float32."""
+
+
+def _unrepresentable(ep: TrainingEpisode) -> str | None:
+    """Why the episode's reward so far cannot be trained on (None when it can).
+
+    A reward (or component) that is not finite in float32, per step or summed over the
+    episode, would turn the group's advantages into NaN or inf, or zero them silently.
+    """
+    values = {"reward": ep.reward, **{f"component {k!r}": v for k, v in ep.components.items()}}
+    for what, v in values.items():
+        if not math.isfinite(v) or abs(v) > FLOAT32_MAX:
+            return (
+                f"the environment paid an episode {what} of {v!r}, not a finite float32 "
+                "(summed over the episode's steps): fix the environment's reward"
+            )
+    return None
 
 
 def _start(ep: TrainingEpisode, res: Any, chat: ChatFormatter, settings: RolloutSettings) -> None:

@@ -61,12 +61,14 @@ from .config import Config
 from .dynamic import Filtered, collect_filtered
 from .grpo import group_advantages
 from .hub import MixRun
+from .lora import check_rank
 from .metrics import MetricsLogger, rollout_metrics, train_metrics
 from .mix import MixSource
 from .overlong import OverlongConfig, episode_penalty
 from .rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
 from .rollout_log import EpisodeNotes
 from .staleness import filter_by_age
+from .watchdog import FailedSteps
 
 if TYPE_CHECKING:
     from .workers import Cluster
@@ -93,7 +95,10 @@ def to_samples(
         return []
     cfg = overlong or OverlongConfig()
     penalties = [episode_penalty(e, cfg, max_tokens) for e in kept]
-    rewards = torch.tensor([e.reward + p for e, p in zip(kept, penalties, strict=True)])
+    # float64: a group's variance of large finite rewards must not overflow float32
+    rewards = torch.tensor(
+        [e.reward + p for e, p in zip(kept, penalties, strict=True)], dtype=torch.float64
+    )
     adv = group_advantages(rewards, [e.group for e in kept], normalize_std=normalize_std)
     samples = []
     for e, a, p in zip(kept, adv.tolist(), penalties, strict=True):
@@ -148,6 +153,7 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(_dump_yaml(config))
     model_dir = str(resolve_model(config.model.path))
+    check_rank(config.model.lora, model_dir)
     chat = ChatFormatter(AutoTokenizer.from_pretrained(model_dir))
     pad_id = chat.tokenizer.pad_token_id
     pad_id = chat.eos_id if pad_id is None else pad_id
@@ -320,6 +326,7 @@ def _loop(
 ) -> None:
     """The steps, from ``state.step + 1`` to ``train.steps``."""
     mix = rollouts.mix
+    guard = FailedSteps(config.watchdog)
     while state.step < config.train.steps:
         step = state.step + 1
         t_step = time.perf_counter()
@@ -360,12 +367,42 @@ def _loop(
         times |= mix.validate(step, state)  # the weights of this step, never trained on
         _save(cluster, config, state, mix, ckpt_root, times)
         times["time/step"] = time.perf_counter() - t_step
+        failures = cluster.take_failures() + _dropped_failure(filtered.generated)
+        metrics["failures"] = float(len(failures))
         logger.log(step, metrics | times)
+        trained = any(s.advantage != 0 for s in samples)
+        guard.record(step, failures, trained, _why_empty(filtered, samples))
         if mix.should_stop:
             log.info(
                 "validation: no improvement in %d rounds; stopping", config.validation.patience
             )
             break
+
+
+def _dropped_failure(batch: RolloutBatch) -> list[str]:
+    """A step whose every episode was dropped failed: one line naming the first error."""
+    if not batch.episodes or batch.kept:
+        return []
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(batch.dropped_by_status().items()))
+    first = next((e for e in batch.episodes if e.error), None)
+    where = f" (first: {first.env}: {first.error})" if first is not None else ""
+    return [f"every episode was dropped: {counts}{where}"]
+
+
+def _why_empty(filtered: Filtered, samples: list[Sample]) -> str:
+    """Why a step trained on nothing (read only when it did)."""
+    generated = filtered.generated
+    if not generated.episodes:
+        return "no episode was played"
+    if not generated.kept:
+        return "every episode was dropped (see dropped/* in metrics.jsonl)"
+    if not samples:
+        return "no kept episode had a token to train on"
+    return (
+        "every group had the same reward (zero variance): no advantage to learn from; the "
+        "tasks are too hard or too easy for the model (try rollout.filter_groups=zero_variance, "
+        "another mix, or a warm start)"
+    )
 
 
 def _save(
@@ -397,7 +434,8 @@ def _advantages(
         max_tokens=config.rollout.sampling.max_tokens,
         notes=notes,
     )
-    metrics = rollout_metrics(filtered.generated) | aged.metrics()
+    share = config.logging.min_counted_share
+    metrics = rollout_metrics(filtered.generated, share) | aged.metrics()
     metrics |= overlong_metrics(aged.batch, notes)
     metrics["groups_generated"] = float(rollouts.take_generated())
     return samples, metrics, notes

@@ -58,6 +58,10 @@ class ValidationConfig(BaseModel):
     """Export the policy to ``DIR/best/`` when a round beats every earlier one."""
     patience: int = Field(default=0, ge=0)
     """Stop after this many rounds without improvement (0: never stop early)."""
+    min_scored_share: float = Field(default=0.9, gt=0, le=1)
+    """A source's rates stand only on at least this share of its episodes scored: below it
+    (episodes lost to ``infra_error``/``env_error``) its row's rates are null, with the
+    reason, its curve shows a gap, and the round never chooses ``DIR/best/``."""
 
 
 def held_out_split(train_split: str) -> str:
@@ -65,20 +69,34 @@ def held_out_split(train_split: str) -> str:
     return "validation" if train_split == "test" else "test"
 
 
-def check_held_out(name: str, train: Sequence[Any], held: Sequence[Any], split: str) -> None:
-    """Refuse a validation split that shares a task (id or prompt) with training.
+def prompt_key(prompt: Any) -> str:
+    """A prompt as the overlap check compares it: whitespace runs collapsed, case folded."""
+    return " ".join(str(prompt).split()).casefold()
+
+
+def check_held_out(
+    name: str, train: Sequence[tuple[str, Any]], held: Sequence[Any], split: str
+) -> None:
+    """Refuse a validation split that shares a task with what the run trains on.
+
+    ``train``: ``(environment, task)`` pairs of every source of the mix. A held-out task is
+    shared when the same environment trains on its id, or when any source trains on its
+    prompt up to whitespace and case (:func:`prompt_key`).
 
     Raises:
         ConfigError: naming the source, the split and up to three shared tasks.
     """
-    ids = {t.task_id for t in train}
-    prompts = {t.prompt for t in train}
-    shared = [t.task_id for t in held if t.task_id in ids or t.prompt in prompts]
+    ids = {(env, t.task_id) for env, t in train}
+    prompts = {prompt_key(t.prompt) for _, t in train}
+    shared = [
+        t.task_id for t in held if (name, t.task_id) in ids or prompt_key(t.prompt) in prompts
+    ]
     if shared:
         raise ConfigError(
             f"validation split {split!r} of {name} shares {len(shared)} task(s) with the "
-            f"training split (e.g. {', '.join(shared[:3])}): set validation.split to a "
-            "held-out split, or train on another split"
+            f"training data of the mix (e.g. {', '.join(shared[:3])}; prompts compared up to "
+            "whitespace and case): set validation.split to a held-out split, or train on "
+            "another split"
         )
 
 
@@ -101,21 +119,51 @@ def task_pass_rates(records: Sequence[Any]) -> list[float]:
     return [sum(v) / len(v) for _, v in sorted(by_task.items())]
 
 
-def round_row(step: int, name: str, summary: dict[str, Any], records: Sequence[Any], seed: int):
-    """One line of ``validation.jsonl`` from an evaluation's summary and records."""
+RATES = ("pass@1", "pass@k", "mean_reward", "pass@1_ci95")
+"""The keys of a validation row that are rates over its scored episodes."""
+
+
+def round_row(
+    step: int,
+    name: str,
+    summary: dict[str, Any],
+    records: Sequence[Any],
+    seed: int,
+    *,
+    expected: int,
+    min_share: float = 0.9,
+) -> dict[str, Any]:
+    """One line of ``validation.jsonl`` from an evaluation's summary and records.
+
+    ``expected``: the episodes the round asked for (tasks x k). The row carries the counts
+    its rates stand on (``episodes``, ``scored``, ``expected``, ``status``); when fewer than
+    ``min_share`` of ``expected`` were scored, its rates are null and ``null_reason`` says why.
+    """
     k = summary.get("k", 1)
-    return {
+    status = summary.get("status") or {}
+    scored = int(summary.get("scored", 0) or 0)
+    row = {
         "step": step,
         "env": name,
         "tasks": summary.get("tasks"),
         "episodes": summary.get("episodes"),
+        "expected": expected,
+        "scored": scored,
         "k": k,
         "pass@1": summary.get("pass@1"),
         "pass@k": summary.get(f"pass@{k}"),
         "mean_reward": summary.get("mean_reward"),
         "pass@1_ci95": bootstrap_ci(task_pass_rates(records), seed),
-        "status": summary.get("status"),
+        "status": status,
     }
+    if scored < min_share * expected:
+        lost = {s: n for s, n in status.items() if s in ("infra_error", "env_error")}
+        row.update(dict.fromkeys(RATES))
+        row["null_reason"] = (
+            f"only {scored} of {expected} episodes scored ({lost or 'the rest missing'}), under "
+            f"validation.min_scored_share={min_share:g}"
+        )
+    return row
 
 
 class BestTracker:
@@ -129,9 +177,15 @@ class BestTracker:
         self.stale = 0
 
     def score(self, rows: Sequence[dict[str, Any]]) -> float | None:
-        """The round's mean of the metric over sources (None when no source has it)."""
-        vals = [r[self.metric] for r in rows if r.get(self.metric) is not None]
-        return sum(vals) / len(vals) if vals else None
+        """The round's mean of the metric over sources.
+
+        None when any source lacks it (a rate nulled for resting on too few episodes): a
+        round that could not measure every source never becomes the best.
+        """
+        vals = [r.get(self.metric) for r in rows]
+        if not vals or any(v is None for v in vals):
+            return None
+        return sum(vals) / len(vals)
 
     def update(self, step: int, rows: Sequence[dict[str, Any]]) -> bool:
         """Record a round; True when it is the best so far."""
@@ -174,13 +228,14 @@ def plot_validation(rows: Sequence[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    nan = float("nan")
     for name in dict.fromkeys(r["env"] for r in rows):
-        mine = [r for r in rows if r["env"] == name and r.get("pass@1") is not None]
+        mine = [r for r in rows if r["env"] == name]
         steps = [r["step"] for r in mine]
-        ax.plot(steps, [r["pass@1"] for r in mine], marker="o", label=name)
-        lo = [r["pass@1_ci95"][0] for r in mine]
-        hi = [r["pass@1_ci95"][1] for r in mine]
-        ax.fill_between(steps, lo, hi, alpha=0.15)
+        # a nulled rate is NaN: the line breaks there (a gap, never a value it did not measure)
+        ax.plot(steps, [_num(r.get("pass@1")) for r in mine], marker="o", label=name)
+        ci = [r.get("pass@1_ci95") or [nan, nan] for r in mine]
+        ax.fill_between(steps, [_num(c[0]) for c in ci], [_num(c[1]) for c in ci], alpha=0.15)
     ax.set_xlabel("step")
     ax.set_ylabel("held-out pass@1")
     ax.set_ylim(-0.02, 1.02)
@@ -189,6 +244,10 @@ def plot_validation(rows: Sequence[dict[str, Any]], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def _num(value: Any) -> float:
+    return float("nan") if value is None else float(value)
 
 
 class Validator:
@@ -215,6 +274,7 @@ class Validator:
         if unknown:
             raise ConfigError(f"validation.sources {unknown} are not in the mix")
         self.sources = [s for s in sources if s.name in wanted]
+        self.all_sources = list(sources)  # the overlap check covers what every source trains on
         self.backend_factory = backend_factory
         self.max_tokens = cfg.max_tokens or max_tokens
         self.path = out / "validation.jsonl"
@@ -236,11 +296,11 @@ class Validator:
 
     def check(self) -> None:
         """Refuse overlapping or unloadable splits (before any worker starts)."""
+        train = [(s.name, t) for s in self.all_sources for t in self._train_tasks(s)]
         for source in self.sources:
             env = self._env(source)
             try:
                 split = self.split_of(source)
-                train = env.tasks(source.split)
                 try:
                     held = env.tasks(split)
                 except Exception as e:
@@ -251,6 +311,13 @@ class Validator:
                 check_held_out(source.name, train, held, split)
             finally:
                 env.close()
+
+    def _train_tasks(self, source: Any) -> list[Any]:
+        env = self._env(source)
+        try:
+            return list(env.tasks(source.split))
+        finally:
+            env.close()
 
     def start_at(self, step: int) -> None:
         """Continue after ``step``: drop rows of later rounds (left by a run that died)."""
@@ -294,7 +361,16 @@ class Validator:
         evaluation = Evaluation(cfg, backend, store, lambda _name: self._env(source))
         summary = asyncio.run(_run_then_close(evaluation, backend))
         env_summary = summary["environments"].get(source.name, {})
-        return round_row(step, source.name, env_summary, store.load_records(), self.seed)
+        expected = (env_summary.get("tasks") or self.cfg.tasks or 0) * self.cfg.k
+        return round_row(
+            step,
+            source.name,
+            env_summary,
+            store.load_records(),
+            self.seed,
+            expected=max(expected, int(env_summary.get("episodes") or 0)),
+            min_share=self.cfg.min_scored_share,
+        )
 
 
 async def _run_then_close(evaluation: Any, backend: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,11 +49,24 @@ def select(
     return step, records
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def visible(text: Any) -> str:
+    r"""``text`` with every control character shown as an escape (ESC as ``\x1b``), never raw.
+
+    Model text reaches a terminal here: a raw ESC could clear the screen, retitle the window or
+    write the clipboard (OSC 52); bidirectional overrides could reorder what is shown. Newlines
+    and tabs stay.
+    """
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), str(text))
+
+
 def _header(r: dict[str, Any]) -> str:
     adv = "-" if r.get("advantage") is None else f"{r['advantage']:+.3f}"
     comps = " ".join(f"{k}={v:g}" for k, v in sorted(r["components"].items()))
     flags = [f for f in ("filtered", "truncated") if r.get(f)]
-    return (
+    return visible(
         f"[{r['env'] or 'env'}] task {r['task_id']} group {r['group']}  reward {r['reward']:.3f}"
         f"  ({comps})  status {r['status']}  end {r['end']}  turns {r['turns']}  adv {adv}"
         f"  tokens {r['response_tokens']}/{r['total_tokens']}  age {r['age']}"
@@ -67,25 +81,30 @@ def render_text(step: int, records: Sequence[dict[str, Any]], width: int = 100) 
     for r in records:
         out += [rule, _header(r), "-" * width, "prompt:", _indent(r["prompt"])]
         for m in r["messages"]:
-            out += [f"{m['role']}:", _indent(m["content"])]
+            out += [f"{visible(m['role'])}:", _indent(m["content"])]
         if r.get("error"):
-            out.append(f"error: {r['error']}")
+            out.append(f"error: {visible(r['error'])}")
     return "\n".join(out) + "\n"
 
 
 def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in (text.strip() or "(empty)").splitlines())
+    shown = visible(text).strip() or "(empty)"
+    return "\n".join("    " + line for line in shown.split("\n"))
+
+
+def _h(text: Any) -> str:
+    """Text for the page: control characters shown as escapes, then HTML-escaped."""
+    return html.escape(visible(text))
 
 
 def _html_episode(r: dict[str, Any]) -> str:
     msgs = "".join(
-        f'<div class="{html.escape(m["role"])}"><b>{html.escape(m["role"])}</b>'
-        f"<pre>{html.escape(m['content'])}</pre></div>"
+        f'<div class="{_h(m["role"])}"><b>{_h(m["role"])}</b><pre>{_h(m["content"])}</pre></div>'
         for m in r["messages"]
     )
     return (
         f"<details><summary>{html.escape(_header(r))}</summary>"
-        f'<div class="prompt"><b>prompt</b><pre>{html.escape(r["prompt"])}</pre></div>'
+        f'<div class="prompt"><b>prompt</b><pre>{_h(r["prompt"])}</pre></div>'
         f"{msgs}</details>"
     )
 
@@ -99,7 +118,7 @@ STYLE = (
 
 def render_html(run_dir: Path, out: Path) -> int:
     """Write every logged step of ``run_dir`` as one static page; returns the episode count."""
-    parts = [f"<h1>rollouts of {html.escape(str(run_dir))}</h1>"]
+    parts = [f"<h1>rollouts of {_h(run_dir)}</h1>"]
     total = 0
     for step, path in step_files(run_dir):
         records = read_step(path)

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -40,6 +41,7 @@ from .config import Config
 from .lora import merge_state, scaling
 from .placement import check_cluster, describe, options, where
 from .refit import load_into_engine, make_weight_sync
+from .watchdog import Deadlines, PartHung, RunFailed, generation_work, get
 
 
 def _set_threads(n: int) -> None:
@@ -374,14 +376,23 @@ class EnvWorker:
 
 
 class RayEnvPool:
-    """An :class:`envhub.trainer.rollout.EnvPool` over :class:`EnvWorker` actors, round-robin."""
+    """An :class:`envhub.trainer.rollout.EnvPool` over :class:`EnvWorker` actors, round-robin.
 
-    def __init__(self, actors: Sequence[Any], timeout_s: float):
+    A call past its deadline drops its episode (``infra_error``); the actor is then asked
+    for a sign of life, and one that gives none within :data:`PING_S` is handed to
+    ``on_hung`` (the cluster logs its stack, kills it and Ray starts it again).
+    """
+
+    PING_S = 10.0
+
+    def __init__(self, actors: Sequence[Any], timeout_s: float, on_hung: Any = None):
         """Route episodes to ``actors``; ``timeout_s`` bounds each call."""
         self.actors, self.timeout_s = list(actors), timeout_s
+        self.on_hung = on_hung
         self._route: dict[str, Any] = {}
         self._next = itertools.cycle(range(len(self.actors)))
         self._lock = threading.Lock()
+        self._checked: dict[str, float] = {}
 
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
         """Start ``key`` on the next actor (waiting, within the deadline, for one Ray restarts).
@@ -397,7 +408,7 @@ class RayEnvPool:
         while True:
             try:
                 ref = actor.reset.remote(key, seed, task_id)
-                return ray.get(ref, timeout=max(0.1, end - time.monotonic()))
+                return self._answer(actor, ref, max(0.1, end - time.monotonic()))
             except ray.exceptions.ActorUnavailableError:
                 if time.monotonic() >= end:
                     raise
@@ -405,18 +416,43 @@ class RayEnvPool:
 
     def step(self, key: str, message: Message) -> StepResult:
         """Step ``key`` on its actor."""
-        return ray.get(self._route[key].step.remote(key, message), timeout=self.timeout_s)
+        actor = self._route[key]
+        return self._answer(actor, actor.step.remote(key, message), self.timeout_s)
 
     def finish(self, key: str) -> StepResult:
         """End ``key`` from outside: its final accounting."""
-        return ray.get(self._route[key].finish.remote(key), timeout=self.timeout_s)
+        actor = self._route[key]
+        return self._answer(actor, actor.finish.remote(key), self.timeout_s)
 
     def close(self, key: str, discard: bool = False) -> None:
         """End ``key``."""
         with self._lock:
             actor = self._route.pop(key, None)
         if actor is not None:
-            ray.get(actor.close.remote(key, discard), timeout=self.timeout_s)
+            self._answer(actor, actor.close.remote(key, discard), self.timeout_s)
+
+    def _answer(self, actor: Any, ref: Any, timeout_s: float) -> Any:
+        try:
+            return ray.get(ref, timeout=timeout_s)
+        except ray.exceptions.GetTimeoutError:
+            self._check(actor)
+            raise
+
+    def _check(self, actor: Any) -> None:
+        """After a late answer: an actor that does not answer a ping is hung."""
+        key = _actor_key(actor)
+        now = time.monotonic()
+        with self._lock:  # one check per actor at a time, however many calls were late
+            if now - self._checked.get(key, -1e9) < self.PING_S * 3:
+                return
+            self._checked[key] = now
+        try:
+            ray.get(actor.where.remote(), timeout=self.PING_S)
+        except ray.exceptions.GetTimeoutError:
+            if self.on_hung is not None:
+                self.on_hung(actor)
+        except ray.exceptions.RayError:
+            pass  # dead or restarting: Ray's restart is already under way
 
 
 class Cluster:
@@ -435,12 +471,26 @@ class Cluster:
         self.weights_version = 0
         """Refits so far: engines hold this version after each (checked before sampling)."""
         self.lost_engines = 0
-        """Engines lost while sampling (restarted and refit)."""
+        """Engines lost, hung or failed while sampling (restarted and refit)."""
+        self.deadlines = Deadlines(config.watchdog)
+        self.failures: list[str] = []
+        """What failed since :meth:`take_failures` (a hung or raising engine, ...)."""
+        self._pids: dict[str, int] = {}
         try:
             self._start_workers(model_dir)
         except BaseException:
             self.shutdown()
             raise
+
+    @classmethod
+    def over(cls, config: Config, engines: list[Any], policy: list[Any], sync: Any = None):
+        """A cluster over actors started elsewhere (tests): no Ray start, no workers."""
+        self = cls.__new__(cls)
+        self.cfg, self.engines, self.policy, self.weight_sync = config, engines, policy, sync
+        self._own_ray, self._ray_dir, self.reference = False, None, None
+        self.env_workers, self.weights_version, self.lost_engines = [], 0, 0
+        self.deadlines, self.failures, self._pids = Deadlines(config.watchdog), [], {}
+        return self
 
     def _start_workers(self, model_dir: str) -> None:
         config = self.cfg
@@ -454,8 +504,10 @@ class Cluster:
         )
         data = config.model_dump(mode="json")
         self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
-        addr, port = ray.get(self.policy[0].address.remote())
-        ray.get([w.setup.remote(addr, port) for w in self.policy])
+        startup = config.watchdog.startup_s
+        addr, port = self._get(self.policy[0].address.remote(), "policy worker start", startup)
+        refs = [w.setup.remote(addr, port) for w in self.policy]
+        self._get(refs, "policy workers loading the model", startup)
         from .generation import start_engines
 
         self.engines = start_engines(config, model_dir) if config.separate_engines else []
@@ -497,14 +549,25 @@ class Cluster:
             actors = [env_actor.remote(src.name, src.runner, overrides) for _ in range(src.workers)]
             self.env_groups[src.name] = actors
             self.env_workers.extend(actors)
-            pools[src.name] = RayEnvPool(actors, e.call_deadline_s)
+            pools[src.name] = RayEnvPool(actors, e.call_deadline_s, self._env_hung)
         self.env_pool = RoutedEnvPool(pools)
 
     def env_info(self, with_tasks: bool) -> dict[str, dict[str, Any]]:
         """Per source: its ``primary`` component and, ``with_tasks``, its training tasks."""
         names = list(self.env_groups)
         refs = [self.env_groups[n][0].describe.remote(with_tasks) for n in names]
-        return dict(zip(names, ray.get(refs), strict=True))
+        got = self._get(refs, "environment workers", self.cfg.watchdog.startup_s)
+        return dict(zip(names, got, strict=True))
+
+    def _env_hung(self, actor: Any) -> None:
+        """An environment worker that answers nothing: its stack, then a restart by Ray."""
+        from .watchdog import log_stack
+
+        name = next((n for n, group in self.env_groups.items() if actor in group), "?")
+        part = f"environment worker of {name}"
+        log_stack(self.pid_of(actor), part)
+        self.failures.append(f"{part} hung (no answer to a ping); killed and restarted")
+        ray.kill(actor, no_restart=False)
 
     def _start_ray(self) -> None:
         if ray.is_initialized():
@@ -543,7 +606,46 @@ class Cluster:
         groups = {"policy": self.policy, "generation": self.engines, "env": self.env_workers}
         if self.reference is not None:
             groups["reference"] = [self.reference]
-        return describe(groups)
+        rows = describe(groups)
+        actors = [a for group in groups.values() for a in group]
+        for actor, row in zip(actors, rows, strict=True):
+            self._pids[_actor_key(actor)] = row["pid"]
+        return rows
+
+    def pid_of(self, actor: Any) -> int | None:
+        """The process of ``actor`` as last seen (start, or its restart), if known."""
+        return self._pids.get(_actor_key(actor))
+
+    def take_failures(self) -> list[str]:
+        """What failed since the last call (each a line naming the part)."""
+        out, self.failures = self.failures, []
+        return out
+
+    def _get(self, refs: Any, part: str, deadline_s: float, actors: Sequence[Any] = ()) -> Any:
+        """:func:`envhub.trainer.watchdog.get` with this run's progress setting and pids."""
+        pids = [self.pid_of(a) for a in actors] if actors else None
+        every = self.cfg.watchdog.progress_every_s
+        return get(refs, part, deadline_s, progress_every_s=every, pids=pids)
+
+    def _policy_get(self, refs: list[Any], what: str, deadline_s: float) -> list[Any]:
+        """The policy ranks' answers to ``what``; a hang or an exception stops the run.
+
+        FSDP ranks cannot be replaced mid-run, so a rank that gives no answer within the
+        deadline, or raises, ends the run (exit code 1) with a message naming it; a rank that
+        died is :class:`envhub.trainer.train.WorkerLost` (Ray's actor error, raised as is).
+        """
+        try:
+            return self._get(refs, f"policy workers ({what})", deadline_s, self.policy)
+        except PartHung as e:
+            ranks = ", ".join(str(r) for r in e.late)
+            raise RunFailed(
+                f"policy worker rank {ranks} gave no answer to {what} within "
+                f"{deadline_s:.0f} s (watchdog.*; its state is logged above): the run "
+                "stops, as FSDP ranks cannot be replaced mid-run. Rerun with --resume auto "
+                "to continue from the newest checkpoint."
+            ) from e
+        except ray.exceptions.RayTaskError as e:
+            raise RunFailed(f"a policy worker raised during {what}: {_cause(e)}") from e
 
     # ------------------------------------------------------------------ group operations
 
@@ -568,40 +670,93 @@ class Cluster:
             for r, (w, s) in enumerate(zip(group, shares, strict=True))
             if prompts[s]
         ]
+        deadline = max(self.deadlines.generation(c, params.max_tokens) for _, c, _, _ in work)
         if not self.engines:  # colocated: a lost policy worker ends the run
             refs = [w.generate.remote(c, p, k) for w, c, p, k in work]
-            return [g for part in ray.get(refs) for g in part]
+            return [g for part in self._policy_get(refs, "generation", deadline) for g in part]
         version = self.weights_version
+        t0 = time.monotonic()
         refs = [w.generate.remote(c, p, version, k) for w, c, p, k in work]
-        return [
+        end = t0 + deadline
+        out = [
             g
             for (w, c, p, k), ref in zip(work, refs, strict=True)
-            for g in self._engine_result(w, (c, p, version, k), ref)
+            for g in self._engine_result(w, (c, p, version, k), ref, end)
         ]
+        if not self.failures:  # a clean call tells how fast the engines are now
+            most = max(generation_work(c, params.max_tokens) for _, c, _, _ in work)
+            self.deadlines.observe("generation", most, time.monotonic() - t0)
+        return out
 
-    def _engine_result(self, engine: Any, call: tuple, ref: Any) -> list[Generation | Exception]:
-        """One engine's generations; a lost engine is revived and its prompts failed.
+    def _engine_result(
+        self, engine: Any, call: tuple, ref: Any, end: float
+    ) -> list[Generation | Exception]:
+        """One engine's generations by ``end`` (monotonic); a failed engine is restarted.
 
         ``call``: the arguments its ``generate`` was sent (prompts first), sent again after a
-        refit when the engine had restarted while idle.
+        refit when the engine had restarted while idle. An engine that died, raised or gave
+        no answer by ``end`` is restarted (killed first when alive) and refit; its prompts
+        get the failure in place of a generation (the rollout drops them as ``infra_error``).
         """
         from .generation import EngineNotRefit
 
         chunk = call[0]
+        index = self.engines.index(engine)
+        part = f"generation engine {index}"
         try:
-            return ray.get(ref)
+            return self._get(ref, part, max(end - time.monotonic(), 1.0), [engine])
         except EngineNotRefit:  # restarted while idle: refit it, then sample as asked
             self._revive(engine)
-            return ray.get(engine.generate.remote(*call))
+            return self._get(engine.generate.remote(*call), part, self.deadlines.fixed(2))
         except ray.exceptions.RayActorError as e:  # died while sampling these prompts
-            self.lost_engines += 1
-            self._revive(engine)
-            lost = RuntimeError(f"generation engine lost while sampling: {type(e).__name__}")
-            return [lost] * len(chunk)
+            failure = f"{part} died while sampling ({type(e).__name__}); restarted"
+        except PartHung as e:
+            failure = f"{part} hung ({e}); killed and restarted"
+        except ray.exceptions.RayTaskError as e:  # it raised: vLLM may be left spinning
+            failure = f"{part} raised while sampling ({_cause(e)}); restarted"
+        self.lost_engines += 1
+        self.failures.append(failure)
+        self._restart(engine)
+        return [RuntimeError(failure)] * len(chunk)
+
+    def _restart(self, engine: Any) -> None:
+        """Kill ``engine`` (dead, hung or broken) and wait for Ray's new process; refit it."""
+        old = self.pid_of(engine)
+        if old is None:  # not placed yet: ask (a hung one does not answer; it is killed anyway)
+            with contextlib.suppress(ray.exceptions.RayError):
+                old = ray.get(engine.where.remote(), timeout=2)["pid"]
+        ray.kill(engine, no_restart=False)  # a dead one is restarting already
+        end = time.monotonic() + self.cfg.generation.restart_timeout_s
+        while time.monotonic() < end:  # the kill is asynchronous: the old process may answer
+            try:
+                info = ray.get(engine.where.remote(), timeout=max(end - time.monotonic(), 0.1))
+            except ray.exceptions.ActorUnavailableError:
+                time.sleep(0.2)
+                continue
+            except ray.exceptions.RayError as e:
+                raise RunFailed(f"generation engine {self.engines.index(engine)}: {e}") from e
+            if info["pid"] != old:
+                break
+            time.sleep(0.2)
+        self._revive(engine)
 
     def _revive(self, engine: Any) -> None:
-        """Wait for Ray to restart ``engine``, then load the current weights into it."""
-        self.weight_sync.revive(engine, self.cfg.generation.restart_timeout_s)
+        """Wait for Ray to restart ``engine``, then load the current weights into it.
+
+        Raises:
+            RunFailed: the engine is not back (restarts used up, or past
+                ``generation.restart_timeout_s``).
+        """
+        try:
+            self.weight_sync.revive(engine, self.cfg.generation.restart_timeout_s)
+        except RuntimeError as e:
+            raise RunFailed(f"generation engine {self.engines.index(engine)}: {e}") from e
+        self.placement_of(engine)
+
+    def placement_of(self, engine: Any) -> None:
+        """Record the (new) process of ``engine``."""
+        info = self._get(engine.where.remote(), "generation engine", self.deadlines.fixed())
+        self._pids[_actor_key(engine)] = info["pid"]
 
     def refit(self) -> float:
         """New weights into every engine (see :mod:`envhub.trainer.refit`); returns seconds."""
@@ -609,14 +764,19 @@ class Cluster:
         # (in-flight updates) still asks for the previous one, which the engines exceed
         version = self.weights_version + 1
         if self.cfg.generation.sleep_while_training and self.engines:
-            ray.get([e.wake_up.remote() for e in self.engines])
+            self._get([e.wake_up.remote() for e in self.engines], "engines' wake-up", 120.0)
         seconds = self.weight_sync.push(version)
         self.weights_version = version
         return seconds
 
     def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
         """Current-policy logprobs of each rank's shard."""
-        return ray.get([w.logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)])
+        refs = [w.logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)]
+        return self._policy_get(refs, "logprobs", self._forward_deadline(shards))
+
+    def _forward_deadline(self, shards: Sequence[Sequence[Sample]]) -> float:
+        tokens = max((sum(len(s.tokens) for s in shard) for shard in shards), default=0)
+        return self.deadlines.train(tokens, passes=0.5)
 
     def reference_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Reference logprobs (requires ``loss.kl_beta > 0``).
@@ -627,7 +787,8 @@ class Cluster:
             return self._base_model_logprobs(samples)
         if self.reference is None:
             raise RuntimeError("no reference worker: loss.kl_beta is 0")
-        return ray.get(self.reference.logprobs.remote(samples))
+        ref = self.reference.logprobs.remote(samples)
+        return self._policy_get([ref], "reference logprobs", self._forward_deadline([samples]))[0]
 
     def _base_model_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """LoRA's reference: each policy rank scores a shard with its adapter disabled."""
@@ -636,7 +797,8 @@ class Cluster:
         shards = shard(samples, len(self.policy), pad_id=0)  # padding samples score nothing
         refs = [w.reference_logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)]
         found = {}
-        for part, lps in zip(shards, ray.get(refs), strict=True):
+        got = self._policy_get(refs, "reference logprobs", self._forward_deadline(shards))
+        for part, lps in zip(shards, got, strict=True):
             found.update({id(s): lp for s, lp in zip(part, lps, strict=True)})
         return [found[id(s)] for s in samples]
 
@@ -647,35 +809,47 @@ class Cluster:
         :meth:`refit`).
         """
         if self.cfg.generation.sleep_while_training and self.engines:
-            ray.get([e.sleep.remote() for e in self.engines])
-        return ray.get([w.train.remote(mb) for w, mb in zip(self.policy, per_rank, strict=True)])
+            self._get([e.sleep.remote() for e in self.engines], "engines' sleep", 120.0)
+        refs = [w.train.remote(mb) for w, mb in zip(self.policy, per_rank, strict=True)]
+        tokens = max(sum(len(s.tokens) for mb in rank for s in mb) for rank in per_rank)
+        t0 = time.monotonic()
+        stats = self._policy_get(refs, "the policy update", self.deadlines.train(tokens))
+        self.deadlines.observe("train", tokens, time.monotonic() - t0)
+        return stats
 
     def save(self, directory: str | Path) -> None:
         """All ranks write their shards into ``directory``."""
-        ray.get([w.save.remote(str(directory)) for w in self.policy])
+        refs = [w.save.remote(str(directory)) for w in self.policy]
+        self._policy_get(refs, "saving a checkpoint", self.deadlines.fixed(5))
 
     def load(self, directory: str) -> None:
         """All ranks restore from ``directory`` (and refit their engines)."""
-        ray.get([w.load.remote(directory) for w in self.policy])
+        refs = [w.load.remote(directory) for w in self.policy]
+        self._policy_get(refs, "loading a checkpoint", self.deadlines.fixed(5))
         if self.engines:
             self.refit()
 
     def export(self, directory: str) -> None:
         """Write the policy as a plain HF directory."""
-        ray.get([w.export.remote(directory) for w in self.policy])
+        refs = [w.export.remote(directory) for w in self.policy]
+        self._policy_get(refs, "exporting the model", self.deadlines.fixed(5))
 
     def engine_logprobs(
         self, sequences: list[list[int]], starts: list[int], temperature: float
     ) -> list[list[float]]:
         """The first engine's logprobs of given tokens (``generation.engine_score``)."""
+        deadline = self.deadlines.generation(sequences, 1)
         if not self.engines:
-            return ray.get(self.policy[0].engine_score.remote(sequences, starts, temperature))
+            ref = self.policy[0].engine_score.remote(sequences, starts, temperature)
+            return self._policy_get([ref], "engine scoring", deadline)[0]
         first = self.engines[0]
         try:
-            return ray.get(first.score.remote(sequences, starts, temperature))
+            ref = first.score.remote(sequences, starts, temperature)
+            return self._get(ref, "engine scoring", deadline, [first])
         except ray.exceptions.RayActorError:  # lost since the refit: restarted, refit, retried
             self._revive(first)
-            return ray.get(first.score.remote(sequences, starts, temperature))
+            ref = first.score.remote(sequences, starts, temperature)
+            return self._get(ref, "engine scoring", deadline, [first])
 
     def shutdown(self) -> None:
         """Stop the actors, and the local Ray if this cluster started it."""
@@ -731,3 +905,16 @@ def _unwind_on_sigterm() -> None:
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _sigterm_exit)
+
+
+def _actor_key(actor: Any) -> str:
+    """A stable key of an actor handle (its Ray actor id; any object's id in tests)."""
+    actor_id = getattr(actor, "_actor_id", None)
+    return actor_id.hex() if actor_id is not None else str(id(actor))
+
+
+def _cause(err: BaseException) -> str:
+    """A worker's exception as one line: its type and message, without Ray's traceback."""
+    cause = getattr(err, "cause", None) or err
+    text = str(cause).strip().splitlines()
+    return f"{type(cause).__name__}: {text[-1] if text else ''}"

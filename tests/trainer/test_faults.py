@@ -96,9 +96,8 @@ def test_a_restarted_engine_is_refit_before_it_samples(tiny_path):
         pid = ray.get(engine.where.remote())["pid"]
         os.kill(pid, signal.SIGKILL)
         # the driver's view: Cluster.generate over this engine (no other worker needed)
-        cluster = Cluster.__new__(Cluster)
-        cluster.cfg, cluster.engines, cluster.policy = cfg, [engine], [policy]
-        cluster.weight_sync, cluster.weights_version, cluster.lost_engines = sync, 1, 0
+        cluster = Cluster.over(cfg, [engine], [policy], sync)
+        cluster.weights_version = 1
         out = cluster.generate([SEQ[:4]] * 2, SamplingParams(max_tokens=3, seed=0))
         assert len(out) == 2
         assert ray.get(engine.where.remote())["pid"] != pid  # a new process
@@ -221,3 +220,126 @@ def test_lost_policy_worker_stops_then_resume_auto(tmp_path):
     assert proc.returncode == 0, log[-5000:]
     assert "resumed from" in log
     assert [r["step"] for r in _rows(tmp_path)][-(3 - done) :] == list(range(done + 1, 4))
+
+
+# ---- hangs (SIGSTOP) and crashes: found within their deadline, recovered or stopped (issue 30)
+
+QUICK_WATCH = ["watchdog.floor_s=8", "watchdog.progress_every_s=4"]
+SPLIT = [*FAST, "cluster.placement=split", "cluster.num_cpus=3", "checkpoint.every=0"]
+
+
+def _alive(pids):
+    alive = []
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive.append(pid)
+        except ProcessLookupError:
+            pass
+    return alive
+
+
+@pytest.mark.slow
+def test_a_hung_engine_is_found_logged_and_restarted(tmp_path):
+    proc = _start(
+        tmp_path,
+        *SPLIT,
+        *QUICK_WATCH,
+        "watchdog.generation_tokens_per_s=100",
+        "train.steps=3",
+        "rollout.sampling.max_tokens=64",
+    )
+    _wait_for_step(proc, tmp_path, 1)
+    [pid] = _pids(tmp_path, "generation")
+    os.kill(pid, signal.SIGSTOP)
+    log = _finish(proc)
+    assert proc.returncode == 0, log[-5000:]
+    assert "generation engine 0 hung" in log and "stopped by a signal" in log, log[-5000:]
+    assert "waiting on generation engine 0" in log  # a progress line while it waited
+    rows = _rows(tmp_path)
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert sum(r["failures"] for r in rows) >= 1
+    assert sum(r.get("dropped/infra_error", 0) for r in rows) > 0  # the hung call's prompts
+    assert rows[-1]["kept"] > 0  # the restarted engine samples again
+    assert _alive([pid]) == []  # the stopped process was killed, not left behind
+
+
+@pytest.mark.slow
+def test_a_hung_policy_worker_stops_the_run_with_exit_1_and_nothing_left(tmp_path):
+    proc = _start(tmp_path, *SPLIT, *QUICK_WATCH, "train.steps=4")
+    _wait_for_step(proc, tmp_path, 1)
+    pids = [p for g in ("policy", "generation", "env") for p in _pids(tmp_path, g)]
+    os.kill(_pids(tmp_path, "policy")[0], signal.SIGSTOP)
+    t0 = time.monotonic()
+    log = _finish(proc, timeout_s=300)
+    assert proc.returncode == 1, log[-5000:]
+    assert "policy worker rank 0 gave no answer" in log and "--resume auto" in log, log[-3000:]
+    assert time.monotonic() - t0 < 200
+    time.sleep(2)
+    assert _alive(pids) == []
+
+
+@pytest.mark.slow
+def test_a_hung_environment_worker_is_restarted_and_the_run_goes_on(tmp_path):
+    proc = _start(tmp_path, *SPLIT, *QUICK_WATCH, "env.timeout_s=5", "train.steps=3")
+    _wait_for_step(proc, tmp_path, 1)
+    [pid] = _pids(tmp_path, "env")
+    os.kill(pid, signal.SIGSTOP)
+    log = _finish(proc)
+    assert proc.returncode == 0, log[-5000:]
+    assert "environment worker of gsm8k hung" in log, log[-5000:]
+    rows = _rows(tmp_path)
+    assert sum(r.get("dropped/infra_error", 0) for r in rows) > 0
+    assert rows[-1]["kept"] > 0
+    assert _alive([pid]) == []
+
+
+@pytest.mark.slow
+def test_steps_that_all_fail_stop_the_run_naming_the_part(tmp_path):
+    # every environment call past a 1 ms deadline: every episode dropped, every step failed
+    proc = _start(tmp_path, *FAST, "env.timeout_s=0.001", "train.steps=10")
+    log = _finish(proc, timeout_s=400)
+    assert proc.returncode == 1, log[-5000:]
+    assert "3 consecutive steps failed" in log and "every episode was dropped" in log, log[-3000:]
+    assert "infra_error" in log
+
+
+@pytest.mark.slow
+def test_an_engine_that_raises_is_restarted_with_its_weights(tiny_path):
+    """A raising engine (vLLM is then left spinning) is killed, restarted and refit; the
+    prompts of the failed call are failed (infra_error), and the next call samples."""
+    import ray
+
+    from envhub.trainer.workers import Cluster
+
+    state = _perturbed(str(tiny_path))
+    tmp = tempfile.mkdtemp(prefix="envhub-ft-")
+    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "trainer")])}
+    ray.init(
+        address="local",
+        num_cpus=2,
+        _temp_dir=tmp,
+        include_dashboard=False,
+        runtime_env={"env_vars": env},
+    )
+    try:
+        cfg = Config.model_validate({"cluster": {"placement": "split"}})
+        engine = ray.remote(num_cpus=1, max_restarts=1)(GenerationWorker).remote(
+            0, cfg.model_dump(mode="json"), str(tiny_path), 1
+        )
+        policy = ray.remote(num_cpus=0)(_FakePolicy).remote(state)
+        sync = ObjectStoreSync([policy], [engine])
+        sync.push(version=1)
+        cluster = Cluster.over(cfg, [engine], [policy], sync)
+        cluster.weights_version = 1
+        pid = ray.get(engine.where.remote())["pid"]
+        bad = [[10**9, 3]]  # a token id past the vocabulary: the engine raises
+        [out] = cluster.generate(bad, SamplingParams(max_tokens=3, seed=0))
+        assert isinstance(out, RuntimeError) and "raised while sampling" in str(out)
+        assert "IndexError" in cluster.take_failures()[0]
+        assert ray.get(engine.where.remote())["pid"] != pid  # restarted, not reused
+        [ok] = cluster.generate([SEQ[:4]], SamplingParams(max_tokens=3, seed=0))
+        assert len(ok.token_ids) >= 1 and ok.weight_version == 1  # refit before sampling
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -132,21 +132,19 @@ def test_the_runs_engines_sample_a_seeded_request_alike_however_many(engine, mon
     import ray
 
     from envhub.engines.types import SamplingParams
+    from envhub.trainer import workers
+    from envhub.trainer.config import Config
     from envhub.trainer.hub import ClusterEngine
     from envhub.trainer.workers import Cluster
 
     monkeypatch.setattr(ray, "get", lambda refs: refs)
+    monkeypatch.setattr(workers, "get", lambda refs, *_, **__: refs)
     chat = ChatFormatter(engine.tokenizer)
     prompts = [chat.prompt_ids([{"role": "user", "content": f"{n} + 1?"}]) for n in range(5)]
     params, seeds = SamplingParams(max_tokens=6, temperature=1.0), [11, 12, 13, 14, 15]
     samples = []
     for engines in (1, 2, 3):
-        cluster = Cluster.__new__(Cluster)
-        cluster.engines, cluster.policy, cluster.weights_version = (
-            [InPlace(engine)] * engines,
-            [],
-            0,
-        )
+        cluster = Cluster.over(Config(), [InPlace(engine)] * engines, [])
         outs = ClusterEngine(cluster, 512).generate(prompts, params, seeds)
         samples.append([g.token_ids for g in outs])
     assert samples[0] == samples[1] == samples[2]
