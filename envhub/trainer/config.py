@@ -311,10 +311,13 @@ class GenerationConfig(_Section):
     bucket_mb: int = Field(default=256, ge=1)
     """``gloo``/``nccl``: largest flat bucket on the wire, in MB (one dtype per bucket); each
     side holds one bucket beyond the full weights."""
-    refit_timeout_s: float = Field(default=300.0, gt=0)
-    """``gloo``/``nccl``: deadline of the group's rendezvous and of every bucket's broadcast;
-    a stuck member, or one dead for good, fails the run with an error naming the transport
-    (an engine that Ray restarts is let into the group formed again, ``max_restarts``)."""
+    refit_timeout_s: float = Field(default=120.0, gt=0)
+    """Deadline of a refit's parts: ``gloo``/``nccl``: the group's rendezvous and every
+    bucket's broadcast (a stuck member, or one dead for good, fails the refit with an error
+    naming the transport; an engine that Ray restarts is let into the group formed again,
+    ``max_restarts``); ``object_store`` and colocated engines: the gather and every engine's
+    load. An engine that misses it is logged with its stack, killed and restarted with the
+    weights; a policy rank that misses it stops the run."""
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs

@@ -334,7 +334,11 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
     # a dead engine process is started again by Ray (the driver refits it before it samples)
     cls = actor(GenerationWorker).options(max_restarts=g.max_restarts)
     engines = [cls.remote(i, data, model_dir, g.threads_per_engine) for i in range(count)]
-    ray.get([e.ready.remote() for e in engines])
+    from .watchdog import get
+
+    every = config.watchdog.progress_every_s
+    refs = [e.ready.remote() for e in engines]
+    get(refs, "generation engines starting", config.watchdog.startup_s, progress_every_s=every)
     return engines
 
 

@@ -132,7 +132,7 @@ def describe(groups: Mapping[str, list[Any]]) -> list[dict[str, Any]]:
         for name, actors in groups.items()
         for rank, a in enumerate(actors)
     ]
-    found = ray.get([r for _, _, r in refs])
+    found = ray.get([r for _, _, r in refs], timeout=120)  # every actor answers at once
     return [
         {"group": name, "rank": rank, **info}
         for (name, rank, _), info in zip(refs, found, strict=True)

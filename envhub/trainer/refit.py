@@ -56,16 +56,20 @@ def load_into_engine(engine: Any, state: Mapping[str, torch.Tensor]) -> float:
 class ColocatedSync:
     """Refit of engines that live inside the policy workers (see module docstring)."""
 
-    def __init__(self, policy_workers: Sequence[Any]) -> None:
+    def __init__(self, policy_workers: Sequence[Any], deadline_s: float = 300.0) -> None:
         """``policy_workers``: the :class:`envhub.trainer.workers.PolicyWorker` actor handles."""
-        self.workers = list(policy_workers)
+        self.workers, self.deadline_s = list(policy_workers), deadline_s
 
     def push(self, version: int | None = None) -> float:
-        """Every rank gathers and loads at once (the gather is collective)."""
-        import ray
+        """Every rank gathers and loads at once (the gather is collective).
+
+        Raises:
+            envhub.trainer.watchdog.PartHung: a rank gave no answer within the deadline.
+        """
+        from .watchdog import get
 
         t0 = time.perf_counter()
-        ray.get([w.refit.remote() for w in self.workers])
+        get([w.refit.remote() for w in self.workers], "policy workers (refit)", self.deadline_s)
         return time.perf_counter() - t0
 
 
@@ -77,9 +81,14 @@ class ObjectStoreSync:
     load = "load_weights"
     """The engines' method that loads them."""
 
-    def __init__(self, policy_workers: Sequence[Any], engines: Sequence[Any]) -> None:
+    def __init__(
+        self, policy_workers: Sequence[Any], engines: Sequence[Any], deadline_s: float = 300.0
+    ) -> None:
         """``engines``: :class:`envhub.trainer.generation.GenerationWorker` actor handles."""
         self.workers, self.engines = list(policy_workers), list(engines)
+        self.deadline_s = deadline_s
+        self.late: list[Any] = []
+        """Engines that did not load the last push within the deadline (to be restarted)."""
         self.last_load_seconds: float = 0.0
         self.last_state: Any = None
         """The newest weights' object (kept: a restarted engine is refit from it)."""
@@ -93,17 +102,23 @@ class ObjectStoreSync:
         """
         import ray
 
+        from .watchdog import PartHung, get
+
         t0 = time.perf_counter()
+        end = time.monotonic() + self.deadline_s
         gathered = [getattr(w, self.gather).remote() for w in self.workers]
         loads = [getattr(e, self.load).remote(gathered[0], version) for e in self.engines]
-        ray.get(gathered)  # a policy worker's failure is the run's
+        get(gathered, "policy workers (gathering the weights)", self.deadline_s)
         self.last_state, self.version = gathered[0], version
-        seconds = []
-        for ref in loads:
+        seconds, self.late = [], []
+        for engine, ref in zip(self.engines, loads, strict=True):
             try:
-                seconds.append(ray.get(ref))
+                left = max(end - time.monotonic(), 1.0)
+                seconds.append(get(ref, "a generation engine's refit", left))
             except ray.exceptions.RayActorError:
                 continue  # a lost engine: revived on its next generate
+            except PartHung:
+                self.late.append(engine)  # the cluster restarts it; refit before it samples
         self.last_load_seconds = max(seconds, default=0.0)
         return time.perf_counter() - t0
 
@@ -379,9 +394,9 @@ def make_weight_sync(
         ValueError: a transport without an implementation.
     """
     if not engines:
-        return ColocatedSync(policy_workers)
+        return ColocatedSync(policy_workers, timeout_s)
     if adapter:
-        return AdapterSync(policy_workers, engines)
+        return AdapterSync(policy_workers, engines, timeout_s)
     if weight_transfer == "vllm":
         from .vllm_transfer import VLLMTransferSync
 
@@ -389,7 +404,7 @@ def make_weight_sync(
     if transport not in SYNCS:
         raise ValueError(f"no refit transport {transport!r}; available: {', '.join(SYNCS)}")
     if transport not in COLLECTIVE:
-        return SYNCS[transport](policy_workers, engines)
+        return SYNCS[transport](policy_workers, engines, timeout_s)
     options = {
         "transport": transport,
         "timeout_s": timeout_s,

@@ -41,7 +41,7 @@ from .config import Config
 from .lora import merge_state, scaling
 from .placement import check_cluster, describe, options, where
 from .refit import load_into_engine, make_weight_sync
-from .watchdog import Deadlines, PartHung, RunFailed, generation_work, get
+from .watchdog import Deadlines, PartHung, RunFailed, generation_work, get, log_stack
 
 
 def _set_threads(n: int) -> None:
@@ -378,12 +378,14 @@ class EnvWorker:
 class RayEnvPool:
     """An :class:`envhub.trainer.rollout.EnvPool` over :class:`EnvWorker` actors, round-robin.
 
-    A call past its deadline drops its episode (``infra_error``); the actor is then asked
-    for a sign of life, and one that gives none within :data:`PING_S` is handed to
-    ``on_hung`` (the cluster logs its stack, kills it and Ray starts it again).
+    A call past its deadline drops its episode (``infra_error``). While a call waits, its
+    actor is asked for a sign of life every :data:`CHECK_EVERY_S`; one that gives none within
+    :data:`PING_S` is handed to ``on_hung`` (the cluster logs its stack, kills it and Ray
+    starts it again) and the calls waiting on it end at once.
     """
 
     PING_S = 10.0
+    CHECK_EVERY_S = 30.0
 
     def __init__(self, actors: Sequence[Any], timeout_s: float, on_hung: Any = None):
         """Route episodes to ``actors``; ``timeout_s`` bounds each call."""
@@ -393,6 +395,7 @@ class RayEnvPool:
         self._next = itertools.cycle(range(len(self.actors)))
         self._lock = threading.Lock()
         self._checked: dict[str, float] = {}
+        self._hung: set[str] = set()
 
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
         """Start ``key`` on the next actor (waiting, within the deadline, for one Ray restarts).
@@ -432,27 +435,42 @@ class RayEnvPool:
             self._answer(actor, actor.close.remote(key, discard), self.timeout_s)
 
     def _answer(self, actor: Any, ref: Any, timeout_s: float) -> Any:
-        try:
-            return ray.get(ref, timeout=timeout_s)
-        except ray.exceptions.GetTimeoutError:
-            self._check(actor)
-            raise
+        """The call's answer within ``timeout_s``; a worker found hung meanwhile is restarted.
 
-    def _check(self, actor: Any) -> None:
-        """After a late answer: an actor that does not answer a ping is hung."""
+        The wait goes in slices of :data:`CHECK_EVERY_S`: after each slice without an answer
+        the worker is pinged, so a stopped or wedged process is found within a minute or so,
+        however long the call's own deadline (work plus admission to a busy server).
+        """
+        end = time.monotonic() + timeout_s
+        while True:
+            left = end - time.monotonic()
+            try:
+                return ray.get(ref, timeout=max(min(left, self.CHECK_EVERY_S), 0.1))
+            except ray.exceptions.GetTimeoutError:
+                if left <= self.CHECK_EVERY_S or not self._check(actor):
+                    raise
+
+    def _check(self, actor: Any) -> bool:
+        """Ping an actor late to answer; a hung one goes to ``on_hung``. False when hung."""
         key = _actor_key(actor)
         now = time.monotonic()
         with self._lock:  # one check per actor at a time, however many calls were late
-            if now - self._checked.get(key, -1e9) < self.PING_S * 3:
-                return
-            self._checked[key] = now
+            recent = now - self._checked.get(key, -1e9) < self.PING_S * 3
+            if not recent:
+                self._checked[key] = now
+        if recent:
+            return key not in self._hung
         try:
             ray.get(actor.where.remote(), timeout=self.PING_S)
+            self._hung.discard(key)
+            return True
         except ray.exceptions.GetTimeoutError:
+            self._hung.add(key)
             if self.on_hung is not None:
                 self.on_hung(actor)
+            return False
         except ray.exceptions.RayError:
-            pass  # dead or restarting: Ray's restart is already under way
+            return True  # dead or restarting: Ray's restart is already under way
 
 
 class Cluster:
@@ -561,8 +579,6 @@ class Cluster:
 
     def _env_hung(self, actor: Any) -> None:
         """An environment worker that answers nothing: its stack, then a restart by Ray."""
-        from .watchdog import log_stack
-
         name = next((n for n, group in self.env_groups.items() if actor in group), "?")
         part = f"environment worker of {name}"
         log_stack(self.pid_of(actor), part)
@@ -765,9 +781,49 @@ class Cluster:
         version = self.weights_version + 1
         if self.cfg.generation.sleep_while_training and self.engines:
             self._get([e.wake_up.remote() for e in self.engines], "engines' wake-up", 120.0)
-        seconds = self.weight_sync.push(version)
+        seconds = self._push(version)
         self.weights_version = version
         return seconds
+
+    def _push(self, version: int) -> float:
+        """The weight sync's push; a hung engine is restarted, a hung policy rank stops the run.
+
+        Raises:
+            RunFailed: a policy rank gave no answer, or the transport failed with every engine
+                alive (the message names the transport).
+        """
+        from .collective import RefitTransportError
+
+        try:
+            seconds = self.weight_sync.push(version)
+        except PartHung as e:  # colocated engines or the gather: the policy ranks
+            raise RunFailed(
+                f"{e} during the refit: the run stops (FSDP ranks cannot be "
+                "replaced mid-run); rerun with --resume auto"
+            ) from e
+        except RefitTransportError as e:
+            hung = [x for x in self.engines if not self._answers(x)]
+            if not hung:
+                raise RunFailed(f"refit failed with every engine alive: {e}") from e
+            seconds = 0.0
+            self.weight_sync.late = hung
+        for engine in getattr(self.weight_sync, "late", []):  # restarted, then refit
+            self.failures.append(
+                f"generation engine {self.engines.index(engine)} hung in the refit; restarted"
+            )
+            log_stack(self.pid_of(engine), "a generation engine's refit")
+            self._restart(engine)
+        return seconds
+
+    def _answers(self, engine: Any) -> bool:
+        """True when ``engine`` answers a ping within 10 s."""
+        try:
+            ray.get(engine.where.remote(), timeout=10)
+            return True
+        except ray.exceptions.GetTimeoutError:
+            return False
+        except ray.exceptions.RayError:
+            return True  # dead or restarting: Ray brings it back; the refit sync readmits it
 
     def policy_logprobs(self, shards: list[list[Sample]]) -> list[list[list[float]]]:
         """Current-policy logprobs of each rank's shard."""

@@ -296,12 +296,13 @@ def test_a_hung_environment_worker_is_restarted_and_the_run_goes_on(tmp_path):
 
 @pytest.mark.slow
 def test_steps_that_all_fail_stop_the_run_naming_the_part(tmp_path):
-    # every environment call past a 1 ms deadline: every episode dropped, every step failed
-    proc = _start(tmp_path, *FAST, "env.timeout_s=0.001", "train.steps=10")
+    # every prompt longer than the episode's token budget: every episode dropped (env_error)
+    proc = _start(tmp_path, *FAST, "rollout.max_seq_len=16", "train.steps=10")
     log = _finish(proc, timeout_s=400)
     assert proc.returncode == 1, log[-5000:]
     assert "3 consecutive steps failed" in log and "every episode was dropped" in log, log[-3000:]
-    assert "infra_error" in log
+    assert "env_error" in log and "exceeds rollout.max_seq_len=16" in log
+    assert len(_rows(tmp_path)) == 3  # each failed step was still logged
 
 
 @pytest.mark.slow

@@ -127,7 +127,7 @@ def test_layout_check_names_a_changed_state_dict():
 
 def test_config_accepts_gloo_and_nccl_only_for_engine_actors():
     cfg = load_config(None, ["cluster.placement=split", "generation.transport=gloo"])
-    assert cfg.generation.bucket_mb == 256 and cfg.generation.refit_timeout_s == 300
+    assert cfg.generation.bucket_mb == 256 and cfg.generation.refit_timeout_s == 120
     # nccl parses anywhere; it is refused at start-up where there is no CUDA
     load_config(None, ["cluster.placement=split", "generation.transport=nccl"])
     with pytest.raises(TrainConfigError, match="placement=split"):
