@@ -11,6 +11,7 @@
   same command with ``--resume auto`` continues from the newest checkpoint to the end.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -47,6 +48,38 @@ def _perturbed(model_dir):
     }
 
 
+@contextlib.contextmanager
+def private_ray(num_cpus=2):
+    """A local Ray of this test's own (its temp dir removed after), reaching these tests."""
+    tmp = tempfile.mkdtemp(prefix="envhub-ft-")
+    path = os.pathsep.join([str(REPO), str(REPO / "tests" / "trainer")])
+    env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        _temp_dir=tmp,
+        include_dashboard=False,
+        runtime_env={"env_vars": env},
+    )
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def refit_engine(tiny_path, state):
+    """A restartable engine actor refit (version 1) with ``state``, and its sync."""
+    cfg = Config.model_validate({"cluster": {"placement": "split"}})
+    engine = ray.remote(num_cpus=1, max_restarts=1)(GenerationWorker).remote(
+        0, cfg.model_dump(mode="json"), str(tiny_path), 1
+    )
+    policy = ray.remote(num_cpus=0)(_FakePolicy).remote(state)
+    sync = ObjectStoreSync([policy], [engine])
+    sync.push(version=1)
+    return cfg, engine, policy, sync
+
+
 class _FakePolicy:
     """Rank 0 of a policy whose weights moved away from the checkpoint's."""
 
@@ -72,24 +105,8 @@ def test_a_restarted_engine_is_refit_before_it_samples(tiny_path):
     reference = TransformersEngine.from_pretrained(str(tiny_path))
     reference.load_state_dict(state)
     [want] = engine_score(reference, [SEQ], [3], 1.0)
-    tmp = tempfile.mkdtemp(prefix="envhub-ft-")
-    path = os.pathsep.join([str(REPO), str(REPO / "tests" / "trainer")])
-    env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
-    ray.init(
-        address="local",
-        num_cpus=2,
-        _temp_dir=tmp,
-        include_dashboard=False,
-        runtime_env={"env_vars": env},
-    )
-    try:
-        cfg = Config.model_validate({"cluster": {"placement": "split"}})
-        engine = ray.remote(num_cpus=1, max_restarts=1)(GenerationWorker).remote(
-            0, cfg.model_dump(mode="json"), str(tiny_path), 1
-        )
-        policy = ray.remote(num_cpus=0)(_FakePolicy).remote(state)
-        sync = ObjectStoreSync([policy], [engine])
-        sync.push(version=1)
+    with private_ray():
+        cfg, engine, policy, sync = refit_engine(tiny_path, state)
         [got] = ray.get(engine.score.remote([SEQ], [3], 1.0))
         assert got == pytest.approx(want, abs=1e-5)
 
@@ -103,9 +120,6 @@ def test_a_restarted_engine_is_refit_before_it_samples(tiny_path):
         assert ray.get(engine.where.remote())["pid"] != pid  # a new process
         [again] = ray.get(engine.score.remote([SEQ], [3], 1.0))
         assert again == pytest.approx(want, abs=1e-5)  # it holds the newest weights again
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _start(out, *overrides):
@@ -309,28 +323,9 @@ def test_steps_that_all_fail_stop_the_run_naming_the_part(tmp_path):
 def test_an_engine_that_raises_is_restarted_with_its_weights(tiny_path):
     """A raising engine (vLLM is then left spinning) is killed, restarted and refit; the
     prompts of the failed call are failed (infra_error), and the next call samples."""
-    import ray
-
-    from envhub.trainer.workers import Cluster
-
     state = _perturbed(str(tiny_path))
-    tmp = tempfile.mkdtemp(prefix="envhub-ft-")
-    env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests" / "trainer")])}
-    ray.init(
-        address="local",
-        num_cpus=2,
-        _temp_dir=tmp,
-        include_dashboard=False,
-        runtime_env={"env_vars": env},
-    )
-    try:
-        cfg = Config.model_validate({"cluster": {"placement": "split"}})
-        engine = ray.remote(num_cpus=1, max_restarts=1)(GenerationWorker).remote(
-            0, cfg.model_dump(mode="json"), str(tiny_path), 1
-        )
-        policy = ray.remote(num_cpus=0)(_FakePolicy).remote(state)
-        sync = ObjectStoreSync([policy], [engine])
-        sync.push(version=1)
+    with private_ray():
+        cfg, engine, policy, sync = refit_engine(tiny_path, state)
         cluster = Cluster.over(cfg, [engine], [policy], sync)
         cluster.weights_version = 1
         pid = ray.get(engine.where.remote())["pid"]
@@ -341,6 +336,26 @@ def test_an_engine_that_raises_is_restarted_with_its_weights(tiny_path):
         assert ray.get(engine.where.remote())["pid"] != pid  # restarted, not reused
         [ok] = cluster.generate([SEQ[:4]], SamplingParams(max_tokens=3, seed=0))
         assert len(ok.token_ids) >= 1 and ok.weight_version == 1  # refit before sampling
-    finally:
-        ray.shutdown()
-        shutil.rmtree(tmp, ignore_errors=True)
+
+
+class _RaisingPolicy:
+    """A policy rank whose update raises (a bug, an out-of-memory)."""
+
+    def train(self, minibatches):
+        raise ValueError("boom in the update")
+
+    def where(self):
+        return {"pid": os.getpid()}
+
+
+def test_a_policy_worker_that_raises_stops_the_run_naming_it():
+    from envhub.trainer.watchdog import RunFailed
+
+    with private_ray(num_cpus=1):
+        rank = ray.remote(num_cpus=0)(_RaisingPolicy).remote()
+        cluster = Cluster.over(Config(), [], [rank])
+        with pytest.raises(
+            RunFailed,
+            match="policy worker raised during the policy update: ValueError: boom in the update",
+        ):
+            cluster.train([[[]]])
