@@ -367,16 +367,32 @@ def _loop(
         times |= mix.validate(step, state)  # the weights of this step, never trained on
         _save(cluster, config, state, mix, ckpt_root, times)
         times["time/step"] = time.perf_counter() - t_step
-        failures = cluster.take_failures() + _dropped_failure(filtered.generated)
-        metrics["failures"] = float(len(failures))
-        logger.log(step, metrics | times)
-        trained = any(s.advantage != 0 for s in samples)
-        guard.record(step, failures, trained, _why_empty(filtered, samples))
+        _account(step, cluster, filtered, samples, metrics | times, logger, guard)
         if mix.should_stop:
             log.info(
                 "validation: no improvement in %d rounds; stopping", config.validation.patience
             )
             break
+
+
+def _account(
+    step: int,
+    cluster: Cluster,
+    filtered: Filtered,
+    samples: list[Sample],
+    metrics: dict[str, Any],
+    logger: MetricsLogger,
+    guard: FailedSteps,
+) -> None:
+    """Log the step with its failures counted, then let the guard stop a failing run.
+
+    Raises:
+        RunFailed: too many failed or empty steps in a row (the step is logged first).
+    """
+    failures = cluster.take_failures() + _dropped_failure(filtered.generated)
+    logger.log(step, metrics | {"failures": float(len(failures))})
+    trained = any(s.advantage != 0 for s in samples)
+    guard.record(step, failures, trained, _why_empty(filtered, samples))
 
 
 def _dropped_failure(batch: RolloutBatch) -> list[str]:

@@ -279,3 +279,20 @@ def test_step_metrics_carry_their_counts_and_null_thin_rates(tmp_path):
         [{"step": 1, "reward_mean": None, "accuracy": None}, {"step": 2, "reward_mean": 0.5}],
         tmp_path / "r.png",
     )
+
+
+# ---------------------------------------------------------------- deadlines
+
+
+def test_deadlines_follow_the_work_and_stretch_with_a_slow_machine():
+    from envhub.trainer.watchdog import Deadlines
+
+    d = Deadlines(WatchdogConfig())  # floor 60 s, 10 new tokens/s, 20 trained tokens/s
+    # the mix example's largest call: validation's 64 prompts of ~150 tokens x 32 new tokens
+    assert d.generation([[0] * 150] * 64, 32) == pytest.approx(60 + (64 * 32 + 300) / 10)
+    assert d.generation([[0] * 150] * 64, 32) < 300  # a hang is noticed within 5 minutes
+    assert d.train(4000) == pytest.approx(60 + 200)
+    d.observe("generation", tokens=100, seconds=20)  # 5 tokens/s measured: 4x slack
+    assert d.generation([[0] * 10] * 10, 10) == pytest.approx(60 + (100 + 100 / 32) / 1.25)
+    d.observe("train", tokens=1000, seconds=0.5)  # under a second says nothing
+    assert d.train(4000) == pytest.approx(260)
