@@ -1,12 +1,13 @@
 """Refit bytes and seconds with LoRA (merged weights) against a full fine-tuning refit.
 
-The refit that runs with ``model.lora`` sends *merged* weights (``envhub.trainer.lora``:
+The refit that runs with ``model.lora`` sends *merged* weights (``envhub.trainer.workers.lora``:
 ``W + alpha/r * B @ A``, the base model's names), so its bytes are the full model's; what it
 adds is the merge. This times, on SmolLM2-135M-Instruct (float32) in one process:
 
 * ``full``: ``load_state_dict`` of the policy's full state into an engine's model (the
   colocated in-process refit of full fine-tuning);
-* ``lora_merged``: the ``PeftModel``'s state merged (:func:`envhub.trainer.lora.merge_state`)
+* ``lora_merged``: the ``PeftModel``'s state merged
+(:func:`envhub.trainer.workers.lora.merge_state`)
   then loaded the same way (the refit that runs with ``model.lora``);
 
 and reports the bytes of each and the bytes of the adapter alone (what an adapter-only refit
@@ -46,7 +47,7 @@ def main() -> None:
 
     from envhub.engines.weights import resolve_model
     from envhub.trainer.config import LoraSettings
-    from envhub.trainer.lora import adapter_bytes, apply_lora, merge_state, scaling
+    from envhub.trainer.workers.lora import adapter_bytes, apply_lora, merge_state, scaling
 
     path = resolve_model(args.model)
     engine = AutoModelForCausalLM.from_pretrained(path)

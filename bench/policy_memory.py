@@ -1,6 +1,6 @@
 """Peak memory and seconds per update of one policy worker, on a race-shaped micro-batch.
 
-Builds a :class:`envhub.trainer.policy.Policy` in this process (no Ray, no engine) and runs
+Builds a :class:`envhub.trainer.workers.policy.Policy` in this process (no Ray, no engine) and runs
 ``--steps`` updates on one group of samples shaped like ``bench/grpo_step.py --race-trl``: a
 ``--group-size`` group sharing a ``--prompt-len``-token prompt, completions of
 ``--min-tokens``..``--max-tokens`` tokens (seeded), one micro-batch of the whole group. Prints
@@ -31,7 +31,7 @@ def group(args: argparse.Namespace) -> list:
     """One prompt's group of samples with seeded random tokens and advantages."""
     import torch
 
-    from envhub.trainer.batch import Sample, assign_weights
+    from envhub.trainer.algo.batch import Sample, assign_weights
 
     g = torch.Generator().manual_seed(args.seed)
     prompt = torch.randint(100, 40000, (args.prompt_len,), generator=g).tolist()
@@ -63,9 +63,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from envhub.engines.weights import resolve_model
+    from envhub.trainer.algo.grpo import LossConfig
     from envhub.trainer.config import LoraSettings, OptimConfig
-    from envhub.trainer.grpo import LossConfig
-    from envhub.trainer.policy import Policy
+    from envhub.trainer.workers.policy import Policy
 
     optim = OptimConfig(lr=1e-6)  # the config's defaults otherwise
     policy = Policy(

@@ -29,7 +29,7 @@ vLLM needed): a sender actor (policy rank 0's part) and a receiver actor holding
 transformers model (an engine actor's part) on a private local Ray; each round is timed from
 the sender's state dict to the receiver's finished ``load_state_dict``, once through Ray's
 object store (``generation.transport: object_store``) and once over a gloo group
-(``envhub.trainer.collective``, ``generation.transport: gloo``, ``--bucket-mb``):
+(``envhub.trainer.refit.collective``, ``generation.transport: gloo``, ``--bucket-mb``):
 
     python bench/refit.py --transports        # SmolLM2, 5 rounds of each
 """
@@ -68,8 +68,9 @@ def perturbed(base: dict, seed: int) -> dict:
 
 def flat_views(state: dict) -> dict:
     """A copy of ``state`` laid out as the collective transports deliver it (one flat buffer
-    per dtype, tensors back to back, the tied head shared): ``envhub.trainer.collective``'s own."""
-    from envhub.trainer.collective import flat_state, plan_layout
+    per dtype, tensors back to back, the tied head shared): ``envhub.trainer.refit.collective``'s
+    own."""
+    from envhub.trainer.refit.collective import flat_state, plan_layout
 
     out, _ = flat_state(plan_layout(state, 2**40))
     for name, tensor in state.items():
@@ -151,13 +152,13 @@ class Sender:
         self.state = self.base
 
     def host(self, timeout_s: float) -> int:
-        from envhub.trainer.collective import host_store
+        from envhub.trainer.refit.collective import host_store
 
         self.store, port = host_store(timeout_s)
         return port
 
     def join(self, port: int, timeout_s: float) -> bool:
-        from envhub.trainer.collective import RefitGroup
+        from envhub.trainer.refit.collective import RefitGroup
 
         self.group = RefitGroup("gloo", "127.0.0.1", port, 0, 2, timeout_s, store=self.store)
         return True
@@ -186,7 +187,7 @@ class Receiver:
         self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
 
     def join(self, port: int, timeout_s: float) -> bool:
-        from envhub.trainer.collective import RefitGroup
+        from envhub.trainer.refit.collective import RefitGroup
 
         self.group = RefitGroup("gloo", "127.0.0.1", port, 1, 2, timeout_s)
         return True

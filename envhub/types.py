@@ -163,7 +163,8 @@ class EpisodeResult(BaseModel):
 
     Each part extends it with what only it needs: the evaluator's
     :class:`envhub.evaluate.store.EpisodeRecord` (run identity, pass, token counts, timing),
-    the trainer's :class:`envhub.trainer.rollout.TrainingEpisode` (the token sequence, its loss mask
+    the trainer's :class:`envhub.trainer.episodes.rollout.TrainingEpisode` (the token sequence, its
+    loss mask
     and the engine's logprobs).
     """
 

@@ -60,10 +60,10 @@ def _init_group(device: str) -> str:
 
 
 def _policy(model: str, device: str, dtype: str, **extra: Any) -> Any:
-    """A :class:`envhub.trainer.policy.Policy` (sharded: the process group exists)."""
+    """A :class:`envhub.trainer.workers.policy.Policy` (sharded: the process group exists)."""
+    from envhub.trainer.algo.grpo import LossConfig
     from envhub.trainer.config import OptimConfig
-    from envhub.trainer.grpo import LossConfig
-    from envhub.trainer.policy import Policy
+    from envhub.trainer.workers.policy import Policy
 
     return Policy(
         model,
@@ -86,8 +86,8 @@ def _samples(engine: Any, n: int = 4, max_tokens: int = 12) -> list[Any]:
     import torch
 
     from envhub.engines.types import SamplingParams
-    from envhub.trainer.batch import Sample, assign_weights
-    from envhub.trainer.grpo import group_advantages
+    from envhub.trainer.algo.batch import Sample, assign_weights
+    from envhub.trainer.algo.grpo import group_advantages
 
     prompt = engine.tokenizer("Add 2 and 3.").input_ids
     params = SamplingParams(max_tokens=max_tokens, temperature=1.0, seed=0)
@@ -145,7 +145,7 @@ class Smoke:
     def dtype_checks(self, dtype: str) -> None:
         """FSDP2 training, the engine, a GRPO step, the refit and the logprob check."""
         from envhub.engines.transformers_engine import TransformersEngine
-        from envhub.trainer.refit import load_into_engine
+        from envhub.trainer.refit.syncs import load_into_engine
 
         state: dict[str, Any] = {}
 
@@ -227,7 +227,7 @@ def _fixed_samples() -> list[Any]:
     """Six seeded samples of 8-13 tokens with advantages (no engine needed)."""
     import torch
 
-    from envhub.trainer.batch import Sample, assign_weights
+    from envhub.trainer.algo.batch import Sample, assign_weights
 
     g = torch.Generator().manual_seed(0)
     out = []

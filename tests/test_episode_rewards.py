@@ -20,7 +20,7 @@ from envhub.errors import EpisodeStateError
 from envhub.evaluate.runner import EpisodeJob, run_episode
 from envhub.rewards import Rubric
 from envhub.spec import EnvSpec
-from envhub.trainer.rollout import LocalEnvPool, RolloutSettings, collect
+from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutSettings, collect
 from envhub.types import FunctionCall, Message, Status, Task, ToolCall
 
 

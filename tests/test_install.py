@@ -47,8 +47,8 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub/server": ("server",),
     "envhub/server/mcp.py": ("server", "mcp"),
     "envhub/trainer": ("trainer",),
-    "envhub/trainer/vllm_source.py": ("trainer", "vllm"),  # generation.weight_transfer: vllm
-    "envhub/trainer/vllm_transfer.py": ("trainer", "vllm"),
+    "envhub/trainer/refit/vllm_source.py": ("trainer", "vllm"),  # generation.weight_transfer: vllm
+    "envhub/trainer/refit/vllm_transfer.py": ("trainer", "vllm"),
     "tests": CI_EXTRAS,
     "bench": CI_EXTRAS,
     "scripts": ("dev",),

@@ -207,3 +207,89 @@ def test_the_architecture_picture_draws_exactly_the_allowed_arrows():
     allowed = {(src, dst) for src, dsts in ALLOWED.items() for dst in dsts if dst != src}
     allowed.add(("sandbox", "contract"))  # the contract's errors only (see violations)
     assert drawn == allowed
+
+
+# ---- the trainer's rooms (issue 31): a thin driver over algo/, episodes/, workers/, refit/
+
+TRAINER_ROOMS = {
+    "algo": {"algo"},
+    "episodes": {"episodes"},
+    "refit": {"refit", "driver"},
+    "workers": {"workers", "algo", "episodes", "refit", "driver"},
+    "driver": {"driver", "algo", "episodes", "workers", "refit"},
+}
+"""What each room of ``envhub/trainer/`` may import of the trainer. ``algo/`` and ``episodes/``
+import no other room; ``refit/`` no room (the driver's config errors and watchdog only); the
+driver's modules (loop, config, metrics, checkpoint, CLI, watchdog) sit directly in the folder."""
+
+
+def trainer_room(module: str) -> str | None:
+    """The room of a trainer module (``driver`` for the modules directly in the folder)."""
+    parts = module.split(".")
+    if parts[:2] != ["envhub", "trainer"] or len(parts) < 3:
+        return None
+    return parts[2] if parts[2] in TRAINER_ROOMS and len(parts) > 3 else "driver"
+
+
+def trainer_violations() -> list[str]:
+    """Each arrow between the trainer's rooms that the rules forbid, lazy imports included."""
+    found, names = modules(), reexports()
+    bad = []
+    for name, path in sorted(found.items()):
+        src = trainer_room(name)
+        if src is None or name == "envhub.trainer":
+            continue
+        for target, line in imports(name, path):
+            dst = trainer_room(resolve(target, found, names))
+            if dst is not None and dst not in TRAINER_ROOMS[src]:
+                bad.append(f"{name}:{line} -> {target} ({src} may not import {dst})")
+    return bad
+
+
+def test_the_trainers_rooms_import_only_what_they_may():
+    assert trainer_violations() == []
+
+
+def test_the_trainer_rule_is_not_vacuous(tmp_path, monkeypatch):
+    path = tmp_path / "mod.py"
+    path.write_text("def f():\n    from ..workers.cluster import Cluster\n")
+    name = "envhub.trainer.episodes.rollout"
+    monkeypatch.setattr(sys.modules[__name__], "modules", lambda: {name: path})
+    assert any("episodes may not import workers" in v for v in trainer_violations())
+
+
+def test_ls_trainer_shows_its_rooms():
+    rooms = {p.parent.name for p in (ROOT / "envhub" / "trainer").glob("*/__init__.py")}
+    assert rooms == set(TRAINER_ROOMS) - {"driver"}
+
+
+def import_circles(prefix: str) -> list[list[str]]:
+    """The import circles among the modules under ``prefix`` (lazy and TYPE_CHECKING included)."""
+    found, names = modules(), reexports()
+    graph = {
+        name: {resolve(t, found, names) for t, _ in imports(name, path)} & set(found) - {name}
+        for name, path in found.items()
+        if name.startswith(prefix)
+    }
+    circles, seen = [], set()
+    for start in sorted(graph):
+        if start in seen or start not in _reach(graph, start):
+            continue  # on no circle, or on one found already
+        circle = sorted(m for m in _reach(graph, start) if start in _reach(graph, m))
+        seen.update(circle)
+        circles.append(circle)
+    return circles
+
+
+def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    stack, reached = list(graph.get(start, ())), set()
+    while stack:
+        node = stack.pop()
+        if node not in reached and node in graph:
+            reached.add(node)
+            stack.extend(graph[node])
+    return reached
+
+
+def test_the_trainer_has_no_import_circle():
+    assert import_circles("envhub.trainer") == []

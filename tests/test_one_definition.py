@@ -22,7 +22,7 @@ ONE_DEFINITION = {
     "Generation": "envhub/engines/types.py",
     "GenerationEngine": "envhub/engines/types.py",
     "EpisodeResult": "envhub/types.py",
-    "LossConfig": "envhub/trainer/grpo.py",
+    "LossConfig": "envhub/trainer/algo/grpo.py",
     "resolve_model": "envhub/engines/weights.py",
 }
 """Concept name -> the one file that defines it (moved folders keep the file's tail)."""
@@ -56,7 +56,7 @@ def test_each_concept_is_defined_once():
 
 def test_episode_records_of_eval_and_trainer_extend_the_core_record():
     from envhub.evaluate.store import EpisodeRecord
-    from envhub.trainer.rollout import TrainingEpisode
+    from envhub.trainer.episodes.rollout import TrainingEpisode
     from envhub.types import EpisodeResult
 
     for record in (EpisodeRecord, TrainingEpisode):
@@ -72,8 +72,9 @@ def test_trainer_settings_are_typed_from_config_to_policy():
     pytest.importorskip("torch")
     import inspect
 
-    from envhub.trainer import grpo, policy
+    from envhub.trainer.algo import grpo
     from envhub.trainer.config import Config, OptimConfig
+    from envhub.trainer.workers import policy
 
     assert Config.model_fields["loss"].annotation is grpo.LossConfig
     assert Config.model_fields["optim"].annotation is OptimConfig
@@ -82,7 +83,8 @@ def test_trainer_settings_are_typed_from_config_to_policy():
     assert params["loss"].annotation == "LossConfig"
     for name in ("dtype", "seed", "pack", "fused"):  # the config's defaults are the only ones
         assert params[name].default is inspect.Parameter.empty, f"Policy repeats {name}'s default"
-    for path in Path(policy.__file__).parent.rglob("*.py"):  # no dict-of-strings on the way
+    trainer = Path(policy.__file__).parents[1]
+    for path in trainer.rglob("*.py"):  # no dict-of-strings on the way
         assert "optim.model_dump()" not in path.read_text(), path
 
 

@@ -45,7 +45,7 @@ def claim_out_dir(out_dir: Path, *, resuming: bool, force: bool) -> None:
     Raises:
         envhub.trainer.config.TrainConfigError: ``out_dir`` holds a run and neither was given.
     """
-    from .config import TrainConfigError
+    from envhub.trainer.config import TrainConfigError
 
     found = [name for name in RUN_FILES if (out_dir / name).exists()]
     if not found or resuming:
@@ -84,8 +84,8 @@ def main(
             or ``out`` holds a run and neither ``resume`` nor ``force`` says what to do.
         envhub.trainer.checkpoint.ResumeError: ``checkpoint.resume`` under an incompatible config.
     """
-    from .config import TrainConfigError, load_config
-    from .train import train
+    from envhub.trainer.config import TrainConfigError, load_config
+    from envhub.trainer.train import train
 
     if resume is not None and resume not in RESUME:
         raise TrainConfigError(f"--resume {resume!r}: the only value is 'auto'")
@@ -123,7 +123,7 @@ def train_command(
 ) -> None:
     """Train with GRPO: envhub train CONFIG.yaml KEY=VALUE... --out DIR [--resume auto|--force]."""
     try:  # the config needs torch, the loop Ray: absent, the extra is not installed
-        from .train import train  # noqa: F401
+        from envhub.trainer.train import train  # noqa: F401
     except ImportError as e:
         _fail(f"training needs the trainer extra: {INSTALL} ({e})")
     main(str(config), list(ctx.args), str(out) if out else None, resume=resume, force=force)
@@ -141,8 +141,7 @@ def rollouts_command(
 ) -> None:
     """Show a run's logged rollouts: envhub rollouts DIR [--step N] [--env E] [--worst|--best]."""
     from envhub.errors import EnvhubError
-
-    from .viewer import main as view
+    from envhub.trainer.episodes.viewer import main as view
 
     if worst and best:
         _fail("--worst and --best exclude each other; give one")

@@ -27,13 +27,12 @@ from pydantic import (
 from envhub import errors
 from envhub.deadline import ADMISSION_WAIT_S
 from envhub.engines.types import SamplingParams
-
-from .curriculum import CurriculumConfig
-from .grpo import LossConfig
-from .mix import MixSource
-from .overlong import OverlongConfig
-from .validation import ValidationConfig
-from .watchdog import WatchdogConfig
+from envhub.trainer.algo.grpo import LossConfig
+from envhub.trainer.algo.overlong import OverlongConfig
+from envhub.trainer.episodes.curriculum import CurriculumConfig
+from envhub.trainer.episodes.mix import MixSource
+from envhub.trainer.episodes.validation import ValidationConfig
+from envhub.trainer.watchdog import WatchdogConfig
 
 _ENGINE_DEFAULTS = SamplingParams()
 
@@ -50,7 +49,7 @@ class _Section(BaseModel):
 MAX_LORA_ALPHA = 10_000.0
 
 
-# ---- algos: LoRA (envhub.trainer.lora)
+# ---- algos: LoRA (envhub.trainer.workers.lora)
 class LoraSettings(_Section):
     """``model.lora``: train a LoRA adapter (``peft``) instead of every weight."""
 
@@ -83,7 +82,7 @@ class ModelConfig(_Section):
     # ---- algos: LoRA and activation checkpointing
     lora: LoraSettings = Field(default_factory=LoraSettings)
     """LoRA (``peft``): only the adapter trains; the KL reference is the base model with the
-    adapter disabled; engines get merged weights (``envhub.trainer.lora``)."""
+    adapter disabled; engines get merged weights (``envhub.trainer.workers.lora``)."""
     activation_checkpointing: bool = False
     """Recompute each decoder layer's activations in backward instead of keeping them
     (Hugging Face's gradient checkpointing, non-reentrant): less memory, more time."""
@@ -128,7 +127,7 @@ class EnvConfig(_Section):
         """
         return self.timeout_s + ADMISSION_WAIT_S
 
-    # -- a mix of environments (envhub.trainer.mix)
+    # -- a mix of environments (envhub.trainer.episodes.mix)
     mix: list[MixSource] = Field(default_factory=list)
     """Several environments in one run, each with ``name``, ``weight`` and optionally
     ``overrides``, ``split``, ``runner``, ``max_turns``, ``workers``; each step's prompts are
@@ -189,7 +188,8 @@ class RolloutConfig(_Section):
     ends as truncated."""
     sampling: SamplingConfig = Field(default_factory=SamplingConfig)
 
-    # -- dynamic sampling, curriculum, overlong handling (envhub.trainer.dynamic, .curriculum,
+    # -- dynamic sampling, curriculum, overlong handling (envhub.trainer.episodes.dynamic,
+    # .curriculum,
     #    .overlong)
     filter_groups: Literal["off", "zero_variance"] = "off"
     """``zero_variance``: drop groups whose raw outcome (the env's primary component) is the
@@ -225,13 +225,14 @@ class TrainConfig(_Section):
     """Sequences per forward/backward on one worker; bounds memory (gradients accumulate)."""
     pack: bool = True
     """Run each micro-batch as one packed row: the samples of one prompt are put together
-    and their shared prompt is computed once, with no padding (``envhub.trainer.packing``); same
+    and their shared prompt is computed once, with no padding (``envhub.trainer.workers.packing``);
+    same
     logits and gradients as the padded batch. Set a ``micro_batch_size`` that is a multiple
     of ``rollout.group_size`` (or divides it) to share the most. ``false``: padded batches
     (e.g. to keep flash attention's fast path on GPUs)."""
     fused: bool = True
     """Give the policy's SwiGLU MLPs and RMSNorms fused forwards that keep fewer activations
-    for backward (``envhub.trainer.fused``: Llama, Mistral, Qwen2/3 modules; others are left
+    for backward (``envhub.trainer.workers.fused``: Llama, Mistral, Qwen2/3 modules; others are left
     alone); same numbers to float rounding. ``false``: the model's own modules."""
     minibatches: int = Field(default=1, ge=1)
     """Optimizer steps per rollout batch. 1 is strictly on-policy: the trainer's logprobs
@@ -266,7 +267,8 @@ class ClusterConfig(_Section):
     """Prompts per generation forward pass."""
     check_resources: bool = True
     """Before starting actors, refuse resource requests the cluster's live nodes cannot hold
-    (``envhub.trainer.placement``). ``false`` on an autoscaling cluster whose nodes appear on
+    (``envhub.trainer.workers.placement``). ``false`` on an autoscaling cluster whose nodes appear
+    on
     demand (Ray then waits for the autoscaler instead)."""
     policy_resources: dict[str, float] = Field(default_factory=dict)
     """Ray custom resources each policy worker (and the reference worker) reserves, e.g.
@@ -304,7 +306,7 @@ class GenerationConfig(_Section):
     weight_transfer: Literal["envhub", "vllm"] = "envhub"
     """Whose code moves the weights to vLLM engines. ``envhub``: ``transport`` above.
     ``vllm``: vLLM's own weight-transfer API (``vllm.distributed.weight_transfer``, its
-    ``nccl`` backend; :mod:`envhub.trainer.vllm_transfer`) from policy rank 0, packed in
+    ``nccl`` backend; :mod:`envhub.trainer.refit.vllm_transfer`) from policy rank 0, packed in
     buffers of ``bucket_mb``. Needs ``cluster.engine: vllm``, ``placement: split``, GPUs on
     the policy workers and engines, and a vLLM that has the API (checked at start); refused
     on CPUs, where vLLM's backends do not run. **Never run on a GPU.**"""
@@ -321,7 +323,7 @@ class GenerationConfig(_Section):
     one_step_off_policy: bool = False
     """``placement: split`` only: generate step t+1's batch while step t trains (with the
     weights of step t-1), correcting with importance weights against the engine's logprobs
-    (``envhub.trainer.correction.importance_weights``). Saves up to the shorter of the two
+    (``envhub.trainer.algo.correction.importance_weights``). Saves up to the shorter of the two
     phases. The same as ``max_trajectory_age_steps: 1`` (kept for old configs)."""
     max_trajectory_age_steps: int | None = Field(default=None, ge=0)
     """Asynchronous GRPO with bounded staleness (NeMo RL's key; ``placement: split``):
@@ -402,7 +404,7 @@ class Config(_Section):
     env: EnvConfig = Field(default_factory=EnvConfig)
     rollout: RolloutConfig = Field(default_factory=RolloutConfig)
     loss: LossConfig = Field(default_factory=LossConfig)
-    """The GRPO objective (defined with the loss: :class:`envhub.trainer.grpo.LossConfig`)."""
+    """The GRPO objective (defined with the loss: :class:`envhub.trainer.algo.grpo.LossConfig`)."""
     optim: OptimConfig = Field(default_factory=OptimConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
@@ -410,7 +412,7 @@ class Config(_Section):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
-    """Held-out evaluation during training (``envhub.trainer.validation``; off by default)."""
+    """Held-out evaluation during training (``trainer.episodes.validation``; off by default)."""
     watchdog: WatchdogConfig = Field(default_factory=WatchdogConfig)
     """Deadlines of every wait on a worker, and when a failing run stops
     (``envhub.trainer.watchdog``)."""

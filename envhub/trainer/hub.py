@@ -1,6 +1,7 @@
 """What a step does for a mix of environments, beside the GRPO update itself.
 
-:class:`MixRun` holds the run's :class:`~envhub.trainer.mix.MixSampler` (and curriculum), the
+:class:`MixRun` holds the run's :class:`~envhub.trainer.episodes.mix.MixSampler` (and curriculum),
+the
 sources' primary components, the rollout logs and the validation rounds; the driver
 (``train.py``) calls it at fixed points of each step. The episodes a step generated (all
 backfill rounds) feed the metrics, the curriculum and the logs; only the kept groups are
@@ -15,19 +16,23 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import checkpoint as ckpt
-from .curriculum import Curriculum
-from .dynamic import Filtered, outcome
-from .metrics import source_metrics
-from .mix import MixSampler
-from .rollout_log import EpisodeNotes, capped_groups, episode_record, write_step
-from .validation import Validator
+from envhub.trainer import checkpoint as ckpt
+from envhub.trainer.episodes.curriculum import Curriculum
+from envhub.trainer.episodes.dynamic import Filtered, outcome
+from envhub.trainer.episodes.mix import MixSampler
+from envhub.trainer.episodes.rollout_log import (
+    EpisodeNotes,
+    capped_groups,
+    episode_record,
+    write_step,
+)
+from envhub.trainer.episodes.validation import Validator
+from envhub.trainer.metrics import source_metrics
 
 if TYPE_CHECKING:
     from envhub.engines.chat import ChatFormatter
-
-    from .config import Config
-    from .workers import Cluster
+    from envhub.trainer.config import Config
+    from envhub.trainer.workers.cluster import Cluster
 
 
 class ClusterEngine:

@@ -13,7 +13,7 @@ and ``time/<phase>`` for ``rollout``, ``generation``, ``env``, ``logprobs``, ``t
 ``refit``, ``checkpoint`` and ``step``; ``memory/worker_peak_mb`` (the largest policy
 worker's peak: GPU memory on CUDA, resident set size on CPU); ``rollout_correction/*``
 (``mismatch_kl``, ``masked_token_fraction``, ``masked_seq_fraction``, ``weight_mean``,
-``weight_max``: :func:`envhub.trainer.correction.correction_metrics`). Per mix source
+``weight_max``: :func:`envhub.trainer.algo.correction.correction_metrics`). Per mix source
 (:func:`source_metrics`): ``reward/<env>/mean``, ``accuracy/<env>``, ``turns/<env>``,
 ``response_length/<env>``, ``status/<env>/<status>``, ``dropped/<env>``, ``episodes/<env>``;
 dynamic sampling's ``filter/...``, the curriculum's ``curriculum/<env>/...``, overlong
@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from envhub.datasets import read_jsonl
-
-from .config import LoggingConfig
-from .correction import correction_metrics
-from .rollout import RolloutBatch
+from envhub.trainer.algo.correction import correction_metrics
+from envhub.trainer.config import LoggingConfig
+from envhub.trainer.episodes.rollout import RolloutBatch
 
 log = logging.getLogger("envhub.trainer")
 

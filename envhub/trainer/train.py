@@ -3,10 +3,11 @@
 One step (Shao et al. 2024, "DeepSeekMath", Algorithm 1, with the changes listed below):
 
 1. **Rollout**: ``prompts_per_step`` tasks, ``group_size`` episodes each, drawn from the
-   mix of environments by weight (``envhub.trainer.mix``; multi-turn: model turn, environment
+   mix of environments by weight (``envhub.trainer.episodes.mix``; multi-turn: model turn,
+   environment
    answer, ... until the episode ends or its source's turn or token budget runs out).
    Sequences are the engine's own token ids. With ``rollout.filter_groups`` groups of equal
-   raw outcome are replaced by fresh ones (``envhub.trainer.dynamic``).
+   raw outcome are replaced by fresh ones (``envhub.trainer.episodes.dynamic``).
 2. **Rewards and advantages**: the environment's reward (its named components, weighted as
    the config's ``env.overrides.reward`` says); group-relative advantages.
 3. **Logprobs**: reference-policy logprobs for the KL term (when ``kl_beta > 0``); the
@@ -54,24 +55,23 @@ import torch
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.weights import resolve_model
 from envhub.errors import EnvhubError
-
-from . import checkpoint as ckpt
-from .batch import Sample, assign_weights, shard, split_minibatches
-from .config import Config
-from .dynamic import Filtered, collect_filtered
-from .grpo import group_advantages
-from .hub import MixRun
-from .lora import check_rank
-from .metrics import MetricsLogger, rollout_metrics, train_metrics
-from .mix import MixSource
-from .overlong import OverlongConfig, episode_penalty
-from .rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
-from .rollout_log import EpisodeNotes
-from .staleness import filter_by_age
-from .watchdog import FailedSteps
+from envhub.trainer import checkpoint as ckpt
+from envhub.trainer.algo.batch import Sample, assign_weights, shard, split_minibatches
+from envhub.trainer.algo.grpo import group_advantages
+from envhub.trainer.algo.overlong import OverlongConfig, episode_penalty
+from envhub.trainer.config import Config
+from envhub.trainer.episodes.dynamic import Filtered, collect_filtered
+from envhub.trainer.episodes.mix import MixSource
+from envhub.trainer.episodes.rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
+from envhub.trainer.episodes.rollout_log import EpisodeNotes
+from envhub.trainer.episodes.staleness import filter_by_age
+from envhub.trainer.hub import MixRun
+from envhub.trainer.metrics import MetricsLogger, rollout_metrics, train_metrics
+from envhub.trainer.watchdog import FailedSteps
+from envhub.trainer.workers.lora import check_rank
 
 if TYPE_CHECKING:
-    from .workers import Cluster
+    from envhub.trainer.workers.cluster import Cluster
 
 log = logging.getLogger("envhub.trainer")
 
@@ -148,7 +148,7 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     """Run GRPO as configured, writing everything under ``out``; returns the final state."""
     from transformers import AutoTokenizer
 
-    from .workers import Cluster
+    from envhub.trainer.workers.cluster import Cluster
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(_dump_yaml(config))

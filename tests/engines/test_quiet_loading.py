@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 LOAD = """
 import sys, torch
 from envhub.engines.transformers_engine import TransformersEngine
-from envhub.trainer.policy import _load_model
+from envhub.trainer.workers.policy import _load_model
 TransformersEngine.from_pretrained(sys.argv[1])
 _load_model(sys.argv[1], "float32", False, torch.device("cpu"))
 """

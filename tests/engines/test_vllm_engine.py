@@ -259,7 +259,7 @@ def test_refit_refuses_a_merged_layer_without_all_its_shards(vengine, tiny_vllm_
 def flat_views(state):
     """A copy of ``state`` as the gloo/nccl transports deliver it (so q/k/v and gate/up lie
     back to back), and its float32 buffer."""
-    from envhub.trainer.collective import flat_state, plan_layout
+    from envhub.trainer.refit.collective import flat_state, plan_layout
 
     out, flats = flat_state(plan_layout(state, 2**40))
     for name, tensor in state.items():

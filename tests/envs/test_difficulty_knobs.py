@@ -15,7 +15,7 @@ from envhub.envs.games.wordle_env import WordleEnv
 from envhub.envs.math.generators import KINDS
 from envhub.errors import ConfigError
 from envhub.registry.catalog import spec as catalog_spec
-from envhub.trainer.curriculum import Curriculum, CurriculumConfig
+from envhub.trainer.episodes.curriculum import Curriculum, CurriculumConfig
 
 
 def small(name, size=6, options=None, **env_options):

@@ -6,13 +6,13 @@ import pytest
 from test_split import SPLIT, TINY
 from train_support import envhub_train
 
-from envhub.trainer.batch import assign_weights
+from envhub.trainer.algo.batch import assign_weights
+from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.config import Config, OptimConfig, load_config
-from envhub.trainer.grpo import LossConfig
-from envhub.trainer.policy import Policy
-from envhub.trainer.rollout import RolloutBatch, TrainingEpisode
-from envhub.trainer.staleness import filter_by_age
+from envhub.trainer.episodes.rollout import RolloutBatch, TrainingEpisode
+from envhub.trainer.episodes.staleness import filter_by_age
 from envhub.trainer.train import to_samples
+from envhub.trainer.workers.policy import Policy
 
 PROMPT = [1, 5, 9, 20]
 
@@ -106,7 +106,7 @@ def test_loss_on_a_hand_made_buffer_is_the_importance_corrected_surrogate(tiny_p
 
 
 def _as_samples(episodes):
-    from envhub.trainer.batch import Sample
+    from envhub.trainer.algo.batch import Sample
 
     return [Sample(e.tokens, e.loss_mask, e.engine_logprobs, 0.0) for e in episodes]
 

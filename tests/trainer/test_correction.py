@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from envhub.trainer.correction import (
+from envhub.trainer.algo.correction import (
     RolloutCorrectionConfig,
     correction_metrics,
     importance_weights,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from envhub.trainer.checkpoint import TrainerState
-from envhub.trainer.curriculum import Curriculum, CurriculumConfig
-from envhub.trainer.mix import MixSampler, MixSource
+from envhub.trainer.episodes.curriculum import Curriculum, CurriculumConfig
+from envhub.trainer.episodes.mix import MixSampler, MixSource
 
 TASKS = {"m": [(f"t{i}", i % 3) for i in range(9)]}
 

@@ -1,7 +1,7 @@
 """Dynamic sampling: zero-variance groups by the raw outcome, backfill and its limits."""
 
-from envhub.trainer.dynamic import collect_filtered, zero_variance
-from envhub.trainer.rollout import RolloutBatch, TrainingEpisode
+from envhub.trainer.episodes.dynamic import collect_filtered, zero_variance
+from envhub.trainer.episodes.rollout import RolloutBatch, TrainingEpisode
 from envhub.types import Status
 
 

@@ -30,9 +30,9 @@ ray = pytest.importorskip("ray")
 from envhub.engines.transformers_engine import TransformersEngine  # noqa: E402
 from envhub.engines.types import SamplingParams  # noqa: E402
 from envhub.trainer.config import Config  # noqa: E402
-from envhub.trainer.generation import EngineNotRefit, GenerationWorker, engine_score  # noqa: E402
-from envhub.trainer.refit import ObjectStoreSync  # noqa: E402
-from envhub.trainer.workers import Cluster  # noqa: E402
+from envhub.trainer.refit.syncs import ObjectStoreSync  # noqa: E402
+from envhub.trainer.workers.cluster import Cluster  # noqa: E402
+from envhub.trainer.workers.generation import EngineNotRefit, GenerationWorker, engine_score  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"

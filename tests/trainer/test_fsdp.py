@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from envhub.trainer.batch import Sample, assign_weights, shard
+from envhub.trainer.algo.batch import Sample, assign_weights, shard
+from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.config import OptimConfig
-from envhub.trainer.grpo import LossConfig
 
 OPTIM = OptimConfig(lr=1e-3)
 
@@ -27,7 +27,7 @@ def make_samples(n=6, seed=0):
 
 
 def make_policy(path, rank=0, world=1):
-    from envhub.trainer.policy import Policy
+    from envhub.trainer.workers.policy import Policy
 
     return Policy(
         str(path),
@@ -47,7 +47,7 @@ def make_policy(path, rank=0, world=1):
 
 def _worker(rank, world, port, path, queue):
     torch.set_num_threads(1)
-    from envhub.trainer.policy import init_distributed
+    from envhub.trainer.workers.policy import init_distributed
 
     init_distributed(rank, world, "127.0.0.1", port, "gloo")
     policy = make_policy(path, rank, world)

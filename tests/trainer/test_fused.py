@@ -1,4 +1,4 @@
-"""Fused MLP/RMSNorm (envhub.trainer.fused): the plain modules' numbers, fewer bytes saved for backward."""
+"""Fused MLP/RMSNorm (envhub.trainer.workers.fused): the plain modules' numbers, fewer bytes saved for backward."""
 
 import copy
 
@@ -29,7 +29,7 @@ def saved_bytes(fn):
 
 
 def test_fused_model_equals_the_plain_one_with_less_saved(tiny):
-    from envhub.trainer.fused import fuse
+    from envhub.trainer.workers.fused import fuse
 
     plain, fused = copy.deepcopy(tiny), copy.deepcopy(tiny)
     n_layers = len(plain.model.layers)
@@ -53,7 +53,7 @@ def test_fused_model_equals_the_plain_one_with_less_saved(tiny):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_fused_norm_and_mlp_equal_the_plain_modules(tiny, dtype):
-    from envhub.trainer.fused import fuse
+    from envhub.trainer.workers.fused import fuse
 
     layer = tiny.model.layers[0]
     for module in (layer.input_layernorm, layer.mlp):
@@ -77,9 +77,9 @@ def test_fused_norm_and_mlp_equal_the_plain_modules(tiny, dtype):
 @pytest.mark.parametrize("fused", [True, False])
 def test_the_policy_fuses_unless_train_fused_is_off(fused):
     from envhub.engines.weights import tiny_llama_path
+    from envhub.trainer.algo.grpo import LossConfig
     from envhub.trainer.config import OptimConfig
-    from envhub.trainer.grpo import LossConfig
-    from envhub.trainer.policy import Policy
+    from envhub.trainer.workers.policy import Policy
 
     optim = OptimConfig(lr=1e-3)
     policy = Policy(str(tiny_llama_path()), optim=optim, loss=LossConfig(), total_optim_steps=1,

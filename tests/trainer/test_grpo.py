@@ -5,17 +5,17 @@ import math
 import pytest
 import torch
 
-from envhub.trainer.grpo import (
+from envhub.trainer.algo.grpo import (
     LossConfig,
     entropy_from_logits,
     group_advantages,
-    k3_kl,
     logprobs_and_entropy,
     loss_weights,
     policy_loss,
     token_logprobs,
     token_mult_prob_error,
 )
+from envhub.trainer.algo.kl import k3_kl
 
 
 def test_advantages_std_normalised_by_hand():
@@ -194,3 +194,29 @@ def test_gspo_default_clip_range_is_the_papers():
     assert (cfg.seq_clip_low, cfg.seq_clip_high) == (3e-4, 4e-4)
     with pytest.raises(ValueError):
         LossConfig(ratio_level="sentence")
+
+
+def test_a_new_loss_is_one_function_and_one_line():
+    """The registry is the extension point (verl's register_policy_loss): a REINFORCE-style
+    loss, unclipped, added here and trained through ``loss.policy_loss`` by name."""
+    from envhub.trainer.algo import grpo
+
+    @grpo.register_policy_loss("unclipped")
+    def unclipped(ratio, adv, low, high):
+        return -ratio * adv, torch.zeros_like(ratio)
+
+    try:
+        cfg = grpo.LossConfig(policy_loss="unclipped")
+        logp = torch.tensor([[-1.0, -2.0]], requires_grad=True)
+        old, adv, ones = logp.detach() - 1.0, torch.tensor([2.0]), torch.ones(1, 2)
+        terms = grpo.policy_loss(logp, old, adv, ones, ones, cfg)
+        assert terms.loss.item() == pytest.approx(-2 * math.e * 2)  # ratio e, no clip
+        assert terms.clipped_sum == 0.0
+        terms.loss.backward()
+        assert logp.grad is not None
+        with pytest.raises(ValueError, match="registered already"):
+            grpo.register_policy_loss("unclipped")(unclipped)
+    finally:
+        grpo.POLICY_LOSSES.pop("unclipped")
+    with pytest.raises(ValueError, match="must be one of"):
+        grpo.LossConfig(policy_loss="unclipped")

@@ -9,8 +9,8 @@ from fake_envs import make_retry
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.types import Generation
 from envhub.trainer.config import load_config
+from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutSettings, RoutedEnvPool
 from envhub.trainer.hub import MixRun
-from envhub.trainer.rollout import LocalEnvPool, RolloutSettings, RoutedEnvPool
 from envhub.trainer.train import _Rollouts
 
 

@@ -20,17 +20,17 @@ import pytest
 from envhub.errors import ConfigError
 from envhub.trainer import checkpoint as ckpt
 from envhub.trainer.config import TrainConfigError, load_config
-from envhub.trainer.metrics import MetricsLogger, plot_rewards, rollout_metrics, source_metrics
-from envhub.trainer.mix import MixSource, quotas
-from envhub.trainer.rollout import RolloutBatch, TrainingEpisode, _record
-from envhub.trainer.train import to_samples
-from envhub.trainer.validation import (
+from envhub.trainer.episodes.mix import MixSource, quotas
+from envhub.trainer.episodes.rollout import RolloutBatch, TrainingEpisode, _record
+from envhub.trainer.episodes.validation import (
     BestTracker,
     check_held_out,
     plot_validation,
     round_row,
 )
-from envhub.trainer.viewer import render_html, render_text, visible
+from envhub.trainer.episodes.viewer import render_html, render_text, visible
+from envhub.trainer.metrics import MetricsLogger, plot_rewards, rollout_metrics, source_metrics
+from envhub.trainer.train import to_samples
 from envhub.trainer.watchdog import FailedSteps, RunFailed, WatchdogConfig
 from envhub.types import Info, StepResult
 
@@ -123,7 +123,7 @@ def test_the_terminal_view_escapes_every_control_character():
 
 
 def test_the_html_page_escapes_every_control_character(tmp_path):
-    from envhub.trainer.rollout_log import write_step
+    from envhub.trainer.episodes.rollout_log import write_step
 
     run = tmp_path / "run"
     write_step(run / "rollouts", 1, [_record_row()])
@@ -153,7 +153,7 @@ def test_an_absurd_lora_alpha_is_refused_naming_the_key(tmp_path, alpha):
 def test_a_lora_rank_above_the_layers_is_refused_naming_the_key():
     from envhub.engines.weights import resolve_model
     from envhub.trainer.config import LoraSettings
-    from envhub.trainer.lora import check_rank
+    from envhub.trainer.workers.lora import check_rank
 
     tiny = resolve_model("tiny")  # hidden size 64
     check_rank(LoraSettings(rank=16), tiny)

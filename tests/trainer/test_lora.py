@@ -4,9 +4,9 @@ import pytest
 import torch
 from test_fsdp import make_samples
 
+from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.config import LoraSettings, OptimConfig
-from envhub.trainer.grpo import LossConfig
-from envhub.trainer.lora import merge_state, scaling
+from envhub.trainer.workers.lora import merge_state, scaling
 
 pytest.importorskip("peft")
 
@@ -14,7 +14,7 @@ LORA = LoraSettings(rank=4, alpha=8)
 
 
 def make_policy(path, lora=None, fused=True, checkpointing=False, lr=1e-2):
-    from envhub.trainer.policy import Policy
+    from envhub.trainer.workers.policy import Policy
 
     return Policy(
         str(path),
@@ -135,7 +135,7 @@ def test_adapter_files_are_what_peft_loads(tiny_path, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from envhub.trainer.lora import adapter_bytes, adapter_files, write_adapter
+    from envhub.trainer.workers.lora import adapter_bytes, adapter_files, write_adapter
 
     policy = make_policy(tiny_path, LORA)
     policy.train([make_samples()])
@@ -153,7 +153,7 @@ def test_adapter_files_are_what_peft_loads(tiny_path, tmp_path):
 
 
 def test_vllm_lora_rank_is_rounded_up_to_one_vllm_accepts():
-    from envhub.trainer.lora import vllm_max_lora_rank
+    from envhub.trainer.workers.lora import vllm_max_lora_rank
 
     assert [vllm_max_lora_rank(r) for r in (1, 4, 8, 9, 300)] == [1, 8, 8, 16, 320]
     with pytest.raises(ValueError, match="512"):

@@ -11,9 +11,9 @@ from test_rollout import ScriptedEngine, settings
 
 from envhub.engines.chat import ChatFormatter
 from envhub.trainer.config import TrainConfigError, load_config
+from envhub.trainer.episodes.mix import Job, MixSampler, MixSource, quotas
+from envhub.trainer.episodes.rollout import LocalEnvPool, RoutedEnvPool, collect
 from envhub.trainer.metrics import source_metrics
-from envhub.trainer.mix import Job, MixSampler, MixSource, quotas
-from envhub.trainer.rollout import LocalEnvPool, RoutedEnvPool, collect
 
 
 def sampler(seed=0, **weights):

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from train_support import run_envhub_train
 
-from envhub.trainer.curriculum import Curriculum, CurriculumConfig
-from envhub.trainer.mix import MixSampler, MixSource
+from envhub.trainer.episodes.curriculum import Curriculum, CurriculumConfig
+from envhub.trainer.episodes.mix import MixSampler, MixSource
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 

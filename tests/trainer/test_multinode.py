@@ -22,7 +22,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from envhub.trainer.config import Config, TrainConfigError  # noqa: E402
-from envhub.trainer.placement import check_resources, requests  # noqa: E402
+from envhub.trainer.workers.placement import check_resources, requests  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from envhub.trainer.correction import RolloutCorrectionConfig, importance_weights
-from envhub.trainer.grpo import LossConfig, policy_loss
+from envhub.trainer.algo.correction import RolloutCorrectionConfig, importance_weights
+from envhub.trainer.algo.grpo import LossConfig, policy_loss
 
 OFF = RolloutCorrectionConfig()  # no rollout correction: the off-policy cap alone
 

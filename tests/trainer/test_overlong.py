@@ -5,8 +5,8 @@ import math
 import pytest
 from test_dynamic import ep
 
-from envhub.trainer.overlong import OverlongConfig, soft_overlong_penalty
-from envhub.trainer.rollout import RolloutBatch
+from envhub.trainer.algo.overlong import OverlongConfig, soft_overlong_penalty
+from envhub.trainer.episodes.rollout import RolloutBatch
 from envhub.trainer.train import to_samples
 
 

@@ -1,14 +1,14 @@
-"""Packed micro-batches (envhub.trainer.packing): one row, shared prompt once, same numbers."""
+"""Packed micro-batches (envhub.trainer.workers.packing): one row, shared prompt once, same numbers."""
 
 import copy
 
 import pytest
 import torch
 
-from envhub.trainer.batch import Sample, assign_weights, micro_batches
+from envhub.trainer.algo.batch import Sample, assign_weights, micro_batches
+from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.config import OptimConfig
-from envhub.trainer.grpo import LossConfig
-from envhub.trainer.packing import common_prefix, pack
+from envhub.trainer.workers.packing import common_prefix, pack
 
 OPTIM = OptimConfig(lr=1e-3)
 
@@ -62,7 +62,7 @@ def test_groups_stay_together_in_micro_batches():
 @pytest.fixture(scope="module")
 def policies():
     from envhub.engines.weights import tiny_llama_path
-    from envhub.trainer.policy import Policy
+    from envhub.trainer.workers.policy import Policy
 
     def make(pack):
         return Policy(
@@ -103,7 +103,7 @@ def test_packed_and_padded_give_the_same_logprobs_and_update(policies):
 
 
 def test_a_row_too_long_stays_padded(monkeypatch):
-    import envhub.trainer.packing as packing
+    import envhub.trainer.workers.packing as packing
 
     monkeypatch.setattr(packing, "MAX_PACKED_TOKENS", 8)
     batch = [sample([1, 2, 3, 4], [5, 6]), sample([1, 2, 3, 4], [7, 8, 9])]  # packs to 9
@@ -115,8 +115,8 @@ def test_micro_step_gradient_equals_plain_autograd(policies, which):
     """The chunked logprobs' hand-written backward against autograd of the plain formulas."""
     from collections import defaultdict
 
-    from envhub.trainer.batch import collate
-    from envhub.trainer.grpo import policy_loss, token_logprobs
+    from envhub.trainer.algo.batch import collate
+    from envhub.trainer.algo.grpo import policy_loss, token_logprobs
 
     policy = policies[0] if which == "packed" else policies[1]
     batch = groups()
@@ -146,7 +146,7 @@ def test_micro_step_gradient_equals_plain_autograd(policies, which):
 
 def test_a_micro_batch_of_padding_alone_carries_the_reference_kl_needs():
     """A rank's share of a small batch can be padding only; with KL on, the loss needs ref."""
-    from envhub.trainer.batch import collate
+    from envhub.trainer.algo.batch import collate
 
     pads = [Sample.dummy(0), Sample.dummy(0)]
     out = collate(pads, pad_id=0)

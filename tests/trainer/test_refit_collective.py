@@ -1,4 +1,4 @@
-"""Refit over a torch collective group (``generation.transport: gloo``; ``envhub.trainer.collective``).
+"""Refit over a torch collective group (``generation.transport: gloo``; ``envhub.trainer.refit.collective``).
 
 Bucketing without any process group; the group itself between two spawned processes
 (broadcast, a member that never joins, a silent sender); then the trainer in split placement
@@ -23,7 +23,8 @@ import torch
 import torch.multiprocessing as mp
 from train_support import envhub_train
 
-from envhub.trainer.collective import (
+from envhub.trainer.config import TrainConfigError, load_config
+from envhub.trainer.refit.collective import (
     RefitGroup,
     RefitTransportError,
     bucket_slices,
@@ -34,7 +35,6 @@ from envhub.trainer.collective import (
     plan_layout,
     transport_device,
 )
-from envhub.trainer.config import TrainConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"
@@ -295,10 +295,10 @@ def test_two_steps_in_split_placement_over_gloo(tmp_path, engine):
 CLUSTER_SCRIPT = textwrap.dedent(
     """
     import json, os, signal, sys, time, torch, ray
-    from envhub.trainer.batch import Sample, assign_weights
+    from envhub.trainer.algo.batch import Sample, assign_weights
     from envhub.trainer.config import load_config
     from envhub.engines.weights import resolve_model
-    from envhub.trainer.workers import Cluster
+    from envhub.trainer.workers.cluster import Cluster
 
     def make_samples():
         g = torch.Generator().manual_seed(0)

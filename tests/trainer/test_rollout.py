@@ -7,7 +7,7 @@ from fake_envs import make_retry
 
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.types import Generation, SamplingParams
-from envhub.trainer.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect
+from envhub.trainer.episodes.rollout import EnvCalls, LocalEnvPool, RolloutSettings, collect
 from envhub.types import Status
 
 

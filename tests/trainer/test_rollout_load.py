@@ -28,7 +28,7 @@ def test_the_trainer_drops_no_episode_of_a_saturated_server(dummy_registry, tiny
     from envhub.engines.chat import ChatFormatter
     from envhub.engines.types import Generation, SamplingParams
     from envhub.trainer.config import EnvConfig
-    from envhub.trainer.rollout import LocalEnvPool, RolloutSettings, collect
+    from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutSettings, collect
 
     tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_path)
     answer = Generation(f"hang {HANG_S}", "stop", token_ids=[tokenizer.eos_token_id],

@@ -10,13 +10,13 @@ from test_rollout import ScriptedEngine, settings
 from typer.testing import CliRunner
 
 from envhub.engines.chat import ChatFormatter
-from envhub.trainer import viewer
 from envhub.trainer.cli import register
 from envhub.trainer.config import load_config
-from envhub.trainer.dynamic import Filtered
+from envhub.trainer.episodes import viewer
+from envhub.trainer.episodes.dynamic import Filtered
+from envhub.trainer.episodes.mix import Job
+from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutBatch, RoutedEnvPool, collect
 from envhub.trainer.hub import MixRun
-from envhub.trainer.mix import Job
-from envhub.trainer.rollout import LocalEnvPool, RolloutBatch, RoutedEnvPool, collect
 from envhub.trainer.train import to_samples
 
 

@@ -25,7 +25,7 @@ from envhub.engines.types import Generation, SamplingParams
 from envhub.evaluate.runner import EpisodeJob, run_episode
 from envhub.evaluate.store import EpisodeRecord
 from envhub.tools import ToolSet
-from envhub.trainer.rollout import LocalEnvPool, RolloutSettings, TrainingEpisode, collect
+from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutSettings, TrainingEpisode, collect
 from envhub.types import Message
 
 ENVS = ("search-v1", "sql-multiturn-v1", "gsm8k-v1", "wordle-v1")

@@ -13,7 +13,7 @@ import torch
 from train_support import envhub_train
 
 from envhub.engines.transformers_engine import TransformersEngine
-from envhub.trainer.generation import engine_score, require_vllm
+from envhub.trainer.workers.generation import engine_score, require_vllm
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "examples" / "tiny.yaml"

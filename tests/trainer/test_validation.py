@@ -14,8 +14,8 @@ from envhub.errors import ConfigError
 from envhub.evaluate.backends import BatchingBackend
 from envhub.evaluate.local import engine_batch_fn
 from envhub.trainer.config import load_config
-from envhub.trainer.mix import MixSource
-from envhub.trainer.validation import (
+from envhub.trainer.episodes.mix import MixSource
+from envhub.trainer.episodes.validation import (
     BestTracker,
     ValidationConfig,
     Validator,
@@ -132,10 +132,10 @@ def test_the_runs_engines_sample_a_seeded_request_alike_however_many(engine, mon
     import ray
 
     from envhub.engines.types import SamplingParams
-    from envhub.trainer import workers
     from envhub.trainer.config import Config
     from envhub.trainer.hub import ClusterEngine
-    from envhub.trainer.workers import Cluster
+    from envhub.trainer.workers import cluster as workers
+    from envhub.trainer.workers.cluster import Cluster
 
     monkeypatch.setattr(ray, "get", lambda refs: refs)
     monkeypatch.setattr(workers, "get", lambda refs, *_, **__: refs)

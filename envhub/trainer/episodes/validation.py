@@ -263,7 +263,7 @@ class Validator:
         seed: int,
         max_tokens: int,
     ):
-        """Validate ``sources`` (the mix's :class:`~envhub.trainer.mix.MixSource` list).
+        """Validate ``sources`` (the mix's :class:`~envhub.trainer.episodes.mix.MixSource` list).
 
         ``backend_factory()`` gives a :class:`envhub.evaluate.backends.ModelBackend` over the
         run's engines (their current weights).

@@ -1,12 +1,13 @@
 """The policy on one data-parallel rank: an FSDP2-sharded model, AdamW and the GRPO update.
 
-:class:`Policy` is plain Python so it can run under Ray (``envhub.trainer.workers``), under
+:class:`Policy` is plain Python so it can run under Ray (``envhub.trainer.workers.cluster``), under
 ``torch.multiprocessing`` (the FSDP equivalence test) or alone (``world_size=1``). Every
 method marked *collective* must be called on all ranks together.
 
 Sharding: ``fully_shard`` on each decoder layer, then on the root (which holds the embeddings,
 tied to the LM head, and the final norm). FSDP2 averages gradients over ranks, so each rank's
-loss (a partial sum of the batch loss, see ``envhub.trainer.grpo``) is multiplied by the world size.
+loss (a partial sum of the batch loss, see ``envhub.trainer.algo.grpo``) is multiplied by the world
+size.
 """
 
 from __future__ import annotations
@@ -24,20 +25,19 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from envhub.engines.weights import quiet_loading_bars
-
-from .batch import Sample, collate, micro_batches
-from .correction import CorrectionStats, importance_weights
-from .fused import fuse
-from .grpo import LossConfig, logprobs_and_entropy, policy_loss
-from .lora import apply_lora, is_lora, merge_state, save_adapter, scaling
-from .packing import pack
+from envhub.trainer.algo.batch import Sample, collate, micro_batches
+from envhub.trainer.algo.correction import CorrectionStats, importance_weights
+from envhub.trainer.algo.grpo import LossConfig, logprobs_and_entropy, policy_loss
+from envhub.trainer.workers.fused import fuse
+from envhub.trainer.workers.lora import apply_lora, is_lora, merge_state, save_adapter, scaling
+from envhub.trainer.workers.packing import pack
 
 if TYPE_CHECKING:
-    from .config import LoraSettings, OptimConfig
+    from envhub.trainer.config import LoraSettings, OptimConfig
 
 
 CORRECTION_KEYS = tuple(f"rc/{f.name}" for f in fields(CorrectionStats))
-"""The rollout-correction sums :meth:`Policy.train` returns (``envhub.trainer.correction``)."""
+"""The rollout-correction sums :meth:`Policy.train` returns (``envhub.trainer.algo.correction``)."""
 
 
 def init_distributed(rank: int, world_size: int, addr: str, port: int, backend: str) -> None:
@@ -116,7 +116,8 @@ def _load_model(
         model = apply_lora(model, lora)
     if fused and fuse(model) == 0:  # the same numbers, fewer activations kept
         logging.getLogger("envhub.trainer").info(
-            "train.fused: no MLP or RMSNorm of %s is one envhub.trainer.fused knows; training "
+            "train.fused: no MLP or RMSNorm of %s is one envhub.trainer.workers.fused knows; "
+            "training "
             "with the model's own modules",
             type(model).__name__,
         )
@@ -172,13 +173,13 @@ class Policy:
             dtype: Parameter dtype (``model.dtype``; no default here: the config's is the one).
             seed: Seeds torch on this rank (``seed``).
             pack: Run each micro-batch as one packed row (``train.pack``,
-                :mod:`envhub.trainer.packing`).
+                :mod:`envhub.trainer.workers.packing`).
             fused: Fuse the model's MLPs and RMSNorms (``train.fused``,
-                :mod:`envhub.trainer.fused`).
+                :mod:`envhub.trainer.workers.fused`).
             device: ``cpu`` or ``cuda``.
             off_policy_cap: Asynchronous runs: truncation of ``pi_old / pi_engine``
-                (:func:`envhub.trainer.correction.importance_weights`).
-            lora: ``model.lora`` (:mod:`envhub.trainer.lora`).
+                (:func:`envhub.trainer.algo.correction.importance_weights`).
+            lora: ``model.lora`` (:mod:`envhub.trainer.workers.lora`).
             activation_checkpointing: ``model.activation_checkpointing``.
         """
         torch.manual_seed(seed + rank)
@@ -220,11 +221,12 @@ class Policy:
         column holding a policy token in any row: prompt positions before it never carry
         loss, and the vocabulary projection is the costliest part of a small model. With
         ``samples`` (and ``pack``), the micro-batch runs as one packed row
-        (:mod:`envhub.trainer.packing`: shared prompt once, no padding); the result is the same.
+        (:mod:`envhub.trainer.workers.packing`: shared prompt once, no padding); the result is the
+        same.
 
         Memory: the model's ``[K, V]`` logits (``K`` kept rows: packed, the distinct
         positions; padded, ``B * T'``) are the only full-vocabulary tensor;
-        :func:`envhub.trainer.grpo.logprobs_and_entropy` reads them in slices, and its backward
+        :func:`envhub.trainer.algo.grpo.logprobs_and_entropy` reads them in slices, and its backward
         turns them into their own gradient.
 
         Returns:

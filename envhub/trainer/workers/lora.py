@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from .config import LoraSettings
+    from envhub.trainer.config import LoraSettings
 
 PEFT_PREFIX = "base_model.model."
 """What ``PeftModel`` puts before the base model's parameter names."""
@@ -72,7 +72,7 @@ def check_rank(settings: LoraSettings, model_dir: str | Path) -> None:
         return
     from transformers import AutoConfig
 
-    from .config import TrainConfigError
+    from envhub.trainer.config import TrainConfigError
 
     cfg = AutoConfig.from_pretrained(str(model_dir))
     widths = {

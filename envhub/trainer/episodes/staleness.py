@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .rollout import RolloutBatch, TrainingEpisode
+from envhub.trainer.episodes.rollout import RolloutBatch, TrainingEpisode
 
 
 def group_age(episodes: list[TrainingEpisode], current: int) -> int:

@@ -1,6 +1,6 @@
 """The gathered state dict as vLLM's ``WeightSource`` (``generation.weight_transfer: vllm``).
 
-Imports vLLM at the top: only :mod:`envhub.trainer.vllm_transfer` imports it, once the flag
+Imports vLLM at the top: only :mod:`envhub.trainer.refit.vllm_transfer` imports it, once the flag
 is on and the API was found.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 import torch
 from vllm.distributed.weight_transfer import ParamMeta, WeightSource
 
-from .collective import tensor_specs, to_dtype
+from envhub.trainer.refit.collective import tensor_specs, to_dtype
 
 
 class StateSource(WeightSource):

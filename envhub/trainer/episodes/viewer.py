@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.errors import ConfigError
-
-from .rollout_log import read_step, step_files
+from envhub.trainer.episodes.rollout_log import read_step, step_files
 
 
 def select(

@@ -40,6 +40,7 @@ from pydantic import Field
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.types import Generation, SamplingParams
 from envhub.errors import NotSupported
+from envhub.trainer.episodes.mix import Job
 from envhub.types import (
     EpisodeResult,
     Message,
@@ -47,8 +48,6 @@ from envhub.types import (
     Status,
     StepResult,
 )
-
-from .mix import Job
 
 GenerateFn = Callable[[list[list[int]], SamplingParams], list[Generation | Exception]]
 """The engine group's ``generate``: prompts in order, completions in the same order (an
@@ -286,7 +285,8 @@ def collect(
         pool: Environment clients (a :class:`RoutedEnvPool` for a mix of sources).
         chat: Renders messages to token ids.
         seeds: One per task group: a reset seed (the pool's one environment), or a
-            :class:`~envhub.trainer.mix.Job` naming the source, the seed and maybe the task.
+            :class:`~envhub.trainer.episodes.mix.Job` naming the source, the seed and maybe the
+            task.
             The group's episodes all run the same task.
         settings: Group size, turn and token budgets (per source), deadline, sampling.
         sample_seed: Base seed of the sampler (turn ``t`` uses ``sample_seed + t``).
@@ -346,7 +346,8 @@ class RoutedEnvPool:
     """An :class:`EnvPool` over one pool per mix source, routed by the episode key's prefix.
 
     Keys look like ``SOURCE|...`` (:func:`collect` makes them so for a
-    :class:`~envhub.trainer.mix.Job`); each source keeps its own clients, runner and reward.
+    :class:`~envhub.trainer.episodes.mix.Job`); each source keeps its own clients, runner and
+    reward.
     """
 
     def __init__(self, pools: dict[str, EnvPool]) -> None:

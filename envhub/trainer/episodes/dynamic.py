@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .rollout import RolloutBatch, TrainingEpisode
+from envhub.trainer.episodes.rollout import RolloutBatch, TrainingEpisode
 
 
 def outcome(ep: TrainingEpisode, primary: str) -> float:

@@ -43,6 +43,8 @@ from typing import Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from envhub.trainer.algo.kl import k3_kl
+
 MODES = ("none", "token_tis", "seq_tis", "token_mask", "seq_mask", "geo_mask")
 """``loss.rollout_correction.mode`` values (``none``: off)."""
 
@@ -54,7 +56,7 @@ class RolloutCorrectionConfig(BaseModel):
 
     mode: Literal["none", "token_tis", "seq_tis", "token_mask", "seq_mask", "geo_mask"] = "none"
     """``none`` (default), ``token_tis``, ``seq_tis``, ``token_mask``, ``seq_mask`` or
-    ``geo_mask``: see :mod:`envhub.trainer.correction`."""
+    ``geo_mask``: see :mod:`envhub.trainer.algo.correction`."""
     threshold: float = Field(default=2.0, gt=0)
     """TIS modes: weights are truncated at this value (2 as in Yao et al.'s TIS)."""
     low: float = Field(default=0.5, ge=0)
@@ -172,6 +174,4 @@ def correction_metrics(per_rank: Sequence[Mapping[str, float]]) -> dict[str, flo
 
 def _k3(log_rho: torch.Tensor) -> torch.Tensor:
     """k3 of ``KL(engine || trainer)`` on tokens the engine sampled: ``rho - 1 - log rho``."""
-    from .grpo import k3_kl
-
     return k3_kl(torch.zeros_like(log_rho), log_rho)

@@ -17,9 +17,9 @@ by ``cluster.placement`` from :data:`SYNCS`:
   ``generation.transport: gloo`` on CPU tensors, ``nccl`` on GPU tensors, as NeMo RL does on
   GPU clusters): policy rank 0 broadcasts the gathered weights in size-bounded flat buckets
   straight to every engine, with no copy through the object store or the driver
-  (:mod:`envhub.trainer.collective` holds the group and the bucket layout).
+  (:mod:`envhub.trainer.refit.collective` holds the group and the bucket layout).
 - or, with ``generation.weight_transfer: vllm``, vLLM's own weight-transfer API from policy
-  rank 0 (:mod:`envhub.trainer.vllm_transfer`; GPU-only, never run on a GPU).
+  rank 0 (:mod:`envhub.trainer.refit.vllm_transfer`; GPU-only, never run on a GPU).
 
 An engine that dies is restarted by Ray and refit before it samples again (``revive``): the
 object-store sync loads the newest weights' object into it; the collective sync forms the
@@ -57,7 +57,7 @@ class ColocatedSync:
     """Refit of engines that live inside the policy workers (see module docstring)."""
 
     def __init__(self, policy_workers: Sequence[Any], deadline_s: float = 300.0) -> None:
-        """``policy_workers``: the :class:`envhub.trainer.workers.PolicyWorker` actor handles."""
+        """``policy_workers``: :class:`~envhub.trainer.workers.cluster.PolicyWorker` handles."""
         self.workers, self.deadline_s = list(policy_workers), deadline_s
 
     def push(self, version: int | None = None) -> float:
@@ -66,7 +66,7 @@ class ColocatedSync:
         Raises:
             envhub.trainer.watchdog.PartHung: a rank gave no answer within the deadline.
         """
-        from .watchdog import get
+        from envhub.trainer.watchdog import get
 
         t0 = time.perf_counter()
         get([w.refit.remote() for w in self.workers], "policy workers (refit)", self.deadline_s)
@@ -84,7 +84,7 @@ class ObjectStoreSync:
     def __init__(
         self, policy_workers: Sequence[Any], engines: Sequence[Any], deadline_s: float = 300.0
     ) -> None:
-        """``engines``: :class:`envhub.trainer.generation.GenerationWorker` actor handles."""
+        """``engines``: :class:`~envhub.trainer.workers.generation.GenerationWorker` handles."""
         self.workers, self.engines = list(policy_workers), list(engines)
         self.deadline_s = deadline_s
         self.late: list[Any] = []
@@ -102,7 +102,7 @@ class ObjectStoreSync:
         """
         import ray
 
-        from .watchdog import PartHung, get
+        from envhub.trainer.watchdog import PartHung, get
 
         t0 = time.perf_counter()
         end = time.monotonic() + self.deadline_s
@@ -146,7 +146,7 @@ class ObjectStoreSync:
 class AdapterSync(ObjectStoreSync):
     """LoRA refit of vLLM engine actors: the adapter alone, through Ray's object store.
 
-    Rank 0's ``peft`` adapter files (a few MB, :func:`envhub.trainer.lora.adapter_files`)
+    Rank 0's ``peft`` adapter files (a few MB, :func:`envhub.trainer.workers.lora.adapter_files`)
     are one object; every engine writes them to its own folder and serves them on every
     request (vLLM's LoRA support). A restarted engine is refit from the same object.
     """
@@ -192,7 +192,7 @@ class CollectiveSync:
     The group is formed here: policy rank 0 hosts the store, then rank 0 and every engine
     join in a single ``ray.get`` (they must join concurrently). An engine that Ray restarts
     (a new process) is let in by forming the group again, every member re-joining under the
-    next generation's prefix and a new store port (:mod:`envhub.trainer.collective`), then
+    next generation's prefix and a new store port (:mod:`envhub.trainer.refit.collective`), then
     rank 0 sends the weights it last sent again. :meth:`close` tears the group down.
     """
 
@@ -253,7 +253,7 @@ class CollectiveSync:
         A push that fails because Ray restarted an engine forms the group again and sends
         the same weights to every engine; any other failure is the run's.
         """
-        from .collective import RefitTransportError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         with self._lock:
             t0 = time.perf_counter()
@@ -278,7 +278,7 @@ class CollectiveSync:
                 (``generation.max_restarts: 0``), or forming the group failed.
             RuntimeError: the engine is not back within ``timeout_s`` or is dead for good.
         """
-        from .collective import RefitTransportError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         if not self.keep:
             raise RefitTransportError(
@@ -297,7 +297,7 @@ class CollectiveSync:
             RefitTransportError: an engine is dead for good or not back in time (the message
                 holds ``failure``, the refit error that led here, when given).
         """
-        from .collective import RefitTransportError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         try:
             pids = [wait_until_up(e, self.restart_timeout_s)["pid"] for e in self.engines]
@@ -336,8 +336,8 @@ class CollectiveSync:
         """
         import ray
 
-        from .collective import RefitTransportError
-        from .config import TrainConfigError
+        from envhub.trainer.config import TrainConfigError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         pending, end = list(refs), time.monotonic() + self.deadline_s
         while pending:
@@ -388,7 +388,7 @@ def make_weight_sync(
 
     ``adapter``: LoRA with vLLM engines over the object store: :class:`AdapterSync`.
     ``weight_transfer="vllm"``: vLLM's own API
-    (:class:`envhub.trainer.vllm_transfer.VLLMTransferSync`), in place of ``transport``.
+    (:class:`envhub.trainer.refit.vllm_transfer.VLLMTransferSync`), in place of ``transport``.
 
     Raises:
         ValueError: a transport without an implementation.
@@ -398,7 +398,7 @@ def make_weight_sync(
     if adapter:
         return AdapterSync(policy_workers, engines, timeout_s)
     if weight_transfer == "vllm":
-        from .vllm_transfer import VLLMTransferSync
+        from envhub.trainer.refit.vllm_transfer import VLLMTransferSync
 
         return VLLMTransferSync(policy_workers, engines, bucket_mb=bucket_mb, timeout_s=timeout_s)
     if transport not in SYNCS:

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .correction import RolloutCorrectionConfig
+from envhub.trainer.algo.correction import RolloutCorrectionConfig
+from envhub.trainer.algo.kl import k3_kl
 
 
 def group_advantages(
@@ -66,15 +67,6 @@ def group_advantages(
     denom = std[inverse] + eps
     adv = torch.where(denom > 0, centered / denom.clamp(min=1e-12), torch.zeros_like(centered))
     return torch.where(counts[inverse] > 1, adv, torch.zeros_like(adv)).float()
-
-
-def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Per-token k3 estimate of KL(policy || reference): ``exp(d) - d - 1``, ``d = ref - logp``.
-
-    Unbiased and always >= 0 (Schulman, "Approximating KL divergence", 2020).
-    """
-    d = ref_logp - logp
-    return torch.exp(d) - d - 1
 
 
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
@@ -231,7 +223,74 @@ AGGREGATIONS: dict[str, Callable[[torch.Tensor, int, int, int], torch.Tensor]] =
 """Per-token loss weights by aggregation mode: ``fn(mask, n_seqs, n_tokens, max_len)``.
 
 ``n_seqs`` and ``n_tokens`` count the whole batch (all micro-batches and ranks), so the weights
-of every micro-batch add up to the loss of the whole batch."""
+of every micro-batch add up to the loss of the whole batch. Add one with
+:func:`register_aggregation`."""
+
+PolicyLossFn = Callable[
+    [torch.Tensor, torch.Tensor, float, float], tuple[torch.Tensor, torch.Tensor]
+]
+"""``fn(ratio, advantages, low, high) -> (per_token_loss, clipped)``: ``ratio`` is ``[B, T]``
+(or ``[B, 1]`` at sequence level), ``advantages`` ``[B, 1]``, ``[low, high]`` the clip range;
+``clipped`` marks where a clip bound is the active term (for ``clip_fraction``)."""
+POLICY_LOSSES: dict[str, PolicyLossFn] = {}
+"""The per-token policy losses by name (``loss.policy_loss``); add one with
+:func:`register_policy_loss`."""
+RatioFn = Callable[..., tuple[torch.Tensor, float, float]]
+"""``fn(logp, old_logp, mask, cfg) -> (ratio, low, high)``: an importance ratio and its clip
+range."""
+RATIO_LEVELS: dict[str, RatioFn] = {}
+"""Importance ratios by level (``loss.ratio_level``); add one with :func:`register_ratio_level`."""
+
+
+def _registrar(table: dict[str, Any], what: str) -> Callable[[str], Callable[[Any], Any]]:
+    def register(name: str) -> Callable[[Any], Any]:
+        def add(fn: Any) -> Any:
+            if name in table:
+                raise ValueError(f"{what} {name!r} is registered already")
+            table[name] = fn
+            return fn
+
+        return add
+
+    return register
+
+
+register_policy_loss = _registrar(POLICY_LOSSES, "policy loss")
+"""``@register_policy_loss("name")`` above a :data:`PolicyLossFn`: ``loss.policy_loss: name``.
+
+The module that holds it must be imported in the policy workers too: add losses here, or in a
+module of ``envhub/trainer/algo/`` that this one imports."""
+register_ratio_level = _registrar(RATIO_LEVELS, "ratio level")
+"""``@register_ratio_level("name")`` above a :data:`RatioFn`: ``loss.ratio_level: name``."""
+register_aggregation = _registrar(AGGREGATIONS, "aggregation")
+"""``@register_aggregation("name")`` above a weights function: ``loss.aggregation: name``."""
+
+
+@register_policy_loss("clipped")
+def clipped_surrogate(
+    ratio: torch.Tensor, adv: torch.Tensor, low: float, high: float
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """PPO/GRPO's clipped surrogate: ``-min(ratio * A, clip(ratio, 1 - low, 1 + high) * A)``."""
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1 - low, 1 + high) * adv
+    return -torch.minimum(unclipped, clipped), (clipped < unclipped).float()
+
+
+@register_ratio_level("token")
+def token_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, cfg: Any):
+    """PPO/GRPO's per-token ratio ``exp(logp - old)``, clipped to ``clip_low``/``clip_high``."""
+    return torch.exp(logp - old_logp), cfg.clip_low, cfg.clip_high
+
+
+@register_ratio_level("sequence")
+def sequence_ratio(logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, cfg: Any):
+    """GSPO's ``exp(sum_t mask * (logp - old) / sum_t mask)`` (``[B, 1]``), ``seq_clip_*``.
+
+    Its gradient is the ratio times the mean of the tokens' ``grad logp``.
+    """
+    n = mask.sum(-1, keepdim=True).clamp(min=1)
+    log_ratio = ((logp - old_logp) * mask).sum(-1, keepdim=True) / n
+    return torch.exp(log_ratio), cfg.seq_clip_low, cfg.seq_clip_high
 
 
 def loss_weights(
@@ -268,8 +327,10 @@ class LossConfig(BaseModel):
     ``seq_mean_token_sum_norm`` (Dr. GRPO); see :data:`AGGREGATIONS`."""
     normalize_std: bool = True
     """Divide advantages by the group's std (GRPO); off is Dr. GRPO's ``r - mean``."""
+    policy_loss: str = "clipped"
+    """The per-token surrogate, by name in :data:`POLICY_LOSSES` (``clipped``: PPO/GRPO's)."""
     # ---- algos: importance ratio level (GSPO) and rollout correction
-    ratio_level: Literal["token", "sequence"] = "token"
+    ratio_level: str = "token"
     """``token``: PPO/GRPO's per-token ratio. ``sequence``: GSPO's (Zheng et al. 2025)
     length-normalised sequence ratio ``exp(mean_t (logp_t - old_t))``, clipped to
     ``[1 - seq_clip_low, 1 + seq_clip_high]`` and applied to every token of the sequence
@@ -280,13 +341,16 @@ class LossConfig(BaseModel):
     """``ratio_level: sequence``: upper clip range (GSPO's 4e-4)."""
     rollout_correction: RolloutCorrectionConfig = Field(default_factory=RolloutCorrectionConfig)
     """Engine/trainer mismatch correction (TIS, IcePop-style masks): off by default; see
-    :mod:`envhub.trainer.correction`."""
+    :mod:`envhub.trainer.algo.correction`."""
 
-    @field_validator("aggregation")
+    @field_validator("aggregation", "policy_loss", "ratio_level")
     @classmethod
-    def _check_aggregation(cls, v: str) -> str:
-        if v not in AGGREGATIONS:
-            raise ValueError(f"must be one of {sorted(AGGREGATIONS)}")
+    def _check_registered(cls, v: str, info: Any) -> str:
+        table = {"aggregation": AGGREGATIONS, "policy_loss": POLICY_LOSSES}.get(
+            info.field_name, RATIO_LEVELS
+        )
+        if v not in table:
+            raise ValueError(f"must be one of {sorted(table)}")
         return v
 
 
@@ -318,8 +382,9 @@ def policy_loss(
 
     Per token: ``-w * min(ratio * A, clip(ratio, 1 - clip_low, 1 + clip_high) * A)
     + kl_beta * k3(logp, ref_logp)`` with ``ratio = exp(logp - old_logp)`` and ``w`` the
-    importance weight; with ``cfg.ratio_level == "sequence"``, GSPO's sequence ratio and
-    ``seq_clip_low``/``seq_clip_high`` instead (:func:`_ratio`).
+    importance weight; the surrogate is ``cfg.policy_loss`` (:data:`POLICY_LOSSES`) and the
+    ratio ``cfg.ratio_level`` (:data:`RATIO_LEVELS`: with ``sequence``, GSPO's sequence ratio
+    and ``seq_clip_low``/``seq_clip_high``).
 
     Args:
         logp: ``[B, T]`` current policy logprobs (differentiable).
@@ -330,15 +395,13 @@ def policy_loss(
         cfg: Clip range and KL weight.
         ref_logp: ``[B, T]`` reference logprobs; required when ``cfg.kl_beta > 0``.
         is_weights: ``[B, T]`` importance weights
-            (:func:`envhub.trainer.correction.importance_weights`: off-policy and rollout
+            (:func:`envhub.trainer.algo.correction.importance_weights`: off-policy and rollout
             correction) multiplying the surrogate (not the KL term); None when there are none.
     """
     mask = mask.float()
     adv = advantages.float().unsqueeze(-1)  # [B, 1]
-    ratio, low, high = _ratio(logp, old_logp, mask, cfg)
-    unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1 - low, 1 + high) * adv
-    per_token = -torch.minimum(unclipped, clipped)
+    ratio, low, high = RATIO_LEVELS[cfg.ratio_level](logp, old_logp, mask, cfg)
+    per_token, was_clipped = POLICY_LOSSES[cfg.policy_loss](ratio, adv, low, high)
     if is_weights is not None:
         per_token = per_token * is_weights
     kl = torch.zeros_like(logp)
@@ -347,7 +410,6 @@ def policy_loss(
             raise ValueError("kl_beta > 0 needs ref_logp (reference policy logprobs)")
         kl = k3_kl(logp, ref_logp)
         per_token = per_token + cfg.kl_beta * kl
-    was_clipped = (clipped < unclipped).float()  # the clip bound is the active term
     was_clipped = was_clipped.expand_as(mask)
     return LossTerms(
         loss=(weights * per_token * mask).sum(),
@@ -357,18 +419,3 @@ def policy_loss(
         ratio_sum=float((ratio.detach().expand_as(mask) * mask).sum()),
         is_weight_sum=float((is_weights * mask).sum()) if is_weights is not None else 0.0,
     )
-
-
-def _ratio(
-    logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor, cfg: LossConfig
-) -> tuple[torch.Tensor, float, float]:
-    """The importance ratio (``[B, T]`` per token, or ``[B, 1]`` per sequence) and its clip range.
-
-    Sequence level is GSPO's ``exp(sum_t mask * (logp - old) / sum_t mask)``: its gradient
-    is the ratio times the mean of the tokens' ``grad logp``.
-    """
-    if cfg.ratio_level == "token":
-        return torch.exp(logp - old_logp), cfg.clip_low, cfg.clip_high
-    n = mask.sum(-1, keepdim=True).clamp(min=1)
-    log_ratio = ((logp - old_logp) * mask).sum(-1, keepdim=True) / n
-    return torch.exp(log_ratio), cfg.seq_clip_low, cfg.seq_clip_high

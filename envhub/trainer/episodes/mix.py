@@ -4,7 +4,7 @@
 ``runner``, ``max_turns``, ``workers``); the single-environment form (``env.name``) is a mix
 of one source. Every draw is a pure function of the run seed, the step and the backfill
 round, so a resumed run (or a background rollout thread) draws the same tasks as an
-uninterrupted one; the curriculum (``envhub.trainer.curriculum``), when on, is the only
+uninterrupted one; the curriculum (``envhub.trainer.episodes.curriculum``), when on, is the only
 state, and it is saved in checkpoints with the step.
 
 Quotas are exact per step: source ``s`` gets ``floor(w_s * n)`` or ``ceil(w_s * n)``
@@ -81,7 +81,7 @@ class MixSampler:
     """Draws each step's task groups over the sources (see the module docstring)."""
 
     def __init__(self, sources: list[MixSource], run_seed: int, curriculum: Any = None):
-        """``curriculum``: an :class:`envhub.trainer.curriculum.Curriculum`, or None."""
+        """``curriculum``: an :class:`envhub.trainer.episodes.curriculum.Curriculum`, or None."""
         self.sources = sources
         self.run_seed = run_seed
         self.weights = {s.name: s.weight for s in sources}

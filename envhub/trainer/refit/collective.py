@@ -23,7 +23,7 @@ by forming the group again: every member leaves the old one (:meth:`RefitGroup.c
 the backend, which closes its connections, so a member still waiting on a broadcast from a
 dead peer fails at once instead of at the timeout), policy rank 0 hosts a new store on a new
 port, and every member joins under the next *generation*'s key prefix
-(``envhub-refit/<generation>``). :class:`envhub.trainer.refit.CollectiveSync` drives this.
+(``envhub-refit/<generation>``). :class:`envhub.trainer.refit.syncs.CollectiveSync` drives this.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from .config import TrainConfigError
+from envhub.trainer.config import TrainConfigError
 
 GROUP_PREFIX = "envhub-refit"
 """Key prefix of the weight-transfer group in its store (``envhub-refit/<generation>``)."""

@@ -5,7 +5,8 @@
 needs: ``generate``,
 ``load_weights`` (refit from a state dict that Ray resolves out of its object store),
 ``join_refit_group``/``receive_weights`` (refit over a torch collective group,
-``envhub.trainer.collective``) and ``score`` (the engine's logprobs of given tokens, used to verify
+``envhub.trainer.refit.collective``) and ``score`` (the engine's logprobs of given tokens, used to
+verify
 a refit).
 
 :func:`start_engines` places them:
@@ -31,9 +32,8 @@ from typing import Any
 import ray
 
 from envhub.engines.types import Generation, SamplingParams
-
-from .config import Config
-from .placement import options, where
+from envhub.trainer.config import Config
+from envhub.trainer.workers.placement import options, where
 
 
 class EngineNotRefit(RuntimeError):
@@ -69,7 +69,7 @@ def engine_score(
         return engine.score(sequences, starts, temperature=temperature)
     import torch
 
-    from .grpo import token_logprobs
+    from envhub.trainer.algo.grpo import token_logprobs
 
     t = temperature if temperature > 0 else 1.0
     out = []
@@ -113,7 +113,7 @@ def build_engine(config: Config, model_dir: str, *, device: str = "cpu", seed: i
 
 def _lora_options(config: Config) -> dict[str, Any]:
     """The engine options of vLLM's LoRA support, sized for ``model.lora`` (adapter refits)."""
-    from .lora import vllm_max_lora_rank
+    from envhub.trainer.workers.lora import vllm_max_lora_rank
 
     return {
         "enable_lora": True,
@@ -141,7 +141,7 @@ class GenerationWorker:
         )
 
     def where(self) -> dict[str, Any]:
-        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
         return where()
 
     def ready(self) -> bool:
@@ -189,7 +189,7 @@ class GenerationWorker:
         return time.perf_counter() - t0
 
     def load_adapter(self, files: Mapping[str, bytes], version: int | None = None) -> float:
-        """Refit with the LoRA adapter alone (vLLM; :func:`envhub.trainer.lora.adapter_files`).
+        """Refit with the LoRA adapter alone (vLLM; :func:`~.lora.adapter_files`).
 
         Each version goes to a new folder under a private temp dir (vLLM caches adapters by
         id); the previous one is removed.
@@ -197,7 +197,7 @@ class GenerationWorker:
         import shutil
         import tempfile
 
-        from .lora import write_adapter
+        from envhub.trainer.workers.lora import write_adapter
 
         t0 = time.perf_counter()
         root = getattr(self, "_adapter_root", None) or tempfile.mkdtemp(prefix="envhub-lora-")
@@ -220,12 +220,12 @@ class GenerationWorker:
         timeout_s: float,
         generation: int = 0,
     ) -> int:
-        """Join the weight-transfer group as ``rank`` (``envhub.trainer.collective``).
+        """Join the weight-transfer group as ``rank`` (``envhub.trainer.refit.collective``).
 
         Leaves the group of an earlier generation first; returns this process's pid (the
         driver tells a restarted engine by it).
         """
-        from .collective import RefitGroup
+        from envhub.trainer.refit.collective import RefitGroup
 
         self.leave_refit_group()
         self.refit_group = RefitGroup(
@@ -240,7 +240,7 @@ class GenerationWorker:
             RefitTransportError: this engine is in no group (Ray restarted it: the group must
                 be formed again, ``CollectiveSync``), or the transfer failed.
         """
-        from .collective import RefitTransportError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         group = getattr(self, "refit_group", None)
         if group is None:
@@ -270,7 +270,7 @@ class GenerationWorker:
         Raises:
             TrainConfigError: this engine has no CUDA device.
         """
-        from .vllm_transfer import require_cuda
+        from envhub.trainer.refit.vllm_transfer import require_cuda
 
         require_cuda(f"generation engine {self.index}")
         self.engine.llm.init_weight_transfer_engine(request)
@@ -318,7 +318,7 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
     if config.cluster.engine == "vllm":
         require_vllm()  # fail in the driver, before any actor starts
     if config.generation.weight_transfer == "vllm":
-        from .vllm_transfer import require_support
+        from envhub.trainer.refit.vllm_transfer import require_support
 
         require_support()
     g = config.generation
@@ -334,7 +334,7 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
     # a dead engine process is started again by Ray (the driver refits it before it samples)
     cls = actor(GenerationWorker).options(max_restarts=g.max_restarts)
     engines = [cls.remote(i, data, model_dir, g.threads_per_engine) for i in range(count)]
-    from .watchdog import get
+    from envhub.trainer.watchdog import get
 
     every = config.watchdog.progress_every_s
     refs = [e.ready.remote() for e in engines]

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .config import Config, TrainConfigError
+from envhub.trainer.config import Config, TrainConfigError
 
 
 @dataclass(frozen=True)

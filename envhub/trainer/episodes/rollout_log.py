@@ -46,7 +46,7 @@ def segments(tokens: Sequence[int], mask: Sequence[int]) -> list[tuple[int, list
 
 
 def episode_record(ep: Any, step: int, decode: Any, notes: EpisodeNotes, current: int) -> dict:
-    """The log line of one :class:`~envhub.trainer.rollout.TrainingEpisode`."""
+    """The log line of one :class:`~envhub.trainer.episodes.rollout.TrainingEpisode`."""
     parts = segments(ep.tokens, ep.loss_mask)
     prompt = decode(parts[0][1]) if parts and parts[0][0] == 0 else ""
     rest = parts[1:] if parts and parts[0][0] == 0 else parts

@@ -11,14 +11,14 @@ API: an engine started with a ``WeightTransferConfig`` takes ``init_weight_trans
 ``start_weight_update``, ``update_weights`` and ``finish_weight_update`` (methods of
 ``vllm.LLM``), and the trainer side is ``WeightTransferTrainerFactory.trainer_init(init_info,
 client=..., source=...)``, then ``send_weights()`` at every refit. With the flag, envhub uses
-it in place of its own collective (:mod:`envhub.trainer.collective`):
+it in place of its own collective (:mod:`envhub.trainer.refit.collective`):
 
-- the engines (:class:`envhub.trainer.generation.GenerationWorker`, ``placement: split``)
+- the engines (:class:`envhub.trainer.workers.generation.GenerationWorker`, ``placement: split``)
   start vLLM with ``weight_transfer_config={"backend": "nccl"}`` and offer ``LLM``'s four
   methods under the same names, which is what vLLM's ``RayVLLMWeightSyncClient`` calls;
 - policy rank 0 is the sender (:class:`VLLMSender`): group rank 0 of vLLM's NCCL group, the
   engines ranks 1..N (vLLM's ``rank_offset=1``), the rendezvous on a free port of its node;
-  its source (:class:`envhub.trainer.vllm_source.StateSource`) is the full state dict that
+  its source (:class:`envhub.trainer.refit.vllm_source.StateSource`) is the full state dict that
   every rank gathers at each refit (only rank 0 sends), tied weights sent once, packed by
   vLLM into buffers of ``generation.bucket_mb``;
 - the driver (:class:`VLLMTransferSync`) runs the gather-and-send on every rank and then
@@ -42,7 +42,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .config import TrainConfigError
+from envhub.trainer.config import TrainConfigError
 
 API: tuple[tuple[str, str], ...] = (
     ("vllm.config", "WeightTransferConfig"),
@@ -157,7 +157,7 @@ class VLLMSender:
             WeightTransferTrainerFactory,
         )
 
-        from .vllm_source import StateSource
+        from envhub.trainer.refit.vllm_source import StateSource
 
         require_cuda("policy rank 0")
         host = ray.util.get_node_ip_address()
@@ -186,7 +186,7 @@ class VLLMSender:
 
 
 class VLLMTransferSync:
-    """The driver's side (:class:`envhub.trainer.refit.WeightSync`; see the module docstring)."""
+    """The driver's side (a :class:`~envhub.trainer.refit.syncs.WeightSync`; see the module)."""
 
     def __init__(
         self,
@@ -219,7 +219,7 @@ class VLLMTransferSync:
         """
         import ray
 
-        from .collective import RefitTransportError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         try:
             return ray.get(refs, timeout=self.timeout_s)

@@ -2,7 +2,8 @@
 
 A :class:`Sample` is one episode's sequence with its advantage. The driver splits the batch
 into ``minibatches`` (one optimizer step each), gives every sample its aggregation weights
-for its minibatch (``envhub.trainer.grpo.loss_weights`` with the minibatch's global counts), then
+for its minibatch (``envhub.trainer.algo.grpo.loss_weights`` with the minibatch's global counts),
+then
 shards each minibatch over the data-parallel ranks. Ranks must run the same number of
 forward/backward passes (FSDP's collectives pair up), so shards are padded with zero-weight
 dummy samples to equal length.
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .grpo import loss_weights
+from envhub.trainer.algo.grpo import loss_weights
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .batch import Sample
+from envhub.trainer.algo.batch import Sample
 
 MAX_PACKED_TOKENS = 8192
 """Longest packed row: its attention mask is ``L x L``, so longer micro-batches stay padded."""

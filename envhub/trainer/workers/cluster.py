@@ -1,7 +1,7 @@
 """Ray worker groups driven by the single controller in :mod:`envhub.trainer.train`.
 
 - :class:`PolicyWorker` (one per FSDP2 rank): the sharded policy
-  (:class:`envhub.trainer.policy.Policy`) and, with ``placement: colocated``, a generation
+  (:class:`envhub.trainer.workers.policy.Policy`) and, with ``placement: colocated``, a generation
   engine holding the full weights, refit in place after every update (no copy through Ray or
   disk).
 - :class:`ReferenceWorker`: the frozen initial policy, for the KL term (only when
@@ -34,14 +34,13 @@ from typing import Any
 import ray
 
 from envhub.engines.types import Generation, SamplingParams
+from envhub.trainer.algo.batch import Sample
+from envhub.trainer.config import Config
+from envhub.trainer.refit.syncs import load_into_engine, make_weight_sync
+from envhub.trainer.watchdog import Deadlines, PartHung, RunFailed, generation_work, get, log_stack
+from envhub.trainer.workers.lora import merge_state, scaling
+from envhub.trainer.workers.placement import check_cluster, describe, options, where
 from envhub.types import Message, ResetResult, StepResult
-
-from .batch import Sample
-from .config import Config
-from .lora import merge_state, scaling
-from .placement import check_cluster, describe, options, where
-from .refit import load_into_engine, make_weight_sync
-from .watchdog import Deadlines, PartHung, RunFailed, generation_work, get, log_stack
 
 
 def _set_threads(n: int) -> None:
@@ -64,7 +63,7 @@ class PolicyWorker:
         self.engine: Any = None
 
     def where(self) -> dict[str, Any]:
-        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
         return where()
 
     def address(self) -> tuple[str, int]:
@@ -79,8 +78,7 @@ class PolicyWorker:
         import torch
 
         from envhub.engines.transformers_engine import TransformersEngine
-
-        from .policy import Policy, init_distributed
+        from envhub.trainer.workers.policy import Policy, init_distributed
 
         c = self.cfg
         gpu = c.cluster.gpus_per_worker > 0 and torch.cuda.is_available()
@@ -124,7 +122,7 @@ class PolicyWorker:
 
     def gather_adapter(self) -> dict[str, bytes] | None:
         """LoRA: the adapter as ``peft`` saves it, from rank 0 (None elsewhere). Collective."""
-        from .lora import adapter_files
+        from envhub.trainer.workers.lora import adapter_files
 
         state = self.policy.full_state_dict(merged=False)
         if self.rank != 0:
@@ -137,7 +135,7 @@ class PolicyWorker:
         Raises:
             TrainConfigError: ``nccl`` without CUDA in this process.
         """
-        from .collective import host_store, transport_device
+        from envhub.trainer.refit.collective import host_store, transport_device
 
         transport_device(transport)  # refuse nccl without CUDA before anyone waits
         self.leave_refit_group()  # forming the group again: a new store on a new port
@@ -155,12 +153,12 @@ class PolicyWorker:
         generation: int = 0,
         keep: bool = False,
     ) -> bool:
-        """Rank 0: join the weight-transfer group as its rank 0 (``envhub.trainer.collective``).
+        """Rank 0: join the weight-transfer group as its rank 0 (``refit.collective``).
 
         ``keep``: hold a CPU copy of the weights last sent, so that an engine restarted by Ray
         gets exactly that version (:meth:`resend_weights`) even after the policy has trained on.
         """
-        from .collective import RefitGroup
+        from envhub.trainer.refit.collective import RefitGroup
 
         self.refit_group = RefitGroup(
             transport,
@@ -178,7 +176,7 @@ class PolicyWorker:
 
     def send_weights(self) -> dict[str, float]:
         """Gather the full weights (collective); rank 0 broadcasts them to the engines."""
-        from .collective import cpu_copy
+        from envhub.trainer.refit.collective import cpu_copy
 
         t0 = time.perf_counter()
         state = self.policy.full_state_dict()
@@ -210,7 +208,7 @@ class PolicyWorker:
 
     def join_vllm_transfer(self, engines: list[Any], bucket_mb: int) -> bool:
         """Rank 0: join vLLM's weight-transfer group with ``engines`` (``vllm_transfer``)."""
-        from .vllm_transfer import VLLMSender
+        from envhub.trainer.refit.vllm_transfer import VLLMSender
 
         self.vllm_sender = VLLMSender.connect(engines, bucket_mb)
         return True
@@ -232,7 +230,7 @@ class PolicyWorker:
         self, sequences: list[list[int]], starts: list[int], temperature: float
     ) -> list[list[float]]:
         """The colocated engine's logprobs of given tokens (refit verification)."""
-        from .generation import engine_score
+        from envhub.trainer.workers.generation import engine_score
 
         return engine_score(self.engine, sequences, starts, temperature)
 
@@ -301,7 +299,7 @@ class ReferenceWorker:
         """Load the model (unsharded: forward passes only)."""
         cfg = Config.model_validate(config)
         _set_threads(cfg.cluster.threads_per_worker)
-        from .policy import Policy
+        from envhub.trainer.workers.policy import Policy
 
         self.policy = Policy(
             model_dir,
@@ -321,7 +319,7 @@ class ReferenceWorker:
         return self.policy.logprobs(samples)
 
     def where(self) -> dict[str, Any]:
-        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
         return where()
 
 
@@ -331,13 +329,12 @@ class EnvWorker:
     def __init__(self, name: str, runner: str | None, overrides: dict[str, Any]):
         """Remember how to make clients; they are made on demand."""
         import envhub
-
-        from .rollout import LocalEnvPool
+        from envhub.trainer.episodes.rollout import LocalEnvPool
 
         self.pool = LocalEnvPool(lambda: envhub.make(name, runner, **overrides))
 
     def where(self) -> dict[str, Any]:
-        """This actor's node id, node IP and pid (``envhub.trainer.placement.where``)."""
+        """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
         return where()
 
     def describe(self, with_tasks: bool) -> dict[str, Any]:
@@ -355,19 +352,19 @@ class EnvWorker:
             env.close()
 
     def reset(self, key: str, seed: int | None, task_id: str | None) -> ResetResult:
-        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        """See :class:`envhub.trainer.episodes.rollout.EnvPool`."""
         return self.pool.reset(key, seed, task_id)
 
     def step(self, key: str, message: Message) -> StepResult:
-        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        """See :class:`envhub.trainer.episodes.rollout.EnvPool`."""
         return self.pool.step(key, message)
 
     def finish(self, key: str) -> StepResult:
-        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        """See :class:`envhub.trainer.episodes.rollout.EnvPool`."""
         return self.pool.finish(key)
 
     def close(self, key: str, discard: bool = False) -> None:
-        """See :class:`envhub.trainer.rollout.EnvPool`."""
+        """See :class:`envhub.trainer.episodes.rollout.EnvPool`."""
         self.pool.close(key, discard)
 
     def shutdown(self) -> None:
@@ -376,7 +373,7 @@ class EnvWorker:
 
 
 class RayEnvPool:
-    """An :class:`envhub.trainer.rollout.EnvPool` over :class:`EnvWorker` actors, round-robin.
+    """An :class:`~envhub.trainer.episodes.rollout.EnvPool` over :class:`EnvWorker` actors.
 
     A call past its deadline drops its episode (``infra_error``). While a call waits, its
     actor is asked for a sign of life every :data:`CHECK_EVERY_S`; one that gives none within
@@ -526,7 +523,7 @@ class Cluster:
         addr, port = self._get(self.policy[0].address.remote(), "policy worker start", startup)
         refs = [w.setup.remote(addr, port) for w in self.policy]
         self._get(refs, "policy workers loading the model", startup)
-        from .generation import start_engines
+        from envhub.trainer.workers.generation import start_engines
 
         self.engines = start_engines(config, model_dir) if config.separate_engines else []
         g = config.generation
@@ -552,7 +549,7 @@ class Cluster:
 
     def _start_env_workers(self) -> None:
         """``workers`` environment actors per mix source, behind one routed pool."""
-        from .rollout import RoutedEnvPool
+        from envhub.trainer.episodes.rollout import RoutedEnvPool
 
         e = self.cfg.env
         env_actor = ray.remote(
@@ -714,7 +711,7 @@ class Cluster:
         no answer by ``end`` is restarted (killed first when alive) and refit; its prompts
         get the failure in place of a generation (the rollout drops them as ``infra_error``).
         """
-        from .generation import EngineNotRefit
+        from envhub.trainer.workers.generation import EngineNotRefit
 
         chunk = call[0]
         index = self.engines.index(engine)
@@ -775,7 +772,7 @@ class Cluster:
         self._pids[_actor_key(engine)] = info["pid"]
 
     def refit(self) -> float:
-        """New weights into every engine (see :mod:`envhub.trainer.refit`); returns seconds."""
+        """New weights into every engine (:mod:`envhub.trainer.refit.syncs`); returns seconds."""
         # the version moves on once every engine holds it: a rollout running meanwhile
         # (in-flight updates) still asks for the previous one, which the engines exceed
         version = self.weights_version + 1
@@ -792,7 +789,7 @@ class Cluster:
             RunFailed: a policy rank gave no answer, or the transport failed with every engine
                 alive (the message names the transport).
         """
-        from .collective import RefitTransportError
+        from envhub.trainer.refit.collective import RefitTransportError
 
         try:
             seconds = self.weight_sync.push(version)
@@ -848,7 +845,7 @@ class Cluster:
 
     def _base_model_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """LoRA's reference: each policy rank scores a shard with its adapter disabled."""
-        from .batch import shard
+        from envhub.trainer.algo.batch import shard
 
         shards = shard(samples, len(self.policy), pad_id=0)  # padding samples score nothing
         refs = [w.reference_logprobs.remote(s) for w, s in zip(self.policy, shards, strict=True)]
@@ -909,7 +906,7 @@ class Cluster:
 
     def shutdown(self) -> None:
         """Stop the actors, and the local Ray if this cluster started it."""
-        from .generation import close_engines, stop_actors
+        from envhub.trainer.workers.generation import close_engines, stop_actors
 
         close = getattr(getattr(self, "weight_sync", None), "close", None)
         if callable(close):  # the collective transports' group
