@@ -319,6 +319,9 @@ _ACCEPTABLE = re.compile(
 )
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
 possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`_retracted`)."""
+_OR_BEFORE = re.compile(r"\bor\b[^.,;\n]{0,12}$|(?:[)\]}]|\\infty)\s*[,;]\s*$", re.IGNORECASE)
+"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
+\frac{4}{5}`` and ``(4, \infty), \frac{4}{5}`` offer two answers."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
@@ -406,7 +409,11 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     start = text.rfind("\n", 0, last.start()) + 1
     sentence = text[max(start, last.start() - 200) : last.start()]
     clause = _CLAUSE_END.split(sentence)[-1] + _first_clause(text[last.end() :])
-    hedged = _hedges(sentence, text[last.end() :]) or _offers_another(clause)
+    hedged = (
+        _hedges(sentence, text[last.end() :])
+        or _offers_another(clause)
+        or bool(_OR_BEFORE.search(sentence))
+    )
     return Extraction(", ".join(items), "last_number", hedged)
 
 
