@@ -11,6 +11,8 @@ Two sweeps over every catalog entry (a sample on every run, the rest marked slow
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import envhub
@@ -166,3 +168,12 @@ def test_a_prefix_of_the_gold_and_a_near_value_earn_nothing():
 def test_an_answer_inside_an_unclosed_think_is_not_read():
     info = _step("rg-basic_arithmetic-v1", "<think>hmm <answer>3</answer>")
     assert (info.components, info.extracted) == ({"correctness": 0.0, "format": 0.0}, None)
+
+
+@pytest.mark.parametrize("tower", ["9**9**9", "9^9^9", "(9**9999)**9999", "2**99999"])
+def test_a_power_tower_is_refused_before_sympy_evaluates_it(tower):
+    started = time.monotonic()
+    info = _step("rg-simple_integration-v1", f"<answer>{tower}</answer>")
+    assert time.monotonic() - started < 5.0
+    assert (info.status, info.components["correctness"]) == (Status.OK, 0.0)
+    assert info.why.startswith("a power too large to evaluate")

@@ -26,6 +26,7 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
 
 from __future__ import annotations
 
+import ast
 import math
 import re
 from collections.abc import Callable
@@ -102,7 +103,11 @@ def correctness(
     if len(reading.answer) > limit:
         return 0.0, f"the answer is {len(reading.answer)} characters, over {limit}"
     gold = str(entry.get("answer") or "")
-    refused = _alternatives(reading.answer, gold) or _constant(reading.answer, gold)
+    refused = (
+        _alternatives(reading.answer, gold)
+        or _constant(reading.answer, gold)
+        or explosive(reading.answer)
+    )
     if refused:
         return 0.0, refused
     value, why = safe_score(scorer, reading.answer, entry)
@@ -223,3 +228,55 @@ OWN_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
     "coin_flip": within_tolerance
 }
 """Generators scored by envhub's comparison instead of their own ``score_answer``."""
+
+
+MAX_EXPONENT = 10_000
+"""The largest literal exponent (or shift) an answer may hold: ``x**3`` is an answer,
+``9**9**9`` (seven characters that sympy's ``parse_expr`` evaluates for minutes) is not."""
+
+
+def explosive(answer: str) -> str | None:
+    """Why ``answer``, read as the expression reasoning-gym's scorers evaluate, is too big.
+
+    Scorers such as ``simple_integration``'s hand the answer to sympy's ``parse_expr``, which
+    computes integer powers at once: a power tower (``9**9**9``, ``9^9^9``), nested exponents
+    or shifts whose product is over :data:`MAX_EXPONENT` (``(9**9999)**9999``), or a call on
+    such a number (``factorial(99999)``) would run for minutes. Text that is no Python
+    expression is no hazard (None).
+    """
+    try:
+        tree = ast.parse(answer.replace("^", "**"), mode="eval")
+    except (SyntaxError, ValueError, MemoryError):
+        return None
+    except RecursionError:
+        return "the answer is nested too deeply to evaluate"
+    if _reach(tree.body) > MAX_EXPONENT:
+        return "a power too large to evaluate (a tower, or exponents over 10000 in all)"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and any(_number(a) > MAX_EXPONENT for a in node.args):
+            return "a call on a number too large to evaluate"
+    return None
+
+
+def _reach(node: ast.AST) -> float:
+    """The product of the exponents of nested powers in ``node`` (a tower: infinite)."""
+    if isinstance(node, ast.BinOp) and _is_power(node):
+        if any(_is_power(n) for n in ast.walk(node.right)):
+            return math.inf
+        exponent = _number(node.right) if _number(node.right) >= 0 else 1.0
+        return max(1.0, exponent) * _reach(node.left)
+    return max((_reach(child) for child in ast.iter_child_nodes(node)), default=1.0)
+
+
+def _number(node: ast.AST) -> float:
+    """The size of a numeric literal (``-5`` too); -1 for anything else."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _number(node.operand)
+    value = node.value if isinstance(node, ast.Constant) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return -1.0
+    return abs(float(value)) if math.isfinite(value) else math.inf
+
+
+def _is_power(node: ast.AST) -> bool:
+    return isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift))
