@@ -12,7 +12,7 @@ HTTP, where OpenEnv has it: ``/health``, ``/metadata``, ``/schema``, ``/state`` 
 ``/reset`` answer as OpenEnv's do. OpenEnv's HTTP ``/step`` runs a fresh environment with no
 episode; an envhub episode holds state, so ``/step`` answers 409 and points at ``/ws``.
 envhub's own ``/reset``, ``/step``, ``/health`` and ``/ws`` give way to these; the rest of its
-API (``/verify``, ``/tasks``, ``/info``...) stays.
+API stays, ``/verify`` and ``/tasks`` only with ``--answers`` (``ServerSettings.answers``).
 
 The bodies are written here from OpenEnv's protocol, not imported from openenv-core: importing
 its types loads gradio and fastmcp (2,300 modules, 19 s cold), which a server must not pay.

@@ -250,8 +250,18 @@ class Service:
 
 def envhub_service(spec: EnvSpec, host: str = "127.0.0.1") -> Service:
     """The envhub server for ``spec`` (``--allow-host``: clients name it by ``host``)."""
-    command = (spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
-               "--spec-json", spec.model_dump_json(), "--allow-host", host)  # fmt: skip
+    command = (
+        spec.name,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(CONTAINER_PORT),
+        "--spec-json",
+        spec.model_dump_json(),
+        "--allow-host",
+        host,
+        "--answers",
+    )  # fmt: skip  (the runner's own client lists tasks and verifies)
     return Service(command=command, sandboxed=needs_sandbox(spec))
 
 
