@@ -89,7 +89,7 @@ def serve(
     if docker:
         from envhub.server.docker import serve_in_docker
 
-        serve_in_docker(name, host, port)
+        serve_in_docker(name, host, port, answers=answers)
         return
     limits = {"max_sessions": max_sessions, "session_ttl_s": session_ttl,
               "max_inflight": max_inflight, "answers": answers}  # fmt: skip

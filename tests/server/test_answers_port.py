@@ -49,3 +49,11 @@ def test_envhubs_own_http_runner_still_lists_and_verifies(dummy_registry):
     with envhub.make("echo", runner="http") as env:
         task = env.tasks()[0]
         assert env.verify(task, "anything").status.value == "ok"
+
+
+def test_the_docker_servers_follow_the_flag(dummy_registry):
+    from envhub.server.docker.containers import envhub_service
+
+    spec = envhub.catalog().spec("echo")
+    assert "--answers" in envhub_service(spec).command  # the Docker runner's own server
+    assert "--answers" not in envhub_service(spec, answers=False).command  # serve --docker
