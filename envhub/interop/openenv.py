@@ -62,6 +62,7 @@ from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
 from .openenv_image import ImageServer
+from .replies import json_object
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 """OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""
@@ -256,13 +257,7 @@ def _json_object(kind: str, raw: str | bytes) -> dict[str, Any]:
     """The server's answer as a JSON object; anything else is the server's fault."""
     if not isinstance(raw, str):
         raise EpisodeError(f"the OpenEnv server answered {kind} with a binary frame")
-    try:
-        answer = json.loads(raw)
-    except (ValueError, RecursionError) as e:
-        raise EpisodeError(f"the OpenEnv server answered {kind} with no JSON: {raw[:200]!r}") from e
-    if not isinstance(answer, dict):
-        raise EpisodeError(f"the OpenEnv server answered {kind} with a {type(answer).__name__}")
-    return answer
+    return json_object(f"the OpenEnv server ({kind})", raw)
 
 
 def _checked(kind: str, data: Any) -> dict[str, Any]:

@@ -51,7 +51,7 @@ def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any
         raise InfraError(f"{url} failed ({status}): {text}")
     if status != 200:
         raise EpisodeError(f"{url} rejected the request ({status}): {text}")
-    return _json_object(url, raw)
+    return json_object(url, raw)
 
 
 def _read(url: str, content: bytes, deadline: float, timeout_s: float) -> tuple[int, bytes]:
@@ -73,13 +73,14 @@ def _read(url: str, content: bytes, deadline: float, timeout_s: float) -> tuple[
         return resp.status_code, b"".join(chunks)
 
 
-def _json_object(url: str, raw: bytes) -> dict[str, Any]:
+def json_object(who: str, raw: str | bytes) -> dict[str, Any]:
+    """``raw`` read as a JSON object; anything else is ``who``'s fault (``EpisodeError``)."""
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError) as e:
-        raise EpisodeError(f"{url} answered with no JSON: {raw[:200]!r}") from e
+        raise EpisodeError(f"{who} answered with no JSON: {raw[:200]!r}") from e
     if not isinstance(value, dict):
-        raise EpisodeError(f"{url} answered {type(value).__name__}, not a JSON object")
+        raise EpisodeError(f"{who} answered a {type(value).__name__}, not a JSON object")
     return value
 
 
