@@ -273,6 +273,10 @@ app.command("check")(check_command)
 app.command("unregister")(unregister_command)
 app.command("cards")(cards_command)
 
+from .authoring.hub.cli import register as register_hub_verbs  # noqa: E402
+
+register_hub_verbs(app)
+
 PART_GROUP = "envhub.cli"
 """Entry-point group through which the parts above the core add their verbs: each entry point
 is a callable ``register(app: typer.Typer) -> None`` (``serve``, ``docker``, ``eval``,
