@@ -21,21 +21,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ...datasets import envhub_home
 from ...errors import ConfigError
 from ...install import normal
+from ...registry.pins import pulled, pulled_path
 from .index import CARD_SUFFIX, Index, Link, sha256
-
-
-def pulled_path() -> Path:
-    """Where pulls are recorded: ``{name: {version, digest, index}}``."""
-    return envhub_home() / "hub" / "pulled.json"
-
-
-def pulled() -> dict[str, dict[str, str]]:
-    """What ``envhub pull`` installed here, by environment name."""
-    path = pulled_path()
-    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def find_project(name: str, index: Index) -> str:
