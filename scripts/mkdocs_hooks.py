@@ -114,10 +114,16 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def _outside_code(markdown: str, change) -> str:
-    """Apply ``change`` to the lines outside fenced blocks."""
-    out, fence = [], False
+    """Apply ``change`` to each run of lines outside fenced blocks (a link may span lines)."""
+    out, run, fence = [], [], False
     for line in markdown.splitlines(keepends=True):
         is_fence = re.match(r"\s*(```|~~~)", line) is not None
+        if fence or is_fence:
+            out.append(change("".join(run)))
+            run = []
+            out.append(line)
+        else:
+            run.append(line)
         fence = fence != is_fence
-        out.append(line if fence or is_fence else change(line))
+    out.append(change("".join(run)))
     return "".join(out)
