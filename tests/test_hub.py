@@ -174,3 +174,19 @@ def test_a_version_is_pushed_once(index, tmp_path, monkeypatch):
     )
     with pytest.raises(ConfigError, match="already in the index with another digest"):
         push(str(other), folder)
+
+
+def test_a_name_already_in_the_catalog_is_refused_before_anything_is_installed(index, monkeypatch):
+    folder, _ = index
+    monkeypatch.setenv("ENVHUB_HOME", str(folder.parent / "author-home"))  # wordrev registered
+    from envhub.authoring.hub.pull import pull
+    from envhub.registry.catalog import reset_registry
+
+    reset_registry()
+    try:
+        with pytest.raises(
+            ConfigError, match="already in the catalog here.*envhub unregister wordrev"
+        ):
+            pull("wordrev", str(folder))
+    finally:
+        reset_registry()

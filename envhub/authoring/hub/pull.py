@@ -100,9 +100,23 @@ def _record(name: str, link: Link, index: Index) -> dict[str, str]:
     return entry
 
 
+def _refuse_taken(name: str) -> None:
+    """A name the catalog already has (not from an earlier pull) would be there twice."""
+    from ...registry.catalog import catalog
+
+    if name in pulled() or name not in catalog().names():
+        return
+    raise ConfigError(
+        f"{name!r} is already in the catalog here (built in, registered or installed); a pulled "
+        f"{name} would be a second. `envhub unregister {name}` first if it is your registration, "
+        "or pull it into another virtual environment"
+    )
+
+
 def pull(ref: str, where: str) -> tuple[dict[str, str], str | None]:
     """Install ``NAME[@VERSION]`` from the index; its record, and the yank reason if yanked."""
     name, _, version = ref.partition("@")
+    _refuse_taken(name)
     index = Index(where)
     project = find_project(name, index)
     link = choose(name, version or None, index.links(project))
