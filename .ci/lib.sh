@@ -34,8 +34,10 @@ ci_exit() {
 # One temporary folder for the whole run, removed at exit (ci_exit): it becomes TMPDIR for all
 # the run starts, so the tests' envhub-test-home-* folders, pytest's tmp_path, vLLM's socket
 # files and torch's inductor cache (TORCHINDUCTOR_CACHE_DIR) land in it and go with it.
+# Its name is short on purpose: Ray's socket paths under it (envhub-ray-*/session_*/sockets/
+# plasma_store) must stay within the 107 bytes of a Unix socket's address.
 ci_private_tmp() {
-  CI_TMP=$(mktemp -d "${TMPDIR:-/tmp}/envhub-ci-tmp.XXXXXX")
+  CI_TMP=$(mktemp -d "${TMPDIR:-/tmp}/eci.XXXXXX")
   export TMPDIR=$CI_TMP TORCHINDUCTOR_CACHE_DIR=$CI_TMP/inductor
 }
 
