@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +78,19 @@ def _checked_card(spec: EnvSpec) -> dict[str, Any]:
     return out
 
 
+def _isolation() -> list[str]:
+    """The flags that choose pip's build backend.
+
+    This environment's setuptools where it makes wheels itself (70.1 on): offline. Else pip
+    fetches a build backend from the package index it is configured with.
+    """
+    try:
+        have = tuple(int(p) for p in metadata.version("setuptools").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return []
+    return ["--no-build-isolation"] if have >= (70, 1) else []
+
+
 def build_wheel(folder: Path, out: Path) -> Path:
     """Build the folder's wheel with pip (no dependencies fetched: envhub is already here).
 
@@ -86,7 +100,7 @@ def build_wheel(folder: Path, out: Path) -> Path:
     """
     source = out / "source"
     shutil.copytree(folder, source, ignore=shutil.ignore_patterns("*.egg-info", "build", "dist"))
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", *_isolation(), "-q",
            "-w", str(out), str(source)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     wheels = list(out.glob("*.whl"))
