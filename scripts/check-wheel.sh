@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
+unset PYTHONPATH PYTHONHOME  # the installed wheel is what runs, never a checkout on the path
 work=$(mktemp -d "${TMPDIR:-/tmp}/envhub-wheel.XXXXXX")
 server=
 trap '[ -n "$server" ] && kill "$server" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
