@@ -1,6 +1,6 @@
 """mkdocs hooks: the pages made at build time, and links to the source tree.
 
-- One page per catalog entry, ``environments/ID.md``, generated from its card
+- One page per entry of the built-in catalog, ``environments/NAME.md``, generated from its card
   (``envhub.authoring.cards``: the same data as ``envhub info NAME --text``), listed in the nav
   under "Environments".
 - The READMEs that live beside their code (``INCLUDED``) are pages of the site, read at build
@@ -33,9 +33,10 @@ _sources: dict[str, Path] = {}
 
 
 def _catalog_specs() -> list:
-    import envhub
+    """The built-in catalog's entries: not this machine's registrations or installed packages."""
+    from envhub.registry.catalog import BUILTIN_REGISTRY, Registry
 
-    catalog = envhub.catalog()
+    catalog = Registry.load([BUILTIN_REGISTRY])
     return [catalog.spec(name) for name in catalog.names()]
 
 
