@@ -26,6 +26,7 @@ from envhub.authoring.hub.pull import choose
 from envhub.authoring.hub.push import push, yank
 from envhub.authoring.scaffold import init
 from envhub.errors import ConfigError
+from envhub.registry.catalog import reset_registry
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -78,6 +79,7 @@ def index(tmp_path_factory):
         yank("wordrev", "0.2.0", root / "index", "the gold answers were wrong")
     finally:
         os.environ.pop("ENVHUB_HOME") if old is None else os.environ.update(ENVHUB_HOME=old)
+        reset_registry()  # the author's registration must not outlive the fixture's home
     handler = functools.partial(_Quiet, directory=str(root / "index"))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -180,7 +182,6 @@ def test_a_name_already_in_the_catalog_is_refused_before_anything_is_installed(i
     folder, _ = index
     monkeypatch.setenv("ENVHUB_HOME", str(folder.parent / "author-home"))  # wordrev registered
     from envhub.authoring.hub.pull import pull
-    from envhub.registry.catalog import reset_registry
 
     reset_registry()
     try:
