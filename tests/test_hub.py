@@ -174,8 +174,11 @@ def test_a_version_is_pushed_once(index, tmp_path, monkeypatch):
     (other / "data" / "sample.jsonl").write_text(
         '{"id": "rev-0", "prompt": "stone", "answer": "enots"}\n'
     )
-    with pytest.raises(ConfigError, match="already in the index with another digest"):
-        push(str(other), folder)
+    try:
+        with pytest.raises(ConfigError, match="already in the index with another digest"):
+            push(str(other), folder)
+    finally:
+        reset_registry()
 
 
 def test_a_name_already_in_the_catalog_is_refused_before_anything_is_installed(index, monkeypatch):
