@@ -26,8 +26,48 @@ ci_exit() {
   if declare -F ci_cleanup_hook >/dev/null; then ci_cleanup_hook || true; fi
   ci_reap "the run"
   rm -f "${TMPDIR:-/tmp}/envhub-ci-$ENVHUB_CI_RUN-"*.log
+  if [ -n "${CI_TMP:-}" ]; then rm -rf "$CI_TMP"; fi
   say "done: exit status $rc after $((SECONDS - ci_t0)) s"
   exit "$rc"
+}
+
+# One temporary folder for the whole run, removed at exit (ci_exit): it becomes TMPDIR for all
+# the run starts, so the tests' envhub-test-home-* folders, pytest's tmp_path, vLLM's socket
+# files and torch's inductor cache (TORCHINDUCTOR_CACHE_DIR) land in it and go with it.
+# Its name is short on purpose: Ray's socket paths under it (envhub-ray-*/session_*/sockets/
+# plasma_store) must stay within the 107 bytes of a Unix socket's address.
+ci_private_tmp() {
+  CI_TMP=$(mktemp -d "${TMPDIR:-/tmp}/eci.XXXXXX")
+  export TMPDIR=$CI_TMP TORCHINDUCTOR_CACHE_DIR=$CI_TMP/inductor
+}
+
+# About what a run leaves under .ci/ (6.8 GB measured: the test venv, nemo-gym's, Docker images).
+CI_DISK_GB=7
+
+# Say, before anything happens, what the run installs system-wide (the apt packages given) and
+# the disk it uses.
+ci_plan() {
+  if (($#)); then
+    echo "system-wide: apt-get install $* (as root; the rest goes into virtual environments)"
+  else
+    echo "system-wide: nothing to install (bubblewrap, setpriv, python3 and dockerd are here)"
+  fi
+  echo "disk: about $CI_DISK_GB GB under .ci/ (kept for the next run), plus pip's cache;" \
+    "$(df -Ph . | awk 'NR == 2 {print $4}') free here"
+  echo "temporary files: one folder in ${TMPDIR:-/tmp}, removed at exit"
+}
+
+# apt-get install the packages given, as root. Without root it installs nothing, says how to
+# proceed, and returns 0: the run goes on, and the tests that need them say what is missing.
+ci_apt() {
+  (($#)) || return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "not root: $* not installed. Install them (sudo apt-get install -y" \
+      "--no-install-recommends $*) and run .ci/run again, or let this run go on: the tests" \
+      "that need them will say what is missing."
+    return 0
+  fi
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 # Pids (not this shell's) whose environment holds this run's ENVHUB_CI_RUN.

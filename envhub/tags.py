@@ -104,3 +104,12 @@ def without_blocks(text: str, blocks: list[TagBlock], fill: str = "") -> str:
         pos = b.end
     parts.append(text[pos:])
     return "".join(parts)
+
+
+def without_thinking(text: str, fill: str = "") -> str:
+    """``text`` without its ``<think>`` blocks; a ``<think>`` never closed runs to the end.
+
+    What a model writes inside its thinking is never its answer, so an ``<answer>`` inside an
+    unclosed ``<think>`` is not read (it would let a model hedge in its thoughts).
+    """
+    return without_blocks(text, tag_blocks(text, "think"), fill)

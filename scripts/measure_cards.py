@@ -4,7 +4,7 @@ Gold and a random policy play ``--episodes`` seeded episodes in-process; the mod
 ``envhub eval`` as a command (minutes per environment on a CPU; set ``OMP_NUM_THREADS=1`` on a
 busy machine). Each entry records its date, settings, command and the envhub commit, and is
 merged into the file under a lock, so several measuring processes may share it. Then
-``envhub cards --readme README.md`` rewrites the README's table from the file::
+``envhub cards --readme docs/environments/index.md`` rewrites the docs' table from the file::
 
     python scripts/measure_cards.py                 # the whole catalog
     python scripts/measure_cards.py gsm8k --model none --episodes 20

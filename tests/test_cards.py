@@ -49,7 +49,7 @@ def test_info_shows_the_card(dummy_registry):
     assert data["card"]["extras"] == ["math"] and data["reward"]["weights"]["correctness"] == 1.0
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "environments" / "index.md"
 
 
 def _catalog() -> list:
@@ -89,11 +89,11 @@ def test_the_model_ran_on_a_sample_of_each_generated_family():
 
 
 def test_readme_table_is_generated_from_the_cards():
-    """The README's environments table is `envhub cards` output: edit cards.json, not it."""
+    """The docs' environments table is `envhub cards` output: edit cards.json, not it."""
     text = README.read_text()
-    assert README_BEGIN in text, "README lost the cards markers"
+    assert README_BEGIN in text, "docs/environments/index.md lost the cards markers"
     between = text.split(README_BEGIN, 1)[1].split(README_END, 1)[0].strip()
-    assert between == table(_catalog()), "run `envhub cards --readme README.md`"
+    assert between == table(_catalog()), "run `envhub cards --readme docs/environments/index.md`"
 
 
 def test_a_family_measured_with_several_k_averages_each_k_apart():

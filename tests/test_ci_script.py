@@ -340,3 +340,42 @@ def test_the_nanobind_filter_passes_each_line_on_at_once():
     finally:
         proc.stdin.close()
         proc.wait(10)
+
+
+def test_the_runs_temporary_folder_is_removed_at_exit_with_what_the_tests_left(tmp_path):
+    # The tests' envhub-test-home-*, pytest's tmp_path, vLLM's sockets and the inductor cache all
+    # go where TMPDIR points; the run's own folder goes at exit, whatever the exit status.
+    script = run_script(tmp_path, f"""
+ci_traps
+ci_private_tmp
+echo TMP=$TMPDIR INDUCTOR=$TORCHINDUCTOR_CACHE_DIR
+{sys.executable} -c 'import tempfile; tempfile.mkdtemp(prefix="envhub-test-home-")'
+mkfifo "$TMPDIR/ipc-socket"
+exit 3""")  # fmt: skip
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 3, out.stdout + out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if ln.startswith("TMP="))
+    tmp, inductor = (part.split("=", 1)[1] for part in line.split())
+    assert Path(tmp).parent == tmp_path and inductor.startswith(tmp + "/")
+    assert not Path(tmp).exists()
+
+
+def test_the_plan_names_the_system_packages_and_the_disk(tmp_path):
+    out = subprocess.run(["bash", "-c", f"source {LIB}; ci_plan bubblewrap docker.io; ci_plan"],
+                         capture_output=True, text=True, timeout=30, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "system-wide: apt-get install bubblewrap docker.io (as root" in out.stdout
+    assert "system-wide: nothing to install" in out.stdout
+    assert "disk: about 7 GB under .ci/" in out.stdout and "free here" in out.stdout
+
+
+def test_without_root_nothing_is_installed_and_the_run_goes_on(tmp_path):
+    # `id -u` answers 1000 here: ci_apt must not call apt-get, must say how to proceed, return 0.
+    body = "id() { echo 1000; }\napt-get() { echo APT-GET RAN; }\nci_apt bubblewrap\necho went on"
+    out = subprocess.run(["bash", "-c", f"source {LIB}\n{body}"], capture_output=True, text=True,
+                         timeout=30)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "APT-GET RAN" not in out.stdout and "went on" in out.stdout
+    assert "not root: bubblewrap not installed" in out.stdout
+    assert "sudo apt-get install -y --no-install-recommends bubblewrap" in out.stdout

@@ -118,7 +118,16 @@ def test_serve_subprocess_answers_health_and_verify(tmp_path):
     envhub.register(f)
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "envhub.cli", "serve", "served-echo", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "envhub.cli",
+            "serve",
+            "served-echo",
+            "--port",
+            str(port),
+            "--answers",
+        ],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -1,6 +1,6 @@
-"""The README's custom environment in code works as written: register, list, play, verify, check.
+"""The docs' custom environment in code (docs/authoring.md) works as written: register, list, play, verify, check.
 
-The two files are taken from README.md verbatim. Their folder goes on ``sys.path`` here (as for
+The two files are taken from docs/authoring.md verbatim. Their folder goes on ``sys.path`` here (as for
 an installed module); resolving ``sums_env`` from the YAML's own folder is the registry's job.
 """
 
@@ -12,13 +12,13 @@ import pytest
 import envhub
 from envhub.authoring.checker import check_env
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = Path(__file__).resolve().parents[1] / "docs" / "authoring.md"
 
 
 def _block(first_line: str) -> str:
     blocks = re.findall(r"```(?:python|yaml)\n(.*?)```", README.read_text(), flags=re.S)
     found = [b for b in blocks if b.startswith(first_line + "\n")]
-    assert len(found) == 1, f"README.md has no single block starting with {first_line!r}"
+    assert len(found) == 1, f"docs/authoring.md has no single block starting with {first_line!r}"
     return found[0]
 
 

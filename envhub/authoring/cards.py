@@ -12,11 +12,11 @@ whether it is offline, the pip extras it needs, and three reference scores:
 The catalog's scores are data, kept in ``envhub/authoring/cards.json`` with the date, the
 settings, the command and the envhub commit of each measurement, so a stale number is visible as
 such; ``scripts/measure_cards.py`` re-measures them (a maintainer's tool: minutes per environment
-on a CPU) and ``envhub cards --readme README.md`` rewrites the README's environments table
-from them. ``envhub info NAME --measure`` re-measures gold and random for one environment
-into ``$ENVHUB_HOME/cards/ID.json`` (yours: your own environments, or a check of ours), which
-then overrides the catalog's figures for those two. Environments whose data must be fetched
-(``needs-data``) have no scores: their cards say "needs data".
+on a CPU) and ``envhub cards --readme docs/environments/index.md`` rewrites the docs'
+environments table from them. ``envhub info NAME --measure`` re-measures gold and random for one
+environment into ``$ENVHUB_HOME/cards/ID.json`` (yours: your own environments, or a check of
+ours), which then overrides the catalog's figures for those two. Environments whose data must
+be fetched (``needs-data``) have no scores: their cards say "needs data".
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def _score_lines(c: dict[str, Any]) -> list[str]:
     if not s:
         return [f"scores      not measured: envhub info {c['id']} --measure"]
     if s.get("needs_data"):
-        return ["scores      needs data: point `dataset` at a local copy (see README, Data)"]
+        return ["scores      needs data: point `dataset` at a local copy (docs: Environments)"]
     lines = [
         f"{name:<11} mean reward {s[name]['mean_reward']}, solved {s[name]['solved']} "
         f"({s[name]['episodes']} episodes, {s['measured']})"

@@ -58,7 +58,7 @@ class ServerProcess:
             cmd = [
                 python, "-m", "envhub.cli", "serve", spec.name,
                 "--host", host, "--port", str(self.port),
-                "--spec-json", spec.model_dump_json(),
+                "--spec-json", spec.model_dump_json(), "--answers",
             ]  # fmt: skip
             env = child_environment({**os.environ, "PYTHONUNBUFFERED": "1"})
             if self.proc is not None:  # the last try lost its port: a fresh log for this one

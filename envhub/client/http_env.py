@@ -72,7 +72,8 @@ class HTTPEnv(Env):
 
         Args:
             url: The server, ``http://host:port``.
-            timeout: Deadline of every call, in seconds.
+            timeout: Deadline of every call's work, in seconds; each answer may also take the
+                server's queue bound (its `queue_timeout_s`), which is no one's fault.
             retries: Tries after a dropped connection or a refused call.
             admission_wait: Seconds a call is sent again while a saturated server refuses it
                 unstarted (``overloaded``); never charged to the model (see
@@ -89,7 +90,7 @@ class HTTPEnv(Env):
         self._is_fork = _pool is not None
         self._pool = _pool or Pool(self.url, timeout, transport, max_concurrency)
         self.spec = self._pool.spec
-        limits = Limits(timeout, retries, admission_wait, self._pool.max_body)
+        limits = Limits(self._pool.timeout, retries, admission_wait, self._pool.max_body)
         self._wire: Wire = self._pool.wire(limits)
 
     @property

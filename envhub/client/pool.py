@@ -26,6 +26,10 @@ from .transport import Limits, Session, Wire
 TRANSPORTS = ("auto", "ws", "http")
 
 
+MAX_QUEUE_S = 60.0
+"""The most of a server's stated queue bound (``queue_timeout_s``) a client adds to its deadline."""
+
+
 class Pool:
     """The connections, description and call bound that forks of one handle share."""
 
@@ -52,6 +56,13 @@ class Pool:
         self.info = EnvInfo.model_validate_json(resp.content)
         self.spec = EnvSpec.model_validate(self.info.spec)
         self.max_body = int(self.info.server.get("max_body_bytes", 0))
+        self.queue_s = min(float(self.info.server.get("queue_timeout_s", 0) or 0), MAX_QUEUE_S)
+        """The longest a call waits in the server's queue before a worker starts it (then it
+        is refused unstarted and sent again, uncounted). Each answer's deadline adds it to
+        ``timeout``: queueing behind other episodes is the machinery's time, never the
+        model's (a long-running program answered past a 60 s deadline that counted a queue)."""
+        self.timeout = timeout + self.queue_s
+        self.client.timeout = httpx.Timeout(self.timeout)
         self.use_ws = transport != "http" and _have_websockets(transport)
 
     def wire(self, limits: Limits) -> Wire:

@@ -191,7 +191,7 @@ def eval_command(
         seed=seed,
         pass_threshold=pass_threshold,
     )
-    config = _with_envs(_resolve_config(given, resume))
+    config = _pinned(_with_envs(_resolve_config(given, resume)), resume)
     _evaluate(config, _open_store(resume, out), api_key, engine, progress, as_json)
 
 
@@ -203,6 +203,26 @@ def _with_envs(config: EvalConfig) -> EvalConfig:
         _fail("give at least one --env NAME (see `envhub list`)", 2)
     if config.env_url and len(config.envs) > 1:
         _fail("--env-url serves one environment; give one --env, or use --runner http", 2)
+    return config
+
+
+def _pinned(config: EvalConfig, resume: Path | None) -> EvalConfig:
+    """Pin the run's environments (name, version, digest); a resumed run refuses a change."""
+    if config.env_url:  # the server's environment is the server's: nothing here to pin
+        return config
+    from ..registry.catalog import spec
+    from ..registry.pins import mismatches, pin
+
+    now = [pin(spec(name)) for name in config.envs]
+    if resume is None:
+        return config.model_copy(update={"pins": now})
+    changed = mismatches(config.pins, now)
+    if changed:
+        _fail(
+            f"--resume {resume}: an environment changed since the run began: "
+            f"{'; '.join(changed)}. Install the recorded version (`envhub pull NAME@VERSION`) "
+            "or start a new run with --out"
+        )
     return config
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..registry.pins import EnvPin
 from ..types import EpisodeResult
 
 log = logging.getLogger("envhub.evaluate")
@@ -57,6 +58,8 @@ class EvalConfig(BaseModel):
     seed: int = 0
     pass_threshold: float = 1.0
     """Reward that counts as solved when an episode lacks the primary component."""
+    pins: list[EnvPin] = Field(default_factory=list)
+    """Name, version and digest of each environment, as resolved when the run began."""
 
 
 class EpisodeRecord(EpisodeResult):

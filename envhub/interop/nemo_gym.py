@@ -11,20 +11,22 @@ row, with the answer as an OpenAI Responses object, to the running server's ``/v
       options: {base_url: http://127.0.0.1:8002}
 
 NeMo Gym's ``reward`` is the ``reward`` component (the primary one). A server that cannot be
-reached or answers 5xx is ``infra_error``; one that rejects the row (4xx) is ``env_error`` (the
-row or the server is wrong, not the model); no answer within ``timeout_s`` is ``timeout``.
+reached or answers 5xx is ``infra_error``; one that rejects the row (4xx), answers no JSON
+object, a ``reward`` that is no finite number, or a body over the bound is ``env_error`` (the
+row or the server is wrong, not the model); no whole answer within ``timeout_s`` (a trickle
+too) is ``timeout`` (:mod:`envhub.interop.replies`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from envhub.core import TaskEnv
-from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
+from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
+
+from .replies import finite_number, post_json
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 """Responses input roles -> chat roles."""
@@ -89,16 +91,5 @@ class NemoGymEnv(TaskEnv):
         """Post the row and the answer to ``/verify``; its reward is the component."""
         body = {**task.metadata["nemo_gym_row"], "response": responses_object(response.content)}
         url = f"{self.base_url}/verify"
-        try:
-            answer = httpx.post(url, json=body, timeout=self.timeout_s)
-        except httpx.TimeoutException as e:
-            raise VerifierTimeout(f"{url} did not answer within {self.timeout_s:g} s") from e
-        except httpx.HTTPError as e:
-            raise InfraError(f"cannot reach the NeMo Gym server at {url}: {e}") from e
-        if answer.status_code >= 500:
-            raise InfraError(f"{url} failed ({answer.status_code}): {answer.text[:500]}")
-        if answer.status_code != 200:
-            raise EpisodeError(
-                f"{url} rejected the row ({answer.status_code}): {answer.text[:500]}"
-            )
-        return {"reward": float(answer.json()["reward"])}, {}
+        reply = post_json(url, body, self.timeout_s)
+        return {"reward": finite_number(url, reply, "reward")}, {}

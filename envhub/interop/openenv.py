@@ -35,10 +35,12 @@ JSON. OpenEnv's reward of a step is its ``reward`` component (the primary one).
 
 Statuses: an action the OpenEnv server refuses (a validation error, or an error raised while
 executing it) is the model's ``invalid_action``, as is a message that is not the action's JSON;
-an OpenEnv server that cannot be reached or drops the connection is ``infra_error`` (so is an
-image's container that cannot start: no Docker engine, no such image, or no ``/health`` in
-time); one that
-does not answer within ``timeout_s`` is the step's ``timeout``.
+an OpenEnv server that cannot be reached, drops the connection or refuses a reset (an expired
+session included) is ``infra_error`` (so is an image's container that cannot start: no Docker
+engine, no such image, or no ``/health`` in time); one that answers with no JSON object (a
+proxy's error page), a binary frame, or fields of the wrong type (``done`` the string
+``"false"``, a reward that is no number) is ``env_error``; one that does not answer within
+``timeout_s`` is the step's ``timeout``. None of these is the model's ``invalid_action``.
 
 The wire is spoken with ``websockets`` (a core dependency), not openenv-core's client: that
 client turns every server error into a bare ``RuntimeError``, losing the error code the
@@ -48,17 +50,19 @@ statuses above are read from, and importing it loads gradio.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from websockets.exceptions import WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, InfraError, VerifierTimeout
+from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
 from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
 from .openenv_image import ImageServer
+from .replies import json_object
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 """OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""
@@ -84,7 +88,7 @@ class OpenEnvSession:
         """Send one message; the answer's ``data`` (observation, reward, done)."""
         try:
             self.ws.send(json.dumps({"type": kind, "data": data}))
-            answer = json.loads(self.ws.recv(timeout=self.timeout_s))
+            answer = _json_object(kind, self.ws.recv(timeout=self.timeout_s))
         except TimeoutError as e:
             raise VerifierTimeout(
                 f"the OpenEnv server did not answer {kind} within {self.timeout_s:g} s"
@@ -97,7 +101,7 @@ class OpenEnvSession:
             if kind == "step" and error.get("code") in REFUSED:
                 raise OpenEnvRefused(message)
             raise InfraError(f"the OpenEnv server refused {kind}: {message}")
-        return answer.get("data") or {}
+        return _checked(kind, answer.get("data") or {})
 
     def close(self) -> None:
         """Say goodbye and close the connection (best effort: the server may be gone)."""
@@ -205,7 +209,7 @@ class OpenEnvEnv(TaskEnv):
         reward = data.get("reward")
         return Feedback(
             messages=[self._user_message(data)],
-            done=bool(data.get("done")),
+            done=data.get("done") is True,
             components=None if reward is None else {"reward": float(reward)},
             info={"observation": data.get("observation", {})},
         )
@@ -247,6 +251,32 @@ class OpenEnvEnv(TaskEnv):
         self._drop_session()
         if self._owner and self._server is not None:
             self._server.close()
+
+
+def _json_object(kind: str, raw: str | bytes) -> dict[str, Any]:
+    """The server's answer as a JSON object; anything else is the server's fault."""
+    if not isinstance(raw, str):
+        raise EpisodeError(f"the OpenEnv server answered {kind} with a binary frame")
+    return json_object(f"the OpenEnv server ({kind})", raw)
+
+
+def _checked(kind: str, data: Any) -> dict[str, Any]:
+    """An answer's ``data``, checked against OpenEnv's types.
+
+    ``done`` a bool, ``reward`` a finite number or null, ``observation`` an object: another
+    type is the server's fault, never the model's.
+    """
+    if not isinstance(data, dict):
+        raise EpisodeError(f"the OpenEnv server's {kind} data is {type(data).__name__}")
+    done, reward = data.get("done", False), data.get("reward")
+    if not isinstance(done, bool):
+        raise EpisodeError(f"the OpenEnv server's {kind} says done={done!r}, not true or false")
+    finite = isinstance(reward, (int, float)) and not isinstance(reward, bool)
+    if reward is not None and not (finite and math.isfinite(reward)):
+        raise EpisodeError(f"the OpenEnv server's {kind} says reward={reward!r}, not a number")
+    if not isinstance(data.get("observation", {}), dict):
+        raise EpisodeError(f"the OpenEnv server's {kind} observation is not an object")
+    return data
 
 
 def _refused(error: str) -> Feedback:

@@ -95,6 +95,13 @@ class ServerSettings(BaseModel):
     proxy or another name in front (DNS rebinding protection, :mod:`envhub.server.origin`)."""
     allowed_origins: list[str] = Field(default_factory=list)
     """Browser ``Origin`` values admitted besides loopback ones (``*``: any)."""
+    answers: bool = True
+    """Serve the tasks (with their gold answers) at ``/tasks`` and grade any guess at
+    ``/verify``. Off, both answer 403: the port an agent's harness reaches hands out no gold
+    and is no free oracle outside an episode. ``envhub serve`` turns it off unless told
+    ``--answers``; envhub's own runners (``make(runner="http" | "docker")``) start their
+    servers with it on, and an app built in Python (``create_app``) has it on unless its
+    settings say otherwise."""
 
 
 # ---------------------------------------------------------------------------- the app
@@ -179,13 +186,24 @@ class Server:
             }
         )
 
+    def _answers_on(self, path: str) -> None:
+        """Refuse ``path`` (403) unless this server serves answers (``--answers``)."""
+        if not self.settings.answers:
+            raise SessionError(
+                403, "answers_off",
+                f"{path} serves gold answers and grades guesses, so this server does not "
+                "serve it: start it with `envhub serve NAME --answers` on a port the agent "
+                "cannot reach (envhub's own runners do)",
+            )  # fmt: skip
+
     async def get_metrics(self) -> dict[str, Any]:
         """Counters since start."""
         uptime = round(time.time() - self.started, 1)
         return {**self.metrics, "sessions": len(self.sessions), "uptime_s": uptime}
 
     async def tasks(self, split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
-        """A page of the tasks of ``split``."""
+        """A page of the tasks of ``split`` (gold answers included: behind ``--answers``)."""
+        self._answers_on("/tasks")
         if offset < 0 or not 1 <= limit <= 10_000:
             raise ValueError("offset must be >= 0 and limit in 1..10000")
         all_tasks = await self.run(self.env.tasks, split)
@@ -221,6 +239,7 @@ class Server:
 
     async def verify(self, body: VerifyRequest) -> VerifyResponse:
         """Verify a batch: a bad response is its item's status, a bad request a 4xx."""
+        self._answers_on("/verify")
         if len(body.items) > self.settings.max_batch:
             limit = self.settings.max_batch
             raise ValueError(f"batch of {len(body.items)} items; the limit is {limit}")

@@ -70,6 +70,13 @@ def serve(
     nemo_gym: Annotated[
         bool, typer.Option(help="Answer NeMo Gym's resources-server /seed_session, /verify.")
     ] = False,
+    answers: Annotated[
+        bool,
+        typer.Option(
+            help="Also serve /tasks (gold answers) and /verify (grading): only on a port the "
+            "agent cannot reach."
+        ),
+    ] = False,
 ) -> None:
     """Serve an environment over HTTP (OpenAPI docs at /docs, health at /health).
 
@@ -82,10 +89,10 @@ def serve(
     if docker:
         from envhub.server.docker import serve_in_docker
 
-        serve_in_docker(name, host, port)
+        serve_in_docker(name, host, port, answers=answers)
         return
     limits = {"max_sessions": max_sessions, "session_ttl_s": session_ttl,
-              "max_inflight": max_inflight}  # fmt: skip
+              "max_inflight": max_inflight, "answers": answers}  # fmt: skip
     if threads:
         limits["threads"] = threads
     allowed = {"hosts": list(allow_host or []), "origins": list(allow_origin or [])}

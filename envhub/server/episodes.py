@@ -46,14 +46,16 @@ class Episodes:
     ) -> tuple[str, str]:
         """Start an episode in a new session; returns its id and the answer as JSON.
 
-        ``close_session`` is closed first; the caller has checked it is the caller's (see
+        ``close_session`` is closed once the new episode has opened (a refused reset, an
+        unknown task, leaves it running) and before its session is made (its slot is free
+        for the new one); the caller has checked it is the caller's (see
         :meth:`SessionTable.authorize`). The answer carries the new session's secret.
         """
-        if close_session:
-            self.sessions.close(close_session)
         episode_env = self.env.fork()
         try:
             result = await self.run(lambda: episode_env.reset(seed=seed, task_id=task_id))
+            if close_session:
+                self.sessions.close(close_session)
             sid = self.sessions.create(episode_env, result.info.task_id)
         except BaseException:
             episode_env.close()

@@ -12,7 +12,7 @@ HTTP, where OpenEnv has it: ``/health``, ``/metadata``, ``/schema``, ``/state`` 
 ``/reset`` answer as OpenEnv's do. OpenEnv's HTTP ``/step`` runs a fresh environment with no
 episode; an envhub episode holds state, so ``/step`` answers 409 and points at ``/ws``.
 envhub's own ``/reset``, ``/step``, ``/health`` and ``/ws`` give way to these; the rest of its
-API (``/verify``, ``/tasks``, ``/info``...) stays.
+API stays, ``/verify`` and ``/tasks`` only with ``--answers`` (``ServerSettings.answers``).
 
 The bodies are written here from OpenEnv's protocol, not imported from openenv-core: importing
 its types loads gradio and fastmcp (2,300 modules, 19 s cold), which a server must not pay.
@@ -126,7 +126,9 @@ class _Connection:
     async def step(self, data: dict[str, Any]) -> str:
         action = OpenEnvAction.model_validate(data)
         if self.sid is None:
-            raise EnvhubError("no episode on this connection: send reset first")
+            raise SessionError(
+                409, "episode_state", "no episode on this connection: send reset first"
+            )
         text = await self.episodes.step(self.sid, Message(role="assistant", content=action.message))
         return json.dumps({"type": "observation", "data": _from_step(text)})
 
@@ -139,8 +141,11 @@ class _Connection:
             )
         return json.dumps({"type": "state", "data": state.model_dump()})
 
-    async def answer(self, raw: str) -> str | None:
+    async def answer(self, raw: str | bytes) -> str | None:
         """The frame answering ``raw``; ``None`` when the client closes the episode."""
+        if isinstance(raw, bytes):
+            return _error("binary frames are not read: send the JSON as a text frame",
+                          "INVALID_JSON")  # fmt: skip
         if len(raw) > self.max_bytes:
             return _error(f"the frame is {len(raw)} bytes, over this server's {self.max_bytes}; "
                           "send a shorter message", "VALIDATION_ERROR")  # fmt: skip
@@ -158,13 +163,24 @@ class _Connection:
             return await self.ops[kind](frame.get("data") or {})
         except ValidationError as e:
             return _error(f"Invalid message: {_fields(e)}", "VALIDATION_ERROR")
-        except (EnvhubError, SessionError, ValueError, TimeoutError) as e:
+        except SessionError as e:  # expired or closed: the server's doing, not the action's
+            return _error(str(e) or type(e).__name__, "SESSION_ERROR")
+        except (EnvhubError, ValueError, TimeoutError) as e:
             return _error(str(e) or type(e).__name__, "EXECUTION_ERROR")
 
     def close(self) -> None:
         if self.sid is not None:
             self.episodes.close(self.sid)
             self.sid = None
+
+
+async def _receive(websocket: WebSocket) -> str | bytes:
+    """The next frame, text or binary (``receive_text`` fails on a binary one, unanswered)."""
+    frame = await websocket.receive()
+    if frame["type"] == "websocket.disconnect":
+        raise WebSocketDisconnect(frame.get("code", 1000))
+    text = frame.get("text")
+    return text if text is not None else frame.get("bytes") or b""
 
 
 def _fields(e: ValidationError) -> str:
@@ -181,7 +197,7 @@ def install(app: FastAPI, server: Any) -> frozenset[str]:
         await websocket.accept()
         conn = _Connection(episodes, server.settings.max_body_bytes)
         try:
-            while (reply := await conn.answer(await websocket.receive_text())) is not None:
+            while (reply := await conn.answer(await _receive(websocket))) is not None:
                 await websocket.send_text(reply)
         except WebSocketDisconnect:
             pass

@@ -151,3 +151,23 @@ def test_usage_errors_name_the_fix(home, endpoint, tmp_path):
     assert res.exit_code == 1 and "envs" in res.output
     res = invoke("--rescore", tmp_path / "nothing")
     assert res.exit_code == 1 and "episodes.jsonl" in res.output
+
+
+def test_the_run_pins_its_environments_and_resume_refuses_a_changed_one(home, endpoint, tmp_path):
+    from envhub.registry.pins import pulled_path
+
+    out = tmp_path / "pinned"
+    args = ("--base-url", endpoint.base_url, "-e", "arith", "--limit", "2", "--no-progress")
+    assert invoke(*args, "--out", out).exit_code == 0
+    pins = json.loads((out / "config.json").read_text())["pins"]
+    assert [(p["name"], p["version"]) for p in pins] == [("arith", "v1")]
+    assert pins[0]["digest"].startswith("spec-sha256:")
+    res = invoke("--resume", out, "--no-progress")
+    assert res.exit_code == 0, res.output  # nothing changed: resumes
+
+    pulled_path().parent.mkdir(parents=True, exist_ok=True)  # as if `envhub pull arith@2.0` ran
+    pulled_path().write_text(json.dumps({"arith": {"version": "2.0", "digest": "sha256:ab"}}))
+    res = CliRunner().invoke(app, ["--resume", str(out), "--no-progress"])
+    assert res.exit_code == 1
+    assert "arith: the run used v1 (spec-sha256:" in res.output
+    assert "here it is 2.0 (sha256:ab)" in res.output and "envhub pull NAME@VERSION" in res.output

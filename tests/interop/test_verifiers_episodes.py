@@ -64,16 +64,23 @@ def _play(env, task_id: str, replies: list[str]):
     return opened, steps
 
 
-def _verifiers_rewards(python: Path) -> list[float]:
+def _verifiers_games(python: Path) -> tuple[list[dict], str]:
+    """verifiers' own run of ``GAMES``: a row per game (reward, ok, its errors), and its stderr."""
     lines = "".join(json.dumps({"task_id": t, "replies": r}) + "\n" for t, r in GAMES)
     out = subprocess.run([str(python), str(SUPPORT / "vf_guess_parity.py")], input=lines,
-                         text=True, capture_output=True, check=True, timeout=600, cwd=SUPPORT)  # fmt: skip
-    return [json.loads(line)["reward"] for line in out.stdout.splitlines()]
+                         text=True, capture_output=True, timeout=600, cwd=SUPPORT)  # fmt: skip
+    assert out.returncode == 0, f"verifiers' own run failed:\n{out.stderr[-3000:]}"
+    return [json.loads(line) for line in out.stdout.splitlines()], out.stderr
 
 
 def test_envhub_rewards_equal_verifiers_own_on_the_same_games(guess, venv_python):
-    expected = _verifiers_rewards(venv_python)
-    assert expected == [1.25, 1.5, 0.125]  # found (weight 1) + quick (weight 0.5)
+    games, stderr = _verifiers_games(venv_python)
+    expected = [g["reward"] for g in games]
+    why = [(g["ok"], g["errors"]) for g in games]  # verifiers' own account when its side failed
+    assert expected == [1.25, 1.5, 0.125], (  # found (weight 1) + quick (weight 0.5)
+        f"verifiers' own run scored {expected}; its episodes (ok, errors): {why}; "
+        f"its stderr ends:\n{stderr[-2000:]}"
+    )
     assert guess.info()["weights"] == {"found": 1.0, "quick": 0.5}
     got = []
     for task_id, replies in GAMES:

@@ -2,7 +2,8 @@
 ``{"task_id", "replies"}`` on stdin and prints ``{"reward", "turns"}`` per line: the episode
 verifiers itself plays of the vf_guess environment (n=3), its model's turns answered in order
 by ``replies`` from envhub's scripted loopback endpoint
-(:class:`envhub.evaluate.scripted.ScriptedEndpoint`). Runs in the venv that has verifiers (and
+(:class:`envhub.evaluate.scripted.ScriptedEndpoint`), with ``ok`` and the errors verifiers
+recorded on the episode and its traces (so a failure on verifiers' side shows its own cause). Runs in the venv that has verifiers (and
 ``uv``, which launches verifiers' chat program).
 """
 
@@ -55,9 +56,10 @@ async def play(rows: list[dict]) -> None:
                 script.replies = list(row["replies"])
                 episode = await env.run_episode(tasks[row["task_id"]], ctx)
                 trace = episode.traces[-1]
-                print(
-                    json.dumps({"reward": trace.reward, "turns": trace.num_turns, "ok": episode.ok})
-                )
+                errors = [*(e for t in episode.traces for e in t.errors), *episode.errors]
+                print(json.dumps({"reward": trace.reward, "turns": trace.num_turns,
+                                  "ok": episode.ok,
+                                  "errors": [f"{e.type}: {e.message}" for e in errors]}))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ RULES = (
     "End each message with the column you play, as <move>COLUMN</move>, "
     "for example <move>4</move>.\n\n{board}\n{status}"
 )
-_DIGIT = re.compile(r"(?<![\d.])\d+(?![\d.])")
+_DIGIT = re.compile(r"(?<![\w.])\d+(?![\w.])")
+"""A whole number token: ``x3`` and ``3rd`` are no column."""
 _MAX_DIGITS = 6
 OFF_BOARD = 10**_MAX_DIGITS
 """What :func:`parse_column` reads a number of more than six digits as (off the board)."""

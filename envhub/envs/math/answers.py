@@ -33,7 +33,8 @@ stated anywhere else that is decisively none of the final ones ("The answer is 5
 answer: 7", "The answer is 5. ... #### 7"): two committed answers are a hedge, whichever the
 gold is. A hypothesis ("if the answer is 5"), words ("the answer is the sum of ...") and
 what cannot be decided exactly commit to nothing (:func:`_contradicted`). A final answer
-taken back right after it ("#### 5. Actually, 7.") is hedged too (:func:`_retracted`).
+taken back right after it ("#### 5. Actually, 7.") is hedged too, and so is one followed by
+another value offered as also possible ("#### 5. 7 is also acceptable.", :func:`_retracted`).
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envhub.envs.math.parse`:
 delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
@@ -90,6 +91,7 @@ from . import library, symbolic
 from .compare import quick_compare
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .parse import Answer, Expr, Items, Seq, Text, parse_answer, split_top
+from .units import measure
 
 __all__ = [
     "Extraction",
@@ -142,11 +144,34 @@ _HYPOTHESIS = frozenset(
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
-    r"|(?:(?<![\w)])[-\u2212])?(?<![A-Za-z_])(?:(?<![\d.,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"|(?:(?<![\w)])[-\u2212])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
-    r"|(?<![\d.])[1-9]\d{0,2}(?: \d{3})+(?![\d.])"  # 1 000: spaced thousands
-    r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?"
+    r"|[1-9]\d{0,2}(?: \d{3})+(?![\d.])"  # 1 000: spaced thousands
+    r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?!\w*\d|_|\.\d)"
 )
+"""A number written as a whole token: no letter, digit, ``_`` or point glued before it, and
+no digits later in its token (``x72``, ``is72``, ``e72``, ``599e72`` and ``A32`` hold no
+number); a word glued after it must be a unit (:func:`_numbers`)."""
+_GLUED_WORD = re.compile(r"[A-Za-z]+")
+
+
+def _numbers(text: str) -> list[re.Match]:
+    """The numbers of ``text`` (:data:`_NUMBER`), each a whole token.
+
+    A number right after ``,`` or ``/`` counts only when a number ends there too: ``31,32``
+    and ``1/2/3`` are numbers, the ``234`` of ``x1,234`` is the tail of a word. A word glued
+    after a number must name a unit (``42cm``, ``1,000.99m²``; not ``72x``, ``1AAA``).
+    """
+    found: list[re.Match] = []
+    end = -1
+    for m in _NUMBER.finditer(text):
+        start = m.start()
+        glued = start > 0 and text[start - 1] in ",/" and end != start - 1
+        word = _GLUED_WORD.match(text, m.end())
+        if not glued and (word is None or measure(word.group(0)) is not None):
+            found.append(m)
+        end = m.end()
+    return found
 
 
 def _tidy(answer: str) -> str:
@@ -284,6 +309,21 @@ _CORRECTION = re.compile(
     re.IGNORECASE,
 )
 """Words after the final answer that may bring another one ("Actually, 7", "could also be 7")."""
+_ALSO = re.compile(
+    r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides)\b", re.IGNORECASE
+)
+_ACCEPTABLE = re.compile(
+    r"\b(?:possible|acceptable|valid|correct|right|works?|fine|answers?|solutions?|options?"
+    r"|possibilit(?:y|ies)|candidates?)\b",
+    re.IGNORECASE,
+)
+"""With :data:`_ALSO`: a sentence after the final answer offering another value as also
+possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`_retracted`)."""
+_OR_BEFORE = re.compile(r"\bor\b[^.,;\n]{0,12}$|(?:[)\]}]|\\infty)\s*[,;]\s*$", re.IGNORECASE)
+"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
+\frac{4}{5}`` and ``(4, \infty), \frac{4}{5}`` offer two answers."""
+ALSO_WINDOW = 600
+"""Characters after the final answer searched for another value offered as also possible."""
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
 _JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
 _ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
@@ -321,10 +361,23 @@ def _retracted(answer: str, after: str) -> bool:
     the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
     """
     clause = _first_clause(after)
-    if not _CORRECTION.search(clause):
-        return False
-    numbers = _NUMBER.findall(clause)
-    return bool(numbers) and not _same(numbers[-1], answer)
+    if _CORRECTION.search(clause) and _other_value(clause, answer):
+        return True
+    return any(
+        _offers_another(sentence) and _other_value(sentence, answer)
+        for sentence in _CLAUSE_END.split(after[:ALSO_WINDOW])
+    )
+
+
+def _offers_another(sentence: str) -> bool:
+    """The sentence offers a value as also possible ("7 is also acceptable", "another answer")."""
+    return bool(_ALSO.search(sentence) and _ACCEPTABLE.search(sentence))
+
+
+def _other_value(clause: str, answer: str) -> bool:
+    """The last number of ``clause`` is another value than ``answer``."""
+    found = _numbers(clause)
+    return bool(found) and not _same(found[-1].group(0), answer)
 
 
 def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
@@ -355,7 +408,12 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     last = numbers[-1]
     start = text.rfind("\n", 0, last.start()) + 1
     sentence = text[max(start, last.start() - 200) : last.start()]
-    hedged = _hedges(sentence, text[last.end() :])
+    clause = _CLAUSE_END.split(sentence)[-1] + _first_clause(text[last.end() :])
+    hedged = (
+        _hedges(sentence, text[last.end() :])
+        or _offers_another(clause)
+        or bool(_OR_BEFORE.search(sentence))
+    )
     return Extraction(", ".join(items), "last_number", hedged)
 
 
@@ -442,7 +500,7 @@ def extract_answer(text: str) -> Extraction:
         )
         return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
-    numbers = list(_NUMBER.finditer(tail))
+    numbers = _numbers(tail)
     number = _last_number(tail, numbers)
     span = _math_span(tail, numbers[-1].end() if numbers else 0)
     if span is not None and not (number and "," in number.answer and _NUMBER.fullmatch(span[0])):

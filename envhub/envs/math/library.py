@@ -76,6 +76,24 @@ def _prose(text: str) -> bool:
     return len(_WORD.findall(text)) >= 2 and len(_NUMBER.findall(text)) == 1
 
 
+_GLUED = re.compile(r"(?<![\\A-Za-z])\d+(?:\.\d+)?([A-Za-z]+)")
+
+
+def dropped_word(pred: str, values: list[Any]) -> bool:
+    """True when math-verify read a number glued to a word that names no unit (``1c``, ``1d``).
+
+    A number is a whole token: math-verify reads ``1c`` as ``1``, dropping the ``c``; envhub
+    reads it as the product ``1*c`` (and ``200cm`` as a length).
+    """
+    import sympy
+
+    from .units import measure
+
+    if not values or not isinstance(values[0], sympy.Number):
+        return False
+    return any(measure(m.group(1)) is None for m in _GLUED.finditer(pred))
+
+
 def dropped_numbers(pred: str, values: list[Any]) -> bool:
     r"""True when math-verify read a prediction as one of its numbers, dropping the others.
 
@@ -132,7 +150,7 @@ def verdict(
             return DIFFERENT
         return f"{GOLD_ERROR}: neither envhub nor math-verify can read the gold answer"
     pred_values = read(pred, as_gold=False)
-    if not pred_values or dropped_numbers(pred, pred_values):
+    if not pred_values or dropped_numbers(pred, pred_values) or dropped_word(pred, pred_values):
         return DIFFERENT
     digits = rounding_digits(pred, gold, tolerance)
     same = verify(gold_values, pred_values, float_rounding=digits, timeout_seconds=None)  # type: ignore[arg-type]

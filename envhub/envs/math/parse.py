@@ -266,7 +266,8 @@ def _units(s: str) -> tuple[str, Unit | None]:
 
     Words that name no unit of the table are a label and are dropped (``42 dollars`` ->
     ``42``); ``5 x`` stays (``x`` is not a unit), and so does ``6m`` (a one-letter unit is
-    one only after a space: ``6 m``).
+    one only after a space: ``6 m``). A label is one only after a space too: ``42dollars`` and
+    ``1AAA`` are no number (a number is a whole token), ``200cm`` is one.
     """
     m = _UNIT_TAIL.fullmatch(s)
     if not m:
@@ -277,6 +278,8 @@ def _units(s: str) -> tuple[str, Unit | None]:
     unit = measure(phrase, m.group("power") or "") or measure(words[0])  # 6 meters tall
     if unit is not None:
         return m.group("num"), unit
+    if not m.group("gap"):
+        return s, None  # 1AAA, 42dollars: a word glued to the number is no label
     for w in words:
         lw = w.lower()
         if lw in _NOT_UNITS or len(lw) < 3 or "/" in lw:

@@ -20,6 +20,8 @@ from envhub.errors import GoldAnswerError
 from envhub.tags import block_text, tag_blocks
 
 _NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d*)?")
+"""Commas only as thousands separators: ``1,2`` is no number (not 12)."""
 
 
 def extract_answer(text: str) -> tuple[str, bool]:
@@ -32,7 +34,10 @@ def extract_answer(text: str) -> tuple[str, bool]:
 
 def as_number(text: str) -> float | None:
     """``text`` as a finite number (thousands commas allowed), or ``None``."""
-    candidate = text.strip().replace(",", "")
+    candidate = text.strip()
+    if "," in candidate and not _THOUSANDS.fullmatch(candidate):
+        return None
+    candidate = candidate.replace(",", "")
     if len(candidate) > 64 or not _NUMBER.fullmatch(candidate):
         return None
     value = float(candidate)

@@ -52,6 +52,24 @@ WRONG_BUT_FULL = {
 measured the random policy at 1.0. puzzle24 checks only that the expression makes 24 from four
 numbers in range, not the task's numbers; game_of_life_halting compares ``bool(text)``, so
 any non-empty answer matches the gold ("True" and "False" alike)."""
+CLOSENESS_CREDIT = {
+    "aiw": "partial credit for a number near the gold",
+    "coin_flip": "credit for a prefix of the gold's digits: 0 or 00 earns 1.0 on 0.3125",
+    "complex_arithmetic": "exp(-distance) credit: any number earns something",
+    "gcd": "partial credit for a number near the gold",
+    "largest_island": "partial credit for a number near the gold",
+    "letter_counting": "partial credit for a number near the gold",
+    "number_sequence": "partial credit for a number near the gold",
+    "polynomial_equations": "credit per root: 0 earns 0.5 whenever 0 is one of two roots",
+    "rectangle_count": "partial credit for a number near the gold: 2 earns 0.64 on 1 or 3",
+    "spell_backward": "credit for letters in common: any letter earns some",
+    "figlet_font": "credit for letters in common: any letter earns some",
+    "time_intervals": "credit for a duration near the gold: 0 days earns 0.95 on 5 days",
+}
+"""Generators whose partial credit a constant answer earns on tasks whose gold it is not (the
+constant sweep of ``tests/envs/test_constant_answers.py``): envhub pays their full marks only,
+and for ``coin_flip`` only a value within a relative tolerance of 1e-4
+(:func:`~envhub.envs.reasoning_gym.scoring.within_tolerance`)."""
 HASH_DEPENDENT = (
     "codeio",
     "intermediate_integration",

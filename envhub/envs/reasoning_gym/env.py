@@ -41,6 +41,8 @@ class ReasoningGymEnv(TaskEnv):
         super().__init__(spec, generator=generator)
         self.generator = generator
         self._scorer: Any = None
+        self._floors: dict[str, float] = {}
+        """What a constant answer earns, by task id (:func:`scoring.constant_floor`)."""
         self._generated: dict[str, tuple[Task, dict[str, Any]]] = {}
         """Each task made here, by id, with its item metadata as generated (the task holds
         it JSON-safe)."""
@@ -55,6 +57,8 @@ class ReasoningGymEnv(TaskEnv):
 
     def scorer(self) -> Any:
         """The generator's ``score_answer`` (its dataset is built once, with the entry's knobs)."""
+        if self._scorer is None and self.generator in scoring.OWN_SCORERS:
+            self._scorer = scoring.OWN_SCORERS[self.generator]
         if self._scorer is None:
             ds = self.spec.dataset
             self._scorer = generation.dataset(self.generator, ds.options, ds.seed, 1).score_answer
@@ -66,13 +70,25 @@ class ReasoningGymEnv(TaskEnv):
             raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
         reading = scoring.read_answer(response.content)
         entry = {"question": task.prompt, "answer": task.answer, "metadata": self._metadata(task)}
-        value, why = scoring.correctness(self.scorer(), reading, entry)
+        value, why = scoring.correctness(
+            self.scorer(),
+            reading,
+            entry,
+            floor=self._floor(task, entry),
+            full_only=self.generator in catalog.CLOSENESS_CREDIT,
+        )
         components = {
             "correctness": value,
             "format": float(reading.blocks == 1 and bool(reading.answer)),
         }
         details = {"extracted": reading.answer, "hedged": reading.hedged, "why": why}
         return components, details
+
+    def _floor(self, task: Task, entry: dict[str, Any]) -> float:
+        """What a constant answer earns on ``task`` (measured once per task)."""
+        if task.task_id not in self._floors:
+            self._floors[task.task_id] = scoring.constant_floor(self.scorer(), entry)
+        return self._floors[task.task_id]
 
     def _metadata(self, task: Task) -> dict[str, Any]:
         """The item metadata of ``task`` as generated; JSON-safe for a task not made here."""

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from envhub.errors import GoldAnswerError
-from envhub.tags import block_text, tag_blocks, without_blocks
+from envhub.tags import block_text, tag_blocks, without_thinking
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
@@ -44,8 +44,7 @@ def extract_answer(content: str) -> tuple[str, bool]:
     text is the answer (well-formed); otherwise the last block's text, or the whole message
     when there is none (not well-formed). Linear in the message (:mod:`envhub.tags`).
     """
-    thoughts = [b for b in tag_blocks(content, "think") if b.closed]
-    text = without_blocks(content, thoughts)
+    text = without_thinking(content)
     blocks = [block_text(text, b) for b in tag_blocks(text, "answer") if b.closed]
     if blocks:
         answer = blocks[-1].strip()

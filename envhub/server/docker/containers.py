@@ -248,10 +248,15 @@ class Service:
     """It runs programs in envhub's sandbox (see :func:`needs_sandbox`)."""
 
 
-def envhub_service(spec: EnvSpec, host: str = "127.0.0.1") -> Service:
-    """The envhub server for ``spec`` (``--allow-host``: clients name it by ``host``)."""
+def envhub_service(spec: EnvSpec, host: str = "127.0.0.1", answers: bool = True) -> Service:
+    """The envhub server for ``spec`` (``--allow-host``: clients name it by ``host``).
+
+    ``answers``: serve ``/tasks`` and ``/verify`` (the Docker runner's own client lists tasks
+    and verifies; ``envhub serve NAME --docker`` passes its ``--answers`` flag).
+    """
     command = (spec.name, "--host", "0.0.0.0", "--port", str(CONTAINER_PORT),
-               "--spec-json", spec.model_dump_json(), "--allow-host", host)  # fmt: skip
+               "--spec-json", spec.model_dump_json(), "--allow-host", host,
+               *(["--answers"] if answers else []))  # fmt: skip
     return Service(command=command, sandboxed=needs_sandbox(spec))
 
 
@@ -588,6 +593,7 @@ def start_container(
     host: str = "127.0.0.1",
     port: int = 0,
     timeout: float = 120.0,
+    answers: bool = True,
 ) -> DockerHandle:
     """Start a container serving ``spec`` and wait until it is healthy.
 
@@ -598,6 +604,7 @@ def start_container(
         host: Host address the server is published on (loopback unless you mean otherwise).
         port: Host port; 0 picks a free one.
         timeout: Seconds to wait for ``/health``.
+        answers: Serve ``/tasks`` and ``/verify`` (``envhub serve --answers``).
 
     Raises:
         DependencyMissing, DockerUnavailable: no SDK or no engine.
@@ -612,7 +619,8 @@ def start_container(
         else None
     )
     image = image or image_for(client, list(spec.docker.extras), log=log)
-    return _handle(_Launcher(client, spec, image, host, port, None), timeout)
+    service = envhub_service(spec, host, answers)
+    return _handle(_Launcher(client, spec, image, host, port, None, service), timeout)
 
 
 def _handle(launcher: _Launcher, timeout: float) -> DockerHandle:
@@ -669,7 +677,9 @@ def run_image(
         raise TransportError(f"Docker could not start image {image!r}: {e}") from e
 
 
-def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+def serve_in_docker(
+    name: str, host: str = "127.0.0.1", port: int = 8000, answers: bool = False
+) -> None:
     """``envhub serve NAME --docker``: serve in a container until SIGINT/SIGTERM, then remove it.
 
     Both signals stop it whatever dispositions it inherited (a background job of a script
@@ -684,7 +694,7 @@ def serve_in_docker(name: str, host: str = "127.0.0.1", port: int = 8000) -> Non
     with stop_signals():
         follow_parent()
         try:  # a signal during start-up lands here too; the atexit hook removes a half-made one
-            handle = start_container(lookup(name), host=host, port=port)
+            handle = start_container(lookup(name), host=host, port=port, answers=answers)
             print(
                 f"envhub: {name} serving at {handle.url} in container {handle.name} "
                 "(Ctrl-C stops and removes it)",

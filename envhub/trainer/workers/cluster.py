@@ -721,19 +721,24 @@ class Cluster:
         except EngineNotRefit:  # restarted while idle: refit it, then sample as asked
             self._revive(engine)
             return self._get(engine.generate.remote(*call), part, self.deadlines.fixed(2))
-        except ray.exceptions.RayActorError as e:  # died while sampling these prompts
-            failure = f"{part} died while sampling ({type(e).__name__}); restarted"
+        except ray.exceptions.RayActorError as e:  # died while sampling: Ray restarts it
+            return self._lost(engine, chunk, f"{part} died while sampling ({type(e).__name__})")
         except PartHung as e:
             failure = f"{part} hung ({e}); killed and restarted"
         except ray.exceptions.RayTaskError as e:  # it raised: vLLM may be left spinning
-            failure = f"{part} raised while sampling ({_cause(e)}); restarted"
+            failure = f"{part} raised while sampling ({_cause(e)}); killed and restarted"
+        self._restart(engine)
+        return self._lost(engine, chunk, failure)
+
+    def _lost(self, engine: Any, chunk: list, failure: str) -> list[Generation | Exception]:
+        """Count a failed engine call, refit the engine (restarted), fail the call's prompts."""
         self.lost_engines += 1
         self.failures.append(failure)
-        self._restart(engine)
+        self._revive(engine)
         return [RuntimeError(failure)] * len(chunk)
 
     def _restart(self, engine: Any) -> None:
-        """Kill ``engine`` (dead, hung or broken) and wait for Ray's new process; refit it."""
+        """Kill ``engine`` (hung or broken) and wait for Ray's new process (refit next)."""
         old = self.pid_of(engine)
         if old is None:  # not placed yet: ask (a hung one does not answer; it is killed anyway)
             with contextlib.suppress(ray.exceptions.RayError):
@@ -751,7 +756,6 @@ class Cluster:
             if info["pid"] != old:
                 break
             time.sleep(0.2)
-        self._revive(engine)
 
     def _revive(self, engine: Any) -> None:
         """Wait for Ray to restart ``engine``, then load the current weights into it.
@@ -810,6 +814,7 @@ class Cluster:
             )
             log_stack(self.pid_of(engine), "a generation engine's refit")
             self._restart(engine)
+            self._revive(engine)
         return seconds
 
     def _answers(self, engine: Any) -> bool:

@@ -1,0 +1,103 @@
+"""The hub's verbs: ``push``, ``pull``, ``search`` and ``yank`` (registered by :mod:`envhub.cli`).
+
+The index is ``--to``/``--from``, else ``$ENVHUB_INDEX``, else ``$ENVHUB_HOME/index`` (a folder).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ...datasets import envhub_home
+
+
+def default_index() -> str:
+    """``$ENVHUB_INDEX``, else the folder ``$ENVHUB_HOME/index``."""
+    return os.environ.get("ENVHUB_INDEX") or str(envhub_home() / "index")
+
+
+Where = Annotated[
+    str | None,
+    typer.Option("--from", help="Index: a folder or an http(s) URL (default $ENVHUB_INDEX)."),
+]
+
+
+def push_command(
+    target: Annotated[str, typer.Argument(help="An installable folder, or a registered name.")],
+    to: Annotated[
+        Path | None, typer.Option("--to", help="Folder index (default $ENVHUB_INDEX).")
+    ] = None,
+) -> None:
+    """Check, measure, build and push an environment's distribution to a folder index."""
+    from .push import push
+
+    if to is None and default_index().startswith(("http://", "https://")):
+        raise typer.BadParameter("push writes a folder index: give --to PATH")
+    record = push(target, to or Path(default_index()))
+    typer.echo(f"pushed {record['environment']}@{record['version']} {record['digest']}")
+
+
+def pull_command(
+    ref: Annotated[str, typer.Argument(help="NAME or NAME@VERSION.")],
+    where: Where = None,
+    check: Annotated[bool, typer.Option(help="Run `envhub check` after installing.")] = True,
+) -> None:
+    """Install an environment from an index (digest checked) and check it."""
+    from ..selfcheck import FAILED, run_checks, table
+    from .pull import pull
+
+    name = ref.partition("@")[0]
+    record, yanked = pull(ref, where or default_index())
+    if yanked is not None:
+        typer.echo(f"warning: {ref} is yanked ({yanked or 'no reason given'})", err=True)
+    typer.echo(f"installed {name}@{record['version']} {record['digest']} from {record['index']}")
+    if check:
+        from ...registry.catalog import spec
+
+        results = run_checks(spec(name))
+        typer.echo(table(spec(name), results))
+        if any(r.outcome == FAILED for r in results):
+            raise typer.Exit(1)
+
+
+def search_command(
+    text: Annotated[str, typer.Argument(help="Words of the name or description.")] = "",
+    where: Where = None,
+) -> None:
+    """List an index's environments whose name or description holds TEXT, with their cards."""
+    from .pull import search
+
+    for r in search(text, where or default_index()):
+        scores = r["card"].get("scores") or {}
+        gold, rand = (scores.get(k, {}).get("solved") for k in ("gold", "random"))
+        mark = "  [yanked]" if r["yanked"] else ""
+        typer.echo(
+            f"{r['environment']}@{r['version']}  {r['card'].get('description', '')}  "
+            f"(gold {gold}, random {rand}; {r['digest']}){mark}"
+        )
+
+
+def yank_command(
+    ref: Annotated[str, typer.Argument(help="NAME@VERSION to take back.")],
+    where: Annotated[Path | None, typer.Option("--from", help="Folder index.")] = None,
+    reason: Annotated[str, typer.Option(help="Why (shown to whoever pulls it).")] = "",
+) -> None:
+    """Mark a version yanked: never picked by an unpinned pull."""
+    from .push import yank
+
+    name, _, version = ref.partition("@")
+    if not version:
+        raise typer.BadParameter("yank takes NAME@VERSION")
+    yank(name, version, where or Path(default_index()), reason)
+    typer.echo(f"yanked {ref}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the hub's verbs to ``app``."""
+    app.command("push")(push_command)
+    app.command("pull")(pull_command)
+    app.command("search")(search_command)
+    app.command("yank")(yank_command)

@@ -1,0 +1,94 @@
+"""Reading another ecosystem's server: one deadline for the whole reply, and a bounded body.
+
+An HTTP client's timeout bounds each read, not the reply: a server that trickles its answer
+at 2 bytes a second never trips it, and one that sends 100 MB is read whole. Here the
+deadline covers connecting, the headers and every byte of the body (:func:`post_json`), and
+a body over :func:`reply_limit` is refused unread. Whose fault each outcome is follows the
+bridges' one rule (``envhub/interop/README.md``): no answer in time is the step's
+``timeout``; an unreachable server or a 5xx is ``infra_error``; a 4xx, a body over the bound,
+or one that is not the JSON object asked for is ``env_error``. None is the model's
+``invalid_action``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+
+from envhub.deadline import DeadlineExceeded, call_within
+from envhub.errors import EpisodeError, InfraError, VerifierTimeout
+
+MIN_REPLY_BYTES = 16 * 2**20
+"""A reply may always be this long; one that echoes its request may be four times that."""
+
+
+def reply_limit(request_bytes: int) -> int:
+    """The longest reply read for a request of ``request_bytes`` (servers echo requests)."""
+    return max(MIN_REPLY_BYTES, 4 * request_bytes)
+
+
+def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    """POST ``body`` to ``url``; the JSON object it answers, read whole within ``timeout_s``.
+
+    Raises:
+        VerifierTimeout: No whole answer within ``timeout_s`` (a trickle too).
+        InfraError: The server cannot be reached, or answers 5xx.
+        EpisodeError: It answers 4xx, over :func:`reply_limit`, or not a JSON object.
+    """
+    content = json.dumps(body).encode()
+    deadline = time.monotonic() + timeout_s
+    try:
+        status, raw = call_within(lambda: _read(url, content, deadline, timeout_s), timeout_s)
+    except (DeadlineExceeded, httpx.TimeoutException) as e:
+        raise VerifierTimeout(f"{url} did not answer within {timeout_s:g} s") from e
+    except httpx.HTTPError as e:
+        raise InfraError(f"cannot reach {url}: {e}") from e
+    text = raw[:500].decode("utf-8", "replace")
+    if status >= 500:
+        raise InfraError(f"{url} failed ({status}): {text}")
+    if status != 200:
+        raise EpisodeError(f"{url} rejected the request ({status}): {text}")
+    return json_object(url, raw)
+
+
+def _read(url: str, content: bytes, deadline: float, timeout_s: float) -> tuple[int, bytes]:
+    """The status and body, read to the deadline and the size bound."""
+    limit = reply_limit(len(content))
+    headers = {"content-type": "application/json"}
+    with httpx.stream("POST", url, content=content, headers=headers, timeout=timeout_s) as resp:
+        declared = resp.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise EpisodeError(f"{url} answered {declared} bytes, over the {limit} read")
+        chunks, size = [], 0
+        for chunk in resp.iter_bytes():  # decoded: a compressed bomb counts whole
+            size += len(chunk)
+            if size > limit:
+                raise EpisodeError(f"{url} answered over {limit} bytes; the rest was not read")
+            if time.monotonic() > deadline:
+                raise DeadlineExceeded(f"{url} was still answering after {timeout_s:g} s")
+            chunks.append(chunk)
+        return resp.status_code, b"".join(chunks)
+
+
+def json_object(who: str, raw: str | bytes) -> dict[str, Any]:
+    """``raw`` read as a JSON object; anything else is ``who``'s fault (``EpisodeError``)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise EpisodeError(f"{who} answered with no JSON: {raw[:200]!r}") from e
+    if not isinstance(value, dict):
+        raise EpisodeError(f"{who} answered a {type(value).__name__}, not a JSON object")
+    return value
+
+
+def finite_number(url: str, reply: dict[str, Any], field: str) -> float:
+    """``reply[field]`` as a finite number; a missing or other value is the server's fault."""
+    value = reply.get(field)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise EpisodeError(f"{url} answered {field}={value!r}, not a number")
+    if value in (float("inf"), float("-inf")):
+        raise EpisodeError(f"{url} answered {field}={value!r}, not a finite number")
+    return float(value)

@@ -1,0 +1,80 @@
+"""A misbehaving OpenEnv server is never the model's fault, and never a reward (issue 33).
+
+Each misbehaviour of :mod:`hostile_openenv` is played through ``OpenEnvEnv``: a bad step
+answer is ``env_error`` (or ``infra_error`` for a session the server dropped), never the
+model's ``invalid_action``; a bad reset answer is an error the caller sees, never a
+``JSONDecodeError``.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hostile_openenv import HostileOpenEnv
+
+import envhub
+from envhub.errors import EpisodeError
+from envhub.types import Status
+
+
+@pytest.fixture(scope="module")
+def hostile():
+    server = HostileOpenEnv()
+    yield server
+    server.close()
+
+
+def _env(tmp_path, base_url: str):
+    (tmp_path / "hostile.yaml").write_text(
+        "name: hostile-openenv\nentry_point: envhub.interop.openenv:OpenEnvEnv\nmax_turns: 4\n"
+        f"dataset: {{size: 2}}\noptions: {{base_url: {base_url!r}, action_field: word, "
+        "timeout_s: 5}\n"
+    )
+    envhub.register(tmp_path / "hostile.yaml")
+    return envhub.make("hostile-openenv")
+
+
+@pytest.mark.parametrize(
+    ("mode", "status", "says"),
+    [
+        ("step-html", Status.ENV_ERROR, "OpenEnv server (step) answered with no JSON"),
+        ("step-done-string", Status.ENV_ERROR, "done='false', not true or false"),
+        ("step-reward-string", Status.ENV_ERROR, "reward='1', not a number"),
+        ("step-binary", Status.ENV_ERROR, "answered step with a binary frame"),
+        ("step-array", Status.ENV_ERROR, "answered a list, not a JSON object"),
+        ("step-expired", Status.INFRA_ERROR, "SESSION_ERROR: expired"),
+    ],
+)
+def test_a_bad_step_answer_is_the_servers_fault(
+    hostile, tmp_path, clean_user_registry, mode, status, says
+):
+    with _env(tmp_path, f"{hostile.url}/{mode}") as env:
+        env.reset(seed=0)
+        step = env.step("apple")
+    assert (step.info.status, step.reward) == (status, 0.0)
+    assert says in step.info.error
+
+
+@pytest.mark.parametrize(
+    ("mode", "says"),
+    [
+        ("reset-garbage", "OpenEnv server (reset) answered with no JSON"),
+        ("reset-observation-list", "reset observation is not an object"),
+    ],
+)
+def test_a_bad_reset_answer_is_the_servers_error(
+    hostile, tmp_path, clean_user_registry, mode, says
+):
+    with (
+        pytest.raises(EpisodeError, match=re.escape(says)),
+        _env(tmp_path, f"{hostile.url}/{mode}") as env,
+    ):
+        env.reset(seed=0)
+
+
+def test_a_well_behaved_server_still_pays(hostile, tmp_path, clean_user_registry):
+    with _env(tmp_path, f"{hostile.url}/fine") as env:
+        env.reset(seed=0)
+        step = env.step("apple")
+    assert (step.info.status, step.reward, step.terminated) == (Status.OK, 1.0, True)
