@@ -296,3 +296,11 @@ def test_deadlines_follow_the_work_and_stretch_with_a_slow_machine():
     assert d.generation([[0] * 10] * 10, 10) == pytest.approx(60 + (100 + 100 / 32) / 1.25)
     d.observe("train", tokens=1000, seconds=0.5)  # under a second says nothing
     assert d.train(4000) == pytest.approx(260)
+
+
+def test_the_workers_path_is_the_checkout_not_the_package():
+    """Ray's workers get this on PYTHONPATH: the package folder there shadowed the standard
+    library (envhub/types.py as `types`) and every worker died at start."""
+    from envhub.trainer.workers.cluster import checkout_root
+
+    assert (checkout_root() / "envhub" / "__init__.py").is_file()

@@ -598,7 +598,7 @@ class Cluster:
         else:
             # A private local Ray: its own temp dir (never joins a stale cluster on a shared
             # machine), stopped by this process alone at the end (never `ray stop`).
-            repo = str(Path(__file__).resolve().parents[2])
+            repo = str(checkout_root())
             path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
             env = {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}
             self._ray_dir = tempfile.mkdtemp(prefix="envhub-ray-")
@@ -963,6 +963,14 @@ def _unwind_on_sigterm() -> None:
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _sigterm_exit)
+
+
+def checkout_root() -> Path:
+    """The folder that holds the ``envhub`` package: the workers' ``PYTHONPATH`` entry.
+
+    Never the package folder itself, whose ``types.py`` would shadow the standard library's.
+    """
+    return Path(__file__).resolve().parents[3]
 
 
 def _actor_key(actor: Any) -> str:
