@@ -790,8 +790,9 @@ class Cluster:
         """The weight sync's push; a hung engine is restarted, a hung policy rank stops the run.
 
         Raises:
-            RunFailed: a policy rank gave no answer, or the transport failed with every engine
-                alive (the message names the transport).
+            RunFailed: a policy rank gave no answer.
+            RefitTransportError: the transport failed and no engine is hung (an engine dead
+                for good, a member that refused; the message names the transport).
         """
         from envhub.trainer.refit.collective import RefitTransportError
 
@@ -802,10 +803,10 @@ class Cluster:
                 f"{e} during the refit: the run stops (FSDP ranks cannot be "
                 "replaced mid-run); rerun with --resume auto"
             ) from e
-        except RefitTransportError as e:
+        except RefitTransportError:
             hung = [x for x in self.engines if not self._answers(x)]
-            if not hung:
-                raise RunFailed(f"refit failed with every engine alive: {e}") from e
+            if not hung:  # dead for good, or a transport fault: the error names it
+                raise
             seconds = 0.0
             self.weight_sync.late = hung
         for engine in getattr(self.weight_sync, "late", []):  # restarted, then refit
