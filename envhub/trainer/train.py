@@ -412,6 +412,11 @@ def _why_empty(filtered: Filtered, samples: list[Sample]) -> str:
         return "no episode was played"
     if not generated.kept:
         return "every episode was dropped (see dropped/* in metrics.jsonl)"
+    if not filtered.batch.kept:
+        return (
+            "every group had the same outcome and was filtered out (rollout.filter_groups), "
+            "and the backfill rounds found no other"
+        )
     if not samples:
         return "no kept episode had a token to train on"
     return (
