@@ -475,10 +475,27 @@ class Cluster:
 
     def __init__(self, config: Config, model_dir: str):
         """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started."""
+        self._empty(config)
+        self._start_ray()
+        try:
+            self._start_workers(model_dir)
+        except BaseException:
+            self.shutdown()
+            raise
+
+    @classmethod
+    def over(cls, config: Config, engines: list[Any], policy: list[Any], sync: Any = None):
+        """A cluster over actors started elsewhere (tests): no Ray start, no workers."""
+        self = cls.__new__(cls)
+        self._empty(config)
+        self.engines, self.policy, self.weight_sync = engines, policy, sync
+        return self
+
+    def _empty(self, config: Config) -> None:
+        """The state of a cluster with no worker yet."""
         self.cfg = config
         self._own_ray = False
         self._ray_dir: str | None = None
-        self._start_ray()
         self.policy: list[Any] = []
         self.env_workers: list[Any] = []
         self.reference: Any = None
@@ -491,21 +508,6 @@ class Cluster:
         self.failures: list[str] = []
         """What failed since :meth:`take_failures` (a hung or raising engine, ...)."""
         self._pids: dict[str, int] = {}
-        try:
-            self._start_workers(model_dir)
-        except BaseException:
-            self.shutdown()
-            raise
-
-    @classmethod
-    def over(cls, config: Config, engines: list[Any], policy: list[Any], sync: Any = None):
-        """A cluster over actors started elsewhere (tests): no Ray start, no workers."""
-        self = cls.__new__(cls)
-        self.cfg, self.engines, self.policy, self.weight_sync = config, engines, policy, sync
-        self._own_ray, self._ray_dir, self.reference = False, None, None
-        self.env_workers, self.weights_version, self.lost_engines = [], 0, 0
-        self.deadlines, self.failures, self._pids = Deadlines(config.watchdog), [], {}
-        return self
 
     def _start_workers(self, model_dir: str) -> None:
         config = self.cfg
