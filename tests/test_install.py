@@ -33,7 +33,7 @@ SCANNED = ("envhub", "tests", "bench", "scripts")
 CI_EXTRAS = ("dev", "trainer", "vllm")
 FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub": (),
-    "envhub/server/docker": ("docker",),
+    "envhub/docker": ("docker",),
     "envhub/evaluate": ("eval",),
     "envhub/engines": ("trainer",),
     "envhub/engines/vllm_engine.py": ("vllm",),

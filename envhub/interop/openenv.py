@@ -14,7 +14,7 @@ one connection per episode::
         template: "Feedback: {feedback}"
 
 With ``options.image`` (instead of ``base_url``) envhub's Docker runner starts the image's own
-server (``envhub.containers`` entry point: :func:`envhub.server.docker.run_image`): the
+server (:func:`envhub.docker.run_image`): the
 container's ``port`` (default 8000, OpenEnv's) is reached on 127.0.0.1 only, ``environment``
 sets its variables, and envhub waits up to ``start_timeout_s`` (default 120) for its
 ``/health``, on the first ``reset`` (or ``warmup``). It runs under the policy of envhub's own

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.client.child_server import ServerProcess
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.core import Env
 from envhub.datasets import envhub_home
 from envhub.errors import InfraError
@@ -68,7 +68,7 @@ def VerifiersEnv(
     python = ensure_venv(Path(venv) if venv else envhub_home() / "venvs" / "verifiers-0.4.0")
     server = ServerProcess(spec, python=str(python))
     try:
-        return HTTPEnv(server.url, owner=server)
+        return RemoteEnv(server.url, owner=server)
     except BaseException:
         server.close()
         raise
