@@ -27,7 +27,7 @@ ALLOWED = {
     "sandbox": {"sandbox"},  # and envhub.errors, see below
     "envs": {"envs", "sandbox", "contract"},
     "docker": {"docker", "registry", "client", "contract"},
-    "interop": {"interop", "docker", "registry", "client", "contract"},
+    "interop": {"interop", "server", "docker", "registry", "client", "contract"},
     "server": {"server", "docker", "registry", "client", "contract"},
     "engines": {"engines", "contract"},
     "evaluate": {"evaluate", "engines", "registry", "client", "contract", "front"},
@@ -184,6 +184,15 @@ def test_the_checker_sees_each_kind_of_arrow(tmp_path, monkeypatch, src, code, e
     name = src.removesuffix(".py").replace("/", ".")
     monkeypatch.setattr(sys.modules[__name__], "modules", lambda: {name: path})
     assert any(expected in v for v in violations())
+
+
+def test_the_servers_dialects_are_interop_modules():
+    """The server names its dialects (``serve --openenv``) in one table, by module: interop's."""
+    from envhub.server.dialects import DIALECTS
+
+    found = modules()
+    for name, module in DIALECTS.items():
+        assert module in found and part_of(module) == "interop", (name, module)
 
 
 def test_every_folder_is_a_known_room_or_part():

@@ -68,7 +68,7 @@ def test_the_docker_runner_comes_from_its_entry_point():
 def test_interop_starts_an_openenv_image_with_the_docker_parts_run_image(monkeypatch):
     """Interop imports the Docker part (the layout allows it): no entry point in between."""
     import envhub.docker
-    from envhub.interop.openenv_image import ImageServer
+    from envhub.interop.openenv.image import ImageServer
     from envhub.spec import EnvSpec
 
     started = []

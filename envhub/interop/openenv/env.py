@@ -61,8 +61,8 @@ from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
 from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
-from .openenv_image import ImageServer
-from .replies import json_object
+from ..replies import json_object
+from .image import ImageServer
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 """OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""
