@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envhub.errors import InfraError
-from envhub.interop.verifiers import ensure_venv
+from envhub.interop.verifiers.env import ensure_venv
 
 VENV = Path(os.environ.get("ENVHUB_TEST_VENVS", Path.home() / ".cache/envhub/test-venvs"))
 VENV = VENV / "verifiers-0.4.0"
