@@ -152,9 +152,12 @@ def _served(env_id: str):
     from serving import running
 
     from envhub.client.remote_env import RemoteEnv
-    from envhub.server.app import create_app
+    from envhub.server.app import ServerSettings, create_app
 
-    with running(create_app(_make(env_id))) as url, RemoteEnv(url) as env:
+    with (
+        running(create_app(_make(env_id), ServerSettings(answers=True))) as url,
+        RemoteEnv(url) as env,
+    ):
         yield env
 
 
@@ -177,8 +180,8 @@ def test_over_http(env_id):
 
 
 def _engine_or_skip() -> None:
+    from envhub import docker as dk
     from envhub.errors import DependencyMissing
-    from envhub.server import docker as dk
 
     if not os.environ.get("DOCKER_HOST"):
         pytest.skip("Docker runner: DOCKER_HOST is unset (scripts/ci-docker.sh start sets it)")

@@ -16,8 +16,11 @@ from serving import running
 import envhub
 from envhub.client.remote_env import RemoteEnv
 from envhub.errors import ConfigError, NotSupported, TaskNotFound
-from envhub.server.app import create_app
+from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
+
+ANSWERS = ServerSettings(answers=True)
+"""The server as the evaluator's port: ``/tasks`` and ``/verify`` on."""
 
 
 @pytest.fixture(params=["local", "http"])
@@ -26,7 +29,7 @@ def echo(request, dummy_registry):
         with envhub.make("echo") as env:
             yield env
         return
-    with running(create_app(envhub.make("echo"))) as url, RemoteEnv(url) as env:
+    with running(create_app(envhub.make("echo"), ANSWERS)) as url, RemoteEnv(url) as env:
         yield env
 
 
@@ -36,7 +39,7 @@ def count(request, dummy_registry):
         with envhub.make("count") as env:
             yield env
         return
-    with running(create_app(envhub.make("count"))) as url, RemoteEnv(url) as env:
+    with running(create_app(envhub.make("count"), ANSWERS)) as url, RemoteEnv(url) as env:
         yield env
 
 
@@ -74,7 +77,7 @@ def test_a_user_role_message_is_the_callers_error(echo):
 
 
 def test_http_answers_4xx_for_request_errors_never_a_score(dummy_registry):
-    with running(create_app(envhub.make("echo"))) as url:
+    with running(create_app(envhub.make("echo"), ANSWERS)) as url:
         items = [{"task_id": "train/0", "response": "alpha"}, {"task_id": "zzz", "response": "a"}]
         r = httpx.post(url + "/verify", json={"items": items})
         assert r.status_code == 404 and r.json()["kind"] == "task_not_found"
@@ -87,7 +90,7 @@ def test_a_split_that_fails_to_load_is_reported_with_its_cause(dummy_registry):
     with envhub.make("gsm8k") as env:
         with pytest.raises(ConfigError, match="split 'dev'.*train.*test"):
             env.tasks("dev")
-    with running(create_app(envhub.make("gsm8k"))) as url:
+    with running(create_app(envhub.make("gsm8k"), ANSWERS)) as url:
         r = httpx.get(url + "/tasks", params={"split": "dev"})
         assert r.status_code == 400 and r.json()["kind"] == "config"
         assert "split 'dev'" in r.json()["error"]

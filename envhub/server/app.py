@@ -95,13 +95,13 @@ class ServerSettings(BaseModel):
     proxy or another name in front (DNS rebinding protection, :mod:`envhub.server.origin`)."""
     allowed_origins: list[str] = Field(default_factory=list)
     """Browser ``Origin`` values admitted besides loopback ones (``*``: any)."""
-    answers: bool = True
+    answers: bool = False
     """Serve the tasks (with their gold answers) at ``/tasks`` and grade any guess at
-    ``/verify``. Off, both answer 403: the port an agent's harness reaches hands out no gold
-    and is no free oracle outside an episode. ``envhub serve`` turns it off unless told
-    ``--answers``; envhub's own runners (``make(runner="http" | "docker")``) start their
-    servers with it on, and an app built in Python (``create_app``) has it on unless its
-    settings say otherwise."""
+    ``/verify``. Off (the default, for ``envhub serve`` and ``create_app`` alike), both answer
+    403: the port an agent's harness reaches hands out no gold and is no free oracle outside
+    an episode. ``envhub serve --answers`` or ``ServerSettings(answers=True)`` turns it on, for
+    a port only the trainer or the evaluator reaches; envhub's own runners
+    (``make(runner="http" | "docker")``) start their servers so."""
 
 
 # ---------------------------------------------------------------------------- the app

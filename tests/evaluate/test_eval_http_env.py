@@ -21,11 +21,15 @@ def serve(name: str):
     """Run the envhub server app for ``name`` on a loopback port; return (url, stop)."""
     import uvicorn
 
-    from envhub.server.app import create_app
+    from envhub.server.app import ServerSettings, create_app
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(create_app(envhub.make(name)), log_level="error"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(envhub.make(name), ServerSettings(answers=True)), log_level="error"
+        )
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30

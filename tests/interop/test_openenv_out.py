@@ -101,9 +101,9 @@ def test_state_and_stateless_http_follow_openenv(echo_app):
     assert step.status_code == 409 and "/ws" in step.json()["error"]
     schema = httpx.get(echo_app + "/schema").json()
     assert schema["action"]["required"] == ["message"]
-    item = {"task_id": "train/0", "response": "alpha"}  # envhub's own /verify stays
-    scores = httpx.post(echo_app + "/verify", json={"items": [item]}).json()["scores"]
-    assert scores[0]["components"]["correctness"] == 1.0
+    item = {"task_id": "train/0", "response": "alpha"}  # envhub's own /verify: opt-in only
+    refused = httpx.post(echo_app + "/verify", json={"items": [item]})
+    assert refused.status_code == 403 and "--answers" in refused.text
 
 
 @pytest.mark.parametrize(

@@ -238,9 +238,12 @@ def test_env_scores_signal_attacks_as_the_models_failure(attack):
 
 @needs_bwrap
 def test_http_scores_signal_attacks_as_the_models_failure():
-    from envhub.server.app import create_app
+    from envhub.server.app import ServerSettings, create_app
 
-    with envhub.make("humaneval") as env, running(create_app(env)) as url:
+    with (
+        envhub.make("humaneval") as env,
+        running(create_app(env, ServerSettings(answers=True))) as url,
+    ):
         for attack, code in sorted(ENV_ATTACKS.items()):
             for _ in range(REPEAT):
                 body = {"items": [{"task_id": "HumanEval/0", "response": _fenced(code)}]}

@@ -15,6 +15,8 @@ from envhub.types import Status
 
 
 def _app(name="echo", **settings):
+    """The server as the trainer's or evaluator's port: ``/tasks`` and ``/verify`` on."""
+    settings.setdefault("answers", True)
     return create_app(envhub.make(name), ServerSettings(**settings))
 
 

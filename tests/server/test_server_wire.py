@@ -18,7 +18,7 @@ def env(dummy_registry):
 
 @pytest.fixture
 def app(env):
-    return create_app(env, ServerSettings(max_body_bytes=4096))
+    return create_app(env, ServerSettings(max_body_bytes=4096, answers=True))
 
 
 @pytest.fixture

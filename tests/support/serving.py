@@ -40,9 +40,14 @@ def running(app, **config):
 
 @contextlib.contextmanager
 def serving_env(name, **settings):
-    """``envhub.make(name)`` served with ``ServerSettings(**settings)``; yields its URL."""
+    """``envhub.make(name)`` served with ``ServerSettings(**settings)``; yields its URL.
+
+    With ``/tasks`` and ``/verify`` on unless ``answers=False``: the tests stand where a trainer
+    or an evaluator does (an app's own default is off).
+    """
     import envhub
     from envhub.server.app import ServerSettings, create_app
 
+    settings.setdefault("answers", True)
     with running(create_app(envhub.make(name), ServerSettings(**settings))) as url:
         yield url

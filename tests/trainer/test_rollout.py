@@ -163,6 +163,23 @@ def test_env_calls_cancel_a_queued_call_at_the_deadline():
     assert ran == []  # the queued call was cancelled, never started
 
 
+def test_env_calls_count_a_calls_deadline_from_its_start_not_its_queueing():
+    """Two calls of 0.25 s on one thread with a 0.4 s deadline: the second waits 0.25 s for the
+    thread, then runs within its own deadline. Counting from the batch's start timed it out."""
+    with EnvCalls(1) as calls:
+        out = calls.run([lambda: time.sleep(0.25) or "a", lambda: time.sleep(0.25) or "b"], 0.4)
+    assert out == ["a", "b"]
+
+
+def test_env_calls_time_out_a_running_call_but_start_the_queued_one():
+    """A call past its deadline is forgotten; the queued call runs on the next free thread."""
+    release = threading.Event()
+    with EnvCalls(2) as calls:
+        out = calls.run([release.wait, lambda: time.sleep(0.3) or "x", lambda: "y"], 0.5)
+        release.set()
+    assert isinstance(out[0], TimeoutError) and out[1:] == ["x", "y"]
+
+
 def rollout_threads():
     """Live threads, less the env clients' own deadline threads."""
     return sum(t.name != "envhub-deadline" for t in threading.enumerate())

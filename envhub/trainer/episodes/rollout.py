@@ -15,8 +15,9 @@ ids once, then per turn the sampled ids (``loss_mask`` 1, with the engine's logp
 the ids of the environment's answer (``loss_mask`` 0; see
 :meth:`envhub.engines.chat.ChatFormatter.continuation_ids`). Nothing is ever re-tokenised.
 
-Environment calls run concurrently on a bounded thread pool (:class:`EnvCalls`), each batch
-of calls with a deadline; a call past it is cancelled or its late result discarded. An
+Environment calls run concurrently on a bounded thread pool (:class:`EnvCalls`), each call
+with a deadline from when it starts (queueing for a thread is the machinery's time); a call
+past it has its late result discarded. An
 episode whose environment fails (``infra_error``, ``env_error``, a call past its deadline, an
 exception in the client) is dropped from the batch and counted, never scored 0. ``timeout``
 and ``invalid_action`` are the model's doing and keep the reward the environment gave. An
@@ -31,7 +32,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
@@ -124,14 +125,16 @@ class LocalEnvPool:
 
 
 class EnvCalls:
-    """Environment calls on a bounded pool of threads, each batch of calls with a deadline.
+    """Environment calls on a bounded pool of threads, each call with a deadline of its own.
 
     One pool serves a whole rollout (or a whole collector): no thread is started per call,
-    and at most ``workers`` calls run at once. A call not done by the deadline is cancelled
-    if it has not started, else its result is discarded when it comes; either way its slot in
-    the answer is a :class:`TimeoutError`, which drops that episode as ``infra_error``. A
-    call that hangs for good holds its thread, so a pool whose threads are all wedged answers
-    every later call with a timeout (visible as ``dropped/infra_error``) instead of growing.
+    and at most ``workers`` calls run at once. A call's deadline counts from when it starts:
+    waiting for a free thread behind other episodes' calls is the machinery's time, never the
+    model's. A call not done ``timeout_s`` after it started is forgotten (its result is
+    discarded when it comes); its slot in the answer is a :class:`TimeoutError`, which drops
+    that episode as ``infra_error``. A call that hangs for good holds its thread; once every
+    thread is held so, calls still queued cannot start and are answered with a timeout at
+    once (visible as ``dropped/infra_error``) instead of waiting or growing the pool.
     """
 
     def __init__(self, workers: int) -> None:
@@ -140,22 +143,70 @@ class EnvCalls:
             raise ValueError(f"EnvCalls needs at least 1 worker, got {workers}")
         self.workers = workers
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="envhub-env")
+        self._lock = threading.Lock()
+        self._wedged = 0
+        """Threads held by calls past their deadline that have not returned yet."""
 
     def run(self, calls: Sequence[Callable[[], Any]], timeout_s: float) -> list[Any]:
         """Run ``calls``; each result is the value, the exception it raised, or a timeout."""
-        futures = [self._executor.submit(fn) for fn in calls]
-        done, _ = wait(futures, timeout=timeout_s)
-        results: list[Any] = []
-        for fut in futures:
-            if fut not in done:
-                fut.cancel()  # a queued call never starts; a running one is forgotten
-                results.append(TimeoutError(f"no answer within {timeout_s:.0f} s"))
-                continue
-            exc = fut.exception()
-            if exc is not None and not isinstance(exc, Exception):
-                raise exc  # KeyboardInterrupt and the like are not an environment's failure
-            results.append(fut.result() if exc is None else exc)  # a failed call is data
-        return results
+        started: list[float | None] = [None] * len(calls)
+
+        def timed(i: int, fn: Callable[[], Any]) -> Any:
+            started[i] = time.monotonic()
+            return fn()
+
+        futures = [self._executor.submit(timed, i, fn) for i, fn in enumerate(calls)]
+        late: dict[int, TimeoutError] = {}
+        pending = set(range(len(futures)))
+        while pending:
+            pending -= self._expire(futures, started, pending, timeout_s, late)
+            if not pending:
+                break
+            running = [started[i] + timeout_s for i in pending if started[i] is not None]
+            wake = min(running) - time.monotonic() if running else timeout_s
+            wait([futures[i] for i in pending], max(wake, 0.0), FIRST_COMPLETED)
+            pending -= {i for i in pending if futures[i].done()}
+        return [late[i] if i in late else _outcome(fut) for i, fut in enumerate(futures)]
+
+    def _expire(
+        self,
+        futures: list[Future],
+        started: list[float | None],
+        pending: set[int],
+        timeout_s: float,
+        late: dict[int, TimeoutError],
+    ) -> set[int]:
+        """The pending calls that are over, each with its timeout put in ``late``.
+
+        Over: running past its deadline, or queued while every thread is held by such a call.
+        """
+        now, over = time.monotonic(), set()
+        for i in pending:
+            if started[i] is not None and now - started[i] >= timeout_s and not futures[i].done():
+                late[i] = TimeoutError(f"no answer within {timeout_s:.0f} s")
+                self._forget(futures[i])
+                over.add(i)
+        queued = [i for i in pending - over if started[i] is None]
+        if queued and len(queued) == len(pending - over) and self._wedged >= self.workers:
+            for i in queued:
+                if futures[i].cancel():  # never started: no thread was free for it
+                    late[i] = TimeoutError(
+                        f"not started: every one of the {self.workers} environment call "
+                        f"threads is held by a call past its {timeout_s:.0f} s deadline"
+                    )
+                    over.add(i)
+        return over
+
+    def _forget(self, fut: Future) -> None:
+        """``fut`` ran past its deadline: count its thread as held until it returns."""
+        with self._lock:
+            self._wedged += 1
+
+        def returned(_: Future) -> None:
+            with self._lock:
+                self._wedged -= 1
+
+        fut.add_done_callback(returned)
 
     def close(self) -> None:
         """Stop the threads once their calls return; queued calls are cancelled."""
@@ -166,6 +217,14 @@ class EnvCalls:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _outcome(fut: Future) -> Any:
+    """A finished call's value, or the exception it raised (a failed call is data)."""
+    exc = fut.exception()
+    if exc is not None and not isinstance(exc, Exception):
+        raise exc  # KeyboardInterrupt and the like are not an environment's failure
+    return fut.result() if exc is None else exc
 
 
 class TrainingEpisode(EpisodeResult):
