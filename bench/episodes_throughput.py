@@ -296,6 +296,11 @@ def start_envhub(name: str, server_src: str | None, **overrides) -> tuple[str, s
     spec_json = apply_overrides(spec(name), overrides).model_dump_json()
     env = {**os.environ, "PYTHONPATH": server_src or os.environ.get("PYTHONPATH", "")}
     cmd = [sys.executable, "-m", "envhub.cli", "serve", name, "--port", str(port)]
+    # the bench reads /tasks for its gold answers, standing where an evaluator does: --answers
+    # (a checkout older than the flag, whose app has no "answers_off" refusal, served them)
+    app = Path(server_src) / "envhub" / "server" / "app.py" if server_src else None
+    if app is None or "answers_off" in app.read_text(encoding="utf-8"):
+        cmd.append("--answers")
     proc = subprocess.Popen(
         [*cmd, "--spec-json", spec_json], env=env, stdout=subprocess.DEVNULL, cwd=server_src
     )

@@ -194,6 +194,7 @@ def start_server(port: int) -> subprocess.Popen:
         "127.0.0.1",
         "--port",
         str(port),
+        "--answers",  # /verify is what this bench measures: the evaluator's port, not an agent's
     ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     return subprocess.Popen(
