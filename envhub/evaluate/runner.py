@@ -378,11 +378,6 @@ class Evaluation:
             self.progress.start(name, len(all_jobs), len(all_jobs) - len(jobs))
             self._started[name] = time.perf_counter()
 
-            async def work(env: Env, job: EpisodeJob) -> EpisodeRecord:
-                return await run_episode(
-                    env, self.model, job, self.params, pass_threshold=self.config.pass_threshold
-                )
-
             def on_done(rec: EpisodeRecord) -> None:
                 self.store.append(rec)
                 self.progress.advance(name, rec)
@@ -390,7 +385,7 @@ class Evaluation:
             await run_jobs(
                 jobs,
                 lambda: sibling(probe, self.make_env, name),
-                work,
+                self.episode,
                 on_done,
                 concurrency=self.config.concurrency,
                 first_env=probe,
@@ -398,6 +393,12 @@ class Evaluation:
             self.wall[name] = time.perf_counter() - self._started[name]
         finally:
             await asyncio.to_thread(probe.close)
+
+    async def episode(self, env: Env, job: EpisodeJob) -> EpisodeRecord:
+        """Play one episode of the run (the model's turns against ``env``)."""
+        return await run_episode(
+            env, self.model, job, self.params, pass_threshold=self.config.pass_threshold
+        )
 
     def finish(self, *, interrupted: bool) -> dict[str, Any]:
         """Summarise what is recorded, write ``summary.json`` and return it."""

@@ -1,0 +1,186 @@
+"""``envhub eval --agent CMD``: an agent program plays each episode, the model behind the gateway.
+
+The run starts a :class:`~envhub.gateway.service.Gateway` on a loopback port, in front of the
+local model (``--model PATH``: an envhub engine, token-exact) or an endpoint (``--base-url``:
+forwarded upstream). Each episode resets the environment, runs the agent once on the opening
+messages (:class:`~envhub.gateway.agent.AgentRunner`), and scores it by the table of
+:mod:`envhub.gateway.agent`: the environment judges the model's last reply as the gateway
+recorded it. Every episode's calls go to ``RUN/traces/episodes.jsonl``
+(:mod:`envhub.gateway.trace`); pass@k, resume and the summary are the run's as usual.
+
+Environments with tools or several turns are scored on the last reply too (the agent does not
+yet get an episode URL to play them through): their other turns are the agent's business.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..core import Env
+from ..gateway.agent import AgentRun, AgentRunner, agent_status, task_payload
+from ..gateway.backends import Backend, EngineBackend, UpstreamBackend
+from ..gateway.config import AgentConfig
+from ..gateway.server import GatewayServer
+from ..gateway.service import Gateway
+from ..gateway.trace import TraceWriter
+from ..types import FunctionCall, Message, ToolCall
+from .metrics import is_passed
+from .runner import (
+    ENV_FAILURES,
+    EpisodeJob,
+    Evaluation,
+    _describe,
+    _failure_status,
+    _finish,
+    record_step,
+)
+from .store import EpisodeRecord, EvalConfig, RunStore
+
+
+class GatewayModel:
+    """The ``model`` of an agent evaluation: the gateway's backend, served while the run lasts."""
+
+    def __init__(self, backend: Backend, default_max_tokens: int) -> None:
+        """Serve ``backend`` on a loopback port (started here)."""
+        self.backend = backend
+        self.name = backend.name
+        self.gateway = Gateway(backend, default_max_tokens=default_max_tokens)
+        self.server = GatewayServer(self.gateway).start()
+        self.on_close: Any = None
+
+    async def aclose(self) -> None:
+        """Stop the server and release the backend (and the engine)."""
+        self.server.stop()
+        await self.backend.aclose()
+        if self.on_close is not None:
+            self.on_close()
+
+
+def build_gateway_model(config: EvalConfig, api_key: str | None, engine: str) -> GatewayModel:
+    """The gateway in front of ``--model`` (a local engine) or ``--base-url`` (upstream)."""
+    if config.base_url:
+        if not config.model:
+            raise ValueError("--agent with --base-url needs --model NAME (the upstream's model)")
+        return GatewayModel(
+            UpstreamBackend(config.base_url, config.model, api_key=api_key), config.max_tokens
+        )
+    from ..engines.weights import resolve_model
+    from .local import _auto_engine, _build_engine, choose_engine
+
+    if not config.model:
+        raise ValueError("--agent needs --model PATH (a local model) or --base-url URL")
+    path = resolve_model(config.model)
+    batch = min(config.agent.concurrency if config.agent else 8, 64)
+    if engine == "auto":
+        eng, _ = _auto_engine(path, batch)
+    else:
+        eng = _build_engine(path, choose_engine(engine), batch)
+    model = GatewayModel(EngineBackend(eng, config.model, max_batch=batch), config.max_tokens)
+    model.on_close = getattr(eng, "close", None)
+    return model
+
+
+class AgentEvaluation(Evaluation):
+    """An :class:`Evaluation` whose episodes an agent program plays (see the module docstring)."""
+
+    def __init__(self, config: EvalConfig, model: GatewayModel, store: RunStore, *a: Any, **k: Any):
+        """As :class:`Evaluation`, with the gateway model and ``config.agent`` set."""
+        super().__init__(config, model, store, *a, **k)
+        assert config.agent is not None
+        self.agent: AgentConfig = config.agent
+        self.config = config.model_copy(update={"concurrency": self.agent.concurrency})
+        self.runner = AgentRunner(
+            self.agent, model.gateway, model.server.base_url, model.name or "model"
+        )
+        self.trace = TraceWriter(store.dir)
+
+    async def episode(self, env: Env, job: EpisodeJob) -> EpisodeRecord:
+        """Reset, run the agent, score its last reply by the status table, trace it."""
+        t0 = time.perf_counter()
+        rec = EpisodeRecord(
+            env=job.env,
+            env_version=job.env_version,
+            split=job.split,
+            task_id=job.task_id,
+            sample=job.sample,
+            seed=job.seed,
+            model=self.model.name,
+        )
+        try:
+            reset = await env.areset(seed=job.seed, task_id=job.task_id)
+        except ENV_FAILURES as e:
+            rec.status, rec.error = _failure_status(e), f"reset: {_describe(e)}"
+            rec.truncated = True
+            rec.wall_s = time.perf_counter() - t0
+            return rec
+        task = task_payload(job.env, job.task_id, job.seed, reset.messages, reset.info.tools)
+        run = await self.runner.run(task, f"{job.env}/{job.task_id}/{job.sample}")
+        await self._score(env, rec, run)
+        rec.messages = [*reset.messages, *_reply_messages(run)]
+        rec.turns = run.calls
+        rec.completion_tokens = run.episode.recorder.sampled_tokens
+        rec.passed = is_passed(
+            rec.status, rec.reward, rec.components, job.primary, self.config.pass_threshold
+        )
+        rec.wall_s = round(time.perf_counter() - t0, 4)
+        self._trace(rec, run)
+        return rec
+
+    async def _score(self, env: Env, rec: EpisodeRecord, run: AgentRun) -> None:
+        status, error = agent_status(run)
+        if status is not None:
+            rec.status, rec.error, rec.truncated = status, error, True
+            return
+        reply = _as_message(run.last_reply or {})
+        try:
+            step = await env.astep(reply)
+        except ENV_FAILURES as e:
+            rec.status, rec.error, rec.truncated = _failure_status(e), _describe(e), True
+            return
+        if not record_step(rec, step):
+            await _finish(env, rec)
+        if run.episode.truncated:
+            rec.truncated = True
+            rec.error = rec.error or f"the agent's budget ran out: {run.episode.truncated}"
+
+    def _trace(self, rec: EpisodeRecord, run: AgentRun) -> None:
+        rr = run.episode.recorder
+        self.trace.write(
+            {
+                "episode": run.episode.id,
+                "env": rec.env,
+                "task_id": rec.task_id,
+                "sample": rec.sample,
+                "seed": rec.seed,
+                "status": str(rec.status),
+                "reward": rec.reward,
+                "components": rec.components,
+                "truncated": rec.truncated,
+                "error": rec.error,
+                "agent": run.summary(),
+                "segments": rr.segments,
+                "retokenized": rr.retokenized,
+                "calls": [c.to_json() for c in rr.calls],
+            }
+        )
+
+
+def _as_message(reply: dict[str, Any]) -> Message:
+    calls = [
+        ToolCall(
+            id=c.get("id", ""),
+            function=FunctionCall(
+                name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}"
+            ),
+        )
+        for c in reply.get("tool_calls") or []
+    ]
+    return Message(role="assistant", content=reply.get("content") or "", tool_calls=calls or None)
+
+
+def _reply_messages(run: AgentRun) -> list[Message]:
+    return [_as_message(run.last_reply)] if run.last_reply else []
+
+
+__all__ = ["AgentEvaluation", "GatewayModel", "build_gateway_model"]

@@ -1,0 +1,150 @@
+"""The gateway's HTTP face: ``/v1/chat/completions`` (JSON or SSE) and ``/v1/models``.
+
+Each route translates HTTP to :class:`~.service.Gateway` and back; the error table is in
+:mod:`.service`. Errors have OpenAI's shape (``{"error": {"message", "type", "code"}}``) so
+the ``openai`` SDK raises its own typed exceptions. A budget refusal carries
+``x-should-retry: false``: the SDK would otherwise retry a 429 on its own.
+
+Streaming (``"stream": true``) sends the completion as server-sent events after the backend
+has produced it (engines sample whole turns): a role chunk, the content, each tool call, a
+final chunk with the finish reason, the usage when asked, then ``data: [DONE]``. A client
+that hangs up mid-stream changes nothing: the call was recorded before the first byte.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from .backends import BackendError
+from .episodes import BudgetExhausted
+from .recording import CallRecord
+from .service import BadRequest, Gateway, Unauthorized, parse_request
+
+_ERRORS: dict[type[Exception], tuple[int, str]] = {
+    Unauthorized: (401, "invalid_api_key"),
+    BadRequest: (400, "invalid_request_error"),
+    BudgetExhausted: (429, "episode_budget_exhausted"),
+    BackendError: (502, "backend_error"),
+}
+
+
+def _error(exc: Exception) -> JSONResponse:
+    status, kind = next(v for t, v in _ERRORS.items() if isinstance(exc, t))
+    headers = {"x-should-retry": "false"} if status in (429, 502) else None
+    body = {"error": {"message": str(exc), "type": kind, "code": kind}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _key(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    scheme, _, token = auth.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def make_app(gateway: Gateway) -> FastAPI:
+    """The FastAPI application of ``gateway``."""
+    app = FastAPI(title="envhub gateway", docs_url=None, redoc_url=None)
+    app.state.gateway = gateway
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"ok": True, "episodes": len(gateway.episodes), **gateway.counters}
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> JSONResponse:
+        try:
+            gateway.authorize(_key(request))
+        except Unauthorized as e:
+            return _error(e)
+        model = {"id": gateway.backend.name, "object": "model", "owned_by": "envhub"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+    @app.post("/v1/chat/completions", response_model=None)
+    async def chat(request: Request) -> JSONResponse | StreamingResponse:
+        try:
+            ep = gateway.authorize(_key(request))
+            try:
+                body = await request.json()
+            except ValueError:
+                raise BadRequest("the body is not JSON") from None
+            req = parse_request(body)
+            rec = await gateway.complete(ep, req)
+        except tuple(_ERRORS) as e:
+            return _error(e)
+        name = req.model or gateway.backend.name
+        if req.stream:
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return StreamingResponse(
+                _sse(rec, name, usage, req.logprobs), media_type="text/event-stream"
+            )
+        return JSONResponse(completion(rec, name, req.logprobs))
+
+    return app
+
+
+def _usage(rec: CallRecord) -> dict[str, int]:
+    prompt = len(rec.prompt_ids)
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": len(rec.sampled_ids),
+        "total_tokens": prompt + len(rec.sampled_ids),
+    }
+
+
+def _logprobs(rec: CallRecord) -> dict[str, Any]:
+    """OpenAI's ``logprobs`` object; ``token`` is the sampled id (as text), no alternatives."""
+    pairs = zip(rec.sampled_ids, rec.logprobs, strict=False)
+    return {
+        "content": [
+            {"token": str(i), "logprob": lp, "bytes": None, "top_logprobs": []} for i, lp in pairs
+        ]
+    }
+
+
+def completion(rec: CallRecord, model: str, logprobs: bool) -> dict[str, Any]:
+    """The ``chat.completion`` object of a recorded call."""
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": rec.reply,
+        "finish_reason": rec.finish_reason or "stop",
+        "logprobs": _logprobs(rec) if logprobs else None,
+    }
+    return {
+        "id": f"chatcmpl-{rec.segment}-{rec.call}-{int(rec.started * 1000)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [choice],
+        "usage": _usage(rec),
+    }
+
+
+def _sse(rec: CallRecord, model: str, usage: bool, logprobs: bool) -> Iterator[str]:
+    base = {
+        "id": f"chatcmpl-{rec.segment}-{rec.call}-{int(rec.started * 1000)}",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, **extra}
+        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    if rec.reply.get("content"):
+        yield chunk(
+            {"content": rec.reply["content"]}, logprobs=_logprobs(rec) if logprobs else None
+        )
+    for i, call in enumerate(rec.reply.get("tool_calls") or []):
+        yield chunk({"tool_calls": [{"index": i, **call}]})
+    yield chunk({}, rec.finish_reason or "stop")
+    if usage:
+        yield f"data: {json.dumps({**base, 'choices': [], 'usage': _usage(rec)})}\n\n"
+    yield "data: [DONE]\n\n"

@@ -1,0 +1,203 @@
+"""One chat completion, from request to recorded call: :class:`Gateway`.
+
+:meth:`Gateway.complete` is the whole path of a call: the episode's key, its budget, the
+prompt ids (:class:`~.recording.Recorder`), the backend, the reply (tool calls parsed out of
+an engine's ``<tool_call>`` blocks when the request offered tools), the record. The routes
+in :mod:`.app` only translate HTTP. Errors are typed, each with the HTTP status it earns:
+
+========================  ====  =============================================================
+error                     HTTP  meaning
+========================  ====  =============================================================
+:class:`Unauthorized`     401   no live episode's key
+:class:`BadRequest`       400   a malformed request, or a prompt too long for the model
+:class:`BudgetExhausted`  429   ``max_calls``/``max_tokens`` spent: the episode ends truncated
+:class:`BackendError`     502   the model could not answer: the episode is ``infra_error``
+========================  ====  =============================================================
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from envhub.engines.types import Generation, SamplingParams
+from envhub.errors import EnvhubError
+from envhub.tags import block_text, tag_blocks, without_blocks
+
+from .backends import Backend, BackendError, PromptTooLong
+from .episodes import Budget, BudgetExhausted, Episodes, GatewayEpisode
+from .recording import CallRecord
+
+
+class Unauthorized(EnvhubError):
+    """The request carries no live episode's key."""
+
+
+class BadRequest(EnvhubError):
+    """The request cannot be served as sent (the caller's error)."""
+
+
+class ChatMessage(BaseModel):
+    """One message of a chat request (OpenAI form; unknown keys are kept and ignored)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class ChatRequest(BaseModel):
+    """The body of ``POST /v1/chat/completions`` (the fields the gateway honours).
+
+    Other OpenAI fields are accepted and ignored; ``n`` must be 1 (one agent, one reply).
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    messages: list[ChatMessage] = Field(min_length=1)
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float = Field(default=1.0, ge=0)
+    top_p: float = Field(default=1.0, gt=0, le=1)
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    n: int = Field(default=1, ge=1, le=1)
+    stream: bool = False
+    logprobs: bool = False
+
+    def wire_messages(self) -> list[dict[str, Any]]:
+        """The messages as plain dicts (``developer`` read as ``system``)."""
+        out = []
+        for m in self.messages:
+            d = m.model_dump(exclude_none=True, exclude=set(m.model_extra or {}))
+            if d["role"] == "developer":
+                d["role"] = "system"
+            out.append(d)
+        return out
+
+
+def parse_request(body: Any) -> ChatRequest:
+    """The request, or :class:`BadRequest` naming the first bad field."""
+    try:
+        return ChatRequest.model_validate(body)
+    except ValidationError as e:
+        err = e.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "body"
+        raise BadRequest(f"invalid request: {where}: {err['msg']}") from None
+
+
+class Gateway:
+    """A backend, the live episodes, and the default per-call settings.
+
+    Args:
+        backend: The model.
+        default_max_tokens: A call's ``max_tokens`` when the request gives none.
+    """
+
+    def __init__(self, backend: Backend, *, default_max_tokens: int = 512) -> None:
+        """Serve ``backend``; episodes are opened with :meth:`open`."""
+        self.backend = backend
+        self.episodes = Episodes(backend.chat)
+        self.default_max_tokens = default_max_tokens
+        self.counters: dict[str, int] = {"calls": 0, "unauthorized": 0, "budget": 0}
+
+    def open(self, episode_id: str | None = None, budget: Budget | None = None) -> GatewayEpisode:
+        """A new episode (its key is ``.key``)."""
+        return self.episodes.open(episode_id, budget)
+
+    def close(self, ep: GatewayEpisode) -> None:
+        """Revoke the episode's key."""
+        self.episodes.close(ep)
+
+    def authorize(self, key: str | None) -> GatewayEpisode:
+        """The episode of ``key``, or :class:`Unauthorized`."""
+        ep = self.episodes.get(key)
+        if ep is None:
+            self.counters["unauthorized"] += 1
+            raise Unauthorized("no live episode has this API key (use the key envhub gave you)")
+        return ep
+
+    async def complete(self, ep: GatewayEpisode, req: ChatRequest) -> CallRecord:
+        """Serve one call of ``ep``: budget, prompt, backend, reply, record."""
+        try:
+            left = ep.admit()
+        except BudgetExhausted:
+            self.counters["budget"] += 1
+            raise
+        try:
+            return await self._complete(ep, req, left)
+        finally:
+            ep.release()
+
+    async def _complete(self, ep: GatewayEpisode, req: ChatRequest, left: int) -> CallRecord:
+        t0 = time.perf_counter()
+        messages = req.wire_messages()
+        tools = req.tools or None
+        try:
+            prompt = ep.recorder.prompt(messages, tools)
+        except (ValueError, TypeError, KeyError) as e:  # the template could not render it
+            raise BadRequest(f"cannot render these messages with the chat template: {e}") from e
+        wanted = req.max_completion_tokens or req.max_tokens or self.default_max_tokens
+        stop = (req.stop,) if isinstance(req.stop, str) else tuple(req.stop or ())
+        params = SamplingParams(
+            max_tokens=min(wanted, left), temperature=req.temperature, top_p=req.top_p, stop=stop
+        )
+        try:
+            gen = await self.backend.complete(prompt.ids, messages, tools, params, req.seed)
+        except PromptTooLong as e:
+            raise BadRequest(str(e)) from e
+        except BackendError as e:
+            ep.infra_error = str(e)
+            raise
+        reply, finish = reply_message(gen, bool(tools))
+        gen.finish_reason = finish
+        self.counters["calls"] += 1
+        latency = time.perf_counter() - t0
+        return ep.recorder.record(prompt, messages, tools, gen, reply, latency)
+
+
+def reply_message(gen: Generation, tools: bool) -> tuple[dict[str, Any], str | None]:
+    """The assistant message returned for ``gen``, and the finish reason.
+
+    With tools offered, each well-formed ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
+    block of an engine's text becomes an OpenAI tool call (the blocks leave the content);
+    a malformed block stays in the text, for the agent (and its environment) to judge.
+    """
+    if gen.tool_calls:
+        calls = [c.model_dump() for c in gen.tool_calls]
+        return {"role": "assistant", "content": gen.text or None, "tool_calls": calls}, (
+            "tool_calls"
+        )
+    if not tools:
+        return {"role": "assistant", "content": gen.text}, gen.finish_reason
+    blocks = [b for b in tag_blocks(gen.text, "tool_call", ignore_case=False) if b.closed]
+    calls = []
+    for b in blocks:
+        try:
+            obj = json.loads(block_text(gen.text, b))
+            name, args = obj["name"], obj.get("arguments", {})
+        except (ValueError, KeyError, TypeError):
+            return {"role": "assistant", "content": gen.text}, gen.finish_reason
+        if not isinstance(name, str):
+            return {"role": "assistant", "content": gen.text}, gen.finish_reason
+        arguments = args if isinstance(args, str) else json.dumps(args)
+        calls.append(
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
+        )
+    if not calls:
+        return {"role": "assistant", "content": gen.text}, gen.finish_reason
+    content = without_blocks(gen.text, blocks).strip() or None
+    return {"role": "assistant", "content": content, "tool_calls": calls}, "tool_calls"
