@@ -76,6 +76,8 @@ class AgentRun:
     stderr_tail: str = ""
     cgroup: bool = False
     """The run had a cgroup of its own (memory and process caps for the whole tree)."""
+    pid: int | None = None
+    """The program's pid (its process group's id too), once started."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -255,6 +257,7 @@ class AgentRunner:
             except OSError as e:
                 run.start_error = f"{argv[0]}: {e}"
                 return
+            run.pid = proc.pid
             feeder = asyncio.ensure_future(_feed(proc, payload))
             try:
                 await self._wait(proc, run)
