@@ -1,0 +1,89 @@
+"""``envhub eval --agent CMD``: an agent program on a catalog environment, the model behind the
+gateway (an upstream scripted endpoint, and the tiny local engine), traces readable by
+``envhub rollouts``."""
+
+import json
+import sys
+
+from conftest import AGENTS
+from typer.testing import CliRunner
+
+from envhub.cli import app
+from envhub.evaluate.scripted import ScriptedEndpoint, last_user_text
+from envhub.gateway.trace import read_trace
+
+
+def agent(mode):
+    return f"{sys.executable} {AGENTS / 'stdlib_agent.py'} {mode}"
+
+
+def echo_answers(body):
+    """A perfect echo model: "Say alpha" -> "alpha"."""
+    return {"content": last_user_text(body).split()[-1]}
+
+
+def test_eval_agent_against_an_upstream_scores_the_last_reply(dummy_registry, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedEndpoint(echo_answers) as ep:
+        args = ["eval", "--agent", agent("once"), "--base-url", ep.base_url, "--model", "s"]
+        args += ["--env", "echo", "--limit", "3", "-n", "2", "--out", str(out), "--json"]
+        args += ["--no-progress"]
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())
+    echo = summary["environments"]["echo"]
+    assert echo["episodes"] == 6 and echo["status"]["ok"] == 6
+    assert echo["pass@1"] == 1.0
+    trace = list(read_trace(out))
+    assert len(trace) == 6 and all(len(t["calls"]) == 1 for t in trace)
+    assert trace[0]["calls"][0]["prompt_ids"] == []  # an upstream: messages, no ids
+    shown = CliRunner().invoke(app, ["rollouts", str(out), "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = [json.loads(line) for line in shown.output.splitlines()]
+    assert len(rows) == 6 and rows[0]["messages"][-1]["role"] == "assistant"
+
+
+def test_eval_agent_statuses_and_resume(dummy_registry, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedEndpoint(echo_answers) as ep:
+        base = ["eval", "--base-url", ep.base_url, "--model", "s", "--env", "echo", "--limit", "2"]
+        base += ["--out", str(out), "--json", "--no-progress"]
+        res = CliRunner().invoke(app, [*base, "--agent", agent("crash_after")])
+        assert res.exit_code == 0, res.output
+        statuses = {t["status"] for t in read_trace(out)}
+        assert statuses == {"invalid_action"}
+        summary = json.loads((out / "summary.json").read_text())["environments"]["echo"]
+        assert summary["mean_reward"] == 0.0
+        # an agent that never reaches the gateway is infra: the run says so and exits 1
+        out2 = tmp_path / "run2"
+        base2 = [a if a != str(out) else str(out2) for a in base]
+        res = CliRunner().invoke(app, [*base2, "--agent", agent("never")])
+        assert res.exit_code == 1 and "infra_error" in res.output
+        # resume retries the infra episodes (the agent must be the recorded one)
+        res = CliRunner().invoke(app, ["eval", "--resume", str(out2), "--agent", agent("once")])
+        assert res.exit_code == 1 and "agent differ" in res.output
+
+
+def test_eval_agent_with_the_local_tiny_model_records_ids(dummy_registry, tmp_path, tiny_path):
+    out = tmp_path / "run"
+    args = ["eval", "--agent", agent("multi"), "--model", str(tiny_path), "--engine"]
+    args += ["transformers", "--env", "echo", "--limit", "2", "--max-tokens", "4"]
+    args += ["--out", str(out), "--json", "--no-progress"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    trace = list(read_trace(out))
+    assert len(trace) == 2
+    for t in trace:
+        assert t["status"] == "ok" and t["segments"] == 1 and t["retokenized"] == 0
+        calls = t["calls"]
+        assert len(calls) == 3 and all(c["sampled_ids"] and c["prompt_ids"] for c in calls)
+        assert calls[1]["reused_prefix"] == len(calls[0]["prompt_ids"]) + len(
+            calls[0]["sampled_ids"]
+        )
+
+
+def test_bad_agent_options_are_usage_errors(dummy_registry, tmp_path):
+    res = CliRunner().invoke(app, ["eval", "--env", "echo", "--model", "x", "--agent-timeout", "3"])
+    assert res.exit_code == 2 and "need --agent" in res.output
+    res = CliRunner().invoke(app, ["eval", "--env", "echo", "--model", "x", "--agent", "a 'b"])
+    assert res.exit_code == 2 and "split" in res.output
