@@ -22,7 +22,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from .backends import BackendError
-from .episodes import BudgetExhausted
+from .episodes import Budget, BudgetExhausted, GatewayEpisode
 from .recording import CallRecord
 from .service import BadRequest, Gateway, Unauthorized, parse_request
 
@@ -65,6 +65,8 @@ def make_app(gateway: Gateway) -> FastAPI:
         model = {"id": gateway.backend.name, "object": "model", "owned_by": "envhub"}
         return JSONResponse({"object": "list", "data": [model]})
 
+    _episode_routes(app, gateway)
+
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: Request) -> JSONResponse | StreamingResponse:
         try:
@@ -86,6 +88,53 @@ def make_app(gateway: Gateway) -> FastAPI:
         return JSONResponse(completion(rec, name, req.logprobs))
 
     return app
+
+
+def _episode_routes(app: FastAPI, gateway: Gateway) -> None:
+    """``POST /episodes`` (open: its key) and ``DELETE /episodes/{id}`` (close: its trace).
+
+    For an orchestrator outside this process (``envhub gateway``); they need the admin key.
+    """
+
+    @app.post("/episodes")
+    async def open_episode(request: Request) -> JSONResponse:
+        try:
+            gateway.check_admin(_key(request))
+            body = await request.json() if await request.body() else {}
+            budget = Budget(**{k: body[k] for k in ("max_calls", "max_tokens") if k in body})
+        except Unauthorized as e:
+            return _error(e)
+        except (ValueError, TypeError) as e:
+            return _error(BadRequest(f"invalid episode settings: {e}"))
+        ep = gateway.open(body.get("id"), budget)
+        return JSONResponse({"id": ep.id, "api_key": ep.key, "model": gateway.backend.name})
+
+    @app.delete("/episodes/{episode_id}")
+    async def close_episode(episode_id: str, request: Request) -> JSONResponse:
+        try:
+            gateway.check_admin(_key(request))
+        except Unauthorized as e:
+            return _error(e)
+        ep = gateway.episodes.by_id(episode_id)
+        if ep is None:
+            body = {"error": {"message": f"no live episode {episode_id!r}", "type": "not_found"}}
+            return JSONResponse(body, status_code=404)
+        gateway.close(ep)
+        return JSONResponse(episode_trace(ep))
+
+
+def episode_trace(ep: GatewayEpisode) -> dict[str, Any]:
+    """What the gateway knows of a closed episode (the gateway's part of a trace line)."""
+    rec = ep.recorder
+    return {
+        "episode": ep.id,
+        "truncated": ep.truncated,
+        "infra_error": ep.infra_error,
+        "requests": ep.requests,
+        "segments": rec.segments,
+        "retokenized": rec.retokenized,
+        "calls": [c.to_json() for c in rec.calls],
+    }
 
 
 def _usage(rec: CallRecord) -> dict[str, int]:

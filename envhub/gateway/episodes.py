@@ -117,6 +117,11 @@ class Episodes:
         with self._lock:
             return self._by_key.get(key)
 
+    def by_id(self, episode_id: str) -> GatewayEpisode | None:
+        """The live episode named ``episode_id``, or None."""
+        with self._lock:
+            return next((e for e in self._by_key.values() if e.id == episode_id), None)
+
     def close(self, ep: GatewayEpisode) -> None:
         """Revoke the episode's key; its record stays with the caller."""
         with self._lock:

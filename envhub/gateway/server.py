@@ -53,6 +53,10 @@ class GatewayServer:
         self.port = sock.getsockname()[1]
         return self
 
+    def wait(self) -> None:
+        """Block until the server stops."""
+        self._thread.join()
+
     def stop(self) -> None:
         """Stop serving and wait for the thread."""
         self._server.should_exit = True

@@ -18,6 +18,7 @@ error                     HTTP  meaning
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import uuid
 from typing import Any, Literal
@@ -101,11 +102,15 @@ class Gateway:
     Args:
         backend: The model.
         default_max_tokens: A call's ``max_tokens`` when the request gives none.
+        admin_key: The bearer token of the episode routes (None: no such routes).
     """
 
-    def __init__(self, backend: Backend, *, default_max_tokens: int = 512) -> None:
-        """Serve ``backend``; episodes are opened with :meth:`open`."""
+    def __init__(
+        self, backend: Backend, *, default_max_tokens: int = 512, admin_key: str | None = None
+    ) -> None:
+        """Serve ``backend``; episodes are opened with :meth:`open` or ``POST /episodes``."""
         self.backend = backend
+        self.admin_key = admin_key
         self.episodes = Episodes(backend.chat)
         self.default_max_tokens = default_max_tokens
         self.counters: dict[str, int] = {"calls": 0, "unauthorized": 0, "budget": 0}
@@ -125,6 +130,11 @@ class Gateway:
             self.counters["unauthorized"] += 1
             raise Unauthorized("no live episode has this API key (use the key envhub gave you)")
         return ep
+
+    def check_admin(self, key: str | None) -> None:
+        """:class:`Unauthorized` unless ``key`` is the admin key."""
+        if self.admin_key is None or not key or not secrets.compare_digest(key, self.admin_key):
+            raise Unauthorized("the episode routes need the gateway's admin key")
 
     async def complete(self, ep: GatewayEpisode, req: ChatRequest) -> CallRecord:
         """Serve one call of ``ep``: budget, prompt, backend, reply, record."""
