@@ -4,6 +4,7 @@ gateway (an upstream scripted endpoint, and the tiny local engine), traces reada
 
 import json
 import sys
+from pathlib import Path
 
 from conftest import AGENTS
 from typer.testing import CliRunner
@@ -87,3 +88,18 @@ def test_bad_agent_options_are_usage_errors(dummy_registry, tmp_path):
     assert res.exit_code == 2 and "need --agent" in res.output
     res = CliRunner().invoke(app, ["eval", "--env", "echo", "--model", "x", "--agent", "a 'b"])
     assert res.exit_code == 2 and "split" in res.output
+
+
+def test_the_draft_and_check_example_extends_its_first_call(dummy_registry, tmp_path, tiny_path):
+    example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "draft_and_check.py"
+    out = tmp_path / "run"
+    args = ["eval", "--agent", f"{sys.executable} {example}", "--model", str(tiny_path)]
+    args += ["--engine", "transformers", "--env", "echo", "--limit", "2", "--max-tokens", "4"]
+    args += ["--out", str(out), "--json", "--no-progress"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    for t in read_trace(out):
+        assert t["status"] == "ok", t["agent"]
+        first, second = t["calls"]
+        assert second["reused_prefix"] == len(first["prompt_ids"]) + len(first["sampled_ids"])
+        assert t["segments"] == 1
