@@ -144,6 +144,10 @@ class EngineBackend:
                     p.future.set_exception(BackendError(f"the engine failed: {e!r}"))
             return
         for p, gen in zip(items, gens, strict=True):
+            if isinstance(gen, Exception):  # one prompt's engine was lost (a trainer group)
+                if not p.future.done():
+                    p.future.set_exception(BackendError(f"generation failed: {gen!r}"))
+                continue
             if gen.weight_version is None:
                 gen.weight_version = self.weights_version
             if not p.future.done():
@@ -155,6 +159,27 @@ class EngineBackend:
             self._worker.cancel()
             self._worker = None
             self._queue = None
+
+
+class GenerateFnEngine:
+    """A trainer's ``generate(prompts, params)`` as an engine for :class:`EngineBackend`.
+
+    The trainer's engine group samples (Ray actors, refit between steps); its answers may hold
+    an exception in place of a completion whose engine was lost (that call is then a
+    :class:`BackendError`: ``infra_error``). Seeds are not passed on: the group seeds its own.
+    """
+
+    def __init__(self, generate: Any, tokenizer: Any, max_model_len: int | None = None) -> None:
+        """Wrap ``generate`` with the policy's tokenizer."""
+        self._generate = generate
+        self.tokenizer = tokenizer
+        self.max_model_len = max_model_len
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
+    ) -> list[Any]:
+        """Sample through the trainer's function (seeds unused, see the class docstring)."""
+        return self._generate(prompts, params)
 
 
 class UpstreamBackend:

@@ -21,6 +21,7 @@ import json
 import secrets
 import time
 import uuid
+from dataclasses import replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -103,14 +104,25 @@ class Gateway:
         backend: The model.
         default_max_tokens: A call's ``max_tokens`` when the request gives none.
         admin_key: The bearer token of the episode routes (None: no such routes).
+        sampling: When set (training), every call samples with these settings whatever the
+            request asks (temperature, top-p, top-k, stop: the trainer's logprobs are those of
+            this distribution), its ``max_tokens`` capped by this one's.
     """
 
     def __init__(
-        self, backend: Backend, *, default_max_tokens: int = 512, admin_key: str | None = None
+        self,
+        backend: Backend,
+        *,
+        default_max_tokens: int = 512,
+        admin_key: str | None = None,
+        sampling: SamplingParams | None = None,
     ) -> None:
         """Serve ``backend``; episodes are opened with :meth:`open` or ``POST /episodes``."""
         self.backend = backend
         self.admin_key = admin_key
+        self.sampling = sampling
+        if sampling is not None:
+            default_max_tokens = sampling.max_tokens
         self.episodes = Episodes(backend.chat)
         self.default_max_tokens = default_max_tokens
         self.counters: dict[str, int] = {"calls": 0, "unauthorized": 0, "budget": 0}
@@ -156,11 +168,7 @@ class Gateway:
             prompt = ep.recorder.prompt(messages, tools)
         except (ValueError, TypeError, KeyError) as e:  # the template could not render it
             raise BadRequest(f"cannot render these messages with the chat template: {e}") from e
-        wanted = req.max_completion_tokens or req.max_tokens or self.default_max_tokens
-        stop = (req.stop,) if isinstance(req.stop, str) else tuple(req.stop or ())
-        params = SamplingParams(
-            max_tokens=min(wanted, left), temperature=req.temperature, top_p=req.top_p, stop=stop
-        )
+        params = self._params(req, left)
         try:
             gen = await self.backend.complete(prompt.ids, messages, tools, params, req.seed)
         except PromptTooLong as e:
@@ -173,6 +181,17 @@ class Gateway:
         self.counters["calls"] += 1
         latency = time.perf_counter() - t0
         return ep.recorder.record(prompt, messages, tools, gen, reply, latency)
+
+    def _params(self, req: ChatRequest, left: int) -> SamplingParams:
+        """The call's sampling settings: the request's, or the fixed ones (training)."""
+        wanted = req.max_completion_tokens or req.max_tokens or self.default_max_tokens
+        if self.sampling is not None:
+            cap = min(wanted, self.sampling.max_tokens, left)
+            return replace(self.sampling, max_tokens=cap, seed=None)
+        stop = (req.stop,) if isinstance(req.stop, str) else tuple(req.stop or ())
+        return SamplingParams(
+            max_tokens=min(wanted, left), temperature=req.temperature, top_p=req.top_p, stop=stop
+        )
 
 
 def reply_message(gen: Generation, tools: bool) -> tuple[dict[str, Any], str | None]:

@@ -27,6 +27,7 @@ from pydantic import (
 from envhub import errors
 from envhub.deadline import ADMISSION_WAIT_S
 from envhub.engines.types import SamplingParams
+from envhub.gateway.config import AgentConfig
 from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.algo.overlong import OverlongConfig
 from envhub.trainer.episodes.curriculum import CurriculumConfig
@@ -416,6 +417,9 @@ class Config(_Section):
     watchdog: WatchdogConfig = Field(default_factory=WatchdogConfig)
     """Deadlines of every wait on a worker, and when a failing run stops
     (``envhub.trainer.watchdog``)."""
+    agent: AgentConfig | None = None
+    """An agent program that plays every training episode through the recording gateway
+    (``envhub.trainer.episodes.agents``); ``None``: envhub's own episode loop."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Config:

@@ -246,14 +246,29 @@ class _Rollouts:
         return filtered, t1 - t0
 
     def _round(self, step: int, round_: int, n: int, snapshot: Any) -> RolloutBatch:
-        """One rollout round of ``n`` groups drawn from the mix."""
+        """One rollout round of ``n`` groups drawn from the mix (an agent's, with ``agent:``)."""
+        seeds = self.mix.sampler.draw(step, n, round_, snapshot)
+        sample_seed = (self.config.seed * 1_000_003 + step) * 1000 + 50 * round_
+        if self.config.agent is not None:
+            from envhub.trainer.episodes.agents import collect_agents
+
+            return collect_agents(
+                self.cluster.generate,
+                self.cluster.env_pool,
+                self.chat,
+                seeds,
+                self.settings,
+                self.config.agent,
+                sample_seed=sample_seed,
+                calls=self._env_calls,
+            )
         return collect(
             self.cluster.generate,
             self.cluster.env_pool,
             self.chat,
-            self.mix.sampler.draw(step, n, round_, snapshot),
+            seeds,
             self.settings,
-            sample_seed=(self.config.seed * 1_000_003 + step) * 1000 + 50 * round_,
+            sample_seed=sample_seed,
             calls=self._env_calls,
         )
 

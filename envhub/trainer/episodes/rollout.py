@@ -199,6 +199,9 @@ class TrainingEpisode(EpisodeResult):
     """The source's turn budget."""
     capped: bool = False
     """The last model turn stopped at ``max_tokens`` (no EOS): a truncated sample."""
+    gateway: dict[str, int] = Field(default_factory=dict)
+    """An agent episode's counts at the gateway (``segments``, ``retokenized``,
+    ``untrained_segments``; :mod:`~envhub.trainer.episodes.agents`); empty otherwise."""
 
     @property
     def truncated_sample(self) -> bool:

@@ -1,0 +1,182 @@
+"""Agent rollouts: a GRPO group is ``group_size`` runs of an agent program on one task.
+
+Used by the driver instead of :func:`~envhub.trainer.episodes.rollout.collect` when the
+config has an ``agent:`` section (without one nothing here runs). For each task group:
+
+1. the environment is reset once per episode (as in ``collect``), and its opening messages
+   become the agent's task (:func:`envhub.gateway.agent.task_payload`);
+2. every episode's agent runs against a recording gateway in front of the trainer's own
+   engine group (:class:`~envhub.gateway.backends.GenerateFnEngine`): the same weights, the
+   same sampling settings (``rollout.sampling``, a call's own ``max_tokens`` capped by it), the
+   weights version of every call recorded;
+3. the episode's status follows the table of :mod:`envhub.gateway.agent`: ``infra_error``
+   drops it; ``timeout``/``invalid_action`` keep it with reward 0 (its tokens trained, the
+   model's failure is a sample); otherwise the environment scores the last recorded reply;
+4. the episode's training sequence is its run's *last segment* (the one holding the scored
+   reply): prompt ids as the engine saw them, loss mask 1 exactly on every id its calls
+   sampled, the engine's logprobs. Every sampled token of it gets the run's advantage.
+
+Deviation, said plainly: a run that edited its history has earlier segments too; they are not
+trained (one sequence per episode) and are counted in ``gateway/untrained_segments``, with
+``gateway/segments`` and ``gateway/retokenized``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from envhub.engines.chat import ChatFormatter
+from envhub.errors import NotSupported
+from envhub.gateway.agent import AgentRun, AgentRunner, agent_status, task_payload
+from envhub.gateway.backends import EngineBackend, GenerateFnEngine
+from envhub.gateway.config import AgentConfig
+from envhub.gateway.recording import training_sequences
+from envhub.gateway.server import GatewayServer
+from envhub.gateway.service import Gateway
+from envhub.trainer.episodes.mix import Job
+from envhub.trainer.episodes.rollout import (
+    DROP_STATUSES,
+    EnvCalls,
+    EnvPool,
+    GenerateFn,
+    RolloutBatch,
+    RolloutSettings,
+    TrainingEpisode,
+    _new_episodes,
+    _record,
+    _Run,
+)
+from envhub.types import Message, Status
+
+
+def collect_agents(
+    generate: GenerateFn,
+    pool: EnvPool,
+    chat: ChatFormatter,
+    seeds: Sequence[int | Job],
+    settings: RolloutSettings,
+    agent: AgentConfig,
+    *,
+    sample_seed: int,
+    calls: EnvCalls | None = None,
+) -> RolloutBatch:
+    """Run ``group_size`` agent episodes per seed or job; see the module docstring."""
+    if calls is None:
+        with EnvCalls(settings.env_concurrency) as own:
+            return collect_agents(
+                generate, pool, chat, seeds, settings, agent, sample_seed=sample_seed, calls=own
+            )
+    run = _Run(pool, settings, calls)
+    episodes = _new_episodes(seeds, settings, sample_seed)
+    batch = RolloutBatch(episodes=episodes)
+    resets = run.env(batch, [lambda e=e: pool.reset(e.key, e.seed, e.task_id) for e in episodes])
+    tasks: dict[str, dict[str, Any]] = {}
+    for ep, res in zip(episodes, resets, strict=True):
+        if isinstance(res, Exception):
+            ep.fail(Status.INFRA_ERROR, f"reset failed: {type(res).__name__}: {res}")
+            continue
+        ep.task_id = res.info.task_id
+        ep.tools = bool(res.info.tools)
+        tasks[ep.key] = task_payload(
+            ep.env, ep.task_id or "", ep.seed, res.messages, res.info.tools
+        )
+    live = [e for e in episodes if e.key in tasks]
+    runs = _run_agents(generate, chat, settings, agent, live, tasks, batch)
+    scores = []
+    for ep, agent_run in zip(live, runs, strict=True):
+        if _settle(ep, agent_run, settings):
+            scores.append((ep, agent_run))
+    steps = [lambda e=e, r=r: pool.step(e.key, _last_reply(r)) for e, r in scores]
+    for (ep, agent_run), res in zip(scores, run.env(batch, steps), strict=True):
+        _score(run, batch, ep, agent_run, res)
+    calls.run([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
+    return batch
+
+
+def _run_agents(
+    generate: GenerateFn,
+    chat: ChatFormatter,
+    settings: RolloutSettings,
+    agent: AgentConfig,
+    live: list[TrainingEpisode],
+    tasks: dict[str, dict[str, Any]],
+    batch: RolloutBatch,
+) -> list[AgentRun]:
+    """Every live episode's agent run, ``agent.concurrency`` at a time, behind one gateway."""
+    import time
+
+    engine = GenerateFnEngine(generate, chat.tokenizer, settings.max_seq_len)
+    backend = EngineBackend(engine, "policy")
+    gateway = Gateway(backend, sampling=settings.params)
+    t0 = time.perf_counter()
+    with GatewayServer(gateway) as server:
+        runner = AgentRunner(agent, gateway, server.base_url, "policy")
+
+        async def all_runs() -> list[AgentRun]:
+            sem = asyncio.Semaphore(agent.concurrency)
+
+            async def one(ep: TrainingEpisode) -> AgentRun:
+                async with sem:
+                    return await runner.run(tasks[ep.key], ep.key)
+
+            return await asyncio.gather(*(one(e) for e in live))
+
+        runs = asyncio.run(all_runs())
+    batch.generation_time += time.perf_counter() - t0
+    return runs
+
+
+def _settle(ep: TrainingEpisode, run: AgentRun, settings: RolloutSettings) -> bool:
+    """Fill the episode from its run; True when the environment should score the last reply."""
+    rec = run.episode.recorder
+    status, error = agent_status(run)
+    if status in DROP_STATUSES:
+        ep.fail(status, error or str(status))
+        return False
+    seqs = training_sequences(rec.calls)
+    last = seqs[-1]
+    cut = min(len(last.tokens), settings.max_seq_len)
+    ep.tokens, ep.loss_mask = last.tokens[:cut], last.loss_mask[:cut]
+    ep.engine_logprobs = last.logprobs[:cut]
+    ep.turns = len(rec.calls)
+    ep.versions = [v for v in last.versions if v is not None]
+    ep.capped = rec.calls[-1].finish_reason == "length" or cut < len(last.tokens)
+    ep.done, ep.end = True, "terminated"
+    ep.gateway = {
+        "segments": rec.segments,
+        "retokenized": rec.retokenized,
+        "untrained_segments": len(seqs) - 1,
+    }
+    if status is not None:  # the model's failure: a sample with reward 0
+        ep.status, ep.error, ep.end = status, error, "truncated"
+        return False
+    if run.episode.truncated:
+        ep.end = "truncated"
+    return True
+
+
+def _score(run: _Run, batch: RolloutBatch, ep: TrainingEpisode, agent_run: AgentRun, res: Any):
+    """Apply the environment's verdict on the last reply (finish it if it wants more)."""
+    if isinstance(res, Exception):
+        ep.fail(Status.INFRA_ERROR, f"step failed: {type(res).__name__}: {res}")
+        return
+    if not _record(ep, res):
+        return
+    if not (res.terminated or res.truncated):  # a multi-turn env: the agent's run is over
+        [fin] = run.env(batch, [lambda: run.pool.finish(ep.key)])
+        if isinstance(fin, Exception):
+            if not isinstance(fin, NotSupported):
+                ep.fail(Status.INFRA_ERROR, f"finish failed: {type(fin).__name__}: {fin}")
+            return
+        _record(ep, fin)
+        ep.end = "truncated"
+
+
+def _last_reply(run: AgentRun) -> Message:
+    reply = run.last_reply or {}
+    calls = reply.get("tool_calls") or None
+    return Message.model_validate(
+        {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
+    )
