@@ -226,7 +226,7 @@ class AgentRunner:
             self.config.max_processes,
         )
         run.cgroup = group is not None
-        argv = list(self.config.command)
+        argv = [_absolute(a) for a in self.config.command]
         if group is not None:
             argv = group.wrap(argv)
         elif shutil.which("prlimit"):
@@ -307,6 +307,17 @@ async def _feed(proc: asyncio.subprocess.Process, payload: bytes) -> None:
         proc.stdin.close()
     except (BrokenPipeError, ConnectionResetError):
         pass
+
+
+def _absolute(arg: str) -> str:
+    """An argument naming an existing file by a relative path, made absolute.
+
+    The program runs in a folder of its own, so ``python examples/agents/x.py`` is resolved
+    against the directory envhub was started in, where the user wrote it.
+    """
+    if os.path.isabs(arg) or os.sep not in arg or not os.path.exists(arg):
+        return arg
+    return os.path.abspath(arg)
 
 
 def _kill_group(pgid: int) -> None:

@@ -74,10 +74,17 @@ class EngineBackend:
         name: The model id served.
         max_batch: Most prompts per engine call.
         max_wait: Seconds to wait for more calls before generating a batch.
+        weights_version: The version recorded when the engine reports none.
     """
 
     def __init__(
-        self, engine: GenerationEngine, name: str, *, max_batch: int = 64, max_wait: float = 0.01
+        self,
+        engine: GenerationEngine,
+        name: str,
+        *,
+        max_batch: int = 64,
+        max_wait: float = 0.01,
+        weights_version: int | None = 0,
     ) -> None:
         """Wrap ``engine``; nothing runs until the first call."""
         self.engine = engine
@@ -85,8 +92,9 @@ class EngineBackend:
         self.chat: ChatFormatter | None = ChatFormatter(engine.tokenizer)
         self.max_batch = max_batch
         self.max_wait = max_wait
-        self.weights_version = 0
-        """Recorded with calls whose engine does not report its own version."""
+        self.weights_version = weights_version
+        """Recorded with calls whose engine does not report its own version (the trainer
+        passes None: an unversioned engine's samples are never counted stale)."""
         self._queue: asyncio.Queue[_Pending] | None = None
         self._worker: asyncio.Task | None = None
 

@@ -79,3 +79,53 @@ def test_statuses_follow_the_table(dummy_registry, spy, mode, status, dropped):
         assert ep.status is status and ep.dropped is dropped
         if not dropped:  # the model's failure is a sample: its tokens, reward 0
             assert ep.reward == 0.0 and sum(ep.loss_mask) > 0
+
+
+def test_the_agent_section_is_settable_from_the_command_line():
+    from pathlib import Path
+
+    from envhub.trainer.config import TrainConfigError, load_config
+
+    tiny = Path(__file__).resolve().parents[2] / "examples" / "tiny.yaml"
+    assert load_config(tiny).agent is None  # no agent section: the trainer's own loop
+    cfg = load_config(tiny, ["agent.command=python my_agent.py --fast 'a b'", "agent.max_calls=3"])
+    assert cfg.agent.command == ["python", "my_agent.py", "--fast", "a b"]
+    assert cfg.agent.max_calls == 3
+    with pytest.raises(TrainConfigError, match="agent.bogus"):
+        load_config(tiny, ["agent.command=x", "agent.bogus=1"])
+    with pytest.raises(TrainConfigError, match="exactly one"):
+        load_config(tiny, ["agent.max_calls=3"])
+
+
+@pytest.mark.slow
+def test_tiny_agent_example_trains_token_exact(tmp_path):
+    """examples/tiny_agent.yaml: 2 GRPO steps through the gateway (about 90 s here); the
+    trainer's logprobs of the agent's tokens equal the engine's (token_mult_prob_error 1)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        "-m",
+        "envhub.cli",
+        "train",
+        "examples/tiny_agent.yaml",
+        "--out",
+        str(out),
+    ]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(repo), os.environ.get("PYTHONPATH", "")]),
+    }
+    subprocess.run(cmd, cwd=repo, env=env, check=True, timeout=280)
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["kept"] == row["episodes"] == 8 and row["gateway/segments"] == 8
+        assert abs(row["token_mult_prob_error"] - 1.0) < 1e-3
+        assert row["groups_discarded_age"] == 0

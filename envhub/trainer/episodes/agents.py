@@ -108,7 +108,7 @@ def _run_agents(
     import time
 
     engine = GenerateFnEngine(generate, chat.tokenizer, settings.max_seq_len)
-    backend = EngineBackend(engine, "policy")
+    backend = EngineBackend(engine, "policy", weights_version=None)
     gateway = Gateway(backend, sampling=settings.params)
     t0 = time.perf_counter()
     with GatewayServer(gateway) as server:
