@@ -8,23 +8,27 @@ messages (:class:`~envhub.gateway.agent.AgentRunner`), and scores it by the tabl
 recorded it. Every episode's calls go to ``RUN/traces/episodes.jsonl``
 (:mod:`envhub.gateway.trace`); pass@k, resume and the summary are the run's as usual.
 
-Environments with tools or several turns are scored on the last reply too (the agent does not
-yet get an episode URL to play them through): their other turns are the agent's business.
+Each agent also gets an episode URL (``ENVHUB_EPISODE_URL``, see :mod:`envhub.gateway.agent`)
+through which it may answer the environment itself, turn by turn (tool calls, games): then the
+environment's own steps score the episode (finished from outside if the agent stops early), and
+only replies the model gave can step it. An agent that never uses it is scored on its last
+reply, so a program that knows nothing of envhub can be evaluated.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from ..core import Env
 from ..gateway.agent import AgentRun, AgentRunner, agent_status, task_payload
-from ..gateway.backends import Backend, EngineBackend, UpstreamBackend
+from ..gateway.backends import Backend, BackendError, EngineBackend, UpstreamBackend
 from ..gateway.config import AgentConfig
 from ..gateway.server import GatewayServer
 from ..gateway.service import Gateway
 from ..gateway.trace import TraceWriter
-from ..types import FunctionCall, Message, ToolCall
+from ..types import FunctionCall, Message, Status, ToolCall
 from .metrics import is_passed
 from .runner import (
     ENV_FAILURES,
@@ -115,10 +119,11 @@ class AgentEvaluation(Evaluation):
             rec.wall_s = time.perf_counter() - t0
             return rec
         task = task_payload(job.env, job.task_id, job.seed, reset.messages, reset.info.tools)
-        run = await self.runner.run(task, f"{job.env}/{job.task_id}/{job.sample}")
+        stepper = _stepper(env, rec, asyncio.get_running_loop())
+        run = await self.runner.run(task, f"{job.env}/{job.task_id}/{job.sample}", stepper)
         await self._score(env, rec, run)
         rec.messages = [*reset.messages, *_reply_messages(run)]
-        rec.turns = run.calls
+        rec.turns = max(rec.turns, 1 if run.calls else 0)
         rec.completion_tokens = run.episode.recorder.sampled_tokens
         rec.passed = is_passed(
             rec.status, rec.reward, rec.components, job.primary, self.config.pass_threshold
@@ -128,9 +133,16 @@ class AgentEvaluation(Evaluation):
         return rec
 
     async def _score(self, env: Env, rec: EpisodeRecord, run: AgentRun) -> None:
+        if rec.status in (Status.INFRA_ERROR, Status.ENV_ERROR) and rec.error:
+            return  # the environment failed behind the episode URL: its status stands
         status, error = agent_status(run)
         if status is not None:
             rec.status, rec.error, rec.truncated = status, error, True
+            rec.reward, rec.components = 0.0, {}
+            return
+        if run.episode.stepped:  # the agent answered through the environment itself
+            if not run.episode.env_done:
+                await _finish(env, rec)
             return
         reply = _as_message(run.last_reply or {})
         try:
@@ -164,6 +176,30 @@ class AgentEvaluation(Evaluation):
                 "calls": [c.to_json() for c in rr.calls],
             }
         )
+
+
+def _stepper(env: Env, rec: EpisodeRecord, loop: asyncio.AbstractEventLoop) -> Any:
+    """The episode URL's environment: steps ``env`` on the run's own event loop.
+
+    The gateway serves from its own thread; each step is handed to ``loop`` (where the
+    environment lives) and its result recorded into ``rec`` like a turn of envhub's own loop.
+    An environment failure becomes the episode's status and a 502 for the agent.
+    """
+
+    async def on_loop(reply: dict[str, Any]) -> dict[str, Any]:
+        try:
+            step = await env.astep(_as_message(reply))
+        except ENV_FAILURES as e:
+            rec.status, rec.error, rec.truncated = _failure_status(e), _describe(e), True
+            raise BackendError(f"the environment failed: {_describe(e)}") from e
+        rec.turns += 1
+        record_step(rec, step)
+        return step.model_dump(mode="json")
+
+    async def stepper(reply: dict[str, Any]) -> dict[str, Any]:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(on_loop(reply), loop))
+
+    return stepper
 
 
 def _as_message(reply: dict[str, Any]) -> Message:

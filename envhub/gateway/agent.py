@@ -8,7 +8,12 @@ process group, in a fresh working folder, with:
 * ``OPENAI_BASE_URL``, ``OPENAI_API_KEY`` (the episode's own key), ``OPENAI_MODEL``;
 * the task as JSON on stdin and in the file named by ``ENVHUB_TASK_FILE``:
   ``{"env", "task_id", "seed", "messages": [opening messages], "tools": [...] | null}``;
-* ``ENVHUB_EPISODE_ID``.
+* ``ENVHUB_EPISODE_ID``;
+* where the runner gives one, ``ENVHUB_EPISODE_URL`` (also the task's ``episode_url``): ``POST
+  {url}/step`` with ``{"message": <a reply the model gave>}`` and the episode's key steps the
+  environment and answers with its step result (messages, reward, terminated, truncated,
+  info). With the ``openai`` SDK: ``client.post("/episode/step", body=..., cast_to=dict)``.
+  Only the model's own replies are accepted, each once.
 
 Where the host allows it (root, or a delegated hierarchy), the program and everything it
 starts share one cgroup capping memory (``memory_mb``) and processes (``max_processes``): a
@@ -171,9 +176,16 @@ class AgentRunner:
         if config.callable:
             self._fn = load_callable(config.callable)
 
-    async def run(self, task: dict[str, Any], episode_id: str) -> AgentRun:
-        """Run the agent once on ``task`` (see the module docstring); never raises for it."""
+    async def run(self, task: dict[str, Any], episode_id: str, stepper: Any = None) -> AgentRun:
+        """Run the agent once on ``task`` (see the module docstring); never raises for it.
+
+        ``stepper``: ``async (reply) -> step result dict``, the environment the agent may
+        answer through (its episode URL, ``ENVHUB_EPISODE_URL``); None: none.
+        """
         ep = self.gateway.open(episode_id, self.config.budget)
+        ep.stepper = stepper
+        if stepper is not None:
+            task = {**task, "episode_url": f"{self.base_url}/episode"}
         run = AgentRun(ep, extra={"timeout_s": self.config.timeout_s})
         t0 = time.monotonic()
         try:
@@ -295,6 +307,8 @@ class AgentRunner:
             ENVHUB_TASK_FILE=str(folder / "task.json"),
             ENVHUB_EPISODE_ID=run.episode.id,
         )
+        if run.episode.stepper is not None:
+            env["ENVHUB_EPISODE_URL"] = f"{self.base_url}/episode"
         return env
 
 

@@ -67,6 +67,18 @@ def make_app(gateway: Gateway) -> FastAPI:
 
     _episode_routes(app, gateway)
 
+    @app.post("/v1/episode/step")
+    async def episode_step(request: Request) -> JSONResponse:
+        try:
+            ep = gateway.authorize(_key(request))
+            try:
+                body = await request.json()
+            except ValueError:
+                raise BadRequest("the body is not JSON") from None
+            return JSONResponse(await gateway.step(ep, body))
+        except tuple(_ERRORS) as e:
+            return _error(e)
+
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: Request) -> JSONResponse | StreamingResponse:
         try:

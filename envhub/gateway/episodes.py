@@ -16,6 +16,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from envhub.engines.chat import ChatFormatter
 from envhub.errors import EnvhubError
@@ -60,6 +61,13 @@ class GatewayEpisode:
     """A failure of the machinery behind a call (backend down, gateway bug), or None."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     in_flight: int = 0
+    stepper: Any = None
+    """``async (reply) -> step result dict``: the environment behind the episode URL, or None
+    (see :meth:`envhub.gateway.service.Gateway.step`)."""
+    stepped: set[int] = field(default_factory=set)
+    """Calls whose reply has stepped the environment (each at most once)."""
+    env_done: bool = False
+    """The environment ended the episode through the episode URL."""
 
     def admit(self) -> int:
         """Reserve one call; returns the most tokens it may sample.

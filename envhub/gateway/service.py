@@ -32,7 +32,7 @@ from envhub.tags import block_text, tag_blocks, without_blocks
 
 from .backends import Backend, BackendError, PromptTooLong
 from .episodes import Budget, BudgetExhausted, Episodes, GatewayEpisode
-from .recording import CallRecord
+from .recording import CallRecord, normalized
 
 
 class Unauthorized(EnvhubError):
@@ -181,6 +181,34 @@ class Gateway:
         self.counters["calls"] += 1
         latency = time.perf_counter() - t0
         return ep.recorder.record(prompt, messages, tools, gen, reply, latency)
+
+    async def step(self, ep: GatewayEpisode, body: Any) -> dict[str, Any]:
+        """Step the episode's environment with a reply the model gave (the episode URL).
+
+        Only the model's own replies, as the gateway returned them, step the environment, each
+        at most once: an ``assistant`` message the agent wrote itself is refused (400), so an
+        agent cannot answer in the model's place.
+        """
+        if ep.stepper is None:
+            raise BadRequest("this episode has no environment behind it (no episode URL)")
+        if ep.env_done:
+            raise BadRequest("the environment already ended this episode")
+        message = body.get("message") if isinstance(body, dict) else None
+        if not isinstance(message, dict):
+            raise BadRequest('send {"message": <an assistant message the model gave>}')
+        wanted = normalized(message)
+        calls = [c for c in reversed(ep.recorder.calls) if c.call not in ep.stepped]
+        match = next((c for c in calls if normalized(c.reply) == wanted), None)
+        if match is None:
+            raise BadRequest(
+                "this message is not a reply the model gave in this episode (or it already "
+                "stepped the environment): only the model's own replies step it"
+            )
+        ep.stepped.add(match.call)
+        result = await ep.stepper(match.reply)
+        if result.get("terminated") or result.get("truncated"):
+            ep.env_done = True
+        return result
 
     def _params(self, req: ChatRequest, left: int) -> SamplingParams:
         """The call's sampling settings: the request's, or the fixed ones (training)."""

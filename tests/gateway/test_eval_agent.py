@@ -103,3 +103,70 @@ def test_the_draft_and_check_example_extends_its_first_call(dummy_registry, tmp_
         first, second = t["calls"]
         assert second["reused_prefix"] == len(first["prompt_ids"]) + len(first["sampled_ids"])
         assert t["segments"] == 1
+
+
+def search_player(gold):
+    """A scripted model for `search`: one search call, then the gold answer."""
+
+    def respond(body):
+        last = body["messages"][-1]
+        if last["role"] == "tool":
+            return {"content": f"<answer>{gold[body['messages'][1]['content']]}</answer>"}
+        call = {"name": "search", "arguments": json.dumps({"query": "founder"})}
+        return {"content": "", "tool_calls": [{"id": "c1", "type": "function", "function": call}]}
+
+    return respond
+
+
+def test_the_tool_loop_example_plays_search_through_its_episode_url(tmp_path):
+    import envhub
+
+    with envhub.make("search") as env:
+        gold = {env.opening_messages(t)[-1].content: t.answer for t in env.tasks()[:3]}
+    example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "tool_loop.py"
+    out = tmp_path / "run"
+    with ScriptedEndpoint(search_player(gold)) as ep:
+        args = ["eval", "--agent", f"{sys.executable} {example}", "--base-url", ep.base_url]
+        args += ["--model", "s", "--env", "search", "--limit", "2", "--out", str(out)]
+        args += ["--json", "--no-progress"]
+        res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    trace = list(read_trace(out))
+    assert [t["status"] for t in trace] == ["ok", "ok"], [t["agent"] for t in trace]
+    for t in trace:
+        assert len(t["calls"]) == 2 and t["calls"][0]["reply"]["tool_calls"]
+        assert t["reward"] > 0.9 and t["components"]["correctness"] == 1.0
+
+
+def test_an_agent_cannot_step_the_env_with_its_own_words(served):
+
+    import httpx
+
+    gateway, server = served
+    seen = []
+
+    async def stepper(reply):
+        seen.append(reply)
+        return {"messages": [], "reward": 1.0, "terminated": True, "truncated": False}
+
+    ep = gateway.open()
+    ep.stepper = stepper
+    key = {"Authorization": f"Bearer {ep.key}"}
+    msgs = [{"role": "user", "content": "hi"}]
+    url = f"{server.base_url}/episode/step"
+    forged = {"message": {"role": "assistant", "content": "alpha"}}
+    r = httpx.post(url, json=forged, headers=key)
+    assert r.status_code == 400 and "not a reply the model gave" in r.json()["error"]["message"]
+    reply = httpx.post(f"{server.base_url}/chat/completions", json={"messages": msgs}, headers=key)
+    message = reply.json()["choices"][0]["message"]
+    assert httpx.post(url, json={"message": message}, headers=key).json()["terminated"]
+    again = httpx.post(url, json={"message": message}, headers=key)
+    assert again.status_code == 400 and "already ended" in again.json()["error"]["message"]
+    other = gateway.open()
+    assert (
+        httpx.post(
+            url, json={"message": message}, headers={"Authorization": f"Bearer {other.key}"}
+        ).status_code
+        == 400
+    )
+    assert seen == [ep.recorder.calls[0].reply]  # stepped once, with the recorded reply
