@@ -129,3 +129,37 @@ def test_tiny_agent_example_trains_token_exact(tmp_path):
         assert row["kept"] == row["episodes"] == 8 and row["gateway/segments"] == 8
         assert abs(row["token_mult_prob_error"] - 1.0) < 1e-3
         assert row["groups_discarded_age"] == 0
+
+
+def test_a_tool_agent_answers_search_through_its_episode_url(spy):
+    """The tool loop over `search` with the tiny model: the environment's own steps score it,
+    and whatever the model wrote, the episodes are kept (or the model's failure, never infra)."""
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "agents" / "tool_loop.py"
+    settings = RolloutSettings(
+        group_size=2,
+        max_turns=10,
+        max_seq_len=2048,
+        timeout_s=60,
+        params=SamplingParams(max_tokens=8, temperature=1.0),
+    )
+    pool = LocalEnvPool(lambda: envhub.make("search"))
+    agent = AgentConfig(command=[sys.executable, str(example)], timeout_s=60, max_calls=3)
+    try:
+        batch = collect_agents(
+            lambda p, s: spy.generate(p, s),
+            pool,
+            ChatFormatter(spy.tokenizer),
+            [0],
+            settings,
+            agent,
+            sample_seed=1,
+        )
+    finally:
+        pool.shutdown()
+    for ep in batch.episodes:
+        assert not ep.dropped, ep.error
+        assert ep.turns >= 1 and sum(ep.loss_mask) > 0
+        assert ep.end in ("terminated", "truncated")

@@ -4,14 +4,18 @@ Used by the driver instead of :func:`~envhub.trainer.episodes.rollout.collect` w
 config has an ``agent:`` section (without one nothing here runs). For each task group:
 
 1. the environment is reset once per episode (as in ``collect``), and its opening messages
-   become the agent's task (:func:`envhub.gateway.agent.task_payload`);
+   become the agent's task (:func:`envhub.gateway.agent.task_payload`), with an episode URL
+   through which the agent may answer the environment itself, turn by turn (tools, games;
+   only replies the model gave);
 2. every episode's agent runs against a recording gateway in front of the trainer's own
    engine group (:class:`~envhub.gateway.backends.GenerateFnEngine`): the same weights, the
    same sampling settings (``rollout.sampling``, a call's own ``max_tokens`` capped by it), the
    weights version of every call recorded;
 3. the episode's status follows the table of :mod:`envhub.gateway.agent`: ``infra_error``
    drops it; ``timeout``/``invalid_action`` keep it with reward 0 (its tokens trained, the
-   model's failure is a sample); otherwise the environment scores the last recorded reply;
+   model's failure is a sample); otherwise the environment's own steps through the episode
+   URL score it (finished from outside if the agent stopped first), or, if the agent never
+   used it, the environment scores the last recorded reply;
 4. the episode's training sequence is its run's *last segment* (the one holding the scored
    reply): prompt ids as the engine saw them, loss mask 1 exactly on every id its calls
    sampled, the engine's logprobs. Every sampled token of it gets the run's advantage.
@@ -30,7 +34,7 @@ from typing import Any
 from envhub.engines.chat import ChatFormatter
 from envhub.errors import NotSupported
 from envhub.gateway.agent import AgentRun, AgentRunner, agent_status, task_payload
-from envhub.gateway.backends import EngineBackend, GenerateFnEngine
+from envhub.gateway.backends import BackendError, EngineBackend, GenerateFnEngine
 from envhub.gateway.config import AgentConfig
 from envhub.gateway.recording import training_sequences
 from envhub.gateway.server import GatewayServer
@@ -83,11 +87,16 @@ def collect_agents(
             ep.env, ep.task_id or "", ep.seed, res.messages, res.info.tools
         )
     live = [e for e in episodes if e.key in tasks]
-    runs = _run_agents(generate, chat, settings, agent, live, tasks, batch)
-    scores = []
+    runs = _run_agents(generate, chat, settings, agent, live, tasks, batch, pool)
+    scores, finish = [], []
     for ep, agent_run in zip(live, runs, strict=True):
-        if _settle(ep, agent_run, settings):
+        if not _settle(ep, agent_run, settings):
+            continue
+        if not agent_run.episode.stepped:
             scores.append((ep, agent_run))
+        elif not agent_run.episode.env_done:
+            finish.append(ep)
+    _finish_from_outside(run, batch, finish)
     steps = [lambda e=e, r=r: pool.step(e.key, _last_reply(r)) for e, r in scores]
     for (ep, agent_run), res in zip(scores, run.env(batch, steps), strict=True):
         _score(run, batch, ep, agent_run, res)
@@ -103,6 +112,7 @@ def _run_agents(
     live: list[TrainingEpisode],
     tasks: dict[str, dict[str, Any]],
     batch: RolloutBatch,
+    pool: EnvPool,
 ) -> list[AgentRun]:
     """Every live episode's agent run, ``agent.concurrency`` at a time, behind one gateway."""
     import time
@@ -119,7 +129,8 @@ def _run_agents(
 
             async def one(ep: TrainingEpisode) -> AgentRun:
                 async with sem:
-                    return await runner.run(tasks[ep.key], ep.key)
+                    stepper = _stepper(pool, ep, settings.timeout_s)
+                    return await runner.run(tasks[ep.key], ep.key, stepper)
 
             return await asyncio.gather(*(one(e) for e in live))
 
@@ -128,9 +139,42 @@ def _run_agents(
     return runs
 
 
+def _stepper(pool: EnvPool, ep: TrainingEpisode, timeout_s: float) -> Any:
+    """The episode URL's environment: ``pool.step`` in a thread, within the env deadline."""
+
+    async def step(reply: dict[str, Any]) -> dict[str, Any]:
+        try:
+            res = await asyncio.wait_for(
+                asyncio.to_thread(pool.step, ep.key, _as_message(reply)), timeout_s
+            )
+        except Exception as e:  # as EnvCalls: any failure of an env call drops the episode
+            ep.fail(Status.INFRA_ERROR, f"step failed: {type(e).__name__}: {e}")
+            raise BackendError(f"the environment failed: {e!r}") from e
+        if _record(ep, res) and (res.terminated or res.truncated):
+            ep.end = "terminated" if res.terminated else "truncated"
+        return res.model_dump(mode="json")
+
+    return step
+
+
+def _finish_from_outside(run: _Run, batch: RolloutBatch, episodes: list[TrainingEpisode]) -> None:
+    """The final accounting of episodes whose agent stopped before the environment ended them."""
+    results = run.env(batch, [lambda e=e: run.pool.finish(e.key) for e in episodes])
+    for ep, res in zip(episodes, results, strict=True):
+        if isinstance(res, NotSupported):
+            continue
+        if isinstance(res, Exception):
+            ep.fail(Status.INFRA_ERROR, f"finish failed: {type(res).__name__}: {res}")
+            continue
+        _record(ep, res)
+        ep.end = "truncated"
+
+
 def _settle(ep: TrainingEpisode, run: AgentRun, settings: RolloutSettings) -> bool:
     """Fill the episode from its run; True when the environment should score the last reply."""
     rec = run.episode.recorder
+    if ep.dropped:  # the environment failed behind the episode URL
+        return False
     status, error = agent_status(run)
     if status in DROP_STATUSES:
         ep.fail(status, error or str(status))
@@ -143,7 +187,9 @@ def _settle(ep: TrainingEpisode, run: AgentRun, settings: RolloutSettings) -> bo
     ep.turns = len(rec.calls)
     ep.versions = [v for v in last.versions if v is not None]
     ep.capped = rec.calls[-1].finish_reason == "length" or cut < len(last.tokens)
-    ep.done, ep.end = True, "terminated"
+    ep.done = True
+    if ep.end == "running":
+        ep.end = "terminated"
     ep.gateway = {
         "segments": rec.segments,
         "retokenized": rec.retokenized,
@@ -151,6 +197,7 @@ def _settle(ep: TrainingEpisode, run: AgentRun, settings: RolloutSettings) -> bo
     }
     if status is not None:  # the model's failure: a sample with reward 0
         ep.status, ep.error, ep.end = status, error, "truncated"
+        ep.reward, ep.components = 0.0, {}
         return False
     if run.episode.truncated:
         ep.end = "truncated"
@@ -175,7 +222,10 @@ def _score(run: _Run, batch: RolloutBatch, ep: TrainingEpisode, agent_run: Agent
 
 
 def _last_reply(run: AgentRun) -> Message:
-    reply = run.last_reply or {}
+    return _as_message(run.last_reply or {})
+
+
+def _as_message(reply: dict[str, Any]) -> Message:
     calls = reply.get("tool_calls") or None
     return Message.model_validate(
         {"role": "assistant", "content": reply.get("content") or "", "tool_calls": calls}
