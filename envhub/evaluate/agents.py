@@ -123,8 +123,11 @@ class AgentEvaluation(Evaluation):
         run = await self.runner.run(task, f"{job.env}/{job.task_id}/{job.sample}", stepper)
         await self._score(env, rec, run)
         rec.messages = [*reset.messages, *_reply_messages(run)]
-        rec.turns = max(rec.turns, 1 if run.calls else 0)
-        rec.completion_tokens = run.episode.recorder.sampled_tokens
+        rec.turns = run.calls  # model calls (the environment's steps are in the trace)
+        calls = run.episode.recorder.calls
+        if calls and calls[0].prompt_ids:  # an engine's counts (an upstream reports none here)
+            rec.prompt_tokens = sum(len(c.prompt_ids) for c in calls)
+            rec.completion_tokens = run.episode.recorder.sampled_tokens
         rec.passed = is_passed(
             rec.status, rec.reward, rec.components, job.primary, self.config.pass_threshold
         )
