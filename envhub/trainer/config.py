@@ -505,6 +505,10 @@ class Config(_Section):
         """True when generation engines are their own actors (vLLM, or split placement)."""
         return self.cluster.engine == "vllm" or self.cluster.placement == "split"
 
+    def agent_of(self) -> dict[str, AgentConfig | None]:
+        """Each source's agent: its own ``agent``, else the top-level one, else None."""
+        return {src.name: src.agent or self.agent for src in self.sources()}
+
     def sources(self) -> list[MixSource]:
         """The mix's sources; the single-environment form as a mix of one."""
         if self.env.mix:

@@ -249,16 +249,17 @@ class _Rollouts:
         """One rollout round of ``n`` groups drawn from the mix (an agent's, with ``agent:``)."""
         seeds = self.mix.sampler.draw(step, n, round_, snapshot)
         sample_seed = (self.config.seed * 1_000_003 + step) * 1000 + 50 * round_
-        if self.config.agent is not None:
-            from envhub.trainer.episodes.agents import collect_agents
+        agents = self.config.agent_of()
+        if any(agents.values()):
+            from envhub.trainer.episodes.agents import collect_mixed
 
-            return collect_agents(
+            return collect_mixed(
                 self.cluster.generate,
                 self.cluster.env_pool,
                 self.chat,
                 seeds,
                 self.settings,
-                self.config.agent,
+                agents,
                 sample_seed=sample_seed,
                 calls=self._env_calls,
             )

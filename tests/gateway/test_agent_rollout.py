@@ -163,3 +163,53 @@ def test_a_tool_agent_answers_search_through_its_episode_url(spy):
         assert not ep.dropped, ep.error
         assert ep.turns >= 1 and sum(ep.loss_mask) > 0
         assert ep.end in ("terminated", "truncated")
+
+
+def test_a_mix_with_one_agent_source_collects_each_its_way(dummy_registry, spy):
+    """An env.mix source may carry its own agent; the others keep the trainer's loop. Groups
+    stay distinct after the merge."""
+    from envhub.trainer.config import load_config
+    from envhub.trainer.episodes.agents import collect_mixed
+    from envhub.trainer.episodes.mix import Job
+    from envhub.trainer.episodes.rollout import RoutedEnvPool
+
+    settings = RolloutSettings(
+        group_size=2,
+        max_turns=1,
+        max_seq_len=512,
+        timeout_s=60,
+        params=SamplingParams(max_tokens=4, temperature=1.0),
+    )
+    pools = {n: LocalEnvPool(lambda: envhub.make("echo")) for n in ("plain", "agentic")}
+    agent = AgentConfig(command=agent_cmd("once"), timeout_s=30)
+    jobs = [Job("plain", 1), Job("agentic", 2), Job("plain", 3)]
+    try:
+        batch = collect_mixed(
+            lambda p, s: spy.generate(p, s),
+            RoutedEnvPool(pools),
+            ChatFormatter(spy.tokenizer),
+            jobs,
+            settings,
+            {"plain": None, "agentic": agent},
+            sample_seed=3,
+        )
+    finally:
+        for p in pools.values():
+            p.shutdown()
+    groups = {}
+    for ep in batch.episodes:
+        groups.setdefault(ep.group, set()).add(ep.env)
+    assert len(groups) == 3 and all(len(v) == 1 for v in groups.values())
+    assert sorted(ep.env for ep in batch.episodes) == ["agentic"] * 2 + ["plain"] * 4
+    assert all(bool(ep.gateway) == (ep.env == "agentic") for ep in batch.episodes)
+    cfg = load_config(
+        None,
+        [
+            "env.mix=[{name: echo, agent: {command: 'python a.py'}}, {name: count}]",
+            "agent.command=python b.py",
+        ],
+    )
+    assert cfg.agent_of() == {
+        "echo": AgentConfig(command=["python", "a.py"]),
+        "count": AgentConfig(command=["python", "b.py"]),
+    }

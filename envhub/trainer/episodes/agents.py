@@ -51,6 +51,7 @@ from envhub.trainer.episodes.rollout import (
     _new_episodes,
     _record,
     _Run,
+    collect,
 )
 from envhub.types import Message, Status
 
@@ -102,6 +103,48 @@ def collect_agents(
         _score(run, batch, ep, agent_run, res)
     calls.run([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
     return batch
+
+
+def collect_mixed(
+    generate: GenerateFn,
+    pool: EnvPool,
+    chat: ChatFormatter,
+    jobs: Sequence[Job],
+    settings: RolloutSettings,
+    agents: dict[str, AgentConfig | None],
+    *,
+    sample_seed: int,
+    calls: EnvCalls | None = None,
+) -> RolloutBatch:
+    """One step's groups when some sources have an agent: each source's jobs collected its way.
+
+    Sources without an agent go through :func:`~envhub.trainer.episodes.rollout.collect` (one
+    batch), each agent's sources through :func:`collect_agents`; the batches are merged with
+    their groups renumbered in order, so every group keeps its own advantages.
+    """
+    parts: dict[str, tuple[AgentConfig | None, list[Job]]] = {}
+    for job in jobs:
+        agent = agents.get(job.source)
+        key = agent.model_dump_json() if agent is not None else ""
+        parts.setdefault(key, (agent, []))[1].append(job)
+    merged = RolloutBatch(episodes=[])
+    offset = 0
+    for agent, part in parts.values():
+        if agent is None:
+            batch = collect(
+                generate, pool, chat, part, settings, sample_seed=sample_seed, calls=calls
+            )
+        else:
+            batch = collect_agents(
+                generate, pool, chat, part, settings, agent, sample_seed=sample_seed, calls=calls
+            )
+        for ep in batch.episodes:
+            ep.group += offset
+        offset += len(part)
+        merged.episodes += batch.episodes
+        merged.generation_time += batch.generation_time
+        merged.env_time += batch.env_time
+    return merged
 
 
 def _run_agents(
