@@ -107,6 +107,8 @@ def to_samples(
             notes[e.key] = EpisodeNotes(None if masked else float(a), overlong_penalty=p)
         if e.response_tokens > 0 and not masked:
             samples.append(Sample(e.tokens, e.loss_mask, e.engine_logprobs, float(a)))
+        for tokens, mask, logprobs in [] if masked else e.extra_sequences:  # agent runs only
+            samples.append(Sample(tokens, mask, logprobs, float(a)))
     return samples
 
 

@@ -57,16 +57,31 @@ def test_a_group_trains_on_every_sampled_id_of_every_call(dummy_registry, spy):
         runs.append(tuple(current))
         assert len(runs) == 3 and all(r in sampled for r in runs)
         assert all(len(r) <= 6 for r in runs)  # the trainer's max_tokens, not the agent's 8
-        assert ep.gateway == {"segments": 1, "retokenized": 0, "untrained_segments": 0}
+        assert ep.gateway == {"segments": 1, "retokenized": 0} and ep.extra_sequences == []
     metrics = rollout_metrics(batch)
     assert metrics["gateway/segments"] == 4 and metrics["gateway/retokenized"] == 0
 
 
-def test_history_edits_train_the_last_segment_and_count_the_rest(dummy_registry, spy):
-    batch, _ = rollout(spy, "edit", groups=1)
+def test_history_edits_train_every_segment_with_the_runs_advantage(dummy_registry, spy):
+    from envhub.trainer.train import to_samples
+
+    batch, engine = rollout(spy, "edit", groups=1)
+    sampled = [s for _, s, _ in engine]
     for ep in batch.episodes:
-        assert ep.gateway == {"segments": 2, "retokenized": 1, "untrained_segments": 1}
-        assert ep.status is Status.OK
+        assert ep.gateway == {"segments": 2, "retokenized": 1} and ep.status is Status.OK
+        # calls 0, 2, 3 form segment 0 (the scored one); the edited call 1 is segment 1
+        [(tokens, mask, logprobs)] = ep.extra_sequences
+        trained = [t for t, m in zip(tokens, mask, strict=True) if m]
+        assert trained in sampled and len(logprobs) == len(tokens)
+        assert ep.turns == 4 and len([m for m in ep.loss_mask if m]) > len(trained)
+    batch.episodes[0].reward = 1.0  # give the group some variance
+    samples = to_samples(batch, normalize_std=True)
+    assert len(samples) == 4  # two runs, two segments each
+    by_advantage = {}
+    for s in samples:
+        by_advantage.setdefault(s.advantage, 0)
+        by_advantage[s.advantage] += 1
+    assert sorted(by_advantage.values()) == [2, 2]  # each run's segments share its advantage
 
 
 @pytest.mark.parametrize(

@@ -16,13 +16,12 @@ config has an ``agent:`` section (without one nothing here runs). For each task 
    model's failure is a sample); otherwise the environment's own steps through the episode
    URL score it (finished from outside if the agent stopped first), or, if the agent never
    used it, the environment scores the last recorded reply;
-4. the episode's training sequence is its run's *last segment* (the one holding the scored
-   reply): prompt ids as the engine saw them, loss mask 1 exactly on every id its calls
-   sampled, the engine's logprobs. Every sampled token of it gets the run's advantage.
-
-Deviation, said plainly: a run that edited its history has earlier segments too; they are not
-trained (one sequence per episode) and are counted in ``gateway/untrained_segments``, with
-``gateway/segments`` and ``gateway/retokenized``.
+4. the episode's training sequence is the segment of its run's last call (the one holding
+   the scored reply): prompt ids as the engine saw them, loss mask 1 exactly on every id its calls
+   sampled, the engine's logprobs; a run that edited its history has other segments too,
+   kept in ``extra_sequences`` and trained as samples of their own. Every sampled token of
+   every call gets the run's advantage (the group's baseline counts each run once). Logged:
+   ``gateway/segments`` and ``gateway/retokenized``.
 """
 
 from __future__ import annotations
@@ -222,22 +221,22 @@ def _settle(ep: TrainingEpisode, run: AgentRun, settings: RolloutSettings) -> bo
     if status in DROP_STATUSES:
         ep.fail(status, error or str(status))
         return False
-    seqs = training_sequences(rec.calls)
-    last = seqs[-1]
-    cut = min(len(last.tokens), settings.max_seq_len)
+    seqs = training_sequences(rec.calls)  # by segment; the scored reply's is the last call's
+    last, cut = seqs[rec.calls[-1].segment], settings.max_seq_len
     ep.tokens, ep.loss_mask = last.tokens[:cut], last.loss_mask[:cut]
     ep.engine_logprobs = last.logprobs[:cut]
+    ep.extra_sequences = [
+        (s.tokens[:cut], s.loss_mask[:cut], s.logprobs[:cut])
+        for s in seqs
+        if s is not last and any(s.loss_mask[:cut])
+    ]
     ep.turns = len(rec.calls)
-    ep.versions = [v for v in last.versions if v is not None]
+    ep.versions = [v for s in seqs for v in s.versions if v is not None]
     ep.capped = rec.calls[-1].finish_reason == "length" or cut < len(last.tokens)
     ep.done = True
     if ep.end == "running":
         ep.end = "terminated"
-    ep.gateway = {
-        "segments": rec.segments,
-        "retokenized": rec.retokenized,
-        "untrained_segments": len(seqs) - 1,
-    }
+    ep.gateway = {"segments": rec.segments, "retokenized": rec.retokenized}
     if status is not None:  # the model's failure: a sample with reward 0
         ep.status, ep.error, ep.end = status, error, "truncated"
         ep.reward, ep.components = 0.0, {}
