@@ -320,8 +320,11 @@ def _evaluate(
     bars = BarProgress(enabled=show_progress)
     try:
         if config.agent is not None:
+            from ..gateway.agent import load_callable
             from .agents import AgentEvaluation, build_gateway_model
 
+            if config.agent.callable:  # before a model is loaded and a port bound
+                load_callable(config.agent.callable)
             backend = build_gateway_model(config, api_key, engine)
             evaluation = AgentEvaluation(config, backend, store, env_factory(config), bars)
         else:

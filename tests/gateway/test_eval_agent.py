@@ -170,3 +170,17 @@ def test_an_agent_cannot_step_the_env_with_its_own_words(served):
         == 400
     )
     assert seen == [ep.recorder.calls[0].reply]  # stepped once, with the recorded reply
+
+
+def test_eval_agent_callable(dummy_registry, tmp_path):
+    out = tmp_path / "run"
+    with ScriptedEndpoint(echo_answers) as ep:
+        args = ["eval", "--agent-callable", "test_agents:ok_agent", "--base-url", ep.base_url]
+        args += ["--model", "s", "--env", "echo", "--limit", "2", "--out", str(out)]
+        res = CliRunner().invoke(app, [*args, "--json", "--no-progress"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((out / "summary.json").read_text())["environments"]["echo"]
+    assert summary["pass@1"] == 1.0
+    bad = [a if a != "test_agents:ok_agent" else "nope:fn" for a in args[:-1]]
+    res = CliRunner().invoke(app, [*bad, str(tmp_path / "b"), "--no-progress"])
+    assert res.exit_code == 1 and "No module named 'nope'" in res.output
