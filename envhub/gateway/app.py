@@ -24,19 +24,20 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from .backends import BackendError
 from .episodes import Budget, BudgetExhausted, GatewayEpisode
 from .recording import CallRecord
-from .service import BadRequest, Gateway, Unauthorized, parse_request
+from .service import BadRequest, Gateway, GatewayBroken, Unauthorized, parse_request
 
 _ERRORS: dict[type[Exception], tuple[int, str]] = {
     Unauthorized: (401, "invalid_api_key"),
     BadRequest: (400, "invalid_request_error"),
     BudgetExhausted: (429, "episode_budget_exhausted"),
     BackendError: (502, "backend_error"),
+    GatewayBroken: (500, "gateway_error"),
 }
 
 
 def _error(exc: Exception) -> JSONResponse:
     status, kind = next(v for t, v in _ERRORS.items() if isinstance(exc, t))
-    headers = {"x-should-retry": "false"} if status in (429, 502) else None
+    headers = {"x-should-retry": "false"} if status in (429, 500, 502) else None
     body = {"error": {"message": str(exc), "type": kind, "code": kind}}
     return JSONResponse(body, status_code=status, headers=headers)
 

@@ -12,6 +12,7 @@ error                     HTTP  meaning
 :class:`BadRequest`       400   a malformed request, or a prompt too long for the model
 :class:`BudgetExhausted`  429   ``max_calls``/``max_tokens`` spent: the episode ends truncated
 :class:`BackendError`     502   the model could not answer: the episode is ``infra_error``
+:class:`GatewayBroken`    500   the gateway failed (a bug): the episode is ``infra_error``
 ========================  ====  =============================================================
 """
 
@@ -41,6 +42,10 @@ class Unauthorized(EnvhubError):
 
 class BadRequest(EnvhubError):
     """The request cannot be served as sent (the caller's error)."""
+
+
+class GatewayBroken(EnvhubError):
+    """The gateway itself failed serving a call (a bug): the episode is ``infra_error``."""
 
 
 class ChatMessage(BaseModel):
@@ -157,6 +162,11 @@ class Gateway:
             raise
         try:
             return await self._complete(ep, req, left)
+        except (BadRequest, BackendError):
+            raise
+        except Exception as e:  # the gateway's own bug: the machinery's failure, never the model's
+            ep.infra_error = f"gateway: {type(e).__name__}: {e}"
+            raise GatewayBroken(ep.infra_error) from e
         finally:
             ep.release()
 

@@ -240,3 +240,22 @@ def test_agent_config_errors_are_clear(settings, fragment):
     with pytest.raises(ValidationError, match=fragment):
         AgentConfig(**settings)
     assert AgentConfig(command="python a.py --x 'y z'").command == ["python", "a.py", "--x", "y z"]
+
+
+def test_a_broken_gateway_is_infra_even_after_the_model_spoke(served, monkeypatch):
+    """The gateway's own bug on a later call (here: its recorder raising) is the machinery's
+    failure: the agent gets a 500 and crashes, and the episode is infra_error, not the model's."""
+    from envhub.gateway.recording import Recorder
+
+    real = Recorder.prompt
+
+    def flaky(self, messages, tools):
+        if self.calls:  # the second call breaks
+            raise RuntimeError("recorder bug")
+        return real(self, messages, tools)
+
+    monkeypatch.setattr(Recorder, "prompt", flaky)
+    run = run_agent(served, agent_cmd("multi"), timeout_s=30)
+    status, error = agent_status(run)
+    assert run.calls == 1 and run.exit_code != 0
+    assert status is Status.INFRA_ERROR and "recorder bug" in error
