@@ -228,3 +228,30 @@ def test_a_mix_with_one_agent_source_collects_each_its_way(dummy_registry, spy):
         "echo": AgentConfig(command=["python", "a.py"]),
         "count": AgentConfig(command=["python", "b.py"]),
     }
+
+
+def test_validation_of_an_agent_source_runs_the_agent(dummy_registry, spy, tmp_path):
+    """A source with an agent is validated as `envhub eval --agent` would: the agent's episodes,
+    their trace, the usual validation row."""
+    import json
+
+    from envhub.trainer.config import load_config
+    from envhub.trainer.episodes.validation import Validator
+
+    cfg = load_config(None, ["env.name=echo", "agent.command=x"])
+    cfg = cfg.model_copy(update={"agent": AgentConfig(command=agent_cmd("once"))})
+    v = Validator(
+        cfg.validation.model_copy(update={"every": 1, "tasks": 3}),
+        tmp_path,
+        cfg.sources(),
+        lambda: pytest.fail("agent sources do not use the message backend"),
+        seed=0,
+        max_tokens=4,
+        agents=cfg.agent_of(),
+        engine_factory=lambda: spy,
+    )
+    [row] = v.run(0)
+    assert row["env"] == "echo" and row["tasks"] == 3
+    trace = tmp_path / "validation" / "step_00000" / "echo" / "traces" / "episodes.jsonl"
+    lines = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert len(lines) == 3 and all(line["status"] == "ok" for line in lines)
