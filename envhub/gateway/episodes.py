@@ -68,6 +68,8 @@ class GatewayEpisode:
     """Calls whose reply has stepped the environment (each at most once)."""
     env_done: bool = False
     """The environment ended the episode through the episode URL."""
+    closed: bool = False
+    """The key is revoked; a call still in flight then is answered but not recorded."""
 
     def admit(self) -> int:
         """Reserve one call; returns the most tokens it may sample.
@@ -134,6 +136,8 @@ class Episodes:
         """Revoke the episode's key; its record stays with the caller."""
         with self._lock:
             self._by_key.pop(ep.key, None)
+        with ep.lock:
+            ep.closed = True
 
     def __len__(self) -> int:
         with self._lock:

@@ -162,7 +162,7 @@ class Gateway:
             raise
         try:
             return await self._complete(ep, req, left)
-        except (BadRequest, BackendError):
+        except (BadRequest, BackendError, Unauthorized):
             raise
         except Exception as e:  # the gateway's own bug: the machinery's failure, never the model's
             ep.infra_error = f"gateway: {type(e).__name__}: {e}"
@@ -190,7 +190,10 @@ class Gateway:
         gen.finish_reason = finish
         self.counters["calls"] += 1
         latency = time.perf_counter() - t0
-        return ep.recorder.record(prompt, messages, tools, gen, reply, latency)
+        with ep.lock:  # the episode's record is final once it is closed
+            if ep.closed:
+                raise Unauthorized("the episode ended while this call was in flight")
+            return ep.recorder.record(prompt, messages, tools, gen, reply, latency)
 
     async def step(self, ep: GatewayEpisode, body: Any) -> dict[str, Any]:
         """Step the episode's environment with a reply the model gave (the episode URL).
