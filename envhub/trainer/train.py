@@ -253,8 +253,11 @@ class _Rollouts:
         sample_seed = (self.config.seed * 1_000_003 + step) * 1000 + 50 * round_
         agents = self.config.agent_of()
         if any(agents.values()):
+            from envhub.gateway.trace import TraceWriter
             from envhub.trainer.episodes.agents import collect_mixed
 
+            every = self.config.logging.rollouts_every  # traces at the rollout logs' cadence
+            trace = TraceWriter(self.mix.out) if every and step % every == 0 else None
             return collect_mixed(
                 self.cluster.generate,
                 self.cluster.env_pool,
@@ -264,6 +267,8 @@ class _Rollouts:
                 agents,
                 sample_seed=sample_seed,
                 calls=self._env_calls,
+                trace=trace,
+                step=step,
             )
         return collect(
             self.cluster.generate,

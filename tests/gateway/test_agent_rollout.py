@@ -14,7 +14,7 @@ from envhub.trainer.metrics import rollout_metrics
 from envhub.types import Status
 
 
-def rollout(spy, mode, groups=2, group_size=2, max_tokens=6):
+def rollout(spy, mode, groups=2, group_size=2, max_tokens=6, trace=None):
     settings = RolloutSettings(
         group_size=group_size,
         max_turns=1,
@@ -34,14 +34,21 @@ def rollout(spy, mode, groups=2, group_size=2, max_tokens=6):
             settings,
             agent,
             sample_seed=7,
+            trace=trace,
+            step=5,
         )
     finally:
         pool.shutdown()
     return batch, spy.samples[before:]
 
 
-def test_a_group_trains_on_every_sampled_id_of_every_call(dummy_registry, spy):
-    batch, engine = rollout(spy, "multi")
+def test_a_group_trains_on_every_sampled_id_of_every_call(dummy_registry, spy, tmp_path):
+    from envhub.gateway.trace import TraceWriter, read_trace
+
+    batch, engine = rollout(spy, "multi", trace=TraceWriter(tmp_path))
+    lines = list(read_trace(tmp_path))
+    assert len(lines) == 4 and {line["step"] for line in lines} == {5}
+    assert [len(line["calls"]) for line in lines] == [3] * 4
     assert len(batch.episodes) == 4 and batch.kept == batch.episodes
     assert [e.group for e in batch.episodes] == [0, 0, 1, 1]
     sampled = {tuple(s) for _, s, _ in engine}

@@ -38,6 +38,7 @@ from envhub.gateway.config import AgentConfig
 from envhub.gateway.recording import training_sequences
 from envhub.gateway.server import GatewayServer
 from envhub.gateway.service import Gateway
+from envhub.gateway.trace import TraceWriter
 from envhub.trainer.episodes.mix import Job
 from envhub.trainer.episodes.rollout import (
     DROP_STATUSES,
@@ -65,12 +66,27 @@ def collect_agents(
     *,
     sample_seed: int,
     calls: EnvCalls | None = None,
+    trace: TraceWriter | None = None,
+    step: int = 0,
 ) -> RolloutBatch:
-    """Run ``group_size`` agent episodes per seed or job; see the module docstring."""
+    """Run ``group_size`` agent episodes per seed or job; see the module docstring.
+
+    ``trace``: where each episode's gateway record goes (``RUN/traces/episodes.jsonl``, a
+    ``step`` field added), or None.
+    """
     if calls is None:
         with EnvCalls(settings.env_concurrency) as own:
             return collect_agents(
-                generate, pool, chat, seeds, settings, agent, sample_seed=sample_seed, calls=own
+                generate,
+                pool,
+                chat,
+                seeds,
+                settings,
+                agent,
+                sample_seed=sample_seed,
+                calls=own,
+                trace=trace,
+                step=step,
             )
     run = _Run(pool, settings, calls)
     episodes = _new_episodes(seeds, settings, sample_seed)
@@ -101,7 +117,32 @@ def collect_agents(
     for (ep, agent_run), res in zip(scores, run.env(batch, steps), strict=True):
         _score(run, batch, ep, agent_run, res)
     calls.run([lambda e=e: pool.close(e.key, e.dropped) for e in episodes], settings.timeout_s)
+    if trace is not None:
+        for ep, agent_run in zip(live, runs, strict=True):
+            trace.write(_trace_line(ep, agent_run, step))
     return batch
+
+
+def _trace_line(ep: TrainingEpisode, run: AgentRun, step: int) -> dict[str, Any]:
+    """The trace line of one training episode (:mod:`envhub.gateway.trace`)."""
+    rec = run.episode.recorder
+    return {
+        "step": step,
+        "episode": ep.key,
+        "env": ep.env,
+        "task_id": ep.task_id,
+        "sample": ep.group,
+        "seed": ep.seed,
+        "status": str(ep.status),
+        "reward": ep.reward,
+        "components": ep.components,
+        "truncated": ep.end != "terminated",
+        "error": ep.error,
+        "agent": run.summary(),
+        "segments": rec.segments,
+        "retokenized": rec.retokenized,
+        "calls": [c.to_json() for c in rec.calls],
+    }
 
 
 def collect_mixed(
@@ -114,6 +155,8 @@ def collect_mixed(
     *,
     sample_seed: int,
     calls: EnvCalls | None = None,
+    trace: TraceWriter | None = None,
+    step: int = 0,
 ) -> RolloutBatch:
     """One step's groups when some sources have an agent: each source's jobs collected its way.
 
@@ -135,7 +178,16 @@ def collect_mixed(
             )
         else:
             batch = collect_agents(
-                generate, pool, chat, part, settings, agent, sample_seed=sample_seed, calls=calls
+                generate,
+                pool,
+                chat,
+                part,
+                settings,
+                agent,
+                sample_seed=sample_seed,
+                calls=calls,
+                trace=trace,
+                step=step,
             )
         for ep in batch.episodes:
             ep.group += offset
