@@ -38,6 +38,9 @@ ci_exit() {
 # plasma_store) must stay within the 107 bytes of a Unix socket's address.
 ci_private_tmp() {
   CI_TMP=$(mktemp -d "${TMPDIR:-/tmp}/eci.XXXXXX")
+  # mktemp makes it 0700; the code sandbox runs as an unprivileged uid that must pass through it
+  # to the folders the tests bind into it (traverse only: others still cannot list it).
+  chmod 0711 "$CI_TMP"
   export TMPDIR=$CI_TMP TORCHINDUCTOR_CACHE_DIR=$CI_TMP/inductor
 }
 

@@ -14,15 +14,14 @@ client alike:
 * **single-step**: envhub ``gsm8k`` answered with its gold answer (the verifier runs) against
   the same OpenEnv toy ending after one step.
 
-Clients: envhub's :class:`~envhub.client.http_env.HTTPEnv` over ``ws`` and over ``http`` (async API,
-one handle per concurrent session; ``envhub-ws-sync`` in ``--clients``: the sync API from one
-thread per session, as the trainer's env workers call it) and OpenEnv's ``GenericEnvClient``
-(its WebSocket client, one connection per session), each in its own process so its CPU time
-is its own (``time.process_time``). Every server's CPU is read from ``/proc`` (the server
-process and its children). Each concurrent session plays episodes back to back until
-``--episodes`` are done. OpenEnv (``openenv-core==0.3.0``) lives in its own virtual
-environment, created on the first run (``--openenv-venv``, default
-``~/.cache/envhub/bench-openenv-venv``).
+Clients: envhub's :class:`~envhub.client.remote_env.RemoteEnv` over ``ws`` and over ``http`` (async
+API, one handle per concurrent session; ``envhub-ws-sync`` in ``--clients``: the sync API from one
+thread per session, as the trainer's env workers call it) and OpenEnv's ``GenericEnvClient`` (its
+WebSocket client, one connection per session), each in its own process so its CPU time is its own
+(``time.process_time``). Every server's CPU is read from ``/proc`` (the server process and its
+children). Each concurrent session plays episodes back to back until ``--episodes`` are done.
+OpenEnv (``openenv-core==0.3.0``) lives in its own virtual environment, created on the first run
+(``--openenv-venv``, default ``~/.cache/envhub/bench-openenv-venv``).
 
 ``--server-src DIR`` serves envhub from another checkout (for example the main branch before
 a change) to compare server CPU; its clients then use HTTP only when that server has no
@@ -126,9 +125,9 @@ async def _drive(play, concurrency: int, episodes: int) -> dict:
 
 def client_envhub(url: str, scenario: str, transport: str, conc: int, n: int) -> dict:
     """envhub's own client, async API, one fork per concurrent session."""
-    from envhub.client.http_env import HTTPEnv
+    from envhub.client.remote_env import RemoteEnv
 
-    root = HTTPEnv(url, transport=transport, timeout=60)
+    root = RemoteEnv(url, transport=transport, timeout=60)
     golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
     ids = sorted(golds)
 
@@ -166,9 +165,9 @@ def client_envhub_sync(url: str, scenario: str, conc: int, n: int) -> dict:
     """envhub's own client, sync API from ``conc`` threads (how the trainer's workers call)."""
     import threading
 
-    from envhub.client.http_env import HTTPEnv
+    from envhub.client.remote_env import RemoteEnv
 
-    root = HTTPEnv(url, transport="ws", timeout=60)
+    root = RemoteEnv(url, transport="ws", timeout=60)
     golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
     ids = sorted(golds)
     latencies: list[float] = []

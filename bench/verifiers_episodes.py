@@ -7,7 +7,7 @@ replies (3 turns a game), in one process of the verifiers venv (made first if mi
 - **verifiers**: ``Env.run_episode`` with its model requests answered by envhub's scripted
   loopback endpoint (``ScriptedEndpoint``, as in ``tests/support/vf_guess_parity.py``);
 - **envhub**: ``envhub.make`` of the same environment in-process (the bridge of
-  ``envhub/interop/verifiers_bridge.py``), ``reset`` then ``step`` with the replies.
+  ``envhub/interop/verifiers/bridge.py``), ``reset`` then ``step`` with the replies.
 
 Prints seconds per game and per turn for each, and envhub's over verifiers'; every game must
 earn the same reward on both sides. ``python bench/verifiers_episodes.py --games 6 --rounds 3``.

@@ -17,7 +17,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from .errors import EnvhubError, GoldAnswerError
-from .install import install_command, missing_package_hint
+from .install import entry_points, install_command, missing_package_hint
 from .types import Message
 
 app = typer.Typer(
@@ -297,10 +297,8 @@ def _unavailable(name: str, error: Exception, extras: list[str]) -> Any:
 
 def add_parts(target: typer.Typer) -> list[str]:
     """Let every part registered under :data:`PART_GROUP` add its verbs; their names."""
-    from importlib.metadata import entry_points
-
     names = []
-    for ep in entry_points(group=PART_GROUP):
+    for ep in entry_points(PART_GROUP).values():
         names.append(ep.name)
         try:
             register = ep.load()

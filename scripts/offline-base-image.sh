@@ -32,7 +32,7 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ -z "$EXTRAS" ]]; then
   # The same default as `envhub docker build`: server + every environment extra.
-  EXTRAS="$(cd "$REPO" && "$PYTHON" -c 'from envhub.server.docker import default_extras; print(",".join(default_extras()))')"
+  EXTRAS="$(cd "$REPO" && "$PYTHON" -c 'from envhub.docker import default_extras; print(",".join(default_extras()))')"
 fi
 command -v docker >/dev/null || { echo "error: docker CLI not found (apt-get install -y docker.io)" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "error: no Docker engine at ${DOCKER_HOST:-unix:///var/run/docker.sock}; start dockerd (scripts/ci-docker.sh start)" >&2; exit 1; }

@@ -8,7 +8,7 @@ from envhub.client.plan import Http, Pause, adrive, drive
 
 
 def _plan(log):
-    """Sends a request again after a dropped connection, as ``HTTPEnv._http`` does."""
+    """Sends a request again after a dropped connection, as ``RemoteEnv._http`` does."""
     for attempt in range(3):
         try:
             answer = yield Http("POST", "/step", {"content": b"{}"})

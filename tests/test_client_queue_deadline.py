@@ -14,7 +14,7 @@ import pytest
 from serving import running
 
 import envhub
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 
@@ -26,7 +26,7 @@ TIMEOUT_S = 2.0
 def test_queueing_in_the_server_is_not_counted_against_the_step(dummy_registry, transport):
     settings = ServerSettings(threads=1, queue_timeout_s=3.0)
     with running(create_app(envhub.make("echo"), settings)) as url:
-        first = HTTPEnv(url, timeout=TIMEOUT_S, transport=transport)
+        first = RemoteEnv(url, timeout=TIMEOUT_S, transport=transport)
         second = first.fork()
         for env in (first, second):
             env.reset(seed=0)

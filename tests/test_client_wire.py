@@ -1,6 +1,6 @@
 """The client's one protocol: both wires speak it, the session lives in one place.
 
-:class:`~envhub.client.http_env.HTTPEnv` holds a :class:`~envhub.client.transport.Wire` and
+:class:`~envhub.client.remote_env.RemoteEnv` holds a :class:`~envhub.client.transport.Wire` and
 delegates; a wire written from the protocol alone must drive it through an episode, and the
 session's id, secret and step count must live in the wire's one
 :class:`~envhub.client.transport.Session`, whichever wire carried the episode.
@@ -17,11 +17,11 @@ import pytest
 from serving import running
 
 import envhub
-from envhub.client import http_env
-from envhub.client.http_env import HTTPEnv
+from envhub.client import remote_env
 from envhub.client.http_wire import HttpWire
 from envhub.client.plan import Pause
 from envhub.client.pool import Pool
+from envhub.client.remote_env import RemoteEnv, Wires
 from envhub.client.transport import Session, Wire
 from envhub.client.ws_wire import WsWire
 from envhub.errors import EpisodeStateError, TransportError
@@ -49,7 +49,7 @@ def _members(cls) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
 def test_both_wires_speak_the_protocol_with_its_signatures(count_url, transport):
-    with HTTPEnv(count_url, transport=transport) as env:
+    with RemoteEnv(count_url, transport=transport) as env:
         wire = env._wire
         assert isinstance(wire, Wire) and wire.name == transport
         assert type(wire) is {"ws": WsWire, "http": HttpWire}[transport]
@@ -123,8 +123,8 @@ class FakeWire:
 
 def test_a_wire_written_from_the_protocol_drives_an_episode(count_url, monkeypatch):
     fake = FakeWire()
-    monkeypatch.setattr(Pool, "wire", lambda pool, limits: fake.made_by(pool))
-    env = HTTPEnv(count_url)
+    monkeypatch.setattr(Wires, "new", lambda wires, pool, limits: fake.made_by(pool))
+    env = RemoteEnv(count_url)
     assert isinstance(fake, Wire) and env.info()["name"] == "fake-served"
     assert env.reset(task_id="t").messages[0].content == "task t"
     assert asyncio.run(env.astep("ünï")).info.turn == 1  # serialised once, by the env
@@ -185,7 +185,7 @@ def _holders(root: object, value: object) -> list[tuple[object, str]]:
 
 @pytest.mark.parametrize("transport", ["ws", "http"])
 def test_the_session_lives_in_one_place_whichever_wire(count_url, transport):
-    with HTTPEnv(count_url, transport=transport) as env:
+    with RemoteEnv(count_url, transport=transport) as env:
         env.reset(task_id="count-4")
         assert env.step("1").info.status == Status.OK
         asyncio.run(env.astep("2"))  # the async path too (over ws: its own connection)
@@ -207,7 +207,7 @@ def test_the_session_lives_in_one_place_whichever_wire(count_url, transport):
 
 
 def test_sync_and_async_calls_on_one_ws_handle_continue_one_episode(count_url):
-    with HTTPEnv(count_url, transport="ws") as env:
+    with RemoteEnv(count_url, transport="ws") as env:
         env.reset(task_id="count-4")
         rewards = []
         for n in range(1, 5):  # each switch resumes the session on the other connection
@@ -233,8 +233,8 @@ def _calls(node: ast.AST, driver: str) -> set[str]:
 def test_each_async_method_awaits_the_plan_its_sync_twin_drives():
     """No twin bodies: a public async method of the env is one line awaiting a plan that a
     sync method drives with blocking calls, so their logic cannot drift apart."""
-    tree = ast.parse(Path(http_env.__file__).read_text(encoding="utf-8"))
-    env_class = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "HTTPEnv")
+    tree = ast.parse(Path(remote_env.__file__).read_text(encoding="utf-8"))
+    env_class = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "RemoteEnv")
     driven = _calls(env_class, "drive")
     asyncs = [n for n in env_class.body if isinstance(n, ast.AsyncFunctionDef)]
     assert {n.name for n in asyncs} == {"areset", "astep", "afinish", "averify"}

@@ -151,10 +151,10 @@ def _served(env_id: str):
     runner below runs the real ``envhub serve``)."""
     from serving import running
 
-    from envhub.client.http_env import HTTPEnv
+    from envhub.client.remote_env import RemoteEnv
     from envhub.server.app import create_app
 
-    with running(create_app(_make(env_id))) as url, HTTPEnv(url) as env:
+    with running(create_app(_make(env_id))) as url, RemoteEnv(url) as env:
         yield env
 
 

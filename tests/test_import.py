@@ -34,7 +34,7 @@ def test_import_envhub_is_light():
 
 def test_import_envhub_with_heavy_modules_blocked():
     block = "; ".join(f"sys.modules[{m!r}] = None" for m in HEAVY)
-    code = f"import sys; {block}; import envhub, envhub.cli, envhub.client.http_env, envhub.authoring.checker"
+    code = f"import sys; {block}; import envhub, envhub.cli, envhub.client.remote_env, envhub.authoring.checker"
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

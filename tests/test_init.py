@@ -20,7 +20,7 @@ import envhub
 from envhub.authoring.scaffold import FAMILIES, init, render
 from envhub.authoring.selfcheck import FAILED, run_checks, table
 from envhub.client.child_server import free_port
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.errors import ConfigError
 from envhub.registry.catalog import spec as lookup
 
@@ -119,7 +119,7 @@ def test_as_a_new_user(tmp_path):
                     break
             except httpx.HTTPError:
                 time.sleep(0.2)
-        with HTTPEnv(url) as remote:
+        with RemoteEnv(url) as remote:
             first = remote.reset(task_id="rev-0")
             assert first.messages[-1].content == "Spell backwards: stone"
             result = remote.step("<answer>enots</answer>")

@@ -33,7 +33,7 @@ SCANNED = ("envhub", "tests", "bench", "scripts")
 CI_EXTRAS = ("dev", "trainer", "vllm")
 FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub": (),
-    "envhub/server/docker": ("docker",),
+    "envhub/docker": ("docker",),
     "envhub/evaluate": ("eval",),
     "envhub/engines": ("trainer",),
     "envhub/engines/vllm_engine.py": ("vllm",),
@@ -46,6 +46,8 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub/envs/mcp_tools": ("mcp",),
     "envhub/server": ("server",),
     "envhub/server/mcp.py": ("server", "mcp"),
+    "envhub/interop/openenv/serve.py": ("server",),  # envhub serve --openenv
+    "envhub/interop/nemo_gym/serve.py": ("server",),  # envhub serve --nemo-gym
     "envhub/trainer": ("trainer",),
     "envhub/trainer/refit/vllm_source.py": ("trainer", "vllm"),  # generation.weight_transfer: vllm
     "envhub/trainer/refit/vllm_transfer.py": ("trainer", "vllm"),
@@ -60,11 +62,11 @@ OWN_ENVIRONMENT = {
     "bench/trl_grpo.py": "its benchmark body runs in a TRL venv the script creates itself",
     "bench/episodes_throughput.py": "its OpenEnv client runs in the OpenEnv venv it creates",
     "tests/support/nemo_gym_probe.py": "runs under ENVHUB_NEMO_GYM_PYTHON (.ci/run: .ci/nemo-gym.txt)",
-    "envhub/interop/verifiers_tasks.py": "runs in the verifiers venv envhub makes (mcp==2.0.0)",
+    "envhub/interop/verifiers/tasks.py": "runs in the verifiers venv envhub makes (mcp==2.0.0)",
     "tests/support/vf_arith.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_parity.py": "runs in the verifiers venv envhub makes",
-    "envhub/interop/verifiers_episodes.py": "runs in the verifiers venv envhub makes",
-    "envhub/interop/verifiers_bridge.py": "runs in the verifiers venv (aiohttp comes with verifiers)",
+    "envhub/interop/verifiers/episodes.py": "runs in the verifiers venv envhub makes",
+    "envhub/interop/verifiers/bridge.py": "runs in the verifiers venv (aiohttp comes with verifiers)",
     "tests/support/vf_guess.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_guess_parity.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_bridge_probe.py": "runs in the verifiers venv envhub makes",

@@ -26,8 +26,9 @@ ALLOWED = {
     "front": {"front", "authoring", "registry", "client", "contract"},
     "sandbox": {"sandbox"},  # and envhub.errors, see below
     "envs": {"envs", "sandbox", "contract"},
-    "interop": {"interop", "registry", "client", "contract"},
-    "server": {"server", "registry", "client", "contract"},
+    "docker": {"docker", "registry", "client", "contract"},
+    "interop": {"interop", "server", "docker", "registry", "client", "contract"},
+    "server": {"server", "docker", "registry", "client", "contract"},
     "engines": {"engines", "contract"},
     "gateway": {"gateway", "engines", "sandbox", "contract"},
     "evaluate": {"evaluate", "gateway", "engines", "registry", "client", "contract", "front"},
@@ -146,7 +147,7 @@ def test_every_import_points_toward_the_core():
         ),
         (
             "envhub/wire.py",
-            "def f():\n    from .client import http_env\n",
+            "def f():\n    from .client import remote_env\n",
             "contract may not import client",
         ),
         (
@@ -165,7 +166,7 @@ def test_every_import_points_toward_the_core():
             "registry may not import authoring",
         ),
         (
-            "envhub/client/http_env.py",
+            "envhub/client/remote_env.py",
             "from ..registry import catalog\n",
             "client may not import registry",
         ),
@@ -184,6 +185,15 @@ def test_the_checker_sees_each_kind_of_arrow(tmp_path, monkeypatch, src, code, e
     name = src.removesuffix(".py").replace("/", ".")
     monkeypatch.setattr(sys.modules[__name__], "modules", lambda: {name: path})
     assert any(expected in v for v in violations())
+
+
+def test_the_servers_dialects_are_interop_modules():
+    """The server names its dialects (``serve --openenv``) in one table, by module: interop's."""
+    from envhub.server.dialects import DIALECTS
+
+    found = modules()
+    for name, module in DIALECTS.items():
+        assert module in found and part_of(module) == "interop", (name, module)
 
 
 def test_every_folder_is_a_known_room_or_part():
@@ -292,5 +302,22 @@ def _reach(graph: dict[str, set[str]], start: str) -> set[str]:
     return reached
 
 
-def test_the_trainer_has_no_import_circle():
-    assert import_circles("envhub.trainer") == []
+def folders() -> list[str]:
+    """``envhub`` and every package folder under it, dotted."""
+    return sorted({name.rpartition(".")[0] for name in modules()} | {"envhub"})
+
+
+@pytest.mark.parametrize("folder", folders())
+def test_no_folder_holds_an_import_circle(folder):
+    """No circle among a folder's modules (its sub-folders included), lazy imports counted."""
+    assert import_circles(folder) == []
+
+
+def test_the_circle_finder_finds_a_lazy_circle(tmp_path, monkeypatch):
+    (tmp_path / "envhub" / "knot").mkdir(parents=True)
+    (tmp_path / "envhub" / "__init__.py").write_text("")
+    (tmp_path / "envhub" / "knot" / "__init__.py").write_text("")
+    (tmp_path / "envhub" / "knot" / "a.py").write_text("from .b import B\nA = 1\n")
+    (tmp_path / "envhub" / "knot" / "b.py").write_text("def f():\n    from .a import A\nB = 2\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert import_circles("envhub.knot") == [["envhub.knot.a", "envhub.knot.b"]]

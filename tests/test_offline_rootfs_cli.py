@@ -2,7 +2,7 @@
 
 Pins what ``main`` decides before it copies anything (which extras, which distributions, the
 key, the errors), so splitting ``main`` cannot change it. Building a root is covered by the
-offline base image (``scripts/offline-base-image.sh``, ``tests/server/test_docker.py``).
+offline base image (``scripts/offline-base-image.sh``, ``tests/docker_runner/test_docker.py``).
 """
 
 import sys

@@ -131,9 +131,9 @@ def test_http_parity(transcript, transport):
 
 @pytest.fixture(scope="module")
 def docker_image():
+    from envhub.docker import containers as dk
+    from envhub.docker.image import image_for
     from envhub.errors import DependencyMissing
-    from envhub.server.docker import containers as dk
-    from envhub.server.docker.image import image_for
 
     try:
         client = dk.engine()

@@ -33,7 +33,7 @@ def test_the_parts_register_their_verbs():
 
 def test_a_part_that_cannot_load_keeps_its_verb_and_names_the_install(monkeypatch):
     broken = EntryPoint("serve", "envhub_no_such_part.cli:register [server]", "envhub.cli")
-    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [broken])
+    monkeypatch.setattr(cli, "entry_points", lambda group: {"serve": broken})
     app = typer.Typer()
 
     @app.callback()
@@ -47,6 +47,9 @@ def test_a_part_that_cannot_load_keeps_its_verb_and_names_the_install(monkeypatc
 
 
 def test_no_registered_parts_says_the_metadata_is_stale(monkeypatch):
+    import envhub.install
+
+    monkeypatch.setattr(envhub.install, "checkout", lambda: None)  # an installed wheel
     monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [])
     app = typer.Typer()
     assert cli.add_parts(app) == []
@@ -54,28 +57,33 @@ def test_no_registered_parts_says_the_metadata_is_stale(monkeypatch):
 
 
 def test_the_docker_runner_comes_from_its_entry_point():
+    from envhub.docker import make_env
     from envhub.registry.make import runner_for
-    from envhub.server.docker import make_env
 
     assert runner_for("docker") is make_env
     with pytest.raises(ConfigError, match="unknown runner 'nope'.*'docker'"):
         runner_for("nope")
 
 
-def test_interop_starts_containers_through_the_containers_group_even_on_old_metadata(
-    monkeypatch,
-):
-    """A checkout reads the group from its pyproject.toml: an older install lacks it."""
-    pytest.importorskip("docker")
-    import envhub.install
-    from envhub.registry.make import container_runner
-    from envhub.server.docker import run_image
+def test_interop_starts_an_openenv_image_with_the_docker_parts_run_image(monkeypatch):
+    """Interop imports the Docker part (the layout allows it): no entry point in between."""
+    import envhub.docker
+    from envhub.interop.openenv.image import ImageServer
+    from envhub.spec import EnvSpec
 
-    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [])
-    assert container_runner() is run_image
-    monkeypatch.setattr(envhub.install, "checkout", lambda: None)  # an installed wheel
-    with pytest.raises(DependencyMissing, match="envhub.containers.*Reinstall envhub"):
-        container_runner()
+    started = []
+
+    class Handle:
+        url = "http://127.0.0.1:9"
+
+    def run_image(spec, image, **kwargs):
+        started.append((spec.name, image, kwargs["port"]))
+        return Handle()
+
+    monkeypatch.setattr(envhub.docker, "run_image", run_image)
+    spec = EnvSpec(name="oe-guess", entry_point="x:y")
+    server = ImageServer(spec, "guess-env:latest", 8000, {}, start_timeout_s=5)
+    assert server.url() == Handle.url and started == [("oe-guess", "guess-env:latest", 8000)]
 
 
 def test_a_runner_whose_extra_is_missing_names_the_install(monkeypatch):

@@ -6,7 +6,7 @@
 * only the model's own output is ``invalid_action``.
 
 The Docker runner is the HTTP server in a container (the same client and app), so it is covered
-by the HTTP rows; ``tests/server/test_docker.py`` runs the container itself where dockerd is reachable.
+by the HTTP rows; ``tests/docker_runner/test_docker.py`` runs the container itself where dockerd is reachable.
 """
 
 import httpx
@@ -14,7 +14,7 @@ import pytest
 from serving import running
 
 import envhub
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.errors import ConfigError, NotSupported, TaskNotFound
 from envhub.server.app import create_app
 from envhub.types import Status
@@ -26,7 +26,7 @@ def echo(request, dummy_registry):
         with envhub.make("echo") as env:
             yield env
         return
-    with running(create_app(envhub.make("echo"))) as url, HTTPEnv(url) as env:
+    with running(create_app(envhub.make("echo"))) as url, RemoteEnv(url) as env:
         yield env
 
 
@@ -36,7 +36,7 @@ def count(request, dummy_registry):
         with envhub.make("count") as env:
             yield env
         return
-    with running(create_app(envhub.make("count"))) as url, HTTPEnv(url) as env:
+    with running(create_app(envhub.make("count"))) as url, RemoteEnv(url) as env:
         yield env
 
 
@@ -102,7 +102,7 @@ def test_unknown_task_names_the_splits_it_could_not_search(dummy_registry):
 @pytest.mark.docker
 def test_request_errors_are_the_callers_in_a_container_too():
     """The Docker runner: a real environment (the test doubles are not in the image)."""
-    docker = pytest.importorskip("envhub.server.docker")
+    docker = pytest.importorskip("envhub.docker")
     try:
         docker.engine()
     except (envhub.errors.DependencyMissing, docker.DockerUnavailable) as e:

@@ -19,7 +19,7 @@ from websockets.sync.client import connect
 
 import envhub
 from envhub.client.child_server import spawn_server
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.errors import EpisodeStateError, TransportError
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
@@ -51,7 +51,7 @@ def _count_to_four(env, between=None):
 def test_a_dropped_connection_mid_episode_resumes_the_session(count_url):
     relay = Relay(int(count_url.rsplit(":", 1)[1]))
     try:
-        with HTTPEnv(relay.url, transport="ws") as env:
+        with RemoteEnv(relay.url, transport="ws") as env:
             rewards = _count_to_four(env, between=lambda n: relay.cut() if n in (2, 4) else None)
         assert rewards == [0.0, 0.0, 0.0, 1.0]
         assert relay.accepted == 1 + 3  # /info over HTTP; the WebSocket, then one per cut
@@ -66,7 +66,7 @@ def test_a_step_whose_answer_was_lost_is_not_applied_twice(count_url):
         relay.swallow_next_answer = n == 3  # the server applies step 3, the client never hears
 
     try:
-        with HTTPEnv(relay.url, transport="ws") as env:
+        with RemoteEnv(relay.url, transport="ws") as env:
             assert _count_to_four(env, between=lose_answer) == [0.0, 0.0, 0.0, 1.0]
     finally:
         relay.close()
@@ -74,7 +74,7 @@ def test_a_step_whose_answer_was_lost_is_not_applied_twice(count_url):
 
 def test_a_killed_server_is_infra_error_per_episode_and_nothing_hangs(dummy_registry):
     server = spawn_server(envhub.registry.catalog.spec("count"))
-    env = HTTPEnv(server.url, transport="ws", timeout=5, retries=2, owner=server)
+    env = RemoteEnv(server.url, transport="ws", timeout=5, retries=2, owner=server)
     forks = [env.fork() for _ in range(4)]
     for f in forks:
         f.reset(task_id="count-4")
@@ -97,7 +97,7 @@ def test_a_killed_server_is_infra_error_per_episode_and_nothing_hangs(dummy_regi
 
 
 def test_async_episodes_share_the_server_and_match_sync(count_url):
-    env = HTTPEnv(count_url, transport="ws")
+    env = RemoteEnv(count_url, transport="ws")
 
     async def play(fork):
         await fork.areset(task_id="count-3")
@@ -115,7 +115,7 @@ def test_async_episodes_share_the_server_and_match_sync(count_url):
 
 def test_a_killed_server_is_infra_error_for_async_episodes_too(dummy_registry):
     server = spawn_server(envhub.registry.catalog.spec("count"))
-    env = HTTPEnv(server.url, transport="ws", timeout=5, retries=1, owner=server)
+    env = RemoteEnv(server.url, transport="ws", timeout=5, retries=1, owner=server)
 
     async def main():
         await env.areset(task_id="count-4")
@@ -132,7 +132,7 @@ def test_a_killed_server_is_infra_error_for_async_episodes_too(dummy_registry):
 
 def test_ws_keeps_the_servers_limits(dummy_registry):
     with running(_app(max_body_bytes=4096, max_sessions=1)) as url:
-        with HTTPEnv(url, transport="ws", retries=0) as env:
+        with RemoteEnv(url, transport="ws", retries=0) as env:
             env.reset(task_id="count-4")
             with connect(url.replace("http", "ws") + "/ws") as raw:  # a call that is no step
                 raw.send(json.dumps({"op": "reset", "task_id": "1" * 10_000}))
@@ -155,15 +155,15 @@ def _no_websockets(app):
 
 def test_auto_falls_back_to_http_where_websockets_are_refused(dummy_registry):
     with running(_no_websockets(_app())) as url:
-        with HTTPEnv(url) as env:
+        with RemoteEnv(url) as env:
             assert _count_to_four(env) == [0.0, 0.0, 0.0, 1.0]
             assert env.transport == "http"
         with pytest.raises(TransportError, match="transport='http'"):
-            HTTPEnv(url, transport="ws").reset(task_id="count-4")
+            RemoteEnv(url, transport="ws").reset(task_id="count-4")
 
 
 def test_a_refused_websocket_hands_the_session_to_the_http_wire_for_every_fork(dummy_registry):
-    with running(_no_websockets(_app())) as url, HTTPEnv(url) as env:
+    with running(_no_websockets(_app())) as url, RemoteEnv(url) as env:
         early = env.fork()  # made while the pool still takes the WebSocket
         assert env._wire.name == "ws" and early._wire.name == "ws"
         session = env._wire.session
@@ -190,7 +190,7 @@ def test_a_reconnect_refused_mid_episode_is_infra_error_not_an_exception(dummy_r
     with running(switch) as url:
         relay = Relay(int(url.rsplit(":", 1)[1]))
         try:
-            with HTTPEnv(relay.url, retries=1) as env:
+            with RemoteEnv(relay.url, retries=1) as env:
                 env.reset(task_id="count-4")
                 assert env.step("1").info.status == Status.OK
                 refuse = True  # a proxy that stops taking WebSockets, then a dropped connection
@@ -208,7 +208,7 @@ def test_the_server_deadline_ends_a_wedged_step_as_infra_error(dummy_registry, t
     env = envhub.make("count")
     env.step = lambda action: time.sleep(3)  # forks copy it: every episode's step wedges
     with running(create_app(env, ServerSettings(request_timeout_s=0.5))) as url:
-        with HTTPEnv(url, transport=transport, retries=0) as client:
+        with RemoteEnv(url, transport=transport, retries=0) as client:
             client.reset(task_id="count-4")
             started = time.monotonic()
             result = client.step("1")
@@ -238,7 +238,7 @@ def test_async_a_dropped_connection_or_a_lost_answer_resumes_without_a_double_st
         relay.swallow_next_answer = n == 3
 
     try:
-        with HTTPEnv(relay.url, transport="ws", timeout=2) as env:
+        with RemoteEnv(relay.url, transport="ws", timeout=2) as env:
             assert asyncio.run(_acount_to_four(env, trouble)) == [0.0, 0.0, 0.0, 1.0]
         assert relay.accepted >= 1 + 3  # /info; the WebSocket; again after the cut and the loss
     finally:
@@ -252,7 +252,7 @@ def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, 
     env.step = lambda action: wedge.wait(60)
     with running(create_app(env)) as url:
         try:
-            with HTTPEnv(url, transport="ws", retries=0, timeout=2.0) as client:
+            with RemoteEnv(url, transport="ws", retries=0, timeout=2.0) as client:
 
                 async def play():
                     await client.areset(task_id="count-4")
@@ -272,7 +272,7 @@ def test_the_clients_deadline_ends_a_silent_call_as_infra_error(dummy_registry, 
 
 
 def test_closing_a_sync_handle_closes_its_session_on_the_server(count_url):
-    with HTTPEnv(count_url, transport="ws") as env:
+    with RemoteEnv(count_url, transport="ws") as env:
         forks = [env.fork() for _ in range(3)]
         for fork in forks:
             fork.reset(task_id="count-4")
@@ -304,7 +304,7 @@ def test_finish_on_the_ws_wire_is_a_frame_and_answers_what_http_does(dummy_regis
     with running(app) as url:
         results = {}
         for transport, aio in (("ws", False), ("ws", True), ("http", False)):
-            with HTTPEnv(url, transport=transport) as env:
+            with RemoteEnv(url, transport=transport) as env:
                 results[transport, aio] = two_steps_then_finish(env, aio)
                 assert not env._wire.session.live
                 with pytest.raises(EpisodeStateError):  # finished: the episode is over

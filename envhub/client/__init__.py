@@ -1,6 +1,6 @@
 """The runners' client side: an environment served elsewhere, used as if it were in-process.
 
-:mod:`~envhub.client.http_env` is the environment (:class:`HTTPEnv`); it holds one *wire*, the
+:mod:`~envhub.client.remote_env` is the environment (:class:`RemoteEnv`); it holds one *wire*, the
 protocol of :mod:`~envhub.client.transport` (:class:`Wire`, with the :class:`Session` it
 carries), spoken over the HTTP routes (:mod:`~envhub.client.http_wire`) or a WebSocket
 (:mod:`~envhub.client.ws_wire`, its sockets in :mod:`~envhub.client.ws_socket`). Every call is

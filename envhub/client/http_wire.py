@@ -12,7 +12,7 @@ model's ``invalid_action``.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
@@ -35,10 +35,8 @@ from ..wire import (
     raise_for_error,
 )
 from .plan import Http, Pause, Plan
+from .pool import Pool
 from .transport import Items, Limits, Session
-
-if TYPE_CHECKING:
-    from .pool import Pool
 
 _JSON = {"content-type": "application/json"}
 

@@ -5,7 +5,7 @@ A *plan* is a generator that yields what it needs done (an :class:`Http` request
 such as replacing a dead container) and is sent the outcome:
 the answer, or the exception thrown into it at the ``yield``. Retries, admission waits, request
 bodies and the reading of answers live in the plans (the wires, ``envhub.client.http_wire``
-and ``envhub.client.ws_wire``; ``envhub.client.http_env`` maps their failures);
+and ``envhub.client.ws_wire``; ``envhub.client.remote_env`` maps their failures);
 :func:`drive` performs the steps with blocking calls on the caller's thread, :func:`adrive`
 awaits them on the running event loop (the steps' I/O is ``envhub.client.pool.Pool``'s).
 

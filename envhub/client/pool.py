@@ -1,8 +1,10 @@
-"""What the forks of one :class:`~envhub.client.http_env.HTTPEnv` share: the :class:`Pool`.
+"""The input and output that a handle and its forks share: the :class:`Pool`.
 
-The HTTP connection pools (one blocking client, one async client per event loop), the server's
-description (``/info``), the bound on calls in flight, which wire the server takes, and the
-I/O of a plan's steps (:meth:`Pool.perform` blocking, :meth:`Pool.aperform` awaited).
+Shared by the forks of one :class:`~envhub.client.remote_env.RemoteEnv`: the HTTP connection
+pools (one blocking client, one async client per event loop), the server's description
+(``/info``), the bound on calls in flight, and the I/O of a plan's steps (:meth:`Pool.perform`
+blocking, :meth:`Pool.aperform` awaited). Which wire carries the calls is the handle's choice
+(:class:`~envhub.client.remote_env.Wires`), not the pool's.
 """
 
 from __future__ import annotations
@@ -16,15 +18,10 @@ from typing import Any
 
 import httpx
 
-from ..errors import ConfigError, TransportError
+from ..errors import TransportError
 from ..spec import EnvSpec
 from ..wire import EnvInfo, Transient
-from .http_wire import HttpWire
 from .plan import Call, Http, Op, Pause, WsCall, acall, asleep, call, sleep
-from .transport import Limits, Session, Wire
-
-TRANSPORTS = ("auto", "ws", "http")
-
 
 MAX_QUEUE_S = 60.0
 """The most of a server's stated queue bound (``queue_timeout_s``) a client adds to its deadline."""
@@ -35,11 +32,9 @@ class Pool:
 
     LIMITS = httpx.Limits(max_connections=512, max_keepalive_connections=128)
 
-    def __init__(self, url: str, timeout: float, transport: str, max_concurrency: int) -> None:
+    def __init__(self, url: str, timeout: float, max_concurrency: int) -> None:
         """Read the server's ``/info`` at ``url`` (a :class:`TransportError` if it is down)."""
-        if transport not in TRANSPORTS:
-            raise ConfigError(f"unknown transport {transport!r}; choose one of {TRANSPORTS}")
-        self.url, self.timeout, self.transport = url, timeout, transport
+        self.url, self.timeout = url, timeout
         self.client = httpx.Client(base_url=url, timeout=timeout, limits=self.LIMITS)
         self._async: weakref.WeakKeyDictionary[Any, httpx.AsyncClient] = weakref.WeakKeyDictionary()
         self._bound = _Slots(max_concurrency)
@@ -63,27 +58,6 @@ class Pool:
         model's (a long-running program answered past a 60 s deadline that counted a queue)."""
         self.timeout = timeout + self.queue_s
         self.client.timeout = httpx.Timeout(self.timeout)
-        self.use_ws = transport != "http" and _have_websockets(transport)
-
-    def wire(self, limits: Limits) -> Wire:
-        """A new handle's wire, with a session of its own: WebSocket where taken, else HTTP."""
-        http = HttpWire(self, limits, Session())
-        if not self.use_ws:
-            return http
-        from .ws_wire import WsWire
-
-        return WsWire(http)
-
-    def refused(self, wire: Wire, error: Exception) -> Wire:
-        """``wire``'s WebSocket handshake was refused: the pool speaks HTTP from now on.
-
-        The HTTP wire under ``wire`` takes over its session. With ``transport="ws"`` the
-        refusal is an error that says what to use instead.
-        """
-        if self.transport == "ws":
-            raise TransportError(f"{self.url}: {error}; use transport='http'") from error
-        self.use_ws = False
-        return wire.http
 
     def perform(self, op: Op) -> Any:
         """Do one step of a plan with blocking calls (within a call slot)."""
@@ -195,13 +169,3 @@ class _AsyncSlot:
 
     async def __aexit__(self, *exc: object) -> None:
         self.sem.release()
-
-
-def _have_websockets(transport: str) -> bool:
-    try:
-        import envhub.client.ws_wire  # noqa: F401
-    except ImportError as e:
-        if transport == "ws":
-            raise ConfigError(f"transport='ws' needs the websockets package: {e}") from e
-        return False
-    return True

@@ -1,6 +1,6 @@
 """The one protocol both wires speak: :class:`Wire`, with the :class:`Session` it carries.
 
-:class:`~envhub.client.http_env.HTTPEnv` holds one wire and delegates every call to it; it
+:class:`~envhub.client.remote_env.RemoteEnv` holds one wire and delegates every call to it; it
 never asks which wire it holds. Two implement :class:`Wire`:
 
 * :class:`~envhub.client.http_wire.HttpWire`, the JSON routes (``POST /reset``, ``/step``,
@@ -31,7 +31,6 @@ from ..types import Message, ResetResult, Score, StepResult, Task
 from ..wire import EnvInfo, ResetResponse
 
 if TYPE_CHECKING:
-    from .http_wire import HttpWire
     from .plan import Plan
 
 
@@ -41,7 +40,7 @@ class WsRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """A wire's limits: what its :class:`~envhub.client.http_env.HTTPEnv` was given."""
+    """A wire's limits: what its :class:`~envhub.client.remote_env.RemoteEnv` was given."""
 
     timeout: float
     """Deadline of one answer, in seconds."""
@@ -107,7 +106,8 @@ class Wire(Protocol):
     name: str
     """``ws`` or ``http``."""
     session: Session
-    http: HttpWire
+    http: Wire
+    """The HTTP wire: this one, or the one under a WebSocket wire."""
 
     def reset(self, seed: int | None, task_id: str | None, aio: bool) -> Plan[ResetResult]:
         """Start an episode (the session's previous one, if any, is closed on the server)."""

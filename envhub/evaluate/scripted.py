@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from envhub import chat_api
 from envhub.lifetime import stop_signals
 
 Responder = Callable[[dict[str, Any]], dict[str, Any]]
@@ -88,37 +89,12 @@ def completion(body: dict[str, Any], message: dict[str, Any], model: str) -> dic
     out = _words(message.get("content")) + sum(
         _words(c["function"].get("arguments")) for c in message.get("tool_calls") or []
     )
-    return {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": body.get("model") or model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": None, **message},
-                "finish_reason": finish or ("tool_calls" if message.get("tool_calls") else "stop"),
-            }
-        ],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out},
-    }
-
-
-def _sse(response: dict[str, Any]) -> bytes:
-    """A completion as the server-sent events of ``stream: true``: one delta, then the end."""
-    choice = response["choices"][0]
-    base = {k: response[k] for k in ("id", "created", "model")}
-    base["object"] = "chat.completion.chunk"
-    delta = {k: v for k, v in choice["message"].items() if v is not None}
-    if delta.get("tool_calls"):
-        delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(delta["tool_calls"])]
-    chunks = [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
-        {**base, "choices": [], "usage": response["usage"]},
-    ]
-    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + (
-        b"data: [DONE]\n\n"
+    return chat_api.completion(
+        message,
+        model=body.get("model") or model,
+        usage=chat_api.token_usage(prompt, out),
+        finish_reason=finish,
+        id="chatcmpl-scripted",
     )
 
 
@@ -173,7 +149,7 @@ class ScriptedEndpoint:
         if self.delay and status == 200 and scope["path"].endswith("/chat/completions"):
             await asyncio.sleep(self.delay)
         if status == 200 and isinstance(payload, dict) and payload.pop("_stream", False):
-            data, kind = _sse(payload), b"text/event-stream"
+            data, kind = chat_api.sse(payload), b"text/event-stream"
         else:
             data, kind = json.dumps(payload).encode(), b"application/json"
         headers = [(b"content-type", kind), (b"content-length", b"%d" % len(data))]

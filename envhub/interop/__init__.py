@@ -1,5 +1,11 @@
-"""Other ecosystems' environments as envhub environments (OpenEnv, NeMo Gym, verifiers).
+"""Other ecosystems and envhub, one folder each, both directions where both exist.
 
-Each adapter is its own module behind its own extra; the core never imports them. The servers'
-side (envhub's environments served to those ecosystems' clients) is in :mod:`envhub.server`.
+* :mod:`.openenv`: OpenEnv servers and images as envhub environments; envhub's served in
+  OpenEnv's protocol (``envhub serve NAME --openenv``).
+* :mod:`.nemo_gym`: NeMo Gym resources servers as envhub verifiers; envhub's answering NeMo
+  Gym's ``/verify`` (``envhub serve NAME --nemo-gym``).
+* :mod:`.verifiers`: verifiers environments (tasksets and multi-turn ``vf.Env``) in envhub.
+* :mod:`.replies`: reading another ecosystem's replies within bounds (shared by the above).
+
+Each ecosystem is behind its own extra; the core never imports them.
 """

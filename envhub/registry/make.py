@@ -66,13 +66,13 @@ def make_local(spec: EnvSpec, **_: Any) -> Env:
 def make_http(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Env:
     """Connect to ``url``, or start ``envhub serve`` for this spec and own it."""
     from ..client.child_server import spawn_server
-    from ..client.http_env import HTTPEnv
+    from ..client.remote_env import RemoteEnv
 
     if url is not None:
-        return HTTPEnv(url, **kwargs)
+        return RemoteEnv(url, **kwargs)
     server = spawn_server(spec)
     try:
-        return HTTPEnv(server.url, owner=server, **kwargs)
+        return RemoteEnv(server.url, owner=server, **kwargs)
     except BaseException:
         server.close()
         raise
@@ -83,16 +83,18 @@ RUNNERS: dict[str, Callable[..., Env]] = {
     "http": make_http,
 }
 """The core's own runners. Parts add theirs under the entry-point group ``envhub.runners``
-(``docker = "envhub.server.docker:make_env"``): a callable ``(spec, url=None, **kwargs) -> Env``."""
+(``docker = "envhub.docker:make_env"``): a callable ``(spec, url=None, **kwargs) -> Env``."""
 
 RUNNER_GROUP = "envhub.runners"
 
 
 def _plugin_runners() -> dict[str, Any]:
-    """The entry points of :data:`RUNNER_GROUP`, by name (not loaded)."""
-    from importlib.metadata import entry_points
+    """The entry points of :data:`RUNNER_GROUP`, by name (not loaded).
 
-    return {ep.name: ep for ep in entry_points(group=RUNNER_GROUP)}
+    From the checkout's own ``pyproject.toml`` when envhub runs from one (its install metadata
+    may be older).
+    """
+    return entry_points(RUNNER_GROUP)
 
 
 def runner_for(name: str) -> Callable[..., Env]:
@@ -124,29 +126,6 @@ def _load_part(ep: Any, what: str) -> Any:
         raise DependencyMissing(
             f"{what} needs envhub's {','.join(extras)!r} extra: `{install_command(extras)}` ({e})"
         ) from e
-
-
-CONTAINER_GROUP = "envhub.containers"
-"""Entry points that start an image's own server in a container:
-``docker = "envhub.server.docker:run_image"``, a callable ``(spec, image, *, port, environment,
-timeout) -> handle`` (``handle.url``, ``handle.close()``, ``handle.revive(generation)``). The
-interop adapters (OpenEnv's ``options.image``) reach the Docker runner through it."""
-
-
-def container_runner(name: str = "docker") -> Callable[..., Any]:
-    """The part registered as ``name`` under :data:`CONTAINER_GROUP`.
-
-    Raises:
-        DependencyMissing: none is registered (envhub's install metadata predates the group),
-            or its part's extra is not installed.
-    """
-    found = entry_points(CONTAINER_GROUP)
-    if name not in found:
-        raise DependencyMissing(
-            f"no container runner {name!r} is registered under {CONTAINER_GROUP!r}: envhub's "
-            f"install metadata predates it. Reinstall envhub: `{install_command(['docker'])}`"
-        )
-    return _load_part(found[name], f"the container runner {name!r}")
 
 
 def make(

@@ -114,7 +114,8 @@ from .harness import (
     run_io_tests,
     run_suite,
 )
-from .parent import Limits, RunResult, Sandbox
+from .limits import Limits
+from .parent import RunResult, Sandbox
 from .procs import processes_of, sweep_uid
 
 __all__ = [

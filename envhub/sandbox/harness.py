@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 from ..errors import ConfigError
 from .errors import SandboxError
-from .parent import Limits, RunResult, Sandbox
+from .limits import Limits
+from .parent import RunResult, Sandbox
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,10 @@ import sys
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from .errors import SandboxUnavailable
+from .limits import Limits
 from .procs import memfd
-
-if TYPE_CHECKING:
-    from .parent import Limits
 
 RUNNER_SOURCE = (Path(__file__).parent / "_runner.py").read_text(encoding="utf-8")
 SANDBOX_UID = 65534

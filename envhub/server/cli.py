@@ -87,7 +87,7 @@ def serve(
     if docker and dialect:
         _fail(f"--{dialect} serves in this process; drop --docker")
     if docker:
-        from envhub.server.docker import serve_in_docker
+        from envhub.docker import serve_in_docker
 
         serve_in_docker(name, host, port, answers=answers)
         return

@@ -12,8 +12,8 @@ from typing import Any
 from fastapi import FastAPI
 
 DIALECTS: dict[str, str] = {
-    "openenv": "envhub.server.openenv",
-    "nemo-gym": "envhub.server.nemo_gym",
+    "openenv": "envhub.interop.openenv.serve",
+    "nemo-gym": "envhub.interop.nemo_gym.serve",
 }
 """Dialect name -> the module that speaks it."""
 

@@ -14,7 +14,7 @@ the loop and the workers.
 takes it, so a step that waits behind other episodes' slow steps is never charged for the
 wait. While queued, a call waits at most ``queue_s``; then it is refused with
 :class:`Overloaded` (never started, nothing applied: the client may send it again, see
-:mod:`envhub.client.http_env`). A pool whose workers have taken no call for ``run_s`` is wedged
+:mod:`envhub.client.remote_env`). A pool whose workers have taken no call for ``run_s`` is wedged
 (every thread is past its deadline): queued calls are refused with :class:`Stalled`, the server's
 failure, so even a wedged server answers in finite time.
 """

@@ -288,12 +288,12 @@ def test_episode_over_http_matches_in_process(env):
     pytest.importorskip("fastapi")
     from serving import running
 
-    from envhub.client.http_env import HTTPEnv
+    from envhub.client.remote_env import RemoteEnv
     from envhub.server.app import create_app
 
     task = env.tasks()[7]
     local, local_transcript = play(env, task, structured=True)
-    with running(create_app(make_env())) as url, HTTPEnv(url) as remote:
+    with running(create_app(make_env())) as url, RemoteEnv(url) as remote:
         first = remote.reset(task_id=task.task_id)
         assert [t["function"]["name"] for t in first.info.tools] == ["search", "open"]
         agent = ScriptedAgent(first.messages[-1].content, env.toolset, structured=True)

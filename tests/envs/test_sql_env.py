@@ -171,11 +171,11 @@ def test_four_memory_bombs_over_http_leave_the_server_small_and_healthy():
     import httpx
 
     from envhub.client.child_server import spawn_server
-    from envhub.client.http_env import HTTPEnv
+    from envhub.client.remote_env import RemoteEnv
     from envhub.registry.catalog import spec as lookup
 
     server = spawn_server(lookup("sql"))
-    with HTTPEnv(server.url, owner=server) as remote:
+    with RemoteEnv(server.url, owner=server) as remote:
         task = remote.tasks("test")[0]
         remote.verify(task.task_id, fenced(task.answer))  # warm: databases built, gold cached
         before = _peak_rss_mb(server.proc.pid)

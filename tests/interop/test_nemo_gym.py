@@ -153,7 +153,7 @@ def test_nemo_gym_env_verifies_through_a_resources_servers_verify(
 
 @needs_nemo
 def test_the_body_nemo_gym_env_sends_is_a_nemo_gym_verify_request(tmp_path):
-    from envhub.interop.nemo_gym import responses_object
+    from envhub.interop.nemo_gym.env import responses_object
 
     body = {"responses_create_params": {"input": [{"role": "user", "content": "hi"}]},
             "response": responses_object("#### 3")}  # fmt: skip

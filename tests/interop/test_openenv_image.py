@@ -36,7 +36,7 @@ CMD ["python3", "/srv/toy_openenv.py", "8000", "0.0.0.0"]
 
 def _docker():
     pytest.importorskip("docker", reason="the Docker SDK: pip install -e '.[docker]'")
-    from envhub.server.docker import containers
+    from envhub.docker import containers
 
     return containers
 
@@ -54,7 +54,7 @@ def toy_image(tmp_path_factory):
     """The toy's image, built on the offline base image (removed after the module)."""
     import docker.errors
 
-    from envhub.server.docker.image import LABEL_BASE_EXTRAS
+    from envhub.docker.image import LABEL_BASE_EXTRAS
 
     client = _engine_or_skip()
     base = os.environ.get("ENVHUB_DOCKER_BASE_IMAGE") or "envhub-base:offline"

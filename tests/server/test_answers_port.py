@@ -52,7 +52,7 @@ def test_envhubs_own_http_runner_still_lists_and_verifies(dummy_registry):
 
 
 def test_the_docker_servers_follow_the_flag(dummy_registry):
-    from envhub.server.docker.containers import envhub_service
+    from envhub.docker.containers import envhub_service
 
     spec = envhub.catalog().spec("echo")
     assert "--answers" in envhub_service(spec).command  # the Docker runner's own server

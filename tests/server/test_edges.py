@@ -15,7 +15,7 @@ from serving import running, serving_env
 from websockets.sync.client import connect
 
 import envhub
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 
@@ -31,7 +31,7 @@ def _ws(url: str):
 
 
 def test_an_id_without_its_secret_drives_no_session(count_url):
-    with HTTPEnv(count_url, transport="http") as owner:
+    with RemoteEnv(count_url, transport="http") as owner:
         owner.reset(task_id="count-4")
         sid, secret = owner._wire.session.id, owner._wire.session.secret
         for guess in ("", "guess", secret[:-1] + "x"):
@@ -55,7 +55,7 @@ def test_an_id_without_its_secret_drives_no_session(count_url):
 
 
 def test_the_secret_resumes_on_another_connection(count_url):
-    with HTTPEnv(count_url, transport="ws") as owner:
+    with RemoteEnv(count_url, transport="ws") as owner:
         owner.reset(task_id="count-4")
         session = owner._wire.session
         assert owner.step("1").info.status == Status.OK
@@ -127,7 +127,7 @@ def test_an_oversized_step_is_invalid_action_in_process(dummy_registry):
 
 @pytest.mark.parametrize("transport", ["http", "ws"])
 def test_an_oversized_step_is_invalid_action_on_every_runner(small_body_url, transport):
-    with HTTPEnv(small_body_url, transport=transport) as env:
+    with RemoteEnv(small_body_url, transport=transport) as env:
         for call in (env.step, _async_step(env)):
             env.reset(task_id="count-4")
             assert env.step("1").info.status == Status.OK
@@ -166,7 +166,7 @@ def test_an_oversized_step_from_a_foreign_client_is_invalid_action(small_body_ur
 
 
 def test_an_oversized_response_to_verify_is_invalid_action_not_a_crash(dummy_registry):
-    with serving_env("echo", max_body_bytes=65_536) as url, HTTPEnv(url) as env:
+    with serving_env("echo", max_body_bytes=65_536) as url, RemoteEnv(url) as env:
         huge, good = env.verify_batch([("train/0", HUGE), ("train/0", "alpha")])
         assert huge.status == Status.INVALID_ACTION and "max_body_bytes" in huge.error
         assert good.status == Status.OK and good.components["correctness"] == 1.0

@@ -17,7 +17,7 @@ from bwrap import needs_bwrap
 from serving import running, serving_env
 
 import envhub
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
 
@@ -26,7 +26,7 @@ EPISODES = 4 * THREADS
 HANG_S = 0.4
 
 
-def _episode(env: HTTPEnv, message: str) -> Status:
+def _episode(env: RemoteEnv, message: str) -> Status:
     env.reset(task_id="train/0")
     return env.step(message).info.status
 
@@ -36,7 +36,7 @@ def test_a_saturated_server_never_turns_model_slowness_into_infra_error(dummy_re
     settings = {"threads": THREADS, "queue_timeout_s": 0.3, "request_timeout_s": 5.0}
     with (
         serving_env("echo", **settings) as url,
-        HTTPEnv(url, timeout=1.0, transport=transport) as env,
+        RemoteEnv(url, timeout=1.0, transport=transport) as env,
     ):
         forks = [env.fork() for _ in range(EPISODES)]
         t0 = time.monotonic()
@@ -51,7 +51,7 @@ def test_a_saturated_server_never_turns_model_slowness_into_infra_error(dummy_re
 
 def test_a_wedged_server_ends_in_infra_error_in_finite_time(dummy_registry):
     settings = {"threads": 1, "queue_timeout_s": 0.2, "request_timeout_s": 0.5}
-    with serving_env("echo", **settings) as url, HTTPEnv(url, timeout=5.0, transport="http") as a:
+    with serving_env("echo", **settings) as url, RemoteEnv(url, timeout=5.0, transport="http") as a:
         b = a.fork()
         a.reset(task_id="train/0")
         b.reset(task_id="train/0")
@@ -81,7 +81,7 @@ def test_real_programs_that_run_to_their_deadline_are_the_models_at_3x_the_worke
     episodes = 3 * THREADS
     programs = [LOOPER, SLEEPER] * (episodes // 2)
     settings = ServerSettings(threads=THREADS, queue_timeout_s=1.0)
-    with running(create_app(env, settings)) as url, HTTPEnv(url, timeout=4.0) as client:
+    with running(create_app(env, settings)) as url, RemoteEnv(url, timeout=4.0) as client:
         forks = [client.fork() for _ in range(episodes)]
         with ThreadPoolExecutor(episodes) as pool:
             steps = list(pool.map(_code_episode, forks, programs))
@@ -90,6 +90,6 @@ def test_real_programs_that_run_to_their_deadline_are_the_models_at_3x_the_worke
     assert [s.info.status for s in steps] == [Status.TIMEOUT] * episodes, steps
 
 
-def _code_episode(env: HTTPEnv, program: str):
+def _code_episode(env: RemoteEnv, program: str):
     env.reset(task_id="HumanEval/0")
     return env.step(program)

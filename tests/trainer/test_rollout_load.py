@@ -14,7 +14,7 @@ import time
 import pytest
 from serving import serving_env
 
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.types import Status
 
 THREADS = 2
@@ -41,7 +41,7 @@ def test_the_trainer_drops_no_episode_of_a_saturated_server(dummy_registry, tiny
         params=SamplingParams(max_tokens=8),
     )
     server = {"threads": THREADS, "queue_timeout_s": 0.3, "request_timeout_s": 5.0}
-    with serving_env("echo", **server) as url, HTTPEnv(url, timeout=1.0) as client:
+    with serving_env("echo", **server) as url, RemoteEnv(url, timeout=1.0) as client:
         pool = LocalEnvPool(client.fork)
         t0 = time.monotonic()
         batch = collect(lambda prompts, params: [answer] * len(prompts), pool,

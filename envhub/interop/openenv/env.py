@@ -14,7 +14,7 @@ one connection per episode::
         template: "Feedback: {feedback}"
 
 With ``options.image`` (instead of ``base_url``) envhub's Docker runner starts the image's own
-server (``envhub.containers`` entry point: :func:`envhub.server.docker.run_image`): the
+server (:func:`envhub.docker.run_image`): the
 container's ``port`` (default 8000, OpenEnv's) is reached on 127.0.0.1 only, ``environment``
 sets its variables, and envhub waits up to ``start_timeout_s`` (default 120) for its
 ``/health``, on the first ``reset`` (or ``warmup``). It runs under the policy of envhub's own
@@ -61,8 +61,8 @@ from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
 from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
-from .openenv_image import ImageServer
-from .replies import json_object
+from ..replies import json_object
+from .image import ImageServer
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 """OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""

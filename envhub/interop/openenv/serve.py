@@ -28,11 +28,10 @@ from fastapi import Body, FastAPI, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from envhub.errors import EnvhubError
+from envhub.server.episodes import Episodes
+from envhub.server.errors import error_response
+from envhub.server.sessions import SessionError
 from envhub.types import Message, Status
-
-from .episodes import Episodes
-from .errors import error_response
-from .sessions import SessionError
 
 PATHS = frozenset({"/ws", "/reset", "/step", "/state", "/health", "/schema", "/metadata"})
 """The paths this dialect answers; envhub's own routes at these paths are not mounted."""

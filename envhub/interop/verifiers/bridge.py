@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
-import json
 import os
 import secrets
 import shutil
@@ -33,6 +32,7 @@ from aiohttp import web
 from verifiers.v1.clients import ModelContext
 from verifiers.v1.configs.client import EvalClientConfig
 
+from envhub import chat_api
 from envhub.errors import InfraError
 
 KEY_VAR = "ENVHUB_VERIFIERS_BRIDGE_KEY"
@@ -198,31 +198,14 @@ class Bridge:
 
 
 def _completion(model: str, text: str) -> dict[str, Any]:
-    return {
-        "id": "envhub",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [
-            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
-        ],
-        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
-    }
+    return chat_api.completion({"content": text}, model=model, id="envhub", created=0)
 
 
 async def _stream(request: web.Request, model: str, text: str) -> web.StreamResponse:
     """The reply as OpenAI's server-sent chunks (verifiers' chat program streams)."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
-    base = {"id": "envhub", "object": "chat.completion.chunk", "created": 0, "model": model}
-    chunks = [
-        {"choices": [{"index": 0, "delta": {"role": "assistant", "content": text}}]},
-        {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
-        {"choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}},
-    ]
-    for chunk in chunks:
-        await response.write(f"data: {json.dumps({**base, **chunk})}\n\n".encode())
-    await response.write(b"data: [DONE]\n\n")
+    await response.write(chat_api.sse(_completion(model, text)))
     await response.write_eof()
     return response
 

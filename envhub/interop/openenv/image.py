@@ -1,9 +1,8 @@
 """The container of an OpenEnv entry's ``options.image`` (see :mod:`envhub.interop.openenv`).
 
-Interop may not import the server part, so the container is started through the
-``envhub.containers`` entry point (:func:`envhub.registry.make.container_runner`; the Docker
-runner's ``run_image``). It starts on first use (the first ``reset`` or ``warmup``), not when
-the entry is built.
+The container is started by the Docker part's :func:`envhub.docker.run_image` (imported when
+one starts: the Docker SDK is the ``docker`` extra's). It starts on first use (the first
+``reset`` or ``warmup``), not when the entry is built.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ import threading
 from typing import Any
 
 from envhub.errors import ConfigError, DependencyMissing, EnvhubError, InfraError, TransportError
-from envhub.registry.make import container_runner
 from envhub.spec import EnvSpec
 
 
@@ -62,7 +60,8 @@ class ImageServer:
             return self._handle.url
 
     def _start(self) -> Any:
-        start = container_runner()
+        from envhub.docker import run_image as start
+
         name, image = self.spec.name, self.image
         try:
             return start(

@@ -18,7 +18,7 @@ container at the same address, and scores the call:
 Later calls, on this handle and its forks, run on the new container. A call whose container is
 alive and answers ``/health`` keeps its ``infra_error``: the machinery failed, not the model.
 
-Each of these rules is written once: :class:`DockerEnv` overrides :class:`HTTPEnv`'s plans
+Each of these rules is written once: :class:`DockerEnv` overrides :class:`RemoteEnv`'s plans
 (:mod:`envhub.client.plan`), which ``reset`` and ``areset`` (and each such pair) drive, and
 the replacement, a blocking call, is a :class:`~envhub.client.plan.Call` step of the plan: on
 the caller's thread under ``reset``, in a worker thread under ``areset``, off the event loop.
@@ -29,22 +29,23 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from envhub.client.http_env import HTTPEnv
 from envhub.client.plan import Call, Plan
+from envhub.client.remote_env import RemoteEnv
 from envhub.client.transport import Items
-from envhub.errors import TransportError
+from envhub.errors import EnvhubError, TransportError
 from envhub.rewards import Rubric
+from envhub.spec import EnvSpec
 from envhub.types import Info, Message, ResetResult, Score, Status, StepResult
 
-from .containers import Death, DockerHandle
+from .containers import Death, DockerHandle, start_container
 
 
-class DockerEnv(HTTPEnv):
+class DockerEnv(RemoteEnv):
     """An environment served from a container that is replaced when a program kills it."""
 
     def __init__(self, handle: DockerHandle, **kwargs: Any) -> None:
-        """Talk to ``handle``'s container; ``kwargs`` are :class:`HTTPEnv`'s (not ``url``)."""
-        owner = None if kwargs.get("_pool") is not None else handle
+        """Talk to ``handle``'s container; ``kwargs`` are :class:`RemoteEnv`'s (not ``url``)."""
+        owner = None if kwargs.get("_shared") is not None else handle
         super().__init__(handle.url, owner=owner, **kwargs)
         self.handle = handle
         self._generation = handle.generation
@@ -53,11 +54,12 @@ class DockerEnv(HTTPEnv):
 
     def fork(self) -> DockerEnv:
         """A second handle on the same container, with its own episode and a shared pool."""
-        return DockerEnv(self.handle, timeout=self.timeout, retries=self.retries, _pool=self._pool)
+        shared = (self._pool, self._wires)
+        return DockerEnv(self.handle, timeout=self.timeout, retries=self.retries, _shared=shared)
 
     # ------------------------------------------------------------------ the contract, as plans
 
-    # HTTPEnv's reset/areset, step/astep, finish/afinish and verify_batch/averify drive these
+    # RemoteEnv's reset/areset, step/astep, finish/afinish and verify_batch/averify drive these
     # plans, blocking or awaited: each behaviour below is written once for both. The revive is
     # a blocking ``Call`` step: on the caller's thread, or in a worker thread off the loop.
 
@@ -160,3 +162,15 @@ def _verdicts(scores: list[Score], death: Death | None) -> list[Score]:
         return scores
     error = f"{_told(death)} while it ran this verification: {BLAMED}"
     return [Score(reward=0.0, status=Status.TIMEOUT, error=error) for _ in scores]
+
+
+def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
+    """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
+
+    Starts the environment's server in a container and returns a
+    :class:`DockerEnv` that owns it (closing the env removes the
+    container) and replaces it when a program kills it.
+    """
+    if url is not None:
+        raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")
+    return DockerEnv(start_container(spec), **kwargs)

@@ -8,9 +8,10 @@ refused unstarted (``overloaded``) is sent again, within ``admission_wait`` and 
 waiting for a turn is never the model's (see :class:`envhub.wire.Backoff`). A step over the
 server's body limit is sent as its size alone and answered as the model's ``invalid_action``.
 
-One :class:`HTTPEnv` runs one episode at a time, like any Env. For many concurrent episodes
-call :meth:`HTTPEnv.fork`: forks share the server's description, the connection pools and the
-bound on concurrent calls (:class:`~envhub.client.pool.Pool`).
+One :class:`RemoteEnv` runs one episode at a time, like any Env. For many concurrent episodes
+call :meth:`RemoteEnv.fork`: forks share the server's description, the connection pools and the
+bound on concurrent calls (:class:`~envhub.client.pool.Pool`, input and output only), and the
+choice of wire (:class:`Wires`).
 
 The calls travel on a *wire* (:class:`~envhub.client.transport.Wire`), picked once per handle
 by ``transport=``: ``ws``, the episode over one persistent WebSocket
@@ -36,14 +37,62 @@ from typing import Any, Literal, Protocol
 
 from ..core import Env, valid_unicode
 from ..deadline import ADMISSION_WAIT_S
-from ..errors import EpisodeStateError, TransportError
+from ..errors import ConfigError, EpisodeStateError, TransportError
 from ..types import Info, Message, ResetResult, Score, Status, StepResult, Task
 from ..wire import Transient
+from .http_wire import HttpWire
 from .plan import Plan, adrive, drive
 from .pool import Pool
-from .transport import Items, Limits, Wire, WsRefused
+from .transport import Items, Limits, Session, Wire, WsRefused
 
 Transport = Literal["auto", "ws", "http"]
+TRANSPORTS = ("auto", "ws", "http")
+
+
+class Wires:
+    """The wire factory of a handle and its forks: which wire the server takes, decided once.
+
+    ``auto`` takes the WebSocket until a handshake is refused (or the ``websockets`` package is
+    missing), then HTTP for good, for every fork; ``ws`` makes a refusal an error; ``http``
+    never tries the WebSocket.
+    """
+
+    def __init__(self, transport: str) -> None:
+        """A :class:`ConfigError` for a ``transport`` other than ``auto``, ``ws``, ``http``."""
+        if transport not in TRANSPORTS:
+            raise ConfigError(f"unknown transport {transport!r}; choose one of {TRANSPORTS}")
+        self.transport = transport
+        self.use_ws = transport != "http" and _have_websockets(transport)
+
+    def new(self, pool: Pool, limits: Limits) -> Wire:
+        """A new handle's wire, with a session of its own: WebSocket where taken, else HTTP."""
+        http = HttpWire(pool, limits, Session())
+        if not self.use_ws:
+            return http
+        from .ws_wire import WsWire
+
+        return WsWire(http)
+
+    def refused(self, wire: Wire, url: str, error: Exception) -> Wire:
+        """``wire``'s WebSocket handshake was refused: HTTP from now on, for every fork.
+
+        The HTTP wire under ``wire`` takes over its session. With ``transport="ws"`` the
+        refusal is an error that says what to use instead.
+        """
+        if self.transport == "ws":
+            raise TransportError(f"{url}: {error}; use transport='http'") from error
+        self.use_ws = False
+        return wire.http
+
+
+def _have_websockets(transport: str) -> bool:
+    try:
+        import envhub.client.ws_wire  # noqa: F401
+    except ImportError as e:
+        if transport == "ws":
+            raise ConfigError(f"transport='ws' needs the websockets package: {e}") from e
+        return False
+    return True
 
 
 class Closeable(Protocol):
@@ -53,7 +102,7 @@ class Closeable(Protocol):
         """Stop it."""
 
 
-class HTTPEnv(Env):
+class RemoteEnv(Env):
     """An environment served by ``envhub serve`` at ``url``."""
 
     def __init__(
@@ -66,7 +115,7 @@ class HTTPEnv(Env):
         transport: Transport = "auto",
         max_concurrency: int = 1024,
         owner: Closeable | None = None,
-        _pool: Pool | None = None,
+        _shared: tuple[Pool, Wires] | None = None,
     ) -> None:
         """Connect to a server (``owner``, if given, is closed with this env).
 
@@ -87,25 +136,28 @@ class HTTPEnv(Env):
         self.retries = retries
         self.admission_wait = admission_wait
         self._owner = owner
-        self._is_fork = _pool is not None
-        self._pool = _pool or Pool(self.url, timeout, transport, max_concurrency)
+        self._is_fork = _shared is not None
+        if _shared is None:
+            wires = Wires(transport)  # the transport is checked before the server is called
+            _shared = (Pool(self.url, timeout, max_concurrency), wires)
+        self._pool, self._wires = _shared
         self.spec = self._pool.spec
         limits = Limits(self._pool.timeout, retries, admission_wait, self._pool.max_body)
-        self._wire: Wire = self._pool.wire(limits)
+        self._wire: Wire = self._wires.new(self._pool, limits)
 
     @property
     def transport(self) -> str:
-        """``ws`` or ``http``: what carries the episodes of this handle's pool now."""
-        return "ws" if self._pool.use_ws else "http"
+        """``ws`` or ``http``: what carries the episodes of this handle and its forks now."""
+        return "ws" if self._wires.use_ws else "http"
 
-    def fork(self) -> HTTPEnv:
+    def fork(self) -> RemoteEnv:
         """A second handle on the same server, with its own episode and a shared pool."""
-        return HTTPEnv(
+        return RemoteEnv(
             self.url,
             timeout=self.timeout,
             retries=self.retries,
             admission_wait=self.admission_wait,
-            _pool=self._pool,
+            _shared=(self._pool, self._wires),
         )
 
     # ------------------------------------------------------------------ the episode
@@ -115,7 +167,7 @@ class HTTPEnv(Env):
             try:
                 return (yield from self._wire.reset(seed, task_id, aio))
             except WsRefused as e:
-                self._wire = self._pool.refused(self._wire, e)
+                self._wire = self._wires.refused(self._wire, self.url, e)
             return (yield from self._wire.reset(seed, task_id, aio))
         except Transient as e:
             raise TransportError(f"reset failed at {self.url}: {e}") from e

@@ -10,8 +10,8 @@
         args: {split: test}           # the taskset config's fields
         env_args: {}                  # the vf.Env config's fields (its roles), if it has one
 
-A plain taskset is single-turn (:mod:`envhub.interop.verifiers_tasks`); a module that also
-exports a ``vf.Env`` is played episode by episode (:mod:`envhub.interop.verifiers_episodes`).
+A plain taskset is single-turn (:mod:`envhub.interop.verifiers.tasks`); a module that also
+exports a ``vf.Env`` is played episode by episode (:mod:`envhub.interop.verifiers.episodes`).
 
 verifiers 0.4 (its v1 API) pins ``mcp==2.0.0``, which envhub's own MCP extra (``mcp>=2.3``)
 cannot share. So, as NeMo Gym and OpenEnv isolate each environment's dependencies, envhub
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.client.child_server import ServerProcess
-from envhub.client.http_env import HTTPEnv
+from envhub.client.remote_env import RemoteEnv
 from envhub.core import Env
 from envhub.datasets import envhub_home
 from envhub.errors import InfraError
@@ -62,13 +62,13 @@ def VerifiersEnv(
     ``args`` configure the taskset, ``env_args`` the taskset's ``vf.Env`` (its roles).
     """
     if importlib.util.find_spec("verifiers") is not None:
-        from .verifiers_episodes import verifiers_env
+        from .episodes import verifiers_env
 
         return verifiers_env(spec, environment, args, env_args)
     python = ensure_venv(Path(venv) if venv else envhub_home() / "venvs" / "verifiers-0.4.0")
     server = ServerProcess(spec, python=str(python))
     try:
-        return HTTPEnv(server.url, owner=server)
+        return RemoteEnv(server.url, owner=server)
     except BaseException:
         server.close()
         raise
@@ -101,7 +101,7 @@ def ensure_venv(folder: Path) -> Path:
         _run([sys.executable, "-m", "venv", "--clear", str(folder)], "create the venv")
         pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         _run([*pip, VERIFIERS, UV, *_envhub_requirement()], "install verifiers and envhub")
-        _run([str(python), "-m", "envhub.interop.verifiers_bridge"], "prepare the chat program")
+        _run([str(python), "-m", "envhub.interop.verifiers.bridge"], "prepare the chat program")
         ready.write_text(wanted)
     return python
 

@@ -1,6 +1,6 @@
 """The Docker runner's client without an engine: its rules on a container's death are plans.
 
-:class:`~envhub.server.docker.env.DockerEnv` changes :class:`HTTPEnv`'s calls only through
+:class:`~envhub.docker.env.DockerEnv` changes :class:`RemoteEnv`'s calls only through
 the plans that both forms drive (``reset`` and ``areset`` run one plan), and the replacement
 of a dead container, a blocking call, runs on the caller's thread under the sync form and in
 a worker thread under the async one. The container here is a stand-in that a test kills (the
@@ -17,12 +17,12 @@ import time
 import pytest
 from serving import serving_env
 
-from envhub.client.http_env import HTTPEnv
 from envhub.client.plan import Pause
 from envhub.client.pool import Pool
+from envhub.client.remote_env import RemoteEnv, Wires
 from envhub.client.transport import Session
-from envhub.server.docker.containers import Death
-from envhub.server.docker.env import DockerEnv
+from envhub.docker.containers import Death
+from envhub.docker.env import DockerEnv
 from envhub.types import Info, Score, Status, StepResult
 from envhub.wire import ResetResponse, Transient
 
@@ -36,19 +36,19 @@ PLANS = {
 
 def test_docker_env_changes_the_calls_only_through_the_plans_both_forms_drive():
     """No twin bodies: DockerEnv defines no public call and no async method; each method of
-    HTTPEnv it overrides is a plan that HTTPEnv's sync method and its async twin both run."""
+    RemoteEnv it overrides is a plan that RemoteEnv's sync method and its async twin both run."""
     own = {name: f for name, f in vars(DockerEnv).items() if inspect.isfunction(f)}
     assert [name for name, f in own.items() if inspect.iscoroutinefunction(f)] == []
-    assert {name for name in own if hasattr(HTTPEnv, name)} == {*PLANS, "__init__", "fork"}
+    assert {name for name in own if hasattr(RemoteEnv, name)} == {*PLANS, "__init__", "fork"}
     for plan, pair in PLANS.items():
         assert inspect.isgeneratorfunction(own[plan]), plan
         for public in pair:
-            assert getattr(DockerEnv, public) is getattr(HTTPEnv, public), public
-            assert f"self.{plan}(" in inspect.getsource(getattr(HTTPEnv, public)), public
+            assert getattr(DockerEnv, public) is getattr(RemoteEnv, public), public
+            assert f"self.{plan}(" in inspect.getsource(getattr(RemoteEnv, public)), public
 
 
 class Container:
-    """A stand-in for :class:`~envhub.server.docker.containers.DockerHandle`: a container a
+    """A stand-in for :class:`~envhub.docker.containers.DockerHandle`: a container a
     test kills; :meth:`revive` replaces it, noting the thread it ran on."""
 
     def __init__(self, url: str) -> None:
@@ -184,7 +184,7 @@ def test_a_death_is_decided_alike_sync_and_async_and_revived_off_the_loop(monkey
         for aio in (False, True):
             container = Container(url)
             monkeypatch.setattr(
-                Pool, "wire", lambda pool, limits, c=container: ContainerWire(c, pool)
+                Wires, "new", lambda wires, pool, limits, c=container: ContainerWire(c, pool)
             )
             runs[aio] = (*asyncio.run(_play(container, aio)), container)
     (sync, sync_caller, sync_box), (aio, loop, aio_box) = runs[False], runs[True]

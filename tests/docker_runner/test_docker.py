@@ -22,12 +22,12 @@ import pytest
 from children import SIGINT_IGNORED
 from repo_scripts import load_script
 
+from envhub.docker import containers as dk
+from envhub.docker import image as di
+from envhub.docker.cli import docker_app
+from envhub.docker.relay import Relay
 from envhub.errors import DependencyMissing, EnvhubError, TransportError
 from envhub.install import install_command
-from envhub.server.docker import containers as dk
-from envhub.server.docker import image as di
-from envhub.server.docker.cli import docker_app
-from envhub.server.docker.relay import Relay
 from envhub.spec import DockerSpec, EnvSpec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,9 +83,7 @@ def test_missing_sdk_names_the_extra(monkeypatch):
 
 
 def test_import_stays_light():
-    code = (
-        "import sys, envhub.server.docker; print('docker' in sys.modules, 'fastapi' in sys.modules)"
-    )
+    code = "import sys, envhub.docker; print('docker' in sys.modules, 'fastapi' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert out.stdout.split() == ["False", "False"], out.stderr
 
@@ -230,7 +228,7 @@ def _ours(client, **labels: str) -> list:
 
 @pytest.mark.docker
 def test_container_policy_many_episodes_and_removal(engine):
-    from envhub.client.http_env import HTTPEnv
+    from envhub.client.remote_env import RemoteEnv
 
     spec = _spec(memory_mb=512, pids_limit=128)
     handle = dk.start_container(spec)
@@ -244,7 +242,7 @@ def test_container_policy_many_episodes_and_removal(engine):
         assert list(attrs["NetworkSettings"]["Networks"]) == [dk.NETWORK]
         assert attrs["Config"]["User"] == "10001:10001"
         assert attrs["Config"]["Labels"][dk.LABEL_OWNER] == str(os.getpid())
-        env = HTTPEnv(handle.url)
+        env = RemoteEnv(handle.url)
         firsts = [env.reset(seed=s).messages[-1].content for s in range(6)]  # a warm container
         assert len(set(firsts)) > 1
         result = env.step("I do not know.")
@@ -334,7 +332,7 @@ def test_network_when_the_spec_asks_for_it(engine):
 
 def _child(body: str) -> subprocess.CompletedProcess:
     code = (
-        "import os, envhub.server.docker.containers as dk\nfrom envhub.registry.catalog import spec\n"
+        "import os, envhub.docker.containers as dk\nfrom envhub.registry.catalog import spec\n"
         + body
     )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -561,7 +559,7 @@ def _fenced(code: str) -> str:
 
 
 def _docker_env(spec: EnvSpec):
-    from envhub.server.docker.env import DockerEnv
+    from envhub.docker.env import DockerEnv
 
     return DockerEnv(dk.start_container(spec))
 
@@ -571,7 +569,7 @@ def test_a_fork_tree_past_the_memory_fails_alone_and_the_container_lives_on(engi
     """Issue 22.7: 40 children of 50 MB (2 GB) against a 1 GB container. The programs' own
     cgroup (delegated from the host) takes the OOM kill: the program scores 0 with its own
     status, the server lives on, and a correct program on the same handle scores 1."""
-    from envhub.server.docker import cgroup as dc
+    from envhub.docker import cgroup as dc
 
     if not dc.possible():
         pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
@@ -606,7 +604,7 @@ def test_a_program_holding_every_process_it_can_starves_no_other(engine):
     """A program forks all it may (children of 30 MB that stay) and waits; a correct program
     verified meanwhile in the same container still scores 1: each run gets at most half of
     the programs' delegated processes and memory (without that, it scored 0 here)."""
-    from envhub.server.docker import cgroup as dc
+    from envhub.docker import cgroup as dc
 
     if not dc.possible():
         pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")
@@ -650,7 +648,7 @@ def test_without_delegated_cgroups_the_oom_killer_takes_the_run_first(engine, mo
     OOM-killed. The run's processes ask the kernel to be killed first (oom_score_adj 1000);
     a program can undo that for itself and its children, not for the runner that judges it
     (pid 1 of the run: its death ends the run). The program scores 0, the container lives."""
-    from envhub.server.docker import cgroup as dc
+    from envhub.docker import cgroup as dc
 
     monkeypatch.setattr(dc, "possible", lambda: False)
     env = _docker_env(_spec("humaneval", memory_mb=300))
@@ -769,7 +767,7 @@ def test_docker_times_of_death():
 
 
 def test_delegated_cgroups_hold_root_owned_limits_and_go_with_their_owner():
-    from envhub.server.docker import cgroup as dc
+    from envhub.docker import cgroup as dc
 
     if not dc.possible():
         pytest.skip("no cgroups to delegate here (needs root, cgroup v1, a local engine)")

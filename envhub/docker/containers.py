@@ -5,17 +5,17 @@ Entry points (what the rest of envhub calls)::
     start_container(spec: EnvSpec, *, image: str | None = None, host: str = "127.0.0.1",
                     port: int = 0, timeout: float = 120.0) -> DockerHandle
         # a healthy container serving `spec`; handle.url (http://127.0.0.1:PORT) for
-        # envhub.client.http_env.HTTPEnv, handle.close() removes it (also at interpreter exit)
+        # envhub.client.remote_env.RemoteEnv, handle.close() removes it (also at interpreter exit)
     run_image(spec: EnvSpec, image: str, *, port: int = 8000, environment=None,
               host: str = "127.0.0.1", timeout: float = 120.0) -> DockerHandle
-        # another ecosystem's server image (an OpenEnv environment) under the same policy;
-        # the entry point ``envhub.containers: docker`` that envhub.interop starts it through
+        # another ecosystem's server image (an OpenEnv environment) under the same policy,
+        # for envhub.interop's OpenEnv entries with options.image
     serve_in_docker(name: str, host: str, port: int) -> None
         # `envhub serve NAME --docker`: runs in the foreground until Ctrl-C, then removes it
     build(base_image: str = DEFAULT_BASE_IMAGE, extras: list[str] | None = None) -> str
     clean(all_: bool = False) -> list[str]        # remove leftovers, found by label
     engine() -> docker.DockerClient               # raises DependencyMissing / DockerUnavailable
-    make_env(spec, url=None, **kwargs) -> DockerEnv  # the `docker` runner of envhub.make
+    # (envhub.docker.env: DockerEnv, and make_env, the `docker` runner of envhub.make)
 
 Container policy. Every container runs with an init process (``--init``), a read-only root file
 system with a tmpfs on ``/tmp``, the memory and process limits of ``spec.docker``, all
@@ -23,7 +23,7 @@ capabilities dropped and no new privileges, as the image's unprivileged user. Wi
 ``spec.docker.network`` it joins ``envhub-isolated``, an *internal* Docker network: no route to
 the internet or to other containers (it can still reach this host's bridge address). Docker does
 not publish ports of internal networks, so envhub relays a random ``127.0.0.1`` port to the
-container (:class:`~envhub.server.docker.relay.Relay`); with a network, Docker publishes the port on
+container (:class:`~envhub.docker.relay.Relay`); with a network, Docker publishes the port on
 ``127.0.0.1`` itself. Containers carry the labels ``envhub.managed=1``, ``envhub.env``,
 ``envhub.owner-pid`` (and the owner's start time): a later run removes those whose owner died,
 ``envhub docker clean`` removes them on demand. One warm container serves many episodes: the
@@ -649,8 +649,8 @@ def run_image(
 
     The container runs the image's command under the policy of envhub's own (module
     docstring: limits, network and labels from ``spec``, so the sweep removes it if this
-    process dies), its ``port`` reached on ``host`` only. Entry point ``envhub.containers:
-    docker``: how :mod:`envhub.interop` starts OpenEnv images without importing the server.
+    process dies), its ``port`` reached on ``host`` only. How :mod:`envhub.interop` starts
+    OpenEnv images.
 
     Raises:
         DependencyMissing, DockerUnavailable: no SDK or no engine.
@@ -726,21 +726,7 @@ def _follow_logs(handle: DockerHandle) -> None:
         )
 
 
-def make_env(spec: EnvSpec, url: str | None = None, **kwargs: Any) -> Any:
-    """The ``docker`` runner of ``envhub.make`` (entry point ``envhub.runners: docker``).
-
-    Starts the environment's server in a container and returns a
-    :class:`~envhub.server.docker.env.DockerEnv` that owns it (closing the env removes the
-    container) and replaces it when a program kills it.
-    """
-    from .env import DockerEnv
-
-    if url is not None:
-        raise EnvhubError("url= is only for runner='http'; the docker runner starts its own")
-    return DockerEnv(start_container(spec), **kwargs)
-
-
 __all__ = [
     "Death", "DockerHandle", "DockerUnavailable", "ImageMissing", "Service", "build", "clean",
-    "default_extras", "engine", "make_env", "run_image", "serve_in_docker", "start_container",
+    "default_extras", "engine", "run_image", "serve_in_docker", "start_container",
 ]  # fmt: skip

@@ -28,11 +28,10 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
+from envhub.server.app import _verify_items
+from envhub.server.errors import error_response
 from envhub.types import Status, Task
 from envhub.wire import VerifyItem
-
-from .app import _verify_items
-from .errors import error_response
 
 PATHS = frozenset({"/seed_session", "/verify"})
 """The paths this dialect answers; envhub's own ``/verify`` gives way."""

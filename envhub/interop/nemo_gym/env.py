@@ -26,7 +26,7 @@ from envhub.errors import ConfigError
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
-from .replies import finite_number, post_json
+from ..replies import finite_number, post_json
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
 """Responses input roles -> chat roles."""

@@ -3,7 +3,7 @@
 A taskset whose module exports a ``vf.Env`` subclass (as ``vf eval`` finds it) is a
 multi-turn environment: its ``run`` decides what the environment says between the model's
 turns (verifiers 0.4's ``env_response``) and when the episode ends. envhub plays it through the
-:class:`~envhub.interop.verifiers_bridge.Bridge`: ``reset`` starts the verifiers episode and
+:class:`~envhub.interop.verifiers.bridge.Bridge`: ``reset`` starts the verifiers episode and
 answers with the conversation of its first model request; each ``step`` answers the waiting
 request with the model's message and returns what the environment said next, or, when the
 episode has ended, the rewards verifiers gave its trace (each reward function a component,
@@ -40,8 +40,8 @@ from envhub.errors import (
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
-from .verifiers_bridge import Bridge, Play, Turn
-from .verifiers_tasks import VerifiersTaskEnv, load_taskset
+from .bridge import Bridge, Play, Turn
+from .tasks import VerifiersTaskEnv, load_taskset
 
 log = logging.getLogger(__name__)
 
