@@ -91,17 +91,7 @@ def collect_agents(
     run = _Run(pool, settings, calls)
     episodes = _new_episodes(seeds, settings, sample_seed)
     batch = RolloutBatch(episodes=episodes)
-    resets = run.env(batch, [lambda e=e: pool.reset(e.key, e.seed, e.task_id) for e in episodes])
-    tasks: dict[str, dict[str, Any]] = {}
-    for ep, res in zip(episodes, resets, strict=True):
-        if isinstance(res, Exception):
-            ep.fail(Status.INFRA_ERROR, f"reset failed: {type(res).__name__}: {res}")
-            continue
-        ep.task_id = res.info.task_id
-        ep.tools = bool(res.info.tools)
-        tasks[ep.key] = task_payload(
-            ep.env, ep.task_id or "", ep.seed, res.messages, res.info.tools
-        )
+    tasks = _reset_all(run, batch)
     live = [e for e in episodes if e.key in tasks]
     runs = _run_agents(generate, chat, settings, agent, live, tasks, batch, pool)
     scores, finish = [], []
@@ -121,6 +111,23 @@ def collect_agents(
         for ep, agent_run in zip(live, runs, strict=True):
             trace.write(_trace_line(ep, agent_run, step))
     return batch
+
+
+def _reset_all(run: _Run, batch: RolloutBatch) -> dict[str, dict[str, Any]]:
+    """Reset every episode of ``batch``; the agent's task of each one that started, by key."""
+    pool = run.pool
+    episodes = batch.episodes
+    resets = run.env(batch, [lambda e=e: pool.reset(e.key, e.seed, e.task_id) for e in episodes])
+    tasks: dict[str, dict[str, Any]] = {}
+    for ep, res in zip(episodes, resets, strict=True):
+        if isinstance(res, Exception):
+            ep.fail(Status.INFRA_ERROR, f"reset failed: {type(res).__name__}: {res}")
+            continue
+        ep.task_id = res.info.task_id
+        ep.tools = bool(res.info.tools)
+        info = res.info
+        tasks[ep.key] = task_payload(ep.env, ep.task_id or "", ep.seed, res.messages, info.tools)
+    return tasks
 
 
 def _trace_line(ep: TrainingEpisode, run: AgentRun, step: int) -> dict[str, Any]:
