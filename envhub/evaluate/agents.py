@@ -37,7 +37,9 @@ from .runner import (
     _describe,
     _failure_status,
     _finish,
+    new_record,
     record_step,
+    start_episode,
 )
 from .store import EpisodeRecord, EvalConfig, RunStore
 
@@ -102,21 +104,9 @@ class AgentEvaluation(Evaluation):
     async def episode(self, env: Env, job: EpisodeJob) -> EpisodeRecord:
         """Reset, run the agent, score its last reply by the status table, trace it."""
         t0 = time.perf_counter()
-        rec = EpisodeRecord(
-            env=job.env,
-            env_version=job.env_version,
-            split=job.split,
-            task_id=job.task_id,
-            sample=job.sample,
-            seed=job.seed,
-            model=self.model.name,
-        )
-        try:
-            reset = await env.areset(seed=job.seed, task_id=job.task_id)
-        except ENV_FAILURES as e:
-            rec.status, rec.error = _failure_status(e), f"reset: {_describe(e)}"
-            rec.truncated = True
-            rec.wall_s = time.perf_counter() - t0
+        rec = new_record(job, self.model.name)
+        reset = await start_episode(env, rec, job, t0)
+        if reset is None:
             return rec
         task = task_payload(job.env, job.task_id, job.seed, reset.messages, reset.info.tools)
         stepper = _stepper(env, rec, asyncio.get_running_loop())
