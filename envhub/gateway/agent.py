@@ -118,7 +118,7 @@ def agent_status(run: AgentRun) -> tuple[Status | None, str | None]:
     """
     ep = run.episode
     if ep.infra_error:
-        return Status.INFRA_ERROR, f"model backend: {ep.infra_error}"
+        return Status.INFRA_ERROR, f"the machinery failed a model call: {ep.infra_error}"
     if run.start_error:
         return Status.INFRA_ERROR, f"the agent did not start: {run.start_error}"
     if run.calls == 0:
@@ -131,7 +131,7 @@ def agent_status(run: AgentRun) -> tuple[Status | None, str | None]:
         return None, None
     if run.timed_out:
         return Status.TIMEOUT, f"the agent ran past its {run.extra.get('timeout_s')} s"
-    if run.crash or run.exit_code != 0 and run.exit_code is not None:
+    if run.crash or (run.exit_code is not None and run.exit_code != 0):
         return Status.INVALID_ACTION, f"the agent failed after the model spoke: {_ending(run)}"
     return None, None
 
