@@ -6,20 +6,20 @@ the ``openai`` SDK raises its own typed exceptions. A budget refusal carries
 ``x-should-retry: false``: the SDK would otherwise retry a 429 on its own.
 
 Streaming (``"stream": true``) sends the completion as server-sent events after the backend
-has produced it (engines sample whole turns): a role chunk, the content, each tool call, a
-final chunk with the finish reason, the usage when asked, then ``data: [DONE]``. A client
-that hangs up mid-stream changes nothing: the call was recorded before the first byte.
+has produced it (engines sample whole turns), in :mod:`envhub.chat_api`'s shape: one delta with
+the whole message (and its logprobs when asked), one with the finish reason, one with the
+usage, then ``data: [DONE]``. A client that hangs up mid-stream changes nothing: the call was
+recorded before the first byte.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Iterator
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, Response
+
+from envhub import chat_api
 
 from .backends import BackendError
 from .episodes import Budget, BudgetExhausted, GatewayEpisode
@@ -81,7 +81,7 @@ def make_app(gateway: Gateway) -> FastAPI:
             return _error(e)
 
     @app.post("/v1/chat/completions", response_model=None)
-    async def chat(request: Request) -> JSONResponse | StreamingResponse:
+    async def chat(request: Request) -> Response:
         try:
             ep = gateway.authorize(_key(request))
             try:
@@ -92,13 +92,10 @@ def make_app(gateway: Gateway) -> FastAPI:
             rec = await gateway.complete(ep, req)
         except tuple(_ERRORS) as e:
             return _error(e)
-        name = req.model or gateway.backend.name
-        if req.stream:
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(
-                _sse(rec, name, usage, req.logprobs), media_type="text/event-stream"
-            )
-        return JSONResponse(completion(rec, name, req.logprobs))
+        response = completion(rec, req.model or gateway.backend.name, req.logprobs)
+        if req.stream:  # sampled whole, sent as events (the usage chunk always comes)
+            return Response(chat_api.sse(response), media_type="text/event-stream")
+        return JSONResponse(response)
 
     return app
 
@@ -150,15 +147,6 @@ def episode_trace(ep: GatewayEpisode) -> dict[str, Any]:
     }
 
 
-def _usage(rec: CallRecord) -> dict[str, int]:
-    prompt = len(rec.prompt_ids)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": len(rec.sampled_ids),
-        "total_tokens": prompt + len(rec.sampled_ids),
-    }
-
-
 def _logprobs(rec: CallRecord) -> dict[str, Any]:
     """OpenAI's ``logprobs`` object; ``token`` is the sampled id (as text), no alternatives."""
     pairs = zip(rec.sampled_ids, rec.logprobs, strict=False)
@@ -170,43 +158,13 @@ def _logprobs(rec: CallRecord) -> dict[str, Any]:
 
 
 def completion(rec: CallRecord, model: str, logprobs: bool) -> dict[str, Any]:
-    """The ``chat.completion`` object of a recorded call."""
-    choice: dict[str, Any] = {
-        "index": 0,
-        "message": rec.reply,
-        "finish_reason": rec.finish_reason or "stop",
-        "logprobs": _logprobs(rec) if logprobs else None,
-    }
-    return {
-        "id": f"chatcmpl-{rec.segment}-{rec.call}-{int(rec.started * 1000)}",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [choice],
-        "usage": _usage(rec),
-    }
-
-
-def _sse(rec: CallRecord, model: str, usage: bool, logprobs: bool) -> Iterator[str]:
-    base = {
-        "id": f"chatcmpl-{rec.segment}-{rec.call}-{int(rec.started * 1000)}",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
-
-    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish, **extra}
-        return f"data: {json.dumps({**base, 'choices': [choice]})}\n\n"
-
-    yield chunk({"role": "assistant", "content": ""})
-    if rec.reply.get("content"):
-        yield chunk(
-            {"content": rec.reply["content"]}, logprobs=_logprobs(rec) if logprobs else None
-        )
-    for i, call in enumerate(rec.reply.get("tool_calls") or []):
-        yield chunk({"tool_calls": [{"index": i, **call}]})
-    yield chunk({}, rec.finish_reason or "stop")
-    if usage:
-        yield f"data: {json.dumps({**base, 'choices': [], 'usage': _usage(rec)})}\n\n"
-    yield "data: [DONE]\n\n"
+    """The ``chat.completion`` object of a recorded call (:mod:`envhub.chat_api`'s shape)."""
+    response = chat_api.completion(
+        rec.reply,
+        model=model,
+        usage=chat_api.token_usage(len(rec.prompt_ids), len(rec.sampled_ids)),
+        finish_reason=rec.finish_reason or "stop",
+        id=f"chatcmpl-{rec.segment}-{rec.call}-{int(rec.started * 1000)}",
+    )
+    response["choices"][0]["logprobs"] = _logprobs(rec) if logprobs else None
+    return response

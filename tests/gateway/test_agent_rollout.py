@@ -2,7 +2,7 @@
 exactly the ids the engine sampled, with the status table's outcomes."""
 
 import pytest
-from conftest import agent_cmd
+from gateway_support import agent_cmd
 
 import envhub
 from envhub.engines.chat import ChatFormatter

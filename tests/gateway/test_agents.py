@@ -10,7 +10,7 @@ import os
 import time
 
 import pytest
-from conftest import AGENTS, agent_cmd
+from gateway_support import AGENTS, agent_cmd
 
 from envhub.gateway.agent import AgentRunner, agent_status
 from envhub.gateway.config import AgentConfig

@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from conftest import AGENTS
+from gateway_support import AGENTS
 from typer.testing import CliRunner
 
 from envhub.cli import app

@@ -71,9 +71,15 @@ def test_streaming_sends_the_recorded_reply(served):
     gateway, server = served
     ep = gateway.open()
     stream = client(server, ep.key).chat.completions.create(
-        model="tiny", messages=MSGS, stream=True, stream_options={"include_usage": True}
+        model="tiny",
+        messages=MSGS,
+        stream=True,
+        stream_options={"include_usage": True},
+        logprobs=True,
     )
     chunks = list(stream)
+    first = chunks[0].choices[0]
+    assert [t.logprob for t in first.logprobs.content] == ep.recorder.calls[0].logprobs
     text = "".join(ch.choices[0].delta.content or "" for ch in chunks if ch.choices)
     assert text == ep.recorder.calls[0].reply["content"]
     assert chunks[-1].usage.completion_tokens == len(ep.recorder.calls[0].sampled_ids)
