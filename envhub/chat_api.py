@@ -3,8 +3,8 @@
 A completion (``object: chat.completion``) and the same completion as the server-sent events
 of ``stream: true`` (one delta with the whole message, one with the finish reason, one with
 the usage, then ``[DONE]``). Written once here for the scripted endpoint of ``envhub eval``
-(:mod:`envhub.evaluate.scripted`) and the model endpoint the verifiers bridge plays
-(:mod:`envhub.interop.verifiers.bridge`).
+(:mod:`envhub.evaluate.scripted`), the model endpoint the verifiers bridge plays
+(:mod:`envhub.interop.verifiers.bridge`) and the recording gateway (:mod:`envhub.gateway.app`).
 """
 
 from __future__ import annotations
@@ -62,8 +62,11 @@ def sse(response: dict[str, Any]) -> bytes:
     delta = {k: v for k, v in choice["message"].items() if v is not None}
     if delta.get("tool_calls"):
         delta["tool_calls"] = [{**c, "index": i} for i, c in enumerate(delta["tool_calls"])]
+    first: dict[str, Any] = {"index": 0, "delta": delta, "finish_reason": None}
+    if choice.get("logprobs"):  # the sampled tokens' logprobs travel with the content
+        first["logprobs"] = choice["logprobs"]
     chunks = [
-        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [first]},
         {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": choice["finish_reason"]}]},
         {**base, "choices": [], "usage": response["usage"]},
     ]

@@ -30,8 +30,9 @@ ALLOWED = {
     "interop": {"interop", "server", "docker", "registry", "client", "contract"},
     "server": {"server", "docker", "registry", "client", "contract"},
     "engines": {"engines", "contract"},
-    "evaluate": {"evaluate", "engines", "registry", "client", "contract", "front"},
-    "trainer": {"trainer", "evaluate", "engines", "registry", "contract", "front"},
+    "gateway": {"gateway", "engines", "sandbox", "contract"},
+    "evaluate": {"evaluate", "gateway", "engines", "registry", "client", "contract", "front"},
+    "trainer": {"trainer", "evaluate", "gateway", "engines", "registry", "contract", "front"},
 }
 CORE = {"contract", "client", "registry", "authoring", "front"}
 """The core's rooms: none imports a heavy stack."""

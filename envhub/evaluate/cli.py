@@ -23,7 +23,17 @@ from ..errors import EnvhubError
 from ..types import Status
 from .store import EvalConfig, RunStore
 
-_IDENTITY = ("model", "base_url", "envs", "split", "limit", "n", "temperature", "max_tokens")
+_IDENTITY = (
+    "model",
+    "base_url",
+    "envs",
+    "split",
+    "limit",
+    "n",
+    "temperature",
+    "max_tokens",
+    "agent",
+)
 """Settings that define which episodes a run holds: --resume refuses to change them."""
 
 
@@ -147,6 +157,21 @@ _Progress = Annotated[
     bool, typer.Option(help="Progress bars (--no-progress: none, the model loader's too).")
 ]
 _AsJson = Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")]
+_Agent = Annotated[
+    str | None,
+    typer.Option(
+        help="An agent program run once per episode, the model behind envhub's gateway "
+        "(split as a shell would: --agent 'python my_agent.py')."
+    ),
+]
+_AgentCallable = Annotated[
+    str | None, typer.Option(help="An async agent function 'module:function' (fn(client, task)).")
+]
+_AgentTimeout = Annotated[float | None, typer.Option(min=0.001, help="Seconds per agent run.")]
+_AgentCalls = Annotated[int | None, typer.Option(min=1, help="Model calls per agent episode.")]
+_AgentTokens = Annotated[
+    int | None, typer.Option(min=1, help="Sampled tokens per agent episode, all calls together.")
+]
 
 
 def eval_command(
@@ -170,8 +195,17 @@ def eval_command(
     rescore: _Rescore = None,
     progress: _Progress = True,
     as_json: _AsJson = False,
+    agent: _Agent = None,
+    agent_callable: _AgentCallable = None,
+    agent_timeout: _AgentTimeout = None,
+    agent_max_calls: _AgentCalls = None,
+    agent_max_tokens: _AgentTokens = None,
 ) -> None:
-    """Evaluate a model or an endpoint on environments: rewards, pass@k, statuses, tokens."""
+    """Evaluate a model or an endpoint on environments: rewards, pass@k, statuses, tokens.
+
+    With ``--agent CMD`` (or ``--agent-callable``) an agent program plays each episode and
+    the model answers it through envhub's recording gateway (traces in ``OUT/traces``).
+    """
     if rescore is not None:
         if resume is not None or model or base_url or env:
             _fail("--rescore re-verifies recorded outputs: give it alone (and --out)", 2)
@@ -190,9 +224,44 @@ def eval_command(
         env_url=env_url,
         seed=seed,
         pass_threshold=pass_threshold,
+        agent=_agent_config(
+            agent, agent_callable, agent_timeout, agent_max_calls, agent_max_tokens, concurrency
+        ),
     )
     config = _pinned(_with_envs(_resolve_config(given, resume)), resume)
     _evaluate(config, _open_store(resume, out), api_key, engine, progress, as_json)
+
+
+def _agent_config(
+    command: str | None,
+    fn: str | None,
+    timeout_s: float | None,
+    max_calls: int | None,
+    max_tokens: int | None,
+    concurrency: int | None,
+) -> Any:
+    """The ``agent`` of the run from the ``--agent*`` options, or None without an agent."""
+    rest = (timeout_s, max_calls, max_tokens)
+    if command is None and fn is None:
+        if any(v is not None for v in rest):
+            _fail("--agent-timeout/--agent-max-calls/--agent-max-tokens need --agent CMD", 2)
+        return None
+    from pydantic import ValidationError
+
+    from ..gateway.config import AgentConfig
+
+    given = dict(
+        command=command,
+        callable=fn,
+        timeout_s=timeout_s,
+        max_calls=max_calls,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+    )
+    try:
+        return AgentConfig(**{k: v for k, v in given.items() if v is not None})
+    except ValidationError as e:
+        _fail(f"--agent: {e.errors()[0]['msg']}", 2)
 
 
 def _with_envs(config: EvalConfig) -> EvalConfig:
@@ -248,12 +317,21 @@ def _evaluate(
 
     if not show_progress:  # before the model loader draws its own bars
         silence_progress_bars()
+    bars = BarProgress(enabled=show_progress)
     try:
-        backend = build_model(config, api_key, engine)
+        if config.agent is not None:
+            from ..gateway.agent import load_callable
+            from .agents import AgentEvaluation, build_gateway_model
+
+            if config.agent.callable:  # before a model is loaded and a port bound
+                load_callable(config.agent.callable)
+            backend = build_gateway_model(config, api_key, engine)
+            evaluation = AgentEvaluation(config, backend, store, env_factory(config), bars)
+        else:
+            backend = build_model(config, api_key, engine)
+            evaluation = Evaluation(config, backend, store, env_factory(config), progress=bars)
     except (EnvhubError, FileNotFoundError, ValueError) as e:
         _fail(str(e))
-    bars = BarProgress(enabled=show_progress)
-    evaluation = Evaluation(config, backend, store, env_factory(config), progress=bars)
 
     async def main() -> dict[str, Any]:
         try:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from ..core import Env
 from ..engines.types import Generation, SamplingParams
 from ..errors import EnvhubError, EpisodeError, NotSupported, TransportError, status_for
-from ..types import Message, Status, StepResult
+from ..types import Message, ResetResult, Status, StepResult
 from .backends import ContextExhausted, ModelBackend, ModelError
 from .metrics import is_passed, summarize
 from .store import EpisodeRecord, EvalConfig, RunStore
@@ -188,6 +188,32 @@ async def _generate(
     return None
 
 
+def new_record(job: EpisodeJob, model: str) -> EpisodeRecord:
+    """The record of ``job``'s episode, before it starts."""
+    return EpisodeRecord(
+        env=job.env,
+        env_version=job.env_version,
+        split=job.split,
+        task_id=job.task_id,
+        sample=job.sample,
+        seed=job.seed,
+        model=model,
+    )
+
+
+async def start_episode(
+    env: Env, rec: EpisodeRecord, job: EpisodeJob, t0: float
+) -> ResetResult | None:
+    """Reset ``env`` for ``job``; None (the failure recorded in ``rec``) if it failed."""
+    try:
+        return await env.areset(seed=job.seed, task_id=job.task_id)
+    except ENV_FAILURES as e:
+        rec.status, rec.error = _failure_status(e), f"reset: {_describe(e)}"
+        rec.truncated = True
+        rec.wall_s = time.perf_counter() - t0
+        return None
+
+
 async def run_episode(
     env: Env,
     model: ModelBackend,
@@ -198,21 +224,9 @@ async def run_episode(
 ) -> EpisodeRecord:
     """Play one episode to its end and return its record; failures become its status."""
     t0 = time.perf_counter()
-    rec = EpisodeRecord(
-        env=job.env,
-        env_version=job.env_version,
-        split=job.split,
-        task_id=job.task_id,
-        sample=job.sample,
-        seed=job.seed,
-        model=model.name,
-    )
-    try:
-        reset = await env.areset(seed=job.seed, task_id=job.task_id)
-    except ENV_FAILURES as e:
-        rec.status, rec.error = _failure_status(e), f"reset: {_describe(e)}"
-        rec.truncated = True
-        rec.wall_s = time.perf_counter() - t0
+    rec = new_record(job, model.name)
+    reset = await start_episode(env, rec, job, t0)
+    if reset is None:
         return rec
     messages: list[Message] = list(reset.messages)
     tools = reset.info.tools
@@ -378,11 +392,6 @@ class Evaluation:
             self.progress.start(name, len(all_jobs), len(all_jobs) - len(jobs))
             self._started[name] = time.perf_counter()
 
-            async def work(env: Env, job: EpisodeJob) -> EpisodeRecord:
-                return await run_episode(
-                    env, self.model, job, self.params, pass_threshold=self.config.pass_threshold
-                )
-
             def on_done(rec: EpisodeRecord) -> None:
                 self.store.append(rec)
                 self.progress.advance(name, rec)
@@ -390,7 +399,7 @@ class Evaluation:
             await run_jobs(
                 jobs,
                 lambda: sibling(probe, self.make_env, name),
-                work,
+                self.episode,
                 on_done,
                 concurrency=self.config.concurrency,
                 first_env=probe,
@@ -398,6 +407,12 @@ class Evaluation:
             self.wall[name] = time.perf_counter() - self._started[name]
         finally:
             await asyncio.to_thread(probe.close)
+
+    async def episode(self, env: Env, job: EpisodeJob) -> EpisodeRecord:
+        """Play one episode of the run (the model's turns against ``env``)."""
+        return await run_episode(
+            env, self.model, job, self.params, pass_threshold=self.config.pass_threshold
+        )
 
     def finish(self, *, interrupted: bool) -> dict[str, Any]:
         """Summarise what is recorded, write ``summary.json`` and return it."""

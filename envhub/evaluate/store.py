@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..gateway.config import AgentConfig
 from ..registry.pins import EnvPin
 from ..types import EpisodeResult
 
@@ -60,6 +61,9 @@ class EvalConfig(BaseModel):
     """Reward that counts as solved when an episode lacks the primary component."""
     pins: list[EnvPin] = Field(default_factory=list)
     """Name, version and digest of each environment, as resolved when the run began."""
+    agent: AgentConfig | None = None
+    """An agent program that plays each episode through the gateway (``--agent``); ``None``:
+    envhub's own episode loop."""
 
 
 class EpisodeRecord(EpisodeResult):

@@ -27,6 +27,7 @@ from pydantic import (
 from envhub import errors
 from envhub.deadline import ADMISSION_WAIT_S
 from envhub.engines.types import SamplingParams
+from envhub.gateway.config import AgentConfig
 from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.algo.overlong import OverlongConfig
 from envhub.trainer.episodes.curriculum import CurriculumConfig
@@ -416,6 +417,9 @@ class Config(_Section):
     watchdog: WatchdogConfig = Field(default_factory=WatchdogConfig)
     """Deadlines of every wait on a worker, and when a failing run stops
     (``envhub.trainer.watchdog``)."""
+    agent: AgentConfig | None = None
+    """An agent program that plays every training episode through the recording gateway
+    (``envhub.trainer.episodes.agents``); ``None``: envhub's own episode loop."""
 
     @model_validator(mode="after")
     def _check_combinations(self) -> Config:
@@ -500,6 +504,10 @@ class Config(_Section):
     def separate_engines(self) -> bool:
         """True when generation engines are their own actors (vLLM, or split placement)."""
         return self.cluster.engine == "vllm" or self.cluster.placement == "split"
+
+    def agent_of(self) -> dict[str, AgentConfig | None]:
+        """Each source's agent: its own ``agent``, else the top-level one, else None."""
+        return {src.name: src.agent or self.agent for src in self.sources()}
 
     def sources(self) -> list[MixSource]:
         """The mix's sources; the single-environment form as a mix of one."""

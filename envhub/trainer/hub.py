@@ -38,9 +38,13 @@ if TYPE_CHECKING:
 class ClusterEngine:
     """The run's generation engines as the engine ``envhub eval``'s local backend expects."""
 
-    def __init__(self, cluster: Cluster, max_model_len: int):
-        """``max_model_len``: the longest conversation the run allows (``rollout.max_seq_len``)."""
-        self.cluster, self.max_model_len = cluster, max_model_len
+    def __init__(self, cluster: Cluster, max_model_len: int, tokenizer: Any = None):
+        """Wrap ``cluster``'s engines.
+
+        ``max_model_len``: the longest conversation the run allows (``rollout.max_seq_len``);
+        ``tokenizer``: the policy's (what the agents' gateway renders chats with).
+        """
+        self.cluster, self.max_model_len, self.tokenizer = cluster, max_model_len, tokenizer
 
     def generate(
         self, prompts: list[list[int]], params: Any, seeds: list[int] | None = None
@@ -80,6 +84,8 @@ class MixRun:
                 self._backend,
                 seed=config.seed,
                 max_tokens=config.rollout.sampling.max_tokens,
+                agents=config.agent_of(),
+                engine_factory=self._engine,
             )
             self.validator.check()  # an overlapping split is refused before workers start
 
@@ -186,12 +192,15 @@ class MixRun:
 
     # ------------------------------------------------------------------ validation
 
+    def _engine(self) -> Any:
+        assert self.cluster is not None, "validation runs once the cluster is attached"
+        return ClusterEngine(self.cluster, self.config.rollout.max_seq_len, self.chat.tokenizer)
+
     def _backend(self) -> Any:
         from envhub.evaluate.backends import BatchingBackend
         from envhub.evaluate.local import engine_batch_fn
 
-        assert self.cluster is not None, "validation runs once the cluster is attached"
-        engine = ClusterEngine(self.cluster, self.config.rollout.max_seq_len)
+        engine = self._engine()
         batch = engine_batch_fn(engine, self.chat)
         return BatchingBackend("policy", batch, max_batch=self.config.validation.concurrency)
 

@@ -74,6 +74,9 @@ def rollout_metrics(batch: RolloutBatch, min_share: float = 0.9) -> dict[str, An
         out[f"dropped/{status}"] = float(count)
         out["dropped"] += count
     out["infra_error_share"] = out.get("dropped/infra_error", 0.0) / n if n else 0.0
+    for counts in (e.gateway for e in batch.episodes if e.gateway):  # agent episodes only
+        for name, value in counts.items():
+            out[f"gateway/{name}"] = out.get(f"gateway/{name}", 0.0) + value
     if not kept:
         return out
     rewards = [e.reward for e in kept]

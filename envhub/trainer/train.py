@@ -107,6 +107,8 @@ def to_samples(
             notes[e.key] = EpisodeNotes(None if masked else float(a), overlong_penalty=p)
         if e.response_tokens > 0 and not masked:
             samples.append(Sample(e.tokens, e.loss_mask, e.engine_logprobs, float(a)))
+        for tokens, mask, logprobs in [] if masked else e.extra_sequences:  # agent runs only
+            samples.append(Sample(tokens, mask, logprobs, float(a)))
     return samples
 
 
@@ -246,14 +248,35 @@ class _Rollouts:
         return filtered, t1 - t0
 
     def _round(self, step: int, round_: int, n: int, snapshot: Any) -> RolloutBatch:
-        """One rollout round of ``n`` groups drawn from the mix."""
+        """One rollout round of ``n`` groups drawn from the mix (an agent's, with ``agent:``)."""
+        seeds = self.mix.sampler.draw(step, n, round_, snapshot)
+        sample_seed = (self.config.seed * 1_000_003 + step) * 1000 + 50 * round_
+        agents = self.config.agent_of()
+        if any(agents.values()):
+            from envhub.gateway.trace import TraceWriter
+            from envhub.trainer.episodes.agents import collect_mixed
+
+            every = self.config.logging.rollouts_every  # traces at the rollout logs' cadence
+            trace = TraceWriter(self.mix.out) if every and step % every == 0 else None
+            return collect_mixed(
+                self.cluster.generate,
+                self.cluster.env_pool,
+                self.chat,
+                seeds,
+                self.settings,
+                agents,
+                sample_seed=sample_seed,
+                calls=self._env_calls,
+                trace=trace,
+                step=step,
+            )
         return collect(
             self.cluster.generate,
             self.cluster.env_pool,
             self.chat,
-            self.mix.sampler.draw(step, n, round_, snapshot),
+            seeds,
             self.settings,
-            sample_seed=(self.config.seed * 1_000_003 + step) * 1000 + 50 * round_,
+            sample_seed=sample_seed,
             calls=self._env_calls,
         )
 

@@ -23,6 +23,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from envhub.gateway.config import AgentConfig
+
 
 class MixSource(BaseModel):
     """One environment of ``env.mix``."""
@@ -44,6 +46,9 @@ class MixSource(BaseModel):
     """Model turns per episode; ``rollout.max_turns``, then the environment's own, when unset."""
     workers: int = Field(default=1, ge=1)
     """Environment worker actors of this source."""
+    agent: AgentConfig | None = None
+    """An agent program that plays this source's episodes through the recording gateway
+    (the config's top-level ``agent`` when unset; ``envhub.trainer.episodes.agents``)."""
 
 
 @dataclass(frozen=True)

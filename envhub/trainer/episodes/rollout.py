@@ -258,6 +258,12 @@ class TrainingEpisode(EpisodeResult):
     """The source's turn budget."""
     capped: bool = False
     """The last model turn stopped at ``max_tokens`` (no EOS): a truncated sample."""
+    gateway: dict[str, int] = Field(default_factory=dict)
+    """An agent episode's counts at the gateway (``segments``, ``retokenized``;
+    :mod:`~envhub.trainer.episodes.agents`); empty otherwise."""
+    extra_sequences: list[tuple[list[int], list[int], list[float]]] = Field(default_factory=list)
+    """An agent run's earlier segments (it edited its history): ``(tokens, loss_mask,
+    engine_logprobs)`` each, trained with the episode's advantage; empty otherwise."""
 
     @property
     def truncated_sample(self) -> bool:

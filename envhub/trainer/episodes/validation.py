@@ -262,12 +262,20 @@ class Validator:
         *,
         seed: int,
         max_tokens: int,
+        agents: dict[str, Any] | None = None,
+        engine_factory: Callable[[], Any] | None = None,
     ):
         """Validate ``sources`` (the mix's :class:`~envhub.trainer.episodes.mix.MixSource` list).
 
         ``backend_factory()`` gives a :class:`envhub.evaluate.backends.ModelBackend` over the
-        run's engines (their current weights).
+        run's engines (their current weights). ``agents``: each source's agent (sources with
+        one are validated as ``envhub eval --agent`` would, the agent behind a gateway over
+        ``engine_factory()``, a generation engine over the run's engines).
         """
+        self.agents = {k: v for k, v in (agents or {}).items() if v is not None}
+        self.engine_factory = engine_factory
+        if self.agents and engine_factory is None:
+            raise ConfigError("validating agent sources needs the run's engine (engine_factory)")
         self.cfg, self.out, self.seed = cfg, out, seed
         wanted = cfg.sources or [s.name for s in sources]
         unknown = sorted(set(wanted) - {s.name for s in sources})
@@ -357,8 +365,20 @@ class Validator:
             seed=self.seed,
         )
         store = RunStore(self.out / "validation" / f"step_{step:05d}" / source.name)
-        backend = self.backend_factory()
-        evaluation = Evaluation(cfg, backend, store, lambda _name: self._env(source))
+        make_env = lambda _name: self._env(source)  # noqa: E731
+        agent = self.agents.get(source.name)
+        if agent is not None:  # the agent program plays the held-out tasks through a gateway
+            from envhub.evaluate.agents import AgentEvaluation, GatewayModel
+            from envhub.gateway.backends import EngineBackend
+
+            assert self.engine_factory is not None
+            engine = EngineBackend(self.engine_factory(), "policy", weights_version=None)
+            backend = GatewayModel(engine, self.max_tokens)
+            cfg = cfg.model_copy(update={"agent": agent})
+            evaluation = AgentEvaluation(cfg, backend, store, make_env)
+        else:
+            backend = self.backend_factory()
+            evaluation = Evaluation(cfg, backend, store, make_env)
         summary = asyncio.run(_run_then_close(evaluation, backend))
         env_summary = summary["environments"].get(source.name, {})
         expected = (env_summary.get("tasks") or self.cfg.tasks or 0) * self.cfg.k

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from envhub.errors import ConfigError
+from envhub.gateway.trace import TRACE_FILE, rollout_records
 from envhub.trainer.episodes.rollout_log import read_step, step_files
 
 
@@ -32,15 +33,20 @@ def select(
         ConfigError: the run has no rollout logs, or none for that step.
     """
     files = dict(step_files(run_dir))
-    if not files:
+    if not files and (run_dir / TRACE_FILE).exists():  # an agent run's gateway trace
+        if step not in (None, 0):
+            raise ConfigError(f"{run_dir} holds a gateway trace (step 0 only), not step {step}")
+        step, records = 0, rollout_records(run_dir)
+    elif not files:
         raise ConfigError(
-            f"{run_dir} has no rollout logs (rollouts/step_NNNNN.jsonl.gz); train with "
-            "logging.rollouts_every >= 1"
+            f"{run_dir} has no rollout logs (rollouts/step_NNNNN.jsonl.gz) and no gateway trace "
+            f"({TRACE_FILE}); train with logging.rollouts_every >= 1, or eval with --agent"
         )
-    step = max(files) if step is None else step
-    if step not in files:
-        raise ConfigError(f"no rollout log for step {step}; logged steps: {sorted(files)}")
-    records = read_step(files[step])
+    else:
+        step = max(files) if step is None else step
+        if step not in files:
+            raise ConfigError(f"no rollout log for step {step}; logged steps: {sorted(files)}")
+        records = read_step(files[step])
     if env is not None:
         records = [r for r in records if r["env"] == env]
     if order in ("worst", "best"):
@@ -119,8 +125,10 @@ def render_html(run_dir: Path, out: Path) -> int:
     """Write every logged step of ``run_dir`` as one static page; returns the episode count."""
     parts = [f"<h1>rollouts of {_h(run_dir)}</h1>"]
     total = 0
-    for step, path in step_files(run_dir):
-        records = read_step(path)
+    steps = [(step, read_step(path)) for step, path in step_files(run_dir)]
+    if not steps and (run_dir / TRACE_FILE).exists():
+        steps = [(0, rollout_records(run_dir))]
+    for step, records in steps:
         total += len(records)
         by_env: dict[str, list[float]] = {}
         for r in records:
