@@ -473,9 +473,14 @@ class RayEnvPool:
 class Cluster:
     """Starts Ray (if needed) and the worker groups; the driver's handle on them."""
 
-    def __init__(self, config: Config, model_dir: str):
-        """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started."""
+    def __init__(self, config: Config, model_dir: str, *, env_workers: bool = True):
+        """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started.
+
+        ``env_workers=False`` (``envhub sft``: validation makes its own environments) starts
+        no environment worker.
+        """
         self._empty(config)
+        self._with_env_workers = env_workers
         self._start_ray()
         try:
             self._start_workers(model_dir)
@@ -519,7 +524,7 @@ class Cluster:
         actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker, **placed)(
             PolicyWorker
         )
-        data = config.model_dump(mode="json")
+        data = config.worker_dump()
         self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
         startup = config.watchdog.startup_s
         addr, port = self._get(self.policy[0].address.remote(), "policy worker start", startup)
@@ -547,7 +552,8 @@ class Cluster:
             # (with LoRA the reference is the policy's base model: no second copy)
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
-        self._start_env_workers()
+        if self._with_env_workers:
+            self._start_env_workers()
 
     def _start_env_workers(self) -> None:
         """``workers`` environment actors per mix source, behind one routed pool."""
