@@ -529,8 +529,9 @@ class Config(_Section):
         }
 
     def worker_dump(self) -> dict[str, Any]:
-        """The config as the workers re-validate it: :class:`Config`'s sections alone (a
-        subclass's own sections, e.g. ``envhub sft``'s ``sft``, stay with the driver).
+        """The config as the workers re-validate it: :class:`Config`'s sections alone.
+
+        A subclass's own sections (``envhub sft``'s ``sft``) stay with the driver.
         """
         return self.model_dump(mode="json", include=set(Config.model_fields))
 

@@ -149,7 +149,11 @@ def check_no_overlap(validator: Validator, convs: list[Conversation]) -> None:
         (env or "", SimpleNamespace(task_id=None, prompt=text))
         for env, text in iter_user_texts(convs)
     ]
-    train += [(c.env or "", SimpleNamespace(task_id=c.task_id, prompt="")) for c in convs]
+    train += [
+        (c.env or "", SimpleNamespace(task_id=c.task_id, prompt=f"\0{c.task_id}"))
+        for c in convs
+        if c.task_id
+    ]
     for source in validator.sources:
         env = validator._env(source)
         try:
