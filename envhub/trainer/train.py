@@ -13,7 +13,9 @@ One step (Shao et al. 2024, "DeepSeekMath", Algorithm 1, with the changes listed
 3. **Logprobs**: reference-policy logprobs for the KL term (when ``kl_beta > 0``); the
    pre-update policy's logprobs only when the batch is cut into several minibatches.
 4. **Train**: the clipped surrogate (+ k3 KL) on FSDP2 ranks, micro-batched, one optimizer
-   step per minibatch, gradient clipping.
+   step per minibatch, gradient clipping. With ``loss.distill`` a teacher scores the
+   samples first and each policy token's advantage gains its reverse-KL term
+   (``envhub.trainer.teacher``); unset, nothing of it runs.
 5. **Refit**: the new weights into the generation engines.
 
 Deviations from the paper, on purpose:
@@ -67,6 +69,7 @@ from envhub.trainer.episodes.rollout_log import EpisodeNotes
 from envhub.trainer.episodes.staleness import filter_by_age
 from envhub.trainer.hub import MixRun
 from envhub.trainer.metrics import MetricsLogger, rollout_metrics, train_metrics
+from envhub.trainer.teacher import Teacher
 from envhub.trainer.watchdog import FailedSteps
 from envhub.trainer.workers.lora import check_rank
 
@@ -106,7 +109,16 @@ def to_samples(
         if notes is not None:
             notes[e.key] = EpisodeNotes(None if masked else float(a), overlong_penalty=p)
         if e.response_tokens > 0 and not masked:
-            samples.append(Sample(e.tokens, e.loss_mask, e.engine_logprobs, float(a)))
+            samples.append(
+                Sample(
+                    e.tokens,
+                    e.loss_mask,
+                    e.engine_logprobs,
+                    float(a),
+                    source=e.env,
+                    task_id=e.task_id,
+                )
+            )
     return samples
 
 
@@ -327,6 +339,7 @@ def _loop(
     """The steps, from ``state.step + 1`` to ``train.steps``."""
     mix = rollouts.mix
     guard = FailedSteps(config.watchdog)
+    teacher = _teacher(config, rollouts)
     while state.step < config.train.steps:
         step = state.step + 1
         t_step = time.perf_counter()
@@ -349,6 +362,8 @@ def _loop(
 
         # 3-4. logprobs (reference, pre-update policy) and the update
         if samples:
+            if teacher is not None:  # 3a. on-policy distillation: the teacher's logprobs
+                metrics |= teacher.apply(cluster, samples)
             metrics |= _update(cluster, config, samples, pad_id, settings, times)
         times["time/rollout_log"] = mix.log_rollouts(step, filtered, notes, cluster.weights_version)
 
@@ -373,6 +388,15 @@ def _loop(
                 "validation: no improvement in %d rounds; stopping", config.validation.patience
             )
             break
+    if teacher is not None:
+        teacher.close()
+
+
+def _teacher(config: Config, rollouts: _Rollouts) -> Teacher | None:
+    """``loss.distill``'s teacher, or None (then the step is GRPO's alone)."""
+    if config.loss.distill is None:
+        return None
+    return Teacher(config.loss.distill, rollouts.chat, config.sources())
 
 
 def _account(
@@ -391,7 +415,7 @@ def _account(
     """
     failures = cluster.take_failures() + _dropped_failure(filtered.generated)
     logger.log(step, metrics | {"failures": float(len(failures))})
-    trained = any(s.advantage != 0 for s in samples)
+    trained = any(s.advantage != 0 or s.token_advantages_targets for s in samples)
     guard.record(step, failures, trained, _why_empty(filtered, samples))
 
 

@@ -504,6 +504,8 @@ class Cluster:
         self.policy: list[Any] = []
         self.env_workers: list[Any] = []
         self.reference: Any = None
+        self.teacher: Any = None
+        """``loss.distill`` with a model-path teacher: its worker (never refit)."""
         self.engines: list[Any] = []
         self.weights_version = 0
         """Refits so far: engines hold this version after each (checked before sampling)."""
@@ -552,8 +554,21 @@ class Cluster:
             # (with LoRA the reference is the policy's base model: no second copy)
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
+        self._start_teacher(data)
         if self._with_env_workers:
             self._start_env_workers()
+
+    def _start_teacher(self, data: dict[str, Any]) -> None:
+        """``loss.distill.teacher`` (a model path): a frozen worker on its own placement."""
+        d = self.cfg.loss.distill
+        if d is None or d.is_self:
+            return
+        from envhub.engines.weights import resolve_model
+
+        teacher = ray.remote(num_cpus=d.cpus, num_gpus=d.gpus, **options(d.resources))(
+            ReferenceWorker
+        )
+        self.teacher = teacher.remote(str(resolve_model(d.teacher)), data)
 
     def _start_env_workers(self) -> None:
         """``workers`` environment actors per mix source, behind one routed pool."""
@@ -627,6 +642,8 @@ class Cluster:
         groups = {"policy": self.policy, "generation": self.engines, "env": self.env_workers}
         if self.reference is not None:
             groups["reference"] = [self.reference]
+        if self.teacher is not None:
+            groups["teacher"] = [self.teacher]
         rows = describe(groups)
         actors = [a for group in groups.values() for a in group]
         for actor, row in zip(actors, rows, strict=True):
@@ -857,6 +874,23 @@ class Cluster:
         ref = self.reference.logprobs.remote(samples)
         return self._policy_get([ref], "reference logprobs", self._forward_deadline([samples]))[0]
 
+    def teacher_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """The distillation teacher's target-aligned logprobs (``loss.distill.teacher``)."""
+        if self.teacher is None:
+            raise RuntimeError("no teacher worker: loss.distill.teacher is unset or 'self'")
+        ref = self.teacher.logprobs.remote(samples)
+        return self._policy_get([ref], "teacher logprobs", self._forward_deadline([samples]))[0]
+
+    def sharded_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """The current policy's logprobs of ``samples``, scored in shards over the ranks."""
+        from envhub.trainer.algo.batch import shard
+
+        shards = shard(samples, len(self.policy), pad_id=0)  # padding samples score nothing
+        found = {}
+        for part, lps in zip(shards, self.policy_logprobs(shards), strict=True):
+            found.update({id(s): lp for s, lp in zip(part, lps, strict=True)})
+        return [found[id(s)] for s in samples]
+
     def _base_model_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """LoRA's reference: each policy rank scores a shard with its adapter disabled."""
         from envhub.trainer.algo.batch import shard
@@ -927,7 +961,7 @@ class Cluster:
             close()
         close_engines(self.engines)
         stop_actors(self.env_workers, "shutdown")
-        for a in [*self.policy, *([self.reference] if self.reference else [])]:
+        for a in [*self.policy, *(w for w in (self.reference, self.teacher) if w is not None)]:
             ray.kill(a)
         if self._own_ray:
             ray.shutdown()

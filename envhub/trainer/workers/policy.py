@@ -328,10 +328,13 @@ class Policy:
         is_w, corr = importance_weights(
             old, cut("engine_logprobs"), mask, self.loss_cfg.rollout_correction, self.off_policy_cap
         )
+        adv = mb["advantages"].to(self.device)
+        if "token_advantages" in mb:  # on-policy distillation's per-token term
+            adv = adv[:, None] + cut("token_advantages")
         terms = policy_loss(
             logp,
             old,
-            mb["advantages"].to(self.device),
+            adv,
             mask,
             cut("weights"),
             self.loss_cfg,
