@@ -3,6 +3,7 @@ through the GRPO loss, the GRPO path unchanged without it, and a student that co
 what its teacher always answers."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -152,3 +153,33 @@ def test_a_student_distilled_from_a_teacher_that_always_answers_x_comes_to_answe
     p = _next_token_probs(student, prompt)
     assert int(p.argmax()) == x, (float(p[x]), float(p[y]))
     assert kls[-1] < kls[0]
+
+
+@pytest.mark.slow  # two `envhub train` runs through Ray (1-2 min each here)
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["loss.distill.teacher=tiny"],  # a model path: its own frozen worker
+        ["loss.distill.teacher=self", "loss.distill.standalone=true"],  # privileged prompt
+    ],
+    ids=["model-path", "self-standalone"],
+)
+def test_envhub_train_with_a_teacher(tmp_path, overrides):
+    from train_support import envhub_train
+
+    rows = envhub_train(
+        Path(__file__).resolve().parents[2] / "examples" / "tiny.yaml",
+        tmp_path / "run",
+        "train.steps=2",
+        "loss.kl_beta=0",
+        "checkpoint.every=0",
+        "cluster.policy_workers=1",
+        *overrides,
+    )
+    assert [r["step"] for r in rows] == [1, 2]
+    for r in rows:
+        assert r["distill/kl"] == pytest.approx(r["distill/gsm8k/kl"])
+        assert math.isfinite(r["distill/kl"]) and r["time/teacher"] > 0
+    if "loss.distill.teacher=tiny" in overrides:
+        # the teacher is the student's starting weights: step 1's reverse KL is ~0
+        assert abs(rows[0]["distill/kl"]) < 1e-3
