@@ -228,6 +228,12 @@ class _Rollouts:
         self._refit_waiting = threading.Event()
         self._busy: list[tuple[float, float]] = []
         self.generated_groups = 0
+        self.teacher = (
+            None
+            if config.loss.distill is None
+            else Teacher(config.loss.distill, chat, config.sources())
+        )
+        """``loss.distill``'s teacher (None: the step is GRPO's alone)."""
 
     @property
     def background(self) -> bool:
@@ -320,10 +326,15 @@ class _Rollouts:
         return n
 
     def close(self) -> None:
-        """Stop the background thread (pending rollouts are abandoned) and the env calls."""
+        """Stop the background thread (pending rollouts are abandoned) and the env calls.
+
+        Also closes the distillation teacher's environments.
+        """
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._env_calls.close()
+        if self.teacher is not None:
+            self.teacher.close()
 
 
 def _loop(
@@ -339,7 +350,6 @@ def _loop(
     """The steps, from ``state.step + 1`` to ``train.steps``."""
     mix = rollouts.mix
     guard = FailedSteps(config.watchdog)
-    teacher = _teacher(config, rollouts)
     while state.step < config.train.steps:
         step = state.step + 1
         t_step = time.perf_counter()
@@ -362,9 +372,7 @@ def _loop(
 
         # 3-4. logprobs (reference, pre-update policy) and the update
         if samples:
-            if teacher is not None:  # 3a. on-policy distillation: the teacher's logprobs
-                metrics |= teacher.apply(cluster, samples)
-            metrics |= _update(cluster, config, samples, pad_id, settings, times)
+            metrics |= _update(cluster, config, samples, pad_id, settings, times, rollouts.teacher)
         times["time/rollout_log"] = mix.log_rollouts(step, filtered, notes, cluster.weights_version)
 
         # 5. refit: the engines get the new weights (and, if asked, are checked against them);
@@ -388,15 +396,6 @@ def _loop(
                 "validation: no improvement in %d rounds; stopping", config.validation.patience
             )
             break
-    if teacher is not None:
-        teacher.close()
-
-
-def _teacher(config: Config, rollouts: _Rollouts) -> Teacher | None:
-    """``loss.distill``'s teacher, or None (then the step is GRPO's alone)."""
-    if config.loss.distill is None:
-        return None
-    return Teacher(config.loss.distill, rollouts.chat, config.sources())
 
 
 def _account(
@@ -524,8 +523,14 @@ def _update(
     pad_id: int,
     settings: RolloutSettings,
     times: dict[str, float],
+    teacher: Teacher | None = None,
 ) -> dict[str, float]:
-    """Logprob passes and the policy update; returns the training metrics."""
+    """Logprob passes and the policy update; returns the training metrics.
+
+    With a ``teacher`` (``loss.distill``) it scores the samples first and sets their
+    per-token distillation advantages.
+    """
+    distill = teacher.apply(cluster, samples) if teacher is not None else {}
     t0 = time.perf_counter()
     if config.loss.kl_beta > 0:
         for s, ref in zip(samples, cluster.reference_logprobs(samples), strict=True):
@@ -547,7 +552,7 @@ def _update(
     t0 = time.perf_counter()
     stats = cluster.train(per_rank)
     times["time/train"] = time.perf_counter() - t0
-    return train_metrics(stats)
+    return train_metrics(stats) | distill
 
 
 def _resume(cluster: Cluster, found: Path, config: Config) -> ckpt.TrainerState:
