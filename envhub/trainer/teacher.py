@@ -14,13 +14,16 @@ one batched call (:meth:`Teacher.apply`):
 
 Each policy token then gets :func:`envhub.trainer.algo.distill.token_advantages` added to its
 episode's advantage (or alone, ``standalone``). Metrics: ``distill/kl`` (mean per-token
-reverse-KL estimate over policy tokens), ``distill/<source>/kl`` per mix source, and
-``time/teacher``.
+reverse-KL estimate over policy tokens), ``distill/<source>/kl`` per mix source,
+``time/teacher``, and, for a model-path teacher with ``validation`` on, the teacher's own
+held-out pass@1 per source ``distill/teacher/<source>/pass@1`` (measured once at start with
+validation's episodes, in ``DIR/teacher/``: the teacher is never refit).
 """
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from envhub.errors import ConfigError
@@ -29,6 +32,7 @@ from envhub.trainer.algo.distill import DistillConfig, token_advantages
 
 if TYPE_CHECKING:
     from envhub.engines.chat import ChatFormatter
+    from envhub.trainer.config import Config
     from envhub.trainer.episodes.mix import MixSource
     from envhub.trainer.workers.cluster import Cluster
 
@@ -41,6 +45,8 @@ class Teacher:
         self.cfg, self.chat = cfg, chat
         self.sources = {s.name: s for s in sources}
         self._envs: dict[str, Any] = {}
+        self.pass_rates: dict[str, float] = {}
+        """The teacher's held-out pass@1 by ``distill/teacher/<source>/pass@1``."""
         if not cfg.is_self:
             check_same_tokenizer(cfg.teacher, chat.tokenizer)
 
@@ -64,7 +70,37 @@ class Teacher:
         for name, (kl, n) in sorted(sums.items()):
             out[f"distill/{name}/kl"] = kl / max(n, 1.0)
         out["time/teacher"] = time.perf_counter() - t0
-        return out
+        return out | self.pass_rates
+
+    def measure(self, cluster: Cluster, config: Config, out: Path) -> None:
+        """The teacher's held-out pass@1 per source: validation's episodes, run once.
+
+        Only for a model-path teacher with ``validation`` on (``self`` is the policy, whose
+        rate validation reports). Rows in ``out/teacher/validation.jsonl``.
+        """
+        if self.cfg.is_self or config.validation.every <= 0:
+            return
+        from envhub.evaluate.backends import BatchingBackend
+        from envhub.evaluate.local import engine_batch_fn
+        from envhub.trainer.episodes.validation import Validator
+
+        engine = _TeacherEngine(cluster, config.rollout.max_seq_len)
+        folder = out / "teacher"
+        folder.mkdir(parents=True, exist_ok=True)
+        validator = Validator(
+            config.validation,
+            folder,
+            config.sources(),
+            lambda: BatchingBackend(
+                "teacher",
+                engine_batch_fn(engine, self.chat),
+                max_batch=config.validation.concurrency,
+            ),
+            seed=config.seed,
+            max_tokens=config.rollout.sampling.max_tokens,
+        )
+        rows = validator.run(0)
+        self.pass_rates = {f"distill/teacher/{r['env']}/pass@1": r["pass@1"] for r in rows}
 
     def logprobs(self, cluster: Cluster, samples: list[Sample]) -> list[list[float]]:
         """Target-aligned teacher logprobs of each sample (batched in one call)."""
@@ -146,6 +182,19 @@ def check_same_tokenizer(teacher_path: str, student_tokenizer: Any) -> None:
             "scores the student's own token ids, so the teacher must share its tokenizer "
             "(pick a teacher of the same family)"
         )
+
+
+class _TeacherEngine:
+    """The teacher worker as the engine ``envhub eval``'s local backend expects."""
+
+    def __init__(self, cluster: Cluster, max_model_len: int):
+        self.cluster, self.max_model_len = cluster, max_model_len
+
+    def generate(
+        self, prompts: list[list[int]], params: Any, seeds: list[int] | None = None
+    ) -> list[Any]:
+        """The teacher's generations in prompt order."""
+        return self.cluster.teacher_generate(prompts, params, seeds)
 
 
 def _first_policy(s: Sample) -> int:

@@ -188,6 +188,8 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
             mix.validate(0, state)
         logger.start_at(state.step)
         rollouts = _Rollouts(cluster, chat, config, settings, mix)
+        if rollouts.teacher is not None:  # a model-path teacher's own held-out pass@1
+            rollouts.teacher.measure(cluster, config, out)
         try:
             _loop(cluster, config, state, rollouts, logger, pad_id, settings, ckpt_root)
         except ray_actor_error() as e:

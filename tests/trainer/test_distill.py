@@ -18,6 +18,8 @@ from envhub.trainer.algo.distill import (
 )
 from envhub.trainer.algo.grpo import LossConfig, policy_loss
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
 
 def test_reverse_kl_against_hand_computed_numbers():
     # student (0.75, 0.25), teacher (0.5, 0.5):
@@ -159,7 +161,13 @@ def test_a_student_distilled_from_a_teacher_that_always_answers_x_comes_to_answe
 @pytest.mark.parametrize(
     "overrides",
     [
-        ["loss.distill.teacher=tiny"],  # a model path: its own frozen worker
+        # a model path: its own frozen worker, and its own held-out pass rate measured once
+        [
+            "loss.distill.teacher=tiny",
+            "validation.every=2",
+            "validation.tasks=2",
+            f"env.overrides.dataset.path={EXAMPLES / 'data' / 'sums_{split}.jsonl'}",
+        ],
         ["loss.distill.teacher=self", "loss.distill.standalone=true"],  # privileged prompt
     ],
     ids=["model-path", "self-standalone"],
@@ -168,7 +176,7 @@ def test_envhub_train_with_a_teacher(tmp_path, overrides):
     from train_support import envhub_train
 
     rows = envhub_train(
-        Path(__file__).resolve().parents[2] / "examples" / "tiny.yaml",
+        EXAMPLES / "tiny.yaml",
         tmp_path / "run",
         "train.steps=2",
         "loss.kl_beta=0",
@@ -183,3 +191,5 @@ def test_envhub_train_with_a_teacher(tmp_path, overrides):
     if "loss.distill.teacher=tiny" in overrides:
         # the teacher is the student's starting weights: step 1's reverse KL is ~0
         assert abs(rows[0]["distill/kl"]) < 1e-3
+        assert 0 <= rows[-1]["distill/teacher/gsm8k/pass@1"] <= 1
+        assert (tmp_path / "run" / "teacher" / "validation.jsonl").exists()

@@ -298,6 +298,7 @@ class ReferenceWorker:
     def __init__(self, model_dir: str, config: dict[str, Any]):
         """Load the model (unsharded: forward passes only)."""
         cfg = Config.model_validate(config)
+        self.cfg, self.model_dir, self.engine = cfg, model_dir, None
         _set_threads(cfg.cluster.threads_per_worker)
         from envhub.trainer.workers.policy import Policy
 
@@ -317,6 +318,23 @@ class ReferenceWorker:
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Target-aligned reference logprobs of each sample."""
         return self.policy.logprobs(samples)
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
+    ) -> list[Generation]:
+        """Sample with these frozen weights (a distillation teacher's own pass rate).
+
+        The engine is loaded on the first call only.
+        """
+        if self.engine is None:
+            from envhub.engines.transformers_engine import TransformersEngine
+
+            self.engine = TransformersEngine.from_pretrained(
+                self.model_dir,
+                dtype=self.cfg.model.dtype,
+                batch_size=self.cfg.cluster.engine_batch_size,
+            )
+        return self.engine.generate(prompts, params, seeds)
 
     def where(self) -> dict[str, Any]:
         """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
@@ -880,6 +898,16 @@ class Cluster:
             raise RuntimeError("no teacher worker: loss.distill.teacher is unset or 'self'")
         ref = self.teacher.logprobs.remote(samples)
         return self._policy_get([ref], "teacher logprobs", self._forward_deadline([samples]))[0]
+
+    def teacher_generate(
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
+    ) -> list[Generation]:
+        """Generations of the distillation teacher (its held-out pass rate)."""
+        if self.teacher is None:
+            raise RuntimeError("no teacher worker: loss.distill.teacher is unset or 'self'")
+        deadline = self.deadlines.generation(prompts, params.max_tokens) + self.deadlines.fixed()
+        ref = self.teacher.generate.remote(prompts, params, seeds)
+        return self._get(ref, "teacher generation", deadline, [self.teacher])
 
     def sharded_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """The current policy's logprobs of ``samples``, scored in shards over the ranks."""
