@@ -169,8 +169,17 @@ def test_a_student_distilled_from_a_teacher_that_always_answers_x_comes_to_answe
             f"env.overrides.dataset.path={EXAMPLES / 'data' / 'sums_{split}.jsonl'}",
         ],
         ["loss.distill.teacher=self", "loss.distill.standalone=true"],  # privileged prompt
+        [  # multi-turn episodes, a LoRA student, distillation added to GRPO
+            "loss.distill.teacher=self",
+            "model.lora.rank=4",
+            "env.name=wordle",
+            "env.overrides={max_turns: 2, "
+            "reward: {weights: {solved: 1.0, format: 0.1, length: -0.1}, length_limit: 40}}",
+            "rollout.sampling.max_tokens=12",
+            "rollout.prompts_per_step=2",
+        ],
     ],
-    ids=["model-path", "self-standalone"],
+    ids=["model-path", "self-standalone", "self-multi-turn-lora"],
 )
 def test_envhub_train_with_a_teacher(tmp_path, overrides):
     from train_support import envhub_train
@@ -186,7 +195,8 @@ def test_envhub_train_with_a_teacher(tmp_path, overrides):
     )
     assert [r["step"] for r in rows] == [1, 2]
     for r in rows:
-        assert r["distill/kl"] == pytest.approx(r["distill/gsm8k/kl"])
+        (per_source,) = [k for k in r if k.endswith("/kl") and k.count("/") == 2]
+        assert r["distill/kl"] == pytest.approx(r[per_source])
         assert math.isfinite(r["distill/kl"]) and r["time/teacher"] > 0
     if "loss.distill.teacher=tiny" in overrides:
         # the teacher is the student's starting weights: step 1's reverse KL is ~0
