@@ -157,7 +157,7 @@ def test_a_student_distilled_from_a_teacher_that_always_answers_x_comes_to_answe
     assert kls[-1] < kls[0]
 
 
-@pytest.mark.slow  # two `envhub train` runs through Ray (1-2 min each here)
+@pytest.mark.slow  # `envhub train` runs through Ray (1-2 min each here)
 @pytest.mark.parametrize(
     "overrides",
     [
@@ -178,8 +178,15 @@ def test_a_student_distilled_from_a_teacher_that_always_answers_x_comes_to_answe
             "rollout.sampling.max_tokens=12",
             "rollout.prompts_per_step=2",
         ],
+        [  # asynchronous: split placement, batches sampled one step ahead
+            "loss.distill.teacher=tiny",
+            "cluster.placement=split",
+            "cluster.num_cpus=3",
+            "generation.num_engines=1",
+            "generation.max_trajectory_age_steps=1",
+        ],
     ],
-    ids=["model-path", "self-standalone", "self-multi-turn-lora"],
+    ids=["model-path", "self-standalone", "self-multi-turn-lora", "async-split"],
 )
 def test_envhub_train_with_a_teacher(tmp_path, overrides):
     from train_support import envhub_train
@@ -201,5 +208,6 @@ def test_envhub_train_with_a_teacher(tmp_path, overrides):
     if "loss.distill.teacher=tiny" in overrides:
         # the teacher is the student's starting weights: step 1's reverse KL is ~0
         assert abs(rows[0]["distill/kl"]) < 1e-3
+    if "validation.every=2" in overrides:
         assert 0 <= rows[-1]["distill/teacher/gsm8k/pass@1"] <= 1
         assert (tmp_path / "run" / "teacher" / "validation.jsonl").exists()
