@@ -228,9 +228,10 @@ def test_messages_from_jsonl_and_from_a_dataset_folder(tmp_path):
     assert len(got) == 2
     with pytest.raises(SFTDataError, match="list of messages"):
         message_conversations(SFTSource(kind="messages", path=str(path)))
-    datasets = pytest.importorskip("datasets")
-    folder = tmp_path / "ds"
-    datasets.Dataset.from_list([{"messages": MULTI_TURN[5:7]}]).save_to_disk(str(folder))
+    pytest.importorskip("datasets")
+    folder = tmp_path / "ds"  # a folder of data files, as load_dataset reads it
+    folder.mkdir()
+    (folder / "train.jsonl").write_text(json.dumps({"messages": MULTI_TURN[5:7]}) + "\n")
     got = message_conversations(SFTSource(kind="messages", path=str(folder)))
     assert got[0].messages[-1]["content"] == "<answer>4</answer>"
 

@@ -66,7 +66,8 @@ class SFTSource(BaseModel):
     """At most this many conversations from the source (the first ones)."""
     path: str | None = None
     """``episodes``: an ``episodes.jsonl``, a rollout log, or a folder searched for both.
-    ``messages``: a ``.jsonl``/``.jsonl.gz`` file, or a Hugging Face dataset folder."""
+    ``messages``: a ``.jsonl``/``.jsonl.gz`` file, a ``save_to_disk`` folder, or a folder of
+    data files that ``datasets.load_dataset`` reads (``dataset_split`` picks the split)."""
     dataset: str | None = None
     """``messages``: a Hugging Face dataset name (offline: it must be in the local cache)."""
     dataset_split: str = "train"
@@ -408,10 +409,15 @@ def _message_rows(source: SFTSource) -> Sequence[Mapping[str, Any]]:
 
         raise missing("datasets", "data") from None
     try:
-        if source.path:
+        saved = source.path and any(
+            (Path(source.path) / f).exists() for f in ("state.json", "dataset_dict.json")
+        )
+        if saved:  # a folder written by save_to_disk
             ds = datasets.load_from_disk(source.path)
             if isinstance(ds, datasets.DatasetDict):
                 ds = ds[source.dataset_split]
+        elif source.path:  # a folder of data files (json, parquet, csv) that load_dataset reads
+            ds = datasets.load_dataset(source.path, split=source.dataset_split)
         else:
             ds = datasets.load_dataset(source.dataset, split=source.dataset_split)
     except Exception as e:
