@@ -125,6 +125,13 @@ def test_sft_runs_validates_exports_and_resumes_to_the_same_numbers(tmp_path):
     for a, b in zip(whole, resumed, strict=True):
         assert a["nll"] == pytest.approx(b["nll"], rel=1e-5, abs=1e-6)
         assert a["grad_norm"] == pytest.approx(b["grad_norm"], rel=1e-4)
+    from safetensors.torch import load_file
+
+    w1 = load_file(tmp_path / "whole" / "final" / "model.safetensors")
+    w2 = load_file(tmp_path / "cut" / "final" / "model.safetensors")
+    assert w1.keys() == w2.keys()
+    for k in w1:
+        torch.testing.assert_close(w1[k], w2[k], rtol=0, atol=0)  # bit for bit
 
 
 def test_a_held_out_task_in_the_sft_data_is_refused(tmp_path):
