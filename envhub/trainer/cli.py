@@ -97,10 +97,37 @@ def main(
     print(f"done: {state.step} steps; metrics in {out_dir / 'metrics.jsonl'}")
 
 
+def sft_main(
+    config_path: str,
+    overrides: list[str],
+    out: str | None,
+    resume: str | None = None,
+    force: bool = False,
+) -> None:
+    """``envhub sft``: as :func:`main`, with the ``sft`` section's config and loop.
+
+    Raises:
+        envhub.trainer.config.TrainConfigError: as :func:`main`; also a missing ``sft``
+            section.
+    """
+    from envhub.trainer.config import TrainConfigError, load_config
+    from envhub.trainer.sft import SFTConfig, sft
+
+    if resume is not None and resume not in RESUME:
+        raise TrainConfigError(f"--resume {resume!r}: the only value is 'auto'")
+    config = load_config(config_path, [*overrides, *RESUME.get(resume or "", [])], SFTConfig)
+    out_dir = Path(out) if out else default_out(config_path)
+    claim_out_dir(out_dir, resuming=config.checkpoint.resume, force=force)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    state = sft(config, out_dir)  # type: ignore[arg-type]
+    print(f"done: {state.step} steps; metrics in {out_dir / 'metrics.jsonl'}")
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``train`` and ``convert-smollm2`` to ``envhub`` (entry point ``envhub.cli: train``)."""
+    """Add ``train``, ``sft``, ``convert-smollm2`` and ``rollouts`` to ``envhub``."""
     loose = {"allow_extra_args": True, "ignore_unknown_options": True}
     app.command("train", context_settings=loose)(train_command)
+    app.command("sft", context_settings=loose)(sft_command)
     app.command("convert-smollm2")(convert_command)
     app.command("rollouts")(rollouts_command)
 
@@ -127,6 +154,25 @@ def train_command(
     except ImportError as e:
         _fail(f"training needs the trainer extra: {INSTALL} ({e})")
     main(str(config), list(ctx.args), str(out) if out else None, resume=resume, force=force)
+
+
+def sft_command(
+    ctx: typer.Context,
+    config: Annotated[Path, typer.Argument(help="SFT config YAML (with an 'sft' section).")],
+    out: Annotated[Path | None, typer.Option(help="Output folder.")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="'auto': continue from the newest checkpoint in OUT.")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="OUT holds an earlier run: delete it, start afresh.")
+    ] = False,
+) -> None:
+    """Supervised fine-tuning: envhub sft CONFIG.yaml KEY=VALUE... --out DIR [--resume auto]."""
+    try:
+        from envhub.trainer.sft import sft  # noqa: F401
+    except ImportError as e:
+        _fail(f"fine-tuning needs the trainer extra: {INSTALL} ({e})")
+    sft_main(str(config), list(ctx.args), str(out) if out else None, resume=resume, force=force)
 
 
 def rollouts_command(

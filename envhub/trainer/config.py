@@ -536,6 +536,17 @@ class Config(_Section):
             **({"env.mix": [[m.name, m.weight] for m in self.env.mix]} if self.env.mix else {}),
         }
 
+    def worker_dump(self) -> dict[str, Any]:
+        """The config as the workers re-validate it: :class:`Config`'s sections alone.
+
+        A subclass's own sections (``envhub sft``'s ``sft``) stay with the driver.
+        """
+        return self.model_dump(mode="json", include=set(Config.model_fields))
+
+    def resolve_paths(self, base_dir: Path) -> None:
+        """Make the config's relative data paths relative to ``base_dir`` (the file's folder)."""
+        _resolve_paths(self, base_dir)
+
     def digest(self) -> str:
         """Short hash of the whole config (logged with every run)."""
         blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
@@ -557,9 +568,9 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
-def _fields_at(path: list[str]) -> set[str] | None:
-    """Valid keys under ``path`` in the schema, or None where free-form (dicts)."""
-    model: Any = Config
+def _fields_at(path: list[str], schema: type[BaseModel] | None = None) -> set[str] | None:
+    """Valid keys under ``path`` in ``schema`` (:class:`Config`), or None where free-form."""
+    model: Any = schema or Config
     for part in path:
         field = model.model_fields.get(part)
         if field is None:
@@ -570,11 +581,13 @@ def _fields_at(path: list[str]) -> set[str] | None:
     return set(model.model_fields)
 
 
-def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
-    """Set ``data[path] = value`` in place, rejecting keys the schema does not have."""
+def apply_override(
+    data: dict[str, Any], path: list[str], value: Any, schema: type[BaseModel] | None = None
+) -> None:
+    """Set ``data[path] = value`` in place, rejecting keys ``schema`` does not have."""
     node = data
     for depth, part in enumerate(path):
-        valid = _fields_at(path[:depth])
+        valid = _fields_at(path[:depth], schema)
         if valid is not None and part not in valid:
             close = difflib.get_close_matches(part, sorted(valid), n=1)
             hint = f"; did you mean {'.'.join(path[:depth] + close)!r}?" if close else ""
@@ -589,8 +602,12 @@ def apply_override(data: dict[str, Any], path: list[str], value: Any) -> None:
                 )
 
 
-def load_config(path: str | Path | None, overrides: list[str] | None = None) -> Config:
+def load_config(
+    path: str | Path | None, overrides: list[str] | None = None, schema: type[Config] = Config
+) -> Config:
     """Read a YAML config (or the defaults when ``path`` is None) and apply overrides.
+
+    ``schema``: :class:`Config`, or a subclass with sections of its own (``envhub sft``'s).
 
     Raises:
         TrainConfigError: unreadable file, unknown key, or invalid value; the message names the
@@ -611,9 +628,9 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         base_dir = path.resolve().parent
     data = copy.deepcopy(data)
     for item in overrides or []:
-        apply_override(data, *parse_override(item))
+        apply_override(data, *parse_override(item), schema)
     try:
-        config = Config.model_validate(data)
+        config = schema.model_validate(data)
     except ValidationError as e:
         lines = [
             f"  {'.'.join(str(p) for p in err['loc']) or '(top)'}: {err['msg']}"
@@ -621,7 +638,7 @@ def load_config(path: str | Path | None, overrides: list[str] | None = None) -> 
         ]
         where = f"{path}" if path else "config"
         raise TrainConfigError(f"{where} is invalid:\n" + "\n".join(lines)) from None
-    _resolve_paths(config, base_dir)
+    config.resolve_paths(base_dir)
     return config
 
 

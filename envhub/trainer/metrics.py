@@ -160,6 +160,7 @@ class MetricsLogger:
     """Writes each step's metrics to every enabled sink."""
 
     CONSOLE_KEYS = (
+        "nll",
         "reward_mean",
         "accuracy",
         "kl",

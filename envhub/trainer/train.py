@@ -13,7 +13,9 @@ One step (Shao et al. 2024, "DeepSeekMath", Algorithm 1, with the changes listed
 3. **Logprobs**: reference-policy logprobs for the KL term (when ``kl_beta > 0``); the
    pre-update policy's logprobs only when the batch is cut into several minibatches.
 4. **Train**: the clipped surrogate (+ k3 KL) on FSDP2 ranks, micro-batched, one optimizer
-   step per minibatch, gradient clipping.
+   step per minibatch, gradient clipping. With ``loss.distill`` a teacher scores the
+   samples first and each policy token's advantage gains its reverse-KL term
+   (``envhub.trainer.teacher``); unset, nothing of it runs.
 5. **Refit**: the new weights into the generation engines.
 
 Deviations from the paper, on purpose:
@@ -67,6 +69,7 @@ from envhub.trainer.episodes.rollout_log import EpisodeNotes
 from envhub.trainer.episodes.staleness import filter_by_age
 from envhub.trainer.hub import MixRun
 from envhub.trainer.metrics import MetricsLogger, rollout_metrics, train_metrics
+from envhub.trainer.teacher import Teacher
 from envhub.trainer.watchdog import FailedSteps
 from envhub.trainer.workers.lora import check_rank
 
@@ -106,9 +109,20 @@ def to_samples(
         if notes is not None:
             notes[e.key] = EpisodeNotes(None if masked else float(a), overlong_penalty=p)
         if e.response_tokens > 0 and not masked:
-            samples.append(Sample(e.tokens, e.loss_mask, e.engine_logprobs, float(a)))
+            samples.append(
+                Sample(
+                    e.tokens,
+                    e.loss_mask,
+                    e.engine_logprobs,
+                    float(a),
+                    source=e.env,
+                    task_id=e.task_id,
+                )
+            )
         for tokens, mask, logprobs in [] if masked else e.extra_sequences:  # agent runs only
-            samples.append(Sample(tokens, mask, logprobs, float(a)))
+            samples.append(
+                Sample(tokens, mask, logprobs, float(a), source=e.env, task_id=e.task_id)
+            )
     return samples
 
 
@@ -178,6 +192,8 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
             mix.validate(0, state)
         logger.start_at(state.step)
         rollouts = _Rollouts(cluster, chat, config, settings, mix)
+        if rollouts.teacher is not None:  # a model-path teacher's own held-out pass@1
+            rollouts.teacher.measure(cluster, config, out)
         try:
             _loop(cluster, config, state, rollouts, logger, pad_id, settings, ckpt_root)
         except ray_actor_error() as e:
@@ -218,6 +234,12 @@ class _Rollouts:
         self._refit_waiting = threading.Event()
         self._busy: list[tuple[float, float]] = []
         self.generated_groups = 0
+        self.teacher = (
+            None
+            if config.loss.distill is None
+            else Teacher(config.loss.distill, chat, config.sources())
+        )
+        """``loss.distill``'s teacher (None: the step is GRPO's alone)."""
 
     @property
     def background(self) -> bool:
@@ -331,10 +353,15 @@ class _Rollouts:
         return n
 
     def close(self) -> None:
-        """Stop the background thread (pending rollouts are abandoned) and the env calls."""
+        """Stop the background thread (pending rollouts are abandoned) and the env calls.
+
+        Also closes the distillation teacher's environments.
+        """
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._env_calls.close()
+        if self.teacher is not None:
+            self.teacher.close()
 
 
 def _loop(
@@ -372,7 +399,7 @@ def _loop(
 
         # 3-4. logprobs (reference, pre-update policy) and the update
         if samples:
-            metrics |= _update(cluster, config, samples, pad_id, settings, times)
+            metrics |= _update(cluster, config, samples, pad_id, settings, times, rollouts.teacher)
         times["time/rollout_log"] = mix.log_rollouts(step, filtered, notes, cluster.weights_version)
 
         # 5. refit: the engines get the new weights (and, if asked, are checked against them);
@@ -414,7 +441,7 @@ def _account(
     """
     failures = cluster.take_failures() + _dropped_failure(filtered.generated)
     logger.log(step, metrics | {"failures": float(len(failures))})
-    trained = any(s.advantage != 0 for s in samples)
+    trained = any(s.advantage != 0 or s.token_advantages_targets for s in samples)
     guard.record(step, failures, trained, _why_empty(filtered, samples))
 
 
@@ -523,8 +550,14 @@ def _update(
     pad_id: int,
     settings: RolloutSettings,
     times: dict[str, float],
+    teacher: Teacher | None = None,
 ) -> dict[str, float]:
-    """Logprob passes and the policy update; returns the training metrics."""
+    """Logprob passes and the policy update; returns the training metrics.
+
+    With a ``teacher`` (``loss.distill``) it scores the samples first and sets their
+    per-token distillation advantages.
+    """
+    distill = teacher.apply(cluster, samples) if teacher is not None else {}
     t0 = time.perf_counter()
     if config.loss.kl_beta > 0:
         for s, ref in zip(samples, cluster.reference_logprobs(samples), strict=True):
@@ -546,7 +579,7 @@ def _update(
     t0 = time.perf_counter()
     stats = cluster.train(per_rank)
     times["time/train"] = time.perf_counter() - t0
-    return train_metrics(stats)
+    return train_metrics(stats) | distill
 
 
 def _resume(cluster: Cluster, found: Path, config: Config) -> ckpt.TrainerState:

@@ -38,6 +38,12 @@ class Sample:
     """Reference policy logprobs, when the KL term is on."""
     old_logprobs_targets: list[float] | None = None
     """Trainer logprobs before the update, when there is more than one minibatch."""
+    token_advantages_targets: list[float] | None = None
+    """Per-token advantages added to :attr:`advantage` (on-policy distillation)."""
+    source: str = ""
+    """The environment (mix source) the sample came from, for per-source metrics."""
+    task_id: str | None = None
+    """The task the episode ran (a self-distilling teacher looks up its reference)."""
 
     @classmethod
     def dummy(cls, pad_id: int) -> Sample:
@@ -117,8 +123,8 @@ def collate(samples: Sequence[Sample], pad_id: int) -> dict[str, torch.Tensor]:
 
     Returns:
         ``input_ids``/``attention_mask`` ``[B, L]``; ``targets``, ``mask``, ``weights``,
-        ``engine_logprobs`` (and ``ref_logprobs``/``old_logprobs`` when every sample has them)
-        ``[B, L-1]``; ``advantages`` ``[B]``.
+        ``engine_logprobs`` (and ``ref_logprobs``/``old_logprobs``/``token_advantages`` when
+        every sample has them) ``[B, L-1]``; ``advantages`` ``[B]``.
     """
     width = max(len(s.tokens) for s in samples)
     b = len(samples)
@@ -157,4 +163,11 @@ def collate(samples: Sequence[Sample], pad_id: int) -> dict[str, torch.Tensor]:
         out["ref_logprobs"] = ref
     if real and all(s.old_logprobs_targets is not None for s in real):
         out["old_logprobs"] = old
+    if real and all(s.token_advantages_targets is not None for s in real):
+        tok_adv = torch.zeros((b, width - 1), dtype=torch.float32)
+        for i, s in enumerate(samples):
+            if s.token_advantages_targets is not None:
+                n = len(s.token_advantages_targets)
+                tok_adv[i, :n] = torch.tensor(s.token_advantages_targets, dtype=torch.float32)
+        out["token_advantages"] = tok_adv
     return out

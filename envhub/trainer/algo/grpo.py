@@ -27,6 +27,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from envhub.trainer.algo.correction import RolloutCorrectionConfig
+from envhub.trainer.algo.distill import DistillConfig
 from envhub.trainer.algo.kl import k3_kl
 
 
@@ -342,6 +343,10 @@ class LossConfig(BaseModel):
     rollout_correction: RolloutCorrectionConfig = Field(default_factory=RolloutCorrectionConfig)
     """Engine/trainer mismatch correction (TIS, IcePop-style masks): off by default; see
     :mod:`envhub.trainer.algo.correction`."""
+    distill: DistillConfig | None = None
+    """On-policy distillation (:mod:`envhub.trainer.algo.distill`): per-token reverse KL to a
+    teacher on the student's samples, alone or added to GRPO's advantages. Unset: off, and
+    the GRPO path is exactly as without it."""
 
     @field_validator("aggregation", "policy_loss", "ratio_level")
     @classmethod
@@ -389,7 +394,8 @@ def policy_loss(
     Args:
         logp: ``[B, T]`` current policy logprobs (differentiable).
         old_logp: ``[B, T]`` logprobs of the policy that sampled the batch.
-        advantages: ``[B]`` sequence advantages, broadcast over tokens.
+        advantages: ``[B]`` sequence advantages, broadcast over tokens; or ``[B, T]`` per-token
+            advantages (on-policy distillation adds its per-token term to the sequence's).
         mask: ``[B, T]`` 1 on policy tokens.
         weights: ``[B, T]`` aggregation weights from :func:`loss_weights`.
         cfg: Clip range and KL weight.
@@ -399,7 +405,8 @@ def policy_loss(
             correction) multiplying the surrogate (not the KL term); None when there are none.
     """
     mask = mask.float()
-    adv = advantages.float().unsqueeze(-1)  # [B, 1]
+    adv = advantages.float()
+    adv = adv.unsqueeze(-1) if adv.dim() == 1 else adv  # [B, 1], or [B, T] per token
     ratio, low, high = RATIO_LEVELS[cfg.ratio_level](logp, old_logp, mask, cfg)
     per_token, was_clipped = POLICY_LOSSES[cfg.policy_loss](ratio, adv, low, high)
     if is_weights is not None:

@@ -298,6 +298,7 @@ class ReferenceWorker:
     def __init__(self, model_dir: str, config: dict[str, Any]):
         """Load the model (unsharded: forward passes only)."""
         cfg = Config.model_validate(config)
+        self.cfg, self.model_dir, self.engine = cfg, model_dir, None
         _set_threads(cfg.cluster.threads_per_worker)
         from envhub.trainer.workers.policy import Policy
 
@@ -317,6 +318,23 @@ class ReferenceWorker:
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Target-aligned reference logprobs of each sample."""
         return self.policy.logprobs(samples)
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
+    ) -> list[Generation]:
+        """Sample with these frozen weights (a distillation teacher's own pass rate).
+
+        The engine is loaded on the first call only.
+        """
+        if self.engine is None:
+            from envhub.engines.transformers_engine import TransformersEngine
+
+            self.engine = TransformersEngine.from_pretrained(
+                self.model_dir,
+                dtype=self.cfg.model.dtype,
+                batch_size=self.cfg.cluster.engine_batch_size,
+            )
+        return self.engine.generate(prompts, params, seeds)
 
     def where(self) -> dict[str, Any]:
         """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
@@ -473,9 +491,14 @@ class RayEnvPool:
 class Cluster:
     """Starts Ray (if needed) and the worker groups; the driver's handle on them."""
 
-    def __init__(self, config: Config, model_dir: str):
-        """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started."""
+    def __init__(self, config: Config, model_dir: str, *, env_workers: bool = True):
+        """Start everything; call :meth:`shutdown` (or use ``with``) to stop what was started.
+
+        ``env_workers=False`` (``envhub sft``: validation makes its own environments) starts
+        no environment worker.
+        """
         self._empty(config)
+        self._with_env_workers = env_workers
         self._start_ray()
         try:
             self._start_workers(model_dir)
@@ -499,6 +522,8 @@ class Cluster:
         self.policy: list[Any] = []
         self.env_workers: list[Any] = []
         self.reference: Any = None
+        self.teacher: Any = None
+        """``loss.distill`` with a model-path teacher: its worker (never refit)."""
         self.engines: list[Any] = []
         self.weights_version = 0
         """Refits so far: engines hold this version after each (checked before sampling)."""
@@ -519,7 +544,7 @@ class Cluster:
         actor = ray.remote(num_cpus=c.threads_per_worker, num_gpus=c.gpus_per_worker, **placed)(
             PolicyWorker
         )
-        data = config.model_dump(mode="json")
+        data = config.worker_dump()
         self.policy = [actor.remote(r, n, data, model_dir) for r in range(n)]
         startup = config.watchdog.startup_s
         addr, port = self._get(self.policy[0].address.remote(), "policy worker start", startup)
@@ -547,7 +572,21 @@ class Cluster:
             # (with LoRA the reference is the policy's base model: no second copy)
             ref = ray.remote(num_cpus=0, **placed)(ReferenceWorker)
             self.reference = ref.remote(model_dir, data)
-        self._start_env_workers()
+        self._start_teacher(data)
+        if self._with_env_workers:
+            self._start_env_workers()
+
+    def _start_teacher(self, data: dict[str, Any]) -> None:
+        """``loss.distill.teacher`` (a model path): a frozen worker on its own placement."""
+        d = self.cfg.loss.distill
+        if d is None or d.is_self:
+            return
+        from envhub.engines.weights import resolve_model
+
+        teacher = ray.remote(num_cpus=d.cpus, num_gpus=d.gpus, **options(d.resources))(
+            ReferenceWorker
+        )
+        self.teacher = teacher.remote(str(resolve_model(d.teacher)), data)
 
     def _start_env_workers(self) -> None:
         """``workers`` environment actors per mix source, behind one routed pool."""
@@ -621,6 +660,8 @@ class Cluster:
         groups = {"policy": self.policy, "generation": self.engines, "env": self.env_workers}
         if self.reference is not None:
             groups["reference"] = [self.reference]
+        if self.teacher is not None:
+            groups["teacher"] = [self.teacher]
         rows = describe(groups)
         actors = [a for group in groups.values() for a in group]
         for actor, row in zip(actors, rows, strict=True):
@@ -851,6 +892,33 @@ class Cluster:
         ref = self.reference.logprobs.remote(samples)
         return self._policy_get([ref], "reference logprobs", self._forward_deadline([samples]))[0]
 
+    def teacher_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """The distillation teacher's target-aligned logprobs (``loss.distill.teacher``)."""
+        if self.teacher is None:
+            raise RuntimeError("no teacher worker: loss.distill.teacher is unset or 'self'")
+        ref = self.teacher.logprobs.remote(samples)
+        return self._policy_get([ref], "teacher logprobs", self._forward_deadline([samples]))[0]
+
+    def teacher_generate(
+        self, prompts: list[list[int]], params: SamplingParams, seeds: list[int] | None = None
+    ) -> list[Generation]:
+        """Generations of the distillation teacher (its held-out pass rate)."""
+        if self.teacher is None:
+            raise RuntimeError("no teacher worker: loss.distill.teacher is unset or 'self'")
+        deadline = self.deadlines.generation(prompts, params.max_tokens) + self.deadlines.fixed()
+        ref = self.teacher.generate.remote(prompts, params, seeds)
+        return self._get(ref, "teacher generation", deadline, [self.teacher])
+
+    def sharded_logprobs(self, samples: list[Sample]) -> list[list[float]]:
+        """The current policy's logprobs of ``samples``, scored in shards over the ranks."""
+        from envhub.trainer.algo.batch import shard
+
+        shards = shard(samples, len(self.policy), pad_id=0)  # padding samples score nothing
+        found = {}
+        for part, lps in zip(shards, self.policy_logprobs(shards), strict=True):
+            found.update({id(s): lp for s, lp in zip(part, lps, strict=True)})
+        return [found[id(s)] for s in samples]
+
     def _base_model_logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """LoRA's reference: each policy rank scores a shard with its adapter disabled."""
         from envhub.trainer.algo.batch import shard
@@ -921,7 +989,7 @@ class Cluster:
             close()
         close_engines(self.engines)
         stop_actors(self.env_workers, "shutdown")
-        for a in [*self.policy, *([self.reference] if self.reference else [])]:
+        for a in [*self.policy, *(w for w in (self.reference, self.teacher) if w is not None)]:
             ray.kill(a)
         if self._own_ray:
             ray.shutdown()

@@ -322,7 +322,7 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
 
         require_support()
     g = config.generation
-    data = config.model_dump(mode="json")
+    data = config.worker_dump()
     if config.cluster.placement == "split":
         actor = ray.remote(
             num_cpus=g.cpus_per_engine, num_gpus=g.gpus_per_engine, **options(g.resources)

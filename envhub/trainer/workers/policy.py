@@ -292,13 +292,14 @@ class Policy:
 
         Returns:
             Sums over this rank (the driver adds ranks up): ``loss``, ``n_tokens``,
-            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``mult_err_sum``,
+            ``kl_sum``, ``clipped_sum``, ``ratio_sum``, ``entropy_sum``, ``nll_sum`` (the
+            policy tokens' negative logprob: SFT's loss), ``mult_err_sum``,
             the importance-weight sums ``is_weight_sum`` and ``rc/*`` (:data:`CORRECTION_KEYS`;
             ``rc/weight_max`` is a max)
             and the per-step ``grad_norm`` (mean over minibatches) and ``lr``.
         """
         self.model.train()
-        keys = ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum"]
+        keys = ["loss", "n_tokens", "kl_sum", "clipped_sum", "ratio_sum", "entropy_sum", "nll_sum"]
         stats = dict.fromkeys([*keys, "is_weight_sum", *CORRECTION_KEYS], 0.0)
         stats["mult_err_sum"], norms = 0.0, []
         for samples in minibatches:
@@ -327,10 +328,13 @@ class Policy:
         is_w, corr = importance_weights(
             old, cut("engine_logprobs"), mask, self.loss_cfg.rollout_correction, self.off_policy_cap
         )
+        adv = mb["advantages"].to(self.device)
+        if "token_advantages" in mb:  # on-policy distillation's per-token term
+            adv = adv[:, None] + cut("token_advantages")
         terms = policy_loss(
             logp,
             old,
-            mb["advantages"].to(self.device),
+            adv,
             mask,
             cut("weights"),
             self.loss_cfg,
@@ -341,6 +345,7 @@ class Policy:
         with torch.no_grad():
             mult = torch.exp((cut("engine_logprobs") - old).abs())
             stats["entropy_sum"] += float((ent * mask).sum())
+            stats["nll_sum"] -= float((logp.detach() * mask).sum())
             stats["mult_err_sum"] += float((mult * mask).sum())
         stats["loss"] += float(terms.loss.detach())
         stats["n_tokens"] += terms.n_tokens
