@@ -35,6 +35,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub": (),
     "envhub/docker": ("docker",),
     "envhub/evaluate": ("eval",),
+    "envhub/gateway": ("gateway",),
     "envhub/engines": ("trainer",),
     "envhub/engines/vllm_engine.py": ("vllm",),
     "envhub/engines/vllm_cpu_refit.py": ("vllm",),
