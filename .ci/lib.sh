@@ -24,7 +24,7 @@ ci_exit() {
   local rc=$?
   trap - EXIT HUP INT TERM
   if declare -F ci_cleanup_hook >/dev/null; then ci_cleanup_hook || true; fi
-  ci_reap "the run"
+  ci_reap "the run" all
   rm -f "${TMPDIR:-/tmp}/envhub-ci-$ENVHUB_CI_RUN-"*.log
   if [ -n "${CI_TMP:-}" ]; then rm -rf "$CI_TMP"; fi
   say "done: exit status $rc after $((SECONDS - ci_t0)) s"
@@ -73,22 +73,33 @@ ci_apt() {
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
-# Pids (not this shell's) whose environment holds this run's ENVHUB_CI_RUN.
+# Pids (not this shell's) whose environment holds this run's ENVHUB_CI_RUN, or the mark $1: a
+# phase run beside the others (ci_phase_beside) marks what it starts $ENVHUB_CI_RUN.beside, and
+# `all` means the run's mark and every such one.
 ci_leftovers() {
-  local d pid env
+  local d pid env want=${1:-$ENVHUB_CI_RUN} line
   local IFS=$'\n'
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}
     [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
     { mapfile -d '' -t env <"$d/environ"; } 2>/dev/null || continue
-    [[ $'\n'"${env[*]}"$'\n' == *$'\n'"ENVHUB_CI_RUN=$ENVHUB_CI_RUN"$'\n'* ]] && echo "$pid"
+    for line in "${env[@]}"; do
+      [[ $line == ENVHUB_CI_RUN=* ]] || continue
+      line=${line#ENVHUB_CI_RUN=}
+      if [[ $line == "$want" ]] || { [[ $want == all ]] && [[ $line == "$ENVHUB_CI_RUN" ||
+        $line == "$ENVHUB_CI_RUN".* ]]; }; then
+        echo "$pid"
+      fi
+      break
+    done
   done
 }
 
 # Stop what `$1` (a phase's name) left running: name each process, TERM, then KILL after 10 s.
+# $2: the mark to look for (ci_leftovers; default this run's own).
 ci_reap() {
   local pids pid
-  mapfile -t pids < <(ci_leftovers)
+  mapfile -t pids < <(ci_leftovers "${2:-}")
   ((${#pids[@]})) || return 0
   echo "ci: $1 left ${#pids[@]} process(es) running; stopping them:"
   for pid in "${pids[@]}"; do
@@ -153,6 +164,33 @@ ci_phase() {
   rm -f "$log"
   echo "ci: $name: exit status $rc after $((SECONDS - t0)) s"
   ci_reap "$name"
+  return "$rc"
+}
+
+# Start a phase beside the ones that follow (two pytest processes at once: on 2 cores each
+# spends much of its time waiting on Ray, vLLM and servers to start, sandboxes and deadlines).
+# What it starts carries the mark $ENVHUB_CI_RUN.beside, so the phases in the foreground reap
+# only their own leftovers; its output goes to a file, shown whole by ci_phase_join.
+ci_phase_beside() {
+  local defaults=()
+  CI_BESIDE_NAME=$1 CI_BESIDE_T0=$SECONDS
+  shift
+  if env --default-signal=INT true 2>/dev/null; then defaults=(env --default-signal=INT,QUIT); fi
+  CI_BESIDE_LOG="${TMPDIR:-/tmp}/envhub-ci-$ENVHUB_CI_RUN-beside.log"
+  say "$CI_BESIDE_NAME: started beside the next phase; its output is shown when it ends"
+  (ENVHUB_CI_RUN="$ENVHUB_CI_RUN.beside" "${defaults[@]}" "$@" >"$CI_BESIDE_LOG" 2>&1) &
+  CI_BESIDE_PID=$!
+}
+
+# Wait for the phase ci_phase_beside started, show its output, reap what it left; its status.
+ci_phase_join() {
+  local rc=0
+  wait "$CI_BESIDE_PID" || rc=$?
+  say "$CI_BESIDE_NAME (ran beside the phase above)"
+  ci_nanobind_filter <"$CI_BESIDE_LOG"
+  rm -f "$CI_BESIDE_LOG"
+  echo "ci: $CI_BESIDE_NAME: exit status $rc after $((SECONDS - CI_BESIDE_T0)) s"
+  ci_reap "$CI_BESIDE_NAME" "$ENVHUB_CI_RUN.beside"
   return "$rc"
 }
 

@@ -96,6 +96,22 @@ def test_what_a_phase_left_running_is_stopped(tmp_path, start):
         bystander.wait()
 
 
+def test_a_phase_beside_the_others_keeps_its_processes_until_it_is_joined(tmp_path):
+    """The foreground phase reaps its own leftovers only; the join reaps the beside phase's."""
+    script = run_script(tmp_path, f"""
+ci_phase_beside "side" bash -c "sleep 1005 & sleep 2; echo side done"
+ci_phase "front" bash -c "{LEAKY}"
+ci_phase_join
+echo MARK=$ENVHUB_CI_RUN""")  # fmt: skip
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "front left 3 process(es) running" in out.stdout, out.stdout
+    assert "side done" in out.stdout and "side: exit status 0" in out.stdout, out.stdout
+    assert "side left 1 process(es) running" in out.stdout, out.stdout
+    mark = marker_of(out.stdout)
+    assert marked(mark) == [] and marked(f"{mark}.beside") == []
+
+
 def test_a_phase_gets_sigint_at_its_default_when_the_run_was_started_ignoring_it(tmp_path):
     # `.ci/run &` in a script starts the run with SIGINT ignored; its tests must not inherit that.
     script = run_script(tmp_path, "ci_phase show grep SigIgn /proc/self/status")
@@ -123,6 +139,24 @@ echo never""")  # fmt: skip
     assert proc.returncode == 143, out
     assert "hook ran" in out and "never" not in out
     assert marked(mark) == []
+
+
+def test_sigterm_to_the_run_stops_a_phase_beside_the_others_too(tmp_path):
+    script = run_script(tmp_path, """
+ci_traps
+echo MARK=$ENVHUB_CI_RUN
+ci_phase_beside "side" bash -c "sleep 1006 & sleep 1007"
+ci_phase "long" sleep 1008
+echo never""")  # fmt: skip
+    proc = subprocess.Popen(["bash", str(script)], stdout=subprocess.PIPE, text=True)
+    mark = marker_of(proc.stdout.readline())
+    deadline = time.monotonic() + 30
+    while (not marked(mark) or len(marked(f"{mark}.beside")) < 3) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 143 and "never" not in out, out
+    assert marked(mark) == [] and marked(f"{mark}.beside") == []
 
 
 def test_pip_check_explains_the_expected_complaints(tmp_path):
