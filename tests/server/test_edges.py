@@ -72,7 +72,7 @@ FOREIGN = {"Origin": "http://attacker.example"}  # a page's fetch to 127.0.0.1
 @pytest.mark.parametrize("headers", [REBOUND, FOREIGN])
 def test_a_web_page_reaches_no_route(dummy_registry, headers):
     pytest.importorskip("mcp")
-    app = create_app(envhub.make("count"), ServerSettings(), mcp=True)
+    app = create_app(envhub.make("count"), ServerSettings(answers=True), mcp=True)
     code, kind = (421, "bad_host") if "Host" in headers else (403, "bad_origin")
     with running(app) as url:
         for method, path in [("GET", "/tasks"), ("POST", "/reset"), ("POST", "/mcp")]:
@@ -91,7 +91,9 @@ def test_a_web_page_reaches_no_route(dummy_registry, headers):
 
 def test_allow_host_and_allow_origin_let_a_proxy_in(dummy_registry):
     settings = ServerSettings(
-        allowed_hosts=["attacker.example"], allowed_origins=["http://attacker.example"]
+        allowed_hosts=["attacker.example"],
+        allowed_origins=["http://attacker.example"],
+        answers=True,
     )
     with running(create_app(envhub.make("count"), settings)) as url:
         assert httpx.get(url + "/tasks", headers={**REBOUND, **FOREIGN}).is_success
