@@ -71,11 +71,7 @@ def make_app(gateway: Gateway) -> FastAPI:
     @app.post("/v1/episode/step")
     async def episode_step(request: Request) -> JSONResponse:
         try:
-            ep = gateway.authorize(_key(request))
-            try:
-                body = await request.json()
-            except ValueError:
-                raise BadRequest("the body is not JSON") from None
+            ep, body = await _authorized_body(gateway, request)
             return JSONResponse(await gateway.step(ep, body))
         except tuple(_ERRORS) as e:
             return _error(e)
@@ -83,11 +79,7 @@ def make_app(gateway: Gateway) -> FastAPI:
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: Request) -> Response:
         try:
-            ep = gateway.authorize(_key(request))
-            try:
-                body = await request.json()
-            except ValueError:
-                raise BadRequest("the body is not JSON") from None
+            ep, body = await _authorized_body(gateway, request)
             req = parse_request(body)
             rec = await gateway.complete(ep, req)
         except tuple(_ERRORS) as e:
@@ -168,3 +160,12 @@ def completion(rec: CallRecord, model: str, logprobs: bool) -> dict[str, Any]:
     )
     response["choices"][0]["logprobs"] = _logprobs(rec) if logprobs else None
     return response
+
+
+async def _authorized_body(gateway: Gateway, request: Request) -> tuple[GatewayEpisode, Any]:
+    """The episode the request's key opens (401 otherwise), and its JSON body (400 if none)."""
+    ep = gateway.authorize(_key(request))
+    try:
+        return ep, await request.json()
+    except ValueError:
+        raise BadRequest("the body is not JSON") from None
