@@ -320,7 +320,7 @@ _ACCEPTABLE = re.compile(
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
 possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`_retracted`)."""
 _OR_BEFORE = re.compile(r"\bor\b[^.,;\n]{0,12}$|(?:[)\]}]|\\infty)\s*[,;]\s*$", re.IGNORECASE)
-"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
+r"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
 \frac{4}{5}`` and ``(4, \infty), \frac{4}{5}`` offer two answers."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""

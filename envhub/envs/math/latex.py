@@ -136,7 +136,7 @@ _THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
 _TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
-"""Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
+r"""Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python would not)."""
 
 
 _INVISIBLE = re.compile(

@@ -16,7 +16,7 @@ from envhub.errors import GoldAnswerError
 from envhub.spec import EnvSpec, Knob
 from envhub.types import Message, Task
 
-from . import catalog, scoring
+from . import catalog, evaluated, scoring
 from . import tasks as generation
 
 
@@ -62,6 +62,8 @@ class ReasoningGymEnv(TaskEnv):
         if self._scorer is None:
             ds = self.spec.dataset
             self._scorer = generation.dataset(self.generator, ds.options, ds.seed, 1).score_answer
+            if self.generator in evaluated.EVALUATES:
+                self._scorer = evaluated.guarded(self._scorer, evaluated.EVALUATES[self.generator])
         return self._scorer
 
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:

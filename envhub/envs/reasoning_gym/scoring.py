@@ -258,14 +258,29 @@ def explosive(answer: str) -> str | None:
     return None
 
 
-def _reach(node: ast.AST) -> float:
-    """The product of the exponents of nested powers in ``node`` (a tower: infinite)."""
-    if isinstance(node, ast.BinOp) and _is_power(node):
-        if any(_is_power(n) for n in ast.walk(node.right)):
-            return math.inf
-        exponent = _number(node.right) if _number(node.right) >= 0 else 1.0
-        return max(1.0, exponent) * _reach(node.left)
-    return max((_reach(child) for child in ast.iter_child_nodes(node)), default=1.0)
+def _reach(root: ast.AST) -> float:
+    """The product of the exponents of nested powers under ``root`` (a tower: infinite).
+
+    Bottom-up over the tree, without recursion: ``x+x+...+x`` is a tree as deep as it is long.
+    """
+    order, stack = [], [root]
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        stack.extend(ast.iter_child_nodes(node))
+    reach: dict[ast.AST, float] = {}
+    holds_power: dict[ast.AST, bool] = {}
+    for node in reversed(order):  # every child before its parent
+        children = list(ast.iter_child_nodes(node))
+        holds_power[node] = _is_power(node) or any(holds_power[c] for c in children)
+        if not _is_power(node):
+            reach[node] = max((reach[c] for c in children), default=1.0)
+        elif holds_power[node.right]:
+            reach[node] = math.inf
+        else:
+            exponent = _number(node.right) if _number(node.right) >= 0 else 1.0
+            reach[node] = max(1.0, exponent) * reach[node.left]
+    return reach[root]
 
 
 def _number(node: ast.AST) -> float:
