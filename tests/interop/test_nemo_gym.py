@@ -166,3 +166,29 @@ def test_a_dead_resources_server_is_infra_error(tmp_path, clean_user_registry, t
         env.reset(task_id=task.task_id)
         step = env.step("#### 1")
     assert step.info.status is Status.INFRA_ERROR and "cannot reach" in step.info.error
+
+
+def test_a_verification_envhub_cannot_make_is_a_503_never_a_zero_reward(monkeypatch):
+    """The fault rule's serving side: a broken gold (the environment's fault) is no reward NeMo
+    Gym could tell from a wrong answer, so it is a 503 naming the status, and a body that is no
+    JSON is the caller's 4xx; the server answers the next request."""
+    from serving import running
+
+    from envhub.server.app import ServerSettings, create_app
+
+    env = envhub.make("gsm8k")
+    good = env.tasks()[0]
+    broken = good.model_copy(update={"task_id": "broken", "answer": "\\frac{1}{"})
+    found = env.get_task
+    monkeypatch.setattr(env, "get_task", lambda i, s=None: broken if i == "broken" else found(i, s))
+    body = json.loads((DATA / "nemo_gym_verify_request.json").read_text())
+    body["response"]["output"][0]["content"][0]["text"] = f"#### {good.answer}"
+    app = create_app(env, ServerSettings(answers=True), dialect="nemo-gym")
+    with running(app) as url:
+        answer = httpx.post(url + "/verify", json={**body, "task_id": "broken"}, timeout=60)
+        assert answer.status_code == 503, answer.text
+        assert "env_error" in answer.text
+        garbage = httpx.post(url + "/verify", content=b"<html>", timeout=60)
+        assert 400 <= garbage.status_code < 500, garbage.text
+        answer = httpx.post(url + "/verify", json={**body, "task_id": good.task_id}, timeout=60)
+        assert answer.status_code == 200 and answer.json()["reward"] > 0

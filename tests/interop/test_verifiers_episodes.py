@@ -113,6 +113,19 @@ def test_an_environment_that_raises_on_a_reply_is_the_models_invalid_action(gues
     assert steps[-1].reward == 1.5
 
 
+def test_verifiers_machinery_failing_is_infra_error_and_a_broken_reward_env_error(guess):
+    """The fault rule of the interop README: the machinery's failure and a reward that is no
+    number are never charged to the model, and the server plays on."""
+    _, steps = _play(guess, "g-0", ["7", "provider-down"])
+    assert steps[-1].info.status is Status.INFRA_ERROR, steps[-1].info
+    assert "ProviderError" in steps[-1].info.error
+    _, steps = _play(guess, "g-0", ["7", "nan"])
+    assert steps[-1].info.status is Status.ENV_ERROR, steps[-1].info
+    assert "quick" in steps[-1].info.error
+    _, steps = _play(guess, "g-1", ["4"])
+    assert steps[-1].reward == 1.5
+
+
 def test_hostile_messages_earn_statuses_the_model_owns(guess):
     named = dict(corpus(["search"]))
     messages = [named[n] for n in SAMPLE] + [named["structured search args"]]

@@ -1,7 +1,9 @@
 """A small multi-turn verifiers (v1) environment for envhub's interop tests: guess a number
 from 1 to 10 with higher/lower hints, in at most 4 guesses. Two weighted rewards: ``found`` and
-``quick`` (fewer guesses score more). A reply ``crash`` makes the environment's own code raise
-(an environment bug that a model's text can trigger).
+``quick`` (fewer guesses score more). Three replies stand in for faults, for the bridge's fault
+tests: ``crash`` makes the environment's own code raise (an environment bug that a model's
+text can trigger), ``provider-down`` raises verifiers' ``ProviderError`` (its machinery
+failing), and ``nan`` ends the game with a ``quick`` reward of NaN (a broken reward).
 
 Imported only in a Python that has verifiers (the venv envhub makes for it).
 """
@@ -24,6 +26,8 @@ class GuessTask(vf.Task[GuessData]):
 
     @vf.reward(weight=0.5)
     async def quick(self, trace: vf.Trace) -> float:
+        if trace.last_reply.strip() == "nan":
+            return float("nan")
         return (GUESSES - trace.num_turns + 1) / GUESSES
 
 
@@ -53,6 +57,10 @@ class GuessEnv(vf.Env[GuessEnvConfig]):
                     return
                 if reply == "crash":
                     raise RuntimeError("the game's own bug")
+                if reply == "provider-down":
+                    raise vf.ProviderError("the model provider is down (a test's fault)")
+                if reply == "nan":
+                    return
                 low = reply.isdigit() and int(reply) < task.data.secret
                 turn = await game.turn("Higher." if low else "Lower.")
 
