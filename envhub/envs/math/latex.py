@@ -144,16 +144,18 @@ _INVISIBLE = re.compile(
 )
 """Invisible characters: zero-width space and joiners, word joiner, invisible operators,
 direction marks, BOM, soft hyphen (Unicode's format characters that occur in text)."""
-_SEPARATORS = {0x066B: ".", 0x066C: ","}
-"""The Arabic decimal and thousands separators (``٫``, ``٬``)."""
+_SEPARATORS = {0x066B: ".", 0x066C: ",", 0x00A0: " ", 0x2007: " ", 0x2009: " ", 0x202F: " "}
+"""The Arabic decimal and thousands separators (``٫``, ``٬``), and the spaces that separate
+thousands in many locales (no-break, figure, thin and narrow no-break: ``1 000``) as a space."""
 
 
 class _PlainTable(dict):
     """A :meth:`str.translate` table filled as characters are first met (at most 4096 kept).
 
     A decimal digit of any script (Unicode category Nd, what a regex reads as a digit) maps to
-    its ASCII digit, a fullwidth form (``１``, ``．``, ``－``) to its ASCII character, an
-    invisible character to nothing; anything else to itself.
+    its ASCII digit, a fullwidth form (``１``, ``．``, ``－``) to its ASCII character, a
+    separator of :data:`_SEPARATORS` to its ASCII one, an invisible character to nothing;
+    anything else to itself.
     """
 
     def __missing__(self, cp: int) -> str | int | None:
