@@ -82,6 +82,13 @@ ci_leftovers() {
   for d in /proc/[0-9]*; do
     pid=${d#/proc/}
     [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+    # Ray starts its agents (DashboardAgent, RuntimeEnvAgent) with an environment of its own,
+    # without the mark; the whole run's reap also finds them by the run's temporary folder,
+    # where every Ray process of the run has its session open (ci_holds_tmp).
+    if [[ $want == all ]] && ci_holds_tmp "$d"; then
+      echo "$pid"
+      continue
+    fi
     { mapfile -d '' -t env <"$d/environ"; } 2>/dev/null || continue
     for line in "${env[@]}"; do
       [[ $line == ENVHUB_CI_RUN=* ]] || continue
@@ -93,6 +100,18 @@ ci_leftovers() {
       break
     done
   done
+}
+
+# Whether the process at /proc path $1 names the run's temporary folder in its command line or
+# holds a file open under it.
+ci_holds_tmp() {
+  local f
+  [[ -n ${CI_TMP:-} ]] || return 1
+  [[ $(tr '\0' ' ' 2>/dev/null <"$1/cmdline") == *"$CI_TMP/"* ]] && return 0
+  for f in "$1"/fd/*; do
+    [[ $(readlink "$f" 2>/dev/null) == "$CI_TMP/"* ]] && return 0
+  done 2>/dev/null
+  return 1
 }
 
 # Stop what `$1` (a phase's name) left running: name each process, TERM, then KILL after 10 s.

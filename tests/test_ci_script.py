@@ -395,6 +395,33 @@ exit 3""")  # fmt: skip
     assert not Path(tmp).exists()
 
 
+def test_an_unmarked_process_holding_the_runs_folder_open_is_stopped_at_exit(tmp_path):
+    """Ray's agents carry no mark (Ray gives them an environment of its own) but keep their
+    session's files open under the run's temporary folder: the run's exit stops them too."""
+    bystander = subprocess.Popen(["sleep", "1000"])  # unmarked, holding nothing there: spared
+    script = run_script(tmp_path, """
+ci_traps
+ci_private_tmp
+env -i bash -c 'exec 3>"$0/agent.log"; exec sleep 1004' "$TMPDIR" &
+echo AGENT=$!""")  # fmt: skip
+    try:
+        env = {**os.environ, "TMPDIR": str(tmp_path)}
+        out = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60,
+                             env=env)  # fmt: skip
+        assert out.returncode == 0, out.stdout + out.stderr
+        agent = int(next(ln for ln in out.stdout.splitlines() if ln.startswith("AGENT="))[6:])
+        assert "the run left 1 process(es) running" in out.stdout, out.stdout
+        assert not Path(f"/proc/{agent}").exists() or _zombie(agent)
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _zombie(pid: int) -> bool:
+    return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+
+
 def test_the_plan_names_the_system_packages_and_the_disk(tmp_path):
     out = subprocess.run(["bash", "-c", f"source {LIB}; ci_plan bubblewrap docker.io; ci_plan"],
                          capture_output=True, text=True, timeout=30, cwd=tmp_path)  # fmt: skip
