@@ -1,4 +1,6 @@
-"""The gateway's HTTP face: ``/v1/chat/completions`` (JSON or SSE) and ``/v1/models``.
+"""The gateway's HTTP face: chat completions and responses (JSON or SSE), and the models.
+
+``/v1/responses`` is the Responses API over the same path (:mod:`.responses`).
 
 Each route translates HTTP to :class:`~.service.Gateway` and back; the error table is in
 :mod:`.service`. Errors have OpenAI's shape (``{"error": {"message", "type", "code"}}``) so
@@ -21,6 +23,7 @@ from fastapi.responses import JSONResponse, Response
 
 from envhub import chat_api
 
+from . import responses
 from .backends import BackendError
 from .episodes import Budget, BudgetExhausted, GatewayEpisode
 from .recording import CallRecord
@@ -88,6 +91,19 @@ def make_app(gateway: Gateway) -> FastAPI:
         if req.stream:  # sampled whole, sent as events (the usage chunk always comes)
             return Response(chat_api.sse(response), media_type="text/event-stream")
         return JSONResponse(response)
+
+    @app.post("/v1/responses", response_model=None)
+    async def respond(request: Request) -> Response:
+        try:
+            ep, body = await _authorized_body(gateway, request)
+            req = responses.chat_request(body)
+            rec = await gateway.complete(ep, req)
+        except tuple(_ERRORS) as e:
+            return _error(e)
+        answer = responses.response(rec, req.model or gateway.backend.name)
+        if req.stream:
+            return Response(responses.sse(answer), media_type="text/event-stream")
+        return JSONResponse(answer)
 
     return app
 
