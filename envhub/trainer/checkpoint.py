@@ -48,6 +48,9 @@ class TrainerState:
     """The mix sampler's state (draws per source as of ``step``, the curriculum's pass counts)."""
     validation: dict[str, Any] = field(default_factory=dict)
     """The best validation round so far and the early-stopping count."""
+    pins: list[dict[str, str]] = field(default_factory=list)
+    """The environments the run plays, pinned (:class:`envhub.registry.pins.EnvPin` fields):
+    a resume refuses an environment that changed (:func:`check_pins`)."""
 
 
 @contextmanager
@@ -136,6 +139,26 @@ def save(
     for _, old in list_checkpoints(root)[:-keep]:
         shutil.rmtree(old, ignore_errors=True)
     return final
+
+
+def check_pins(saved: TrainerState, now: list[dict[str, str]], where: Path) -> None:
+    """Refuse to resume when an environment the run played changed (its version or digest).
+
+    A checkpoint written before runs recorded pins has none, and is not checked.
+
+    Raises:
+        ResumeError: names each changed environment, both versions, and the ways out.
+    """
+    from envhub.registry.pins import EnvPin, mismatches
+
+    changed = mismatches([EnvPin(**p) for p in saved.pins], [EnvPin(**p) for p in now])
+    if changed:
+        raise ResumeError(
+            f"cannot resume from {where}: an environment changed since the run began:\n  "
+            + "\n  ".join(changed)
+            + "\nInstall the recorded version (`envhub pull NAME@VERSION`), or start a new run "
+            "in another --out folder (or with checkpoint.resume=false)."
+        )
 
 
 def check_compatible(saved: TrainerState, fingerprint: dict[str, Any], where: Path) -> None:

@@ -43,6 +43,7 @@ Deviations from the paper, on purpose:
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -175,17 +176,23 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     pad_id = chat.eos_id if pad_id is None else pad_id
     settings = rollout_settings(config)
     mix = MixRun(config, out, chat)  # refuses an overlapping validation split up front
-    state = ckpt.TrainerState(fingerprint=config.fingerprint(), config_digest=config.digest())
+    pins = _pins(config, out)
+    state = ckpt.TrainerState(
+        fingerprint=config.fingerprint(), config_digest=config.digest(), pins=pins
+    )
     ckpt_root = out / "checkpoints"
     resume_from = ckpt.latest(ckpt_root) if config.checkpoint.resume else None
     if resume_from is not None:  # refuse an incompatible config before starting anything
-        ckpt.check_compatible(ckpt.read_state(resume_from), config.fingerprint(), resume_from)
+        saved = ckpt.read_state(resume_from)
+        ckpt.check_compatible(saved, config.fingerprint(), resume_from)
+        ckpt.check_pins(saved, pins, resume_from)
     logger = MetricsLogger(out, config.logging, config.train.steps, config.model_dump(mode="json"))
     with Cluster(config, model_dir) as cluster:
         _write_placement(out, cluster)
         mix.attach(cluster)
         if resume_from is not None:
             state = _resume(cluster, resume_from, config)
+            state.pins = pins  # a checkpoint from before pins were kept has none
             mix.resume(state)
         else:
             cluster.refit()  # engines start from the policy's exact weights
@@ -580,6 +587,20 @@ def _update(
     stats = cluster.train(per_rank)
     times["time/train"] = time.perf_counter() - t0
     return train_metrics(stats) | distill
+
+
+def _pins(config: Config, out: Path) -> list[dict[str, str]]:
+    """Each environment the run plays, pinned by name, version and digest.
+
+    Kept in ``pins.json`` beside ``config.yaml`` and in every checkpoint: a resume refuses an
+    environment that changed since.
+    """
+    from envhub.registry.catalog import spec
+    from envhub.registry.pins import pin
+
+    pins = [pin(spec(source.name)).model_dump() for source in config.sources()]
+    (out / "pins.json").write_text(json.dumps(pins, indent=2) + "\n")
+    return pins
 
 
 def _resume(cluster: Cluster, found: Path, config: Config) -> ckpt.TrainerState:

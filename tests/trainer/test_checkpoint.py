@@ -60,3 +60,12 @@ def test_incompatible_resume_names_the_keys():
     ):
         ckpt.check_compatible(saved, {"model.path": "tiny", "rollout.group_size": 8}, Path("x"))
     ckpt.check_compatible(saved, {"model.path": "tiny", "rollout.group_size": 4}, Path("x"))
+
+
+def test_a_changed_environment_is_refused_and_a_checkpoint_without_pins_is_not_checked():
+    pin = {"name": "gsm8k", "version": "v1", "digest": "spec-sha256:aa"}
+    saved = ckpt.TrainerState(pins=[pin])
+    ckpt.check_pins(saved, [pin], Path("x"))
+    with pytest.raises(ckpt.ResumeError, match=r"gsm8k: the run used v1 \(spec-sha256:aa\)"):
+        ckpt.check_pins(saved, [{**pin, "digest": "spec-sha256:bb"}], Path("x"))
+    ckpt.check_pins(ckpt.TrainerState(), [{**pin, "digest": "spec-sha256:bb"}], Path("x"))

@@ -147,6 +147,26 @@ def test_resume_with_an_incompatible_config_is_refused(run_a, tmp_path):
     assert "rollout.group_size" in proc.stderr and "cannot resume" in proc.stderr
 
 
+def test_resume_refuses_an_environment_that_changed_since_the_run_began(run_a, tmp_path):
+    out_a, _ = run_a
+    pins = json.loads((out_a / "pins.json").read_text())
+    assert [p["name"] for p in pins] == ["gsm8k"] and pins[0]["digest"].startswith("spec-sha256:")
+    out_d = tmp_path / "d"
+    shutil.copytree(out_a / "checkpoints" / "step_1", out_d / "checkpoints" / "step_1")
+    state_file = out_d / "checkpoints" / "step_1" / "trainer_state.json"
+    state = json.loads(state_file.read_text())
+    assert state["pins"] == pins
+    state["pins"] = [{**pins[0], "version": "v0", "digest": "spec-sha256:older"}]
+    state_file.write_text(json.dumps(state))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    cmd = [sys.executable, "-m", "envhub.cli", "train", str(TINY), "train.steps=2",
+           "checkpoint.resume=true", "--out", str(out_d)]  # fmt: skip
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert proc.returncode != 0
+    assert "an environment changed since the run began" in proc.stderr, proc.stderr[-2000:]
+    assert "gsm8k: the run used v0 (spec-sha256:older)" in proc.stderr
+
+
 def test_multi_turn_environment_trains(tmp_path):
     out = tmp_path / "wordle"
     rows = envhub_train(
