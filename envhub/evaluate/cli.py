@@ -157,6 +157,13 @@ _Progress = Annotated[
     bool, typer.Option(help="Progress bars (--no-progress: none, the model loader's too).")
 ]
 _AsJson = Annotated[bool, typer.Option("--json", help="Print summary.json, not a table.")]
+_Compare = Annotated[
+    list[Path] | None,
+    typer.Option(
+        help="A finished run to compare (repeat): one table of pass@1 per environment and run, "
+        "on the tasks all of them played; nothing is evaluated."
+    ),
+]
 _Agent = Annotated[
     str | None,
     typer.Option(
@@ -200,12 +207,15 @@ def eval_command(
     agent_timeout: _AgentTimeout = None,
     agent_max_calls: _AgentCalls = None,
     agent_max_tokens: _AgentTokens = None,
+    compare: _Compare = None,
 ) -> None:
     """Evaluate a model or an endpoint on environments: rewards, pass@k, statuses, tokens.
 
     With ``--agent CMD`` (or ``--agent-callable``) an agent program plays each episode and
     the model answers it through envhub's recording gateway (traces in ``OUT/traces``).
     """
+    if compare:
+        return _compare(compare, as_json)
     if rescore is not None:
         if resume is not None or model or base_url or env:
             _fail("--rescore re-verifies recorded outputs: give it alone (and --out)", 2)
@@ -413,6 +423,19 @@ def _rescore(
         _fail(str(e))
     _show(summary, as_json)
     typer.echo(f"wrote {dest.summary_path} and {dest.episodes_path}", err=True)
+
+
+def _compare(runs: list[Path], as_json: bool) -> None:
+    from .compare import compare, print_comparison
+
+    try:
+        result = compare(runs)
+    except EnvhubError as e:
+        _fail(str(e))
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+    else:
+        print_comparison(result)
 
 
 def _show(summary: dict[str, Any], as_json: bool) -> None:

@@ -171,3 +171,39 @@ def test_the_run_pins_its_environments_and_resume_refuses_a_changed_one(home, en
     assert res.exit_code == 1
     assert "arith: the run used v1 (spec-sha256:" in res.output
     assert "here it is 2.0 (sha256:ab)" in res.output and "envhub pull NAME@VERSION" in res.output
+
+
+def test_compare_puts_the_stages_side_by_side_on_the_same_tasks(home, tmp_path):
+    """Two "stages" (a weaker scripted model, then the full one) on the same tasks: one table,
+    the cells each run's pass@1; runs on other tasks are refused naming the environment."""
+
+    def weaker(body):  # answers every arith task wrong
+        reply = policy(body)
+        return {**reply, "content": "ANSWER: -1"} if not body.get("tools") else reply
+
+    runs = {}
+    for name, responder in (("base", weaker), ("trained", policy)):
+        with ScriptedEndpoint(responder) as ep:
+            runs[name] = tmp_path / name
+            res = invoke("--base-url", ep.base_url, "--model", name, "--env", "arith",
+                         "--env", "guess", "--out", runs[name], "--no-progress")  # fmt: skip
+            assert res.exit_code == 0, res.output
+    res = invoke("--compare", runs["base"], "--compare", runs["trained"], "--json")
+    assert res.exit_code == 0, res.output
+    table = json.loads(res.output)
+    assert [r["model"] for r in table["runs"]] == ["base", "trained"]
+    arith = [cell["pass@1"] for cell in table["environments"]["arith"]]
+    assert arith == [0.0, pytest.approx(5 / 6)]
+    assert [cell["pass@1"] for cell in table["environments"]["guess"]] == [1.0, 1.0]
+    res = invoke("--compare", runs["base"], "--compare", runs["trained"])
+    assert res.exit_code == 0 and "1. base" in res.output and "2. trained" in res.output
+
+    with ScriptedEndpoint(policy) as ep:
+        fewer = tmp_path / "fewer"
+        res = invoke("--base-url", ep.base_url, "--env", "arith", "--limit", "2",
+                     "--out", fewer, "--no-progress")  # fmt: skip
+        assert res.exit_code == 0, res.output
+    res = invoke("--compare", runs["base"], "--compare", fewer)
+    assert res.exit_code == 1 and "arith:" in res.output and "same tasks" in res.output
+    res = invoke("--compare", runs["base"], "--compare", tmp_path / "nothing")
+    assert res.exit_code == 1 and "no summary.json" in res.output
