@@ -9,13 +9,12 @@ import httpx
 import pytest
 
 import envhub
-from envhub.client.child_server import free_port
 
 openenv_client = pytest.importorskip(
     "openenv.core.generic_client",
     reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
 )
-from children import stop  # noqa: E402
+from openenv_games import envhub_serving_openenv  # noqa: E402
 from serving import running  # noqa: E402
 
 from envhub.server.app import create_app  # noqa: E402
@@ -28,24 +27,8 @@ def _gold_message(task) -> str:
 @pytest.fixture(scope="module")
 def served_gsm8k():
     """`envhub serve gsm8k --openenv` in a process of its own, as a user starts it."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envhub.cli", "serve", "gsm8k", "--openenv", "--port", str(port)]
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(url + "/health", timeout=0.5).json() == {"status": "healthy"}:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None:
-                pytest.fail(f"envhub serve exited with {proc.returncode}")
-            subprocess.run(["sleep", "0.1"], check=True)
+    with envhub_serving_openenv("gsm8k") as url:
         yield url
-    finally:
-        stop(proc)
 
 
 def test_an_openenv_client_plays_gsm8k_and_reads_envhub_reward(served_gsm8k):
