@@ -109,8 +109,11 @@ class OpenEnvSession:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
         if answer.get("type") == "error":
             error = answer.get("data")
-            error = error if isinstance(error, dict) else {}
-            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
+            if not isinstance(error, dict):
+                kind_ = type(error).__name__
+                raise EpisodeError(f"the OpenEnv server's {kind} error frame holds a {kind_}, "
+                                   "not an object")  # fmt: skip
+            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"[:500]
             message += _field_errors(error.get("errors"))
             if kind == "step" and error.get("code") in REFUSED:
                 raise OpenEnvRefused(message)
