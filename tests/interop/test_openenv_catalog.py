@@ -24,7 +24,7 @@ import pytest
 from openenv_games import EXPECTED, TOY, play, register
 
 import envhub
-from envhub.errors import EnvhubError
+from envhub.errors import EnvhubError, InfraError
 
 GITHUB = "https://github.com/envhub-test/toys.git"
 """The repository the toy catalog names; git is told to fetch it from a local one."""
@@ -180,3 +180,20 @@ def test_a_card_of_openenvs_own_catalog_plays_through_envhub_make(
         )
         with envhub.make(name) as env:
             assert play(env) == EXPECTED
+
+
+def test_a_card_whose_source_cannot_be_fetched_is_infra_error(
+    openenv10_python, tmp_path, clean_user_registry, monkeypatch
+):
+    repo = _toy_repository(tmp_path / "toys")
+    built = subprocess.run([str(openenv10_python.parent / "openenv"), "catalog", "build",
+                            "--repository", str(repo), "--repository-uri", GITHUB,
+                            "--publisher", "example.org", "--output", str(tmp_path / "c.json")],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    monkeypatch.setenv("GIT_CONFIG_COUNT", "1")  # the repository is gone
+    monkeypatch.setenv("GIT_CONFIG_KEY_0", f"url.file://{tmp_path / 'gone'}.insteadOf")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", GITHUB)
+    with pytest.raises(InfraError, match="cannot fetch the card's source"):  # registering resets
+        register(tmp_path, "gone", catalog=str(tmp_path / "c.json"), card="guess",
+                 python=str(openenv10_python), action_field="word")  # fmt: skip
