@@ -25,6 +25,7 @@ from openenv_games import EXPECTED, TOY, play, register
 
 import envhub
 from envhub.errors import EnvhubError, InfraError
+from envhub.interop.openenv.catalog import digest, export
 
 GITHUB = "https://github.com/envhub-test/toys.git"
 """The repository the toy catalog names; git is told to fetch it from a local one."""
@@ -197,3 +198,29 @@ def test_a_card_whose_source_cannot_be_fetched_is_infra_error(
     with pytest.raises(InfraError, match="cannot fetch the card's source"):  # registering resets
         register(tmp_path, "gone", catalog=str(tmp_path / "c.json"), card="guess",
                  python=str(openenv10_python), action_field="word")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("revision", "../../../../tmp/x", "not one commit and a relative path"),
+        ("path", "../../outside", "not one commit and a relative path"),
+        ("path", "/etc", "not one commit and a relative path"),
+        ("uri", "--upload-pack=touch /tmp/pwned", "not a GitHub clone URI"),
+        ("uri", "ext::sh -c touch% /tmp/pwned", "not a GitHub clone URI"),
+    ],
+)
+def test_a_hostile_cards_source_is_refused_before_git_runs(
+    tmp_path, clean_user_registry, field, value, says
+):
+    """A card (its digest re-stamped, as its author can) that would steer git or the folder."""
+    snapshot = export([envhub.spec("gsm8k")], publisher="example.org",
+                      source_uri="https://github.com/evil/cards.git", revision=REVISION)  # fmt: skip
+    entry = snapshot["entries"][0]
+    entry["metadata"] = {}  # not envhub's own card
+    entry["data"]["source"][field] = value
+    snapshot["digest"] = digest(snapshot)
+    (tmp_path / "catalog.json").write_text(json.dumps(snapshot))
+    with pytest.raises(EnvhubError, match=says):
+        register(tmp_path, "evil", catalog=str(tmp_path), card="gsm8k")
+    assert not Path("/tmp/pwned").exists()

@@ -153,11 +153,12 @@ def _read(where: str) -> bytes:
         try:
             with httpx.stream("GET", where, timeout=30, follow_redirects=True) as r:
                 r.raise_for_status()
-                data = b""
+                buffer = bytearray()
                 for chunk in r.iter_bytes():
-                    data += chunk
-                    if len(data) > MAX_BYTES:
+                    buffer += chunk
+                    if len(buffer) > MAX_BYTES:
                         break
+                data = bytes(buffer)
         except httpx.HTTPError as e:
             raise InfraError(f"cannot fetch the OpenEnv catalog {where}: {e}") from e
     else:
@@ -209,6 +210,38 @@ def cards(snapshot: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def source_of(card: dict[str, Any]) -> dict[str, str]:
+    """A card's source (``uri``, ``revision``, ``path``), checked before envhub acts on it.
+
+    The commit names a folder and the path one inside the checkout: a commit that is not 40
+    or 64 hex digits, or a path that is absolute or climbs (``..``), is refused, as is a URI
+    that is not a GitHub HTTPS clone URI (the profile's rule; git is given nothing else).
+    """
+    source = card.get("source")
+    if not isinstance(source, dict) or not all(
+        isinstance(source.get(k), str) for k in ("uri", "revision", "path")
+    ):
+        raise CatalogError(f"the card {card.get('name')!r} names no source (uri, revision, path)")
+    if not _GITHUB.match(source["uri"]):
+        raise CatalogError(
+            f"the card {card.get('name')!r} names a source that is not a GitHub "
+            f"clone URI (https://github.com/OWNER/REPO.git): {source['uri']!r}"
+        )
+    path = source["path"]
+    parts = path.split("/")
+    if (
+        not _REVISION.match(source["revision"])
+        or path.startswith("/")
+        or "\\" in path
+        or any(p in ("", ".", "..") for p in parts)
+    ):
+        raise CatalogError(
+            f"the card {card.get('name')!r} names a source that is not one commit "
+            f"and a relative path: {source['revision']!r}, {path!r}"
+        )
+    return {k: source[k] for k in ("uri", "revision", "path")}
 
 
 def find(snapshot: dict[str, Any], card: str) -> dict[str, Any]:

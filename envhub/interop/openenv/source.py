@@ -21,7 +21,6 @@ import hashlib
 import subprocess
 import threading
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -49,7 +48,7 @@ class SourceServer:
                 f"{found['envhub'].get('id')}: play it by name (envhub.make), or give "
                 "options.base_url of its `envhub serve NAME --openenv`"
             )
-        self.source: dict[str, Any] = found["source"] or {}
+        self.source = catalog.source_of(found)
         self.generation = 0
         self._server: ServerProcess | None = None
         self._lock = threading.Lock()
@@ -113,9 +112,9 @@ class SourceServer:
                 self._server.close()
 
 
-def _fetched(source: dict[str, Any]) -> Path:
+def _fetched(source: dict[str, str]) -> Path:
     """A checkout of the card's commit (``git fetch`` of that one commit), made once."""
-    revision, uri = source.get("revision", ""), source.get("uri", "")
+    revision, uri = source["revision"], source["uri"]
     folder = envhub_home() / "openenv" / "sources" / revision
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(folder.parent / f".{revision}.lock", "w") as lock:
