@@ -100,3 +100,24 @@ def test_serve_refuses_two_dialects_or_a_dialect_in_docker(flags, said):
     done = subprocess.run([sys.executable, "-m", "envhub.cli", "serve", "gsm8k", *flags],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1 and said in done.stderr
+
+
+def test_openenv_010s_task_api_lists_the_tasks_without_answers(echo_app):
+    assert httpx.get(echo_app + "/list_environments").json() == ["echo"]
+    splits = httpx.get(echo_app + "/echo/splits").json()
+    assert {"name": "train", "type": "train"} in splits
+    with envhub.make("echo") as env:
+        train = env.tasks("train")
+    count = httpx.post(echo_app + "/echo/num_tasks", json={"split": "train"}).json()
+    assert count == {"num_tasks": len(train)}
+    listed = httpx.post(echo_app + "/echo/tasks", json={"split": "train"}).json()
+    assert [t["task_id"] for t in listed["tasks"]] == [t.task_id for t in train]
+    one = httpx.post(echo_app + "/echo/task", json={"split": "train", "index": 1}).json()["task"]
+    assert one["task_id"] == train[1].task_id and one["messages"][-1]["role"] == "user"
+    assert set(one) == {"task_id", "messages"}  # no answer, no metadata: the agent's port
+    bounds = {"split": "train", "start": 1, "stop": 3}
+    some = httpx.post(echo_app + "/echo/task_range", json=bounds)
+    assert [t["task_id"] for t in some.json()["tasks"]] == [t.task_id for t in train[1:3]]
+    past = httpx.post(echo_app + "/echo/task", json={"split": "train", "index": 10**6})
+    assert past.status_code == 400 and "Invalid task index" in past.text
+    assert httpx.post(echo_app + "/other/num_tasks", json={"split": "train"}).status_code == 404
