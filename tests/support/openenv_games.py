@@ -87,6 +87,8 @@ def envhub_serving_openenv(name: str):
                 time.sleep(0.1)
             if proc.poll() is not None:
                 raise RuntimeError(f"envhub serve exited with {proc.returncode}")
+        else:
+            raise RuntimeError(f"envhub serve {name} --openenv did not answer /health in 120 s")
         yield url
     finally:
         stop(proc)
