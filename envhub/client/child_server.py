@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -41,12 +42,17 @@ class ServerProcess:
         host: str = "127.0.0.1",
         startup_timeout: float = 180,
         python: str = sys.executable,
+        command: Callable[[str, int], list[str]] | None = None,
+        cwd: str | None = None,
     ):
         """Start the server and wait until ``/health`` answers.
 
         The free port is picked before the child binds it, so another process may take it in
         between: then the start is retried on a new port (three tries). ``python`` is the
         interpreter that runs it (another virtual environment's, with envhub installed there).
+        ``command(host, port)``, run in ``cwd``, starts another server instead of ``envhub
+        serve`` (an OpenEnv environment's uvicorn): one that does not follow
+        :mod:`envhub.lifetime`, so it outlives a parent killed with SIGKILL.
         """
         self._owner_pid = os.getpid()
         self.proc: subprocess.Popen[bytes] | None = None
@@ -55,7 +61,7 @@ class ServerProcess:
         for attempt in range(3):
             self.port = free_port(host)
             self.url = f"http://{host}:{self.port}"
-            cmd = [
+            cmd = command(host, self.port) if command else [
                 python, "-m", "envhub.cli", "serve", spec.name,
                 "--host", host, "--port", str(self.port),
                 "--spec-json", spec.model_dump_json(), "--answers",
@@ -65,13 +71,16 @@ class ServerProcess:
                 _stop(self.proc)
                 self._log.close()
                 self._log = _new_log()
-            self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env)
+            self.proc = subprocess.Popen(
+                cmd, stdout=self._log, stderr=subprocess.STDOUT, env=env, cwd=cwd
+            )
             if self._wait(startup_timeout):
                 return
             tail = self._tail()
             if "address already in use" not in tail.lower() or attempt == 2:
                 self.close()
-                raise TransportError(f"envhub serve did not become healthy at {self.url}:\n{tail}")
+                what = "envhub serve" if command is None else cmd[0]
+                raise TransportError(f"{what} did not become healthy at {self.url}:\n{tail}")
 
     def _wait(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout

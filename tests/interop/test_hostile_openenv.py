@@ -44,6 +44,8 @@ def _env(tmp_path, base_url: str):
         ("step-binary", Status.ENV_ERROR, "answered step with a binary frame"),
         ("step-array", Status.ENV_ERROR, "answered a list, not a JSON object"),
         ("step-expired", Status.INFRA_ERROR, "SESSION_ERROR: expired"),
+        ("step-error-data-list", Status.ENV_ERROR, "error frame holds a list, not an object"),
+        ("step-capacity", Status.INFRA_ERROR, "CAPACITY_REACHED: 8 of 8"),
     ],
 )
 def test_a_bad_step_answer_is_the_servers_fault(
@@ -54,6 +56,17 @@ def test_a_bad_step_answer_is_the_servers_fault(
         step = env.step("apple")
     assert (step.info.status, step.reward) == (status, 0.0)
     assert says in step.info.error
+
+
+def test_a_validation_error_with_nonsense_fields_is_still_the_models_and_bounded(
+    hostile, tmp_path, clean_user_registry
+):
+    with _env(tmp_path, f"{hostile.url}/step-validation-garbage") as env:
+        env.reset(seed=0)
+        step = env.step("apple")
+    assert step.info.status is Status.INVALID_ACTION and step.reward == 0.0
+    assert "VALIDATION_ERROR: Invalid message (" in step.messages[0].content
+    assert len(step.messages[0].content) < 2500
 
 
 @pytest.mark.parametrize(

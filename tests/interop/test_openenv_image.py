@@ -84,11 +84,11 @@ def _mine(client, name):
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"base_url": "http://127.0.0.1:1", "image": "x:1"}],
-    ids=["neither", "both"],
+    [{}, {"base_url": "http://127.0.0.1:1", "image": "x:1"}, {"catalog": "catalog.json"}],
+    ids=["neither", "both", "catalog-without-card"],
 )
 def test_an_entry_gives_base_url_or_image(tmp_path, clean_user_registry, options):
-    with pytest.raises(RegistryError, match=r"options\.base_url .* or options\.image"):
+    with pytest.raises(RegistryError, match=r"one of options\.base_url .*, options\.image .*"):
         register(tmp_path, **options)
 
 

@@ -9,13 +9,12 @@ import httpx
 import pytest
 
 import envhub
-from envhub.client.child_server import free_port
 
 openenv_client = pytest.importorskip(
     "openenv.core.generic_client",
     reason="the OpenEnv tests need openenv-core: pip install -c constraints.txt -e '.[interop-openenv]'",
 )
-from children import stop  # noqa: E402
+from openenv_games import envhub_serving_openenv  # noqa: E402
 from serving import running  # noqa: E402
 
 from envhub.server.app import create_app  # noqa: E402
@@ -28,24 +27,8 @@ def _gold_message(task) -> str:
 @pytest.fixture(scope="module")
 def served_gsm8k():
     """`envhub serve gsm8k --openenv` in a process of its own, as a user starts it."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "envhub.cli", "serve", "gsm8k", "--openenv", "--port", str(port)]
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(600):
-            try:
-                if httpx.get(url + "/health", timeout=0.5).json() == {"status": "healthy"}:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None:
-                pytest.fail(f"envhub serve exited with {proc.returncode}")
-            subprocess.run(["sleep", "0.1"], check=True)
+    with envhub_serving_openenv("gsm8k") as url:
         yield url
-    finally:
-        stop(proc)
 
 
 def test_an_openenv_client_plays_gsm8k_and_reads_envhub_reward(served_gsm8k):
@@ -117,3 +100,24 @@ def test_serve_refuses_two_dialects_or_a_dialect_in_docker(flags, said):
     done = subprocess.run([sys.executable, "-m", "envhub.cli", "serve", "gsm8k", *flags],
                           capture_output=True, text=True, timeout=120)  # fmt: skip
     assert done.returncode == 1 and said in done.stderr
+
+
+def test_openenv_010s_task_api_lists_the_tasks_without_answers(echo_app):
+    assert httpx.get(echo_app + "/list_environments").json() == ["echo"]
+    splits = httpx.get(echo_app + "/echo/splits").json()
+    assert {"name": "train", "type": "train"} in splits
+    with envhub.make("echo") as env:
+        train = env.tasks("train")
+    count = httpx.post(echo_app + "/echo/num_tasks", json={"split": "train"}).json()
+    assert count == {"num_tasks": len(train)}
+    listed = httpx.post(echo_app + "/echo/tasks", json={"split": "train"}).json()
+    assert [t["task_id"] for t in listed["tasks"]] == [t.task_id for t in train]
+    one = httpx.post(echo_app + "/echo/task", json={"split": "train", "index": 1}).json()["task"]
+    assert one["task_id"] == train[1].task_id and one["messages"][-1]["role"] == "user"
+    assert set(one) == {"task_id", "messages"}  # no answer, no metadata: the agent's port
+    bounds = {"split": "train", "start": 1, "stop": 3}
+    some = httpx.post(echo_app + "/echo/task_range", json=bounds)
+    assert [t["task_id"] for t in some.json()["tasks"]] == [t.task_id for t in train[1:3]]
+    past = httpx.post(echo_app + "/echo/task", json={"split": "train", "index": 10**6})
+    assert past.status_code == 400 and "Invalid task index" in past.text
+    assert httpx.post(echo_app + "/other/num_tasks", json={"split": "train"}).status_code == 404

@@ -30,6 +30,24 @@ MODES = {
             {"type": "error", "data": {"code": "SESSION_ERROR", "message": "expired"}}
         )
     },
+    "step-error-data-list": {"step": json.dumps({"type": "error", "data": [1, 2]})},
+    "step-capacity": {  # openenv 0.10: refused for capacity, the frame then the close
+        "step": json.dumps(
+            {"type": "error", "data": {"code": "CAPACITY_REACHED", "message": "8 of 8"}}
+        )
+    },
+    "step-validation-garbage": {  # a VALIDATION_ERROR whose 0.10 `errors` are nonsense
+        "step": json.dumps(
+            {
+                "type": "error",
+                "data": {
+                    "code": "VALIDATION_ERROR",
+                    "message": "Invalid message",
+                    "errors": [{"loc": "word", "msg": 3}, 7, {"loc": [["x"]] * 99}] * 50,
+                },
+            }
+        )
+    },
     "reset-garbage": {"reset": "\x00garbage{"},
     "reset-observation-list": {"reset": _answer({**GOOD, "observation": [1]})},
     "fine": {"step": _answer({**GOOD, "reward": 1.0, "done": True})},

@@ -27,10 +27,14 @@ EXPECTED = {"seed-0": [1.0], "seed-2": [0.0, 1.0], "seed-3": [0.0, 0.0, 0.0]}
 
 
 @contextlib.contextmanager
-def toy_server():
-    """The toy OpenEnv server in a process of its own (so a test can kill it)."""
+def toy_server(python: str | Path = sys.executable):
+    """The toy OpenEnv server in a process of its own (so a test can kill it).
+
+    ``python``: the Python whose OpenEnv serves it (an OpenEnv release's venv), this one's
+    by default.
+    """
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(TOY), str(port)])
+    proc = subprocess.Popen([str(python), str(TOY), str(port)])
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -64,3 +68,27 @@ def play(env) -> dict[str, list[float]]:
         assert "guess a fruit" in opened.messages[-1].content
         rewards[task_id] = [env.step(word).reward for word in guesses]
     return rewards
+
+
+@contextlib.contextmanager
+def envhub_serving_openenv(name: str):
+    """``envhub serve NAME --openenv`` in a process of its own, as a user starts it: its URL."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "envhub.cli", "serve", name, "--openenv", "--port", str(port)]
+    proc = subprocess.Popen(cmd)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/health", timeout=0.5).json() == {"status": "healthy"}:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+            if proc.poll() is not None:
+                raise RuntimeError(f"envhub serve exited with {proc.returncode}")
+        else:
+            raise RuntimeError(f"envhub serve {name} --openenv did not answer /health in 120 s")
+        yield url
+    finally:
+        stop(proc)

@@ -28,6 +28,16 @@ built: an image missing from the engine is an ``InfraError`` saying how to build
       environment: {LEVEL: hard}
       action_field: word
 
+With ``options.catalog`` and ``options.card`` (instead of ``base_url``) the environment is a
+card of an OpenEnv 0.10 discovery catalog (a file, a folder holding ``catalog.json``, or a URL;
+its digest checked): envhub fetches the card's source commit and runs its server
+(:mod:`.source`; ``options.python``: a Python with its dependencies, else a venv made for it)::
+
+    options:
+      catalog: https://example.org/openenv/catalog.json
+      card: guess                     # the card's name or identifier (`envhub catalog list`)
+      action_field: word
+
 Without ``action_field`` the model's message is parsed as the action's JSON. Each observation
 (the one ``reset`` returns included) becomes the next user message through ``template``, a
 format string over the observation's fields plus ``{observation}``, the whole observation as
@@ -37,7 +47,8 @@ Statuses: an action the OpenEnv server refuses (a validation error, or an error 
 executing it) is the model's ``invalid_action``, as is a message that is not the action's JSON;
 an OpenEnv server that cannot be reached, drops the connection or refuses a reset (an expired
 session included) is ``infra_error`` (so is an image's container that cannot start: no Docker
-engine, no such image, or no ``/health`` in time); one that answers with no JSON object (a
+engine, no such image, or no ``/health`` in time; and a card's source that cannot be fetched,
+installed or started); one that answers with no JSON object (a
 proxy's error page), a binary frame, or fields of the wrong type (``done`` the string
 ``"false"``, a reward that is no number) is ``env_error``; one that does not answer within
 ``timeout_s`` is the step's ``timeout``. None of these is the model's ``invalid_action``.
@@ -63,6 +74,7 @@ from envhub.types import Message, Status, Task
 
 from ..replies import json_object
 from .image import ImageServer
+from .source import SourceServer
 
 REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 """OpenEnv error codes that answer the action itself: the model's ``invalid_action``."""
@@ -96,8 +108,13 @@ class OpenEnvSession:
         except (OSError, WebSocketException) as e:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
         if answer.get("type") == "error":
-            error = answer.get("data") or {}
-            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"
+            error = answer.get("data")
+            if not isinstance(error, dict):
+                kind_ = type(error).__name__
+                raise EpisodeError(f"the OpenEnv server's {kind} error frame holds a {kind_}, "
+                                   "not an object")  # fmt: skip
+            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"[:500]
+            message += _field_errors(error.get("errors"))
             if kind == "step" and error.get("code") in REFUSED:
                 raise OpenEnvRefused(message)
             raise InfraError(f"the OpenEnv server refused {kind}: {message}")
@@ -124,6 +141,9 @@ class OpenEnvEnv(TaskEnv):
         *,
         base_url: str | None = None,
         image: str | None = None,
+        catalog: str | None = None,
+        card: str | None = None,
+        python: str | None = None,
         port: int = 8000,
         environment: dict[str, Any] | None = None,
         start_timeout_s: float = 120.0,
@@ -131,12 +151,16 @@ class OpenEnvEnv(TaskEnv):
         template: str = "{observation}",
         timeout_s: float = 30.0,
     ) -> None:
-        """Play the OpenEnv server at ``base_url`` or in ``image`` (see the module docstring)."""
+        """Play the OpenEnv server at ``base_url``, in ``image``, or of a ``catalog``'s ``card``.
+
+        See the module docstring.
+        """
         super().__init__(spec)
-        if (base_url is None) == (image is None):
+        if [base_url, image, catalog].count(None) != 2 or (catalog is None) != (card is None):
             raise ConfigError(
-                f"{spec.name}: give options.base_url (a running OpenEnv server) or options.image "
-                "(an image of one that envhub starts), not both or neither"
+                f"{spec.name}: give one of options.base_url (a running OpenEnv server), "
+                "options.image (an image of one that envhub starts) or options.catalog with "
+                "options.card (a card of an OpenEnv catalog, whose source envhub runs)"
             )
         if base_url is not None and not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{spec.name}: options.base_url must be http(s)://HOST:PORT")
@@ -144,9 +168,11 @@ class OpenEnvEnv(TaskEnv):
         self._session: OpenEnvSession | None = None
         self._owner = True
         self._base_url = base_url or ""
-        self._server = None
+        self._server: ImageServer | SourceServer | None = None
         if image is not None:
             self._server = ImageServer(spec, image, port, environment or {}, start_timeout_s)
+        if catalog is not None and card is not None:
+            self._server = SourceServer(spec, catalog, card, python, start_timeout_s)
 
     @property
     def base_url(self) -> str:
@@ -258,6 +284,22 @@ def _json_object(kind: str, raw: str | bytes) -> dict[str, Any]:
     if not isinstance(raw, str):
         raise EpisodeError(f"the OpenEnv server answered {kind} with a binary frame")
     return json_object(f"the OpenEnv server ({kind})", raw)
+
+
+def _field_errors(errors: Any) -> str:
+    """OpenEnv 0.10's ``errors`` of a ``VALIDATION_ERROR`` (pydantic's, by field), as text.
+
+    0.10 says only "Invalid message" and lists the fields in ``errors``; 0.3 put them in the
+    message. The model reads this in its ``Invalid action`` feedback, so it names the fields.
+    """
+    if not isinstance(errors, list):
+        return ""
+    said = []
+    for e in errors[:10]:
+        if isinstance(e, dict):
+            loc = ".".join(map(str, e.get("loc") or [])) if isinstance(e.get("loc"), list) else ""
+            said.append(f"{loc or 'action'}: {e.get('msg', '')}"[:200])
+    return f" ({'; '.join(said)})" if said else ""
 
 
 def _checked(kind: str, data: Any) -> dict[str, Any]:

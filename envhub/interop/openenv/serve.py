@@ -9,8 +9,9 @@ the observation carries the environment's reply messages, its task id, status an
 components. ``reset`` takes ``seed`` and envhub's ``task_id``.
 
 HTTP, where OpenEnv has it: ``/health``, ``/metadata``, ``/schema``, ``/state`` and
-``/reset`` answer as OpenEnv's do. OpenEnv's HTTP ``/step`` runs a fresh environment with no
-episode; an envhub episode holds state, so ``/step`` answers 409 and points at ``/ws``.
+``/reset`` answer as OpenEnv's do, and so does OpenEnv 0.10's Task API (:mod:`.tasks`).
+OpenEnv's HTTP ``/step`` runs a fresh environment with no episode; an envhub episode holds
+state, so ``/step`` answers 409 and points at ``/ws``.
 envhub's own ``/reset``, ``/step``, ``/health`` and ``/ws`` give way to these; the rest of its
 API stays, ``/verify`` and ``/tasks`` only with ``--answers`` (``ServerSettings.answers``).
 
@@ -32,6 +33,8 @@ from envhub.server.episodes import Episodes
 from envhub.server.errors import error_response
 from envhub.server.sessions import SessionError
 from envhub.types import Message, Status
+
+from . import tasks
 
 PATHS = frozenset({"/ws", "/reset", "/step", "/state", "/health", "/schema", "/metadata"})
 """The paths this dialect answers; envhub's own routes at these paths are not mounted."""
@@ -230,6 +233,7 @@ def install(app: FastAPI, server: Any) -> frozenset[str]:
     }
     for path, (method, fn) in routes.items():
         app.add_api_route(path, fn, methods=[method])
+    tasks.install(app, server)  # OpenEnv 0.10's Task API
     return PATHS
 
 
