@@ -44,6 +44,12 @@ def test_a_page_gives_each_files_digest_and_yank():
     ]
 
 
+def test_an_index_url_is_named_without_its_credentials():
+    index = Index("https://me:s3cret@example.org/simple")
+    assert index.where == "https://example.org/simple/"
+    assert index.url == "https://me:s3cret@example.org/simple/"  # still used to read
+
+
 def test_the_newest_live_version_is_picked_and_a_pin_is_honoured():
     links = [
         Link("a-0.9.0-py3-none-any.whl", "1", None),
@@ -412,6 +418,8 @@ def test_pull_into_a_venv_of_its_own_serves_the_environment_from_there(tmp_path,
             step = env.step("<answer> ENOTS </answer>")  # the helper's normal() says equal
         assert step.info.components["correctness"] == 1.0 and step.info.status.value == "ok"
         assert importlib.util.find_spec(HELPER) is None
+        with pytest.raises(ConfigError, match="the 'docker' runner cannot reach"):
+            envhub.make("revvenv", runner="docker")
 
         results = run_checks(s)  # run in the venv: its code imports there only
         assert [r.name for r in results] == ["determinism", "bad_inputs", "gold", "gymnasium",

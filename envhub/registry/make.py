@@ -164,6 +164,11 @@ def make(
         )
     spec_ = apply_overrides(lookup(name), overrides)
     runner = runner or spec_.runner
+    if spec_.venv is not None and runner not in RUNNERS:
+        raise ConfigError(
+            f"{name} lives in the venv {spec_.venv}, which the {runner!r} runner cannot "
+            "reach; play it with runner='local' or 'http' (both serve it from that venv)"
+        )
     run = runner_for(runner)
     if url is not None and runner != "http":
         raise ConfigError("url= is only for runner='http'")

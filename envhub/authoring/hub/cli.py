@@ -44,7 +44,7 @@ def push_command(
     ] = None,
 ) -> None:
     """Check, measure, build and push an environment's wheel (its card inside) to an index."""
-    from .index import is_url
+    from .index import is_url, redact
     from .push import push
 
     if to is None and is_url(default_index()):
@@ -53,7 +53,8 @@ def push_command(
         )
     where = to or default_index()
     record = push(target, where, user=user, password=password)
-    typer.echo(f"pushed {record['environment']}@{record['version']} {record['digest']} to {where}")
+    pushed = f"{record['environment']}@{record['version']} {record['digest']}"
+    typer.echo(f"pushed {pushed} to {redact(where)}")
 
 
 def pull_command(

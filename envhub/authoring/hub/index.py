@@ -43,6 +43,11 @@ def is_url(where: str) -> bool:
     return re.match(r"^https?://", where) is not None
 
 
+def redact(where: str) -> str:
+    """``where`` as it may be shown or recorded: without a ``user:password@`` in a URL."""
+    return re.sub(r"(?<=://)[^/@]*@", "", where)
+
+
 def sha256(data: bytes) -> str:
     """The hex digest a page's ``#sha256=`` fragment holds."""
     return hashlib.sha256(data).hexdigest()
@@ -99,7 +104,8 @@ class Index:
         text = str(where)
         self.url = text.rstrip("/") + "/" if is_url(text) else None
         self.folder = None if self.url else Path(text).expanduser().resolve()
-        self.where = self.url or str(self.folder)
+        self.where = redact(self.url) if self.url else str(self.folder)
+        """What messages and records name: the folder, or the URL without credentials."""
 
     def read(self, rel: str) -> bytes:
         """The bytes at ``rel`` (``project/file``, or ``""`` for the root page)."""

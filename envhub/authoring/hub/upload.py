@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...errors import ConfigError, InfraError, missing
+from .index import redact
 
 _TAKEN = ("already exists", "file exists")
 """How indexes word a refusal of a file they hold (pypiserver and PyPI answer 400)."""
@@ -48,7 +49,7 @@ def upload(wheel: Path, url: str, user: str | None = None, password: str | None 
         repository_url=url, username=user, password=password, non_interactive=True,
         disable_progress_bar=True,
     )  # fmt: skip
-    said = io.StringIO()
+    said, url = io.StringIO(), redact(url)  # messages name the URL without credentials
     try:
         with contextlib.redirect_stdout(said), _quiet("twine"):  # its hints name its own flags
             twine_upload(settings, [str(wheel)])
