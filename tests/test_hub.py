@@ -384,6 +384,7 @@ def test_pull_into_a_venv_of_its_own_serves_the_environment_from_there(tmp_path,
     import envhub
     from envhub.authoring.hub.pull import pull
     from envhub.authoring.selfcheck import FAILED, run_checks
+    from envhub.client.venv import python_of
     from envhub.registry.catalog import catalog, spec
     from envhub.registry.pins import pin
 
@@ -432,5 +433,24 @@ def test_pull_into_a_venv_of_its_own_serves_the_environment_from_there(tmp_path,
                                capture_output=True, text=True, timeout=120)  # fmt: skip
         assert there.returncode == 0, there.stderr
         assert there.stdout.strip() == str(REPO / "envhub" / "__init__.py")  # this checkout
+
+        from envhub.authoring.register import unregister
+
+        assert unregister("revvenv") == ["revvenv-v1"]  # forgets the registration, not the venv
+        assert "revvenv" not in catalog().names() and python_of(venv).exists()
     finally:
         reset_registry()
+
+
+def test_a_name_pulled_into_this_python_is_not_pulled_into_a_venv_too(index, tmp_path, monkeypatch):
+    from envhub.authoring.hub.pull import pull
+    from envhub.registry.pins import pulled_path
+
+    folder, _ = index
+    monkeypatch.setenv("ENVHUB_HOME", str(tmp_path / "home"))
+    pulled_path().parent.mkdir(parents=True)
+    pulled_path().write_text(json.dumps({"wordrev": {"version": "0.1.0", "digest": "sha256:ab",
+                                                     "index": str(folder)}}))  # fmt: skip
+    with pytest.raises(ConfigError, match="pulled into this Python.*pip uninstall"):
+        pull("wordrev", str(folder), tmp_path / "venv")
+    assert not (tmp_path / "venv").exists()
