@@ -434,7 +434,14 @@ def test_pull_into_a_venv_of_its_own_serves_the_environment_from_there(tmp_path,
         assert there.returncode == 0, there.stderr
         assert there.stdout.strip() == str(REPO / "envhub" / "__init__.py")  # this checkout
 
+        from typer.testing import CliRunner
+
         from envhub.authoring.register import unregister
+        from envhub.cli import app
+
+        listed = CliRunner().invoke(app, ["list"])
+        row = next(line for line in listed.stdout.splitlines() if line.startswith("revvenv "))
+        assert f"[served from the venv {venv.resolve()}]" in row
 
         assert unregister("revvenv") == ["revvenv-v1"]  # forgets the registration, not the venv
         assert "revvenv" not in catalog().names() and python_of(venv).exists()
