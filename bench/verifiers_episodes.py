@@ -93,7 +93,7 @@ def main() -> None:
     try:
         import verifiers  # noqa: F401
     except ImportError:  # run again in the venv envhub makes for verifiers
-        from envhub.interop.verifiers import ensure_venv
+        from envhub.interop.verifiers.env import ensure_venv
 
         venvs = Path(os.environ.get("ENVHUB_TEST_VENVS", Path.home() / ".cache/envhub/test-venvs"))
         python = ensure_venv(venvs / "verifiers-0.4.0")

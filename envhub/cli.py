@@ -71,7 +71,8 @@ def list_envs(
 
     An environment that cannot run here yet ends with ``[install: ...]`` (the pip command of
     its missing extras) or ``[needs data: ...]``; a registration of yours that hides a built-in
-    environment of the same name with ``[overrides built-in NAME-vN]``.
+    environment of the same name with ``[overrides built-in NAME-vN]``; one pulled into a venv
+    of its own with ``[served from the venv DIR]``.
     """
     from .registry.catalog import catalog
     from .registry.needs import needs
@@ -84,7 +85,8 @@ def list_envs(
             continue
         desc = " ".join(s.description.split())[:70]
         hidden = reg.overrides_builtin(name)
-        marks = [f"overrides built-in {hidden}" if hidden else None, needs(s)]
+        own = f"served from the venv {s.venv}" if s.venv else None
+        marks = [f"overrides built-in {hidden}" if hidden else None, own, needs(s)]
         mark = "".join(f"  [{m}]" for m in marks if m)
         rows.append((s.name, s.id, s.family, s.runner, f"{desc}{mark}"))
     widths = [max([least, *(len(r[i]) for r in rows)]) for i, least in enumerate((22, 26, 8, 6))]

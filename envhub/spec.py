@@ -131,6 +131,11 @@ class EnvSpec(_Strict):
     options: dict[str, Any] = Field(default_factory=dict)
     """Environment-specific constructor options."""
     docker: DockerSpec = Field(default_factory=DockerSpec)
+    venv: str | None = None
+    """A virtual environment of its own that holds this environment's code and dependencies
+    (``envhub pull --venv DIR`` sets it): ``make`` serves it from there, ``envhub serve`` run by
+    that venv's Python over HTTP, whatever the runner; only that venv's own processes build it
+    in-process. ``None``: this Python holds it."""
     source: str | None = Field(default=None, exclude=True)
     """File this entry was read from (set by the loader, for error messages)."""
     base_dir: str | None = None

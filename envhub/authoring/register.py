@@ -12,6 +12,10 @@ Registering the same file again is no error: nothing to do. ``register(force=Tru
 a registration and keeps its kind (a link stays a link) unless ``link`` says otherwise. A user
 environment that takes a built-in's name with a higher version (so ``make(NAME)`` returns it)
 is refused without ``force``, and ``envhub list`` marks it; :func:`unregister` removes one.
+
+An environment pulled into a venv of its own is registered by :func:`register_pulled`: its
+spec as that venv resolves it, with ``venv`` set, checked there rather than here (its code
+does not import in this Python).
 """
 
 from __future__ import annotations
@@ -207,3 +211,42 @@ def unregister(name: str) -> list[str]:
     target.unlink()
     reset_registry()
     return [f"{mine[0][0]}-v{mine[0][1]}"]
+
+
+def _pulled_files(name: str) -> list[Path]:
+    """The registry.d files of ``name`` written by :func:`register_pulled`."""
+    found = []
+    for path in sorted(user_registry_dir().glob("*.yaml")):
+        entries, _, _ = read_entries(path)
+        if any(e.get("name") == name and e.get("venv") for e in entries if isinstance(e, dict)):
+            found.append(path)
+    return found
+
+
+def register_pulled(spec: EnvSpec) -> Path:
+    """Record ``spec``, pulled into the venv ``spec.venv``, in registry.d; the file written.
+
+    Replaces an earlier pull's registration of the same name (another version, another venv).
+    Whether the name is free is the pull's to say before it installs anything.
+    """
+    if spec.venv is None:
+        raise ValueError("register_pulled takes the spec of an environment with its own venv")
+    unregister_pulled(spec.name)
+    target_dir = user_registry_dir()
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / f"{spec.id}.yaml"
+    tmp = target.with_suffix(".tmp")
+    content = spec.model_dump(mode="json", exclude_defaults=True)
+    tmp.write_text(yaml.safe_dump(content, sort_keys=False), encoding="utf-8")
+    tmp.replace(target)
+    reset_registry()
+    return target
+
+
+def unregister_pulled(name: str) -> list[Path]:
+    """Remove the registrations of ``name`` that a pull into a venv wrote; the files removed."""
+    removed = _pulled_files(name)
+    for path in removed:
+        path.unlink()
+    reset_registry()
+    return removed

@@ -14,10 +14,14 @@ The same functions run in ``tests/test_all_envs.py`` over every catalog entry, s
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..client.venv import is_current, python_of
 from ..core import Env, TaskEnv
 from ..registry.make import make_http, make_local
 from ..spec import EnvSpec
@@ -167,8 +171,33 @@ def run_check(spec: EnvSpec, name: str) -> CheckResult:
 
 
 def run_checks(spec: EnvSpec, only: list[str] | None = None) -> list[CheckResult]:
-    """Run the named checks (all by default) in order."""
+    """Run the named checks (all by default) in order.
+
+    An environment of a venv of its own (``spec.venv``) is checked there, by that venv's Python
+    (:func:`main`): in-process where its code is, over HTTP from there.
+    """
+    if spec.venv is not None and not is_current(spec.venv):
+        return _checks_in_venv(spec, only)
     return [run_check(spec, name) for name in only or CHECKS]
+
+
+def _checks_in_venv(spec: EnvSpec, only: list[str] | None) -> list[CheckResult]:
+    python = str(python_of(spec.venv or ""))
+    cmd = [python, "-m", "envhub.authoring.selfcheck", spec.model_dump_json(), *(only or ())]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except OSError as e:
+        return [CheckResult("venv", FAILED, f"{spec.venv}: cannot run its Python ({e})")]
+    if done.returncode != 0:
+        return [CheckResult("venv", FAILED, f"in {spec.venv}: {done.stderr.strip()[-2000:]}")]
+    return [CheckResult(**row) for row in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def main(argv: list[str]) -> None:
+    """``python -m envhub.authoring.selfcheck SPEC_JSON [CHECK...]``: the results as JSON."""
+    spec = EnvSpec.model_validate_json(argv[0])
+    results = run_checks(spec, argv[1:] or None)
+    print(json.dumps([asdict(r) for r in results]))
 
 
 def table(spec: EnvSpec, results: list[CheckResult]) -> str:
@@ -179,3 +208,7 @@ def table(spec: EnvSpec, results: list[CheckResult]) -> str:
     failed = sum(r.outcome == FAILED for r in results)
     lines.append(f"{len(results) - failed}/{len(results)} passed or skipped, {failed} failed")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -14,9 +14,10 @@ from typing import Any
 
 import httpx
 
-from ..errors import TransportError
+from ..errors import ConfigError, TransportError
 from ..lifetime import child_environment
 from ..spec import EnvSpec
+from .venv import is_current, python_of
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -137,5 +138,16 @@ def _close_open() -> None:
 
 
 def spawn_server(spec: EnvSpec) -> ServerProcess:
-    """Start ``envhub serve`` for ``spec`` (overrides included) on a free loopback port."""
-    return ServerProcess(spec)
+    """Start ``envhub serve`` for ``spec`` (overrides included) on a free loopback port.
+
+    Run by the Python of the spec's own venv where it has one (``spec.venv``), else by this one.
+    """
+    if spec.venv is None or is_current(spec.venv):
+        return ServerProcess(spec)
+    python = python_of(spec.venv)
+    if not python.exists():
+        raise ConfigError(
+            f"{spec.name} is served from the venv {spec.venv}, which is gone: pull it again "
+            f"(`envhub pull {spec.name} --venv {spec.venv}`) or `envhub unregister {spec.id}`"
+        )
+    return ServerProcess(spec, python=str(python))

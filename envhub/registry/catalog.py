@@ -4,7 +4,9 @@ The catalog is data. Entry points are ``module:Class`` strings imported only whe
 environment is made, so listing or describing environments imports no environment code.
 
 A user's registrations are files in ``$ENVHUB_HOME/registry.d/``: a copy of an entry with its
-folder recorded as ``base_dir``, or a link to the user's own YAML file (read at each load).
+folder recorded as ``base_dir``, or a link to the user's own YAML file (read at each load), or
+the spec of an environment pulled into a venv of its own (``envhub pull --venv``, its ``venv``
+set): skipped in that venv's own processes, where its installed package provides it.
 Writing them is :mod:`envhub.authoring.register`'s; this module only reads. Every error about
 a catalog file has one form (:func:`catalog_error`): file, line, environment, field, what is
 wrong, ``Fix:`` what to do.
@@ -22,6 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ..client.venv import is_current
 from ..datasets import envhub_home
 from ..errors import EntryError, EnvNotFound, RegistryError
 from ..spec import VERSIONED_RE, EnvSpec
@@ -257,6 +260,8 @@ class Registry:
         if paths is None:
             for path in sorted(user_registry_dir().glob("*.yaml")):
                 for spec, raw in _user_entries(path):
+                    if spec.venv is not None and is_current(spec.venv):
+                        continue  # in its own venv, its installed package provides it
                     reg._add(spec, raw)
                     reg._origin[(spec.name, spec.version)] = path
             reg._add_packages()

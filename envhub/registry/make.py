@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..client.venv import is_current
 from ..core import Env
 from ..errors import ConfigError, DependencyMissing
 from ..install import entry_points, install_command
@@ -31,7 +32,8 @@ def apply_overrides(spec: EnvSpec, overrides: dict[str, Any]) -> EnvSpec:
     """
     if not overrides:
         return spec
-    fields = set(EnvSpec.model_fields) - {"name", "version", "source", "base", "entry_point"}
+    fixed = {"name", "version", "source", "base", "entry_point", "venv"}
+    fields = set(EnvSpec.model_fields) - fixed
     direct = {k: v for k, v in overrides.items() if k in fields}
     options = {k: v for k, v in overrides.items() if k not in fields}
     if options:
@@ -55,7 +57,13 @@ def env_class(spec: EnvSpec) -> Callable[..., Any]:
 
 
 def make_local(spec: EnvSpec, **_: Any) -> Env:
-    """Build the environment in this process."""
+    """Build the environment in this process.
+
+    One that lives in a venv of its own (``spec.venv``, another Python's) is served from there
+    instead (:func:`make_http`), and behaves the same.
+    """
+    if spec.venv is not None and not is_current(spec.venv):
+        return make_http(spec)
     cls = env_class(spec)
     try:
         return cls(spec, **spec.options)
@@ -156,6 +164,11 @@ def make(
         )
     spec_ = apply_overrides(lookup(name), overrides)
     runner = runner or spec_.runner
+    if spec_.venv is not None and runner not in RUNNERS:
+        raise ConfigError(
+            f"{name} lives in the venv {spec_.venv}, which the {runner!r} runner cannot "
+            "reach; play it with runner='local' or 'http' (both serve it from that venv)"
+        )
     run = runner_for(runner)
     if url is not None and runner != "http":
         raise ConfigError("url= is only for runner='http'")

@@ -1,6 +1,8 @@
 """The hub's verbs: ``push``, ``pull``, ``search`` and ``yank`` (registered by :mod:`envhub.cli`).
 
 The index is ``--to``/``--from``, else ``$ENVHUB_INDEX``, else ``$ENVHUB_HOME/index`` (a folder).
+``push --to URL`` uploads to a remote index (twine, the ``hub`` extra); ``pull --venv DIR``
+installs into a virtual environment of its own.
 """
 
 from __future__ import annotations
@@ -28,32 +30,67 @@ Where = Annotated[
 def push_command(
     target: Annotated[str, typer.Argument(help="An installable folder, or a registered name.")],
     to: Annotated[
-        Path | None, typer.Option("--to", help="Folder index (default $ENVHUB_INDEX).")
+        str | None,
+        typer.Option(
+            "--to",
+            help="A folder index, or a remote index's upload URL (twine's: pypiserver's root, "
+            "https://upload.pypi.org/legacy/...). Default: $ENVHUB_INDEX when a folder.",
+        ),
+    ] = None,
+    user: Annotated[str | None, typer.Option(help="Upload user (default $TWINE_USERNAME).")] = None,
+    password: Annotated[
+        str | None,
+        typer.Option(help="Upload password or token (default $TWINE_PASSWORD; never printed)."),
     ] = None,
 ) -> None:
-    """Check, measure, build and push an environment's distribution to a folder index."""
+    """Check, measure, build and push an environment's wheel (its card inside) to an index."""
+    from .index import is_url, redact
     from .push import push
 
-    if to is None and default_index().startswith(("http://", "https://")):
-        raise typer.BadParameter("push writes a folder index: give --to PATH")
-    record = push(target, to or Path(default_index()))
-    typer.echo(f"pushed {record['environment']}@{record['version']} {record['digest']}")
+    if to is None and is_url(default_index()):
+        raise typer.BadParameter(
+            "$ENVHUB_INDEX is a URL to read from; give --to: a folder, or the index's upload URL"
+        )
+    where = to or default_index()
+    record = push(target, where, user=user, password=password)
+    pushed = f"{record['environment']}@{record['version']} {record['digest']}"
+    typer.echo(f"pushed {pushed} to {redact(where)}")
 
 
 def pull_command(
     ref: Annotated[str, typer.Argument(help="NAME or NAME@VERSION.")],
     where: Where = None,
     check: Annotated[bool, typer.Option(help="Run `envhub check` after installing.")] = True,
+    venv: Annotated[
+        Path | None,
+        typer.Option(
+            help="Install into this virtual environment of its own (made if need be), with the "
+            "environment's dependencies, and serve it from there."
+        ),
+    ] = None,
+    system_site_packages: Annotated[
+        bool,
+        typer.Option(
+            "--system-site-packages",
+            help="With --venv: the venv also sees this Python's packages (only what is missing "
+            "is installed there).",
+        ),
+    ] = False,
 ) -> None:
-    """Install an environment from an index (digest checked) and check it."""
+    """Install an environment from an index (digest checked), register it and check it."""
     from ..selfcheck import FAILED, run_checks, table
     from .pull import pull
 
+    if system_site_packages and venv is None:
+        raise typer.BadParameter("--system-site-packages is for --venv DIR")
     name = ref.partition("@")[0]
-    record, yanked = pull(ref, where or default_index())
+    record, yanked = pull(ref, where or default_index(), venv, system_site_packages)
     if yanked is not None:
         typer.echo(f"warning: {ref} is yanked ({yanked or 'no reason given'})", err=True)
-    typer.echo(f"installed {name}@{record['version']} {record['digest']} from {record['index']}")
+    into = f" into {record['venv']}" if "venv" in record else ""
+    typer.echo(
+        f"installed {name}@{record['version']} {record['digest']} from {record['index']}{into}"
+    )
     if check:
         from ...registry.catalog import spec
 
@@ -82,16 +119,18 @@ def search_command(
 
 def yank_command(
     ref: Annotated[str, typer.Argument(help="NAME@VERSION to take back.")],
-    where: Annotated[Path | None, typer.Option("--from", help="Folder index.")] = None,
+    where: Annotated[
+        str | None, typer.Option("--from", help="Folder index (a remote one yanks by its own UI).")
+    ] = None,
     reason: Annotated[str, typer.Option(help="Why (shown to whoever pulls it).")] = "",
 ) -> None:
-    """Mark a version yanked: never picked by an unpinned pull."""
+    """Mark a version yanked in a folder index: never picked by an unpinned pull."""
     from .push import yank
 
     name, _, version = ref.partition("@")
     if not version:
         raise typer.BadParameter("yank takes NAME@VERSION")
-    yank(name, version, where or Path(default_index()), reason)
+    yank(name, version, where or default_index(), reason)
     typer.echo(f"yanked {ref}")
 
 

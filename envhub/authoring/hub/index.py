@@ -10,9 +10,11 @@ The layout is the one pip reads, so ``pip install --index-url INDEX envhub-NAME`
     INDEX/<project>/yanked.json         {file: reason}, for the versions taken back
 
 A folder is written by ``envhub push`` and ``envhub yank`` (its pages are made again from the
-files each time); any folder served over HTTP, or any PEP 503 index that holds the same files,
-is read by ``pull`` and ``search``. The digest in a page is the index's word for what the file
-must be: a file that does not hash to it is refused.
+files each time); any folder served over HTTP, or any PEP 503 index (pypiserver's ``/simple/``,
+devpi's ``+simple/``, PyPI's ``/simple/``), is read by ``pull`` and ``search``: a remote index
+holds the wheels alone, whose cards are inside them (:mod:`.wheelcard`). A file is read where
+its link points (a remote page may link to another folder). The digest in a page is the index's
+word for what the file must be: a file that does not hash to it is refused.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import re
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -34,6 +36,16 @@ from ...install import normal
 YANKED = "yanked.json"
 CARD_SUFFIX = ".card.json"
 _WHEEL = re.compile(r"^(?P<dist>[^-]+)-(?P<version>[^-]+)-.+\.whl$")
+
+
+def is_url(where: str) -> bool:
+    """Whether ``where`` names an index over HTTP (else it is a folder)."""
+    return re.match(r"^https?://", where) is not None
+
+
+def redact(where: str) -> str:
+    """``where`` as it may be shown or recorded: without a ``user:password@`` in a URL."""
+    return re.sub(r"(?<=://)[^/@]*@", "", where)
 
 
 def sha256(data: bytes) -> str:
@@ -50,6 +62,8 @@ class Link:
     """``sha256`` hex digest from the link's fragment (``None``: the index gave none)."""
     yanked: str | None
     """Why the version was yanked (``""``: no reason given), or ``None``."""
+    href: str = field(default="", compare=False)
+    """Where the link points, relative to its page (``""``: the file beside the page)."""
 
     @property
     def version(self) -> str | None:
@@ -79,7 +93,7 @@ def parse_page(text: str) -> list[Link]:
         digest = fragment.removeprefix("sha256=") if fragment.startswith("sha256=") else None
         yanked = (attrs["data-yanked"] or "") if "data-yanked" in attrs else None
         name = urllib.parse.unquote(path.rstrip("/").rsplit("/", 1)[-1])
-        links.append(Link(name, digest, yanked))
+        links.append(Link(name, digest, yanked, path))
     return links
 
 
@@ -88,9 +102,10 @@ class Index:
 
     def __init__(self, where: str | Path) -> None:
         text = str(where)
-        self.url = text.rstrip("/") + "/" if re.match(r"^https?://", text) else None
+        self.url = text.rstrip("/") + "/" if is_url(text) else None
         self.folder = None if self.url else Path(text).expanduser().resolve()
-        self.where = self.url or str(self.folder)
+        self.where = redact(self.url) if self.url else str(self.folder)
+        """What messages and records name: the folder, or the URL without credentials."""
 
     def read(self, rel: str) -> bytes:
         """The bytes at ``rel`` (``project/file``, or ``""`` for the root page)."""
@@ -101,15 +116,25 @@ class Index:
                 return target.read_bytes()
             except FileNotFoundError as e:
                 raise ConfigError(f"{self.where}: no {rel or 'index.html'}") from e
+        return self._get(self.url + rel, rel or "root page")
+
+    def _get(self, url: str, what: str) -> bytes:
         try:
-            with urllib.request.urlopen(self.url + rel, timeout=30) as response:
+            with urllib.request.urlopen(url, timeout=30) as response:
                 return response.read()
         except urllib.error.HTTPError as e:
             if e.code == 404:
-                raise ConfigError(f"{self.where}: no {rel or 'root page'} (404)") from e
-            raise InfraError(f"index {self.where}: {rel}: HTTP {e.code}") from e
+                raise ConfigError(f"{self.where}: no {what} (404)") from e
+            raise InfraError(f"index {self.where}: {what}: HTTP {e.code}") from e
         except OSError as e:
             raise InfraError(f"index {self.where} unreachable: {e}") from e
+
+    def file(self, project: str, link: Link) -> bytes:
+        """The bytes of a file of ``project``'s page, read where its link points."""
+        if self.url is None or not link.href:
+            return self.read(f"{normal(project)}/{link.filename}")
+        page = f"{self.url}{normal(project)}/"
+        return self._get(urllib.parse.urljoin(page, link.href), link.filename)
 
     def projects(self) -> list[str]:
         """The projects the root page lists."""
@@ -121,7 +146,7 @@ class Index:
 
     def card(self, project: str, link: Link) -> dict:
         """The card a ``.card.json`` link names."""
-        return json.loads(self.read(f"{normal(project)}/{link.filename}"))
+        return json.loads(self.file(project, link))
 
 
 def _page(title: str, rows: list[str]) -> str:

@@ -3,11 +3,13 @@
 What is pushed is the environment's installable folder (``envhub init`` writes one): its code,
 its YAML and its data, built into a wheel by pip. Before anything is written the environment
 passes ``envhub check`` (determinism, bad inputs, gold answers); its card, with the gold and
-random scores measured here, goes beside the wheel with the wheel's sha256 digest. A version is
-written once: pushing it again with other contents is refused (bump the version).
+random scores measured here, goes into the wheel (:mod:`.wheelcard`) and, in a folder index,
+beside it with the wheel's sha256 digest. A version is written once: pushing it again with other
+contents is refused (bump the version).
 
-Only a folder index is written (``--to PATH``); a folder served over HTTP is then a PEP 503
-index that ``pull`` and ``pip`` read.
+The index is a folder (``--to PATH``: a folder served over HTTP is then a PEP 503 index that
+``pull`` and ``pip`` read), or the upload URL of a remote index (``--to URL``: uploaded with
+twine, :mod:`.upload`; the index refuses a version it holds already).
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ...client.venv import build_flags
 from ...errors import ConfigError
 from ...install import normal
 from ...spec import EnvSpec
-from .index import CARD_SUFFIX, sha256, write_pages
+from . import wheelcard
+from .index import CARD_SUFFIX, is_url, sha256, write_pages
 
 CHECKS = ["determinism", "bad_inputs", "gold"]
 """The checks a pushed environment passes (``envhub check``'s, but the HTTP and gymnasium
@@ -78,19 +81,6 @@ def _checked_card(spec: EnvSpec) -> dict[str, Any]:
     return out
 
 
-def _isolation() -> list[str]:
-    """The flags that choose pip's build backend.
-
-    This environment's setuptools where it makes wheels itself (70.1 on): offline. Else pip
-    fetches a build backend from the package index it is configured with.
-    """
-    try:
-        have = tuple(int(p) for p in metadata.version("setuptools").split(".")[:2])
-    except (metadata.PackageNotFoundError, ValueError):
-        return []
-    return ["--no-build-isolation"] if have >= (70, 1) else []
-
-
 def build_wheel(folder: Path, out: Path) -> Path:
     """Build the folder's wheel with pip (no dependencies fetched: envhub is already here).
 
@@ -100,7 +90,7 @@ def build_wheel(folder: Path, out: Path) -> Path:
     """
     source = out / "source"
     shutil.copytree(folder, source, ignore=shutil.ignore_patterns("*.egg-info", "build", "dist"))
-    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", *_isolation(), "-q",
+    cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", *build_flags(), "-q",
            "-w", str(out), str(source)]  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     wheels = list(out.glob("*.whl"))
@@ -109,7 +99,7 @@ def build_wheel(folder: Path, out: Path) -> Path:
     return wheels[0]
 
 
-def _place(wheel: Path, project: Path) -> str:
+def _place(wheel: Path, project: Path) -> None:
     """Copy the wheel into the project's folder; the same version with other bytes is refused."""
     digest = sha256(wheel.read_bytes())
     there = project / wheel.name
@@ -120,38 +110,61 @@ def _place(wheel: Path, project: Path) -> str:
         )
     project.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(wheel, there)
-    return digest
 
 
-def push(target: str, index: Path) -> dict[str, Any]:
-    """Check, measure, build and place ``target`` into the folder index ``index``; its record."""
+def push(
+    target: str, to: str | Path, user: str | None = None, password: str | None = None
+) -> dict[str, Any]:
+    """Check, measure, build and place ``target`` into the index ``to``; its record.
+
+    ``to`` is a folder, or a remote index's upload URL (``user``/``password`` for it, else
+    twine's ``TWINE_USERNAME``/``TWINE_PASSWORD``).
+    """
     folder = package_folder(target)
     spec = folder_spec(folder)
     card = _checked_card(spec)
     with tempfile.TemporaryDirectory() as tmp:
         wheel = build_wheel(folder, Path(tmp))
         dist, version = wheel.name.split("-")[:2]
-        project = index.expanduser().resolve() / normal(dist)
-        digest = _place(wheel, project)
-    record = {
-        "environment": spec.name,
-        "version": version,
-        "distribution": normal(dist),
-        "file": wheel.name,
-        "digest": f"sha256:{digest}",
-        "pushed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "card": card,
-    }
+        record = {
+            "environment": spec.name,
+            "version": version,
+            "distribution": normal(dist),
+            "file": wheel.name,
+            "digest": "",
+            "pushed": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "card": card,
+        }
+        wheelcard.embed(wheel, record)
+        record["digest"] = f"sha256:{sha256(wheel.read_bytes())}"
+        if is_url(str(to)):
+            from .upload import upload
+
+            upload(wheel, str(to), user, password)
+            return record
+        project = Path(to).expanduser().resolve() / normal(dist)
+        _place(wheel, project)
     (project / f"{spec.name}-{version}{CARD_SUFFIX}").write_text(json.dumps(record, indent=2))
     write_pages(project.parent)
     return record
 
 
-def yank(name: str, version: str, index: Path, reason: str) -> str:
-    """Mark ``name``'s ``version`` yanked in a folder index; the file it marked."""
+def yank(name: str, version: str, index: str | Path, reason: str) -> str:
+    """Mark ``name``'s ``version`` yanked in a folder index; the file it marked.
+
+    Raises:
+        ConfigError: ``index`` is a URL (a remote index yanks through its own interface).
+    """
     from .pull import find_project
 
-    root = index.expanduser().resolve()
+    if is_url(str(index)):
+        raise ConfigError(
+            f"yank writes a folder index; {index} is a remote one: yank {name}@{version} "
+            "through the index's own interface (PyPI: the release's settings page; devpi: "
+            "`devpi remove`; pypiserver: delete the file), and pull skips it once its page "
+            "marks it (PEP 592 data-yanked)"
+        )
+    root = Path(index).expanduser().resolve()
     project = root / find_project(name, _folder_index(root))
     wheels = [p.name for p in project.glob(f"*-{version}-*.whl")]
     if not wheels:

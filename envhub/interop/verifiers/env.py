@@ -24,27 +24,22 @@ plays it over envhub's HTTP runner. Where verifiers imports in this Python, it r
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from envhub.client.child_server import ServerProcess
 from envhub.client.remote_env import RemoteEnv
+from envhub.client.venv import ensure_venv as own_venv
+from envhub.client.venv import envhub_requirement
 from envhub.core import Env
 from envhub.datasets import envhub_home
-from envhub.errors import InfraError
-from envhub.install import checkout, installed
 from envhub.spec import EnvSpec
 
 VERIFIERS = "verifiers==0.4.0"
 """The verifiers the venv holds (its v1 API: tasksets, tasks, ``@vf.reward``)."""
 UV = "uv==0.13.9"
 """verifiers launches its chat program (a multi-turn environment's model turns) with ``uv``."""
-READY = ".envhub-ready"
-"""Written last into a finished venv, holding what it was made with."""
 
 
 def VerifiersEnv(
@@ -74,41 +69,12 @@ def VerifiersEnv(
         raise
 
 
-def _envhub_requirement() -> list[str]:
-    """Pip arguments for envhub and its server as installed here: the checkout, or the wheel."""
-    root = checkout()
-    if root is not None:
-        return ["-e", f"{root}[server]"]
-    dist = installed()
-    version = f"=={dist.version}" if dist else ""
-    return [f"envhub-rl[server]{version}"]
-
-
 def ensure_venv(folder: Path) -> Path:
     """The Python of the verifiers venv in ``folder``, made first if it is not there yet.
 
-    Made under a file lock (concurrent makers wait, then reuse it); ``READY`` is written last,
-    so a venv whose making was interrupted is made again.
+    :func:`envhub.client.venv.ensure_venv`: made under a file lock, its ready-marker written
+    last, so a venv whose making was interrupted is made again.
     """
-    wanted = " ".join([VERIFIERS, UV, *_envhub_requirement()])
-    python = folder / "bin" / "python"
-    ready = folder / READY
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{folder.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if ready.exists() and ready.read_text() == wanted:
-            return python
-        _run([sys.executable, "-m", "venv", "--clear", str(folder)], "create the venv")
-        pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        _run([*pip, VERIFIERS, UV, *_envhub_requirement()], "install verifiers and envhub")
-        _run([str(python), "-m", "envhub.interop.verifiers.bridge"], "prepare the chat program")
-        ready.write_text(wanted)
-    return python
-
-
-def _run(cmd: list[str], what: str) -> None:
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if done.returncode != 0:
-        raise InfraError(
-            f"could not {what} for verifiers ({' '.join(cmd)}):\n{done.stderr[-3000:]}"
-        )
+    requirements = [VERIFIERS, UV, *envhub_requirement()]
+    bridge = ["-m", "envhub.interop.verifiers.bridge"]  # prepares the chat program
+    return own_venv(folder, requirements, setup=[bridge], what=" for verifiers")
