@@ -184,8 +184,12 @@ class Beside:
         return self.out / "checkpoints"
 
 
-def _mix_metrics(config: Config, draws: Draws, filtered: Filtered) -> dict[str, float]:
-    """The step's per-source figures, dynamic sampling's, and the curriculum's."""
+def _observe(config: Config, draws: Draws, step: int, filtered: Filtered) -> dict[str, float]:
+    """Count the step's results into the curriculum; its per-source and curriculum figures.
+
+    Dynamic sampling's figures (``filter/*``) come with them, in the order the metrics had.
+    """
+    draws.observe(step, filtered)
     share = config.logging.min_counted_share
     per_source = source_metrics(filtered.generated, draws.primaries, share)
     return per_source | filtered.metrics | draws.metrics()
@@ -439,8 +443,7 @@ def _loop(
             "time/generation": filtered.generated.generation_time,
             "time/env": filtered.generated.env_time,
         }
-        draws.observe(step, filtered)  # the curriculum counts before the next launch
-        mix_metrics = _mix_metrics(config, draws, filtered)
+        mix_metrics = _observe(config, draws, step, filtered)  # counted before the next launch
         rollouts.launch(step)
 
         # 2. groups older than max_trajectory_age_steps are discarded; rewards -> advantages
