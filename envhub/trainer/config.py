@@ -483,8 +483,11 @@ class Config(_Section):
 
     @property
     def separate_engines(self) -> bool:
-        """True when generation engines are their own actors (vLLM, or split placement)."""
-        return self.cluster.engine == "vllm" or self.cluster.placement == "split"
+        """True when generation engines are their own actors (vLLM, or split placement).
+
+        The one table's answer: every pair but ``in_process`` refits engine actors.
+        """
+        return self.refit_pair != "in_process"
 
     def agent_of(self) -> dict[str, AgentConfig | None]:
         """Each source's agent: its own ``agent``, else the top-level one, else None."""

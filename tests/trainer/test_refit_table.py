@@ -82,6 +82,8 @@ def test_the_config_refuses_exactly_what_the_table_refuses(setting):
     else:
         cfg = Config.model_validate(as_config(setting))
         assert cfg.refit_setting == setting and cfg.refit_pair == want
+        # engines are actors of their own exactly when vLLM runs them or placement splits
+        assert cfg.separate_engines == (setting.engine == "vllm" or setting.placement == "split")
 
 
 def test_every_row_of_the_table_decides_some_combination():
