@@ -205,11 +205,10 @@ class GenerationWorker:
         return engine_score(self.engine, sequences, starts, temperature)
 
     def close(self) -> None:
-        """Leave the refit's transport, then stop the engine's own processes, if any."""
+        """Leave the refit's transport, then stop the engine's own processes (vLLM's)."""
         self.receiver.close()
-        close = getattr(self.engine, "close", None)
-        if callable(close):
-            close()
+        if self.cfg.cluster.engine == "vllm":  # the transformers engine has none
+            self.engine.close()
 
 
 def start_engines(config: Config, model_dir: str) -> list[Any]:
