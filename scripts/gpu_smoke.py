@@ -145,7 +145,7 @@ class Smoke:
     def dtype_checks(self, dtype: str) -> None:
         """FSDP2 training, the engine, a GRPO step, the refit and the logprob check."""
         from envhub.engines.transformers_engine import TransformersEngine
-        from envhub.trainer.refit.syncs import load_into_engine
+        from envhub.trainer.refit.state import load_into_engine
 
         state: dict[str, Any] = {}
 

@@ -33,6 +33,7 @@ from envhub.trainer.algo.overlong import OverlongConfig
 from envhub.trainer.episodes.curriculum import CurriculumConfig
 from envhub.trainer.episodes.mix import MixSource
 from envhub.trainer.episodes.validation import ValidationConfig
+from envhub.trainer.refit.table import Setting, pair_for
 from envhub.trainer.watchdog import WatchdogConfig
 
 _ENGINE_DEFAULTS = SamplingParams()
@@ -439,48 +440,10 @@ class Config(_Section):
             raise ValueError(
                 "generation.in_flight_updates needs generation.max_trajectory_age_steps >= 1"
             )
-        if g.verify_refit and self.adapter_refit:
-            raise ValueError(
-                "generation.verify_refit scores tokens with prompt logprobs, which vLLM 0.32's "
-                "LoRA path fails on (einsum error in punica_cpu): with model.lora on vLLM "
-                "engines, drop verify_refit (token_mult_prob_error still compares the engine "
-                "and the trainer) or set generation.transport=gloo (merged weights)"
-            )
         if g.sleep_while_training and self.cluster.engine != "vllm":
             raise ValueError("generation.sleep_while_training needs cluster.engine=vllm")
-        if g.weight_transfer == "vllm":
-            self._check_vllm_transfer()
-        if g.transport != "object_store" and not self.separate_engines:
-            raise ValueError(
-                f"generation.transport={g.transport} moves weights to engine actors, but the "
-                "transformers engines of placement=colocated live in the policy workers and "
-                "are refit in process: set cluster.placement=split (or cluster.engine=vllm), "
-                "or drop generation.transport"
-            )
+        pair_for(self.refit_setting)  # the one table refuses what no refit runs, naming the fix
         return self
-
-    def _check_vllm_transfer(self) -> None:
-        """``generation.weight_transfer: vllm``: what the config alone can refuse."""
-        c, g = self.cluster, self.generation
-        instead = "or keep generation.weight_transfer=envhub (the default)"
-        if c.engine != "vllm" or c.placement != "split":
-            raise ValueError(
-                "generation.weight_transfer=vllm moves weights into vLLM engines of their own: "
-                f"set cluster.engine=vllm and cluster.placement=split, {instead}"
-            )
-        if g.transport != "object_store":
-            raise ValueError(
-                f"generation.weight_transfer=vllm replaces generation.transport={g.transport} "
-                "(vLLM's nccl backend moves the weights): drop generation.transport, "
-                f"{instead}"
-            )
-        if c.gpus_per_worker <= 0 or g.gpus_per_engine <= 0:
-            raise ValueError(
-                "generation.weight_transfer=vllm: vLLM's weight-transfer backends are GPU-only "
-                "(nccl, ipc), so it needs cluster.gpus_per_worker>0 and "
-                "generation.gpus_per_engine>0; on CPUs keep generation.weight_transfer=envhub "
-                "with generation.transport=gloo or object_store"
-            )
 
     @property
     def max_trajectory_age(self) -> int:
@@ -491,19 +454,40 @@ class Config(_Section):
         return 1 if g.one_step_off_policy else 0
 
     @property
-    def adapter_refit(self) -> bool:
-        """True when refits send the LoRA adapter alone (vLLM engines over the object store)."""
-        return (
-            self.model.lora.enabled
-            and self.cluster.engine == "vllm"
-            and self.generation.transport == "object_store"
-            and self.generation.weight_transfer == "envhub"
+    def refit_setting(self) -> Setting:
+        """What decides the refit (:class:`envhub.trainer.refit.table.Setting`)."""
+        c, g = self.cluster, self.generation
+        return Setting(
+            engine=c.engine,
+            placement=c.placement,
+            transport=g.transport,
+            weight_transfer=g.weight_transfer,
+            lora=self.model.lora.enabled,
+            gpus=c.gpus_per_worker > 0 and g.gpus_per_engine > 0,
+            verify=g.verify_refit,
         )
 
     @property
+    def refit_pair(self) -> str:
+        """The refit's pair, from the one table (:func:`envhub.trainer.refit.table.pair_for`).
+
+        Raises:
+            UnsupportedRefit: a ``ValueError`` naming the setting to change.
+        """
+        return pair_for(self.refit_setting)
+
+    @property
+    def adapter_refit(self) -> bool:
+        """True when refits send the LoRA adapter alone (vLLM engines over the object store)."""
+        return self.refit_pair == "adapter"
+
+    @property
     def separate_engines(self) -> bool:
-        """True when generation engines are their own actors (vLLM, or split placement)."""
-        return self.cluster.engine == "vllm" or self.cluster.placement == "split"
+        """True when generation engines are their own actors (vLLM, or split placement).
+
+        The one table's answer: every pair but ``in_process`` refits engine actors.
+        """
+        return self.refit_pair != "in_process"
 
     def agent_of(self) -> dict[str, AgentConfig | None]:
         """Each source's agent: its own ``agent``, else the top-level one, else None."""

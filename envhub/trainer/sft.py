@@ -301,7 +301,7 @@ def _validate(
         return {}
     from envhub.evaluate.backends import BatchingBackend
     from envhub.evaluate.local import engine_batch_fn
-    from envhub.trainer.hub import ClusterEngine
+    from envhub.trainer.episodes.validation_rounds import ClusterEngine
 
     t0 = time.perf_counter()
     cluster.refit()

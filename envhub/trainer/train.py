@@ -50,6 +50,7 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,14 +63,16 @@ from envhub.trainer import checkpoint as ckpt
 from envhub.trainer.algo.batch import Sample, assign_weights, shard, split_minibatches
 from envhub.trainer.algo.grpo import group_advantages
 from envhub.trainer.algo.overlong import OverlongConfig, episode_penalty
+from envhub.trainer.best import rounds_of, should_stop, validate
 from envhub.trainer.config import Config
+from envhub.trainer.episodes.draws import Draws
 from envhub.trainer.episodes.dynamic import Filtered, collect_filtered
 from envhub.trainer.episodes.mix import MixSource
 from envhub.trainer.episodes.rollout import EnvCalls, RolloutBatch, RolloutSettings, collect
-from envhub.trainer.episodes.rollout_log import EpisodeNotes
+from envhub.trainer.episodes.rollout_log import EpisodeNotes, RolloutLog
 from envhub.trainer.episodes.staleness import filter_by_age
-from envhub.trainer.hub import MixRun
-from envhub.trainer.metrics import MetricsLogger, rollout_metrics, train_metrics
+from envhub.trainer.episodes.validation_rounds import Rounds
+from envhub.trainer.metrics import MetricsLogger, rollout_metrics, source_metrics, train_metrics
 from envhub.trainer.teacher import Teacher
 from envhub.trainer.watchdog import FailedSteps
 from envhub.trainer.workers.lora import check_rank
@@ -161,6 +164,38 @@ def rollout_settings(config: Config) -> RolloutSettings:
     )
 
 
+@dataclass(frozen=True)
+class Beside:
+    """What a step does beside the update, each duty held by the room that owns it.
+
+    The draws (sampler, curriculum, launch states) ride with the rollouts
+    (:class:`~envhub.trainer.episodes.draws.Draws`); here are the rollout logs
+    (:class:`~envhub.trainer.episodes.rollout_log.RolloutLog`), the validation rounds
+    (:class:`~envhub.trainer.episodes.validation_rounds.Rounds`, None when off; ``best/``
+    and early stopping: :mod:`envhub.trainer.best`) and the run's folder.
+    """
+
+    log: RolloutLog
+    rounds: Rounds | None
+    out: Path
+
+    @property
+    def ckpt_root(self) -> Path:
+        """Where checkpoints go: ``out/checkpoints``."""
+        return self.out / "checkpoints"
+
+
+def _observe(config: Config, draws: Draws, step: int, filtered: Filtered) -> dict[str, float]:
+    """Count the step's results into the curriculum; its per-source and curriculum figures.
+
+    Dynamic sampling's figures (``filter/*``) come with them, in the order the metrics had.
+    """
+    draws.observe(step, filtered)
+    share = config.logging.min_counted_share
+    per_source = source_metrics(filtered.generated, draws.primaries, share)
+    return per_source | filtered.metrics | draws.metrics()
+
+
 def train(config: Config, out: Path) -> ckpt.TrainerState:
     """Run GRPO as configured, writing everything under ``out``; returns the final state."""
     from transformers import AutoTokenizer
@@ -175,13 +210,17 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     pad_id = chat.tokenizer.pad_token_id
     pad_id = chat.eos_id if pad_id is None else pad_id
     settings = rollout_settings(config)
-    mix = MixRun(config, out, chat)  # refuses an overlapping validation split up front
+    draws = Draws(config.sources(), config.seed, config.max_trajectory_age)
+    lg = config.logging
+    log_ = RolloutLog(
+        out / "rollouts", lg.rollouts_every, lg.rollouts_max_samples, chat.tokenizer.decode
+    )
+    beside = Beside(log_, rounds_of(config, out, chat), out)  # refuses an overlapping split
     pins = _pins(config, out)
     state = ckpt.TrainerState(
         fingerprint=config.fingerprint(), config_digest=config.digest(), pins=pins
     )
-    ckpt_root = out / "checkpoints"
-    resume_from = ckpt.latest(ckpt_root) if config.checkpoint.resume else None
+    resume_from = ckpt.latest(beside.ckpt_root) if config.checkpoint.resume else None
     if resume_from is not None:  # refuse an incompatible config before starting anything
         saved = ckpt.read_state(resume_from)
         ckpt.check_compatible(saved, config.fingerprint(), resume_from)
@@ -189,20 +228,25 @@ def train(config: Config, out: Path) -> ckpt.TrainerState:
     logger = MetricsLogger(out, config.logging, config.train.steps, config.model_dump(mode="json"))
     with Cluster(config, model_dir) as cluster:
         _write_placement(out, cluster)
-        mix.attach(cluster)
+        curriculum = config.rollout.curriculum
+        draws.attach(cluster.env_info(with_tasks=curriculum.enabled), curriculum)
+        if beside.rounds is not None:
+            beside.rounds.attach(cluster)
         if resume_from is not None:
             state = _resume(cluster, resume_from, config)
             state.pins = pins  # a checkpoint from before pins were kept has none
-            mix.resume(state)
+            draws.resume(state.sampler)
+            if beside.rounds is not None:
+                beside.rounds.start_at(state.step)
         else:
             cluster.refit()  # engines start from the policy's exact weights
-            mix.validate(0, state)
+            validate(beside.rounds, cluster, config, out, 0, state)
         logger.start_at(state.step)
-        rollouts = _Rollouts(cluster, chat, config, settings, mix)
+        rollouts = _Rollouts(cluster, chat, config, settings, draws, out)
         if rollouts.teacher is not None:  # a model-path teacher's own held-out pass@1
             rollouts.teacher.measure(cluster, config, out)
         try:
-            _loop(cluster, config, state, rollouts, logger, pad_id, settings, ckpt_root)
+            _loop(cluster, config, state, rollouts, logger, pad_id, settings, beside)
         except ray_actor_error() as e:
             raise WorkerLost(_lost_message(e, state, out)) from e
         finally:
@@ -226,11 +270,20 @@ class _Rollouts:
     """
 
     def __init__(
-        self, cluster: Cluster, chat: ChatFormatter, config: Config, settings: Any, mix: MixRun
+        self,
+        cluster: Cluster,
+        chat: ChatFormatter,
+        config: Config,
+        settings: Any,
+        draws: Draws,
+        out: Path,
     ):
-        """``config.max_trajectory_age`` > 0 turns the background collection on."""
+        """``config.max_trajectory_age`` > 0 turns the background collection on.
+
+        ``out``: the run's folder (agents' traces go there).
+        """
         self.cluster, self.chat, self.config, self.settings = cluster, chat, config, settings
-        self.mix = mix
+        self.draws, self.out = draws, out
         self.max_age = config.max_trajectory_age
         self.in_flight = config.generation.in_flight_updates
         self._pool = ThreadPoolExecutor(1, "envhub-rollout") if self.max_age else None
@@ -267,7 +320,7 @@ class _Rollouts:
             filtered = collect_filtered(
                 lambda round_, n: self._round(step, round_, n, snapshot),
                 r.prompts_per_step,
-                self.mix.primary_of,
+                self.draws.primary_of,
                 enabled=r.filter_groups == "zero_variance",
                 max_rounds=r.max_backfill_rounds,
             )
@@ -278,7 +331,7 @@ class _Rollouts:
 
     def _round(self, step: int, round_: int, n: int, snapshot: Any) -> RolloutBatch:
         """One rollout round of ``n`` groups drawn from the mix (an agent's, with ``agent:``)."""
-        seeds = self.mix.sampler.draw(step, n, round_, snapshot)
+        seeds = self.draws.sampler.draw(step, n, round_, snapshot)
         sample_seed = (self.config.seed * 1_000_003 + step) * 1000 + 50 * round_
         agents = self.config.agent_of()
         if any(agents.values()):
@@ -286,7 +339,7 @@ class _Rollouts:
             from envhub.trainer.episodes.agents import collect_mixed
 
             every = self.config.logging.rollouts_every  # traces at the rollout logs' cadence
-            trace = TraceWriter(self.mix.out) if every and step % every == 0 else None
+            trace = TraceWriter(self.out) if every and step % every == 0 else None
             return collect_mixed(
                 self.cluster.generate,
                 self.cluster.env_pool,
@@ -313,18 +366,18 @@ class _Rollouts:
         """Step ``step``'s batch: launched earlier if it was, else collected now."""
         if self.pending and self.pending[0][0] == step:
             return self.pending.popleft()[1].result()
-        return self.run(step, self.mix.snapshot(step))
+        return self.run(step, self.draws.snapshot(step))
 
     def launch(self, step: int) -> None:
         """Queue the batches of steps ``step + 1 .. step + N`` not queued yet.
 
-        Each is drawn with the curriculum's counts as of its launch (``MixRun.snapshot``).
+        Each is drawn with the curriculum's counts as of its launch (``Draws.snapshot``).
         """
         if self._pool is None:
             return
         last = min(step + self.max_age, self.config.train.steps)
         for k in range(max(self._next, step + 1), last + 1):
-            snap = self.mix.snapshot(k)
+            snap = self.draws.snapshot(k)
             self.pending.append((k, self._pool.submit(self.run, k, snap)))
         self._next = max(self._next, last + 1)
 
@@ -379,10 +432,10 @@ def _loop(
     logger: MetricsLogger,
     pad_id: int,
     settings: RolloutSettings,
-    ckpt_root: Path,
+    beside: Beside,
 ) -> None:
     """The steps, from ``state.step + 1`` to ``train.steps``."""
-    mix = rollouts.mix
+    draws = rollouts.draws
     guard = FailedSteps(config.watchdog)
     while state.step < config.train.steps:
         step = state.step + 1
@@ -397,7 +450,7 @@ def _loop(
             "time/generation": filtered.generated.generation_time,
             "time/env": filtered.generated.env_time,
         }
-        mix_metrics = mix.observe(step, filtered)  # the curriculum counts before the next launch
+        mix_metrics = _observe(config, draws, step, filtered)  # counted before the next launch
         rollouts.launch(step)
 
         # 2. groups older than max_trajectory_age_steps are discarded; rewards -> advantages
@@ -407,7 +460,7 @@ def _loop(
         # 3-4. logprobs (reference, pre-update policy) and the update
         if samples:
             metrics |= _update(cluster, config, samples, pad_id, settings, times, rollouts.teacher)
-        times["time/rollout_log"] = mix.log_rollouts(step, filtered, notes, cluster.weights_version)
+        times["time/rollout_log"] = beside.log.write(step, filtered, notes, cluster.weights_version)
 
         # 5. refit: the engines get the new weights (and, if asked, are checked against them);
         #    asynchronous runs first let the running rollout end (unless in-flight updates)
@@ -421,11 +474,12 @@ def _loop(
         state.step = step
         state.data_position += int(filtered.metrics["filter/groups_generated"])
         state.history.append(_history_row(step, metrics))
-        times |= mix.validate(step, state)  # the weights of this step, never trained on
-        _save(cluster, config, state, mix, ckpt_root, times)
+        # the weights of this step, never trained on
+        times |= validate(beside.rounds, cluster, config, beside.out, step, state)
+        _save(cluster, config, state, draws, beside, times)
         times["time/step"] = time.perf_counter() - t_step
         _account(step, cluster, filtered, samples, metrics | times, logger, guard)
-        if mix.should_stop:
+        if should_stop(beside.rounds):
             log.info(
                 "validation: no improvement in %d rounds; stopping", config.validation.patience
             )
@@ -487,15 +541,15 @@ def _save(
     cluster: Cluster,
     config: Config,
     state: ckpt.TrainerState,
-    mix: MixRun,
-    ckpt_root: Path,
+    draws: Draws,
+    beside: Beside,
     times: dict[str, float],
 ) -> None:
     """A checkpoint when due (or when validation stops the run), with the sampler's state."""
-    state.sampler = mix.state_dict(state.step)
-    if _checkpoint_due(config, state.step) or mix.should_stop:
+    state.sampler = draws.state_dict(state.step)
+    if _checkpoint_due(config, state.step) or should_stop(beside.rounds):
         t0 = time.perf_counter()
-        ckpt.save(ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
+        ckpt.save(beside.ckpt_root, state, cluster.save, keep=config.checkpoint.keep)
         times["time/checkpoint"] = time.perf_counter() - t0
 
 

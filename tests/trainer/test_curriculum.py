@@ -2,11 +2,9 @@
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-from envhub.trainer.checkpoint import TrainerState
 from envhub.trainer.episodes.curriculum import Curriculum, CurriculumConfig
 from envhub.trainer.episodes.mix import MixSampler, MixSource
 
@@ -69,7 +67,7 @@ def test_difficulty_buckets_share_their_counts():
 
 def async_mix(age: int):
     from envhub.trainer.config import Config
-    from envhub.trainer.hub import MixRun
+    from envhub.trainer.episodes.draws import Draws
 
     config = Config.model_validate(
         {
@@ -78,7 +76,7 @@ def async_mix(age: int):
             "generation": {"max_trajectory_age_steps": age},
         }
     )
-    mix = MixRun(config, Path("unused"), chat=None)
+    mix = Draws(config.sources(), config.seed, config.max_trajectory_age)
     mix.sampler.curriculum = Curriculum(CurriculumConfig(enabled=True), TASKS)
     return mix
 
@@ -110,7 +108,7 @@ def test_a_resumed_asynchronous_run_draws_what_the_uninterrupted_run_drew(age):
         head = async_run(first, age, 1, cut)  # steps cut+1 .. cut+N drawn, never trained
         saved = json.loads(json.dumps(first.state_dict(cut)))  # trainer_state.json's sampler
         resumed = async_mix(age)
-        resumed.resume(TrainerState(step=cut, sampler=saved))
+        resumed.resume(saved)  # the checkpoint's sampler entry
         assert head | async_run(resumed, age, cut + 1, 7) == whole, (age, cut)
         # the steps in flight at the cut are drawn again, and counted once
         assert resumed.sampler.drawn == uninterrupted.sampler.drawn == {"m": 3 * 7}, (age, cut)

@@ -30,6 +30,7 @@ ray = pytest.importorskip("ray")
 from envhub.engines.transformers_engine import TransformersEngine  # noqa: E402
 from envhub.engines.types import SamplingParams  # noqa: E402
 from envhub.trainer.config import Config  # noqa: E402
+from envhub.trainer.refit.base import Push  # noqa: E402
 from envhub.trainer.refit.syncs import ObjectStoreSync  # noqa: E402
 from envhub.trainer.workers.cluster import Cluster  # noqa: E402
 from envhub.trainer.workers.generation import EngineNotRefit, GenerationWorker, engine_score  # noqa: E402
@@ -86,7 +87,8 @@ class _FakePolicy:
     def __init__(self, state):
         self.state = state
 
-    def gather_state(self):
+    def send(self, order):
+        assert order == Push(1)
         return self.state
 
 
@@ -95,7 +97,7 @@ def test_an_engine_refuses_a_weight_version_it_does_not_hold(tiny_path):
     params = SamplingParams(max_tokens=2, seed=0)
     with pytest.raises(EngineNotRefit, match="holds weight version None, asked for 3"):
         worker.generate([SEQ], params, version=3)
-    worker.load_weights(worker.engine.model.state_dict(), version=3)
+    worker.receive(Push(3), worker.engine.model.state_dict())
     assert len(worker.generate([SEQ], params, version=3)) == 1
 
 

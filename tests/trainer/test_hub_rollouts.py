@@ -9,8 +9,8 @@ from fake_envs import make_retry
 from envhub.engines.chat import ChatFormatter
 from envhub.engines.types import Generation
 from envhub.trainer.config import load_config
+from envhub.trainer.episodes.draws import Draws
 from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutSettings, RoutedEnvPool
-from envhub.trainer.hub import MixRun
 from envhub.trainer.train import _Rollouts
 
 
@@ -59,8 +59,8 @@ def batches(engine, tmp_path, mode):
         ],
     )
     chat = ChatFormatter(engine.tokenizer)
-    mix = MixRun(config, tmp_path, chat)
-    mix.primaries = {"a": "correctness", "b": "correctness"}
+    draws = Draws(config.sources(), config.seed, config.max_trajectory_age)
+    draws.primaries = {"a": "correctness", "b": "correctness"}
     settings = RolloutSettings(
         group_size=2,
         max_turns=2,
@@ -69,7 +69,7 @@ def batches(engine, tmp_path, mode):
         params=config.rollout.sampling.params(),
         source_turns={"a": 1, "b": 2},
     )
-    rollouts = _Rollouts(FakeCluster(engine.tokenizer), chat, config, settings, mix)
+    rollouts = _Rollouts(FakeCluster(engine.tokenizer), chat, config, settings, draws, tmp_path)
     out = []
     try:
         for step in range(1, 4):

@@ -135,7 +135,8 @@ def test_adapter_files_are_what_peft_loads(tiny_path, tmp_path):
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
 
-    from envhub.trainer.workers.lora import adapter_bytes, adapter_files, write_adapter
+    from envhub.trainer.refit.state import write_adapter
+    from envhub.trainer.workers.lora import adapter_bytes, adapter_files
 
     policy = make_policy(tiny_path, LORA)
     policy.train([make_samples()])

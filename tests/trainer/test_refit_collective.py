@@ -314,7 +314,7 @@ CLUSTER_SCRIPT = textwrap.dedent(
     with Cluster(cfg, str(resolve_model(cfg.model.path))) as cluster:
         def engine_minus_policy():
             engine = ray.get(cluster.engines[0].engine_state.remote())
-            policy = ray.get(cluster.policy[0].gather_state.remote())
+            policy = ray.get(cluster.policy[0].policy_state.remote())
             assert set(engine) == set(policy)
             return engine, max(float((engine[k] - policy[k]).abs().max()) for k in policy)
 

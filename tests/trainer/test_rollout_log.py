@@ -16,7 +16,7 @@ from envhub.trainer.episodes import viewer
 from envhub.trainer.episodes.dynamic import Filtered
 from envhub.trainer.episodes.mix import Job
 from envhub.trainer.episodes.rollout import LocalEnvPool, RolloutBatch, RoutedEnvPool, collect
-from envhub.trainer.hub import MixRun
+from envhub.trainer.episodes.rollout_log import RolloutLog
 from envhub.trainer.train import to_samples
 
 
@@ -33,9 +33,10 @@ def run_dir(engine, tmp_path):
     notes = {}
     to_samples(trained, True, notes=notes)
     config = load_config(None, ["env.name=gsm8k", "logging.rollouts_max_samples=3"])
-    mix = MixRun(config, tmp_path, chat)
-    mix.log_rollouts(3, Filtered(trained, batch), notes, version=5)
-    mix.log_rollouts(4, Filtered(trained, batch), notes, version=5)
+    lg = config.logging
+    logs = RolloutLog(tmp_path / "rollouts", lg.rollouts_every, lg.rollouts_max_samples, tok.decode)
+    logs.write(3, Filtered(trained, batch), notes, version=5)
+    logs.write(4, Filtered(trained, batch), notes, version=5)
     return tmp_path
 
 
@@ -57,9 +58,12 @@ def test_step_file_records_every_field(run_dir):
 
 def test_logging_every_n_steps(engine, tmp_path):
     config = load_config(None, ["logging.rollouts_every=2"])
-    mix = MixRun(config, tmp_path, ChatFormatter(engine.tokenizer))
+    lg = config.logging
+    logs = RolloutLog(
+        tmp_path / "rollouts", lg.rollouts_every, lg.rollouts_max_samples, engine.tokenizer.decode
+    )
     empty = Filtered(RolloutBatch([]), RolloutBatch([]))
-    assert mix.log_rollouts(3, empty, {}, 1) == 0.0
+    assert logs.write(3, empty, {}, 1) == 0.0
     assert not (tmp_path / "rollouts").exists()
 
 

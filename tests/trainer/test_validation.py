@@ -133,7 +133,7 @@ def test_the_runs_engines_sample_a_seeded_request_alike_however_many(engine, mon
 
     from envhub.engines.types import SamplingParams
     from envhub.trainer.config import Config
-    from envhub.trainer.hub import ClusterEngine
+    from envhub.trainer.episodes.validation_rounds import ClusterEngine
     from envhub.trainer.workers import cluster as workers
     from envhub.trainer.workers.cluster import Cluster
 

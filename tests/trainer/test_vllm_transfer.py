@@ -238,3 +238,62 @@ def test_the_source_keeps_vllms_contract_between_metadata_and_iteration():
         ["model.layers.1.mlp.up_proj.weight"],
         ["model.norm.weight"],
     ]
+
+
+# ------------------------------------------------------------- the pair's orders, no GPU
+
+
+class FakeLLM:
+    """``vllm.LLM``'s weight-transfer methods, recorded."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *args: self.calls.append((name, *args))
+
+
+class FakeEngineActor:
+    """A generation engine actor's ``receive``, called in process (``ray.get`` is identity)."""
+
+    def __init__(self):
+        from types import SimpleNamespace
+
+        from envhub.trainer.refit.vllm_transfer import VLLMTransferReceiver
+
+        self.engine = SimpleNamespace(llm=FakeLLM())
+        self.receiver = VLLMTransferReceiver(0)
+        self.receive = SimpleNamespace(
+            remote=lambda order, payload=None: self.receiver.receive(self.engine, order, payload)
+        )
+
+
+@pytest.mark.skipif(not HAS_VLLM, reason="vLLM is not installed")
+def test_vllms_client_calls_reach_the_engines_as_orders(monkeypatch):
+    import ray
+
+    from envhub.trainer.refit.base import Loaded
+    from envhub.trainer.refit.vllm_transfer import EngineClient, SetVersion
+
+    monkeypatch.setattr(ray, "get", lambda refs, **kw: refs)
+    actors = [FakeEngineActor(), FakeEngineActor()]
+    client = EngineClient(actors)
+    client.start_weight_update()
+    client.update_weights({"names": ["w"]})
+    client.finish_weight_update()
+    client.shutdown_weight_transfer_engine()
+    for actor in actors:
+        names = [c[0] for c in actor.engine.llm.calls]
+        assert names == [
+            "start_weight_update",
+            "update_weights",
+            "finish_weight_update",
+            "reset_prefix_cache",  # cached KV blocks belong to the old weights
+            "shutdown_weight_transfer_engine",
+        ]
+        assert actor.engine.llm.calls[1][1].update_info == {"names": ["w"]}
+    assert actors[0].receive.remote(SetVersion("4")) == Loaded(4)
+    assert actors[0].receive.remote(SetVersion("None")) == Loaded(None)
+    if not torch.cuda.is_available():  # joining vLLM's group is refused without CUDA
+        with pytest.raises(TrainConfigError, match="generation engine 0 has no CUDA device"):
+            client.init_weight_transfer_engine({"master_address": "127.0.0.1"})

@@ -16,10 +16,14 @@ from __future__ import annotations
 import gzip
 import json
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from envhub.trainer.episodes.dynamic import Filtered
 
 STEP_FILE = re.compile(r"^step_(\d+)\.jsonl\.gz$")
 
@@ -91,6 +95,43 @@ def capped_groups(episodes: Sequence[Any], cap: int) -> list[Any]:
             break
         out.extend(members)
     return out
+
+
+class RolloutLog:
+    """A run's rollout logs: every ``every`` steps, whole groups up to ``max_samples``."""
+
+    def __init__(
+        self, directory: Path, every: int, max_samples: int, decode: Callable[[Any], str]
+    ) -> None:
+        """Write under ``directory`` (``DIR/rollouts``); ``decode``: the tokenizer's."""
+        self.directory, self.every, self.max_samples = directory, every, max_samples
+        self.decode = decode
+
+    def write(
+        self, step: int, filtered: Filtered, notes: dict[str, EpisodeNotes], version: int
+    ) -> float:
+        """Write the step's file when due; returns the seconds it took.
+
+        Every episode the step generated (all backfill rounds), those not kept marked
+        ``filtered``.
+        """
+        if self.every <= 0 or step % self.every:
+            return 0.0
+        t0 = time.perf_counter()
+        kept = {e.key for e in filtered.batch.episodes}
+        episodes = capped_groups(filtered.generated.episodes, self.max_samples)
+        records = [
+            episode_record(
+                e,
+                step,
+                self.decode,
+                notes.get(e.key) or EpisodeNotes(filtered=e.key not in kept),
+                version,
+            )
+            for e in episodes
+        ]
+        write_step(self.directory, step, records)
+        return time.perf_counter() - t0
 
 
 def write_step(directory: Path, step: int, records: Iterable[dict[str, Any]]) -> Path:

@@ -23,7 +23,8 @@ by forming the group again: every member leaves the old one (:meth:`RefitGroup.c
 the backend, which closes its connections, so a member still waiting on a broadcast from a
 dead peer fails at once instead of at the timeout), policy rank 0 hosts a new store on a new
 port, and every member joins under the next *generation*'s key prefix
-(``envhub-refit/<generation>``). :class:`envhub.trainer.refit.syncs.CollectiveSync` drives this.
+(``envhub-refit/<generation>``). :class:`envhub.trainer.refit.syncs.CollectiveSync` drives this,
+through the roles in :mod:`envhub.trainer.refit.collective_pair`.
 """
 
 from __future__ import annotations
@@ -422,13 +423,13 @@ class RefitGroup:
         connections (``shutdown`` alone leaves them open: a peer waiting on a broadcast from
         this member would wait for its whole timeout).
         """
-        pg, self.pg = getattr(self, "pg", None), None
-        stop = getattr(pg, "abort" if self.transport == "nccl" else "shutdown", None)
-        if callable(stop):
+        pg, self.pg = self.pg, None
+        if pg is not None:
             try:
+                stop = pg.abort if self.transport == "nccl" else pg.shutdown
                 stop()
             except Exception:  # noqa: BLE001 (a torn-down peer must not fail the shutdown)
                 pass
-        del pg, stop
+        del pg
         gc.collect()  # a failed broadcast's work object may still hold the backend
         self.store = None

@@ -1,25 +1,28 @@
-"""Refit: getting the policy's new weights into the generation engines after each update.
+"""Refit, the driver's side: each transport's conductor over its actors' senders and receivers.
 
-The driver only sees :class:`WeightSync` (``push() -> seconds``). The implementation is picked
-by ``cluster.placement`` from :data:`SYNCS`:
+The driver only sees :class:`WeightSync` (``push() -> seconds``, ``revive``, ``close``); the
+builder (:mod:`envhub.trainer.refit.build`) picks the conductor, and the actors' roles, from
+the one table (:mod:`envhub.trainer.refit.table`). A conductor talks to the actors only through
+their ``send(order)``, ``receive(order, payload)`` and ``close()``:
 
-- ``colocated`` (:class:`ColocatedSync`): every policy worker hosts an engine. Each rank
+- ``in_process`` (:class:`ColocatedSync`): every policy worker hosts an engine. Each rank
   all-gathers the full weights from the FSDP2 shards (``get_model_state_dict`` with
   ``full_state_dict=True``) and loads them into its engine in the same process: no copy
   through Ray's object store or disk.
-- engines as their own actors (``engine: vllm``, or ``placement: split``;
-  :class:`ObjectStoreSync`, ``generation.transport: object_store``): the ranks gather the full
-  weights (collective), rank 0's copy becomes one object in Ray's object store (the return
-  value of its ``gather_state`` call, never fetched by the driver), and every engine reads it
-  from there and loads it in place. On one node the engines read it from shared memory; on a
-  cluster Ray moves it once per node.
-- the same engine actors over a torch collective group (:class:`CollectiveSync`,
-  ``generation.transport: gloo`` on CPU tensors, ``nccl`` on GPU tensors, as NeMo RL does on
-  GPU clusters): policy rank 0 broadcasts the gathered weights in size-bounded flat buckets
-  straight to every engine, with no copy through the object store or the driver
-  (:mod:`envhub.trainer.refit.collective` holds the group and the bucket layout).
-- or, with ``generation.weight_transfer: vllm``, vLLM's own weight-transfer API from policy
-  rank 0 (:mod:`envhub.trainer.refit.vllm_transfer`; GPU-only, never run on a GPU).
+- ``object_store`` and ``adapter`` (:class:`ObjectStoreSync`, engines as their own actors:
+  ``engine: vllm`` or ``placement: split``): the ranks gather the full weights (collective),
+  rank 0's answer to :class:`~envhub.trainer.refit.base.Push` becomes one object in Ray's
+  object store (never fetched by the driver), and every engine reads it from there and loads
+  it in place. On one node the engines read it from shared memory; on a cluster Ray moves it
+  once per node. With LoRA on vLLM engines the object is the adapter's files
+  (:mod:`envhub.trainer.refit.state`).
+- ``collective`` (:class:`CollectiveSync`, ``generation.transport: gloo`` on CPU tensors,
+  ``nccl`` on GPU tensors, as NeMo RL does on GPU clusters): policy rank 0 broadcasts the
+  gathered weights in size-bounded flat buckets straight to every engine, with no copy
+  through the object store or the driver (:mod:`envhub.trainer.refit.collective` holds the
+  group and the bucket layout, :mod:`~envhub.trainer.refit.collective_pair` the roles).
+- ``vllm``: vLLM's own weight-transfer API from policy rank 0
+  (:mod:`envhub.trainer.refit.vllm_transfer`; GPU-only, never run on a GPU).
 
 An engine that dies is restarted by Ray and refit before it samples again (``revive``): the
 object-store sync loads the newest weights' object into it; the collective sync forms the
@@ -33,24 +36,27 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Protocol
 
-import torch
+from envhub.trainer.refit.base import Push
+from envhub.trainer.refit.collective_pair import Host, Join, Resend
 
 
 class WeightSync(Protocol):
     """Moves the current policy weights into every generation engine."""
 
+    late: list[Any]
+    """Engines that missed the last push's deadline (the cluster restarts and revives them)."""
+
     def push(self, version: int | None = None) -> float:
         """Refit all engines to weight ``version``; return the seconds (slowest engine)."""
 
+    def revive(self, engine: Any, timeout_s: float) -> None:
+        """Refit ``engine`` after Ray restarted it, before it samples again."""
 
-def load_into_engine(engine: Any, state: Mapping[str, torch.Tensor]) -> float:
-    """In-process refit: copy ``state`` into ``engine``'s weights; returns seconds."""
-    t0 = time.perf_counter()
-    engine.load_state_dict(state)
-    return time.perf_counter() - t0
+    def close(self) -> None:
+        """Leave what the transport formed (best effort: members may be dead already)."""
 
 
 class ColocatedSync:
@@ -59,6 +65,7 @@ class ColocatedSync:
     def __init__(self, policy_workers: Sequence[Any], deadline_s: float = 300.0) -> None:
         """``policy_workers``: :class:`~envhub.trainer.workers.cluster.PolicyWorker` handles."""
         self.workers, self.deadline_s = list(policy_workers), deadline_s
+        self.late: list[Any] = []
 
     def push(self, version: int | None = None) -> float:
         """Every rank gathers and loads at once (the gather is collective).
@@ -69,17 +76,24 @@ class ColocatedSync:
         from envhub.trainer.watchdog import get
 
         t0 = time.perf_counter()
-        get([w.refit.remote() for w in self.workers], "policy workers (refit)", self.deadline_s)
+        refs = [w.send.remote(Push(version)) for w in self.workers]
+        get(refs, "policy workers (refit)", self.deadline_s)
         return time.perf_counter() - t0
+
+    def revive(self, engine: Any, timeout_s: float) -> None:
+        """Colocated engines live and die with their policy worker: never revived.
+
+        Raises:
+            RuntimeError: always (a lost policy worker stops the run).
+        """
+        raise RuntimeError("colocated engines are never restarted apart from their rank")
+
+    def close(self) -> None:
+        """Nothing formed."""
 
 
 class ObjectStoreSync:
     """Refit of engine actors through Ray's object store (see module docstring)."""
-
-    gather = "gather_state"
-    """The policy workers' method that returns rank 0's weights (collective)."""
-    load = "load_weights"
-    """The engines' method that loads them."""
 
     def __init__(
         self, policy_workers: Sequence[Any], engines: Sequence[Any], deadline_s: float = 300.0
@@ -106,8 +120,8 @@ class ObjectStoreSync:
 
         t0 = time.perf_counter()
         end = time.monotonic() + self.deadline_s
-        gathered = [getattr(w, self.gather).remote() for w in self.workers]
-        loads = [getattr(e, self.load).remote(gathered[0], version) for e in self.engines]
+        gathered = [w.send.remote(Push(version)) for w in self.workers]
+        loads = [e.receive.remote(Push(version), gathered[0]) for e in self.engines]
         get(gathered, "policy workers (gathering the weights)", self.deadline_s)
         self.last_state, self.version = gathered[0], version
         seconds, self.late = [], []
@@ -133,7 +147,7 @@ class ObjectStoreSync:
 
         end = time.monotonic() + timeout_s
         wait_until_up(engine, timeout_s)
-        ref = getattr(engine, self.load).remote(self.last_state, self.version)
+        ref = engine.receive.remote(Push(self.version), self.last_state)
         try:
             ray.get(ref, timeout=max(end - time.monotonic(), 0.1))
         except ray.exceptions.GetTimeoutError as e:
@@ -142,17 +156,8 @@ class ObjectStoreSync:
                 "(generation.restart_timeout_s)"
             ) from e
 
-
-class AdapterSync(ObjectStoreSync):
-    """LoRA refit of vLLM engine actors: the adapter alone, through Ray's object store.
-
-    Rank 0's ``peft`` adapter files (a few MB, :func:`envhub.trainer.workers.lora.adapter_files`)
-    are one object; every engine writes them to its own folder and serves them on every
-    request (vLLM's LoRA support). A restarted engine is refit from the same object.
-    """
-
-    gather = "gather_adapter"
-    load = "load_adapter"
+    def close(self) -> None:
+        """Nothing formed: the weights' object goes with the last reference to it."""
 
 
 def wait_until_up(engine: Any, timeout_s: float) -> dict[str, Any]:
@@ -203,7 +208,6 @@ class CollectiveSync:
         *,
         transport: str,
         timeout_s: float = 300.0,
-        bucket_mb: int = 256,
         restart_timeout_s: float = 300.0,
         keep: bool = True,
     ) -> None:
@@ -211,11 +215,14 @@ class CollectiveSync:
 
         ``restart_timeout_s``: how long to wait for a restarted engine; ``keep``: rank 0 keeps
         a CPU copy of the weights last sent (needed to refit a restarted engine; off when
-        engines are never restarted, ``generation.max_restarts: 0``).
+        engines are never restarted, ``generation.max_restarts: 0``). The bucket size and
+        the copy itself are the senders' (built with the actors).
         """
         self.workers, self.engines = list(policy_workers), list(engines)
-        self.transport, self.timeout_s, self.bucket_mb = transport, timeout_s, bucket_mb
+        self.transport, self.timeout_s = transport, timeout_s
         self.restart_timeout_s, self.keep = restart_timeout_s, keep
+        self.late: list[Any] = []
+        """Never filled: a hung member fails the push (the cluster finds it by a ping)."""
         self.last_load_seconds = self.last_transfer_seconds = 0.0
         # a backstop only: every broadcast has its own timeout, and a failed member is
         # reported as soon as its call returns
@@ -233,15 +240,13 @@ class CollectiveSync:
         """Form the group (again): a new store on rank 0, every member joins it."""
         self.generation += 1
         n = self.generation
-        store = self.workers[0].host_refit_store.remote(self.transport, self.timeout_s)
+        store = self.workers[0].send.remote(Host())
         host, port = self._wait([store], "starting the store on policy rank 0")[0]
-        size, t = len(self.engines) + 1, self.timeout_s
+        size = len(self.engines) + 1
         joins = [
-            self.workers[0].join_refit_group.remote(
-                self.transport, host, port, size, t, self.bucket_mb, n, self.keep
-            ),
+            self.workers[0].send.remote(Join(host, port, size, n)),
             *[
-                e.join_refit_group.remote(self.transport, host, port, i + 1, size, t, n)
+                e.receive.remote(Join(host, port, size, n, rank=i + 1))
                 for i, e in enumerate(self.engines)
             ],
         ]
@@ -257,8 +262,8 @@ class CollectiveSync:
 
         with self._lock:
             t0 = time.perf_counter()
-            sends = [w.send_weights.remote() for w in self.workers]
-            receives = [e.receive_weights.remote(version) for e in self.engines]
+            sends = [w.send.remote(Push(version)) for w in self.workers]
+            receives = [e.receive.remote(Push(version)) for e in self.engines]
             try:
                 times = self._wait(sends + receives, "moving the weights")[len(sends) :]
             except RefitTransportError as e:
@@ -312,18 +317,21 @@ class CollectiveSync:
         if version is None:  # never pushed: every engine holds the checkpoint's weights
             return [{"transfer_s": 0.0, "load_s": 0.0}]
         refs = [
-            self.workers[0].resend_weights.remote(),
-            *[e.receive_weights.remote(version) for e in self.engines],
+            self.workers[0].send.remote(Resend()),
+            *[e.receive.remote(Push(version)) for e in self.engines],
         ]
         return self._wait(refs, "sending the weights to the group formed again")[1:]
 
     def close(self) -> None:
-        """Leave the group on every member (best effort: members may be dead already)."""
+        """Policy rank 0 leaves the group (best effort: it may be dead already).
+
+        Its leaving frees any engine still waiting on a broadcast; the engines leave when
+        their actors close.
+        """
         import ray
 
-        members = [self.workers[0], *self.engines]
         try:
-            ray.get([m.leave_refit_group.remote() for m in members], timeout=30)
+            ray.get(self.workers[0].close.remote(), timeout=30)
         except Exception:  # noqa: BLE001 (a dead member must not block the shutdown)
             pass
 
@@ -359,57 +367,3 @@ class CollectiveSync:
                         f"{what}: {type(e).__name__}: {e}"
                     ) from e
         return ray.get(list(refs))
-
-
-SYNCS: dict[str, Callable[..., WeightSync]] = {
-    "object_store": ObjectStoreSync,
-    "gloo": CollectiveSync,
-    "nccl": CollectiveSync,
-}
-"""Engine-actor refit by ``generation.transport`` (colocated engines need none)."""
-COLLECTIVE = frozenset({"gloo", "nccl"})
-"""Transports that take the collective options (``transport``, ``timeout_s``, ``bucket_mb``,
-``restart_timeout_s``, ``keep``)."""
-
-
-def make_weight_sync(
-    policy_workers: Sequence[Any],
-    engines: Sequence[Any] = (),
-    transport: str = "object_store",
-    *,
-    timeout_s: float = 300.0,
-    bucket_mb: int = 256,
-    restart_timeout_s: float = 300.0,
-    max_restarts: int = 3,
-    adapter: bool = False,
-    weight_transfer: str = "envhub",
-) -> WeightSync:
-    """In-process sync when the engines live in the policy workers, else ``transport``.
-
-    ``adapter``: LoRA with vLLM engines over the object store: :class:`AdapterSync`.
-    ``weight_transfer="vllm"``: vLLM's own API
-    (:class:`envhub.trainer.refit.vllm_transfer.VLLMTransferSync`), in place of ``transport``.
-
-    Raises:
-        ValueError: a transport without an implementation.
-    """
-    if not engines:
-        return ColocatedSync(policy_workers, timeout_s)
-    if adapter:
-        return AdapterSync(policy_workers, engines, timeout_s)
-    if weight_transfer == "vllm":
-        from envhub.trainer.refit.vllm_transfer import VLLMTransferSync
-
-        return VLLMTransferSync(policy_workers, engines, bucket_mb=bucket_mb, timeout_s=timeout_s)
-    if transport not in SYNCS:
-        raise ValueError(f"no refit transport {transport!r}; available: {', '.join(SYNCS)}")
-    if transport not in COLLECTIVE:
-        return SYNCS[transport](policy_workers, engines, timeout_s)
-    options = {
-        "transport": transport,
-        "timeout_s": timeout_s,
-        "bucket_mb": bucket_mb,
-        "restart_timeout_s": restart_timeout_s,
-        "keep": max_restarts > 0,
-    }
-    return SYNCS[transport](policy_workers, engines, **options)

@@ -36,9 +36,12 @@ import ray
 from envhub.engines.types import Generation, SamplingParams
 from envhub.trainer.algo.batch import Sample
 from envhub.trainer.config import Config
-from envhub.trainer.refit.syncs import load_into_engine, make_weight_sync
+from envhub.trainer.refit import build
+from envhub.trainer.refit.base import Push
+from envhub.trainer.refit.collective import RefitTransportError
+from envhub.trainer.refit.syncs import WeightSync
 from envhub.trainer.watchdog import Deadlines, PartHung, RunFailed, generation_work, get, log_stack
-from envhub.trainer.workers.lora import merge_state, scaling
+from envhub.trainer.workers.lora import adapter_files, merge_state, scaling
 from envhub.trainer.workers.placement import check_cluster, describe, options, where
 from envhub.types import Message, ResetResult, StepResult
 
@@ -61,6 +64,9 @@ class PolicyWorker:
         _set_threads(self.cfg.cluster.threads_per_worker)
         self.policy: Any = None
         self.engine: Any = None
+        self.sender = build.sender(self.cfg)
+        """This rank's end of the refit's transport (``envhub.trainer.refit.build``)."""
+        self.source = RankSource(self)
 
     def where(self) -> dict[str, Any]:
         """This actor's node id, node IP and pid (``envhub.trainer.workers.placement.where``)."""
@@ -113,118 +119,16 @@ class PolicyWorker:
             )
         return True
 
-    def gather_state(self) -> dict[str, Any] | None:
-        """Full weights on CPU from rank 0 (None on other ranks) for engine actors. Collective."""
-        state = self.policy.full_state_dict()
-        if self.rank != 0:
-            return None
-        return {k: v.detach().to("cpu").contiguous() for k, v in state.items()}
+    def send(self, order: Any) -> Any:
+        """Refit: carry out the driver's ``order`` with this rank's sender (see ``refit.base``).
 
-    def gather_adapter(self) -> dict[str, bytes] | None:
-        """LoRA: the adapter as ``peft`` saves it, from rank 0 (None elsewhere). Collective."""
-        from envhub.trainer.workers.lora import adapter_files
-
-        state = self.policy.full_state_dict(merged=False)
-        if self.rank != 0:
-            return None
-        return adapter_files(self.policy.model, state)
-
-    def host_refit_store(self, transport: str, timeout_s: float) -> tuple[str, int]:
-        """Rank 0: host the weight-transfer group's store; returns this node's IP and its port.
-
-        Raises:
-            TrainConfigError: ``nccl`` without CUDA in this process.
+        Most orders are collective (every rank gathers the full weights).
         """
-        from envhub.trainer.refit.collective import host_store, transport_device
+        return self.sender.send(self.source, order)
 
-        transport_device(transport)  # refuse nccl without CUDA before anyone waits
-        self.leave_refit_group()  # forming the group again: a new store on a new port
-        self._refit_store, port = host_store(timeout_s)
-        return ray.util.get_node_ip_address(), port
-
-    def join_refit_group(
-        self,
-        transport: str,
-        host: str,
-        port: int,
-        size: int,
-        timeout_s: float,
-        bucket_mb: int,
-        generation: int = 0,
-        keep: bool = False,
-    ) -> bool:
-        """Rank 0: join the weight-transfer group as its rank 0 (``refit.collective``).
-
-        ``keep``: hold a CPU copy of the weights last sent, so that an engine restarted by Ray
-        gets exactly that version (:meth:`resend_weights`) even after the policy has trained on.
-        """
-        from envhub.trainer.refit.collective import RefitGroup
-
-        self.refit_group = RefitGroup(
-            transport,
-            host,
-            port,
-            0,
-            size,
-            timeout_s,
-            store=self._refit_store,
-            generation=generation,
-        )
-        self.refit_bucket_bytes = bucket_mb * 2**20
-        self.refit_keep = keep
-        return True
-
-    def send_weights(self) -> dict[str, float]:
-        """Gather the full weights (collective); rank 0 broadcasts them to the engines."""
-        from envhub.trainer.refit.collective import cpu_copy
-
-        t0 = time.perf_counter()
-        state = self.policy.full_state_dict()
-        if self.rank == 0:
-            if self.refit_keep:  # kept before sending: a failed send is resent from it
-                self.refit_sent = cpu_copy(state)
-            self.refit_group.send_state(state, self.refit_bucket_bytes)
-        return {"transfer_s": time.perf_counter() - t0}
-
-    def resend_weights(self) -> dict[str, float]:
-        """Rank 0: broadcast the weights last sent again (to a group formed anew).
-
-        Raises:
-            RuntimeError: nothing kept (the group was joined without ``keep``).
-        """
-        sent = getattr(self, "refit_sent", None)
-        if sent is None:
-            raise RuntimeError("no weights kept to resend: join_refit_group(keep=True) first")
-        t0 = time.perf_counter()
-        self.refit_group.send_state(sent, self.refit_bucket_bytes)
-        return {"transfer_s": time.perf_counter() - t0}
-
-    def leave_refit_group(self) -> None:
-        """Leave the weight-transfer group and stop its store (the kept weights stay)."""
-        group = getattr(self, "refit_group", None)
-        if group is not None:
-            group.close()
-        self.refit_group = self._refit_store = None
-
-    def join_vllm_transfer(self, engines: list[Any], bucket_mb: int) -> bool:
-        """Rank 0: join vLLM's weight-transfer group with ``engines`` (``vllm_transfer``)."""
-        from envhub.trainer.refit.vllm_transfer import VLLMSender
-
-        self.vllm_sender = VLLMSender.connect(engines, bucket_mb)
-        return True
-
-    def send_vllm_weights(self) -> bool:
-        """Gather the full weights (collective); rank 0 sends them through vLLM's API."""
-        state = self.policy.full_state_dict()
-        if self.rank == 0:
-            self.vllm_sender.send(state)
-        return True
-
-    def leave_vllm_transfer(self) -> None:
-        """Rank 0: tear down vLLM's communicator."""
-        sender, self.vllm_sender = getattr(self, "vllm_sender", None), None
-        if sender is not None:
-            sender.close()
+    def close(self) -> None:
+        """Leave what the refit's transport joined (best effort)."""
+        self.sender.close()
 
     def engine_score(
         self, sequences: list[list[int]], starts: list[int], temperature: float
@@ -239,17 +143,6 @@ class PolicyWorker:
     ) -> list[Generation]:
         """Sample with the colocated engine (``seeds``: one per prompt, or None)."""
         return self.engine.generate(prompts, params, seeds)
-
-    def refit(self) -> float:
-        """Copy the current policy weights into the colocated engine. Collective.
-
-        Returns:
-            Seconds spent on this rank (gather and load).
-        """
-        t0 = time.perf_counter()
-        if self.engine is not None:
-            load_into_engine(self.engine, self.policy.full_state_dict())
-        return time.perf_counter() - t0
 
     def logprobs(self, samples: list[Sample]) -> list[list[float]]:
         """Target-aligned logprobs under the current policy. Collective."""
@@ -269,9 +162,10 @@ class PolicyWorker:
         return True
 
     def load(self, directory: str) -> bool:
-        """Restore from a checkpoint and refit the engine. Collective."""
+        """Restore from a checkpoint and refit the colocated engine. Collective."""
         self.policy.load(directory)
-        self.refit()
+        if self.engine is not None:
+            self.send(Push())
         return True
 
     def export(self, directory: str) -> bool:
@@ -290,6 +184,34 @@ class PolicyWorker:
     def engine_state(self) -> dict[str, Any]:
         """The engine's weights (for tests: they must equal the policy's after a refit)."""
         return {k: v.clone() for k, v in self.engine.model.state_dict().items()}
+
+    def policy_state(self) -> dict[str, Any]:
+        """The policy's full weights on CPU (for tests; collective: every rank calls it)."""
+        return {k: v.detach().to("cpu") for k, v in self.policy.full_state_dict().items()}
+
+
+class RankSource:
+    """What a policy rank offers its refit sender (``envhub.trainer.refit.base.Source``)."""
+
+    def __init__(self, worker: PolicyWorker) -> None:
+        """Read ``worker``'s policy and engine when asked (both exist after its setup)."""
+        self.worker = worker
+        self.rank = worker.rank
+
+    def state(self) -> dict[str, Any]:
+        """The full weights, LoRA adapters merged. Collective."""
+        return self.worker.policy.full_state_dict()
+
+    def adapter(self) -> dict[str, bytes] | None:
+        """The LoRA adapter as ``peft`` saves it, from rank 0 (None elsewhere). Collective."""
+        state = self.worker.policy.full_state_dict(merged=False)
+        if self.rank != 0:
+            return None
+        return adapter_files(self.worker.policy.model, state)
+
+    def engine(self) -> Any:
+        """The colocated engine (None when engines are their own actors)."""
+        return self.worker.engine
 
 
 class ReferenceWorker:
@@ -525,6 +447,8 @@ class Cluster:
         self.teacher: Any = None
         """``loss.distill`` with a model-path teacher: its worker (never refit)."""
         self.engines: list[Any] = []
+        self.weight_sync: WeightSync | None = None
+        """The refit's driver side (``envhub.trainer.refit.build.conductor``)."""
         self.weights_version = 0
         """Refits so far: engines hold this version after each (checked before sampling)."""
         self.lost_engines = 0
@@ -553,18 +477,7 @@ class Cluster:
         from envhub.trainer.workers.generation import start_engines
 
         self.engines = start_engines(config, model_dir) if config.separate_engines else []
-        g = config.generation
-        self.weight_sync = make_weight_sync(
-            self.policy,
-            self.engines,
-            g.transport,
-            timeout_s=g.refit_timeout_s,
-            bucket_mb=g.bucket_mb,
-            restart_timeout_s=g.restart_timeout_s,
-            max_restarts=g.max_restarts,
-            adapter=config.adapter_refit,
-            weight_transfer=g.weight_transfer,
-        )
+        self.weight_sync = build.conductor(config, self.policy, self.engines)
         if config.model.lora.enabled:
             what = "the LoRA adapter alone" if config.adapter_refit else "merged weights"
             logging.getLogger("envhub.trainer").info("refit: %s", what)
@@ -807,6 +720,7 @@ class Cluster:
             RunFailed: the engine is not back (restarts used up, or past
                 ``generation.restart_timeout_s``).
         """
+        assert self.weight_sync is not None, "the cluster's workers are started"
         try:
             self.weight_sync.revive(engine, self.cfg.generation.restart_timeout_s)
         except RuntimeError as e:
@@ -837,10 +751,10 @@ class Cluster:
             RefitTransportError: the transport failed and no engine is hung (an engine dead
                 for good, a member that refused; the message names the transport).
         """
-        from envhub.trainer.refit.collective import RefitTransportError
-
+        assert self.weight_sync is not None, "the cluster's workers are started"
         try:
             seconds = self.weight_sync.push(version)
+            late = self.weight_sync.late
         except PartHung as e:  # colocated engines or the gather: the policy ranks
             raise RunFailed(
                 f"{e} during the refit: the run stops (FSDP ranks cannot be "
@@ -850,9 +764,8 @@ class Cluster:
             hung = [x for x in self.engines if not self._answers(x)]
             if not hung:  # dead for good, or a transport fault: the error names it
                 raise
-            seconds = 0.0
-            self.weight_sync.late = hung
-        for engine in getattr(self.weight_sync, "late", []):  # restarted, then refit
+            seconds, late = 0.0, hung
+        for engine in late:  # restarted, then refit
             self.failures.append(
                 f"generation engine {self.engines.index(engine)} hung in the refit; restarted"
             )
@@ -984,11 +897,10 @@ class Cluster:
         """Stop the actors, and the local Ray if this cluster started it."""
         from envhub.trainer.workers.generation import close_engines, stop_actors
 
-        close = getattr(getattr(self, "weight_sync", None), "close", None)
-        if callable(close):  # the collective transports' group
-            close()
+        if self.weight_sync is not None:  # the collective transports' group
+            self.weight_sync.close()
         close_engines(self.engines)
-        stop_actors(self.env_workers, "shutdown")
+        stop_actors(self.env_workers, lambda worker: worker.shutdown.remote())
         for a in [*self.policy, *(w for w in (self.reference, self.teacher) if w is not None)]:
             ray.kill(a)
         if self._own_ray:

@@ -2,12 +2,10 @@
 
 :class:`GenerationWorker` holds one engine (:class:`envhub.engines.vllm_engine.VLLMEngine` or
 :class:`envhub.engines.transformers_engine.TransformersEngine`) and offers what the driver
-needs: ``generate``,
-``load_weights`` (refit from a state dict that Ray resolves out of its object store),
-``join_refit_group``/``receive_weights`` (refit over a torch collective group,
-``envhub.trainer.refit.collective``) and ``score`` (the engine's logprobs of given tokens, used to
-verify
-a refit).
+needs: ``generate``, ``receive`` (the refit: an order from the driver's side of the transport,
+carried out by the receiver the actor holds from its construction,
+``envhub.trainer.refit.build``), ``close`` and ``score`` (the engine's logprobs of given
+tokens, used to verify a refit).
 
 :func:`start_engines` places them:
 
@@ -24,8 +22,7 @@ a refit).
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -33,6 +30,8 @@ import ray
 
 from envhub.engines.types import Generation, SamplingParams
 from envhub.trainer.config import Config
+from envhub.trainer.refit import build
+from envhub.trainer.refit.base import Loaded
 from envhub.trainer.workers.placement import options, where
 
 
@@ -135,6 +134,8 @@ class GenerationWorker:
         self.version: int | None = None
         """The weight version last loaded (None: the checkpoint's, never refit)."""
         self.cfg = Config.model_validate(config)
+        self.receiver = build.receiver(self.cfg, index)
+        """This engine's end of the refit's transport (``envhub.trainer.refit.build``)."""
         gpu = self.cfg.generation.gpus_per_engine > 0 and torch.cuda.is_available()
         self.engine = build_engine(
             self.cfg, model_dir, device="cuda" if gpu else "cpu", seed=self.cfg.seed + index
@@ -181,120 +182,17 @@ class GenerationWorker:
         self.engine.llm.wake_up()
         return True
 
-    def load_weights(self, state: Mapping[str, Any], version: int | None = None) -> float:
-        """Refit: load a full HF state dict (Ray resolved it from the object store)."""
-        t0 = time.perf_counter()
-        self.engine.load_state_dict(state)
-        self.version = version
-        return time.perf_counter() - t0
+    def receive(self, order: Any, payload: Any = None) -> Any:
+        """Refit: carry out the driver's ``order`` with this engine's receiver.
 
-    def load_adapter(self, files: Mapping[str, bytes], version: int | None = None) -> float:
-        """Refit with the LoRA adapter alone (vLLM; :func:`~.lora.adapter_files`).
-
-        Each version goes to a new folder under a private temp dir (vLLM caches adapters by
-        id); the previous one is removed.
+        ``payload``: what came through Ray's object store with it (the weights). When new
+        weights landed, this engine holds their version from now on.
         """
-        import shutil
-        import tempfile
-
-        from envhub.trainer.workers.lora import write_adapter
-
-        t0 = time.perf_counter()
-        root = getattr(self, "_adapter_root", None) or tempfile.mkdtemp(prefix="envhub-lora-")
-        self._adapter_root = root
-        self._adapter_count = getattr(self, "_adapter_count", 0) + 1
-        folder = write_adapter(files, os.path.join(root, f"v{self._adapter_count}"))
-        self.engine.load_adapter(folder, self._adapter_count)
-        old = os.path.join(root, f"v{self._adapter_count - 1}")
-        shutil.rmtree(old, ignore_errors=True)
-        self.version = version
-        return time.perf_counter() - t0
-
-    def join_refit_group(
-        self,
-        transport: str,
-        host: str,
-        port: int,
-        rank: int,
-        size: int,
-        timeout_s: float,
-        generation: int = 0,
-    ) -> int:
-        """Join the weight-transfer group as ``rank`` (``envhub.trainer.refit.collective``).
-
-        Leaves the group of an earlier generation first; returns this process's pid (the
-        driver tells a restarted engine by it).
-        """
-        from envhub.trainer.refit.collective import RefitGroup
-
-        self.leave_refit_group()
-        self.refit_group = RefitGroup(
-            transport, host, port, rank, size, timeout_s, generation=generation
-        )
-        return os.getpid()
-
-    def receive_weights(self, version: int | None = None) -> dict[str, float]:
-        """Refit over the group: receive the buckets, load the state dict; seconds of each.
-
-        Raises:
-            RefitTransportError: this engine is in no group (Ray restarted it: the group must
-                be formed again, ``CollectiveSync``), or the transfer failed.
-        """
-        from envhub.trainer.refit.collective import RefitTransportError
-
-        group = getattr(self, "refit_group", None)
-        if group is None:
-            raise RefitTransportError(
-                f"engine {self.index} is not in the weight-transfer group (restarted by Ray?)"
-            )
-        t0 = time.perf_counter()
-        state = group.receive_state()
-        t1 = time.perf_counter()
-        self.engine.load_state_dict(state)
-        self.version = version
-        return {"transfer_s": t1 - t0, "load_s": time.perf_counter() - t1}
-
-    def leave_refit_group(self) -> None:
-        """Leave the weight-transfer group."""
-        group = getattr(self, "refit_group", None)
-        if group is not None:
-            group.close()
-        self.refit_group = None
-
-    # ---- vLLM's weight-transfer API (generation.weight_transfer: vllm; untested on a GPU):
-    # LLM's methods under their names, which vLLM's RayVLLMWeightSyncClient calls
-
-    def init_weight_transfer_engine(self, request: Any) -> None:
-        """Join vLLM's weight-transfer group (blocks until policy rank 0 joins too).
-
-        Raises:
-            TrainConfigError: this engine has no CUDA device.
-        """
-        from envhub.trainer.refit.vllm_transfer import require_cuda
-
-        require_cuda(f"generation engine {self.index}")
-        self.engine.llm.init_weight_transfer_engine(request)
-
-    def start_weight_update(self) -> None:
-        """Begin a refit (vLLM prepares its layer-wise reload)."""
-        self.engine.llm.start_weight_update()
-
-    def update_weights(self, request: Any) -> None:
-        """Receive the weights (concurrently with policy rank 0's broadcast)."""
-        self.engine.llm.update_weights(request)
-
-    def finish_weight_update(self) -> None:
-        """End the refit; cached KV blocks belong to the old weights, so drop them."""
-        self.engine.llm.finish_weight_update()
-        self.engine.llm.reset_prefix_cache()
-
-    def update_weight_version(self, new_version: str) -> None:
-        """The weight version now held (the driver sets it once every engine has it)."""
-        self.version = None if new_version == "None" else int(new_version)
-
-    def shutdown_weight_transfer_engine(self) -> None:
-        """Leave vLLM's weight-transfer group."""
-        self.engine.llm.shutdown_weight_transfer_engine()
+        answer = self.receiver.receive(self.engine, order, payload)
+        if isinstance(answer, Loaded):
+            self.version = answer.version
+            return answer.answer
+        return answer
 
     def engine_state(self) -> dict[str, Any]:
         """The engine's weights on CPU (transformers engine; tests compare them after refits)."""
@@ -307,10 +205,10 @@ class GenerationWorker:
         return engine_score(self.engine, sequences, starts, temperature)
 
     def close(self) -> None:
-        """Stop the engine's own processes, if any."""
-        close = getattr(self.engine, "close", None)
-        if callable(close):
-            close()
+        """Leave the refit's transport, then stop the engine's own processes (vLLM's)."""
+        self.receiver.close()
+        if self.cfg.cluster.engine == "vllm":  # the transformers engine has none
+            self.engine.close()
 
 
 def start_engines(config: Config, model_dir: str) -> list[Any]:
@@ -344,17 +242,17 @@ def start_engines(config: Config, model_dir: str) -> list[Any]:
 
 def close_engines(engines: list[Any]) -> None:
     """Close every engine at once (best effort, 30 s in all), then kill the actors."""
-    stop_actors(engines, "close")
+    stop_actors(engines, lambda engine: engine.close.remote())
 
 
-def stop_actors(actors: list[Any], method: str, timeout: float = 30.0) -> None:
-    """Call ``method`` on every actor at once, wait for them together, then kill them all.
+def stop_actors(actors: list[Any], stop: Callable[[Any], Any], timeout: float = 30.0) -> None:
+    """``stop(actor)`` (a remote call) on every actor at once, wait together, then kill them.
 
     One deadline for all, not one each: a stop (Ctrl-C, SIGTERM) during a busy step must not
     wait 30 s per busy actor. ``ray.wait`` raises nothing for a dead actor, so one failure
     neither ends the wait early nor blocks the others.
     """
-    refs = [getattr(a, method).remote() for a in actors]
+    refs = [stop(a) for a in actors]
     if refs:
         ray.wait(refs, num_returns=len(refs), timeout=timeout)
     for a in actors:

@@ -7,7 +7,9 @@
   (``PeftModel.disable_adapter``): no second copy of the weights, no reference worker.
 - Refit: vLLM engines (``cluster.engine: vllm`` over ``generation.transport: object_store``)
   are started with LoRA support and get the adapter alone (:func:`adapter_files`: ``peft``'s
-  two files, a few MB), served on every request; every other engine gets *merged* weights
+  two files, a few MB; written on the engine's side by
+  :func:`envhub.trainer.refit.state.write_adapter`), served on every request; every other
+  engine gets *merged* weights
   (:func:`merge_state`: ``W + scaling * B @ A`` under the base model's own names), as
   ``envhub eval`` loads the exported model.
 - Checkpoints hold the trainable parameters (the adapter) and their optimizer state;
@@ -154,15 +156,6 @@ def adapter_files(model: Any, state: Mapping[str, torch.Tensor]) -> dict[str, by
     with tempfile.TemporaryDirectory(prefix="envhub-adapter-") as tmp:
         save_adapter(model, tmp, state)
         return {name: (Path(tmp) / name).read_bytes() for name in ADAPTER_FILES}
-
-
-def write_adapter(files: Mapping[str, bytes], directory: str | Path) -> Path:
-    """Write :func:`adapter_files`' output into ``directory`` (created); returns it."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    for name, data in files.items():
-        (directory / Path(name).name).write_bytes(data)
-    return directory
 
 
 def save_adapter(model: Any, directory: str | Path, state: Mapping[str, torch.Tensor]) -> None:
