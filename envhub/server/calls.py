@@ -8,10 +8,10 @@ Three ways, chosen by what the environment declares (class data, never probed pe
   so nothing is refused as ``overloaded``.
 * **inline** (:attr:`~envhub.core.Env.inline_steps`): ``reset``/``step`` are called on the
   event loop directly, with no hand-off to a thread and back (two thread switches and their GIL
-  hand-offs cost more than such a step). Each call is timed; a call over ``inline_budget_ms``
-  (see :data:`WALL_FACTOR`) is counted, and at the third the environment goes to the worker
-  threads for the rest of the server's life (a warning is logged): a slow inline call stalls
-  every episode in flight.
+  hand-offs cost more than such a step). Each call is timed; calls over ``inline_budget_ms``
+  are counted, and at the third within a hundred calls (:data:`STRIKES`) the environment goes
+  to the worker threads for the rest of the server's life, with a warning in the log: a slow
+  inline call stalls every episode in flight.
 * **blocking** (the default): the worker pool (:mod:`envhub.server.workers`), with its queue
   bound (``overloaded``), its deadline and its stall detection.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -36,11 +36,11 @@ log = logging.getLogger("envhub.server")
 T = TypeVar("T")
 
 STRIKES = 3
-"""Inline calls over the budget before an environment is sent to the worker threads."""
-WALL_FACTOR = 10
-"""An inline call is over the budget when its CPU time is, or its wall time ten times over:
-on a busy machine a preempted call's wall time says nothing of the call, but a call that
-blocks (I/O in a step declared inline) uses little CPU and much time."""
+"""Inline calls over the budget, within :data:`WINDOW` calls, that send an environment to
+the worker threads. Wall time is what is measured (a thread's CPU clock is a system call that
+cost more than the step here): on a busy machine a preempted call may overrun once in a while,
+an environment whose steps are not fast overruns over and over."""
+WINDOW = 100
 
 
 class Calls:
@@ -55,7 +55,10 @@ class Calls:
         self.inline = env.inline_steps and not env.async_steps
         self.pool, self.metrics = pool, metrics
         self.queue_s, self.run_s, self.budget_s = queue_s, run_s, inline_budget_s
-        self.strikes = 0
+        self.made = 0
+        """Inline calls made so far."""
+        self.strikes: deque[int] = deque(maxlen=STRIKES)
+        """The call counts at the last overruns."""
 
     @property
     def mode(self) -> str:
@@ -95,22 +98,24 @@ class Calls:
             raise TimeoutError(f"the call ran past its {self.run_s:g} s deadline") from e
 
     def _inline(self, call: Callable[[], T]) -> T:
-        start, cpu = time.perf_counter(), time.thread_time()
+        start = time.perf_counter()
         try:
             return call()
         finally:
-            spent, used = time.perf_counter() - start, time.thread_time() - cpu
-            if used > self.budget_s or spent > WALL_FACTOR * self.budget_s:
+            self.made += 1
+            spent = time.perf_counter() - start
+            if spent > self.budget_s:
                 self._overran(spent)
 
     def _overran(self, spent: float) -> None:
-        self.strikes += 1
         self.metrics["inline_overruns"] += 1
-        if self.strikes >= STRIKES and self.inline:
-            self.inline = False
-            log.warning(
-                "an inline call took %.1f ms, over the %.1f ms budget (%d calls): this "
-                "environment's calls run on the worker threads from now on (drop inline_steps "
-                "from its class if its steps are not always fast)",
-                1000 * spent, 1000 * self.budget_s, self.strikes,
-            )  # fmt: skip
+        self.strikes.append(self.made)
+        if len(self.strikes) < STRIKES or self.made - self.strikes[0] >= WINDOW or not self.inline:
+            return
+        self.inline = False
+        log.warning(
+            "inline calls took up to %.1f ms, over the %.1f ms budget (%d of the last %d): "
+            "this environment's calls run on the worker threads from now on (drop "
+            "inline_steps from its class if its steps are not always fast)",
+            1000 * spent, 1000 * self.budget_s, STRIKES, WINDOW,
+        )  # fmt: skip
