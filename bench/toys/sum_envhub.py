@@ -4,10 +4,12 @@ A right answer ends the episode with reward 1; a wrong one is told to try again,
 third wrong one ends it with reward 0. ``sum_openenv.py`` beside this file is the same game
 written for OpenEnv's server, so both servers are measured on the same work. It declares
 itself cheap (:attr:`~envhub.core.Env.inline_steps`): a step is a string compare.
+:class:`SlowSumToy` awaits a wait before each answer (``bench/slow_steps.py``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 from envhub.core import Episode, Feedback, TaskEnv
@@ -46,13 +48,27 @@ class SumToy(TaskEnv):
         return Message(role="assistant", content=episode.task.answer or "")
 
 
-def spec(**fields: object) -> EnvSpec:
-    """The toy's catalog entry (``envhub serve toy-sum --spec-json``), ``fields`` changed."""
+def spec(cls: str = "SumToy", **fields: object) -> EnvSpec:
+    """The catalog entry of ``cls`` (``envhub serve toy-sum --spec-json``), ``fields`` set."""
     return EnvSpec(
         name="toy-sum",
         family="bench",
-        entry_point=f"{__file__}:SumToy",
+        entry_point=f"{__file__}:{cls}",
         max_turns=TRIES,
         reward={"weights": {"correctness": 1.0}},
         **fields,
     )
+
+
+class SlowSumToy(SumToy):
+    """The toy whose every step first waits ``wait_s`` seconds on I/O, awaited (no thread)."""
+
+    inline_steps = False
+
+    def __init__(self, spec: EnvSpec, wait_s: float = 10.0) -> None:
+        super().__init__(spec, wait_s=wait_s)
+        self.wait_s = wait_s
+
+    async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
+        await asyncio.sleep(self.wait_s)
+        return self.env_response(episode, message)
