@@ -501,7 +501,11 @@ class TaskEnv(Env):
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Start an episode; see :meth:`Env.reset`."""
         ep = self._draw(seed, task_id)
-        ep.state = self.init_state(ep)
+        if self.async_steps:  # its set-up may await: on a loop of this call's own
+            _no_running_loop(type(self).__name__)
+            ep.state = asyncio.run(self.ainit_state(ep))
+        else:
+            ep.state = self.init_state(ep)
         return self._opened(ep)
 
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
@@ -530,7 +534,13 @@ class TaskEnv(Env):
         return ResetResult(messages=list(ep.messages), info=Info(task_id=ep.task.task_id, **extra))
 
     def step(self, action: Message | str) -> StepResult:
-        """Answer one assistant message; see :meth:`Env.step`."""
+        """Answer one assistant message; see :meth:`Env.step`.
+
+        Where :attr:`async_steps`, the async hook runs on an event loop of this call's own
+        (so the environment works in-process too); from async code, await :meth:`astep`.
+        """
+        if self.async_steps:
+            _no_running_loop(type(self).__name__)
         ep, message = self._begin(action)
         try:
             too_long = self._too_long(message)
@@ -598,6 +608,8 @@ class TaskEnv(Env):
         whatever the hook does; a hook that overruns is abandoned (its episode ends) and
         finishes in the background.
         """
+        if self.async_steps:
+            return asyncio.run(self._arespond(ep, message))
         if self.step_timeout_s is None or self.inline_steps:
             return self.env_response(ep, message)
         try:
@@ -753,6 +765,18 @@ ASYNC_HOOKS = frozenset({"aenv_response", "ainit_state"})
 
 MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})
 """Statuses that are the model's doing: the episode is scored (as a truncation), not dropped."""
+
+
+def _no_running_loop(name: str) -> None:
+    """Refuse a sync call of an async environment from a thread that runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{name}'s steps are async (async_steps): from async code, await areset()/astep() "
+        "instead of calling reset()/step()"
+    )
 
 
 def message_chars(message: Message) -> int:

@@ -14,6 +14,7 @@ import asyncio
 import time
 
 import httpx
+import pytest
 from dummy_envs import AwaitingEnv, BlockingEnv, InlineEnv
 from serving import running
 
@@ -116,3 +117,16 @@ def test_an_inline_env_runs_on_the_loop_until_its_calls_overrun_the_budget():
         assert remote.step("3").info.status == Status.OK
         final = remote.step("4")
     assert final.terminated and final.reward == 1.0
+
+
+def test_an_async_env_plays_with_the_sync_api_in_process_but_not_from_a_running_loop():
+    env = _env(AwaitingEnv)
+    env.wait_s = 0.01
+    env.reset(task_id="train/0")
+    assert env.step("yes").reward == 1.0
+
+    async def wrongly_sync():
+        env.reset(task_id="train/0")
+
+    with pytest.raises(RuntimeError, match="await areset"):
+        asyncio.run(wrongly_sync())
