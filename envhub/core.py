@@ -319,11 +319,13 @@ class TaskEnv(Env):
     """Longest message accepted; see :data:`MAX_MESSAGE_CHARS`."""
     step_timeout_s: ClassVar[float | None] = STEP_TIMEOUT_S
     """Deadline of :meth:`step` (``None``: no deadline); see :data:`STEP_TIMEOUT_S`."""
+    async_hooks: ClassVar[frozenset[str]] = frozenset({"aenv_response", "ainit_state"})
+    """The hooks whose writing makes a subclass's steps native async (:attr:`Env.async_steps`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass that writes an async hook has native async steps (:attr:`async_steps`)."""
         super().__init_subclass__(**kwargs)
-        if "async_steps" not in vars(cls) and ASYNC_HOOKS & set(vars(cls)):
+        if "async_steps" not in vars(cls) and cls.async_hooks & set(vars(cls)):
             cls.async_steps = True
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
@@ -759,9 +761,6 @@ class TaskEnv(Env):
             )
         return Score(reward=reward, components=components, info=details)
 
-
-ASYNC_HOOKS = frozenset({"aenv_response", "ainit_state"})
-"""The :class:`TaskEnv` hooks whose writing makes an environment's steps native async."""
 
 MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})
 """Statuses that are the model's doing: the episode is scored (as a truncation), not dropped."""
