@@ -350,13 +350,13 @@ class TaskEnv(Env):
         self._tasks: dict[str, list[Task]] = {}
         self._index: dict[str, dict[str, Task]] = {}
         self._episode: Episode | None = None
-        self._rng = random.Random()
+        self._rng: random.Random | None = random.Random()
 
     def fork(self) -> TaskEnv:
         """A copy sharing tasks and configuration, with its own episode and RNG."""
         clone = copy.copy(self)
         clone._episode = None
-        clone._rng = random.Random()
+        clone._rng = None  # made at its first unseeded reset: seeding from the OS costs more
         return clone
 
     def warmup(self) -> None:
@@ -524,6 +524,8 @@ class TaskEnv(Env):
         if task_id is not None:
             task = self.get_task(task_id)
         else:
+            if seed is None and self._rng is None:
+                self._rng = random.Random()
             pick = random.Random(seed) if seed is not None else self._rng
             task = tasks[pick.randrange(len(tasks))]
         ep = Episode(task=task, seed=seed, rng=random.Random(seed), messages=[])
@@ -801,6 +803,12 @@ def valid_unicode(message: Message) -> Message:
     echoed it back could not encode its answer. A tokenizer's decode turns invalid bytes into
     U+FFFD, so every runner does the same to such text (the HTTP client before sending it).
     """
+    if not message.tool_calls and not any(
+        _SURROGATE.search(text)
+        for text in (message.content, message.tool_call_id, message.name)
+        if text
+    ):
+        return message  # the common case, without writing the message as JSON
     text = json.dumps(message.model_dump(exclude_none=True), ensure_ascii=False)
     if _SURROGATE.search(text) is None:
         return message
