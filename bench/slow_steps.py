@@ -217,7 +217,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=1024)
     ap.add_argument("--wait", type=float, default=10.0, help="seconds every step waits")
-    ap.add_argument("--openenv-step", nargs="+", choices=["async", "sync"], default=["async"])
+    ap.add_argument(
+        "--openenv-step", nargs="*", choices=["async", "sync"], default=["async"],
+        help="OpenEnv's step awaited (async), blocking (sync) or both; none: envhub only",
+    )  # fmt: skip
     ap.add_argument("--openenv-venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()

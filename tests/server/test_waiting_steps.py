@@ -19,7 +19,7 @@ from dummy_envs import AwaitingEnv, BlockingEnv, InlineEnv
 from serving import running
 
 from envhub.client.remote_env import RemoteEnv
-from envhub.server.app import ServerSettings, create_app
+from envhub.server.app import Server, ServerSettings, create_app
 from envhub.spec import EnvSpec
 from envhub.types import Status
 
@@ -130,3 +130,10 @@ def test_an_async_env_plays_with_the_sync_api_in_process_but_not_from_a_running_
 
     with pytest.raises(RuntimeError, match="await areset"):
         asyncio.run(wrongly_sync())
+
+
+def test_an_awaiting_env_gets_an_inflight_bound_above_its_sessions_unless_one_is_set():
+    env = _env(AwaitingEnv)
+    assert Server(env, ServerSettings(max_sessions=1024)).settings.max_inflight == 2048
+    assert Server(env, ServerSettings(max_inflight=300)).settings.max_inflight == 300
+    assert Server(_env(BlockingEnv), ServerSettings()).settings.max_inflight == 256
