@@ -18,6 +18,13 @@ from envhub.install import install_command
 from envhub.lifetime import follow_parent, stop_signals
 
 NameArg = Annotated[str, typer.Argument(help="Environment name, e.g. gsm8k or gsm8k-v1.")]
+MaxInflight = Annotated[
+    int | None,
+    typer.Option(
+        help="Concurrent requests before 503 (default 256; twice --max-sessions for an "
+        "environment whose steps await I/O)."
+    ),
+]
 AllowHost = Annotated[
     list[str] | None,
     typer.Option(
@@ -55,13 +62,7 @@ def serve(
     docker: Annotated[bool, typer.Option(help="Run the server in a Docker container.")] = False,
     max_sessions: Annotated[int, typer.Option(help="Concurrent episodes kept.")] = 1024,
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before expiry.")] = 600.0,
-    max_inflight: Annotated[
-        int | None,
-        typer.Option(
-            help="Concurrent requests before 503 (default 256; twice --max-sessions for an "
-            "environment whose steps await I/O)."
-        ),
-    ] = None,
+    max_inflight: MaxInflight = None,
     threads: Annotated[int | None, typer.Option(help="Worker threads for env code.")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
     spec_json: Annotated[str | None, typer.Option(hidden=True)] = None,
