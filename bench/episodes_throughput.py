@@ -1,22 +1,19 @@
-"""Episodes over the wire: envhub's own client (WebSocket and HTTP) against OpenEnv's.
+"""Episodes over the wire: envhub's server and client against OpenEnv's, on the same toy game.
 
 Usage::
 
-    python bench/episodes_throughput.py [--episodes 1000] [--concurrency 32 256] [--rounds 3]
-        [--openenv-venv DIR] [--server-src DIR]
+    python bench/episodes_throughput.py [--episodes 2000] [--concurrency 32 256] [--rounds 3]
+        [--clients envhub-ws openenv] [--openenv-venv DIR] [--server-src DIR] [--json OUT]
 
-What runs, all on this machine, interleaved round by round so a noisy neighbour hits every
-client alike:
-
-* **multi-step**: envhub ``wordle`` (``max_turns=3``, three wrong guesses, so three steps)
-  against an OpenEnv toy environment built with ``openenv.core`` (``create_app``, the echo
-  pattern: the observation echoes the action) that ends after three steps;
-* **single-step**: envhub ``gsm8k`` answered with its gold answer (the verifier runs) against
-  the same OpenEnv toy ending after one step.
+Both servers serve the same game, ``bench/toys/`` ("What is A + B?", three tries; every client
+answers ``-1`` three times, so an episode is a reset and three steps): envhub's ``TaskEnv``
+under ``envhub serve`` and OpenEnv's ``Environment`` under its ``create_app``. Runs are
+interleaved round by round so a noisy neighbour hits every client alike, and the load average
+is printed before and after each round.
 
 Clients: envhub's :class:`~envhub.client.remote_env.RemoteEnv` over ``ws`` and over ``http`` (async
-API, one handle per concurrent session; ``envhub-ws-sync`` in ``--clients``: the sync API from one
-thread per session, as the trainer's env workers call it) and OpenEnv's ``GenericEnvClient`` (its
+API, one handle per concurrent session; ``envhub-ws-sync``: the sync API from one thread per
+session, as the trainer's env workers call it) and OpenEnv's ``GenericEnvClient`` (its
 WebSocket client, one connection per session), each in its own process so its CPU time is its own
 (``time.process_time``). Every server's CPU is read from ``/proc`` (the server process and its
 children). Each concurrent session plays episodes back to back until ``--episodes`` are done.
@@ -24,8 +21,7 @@ OpenEnv (``openenv-core==0.3.0``) lives in its own virtual environment, created 
 (``--openenv-venv``, default ``~/.cache/envhub/bench-openenv-venv``).
 
 ``--server-src DIR`` serves envhub from another checkout (for example the main branch before
-a change) to compare server CPU; its clients then use HTTP only when that server has no
-``/ws``.
+a change) to compare server CPU.
 """
 
 from __future__ import annotations
@@ -43,52 +39,10 @@ from pathlib import Path
 
 OPENENV_VERSION = "0.3.0"
 DEFAULT_VENV = Path("~/.cache/envhub/bench-openenv-venv").expanduser()
-WORDS = ("crane", "slate", "pious")
 
-OPENENV_SERVER = """
-import os, sys, uuid
-import uvicorn
-from openenv.core.env_server.http_server import create_app
-from openenv.core.env_server.interfaces import Environment
-from openenv.core.env_server.types import Action, Observation, State
-
-STEPS = int(os.environ["TOY_STEPS"])
-
-
-class ToyAction(Action):
-    message: str
-
-
-class ToyObservation(Observation):
-    echoed_message: str = ""
-    message_length: int = 0
-
-
-class ToyEnv(Environment):
-    SUPPORTS_CONCURRENT_SESSIONS = True
-
-    def __init__(self):
-        super().__init__()
-        self._state = State(episode_id=str(uuid.uuid4()), step_count=0)
-
-    def reset(self, seed=None, episode_id=None, **kwargs):
-        self._state = State(episode_id=episode_id or str(uuid.uuid4()), step_count=0)
-        return ToyObservation(echoed_message="Guess the word.", done=False, reward=0.0)
-
-    def step(self, action, timeout_s=None, **kwargs):
-        self._state.step_count += 1
-        done = self._state.step_count >= STEPS
-        return ToyObservation(echoed_message=action.message, message_length=len(action.message),
-                              done=done, reward=float(done))
-
-    @property
-    def state(self):
-        return self._state
-
-
-app = create_app(ToyEnv, ToyAction, ToyObservation, env_name="toy", max_concurrent_envs=4096)
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
-"""
+TOYS = Path(__file__).resolve().parent / "toys"
+WRONG = "-1"
+"""The answer every client sends: never a sum of two numbers below 100, so three tries."""
 
 
 # ------------------------------------------------------------------------------ clients
@@ -111,6 +65,10 @@ async def _drive(play, concurrency: int, episodes: int) -> dict:
     cpu0, t0 = time.process_time(), time.perf_counter()
     await asyncio.gather(*(worker(w) for w in range(concurrency)))
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    return _figures(episodes, wall, cpu, latencies, statuses)
+
+
+def _figures(episodes: int, wall: float, cpu: float, latencies: list, statuses: dict) -> dict:
     latencies.sort()
     return {
         "episodes": episodes,
@@ -123,13 +81,11 @@ async def _drive(play, concurrency: int, episodes: int) -> dict:
     }
 
 
-def client_envhub(url: str, scenario: str, transport: str, conc: int, n: int) -> dict:
+def client_envhub(url: str, transport: str, conc: int, n: int) -> dict:
     """envhub's own client, async API, one fork per concurrent session."""
     from envhub.client.remote_env import RemoteEnv
 
     root = RemoteEnv(url, transport=transport, timeout=60)
-    golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
-    ids = sorted(golds)
 
     async def play(what, i, arg):
         if what == "open":
@@ -138,20 +94,13 @@ def client_envhub(url: str, scenario: str, transport: str, conc: int, n: int) ->
             arg.close()
             return None
         env, latencies = arg
-        if scenario == "single":
-            task = ids[i % len(ids)]
-            await env.areset(task_id=task)
-            actions = [f"#### {golds[task]}"]
-        else:
-            await env.areset(seed=i)
-            actions = [f"<guess>{w}</guess>" for w in WORDS]
-        for action in actions:
+        await env.areset(seed=i)
+        while True:
             t0 = time.perf_counter()
-            step = await env.astep(action)
+            step = await env.astep(WRONG)
             latencies.append(time.perf_counter() - t0)
             if step.terminated or step.truncated:
-                break
-        return str(step.info.status)
+                return str(step.info.status)
 
     try:
         out = asyncio.run(_drive(play, conc, n))
@@ -161,15 +110,13 @@ def client_envhub(url: str, scenario: str, transport: str, conc: int, n: int) ->
     return out
 
 
-def client_envhub_sync(url: str, scenario: str, conc: int, n: int) -> dict:
+def client_envhub_sync(url: str, conc: int, n: int) -> dict:
     """envhub's own client, sync API from ``conc`` threads (how the trainer's workers call)."""
     import threading
 
     from envhub.client.remote_env import RemoteEnv
 
     root = RemoteEnv(url, transport="ws", timeout=60)
-    golds = {t.task_id: t.answer for t in root.tasks()} if scenario == "single" else {}
-    ids = sorted(golds)
     latencies: list[float] = []
     statuses: dict[str, int] = {}
     left = [n]
@@ -183,16 +130,10 @@ def client_envhub_sync(url: str, scenario: str, conc: int, n: int) -> dict:
                     break
                 left[0] -= 1
                 i = left[0]
-            if scenario == "single":
-                task = ids[i % len(ids)]
-                env.reset(task_id=task)
-                actions = [f"#### {golds[task]}"]
-            else:
-                env.reset(seed=i)
-                actions = [f"<guess>{w}</guess>" for w in WORDS]
-            for action in actions:
+            env.reset(seed=i)
+            while True:
                 t0 = time.perf_counter()
-                step = env.step(action)
+                step = env.step(WRONG)
                 latencies.append(time.perf_counter() - t0)
                 if step.terminated or step.truncated:
                     break
@@ -208,19 +149,10 @@ def client_envhub_sync(url: str, scenario: str, conc: int, n: int) -> dict:
         t.join()
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     root.close()
-    latencies.sort()
-    return {
-        "episodes": n,
-        "wall_s": wall,
-        "client_cpu_s": cpu,
-        "steps": len(latencies),
-        "p50_ms": 1000 * latencies[len(latencies) // 2],
-        "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)],
-        "statuses": statuses,
-    }
+    return _figures(n, wall, cpu, latencies, statuses)
 
 
-def client_openenv(url: str, scenario: str, conc: int, n: int) -> dict:
+def client_openenv(url: str, conc: int, n: int) -> dict:
     """OpenEnv's WebSocket client (``GenericEnvClient``), one connection per session."""
     from openenv.core.generic_client import GenericEnvClient
 
@@ -236,7 +168,7 @@ def client_openenv(url: str, scenario: str, conc: int, n: int) -> dict:
         await client.reset(seed=i)
         while True:
             t0 = time.perf_counter()
-            result = await client.step({"message": "<guess>crane</guess>"})
+            result = await client.step({"message": WRONG})
             latencies.append(time.perf_counter() - t0)
             if result.done:
                 return "ok"
@@ -286,41 +218,45 @@ def _wait_healthy(url: str, proc: subprocess.Popen, what: str) -> None:
     raise SystemExit(f"{what} did not answer /health at {url} within 180 s")
 
 
-def start_envhub(name: str, server_src: str | None, **overrides) -> tuple[str, subprocess.Popen]:
-    """``envhub serve`` for ``name`` with ``overrides``, from this checkout or ``server_src``."""
+def start_envhub(server_src: str | None, *extra: str, **fields) -> tuple[str, subprocess.Popen]:
+    """``envhub serve`` for the toy (``bench/toys/sum_envhub.py``), from this checkout or
+    ``server_src``; ``extra``: more ``envhub serve`` options, ``fields``: spec fields."""
     from envhub.client.child_server import free_port
-    from envhub.registry.catalog import spec
-    from envhub.registry.make import apply_overrides
+
+    sys.path.insert(0, str(TOYS))
+    from sum_envhub import spec
 
     port = free_port()
-    spec_json = apply_overrides(spec(name), overrides).model_dump_json()
     env = {**os.environ, "PYTHONPATH": server_src or os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "envhub.cli", "serve", name, "--port", str(port)]
-    # the bench reads /tasks for its gold answers, standing where an evaluator does: --answers
-    # (a checkout older than the flag, whose app has no "answers_off" refusal, served them)
-    app = Path(server_src) / "envhub" / "server" / "app.py" if server_src else None
-    if app is None or "answers_off" in app.read_text(encoding="utf-8"):
-        cmd.append("--answers")
+    cmd = [sys.executable, "-m", "envhub.cli", "serve", "toy-sum", "--port", str(port), *extra]
     proc = subprocess.Popen(
-        [*cmd, "--spec-json", spec_json], env=env, stdout=subprocess.DEVNULL, cwd=server_src
-    )
+        [*cmd, "--spec-json", spec(**fields).model_dump_json()],
+        env=env, stdout=subprocess.DEVNULL, cwd=server_src,
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    _wait_healthy(url, proc, f"envhub serve {name}")
+    _wait_healthy(url, proc, "envhub serve toy-sum")
     return url, proc
 
 
-def start_openenv(python: Path, steps: int, script: Path) -> tuple[str, subprocess.Popen]:
-    """The OpenEnv toy server ending after ``steps`` steps."""
+def start_openenv(python: Path, **env_vars: str) -> tuple[str, subprocess.Popen]:
+    """OpenEnv's server for the toy (``bench/toys/sum_openenv.py``), ``env_vars`` set."""
     from envhub.client.child_server import free_port
 
     port = free_port()
-    env = {**os.environ, "TOY_STEPS": str(steps), "ENABLE_WEB_INTERFACE": "false"}
+    env = {**os.environ, "ENABLE_WEB_INTERFACE": "false", **env_vars}
     env.pop("PYTHONPATH", None)
-    log = open(script.with_suffix(f".{port}.log"), "w")
-    proc = subprocess.Popen([str(python), str(script), str(port)], env=env, stderr=log)
+    log = Path(tempfile.gettempdir()) / f"envhub-bench-openenv.{port}.log"
+    with open(log, "w") as err:
+        cmd = [str(python), str(TOYS / "sum_openenv.py"), str(port)]
+        proc = subprocess.Popen(cmd, env=env, stderr=err)
     url = f"http://127.0.0.1:{port}"
-    _wait_healthy(url, proc, "OpenEnv toy server")
+    _wait_healthy(url, proc, f"OpenEnv toy server (log: {log})")
     return url, proc
+
+
+def load() -> str:
+    """The load averages (1, 5, 15 min) as ``uptime`` prints them."""
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def ensure_openenv(venv: Path) -> Path:
@@ -339,9 +275,9 @@ def ensure_openenv(venv: Path) -> Path:
 # ------------------------------------------------------------------------------ the run
 
 
-def run_client(python: Path, kind: str, url: str, scenario: str, conc: int, n: int) -> dict:
+def run_client(python: Path, kind: str, url: str, conc: int, n: int) -> dict:
     """One client run in its own process; returns its figures."""
-    cmd = [str(python), __file__, "_client", kind, url, scenario, str(conc), str(n)]
+    cmd = [str(python), __file__, "_client", kind, url, str(conc), str(n)]
     env = dict(os.environ)
     if kind == "openenv":
         env.pop("PYTHONPATH", None)
@@ -354,55 +290,54 @@ def run_client(python: Path, kind: str, url: str, scenario: str, conc: int, n: i
 def main() -> None:
     """Parse arguments, start the servers, run the clients interleaved, print the table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--episodes", type=int, default=1000)
+    ap.add_argument("--episodes", type=int, default=2000)
     ap.add_argument("--concurrency", type=int, nargs="+", default=[32, 256])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--openenv-venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--server-src", default=None)
-    ap.add_argument("--clients", nargs="+", default=["envhub-ws", "envhub-http", "openenv"])
+    ap.add_argument("--clients", nargs="+", default=["envhub-ws", "openenv"])
+    ap.add_argument("--json", type=Path, default=None, help="save every run's figures here")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     python = ensure_openenv(args.openenv_venv)
-    script = Path(tempfile.mkdtemp(prefix="envhub-bench-")) / "openenv_toy.py"
-    script.write_text(OPENENV_SERVER)
-    servers = {
-        ("multi", "envhub"): start_envhub("wordle", args.server_src, max_turns=3),
-        ("single", "envhub"): start_envhub("gsm8k", args.server_src),
-        ("multi", "openenv"): start_openenv(python, 3, script),
-        ("single", "openenv"): start_openenv(python, 1, script),
-    }
+    print(f"load average at start: {load()}", flush=True)
+    servers = {"envhub": start_envhub(args.server_src), "openenv": start_openenv(python)}
     rows: list[dict] = []
     try:
         for rnd in range(args.rounds):
+            before = load()
             for conc in args.concurrency:
-                for scenario in ("multi", "single"):
-                    for client in args.clients:
-                        side = "openenv" if client == "openenv" else "envhub"
-                        url, proc = servers[(scenario, side)]
-                        kind = client.replace("envhub-", "")
-                        py = python if side == "openenv" else Path(sys.executable)
-                        cpu0 = _tree_cpu(proc.pid)
-                        fig = run_client(py, kind, url, scenario, conc, args.episodes)
-                        fig["server_cpu_s"] = _tree_cpu(proc.pid) - cpu0
-                        fig |= {"round": rnd, "conc": conc, "scenario": scenario, "client": client}
-                        rows.append(fig)
-                        print(_line(fig), flush=True)
+                for client in args.clients:
+                    side = "openenv" if client == "openenv" else "envhub"
+                    url, proc = servers[side]
+                    py = python if side == "openenv" else Path(sys.executable)
+                    cpu0 = _tree_cpu(proc.pid)
+                    fig = run_client(py, client.replace("envhub-", ""), url, conc, args.episodes)
+                    fig["server_cpu_s"] = _tree_cpu(proc.pid) - cpu0
+                    fig |= {"round": rnd, "conc": conc, "client": client, "load": load()}
+                    rows.append(fig)
+                    print(_line(fig), flush=True)
+            print(f"round {rnd}: load average {before} before, {load()} after", flush=True)
     finally:
         for _, proc in servers.values():
             proc.terminate()
             proc.wait(10)
     print()
     print(_table(rows))
+    print(f"\nload average at the end: {load()}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
 
 
 def _line(f: dict) -> str:
     eps = f["episodes"] / f["wall_s"]
     return (
-        f"round {f['round']} {f['scenario']:6} c={f['conc']:<4} {f['client']:12} "
+        f"round {f['round']} c={f['conc']:<4} {f['client']:15} "
         f"{eps:8.1f} ep/s  p50 {f['p50_ms']:.2f} ms p99 {f['p99_ms']:.2f} ms  "
         f"client {1000 * f['client_cpu_s'] / f['episodes']:.3f} ms/ep "
         f"{1000 * f['client_cpu_s'] / f['steps']:.3f} ms/step  "
-        f"server {1000 * f['server_cpu_s'] / f['episodes']:.3f} ms/ep  {f['statuses']}"
+        f"server {1000 * f['server_cpu_s'] / f['episodes']:.3f} ms/ep  {f['statuses']}  "
+        f"load {f['load']}"
     )
 
 
@@ -414,25 +349,25 @@ def _table(rows: list[dict]) -> str:
     steps, and by calls (resets + steps).
     """
     out = [
-        "| scenario | sessions | client | episodes/s | step p50 ms | step p99 ms "
+        "| sessions | client | episodes/s | step p50 ms | step p99 ms "
         "| client CPU ms/ep | client CPU ms/step | client CPU ms/call | server CPU ms/ep "
         "| vs OpenEnv WS |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     cells: dict[tuple, list[dict]] = {}
     for r in rows:
-        cells.setdefault((r["scenario"], r["conc"], r["client"]), []).append(r)
+        cells.setdefault((r["conc"], r["client"]), []).append(r)
 
     def med(key: tuple, fn) -> float:
         return statistics.median(fn(r) for r in cells[key])
 
-    for (scenario, conc, client), runs in cells.items():
-        eps = med((scenario, conc, client), lambda r: r["episodes"] / r["wall_s"])
-        base_key = (scenario, conc, "openenv")
+    for (conc, client), runs in cells.items():
+        eps = med((conc, client), lambda r: r["episodes"] / r["wall_s"])
+        base_key = (conc, "openenv")
         base = med(base_key, lambda r: r["episodes"] / r["wall_s"]) if base_key in cells else 0
         ratio = f"{eps / base:.2f}x" if base else "-"
         out.append(
-            f"| {scenario} | {conc} | {client} | {eps:.0f} "
+            f"| {conc} | {client} | {eps:.0f} "
             f"| {statistics.median(r['p50_ms'] for r in runs):.2f} "
             f"| {statistics.median(r['p99_ms'] for r in runs):.2f} "
             f"| {statistics.median(1000 * r['client_cpu_s'] / r['episodes'] for r in runs):.3f} "
@@ -449,13 +384,13 @@ def _calls(r: dict) -> int:
 
 
 def _client_main(argv: list[str]) -> None:
-    kind, url, scenario, conc, n = argv[0], argv[1], argv[2], int(argv[3]), int(argv[4])
+    kind, url, conc, n = argv[0], argv[1], int(argv[2]), int(argv[3])
     if kind == "openenv":
-        fig = client_openenv(url, scenario, conc, n)
+        fig = client_openenv(url, conc, n)
     elif kind == "ws-sync":
-        fig = client_envhub_sync(url, scenario, conc, n)
+        fig = client_envhub_sync(url, conc, n)
     else:
-        fig = client_envhub(url, scenario, kind, conc, n)
+        fig = client_envhub(url, kind, conc, n)
     print(json.dumps(fig))
 
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from . import datasets
-from .deadline import DeadlineExceeded, call_within
+from .deadline import DeadlineExceeded, await_within, call_within
 from .errors import (
     ConfigError,
     EnvhubError,
@@ -95,6 +95,19 @@ class Env(ABC):
     task_difficulty: ClassVar[str] = ""
     """What each task's ``metadata["difficulty"]`` holds, the key a curriculum buckets on
     (``rollout.curriculum.by: difficulty``); empty where the tasks carry none."""
+    async_steps: ClassVar[bool] = False
+    """Its :meth:`areset` and :meth:`astep` are native coroutines that await their I/O (a
+    remote API, a judge, a sandbox in another process): a server awaits them on its event
+    loop, holding no thread while they wait, and a blocking environment (the default) runs on
+    the server's worker threads. :class:`TaskEnv` sets it for a subclass that writes
+    :meth:`TaskEnv.aenv_response` or :meth:`TaskEnv.ainit_state`."""
+    inline_steps: ClassVar[bool] = False
+    """Its :meth:`reset` and :meth:`step` are pure Python, bounded and fast (well under a
+    millisecond, no I/O, no parser a long message can slow down): a server runs them on its
+    event loop, without a hand-off to a worker thread, while each stays within the server's
+    budget (``inline_budget_ms``; a call over it, three times, sends the environment back to
+    the worker threads). A :class:`TaskEnv` that sets it runs its hooks without the step's
+    deadline thread (:attr:`TaskEnv.step_timeout_s` is not enforced on them)."""
 
     @classmethod
     def difficulty_knobs(cls, spec: EnvSpec) -> tuple[Knob, ...]:
@@ -232,11 +245,11 @@ class Env(ABC):
         """Release resources (servers, containers, sandboxes). Safe to call twice."""
 
     async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
-        """Async :meth:`reset`."""
+        """Async :meth:`reset` (the sync one on a thread; native where :attr:`async_steps`)."""
         return await asyncio.to_thread(self.reset, seed=seed, task_id=task_id)
 
     async def astep(self, action: Message | str) -> StepResult:
-        """Async :meth:`step`."""
+        """Async :meth:`step` (here: the sync one on a thread; native where :attr:`async_steps`)."""
         return await asyncio.to_thread(self.step, action)
 
     async def averify(self, task: Task | str, response: Message | str) -> Score:
@@ -306,6 +319,14 @@ class TaskEnv(Env):
     """Longest message accepted; see :data:`MAX_MESSAGE_CHARS`."""
     step_timeout_s: ClassVar[float | None] = STEP_TIMEOUT_S
     """Deadline of :meth:`step` (``None``: no deadline); see :data:`STEP_TIMEOUT_S`."""
+    async_hooks: ClassVar[frozenset[str]] = frozenset({"aenv_response", "ainit_state"})
+    """The hooks whose writing makes a subclass's steps native async (:attr:`Env.async_steps`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that writes an async hook has native async steps (:attr:`async_steps`)."""
+        super().__init_subclass__(**kwargs)
+        if "async_steps" not in vars(cls) and cls.async_hooks & set(vars(cls)):
+            cls.async_steps = True
 
     def __init__(self, spec: EnvSpec, **options: Any) -> None:
         """Build from a validated spec; ``options`` are the spec's environment options.
@@ -329,13 +350,13 @@ class TaskEnv(Env):
         self._tasks: dict[str, list[Task]] = {}
         self._index: dict[str, dict[str, Task]] = {}
         self._episode: Episode | None = None
-        self._rng = random.Random()
+        self._rng: random.Random | None = random.Random()
 
     def fork(self) -> TaskEnv:
         """A copy sharing tasks and configuration, with its own episode and RNG."""
         clone = copy.copy(self)
         clone._episode = None
-        clone._rng = random.Random()
+        clone._rng = None  # made at its first unseeded reset: seeding from the OS costs more
         return clone
 
     def warmup(self) -> None:
@@ -428,10 +449,26 @@ class TaskEnv(Env):
         """Environment-specific state of a new episode (a board, a database handle)."""
         return None
 
+    async def ainit_state(self, episode: Episode) -> Any:
+        """:meth:`init_state` for an environment whose set-up awaits I/O (see :meth:`areset`)."""
+        return self.init_state(episode)
+
     def env_response(self, episode: Episode, message: Message) -> Feedback:
         """React to one assistant message. The default judges it once and ends the episode."""
         components, details = self.score(episode.task, message)
         return Feedback(done=True, components=components, info=details)
+
+    async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
+        """:meth:`env_response` for an environment whose answer awaits I/O.
+
+        Write this instead of :meth:`env_response` when a step waits on something outside the
+        process (an HTTP API, a judge, a remote sandbox): await it here, and the step holds no
+        thread while it waits (:attr:`Env.async_steps`). Never block in it (no ``time.sleep``,
+        no sync HTTP client): it runs on the server's event loop, beside every other episode.
+        The step's deadline (:attr:`step_timeout_s`) holds as for the sync hook: past it, the
+        hook is cancelled and the step is the model's ``timeout``.
+        """
+        return self.env_response(episode, message)
 
     def reference_action(self, episode: Episode) -> Message | None:
         """A message that earns full marks from here: the gold answer, or a solver's move.
@@ -465,21 +502,73 @@ class TaskEnv(Env):
 
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Start an episode; see :meth:`Env.reset`."""
+        ep = self._draw(seed, task_id)
+        if self.async_steps:  # its set-up may await: on a loop of this call's own
+            _no_running_loop(type(self).__name__)
+            ep.state = asyncio.run(self.ainit_state(ep))
+        else:
+            ep.state = self.init_state(ep)
+        return self._opened(ep)
+
+    async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """:meth:`reset`, awaiting :meth:`ainit_state` where :attr:`async_steps` (else a thread)."""
+        if not self.async_steps:
+            return await super().areset(seed=seed, task_id=task_id)
+        ep = self._draw(seed, task_id)
+        ep.state = await self.ainit_state(ep)
+        return self._opened(ep)
+
+    def _draw(self, seed: int | None, task_id: str | None) -> Episode:
+        """A new episode on ``task_id`` or on a task drawn with ``seed``, its state not made."""
         tasks = self.tasks()
         if task_id is not None:
             task = self.get_task(task_id)
         else:
+            if seed is None and self._rng is None:
+                self._rng = random.Random()
             pick = random.Random(seed) if seed is not None else self._rng
             task = tasks[pick.randrange(len(tasks))]
         ep = Episode(task=task, seed=seed, rng=random.Random(seed), messages=[])
         ep.messages = self.opening_messages(task)
-        ep.state = self.init_state(ep)
+        return ep
+
+    def _opened(self, ep: Episode) -> ResetResult:
         self._episode = ep
         extra = {"tools": self.tools()} if self.tools() else {}
-        return ResetResult(messages=list(ep.messages), info=Info(task_id=task.task_id, **extra))
+        return ResetResult(messages=list(ep.messages), info=Info(task_id=ep.task.task_id, **extra))
 
     def step(self, action: Message | str) -> StepResult:
-        """Answer one assistant message; see :meth:`Env.step`."""
+        """Answer one assistant message; see :meth:`Env.step`.
+
+        Where :attr:`async_steps`, the async hook runs on an event loop of this call's own
+        (so the environment works in-process too); from async code, await :meth:`astep`.
+        """
+        if self.async_steps:
+            _no_running_loop(type(self).__name__)
+        ep, message = self._begin(action)
+        try:
+            too_long = self._too_long(message)
+            fb = self._refuse(too_long) if too_long else self._respond(ep, message)
+            result = self._result(ep, message, fb)
+        except Exception as exc:  # noqa: BLE001 (the episode boundary: a bad rollout is data)
+            result = self._failed(ep, exc)
+        return self._record(ep, result)
+
+    async def astep(self, action: Message | str) -> StepResult:
+        """:meth:`step`, awaiting :meth:`aenv_response` if :attr:`async_steps` (else a thread)."""
+        if not self.async_steps:
+            return await super().astep(action)
+        ep, message = self._begin(action)
+        try:
+            too_long = self._too_long(message)
+            fb = self._refuse(too_long) if too_long else await self._arespond(ep, message)
+            result = self._result(ep, message, fb)
+        except Exception as exc:  # noqa: BLE001 (the episode boundary, as in step())
+            result = self._failed(ep, exc)
+        return self._record(ep, result)
+
+    def _begin(self, action: Message | str) -> tuple[Episode, Message]:
+        """The running episode and the step's message, counted in it (the caller's errors raise)."""
         ep = self._episode
         if ep is None:
             raise EpisodeStateError("call reset() before step()")
@@ -490,12 +579,10 @@ class TaskEnv(Env):
             raise ValueError(f"step() takes an assistant message, got role {message.role!r}")
         ep.turn += 1
         ep.messages.append(message)
-        try:
-            too_long = self._too_long(message)
-            fb = self._refuse(too_long) if too_long else self._respond(ep, message)
-            result = self._result(ep, message, fb)
-        except Exception as exc:  # noqa: BLE001 (the episode boundary: a bad rollout is data)
-            result = self._failed(ep, exc)
+        return ep, message
+
+    @staticmethod
+    def _record(ep: Episode, result: StepResult) -> StepResult:
         ep.messages.extend(result.messages)
         ep.done = result.done
         return result
@@ -525,13 +612,30 @@ class TaskEnv(Env):
         whatever the hook does; a hook that overruns is abandoned (its episode ends) and
         finishes in the background.
         """
-        if self.step_timeout_s is None:
+        if self.async_steps:
+            return asyncio.run(self._arespond(ep, message))
+        if self.step_timeout_s is None or self.inline_steps:
             return self.env_response(ep, message)
         try:
             return call_within(lambda: self.env_response(ep, message), self.step_timeout_s)
         except DeadlineExceeded as e:
             raise VerifierTimeout(
                 f"the step ran past its {self.step_timeout_s:g} s deadline and was abandoned"
+            ) from e
+
+    async def _arespond(self, ep: Episode, message: Message) -> Feedback:
+        """:meth:`aenv_response` under :attr:`step_timeout_s`: past it, :class:`VerifierTimeout`.
+
+        The hook is cancelled at the deadline; a ``TimeoutError`` it raises itself stays
+        undeclared (``env_error``), as in the sync hook.
+        """
+        if self.step_timeout_s is None:
+            return await self.aenv_response(ep, message)
+        try:
+            return await await_within(self.aenv_response(ep, message), self.step_timeout_s)
+        except DeadlineExceeded as e:
+            raise VerifierTimeout(
+                f"the step ran past its {self.step_timeout_s:g} s deadline and was cancelled"
             ) from e
 
     def _result(self, ep: Episode, message: Message, fb: Feedback) -> StepResult:
@@ -664,6 +768,18 @@ MODEL_STATUSES = frozenset({Status.TIMEOUT, Status.INVALID_ACTION})
 """Statuses that are the model's doing: the episode is scored (as a truncation), not dropped."""
 
 
+def _no_running_loop(name: str) -> None:
+    """Refuse a sync call of an async environment from a thread that runs an event loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{name}'s steps are async (async_steps): from async code, await areset()/astep() "
+        "instead of calling reset()/step()"
+    )
+
+
 def message_chars(message: Message) -> int:
     """The size of one message: its text and its tool calls (id, name, arguments).
 
@@ -687,6 +803,12 @@ def valid_unicode(message: Message) -> Message:
     echoed it back could not encode its answer. A tokenizer's decode turns invalid bytes into
     U+FFFD, so every runner does the same to such text (the HTTP client before sending it).
     """
+    if not message.tool_calls and not any(
+        _SURROGATE.search(text)
+        for text in (message.content, message.tool_call_id, message.name)
+        if text
+    ):
+        return message  # the common case, without writing the message as JSON
     text = json.dumps(message.model_dump(exclude_none=True), ensure_ascii=False)
     if _SURROGATE.search(text) is None:
         return message

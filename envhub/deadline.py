@@ -14,9 +14,10 @@ abandoned calls can never starve the others.
 
 from __future__ import annotations
 
+import asyncio
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -99,3 +100,26 @@ def call_within(fn: Callable[[], T], timeout: float) -> T:
     if not ok:
         raise value
     return value
+
+
+async def await_within(awaitable: Awaitable[T], timeout: float) -> T:
+    """``await awaitable``, at most ``timeout`` seconds; then it is cancelled.
+
+    Only this deadline raises :class:`DeadlineExceeded`: a ``TimeoutError`` the awaitable
+    raises itself (its own wait ran out) comes through as it is, so whose wait ran out is never
+    confused.
+
+    Raises:
+        DeadlineExceeded: The awaitable did not finish in time (it is cancelled).
+        BaseException: Whatever the awaitable raised.
+    """
+    task = asyncio.ensure_future(awaitable)
+    try:
+        done, _ = await asyncio.wait((task,), timeout=timeout)
+    except BaseException:  # the caller was cancelled: the work goes with it
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        raise DeadlineExceeded(f"the call ran past its {timeout:g} s deadline")
+    return task.result()

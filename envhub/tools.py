@@ -40,7 +40,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -473,6 +473,9 @@ class ToolEnv(TaskEnv):
 
     toolset: ToolSet
     """The tools offered (an attribute or a property)."""
+    async_steps: ClassVar[bool] = False
+    """Set for a subclass that writes :meth:`acall_tool` (or another async hook)."""
+    async_hooks: ClassVar[frozenset[str]] = TaskEnv.async_hooks | {"acall_tool"}
     default_system_prompt: ClassVar[str | None] = None
     """The system prompt when the YAML gives none; ``None`` keeps the task env's opening."""
     tools_in_prompt: bool = False
@@ -515,10 +518,58 @@ class ToolEnv(TaskEnv):
         """Fresh tallies."""
         return ToolCounts()
 
+    async def acall_tool(self, episode: Episode, call: ParsedCall) -> str | Feedback:
+        """:meth:`call_tool` for a tool that awaits I/O (an API, an MCP server, a sandbox).
+
+        Write this instead of :meth:`call_tool` and the environment's steps are async
+        (:attr:`~envhub.core.Env.async_steps`): a server awaits them on its event loop, and a
+        step waiting on a tool holds no thread. Same contract as :meth:`call_tool`; never
+        block in it.
+        """
+        return self.call_tool(episode, call)
+
     def env_response(self, episode: Episode, message: Message) -> Feedback:
         """Run the message's tool calls, or hand it to :meth:`answer`."""
         if not ToolSet.has_calls(message):
             return self.answer(episode, message)
+        turn = self._turn(episode, message)
+        try:
+            call = next(turn)
+            while True:
+                try:
+                    out = self.call_tool(episode, call)
+                except (InvalidAction, VerifierTimeout) as e:
+                    call = turn.throw(e)
+                else:
+                    call = turn.send(out)
+        except StopIteration as end:
+            return end.value
+
+    async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
+        """:meth:`env_response` with :meth:`acall_tool` awaited (the same tool loop)."""
+        if not ToolSet.has_calls(message):
+            return self.answer(episode, message)
+        turn = self._turn(episode, message)
+        try:
+            call = next(turn)
+            while True:
+                try:
+                    out = await self.acall_tool(episode, call)
+                except (InvalidAction, VerifierTimeout) as e:
+                    call = turn.throw(e)
+                else:
+                    call = turn.send(out)
+        except StopIteration as end:
+            return end.value
+
+    def _turn(
+        self, episode: Episode, message: Message
+    ) -> Generator[ParsedCall, str | Feedback, Feedback]:
+        """The tool loop, once, for :meth:`env_response` and :meth:`aenv_response`.
+
+        Yields each call to run, is sent its result (or thrown the model's error:
+        ``InvalidAction``, ``VerifierTimeout``) and returns the turn's feedback.
+        """
         state: ToolCounts = episode.state
         results: list[tuple[ParsedCall, str]] = []
         errors: list[str] = []
@@ -531,7 +582,7 @@ class ToolEnv(TaskEnv):
             try:
                 if call.error is not None:
                     raise InvalidAction(call.error)
-                out = self.call_tool(episode, call)
+                out = yield call
             except (InvalidAction, VerifierTimeout) as e:
                 state.invalid += 1
                 errors.append(str(e))

@@ -1,13 +1,14 @@
-"""envhub.deadline: a call under a wall-clock deadline on reusable worker threads."""
+"""envhub.deadline: a call under a wall-clock deadline on reusable worker threads, and an await."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 import pytest
 
-from envhub.deadline import DeadlineExceeded, call_within
+from envhub.deadline import DeadlineExceeded, await_within, call_within
 
 
 def test_returns_the_result_and_reuses_its_worker():
@@ -29,3 +30,29 @@ def test_an_overrun_is_abandoned_and_never_starves_the_next_call():
     assert time.perf_counter() - start < 1.0
     assert call_within(lambda: "next", 1.0) == "next"  # a fresh worker, not the stuck one
     release.set()
+
+
+def test_await_within_returns_raises_and_cancels_at_its_deadline():
+    async def wait(seconds: float, error: BaseException | None = None) -> str:
+        await asyncio.sleep(seconds)
+        if error is not None:
+            raise error
+        return "done"
+
+    async def run() -> None:
+        assert await await_within(wait(0.01), 1.0) == "done"
+        with pytest.raises(KeyError):
+            await await_within(wait(0.01, KeyError("x")), 1.0)
+        # the awaitable's own TimeoutError is not this deadline's
+        with pytest.raises(TimeoutError) as own:
+            await await_within(wait(0.01, TimeoutError("its own")), 1.0)
+        assert not isinstance(own.value, DeadlineExceeded)
+        task = asyncio.ensure_future(wait(5.0))
+        t0 = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            await await_within(task, 0.05)
+        assert time.monotonic() - t0 < 1.0
+        await asyncio.sleep(0)
+        assert task.cancelled()
+
+    asyncio.run(run())

@@ -1,5 +1,6 @@
 """The generic tool-call layer: schemas, both call forms, validation and result messages."""
 
+import asyncio
 import json
 
 import pytest
@@ -369,3 +370,42 @@ def test_a_tool_may_end_the_turn_and_truncation_pays_the_tallies_only():
     cut = env.step(_calls('{"name": "add", "arguments": {"n": 11}}'))
     assert cut.truncated and cut.info.components["correctness"] == 0.0
     assert cut.info.components["tool_calls"] == 2.0 and cut.info.components["invalid_calls"] == 1.0
+
+
+class _AwaitingCounter(_Counter):
+    """The same tools, awaited (``acall_tool``): a tool that calls a remote API."""
+
+    async def acall_tool(self, episode, call):
+        await asyncio.sleep(0.001)
+        return _Counter.call_tool(self, episode, call)
+
+
+def test_async_tools_run_the_same_loop_awaited():
+    assert _AwaitingCounter.async_steps and not _Counter.async_steps
+    messages = [
+        _calls('{"name": "add", "arguments": {"n": 2}}', '{"name": "ad"}'),
+        _calls('{"name": "slow"}', '{"name": "add", "arguments": {"n": 1}}'),
+        _calls('{"name": "add", "arguments": {"n": 0}}'),
+        "3",
+    ]
+    spec = EnvSpec(name="counter", max_turns=5, reward={"weights": {"correctness": 1}})
+
+    def play_sync(env):
+        env.reset()
+        return [env.step(m) for m in messages]
+
+    async def play_async(env):
+        await env.areset()
+        return [await env.astep(m) for m in messages]
+
+    sync = play_sync(_Counter(spec))
+    awaited = asyncio.run(play_async(_AwaitingCounter(spec)))
+    in_process = play_sync(_AwaitingCounter(spec))  # its sync API runs the awaited loop too
+    assert [r.model_dump() for r in awaited] == [r.model_dump() for r in sync]
+    assert [r.model_dump() for r in in_process] == [r.model_dump() for r in sync]
+    assert [r.info.status for r in sync] == [
+        Status.INVALID_ACTION,
+        Status.TIMEOUT,
+        Status.INVALID_ACTION,
+        Status.OK,
+    ]

@@ -60,6 +60,7 @@ from envhub.wire import (
 )
 
 from . import dialects, errors, ws
+from .calls import Calls
 from .episodes import Episodes, too_large
 from .errors import error_response
 from .middleware import Admission, BodyLimit
@@ -79,13 +80,20 @@ class ServerSettings(BaseModel):
     session_ttl_s: float = Field(600.0, gt=0)
     """Idle seconds after which a session expires."""
     max_inflight: int = Field(256, ge=1)
-    """Concurrent reset/step/verify requests before answering 503."""
+    """Concurrent reset/step/verify requests before answering 503. Unless set, an environment
+    whose steps await on the event loop (:attr:`~envhub.core.Env.async_steps`: a waiting step
+    holds no thread) gets ``2 x max_sessions``: a step in flight per session, and a reset or a
+    resend beside it."""
     threads: int = Field(default_factory=lambda: min(32, 4 * (os.cpu_count() or 1)), ge=1)
     """Worker threads for environment code."""
     max_body_bytes: int = Field(4_000_000, ge=1024)
     max_batch: int = Field(1024, ge=1)
     request_timeout_s: float = Field(120.0, gt=0)
     """Server-side deadline of one environment call, counted from when a worker starts it."""
+    inline_budget_ms: float = Field(10.0, gt=0)
+    """Longest call of an environment that runs its steps on the event loop
+    (:attr:`~envhub.core.Env.inline_steps`); past it three times, its calls go to the worker
+    threads (:mod:`envhub.server.calls`)."""
     queue_timeout_s: float = Field(5.0, gt=0)
     """Longest wait of a call for a free worker; then 503 ``overloaded`` with ``Retry-After``
     (the call never ran, the client sends it again). Small beside the client's deadline, which
@@ -125,12 +133,18 @@ class Server:
     def __init__(self, env: Env, settings: ServerSettings) -> None:
         """Make the session table, the worker pool and the counters for ``env``."""
         self.env = env
+        if env.async_steps and "max_inflight" not in settings.model_fields_set:
+            settings = settings.model_copy(update={"max_inflight": 2 * settings.max_sessions})
         self.settings = settings
         self.sessions = SessionTable(settings.max_sessions, settings.session_ttl_s)
         self.pool = Workers(settings.threads)
         self.metrics: Counter[str] = Counter()
         self.started = time.time()
-        self.episodes = Episodes(env, self.sessions, self.run, self.metrics)
+        self.calls = Calls(
+            env, self.pool, self.metrics, queue_s=settings.queue_timeout_s,
+            run_s=settings.request_timeout_s, inline_budget_s=settings.inline_budget_ms / 1000,
+        )  # fmt: skip
+        self.episodes = Episodes(env, self.sessions, self.calls, self.metrics)
         self.mcp_manager: Any = None
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -140,10 +154,10 @@ class Server:
         executor: their per-call locks and bookkeeping were the event loop's largest cost per
         WebSocket step. The deadline counts from when a worker starts the call; a call that
         finds no free worker within ``queue_timeout_s`` is refused unstarted (``Overloaded``).
-        At the deadline the call is abandoned (its thread finishes on its own).
+        At the deadline the call is abandoned (its thread finishes on its own). Resets and
+        steps go through :class:`~envhub.server.calls.Calls`, which may run them on the loop.
         """
-        s = self.settings
-        return await self.pool.run(fn, *args, queue_s=s.queue_timeout_s, run_s=s.request_timeout_s)
+        return await self.calls.blocking(fn, *args)
 
     @asynccontextmanager
     async def lifespan(self, _: FastAPI):
@@ -199,7 +213,12 @@ class Server:
     async def get_metrics(self) -> dict[str, Any]:
         """Counters since start."""
         uptime = round(time.time() - self.started, 1)
-        return {**self.metrics, "sessions": len(self.sessions), "uptime_s": uptime}
+        return {
+            **self.metrics,
+            "sessions": len(self.sessions),
+            "uptime_s": uptime,
+            "calls": self.calls.mode,
+        }
 
     async def tasks(self, split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
         """A page of the tasks of ``split`` (gold answers included: behind ``--answers``)."""

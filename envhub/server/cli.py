@@ -18,6 +18,13 @@ from envhub.install import install_command
 from envhub.lifetime import follow_parent, stop_signals
 
 NameArg = Annotated[str, typer.Argument(help="Environment name, e.g. gsm8k or gsm8k-v1.")]
+MaxInflight = Annotated[
+    int | None,
+    typer.Option(
+        help="Concurrent requests before 503 (default 256; twice --max-sessions for an "
+        "environment whose steps await I/O)."
+    ),
+]
 AllowHost = Annotated[
     list[str] | None,
     typer.Option(
@@ -55,7 +62,7 @@ def serve(
     docker: Annotated[bool, typer.Option(help="Run the server in a Docker container.")] = False,
     max_sessions: Annotated[int, typer.Option(help="Concurrent episodes kept.")] = 1024,
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before expiry.")] = 600.0,
-    max_inflight: Annotated[int, typer.Option(help="Concurrent requests before 503.")] = 256,
+    max_inflight: MaxInflight = None,
     threads: Annotated[int | None, typer.Option(help="Worker threads for env code.")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
     spec_json: Annotated[str | None, typer.Option(hidden=True)] = None,
@@ -91,8 +98,9 @@ def serve(
 
         serve_in_docker(name, host, port, answers=answers)
         return
-    limits = {"max_sessions": max_sessions, "session_ttl_s": session_ttl,
-              "max_inflight": max_inflight, "answers": answers}  # fmt: skip
+    limits = {"max_sessions": max_sessions, "session_ttl_s": session_ttl, "answers": answers}
+    if max_inflight:
+        limits["max_inflight"] = max_inflight
     if threads:
         limits["threads"] = threads
     allowed = {"hosts": list(allow_host or []), "origins": list(allow_origin or [])}

@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from envhub.core import Env
 from envhub.errors import EpisodeStateError, NotSupported
 from envhub.types import Info, Message, Status, StepResult
 from envhub.wire import ResetResponse, SessionState
 
+from .calls import Calls
 from .sessions import Session, SessionTable
-
-Run = Callable[..., Awaitable[Any]]
-"""Runs an environment call in the server's thread pool under its deadline."""
 
 
 def too_large(size: int, limit: int) -> str:
@@ -37,9 +34,11 @@ def too_large(size: int, limit: int) -> str:
 class Episodes:
     """Sessions and the calls on them; one per app."""
 
-    def __init__(self, env: Env, sessions: SessionTable, run: Run, metrics: Counter[str]) -> None:
-        """Serve episodes of forks of ``env``, kept in ``sessions``."""
-        self.env, self.sessions, self.run, self.metrics = env, sessions, run, metrics
+    def __init__(
+        self, env: Env, sessions: SessionTable, calls: Calls, metrics: Counter[str]
+    ) -> None:
+        """Serve episodes of forks of ``env``, kept in ``sessions``, run by ``calls``."""
+        self.env, self.sessions, self.calls, self.metrics = env, sessions, calls, metrics
 
     async def reset(
         self, seed: int | None, task_id: str | None, close_session: str | None = None
@@ -53,7 +52,7 @@ class Episodes:
         """
         episode_env = self.env.fork()
         try:
-            result = await self.run(lambda: episode_env.reset(seed=seed, task_id=task_id))
+            result = await self.calls.reset(episode_env, seed, task_id)
             if close_session:
                 self.sessions.close(close_session)
             sid = self.sessions.create(episode_env, result.info.task_id)
@@ -75,7 +74,7 @@ class Episodes:
         With ``seq`` (the client's count of steps, this one included) a step the server
         already applied is answered from its record, and a gap is a 409.
         """
-        return await self._apply(sid, seq, lambda session: self.run(session.env.step, message))
+        return await self._apply(sid, seq, lambda session: self.calls.step(session.env, message))
 
     async def refuse(self, sid: str, size: int, limit: int, seq: int | None = None) -> str:
         """A step whose message of ``size`` bytes is over the body ``limit``: the model's.
@@ -90,7 +89,7 @@ class Episodes:
 
     async def _refused(self, session: Session, error: str) -> StepResult:
         try:
-            result = await self.run(session.env.finish)
+            result = await self.calls.blocking(session.env.finish)
         except NotSupported:
             info = Info(task_id=session.task_id)
             result = StepResult(
@@ -132,7 +131,7 @@ class Episodes:
         session = self.sessions.get(sid)
         async with session.lock:
             try:
-                result = await self.run(session.env.finish)
+                result = await self.calls.blocking(session.env.finish)
             except TimeoutError:
                 self.sessions.close(sid)
                 raise

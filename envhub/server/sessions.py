@@ -74,7 +74,8 @@ class SessionTable:
         Its secret (``secret_of``) goes to the opener alone: an id is not a credential (it is
         logged, and shown in errors), so a guessed or leaked id cannot drive the session.
         """
-        self.reap()
+        if len(self._sessions) >= self.max_sessions:
+            self.reap()  # only when full: idle sessions are otherwise reaped in the background
         if len(self._sessions) >= self.max_sessions:
             raise SessionError(
                 503, "sessions_full", f"all {self.max_sessions} sessions are in use; retry later"

@@ -97,13 +97,16 @@ class _Connection:
         return state.model_dump_json()
 
 
-def _error(exc: Exception, deadline_s: float) -> dict[str, Any]:
+def _error(exc: Exception, deadline_s: float, metrics: Counter[str]) -> dict[str, Any]:
+    """The frame answering ``exc``, counted as the HTTP routes count it; a bug re-raises."""
     if isinstance(exc, SessionError):
         return error_frame(exc.code, exc.kind, str(exc))
     for cls, (code, kind, _) in REFUSALS.items():
         if isinstance(exc, cls):
+            metrics[f"refused_{kind}"] += 1
             return error_frame(code, kind, str(exc))
     if isinstance(exc, TimeoutError):
+        metrics["deadline_exceeded"] += 1
         return error_frame(504, "deadline", f"over the server deadline of {deadline_s:g} s")
     if isinstance(exc, ValidationError):
         parts = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:5]]
@@ -132,7 +135,7 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
             return await conn.ops[req.op](req)
         except Exception as e:  # noqa: BLE001 - client errors answered; a bug is re-raised below
             try:
-                return _error(e, settings.request_timeout_s)
+                return _error(e, settings.request_timeout_s, metrics)
             except Exception:
                 metrics["internal_errors"] += 1
                 log.exception("bug in /ws %s", text[:200])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from envhub.core import Episode, Feedback, TaskEnv
@@ -76,3 +77,47 @@ class CountEnv(TaskEnv):
 
     def reference_action(self, episode: Episode) -> Message:
         return Message(role="assistant", content=str(len(episode.state) + 1))
+
+
+class _Waits(TaskEnv):
+    """Single-turn: every step waits ``wait_s`` (I/O: a remote API), then checks ``yes``."""
+
+    components = frozenset({"correctness"})
+    wait_s = 0.5
+
+    def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
+        return [Task(task_id=f"{split}/{i}", prompt="Say yes", answer="yes") for i in range(8)]
+
+    def judged(self, episode: Episode, message: Message) -> Feedback:
+        if message.content == "own-timeout":  # the API's own wait ran out: not the model's
+            raise TimeoutError("the API did not answer")
+        right = message.content.strip() == episode.task.answer
+        return Feedback(done=True, components={"correctness": float(right)})
+
+
+class AwaitingEnv(_Waits):
+    """Its steps await their wait (``aenv_response``): served on the event loop."""
+
+    async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
+        await asyncio.sleep(self.wait_s)
+        return self.judged(episode, message)
+
+
+class BlockingEnv(_Waits):
+    """Its steps block for their wait (``time.sleep``): served on the worker threads."""
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        time.sleep(self.wait_s)
+        return self.judged(episode, message)
+
+
+class InlineEnv(CountEnv):
+    """:class:`CountEnv` declared cheap (``inline_steps``); ``sleep S`` makes a step slow."""
+
+    inline_steps = True
+
+    def env_response(self, episode: Episode, message: Message) -> Feedback:
+        if message.content.startswith("sleep "):
+            time.sleep(float(message.content.split()[1]))
+            return Feedback(messages=[Message(role="user", content="slept")])
+        return super().env_response(episode, message)
