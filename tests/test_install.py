@@ -48,6 +48,7 @@ FOLDER_EXTRAS: dict[str, tuple[str, ...]] = {
     "envhub/server": ("server",),
     "envhub/server/mcp.py": ("server", "mcp"),
     "envhub/interop/openenv/serve.py": ("server",),  # envhub serve --openenv
+    "envhub/interop/openenv/tasks.py": ("server",),  # its Task API routes (OpenEnv 0.10)
     "envhub/interop/nemo_gym/serve.py": ("server",),  # envhub serve --nemo-gym
     "envhub/trainer": ("trainer",),
     "envhub/trainer/refit/vllm_source.py": ("trainer", "vllm"),  # generation.weight_transfer: vllm
