@@ -9,6 +9,7 @@ from envhub.trainer.algo.batch import Sample, assign_weights, micro_batches
 from envhub.trainer.algo.grpo import LossConfig
 from envhub.trainer.config import OptimConfig
 from envhub.trainer.workers.packing import common_prefix, pack
+from envhub.trainer.workers.segments import Segments, segment_attention
 
 OPTIM = OptimConfig(lr=1e-3)
 
@@ -39,12 +40,13 @@ def groups(seed=0):
 def test_pack_layout():
     batch = [sample([1, 2, 3, 4], [5, 6]), sample([1, 2, 3, 4], [7, 8, 9])]
     assert common_prefix(batch) == 4
-    packed = pack(batch, start=3, width=7, dtype=torch.float32)
+    packed = pack(batch, start=3, width=7)
     assert packed.input_ids.tolist() == [[1, 2, 3, 4, 5, 6, 7, 8, 9]]
     assert packed.position_ids.tolist() == [[0, 1, 2, 3, 4, 5, 4, 5, 6]]
-    allowed = packed.attention_mask[0, 0] == 0
-    assert allowed[6, :4].all() and not allowed[6, 4:6].any() and allowed[6, 6]  # prefix + self
-    assert not allowed[3, 4]  # causal
+    assert packed.segments == Segments(4, ((4, 6), (6, 9)))
+    first, second = packed.segments.masks(torch.device("cpu"))
+    assert second.tolist() == [[1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 1, 1, 1, 0], [1] * 7]
+    assert first.shape == (2, 6)
     # column 3 predicts token 4 (5 / 7) from the shared position 3 in both rows
     kept = packed.keep[packed.index]
     assert kept.tolist() == [[3, 4, 3], [3, 6, 7]]  # row 0's last column is padding
@@ -102,12 +104,53 @@ def test_packed_and_padded_give_the_same_logprobs_and_update(policies):
         assert torch.allclose(p, q, atol=1e-5), name
 
 
-def test_a_row_too_long_stays_padded(monkeypatch):
-    import envhub.trainer.workers.packing as packing
+def dense_attention(q, k, v, prefix, bounds):
+    """The masked SDPA over the whole row that :func:`segment_attention` must equal."""
+    n = q.shape[2]
+    owner = torch.full((n,), -1)
+    for b, (start, end) in enumerate(bounds):
+        owner[start:end] = b
+    causal = torch.ones(n, n, dtype=torch.bool).tril()
+    seen = (owner[None, :] == -1) | (owner[None, :] == owner[:, None])
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal & seen)
 
-    monkeypatch.setattr(packing, "MAX_PACKED_TOKENS", 8)
-    batch = [sample([1, 2, 3, 4], [5, 6]), sample([1, 2, 3, 4], [7, 8, 9])]  # packs to 9
-    assert pack(batch, start=3, width=7, dtype=torch.float32) is None
+
+@pytest.mark.parametrize("prefix", [0, 1, 5])
+def test_segment_attention_equals_the_masked_row_forward_and_backward(prefix):
+    """Block by block, with grouped key/value heads and an empty segment: the same numbers."""
+    g = torch.Generator().manual_seed(prefix)
+    sizes = [3, 0, 7, 1]
+    bounds, at = [], prefix
+    for size in sizes:
+        bounds.append((at, at + size))
+        at += size
+    q = torch.randn(1, 4, at, 8, generator=g, requires_grad=True)
+    kv = torch.randn(2, 1, 2, at, 8, generator=g)
+    k, v = kv[0].requires_grad_(), kv[1].requires_grad_()
+    module = torch.nn.Module()
+    module.num_key_value_groups = 2
+    got, _ = segment_attention(
+        module, q, k, v, None, envhub_segments=Segments(prefix, tuple(bounds))
+    )
+    want = dense_attention(q, k.repeat_interleave(2, 1), v.repeat_interleave(2, 1), prefix, bounds)
+    assert torch.allclose(got, want.transpose(1, 2), atol=1e-6)
+    upstream = torch.randn(got.shape, generator=g)
+    grads = torch.autograd.grad((got * upstream).sum(), (q, k, v))
+    wants = torch.autograd.grad((want.transpose(1, 2) * upstream).sum(), (q, k, v))
+    for a, b in zip(grads, wants, strict=True):
+        assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_without_segments_the_attention_is_transformers_sdpa():
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 5, 4, generator=g) for _ in range(3))
+    module = torch.nn.Module()
+    module.num_key_value_groups, module.is_causal = 1, True
+    got, _ = segment_attention(module, q, k, v, None)
+    want, _ = sdpa_attention_forward(module, q, k, v, None)
+    assert torch.equal(got, want)
 
 
 @pytest.mark.parametrize("which", ["packed", "padded"])

@@ -3,10 +3,10 @@
 GRPO samples come in groups that share their prompt, and a padded micro-batch computes that
 prompt once per sample and pads every sample to the longest. A packed micro-batch is a
 single row: the samples' common prefix once, then each sample's own tokens as a segment,
-with position ids that restart after the prefix and an attention mask that lets a segment
-see the prefix and itself only (causally). The logits are the padded path's, to float
-rounding, and so are the gradients (the prefix's activations receive every segment's
-gradient, as the shared tensor they are).
+with position ids that restart after the prefix; a segment sees the prefix and itself only
+(causally), block by block (:mod:`envhub.trainer.workers.segments`). The logits are the
+padded path's, to float rounding, and so are the gradients (the prefix's activations
+receive every segment's gradient, as the shared tensor they are).
 
 :func:`pack` builds the row; the policy computes logprobs on the kept rows' logits and
 reads them into the padded ``[B, T']`` layout (``Packed.index``), so the loss code is the
@@ -21,9 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from envhub.trainer.algo.batch import Sample
-
-MAX_PACKED_TOKENS = 8192
-"""Longest packed row: its attention mask is ``L x L``, so longer micro-batches stay padded."""
+from envhub.trainer.workers.segments import Segments
 
 
 @dataclass
@@ -34,14 +32,13 @@ class Packed:
     """``[1, L]``: the common prefix, then every sample's remaining tokens."""
     position_ids: torch.Tensor
     """``[1, L]``: 0.. through the prefix, then from the prefix length again in each segment."""
-    attention_mask: torch.Tensor
-    """``[1, 1, L, L]`` additive mask (0 where a query may attend, the dtype's min elsewhere)."""
+    segments: Segments
+    """Where the prefix (computed once for the whole micro-batch) ends and each sample's
+    segment lies in the row."""
     keep: torch.Tensor
     """``[K]``: the row positions whose logits are needed (``logits_to_keep``)."""
     index: torch.Tensor
     """``[B, T']``: for padded column ``start + j`` of sample ``b``, its place in ``keep``."""
-    prefix: int
-    """Tokens computed once for the whole micro-batch."""
 
 
 def common_prefix(samples: Sequence[Sample]) -> int:
@@ -55,32 +52,23 @@ def common_prefix(samples: Sequence[Sample]) -> int:
     return n
 
 
-def pack(samples: Sequence[Sample], start: int, width: int, dtype: torch.dtype) -> Packed | None:
+def pack(samples: Sequence[Sample], start: int, width: int) -> Packed:
     """Pack a micro-batch whose padded form is ``width`` tokens wide.
 
     Args:
         samples: The micro-batch, in the order of its padded tensors.
         start: First padded target column whose logits are needed (as in the padded path).
         width: The padded width ``L`` (targets are ``L - 1`` wide).
-        dtype: The attention mask's dtype (the model's).
-
-    Returns:
-        The packed row, or ``None`` when it would be longer than :data:`MAX_PACKED_TOKENS`
-        (the micro-batch then stays padded).
     """
     prefix = common_prefix(samples)
-    if prefix + sum(len(s.tokens) - prefix for s in samples) > MAX_PACKED_TOKENS:
-        return None
     tokens = list(samples[0].tokens[:prefix])
     positions = list(range(prefix))
-    segment = [-1] * prefix
     starts = []
-    for b, s in enumerate(samples):
+    for s in samples:
         starts.append(len(tokens))
         own = s.tokens[prefix:]
         tokens += own
         positions += range(prefix, prefix + len(own))
-        segment += [b] * len(own)
 
     def place(b: int, p: int) -> int:
         return p if p < prefix else starts[b] + p - prefix
@@ -95,19 +83,10 @@ def pack(samples: Sequence[Sample], start: int, width: int, dtype: torch.dtype) 
     return Packed(
         input_ids=torch.tensor([tokens], dtype=torch.long),
         position_ids=torch.tensor([positions], dtype=torch.long),
-        attention_mask=_mask(torch.tensor(segment), dtype),
+        segments=Segments(
+            prefix,
+            tuple((a, a + len(s.tokens) - prefix) for a, s in zip(starts, samples, strict=True)),
+        ),
         keep=torch.tensor(keep, dtype=torch.long),
         index=index.reshape(len(samples), max(0, width - 1 - start)),
-        prefix=prefix,
     )
-
-
-def _mask(segment: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Causal, and a segment sees the prefix (segment -1) and itself only."""
-    n = len(segment)
-    causal = torch.ones(n, n, dtype=torch.bool).tril()
-    same = (segment[None, :] == -1) | (segment[None, :] == segment[:, None])
-    allowed = causal & same
-    mask = torch.zeros(n, n, dtype=dtype)
-    mask.masked_fill_(~allowed, torch.finfo(dtype).min)
-    return mask[None, None]

@@ -31,6 +31,7 @@ from envhub.trainer.algo.grpo import LossConfig, logprobs_and_entropy, policy_lo
 from envhub.trainer.workers.fused import fuse
 from envhub.trainer.workers.lora import apply_lora, is_lora, merge_state, save_adapter, scaling
 from envhub.trainer.workers.packing import pack
+from envhub.trainer.workers.segments import use_segment_attention
 
 if TYPE_CHECKING:
     from envhub.trainer.config import LoraSettings, OptimConfig
@@ -194,6 +195,8 @@ class Policy:
         self.pad_id, self.model = _load_model(
             model_path, dtype, fused, self.device, lora, activation_checkpointing
         )
+        if pack and not use_segment_attention(self.model):
+            self.pack = False
         self.lora = is_lora(self.model)
         self.sharded = world_size > 1 or _distributed()
         if self.sharded:
@@ -236,17 +239,14 @@ class Policy:
         mask = mb["mask"]
         cols = mask.any(0).nonzero()
         start = int(cols[0]) if len(cols) else mask.shape[1] - 1
-        packed = None
         if samples is not None and self.pack:
-            dtype = next(self.model.parameters()).dtype
-            packed = pack(samples, start, mb["input_ids"].shape[1], dtype)
-        if packed is not None:
+            packed = pack(samples, start, mb["input_ids"].shape[1])
             out = self.model(
                 input_ids=packed.input_ids.to(self.device),
                 position_ids=packed.position_ids.to(self.device),
-                attention_mask=packed.attention_mask.to(self.device),
                 use_cache=False,
                 logits_to_keep=packed.keep.to(self.device),
+                envhub_segments=packed.segments,
             )
             rows = packed.index.to(self.device)
         else:
