@@ -54,6 +54,7 @@ def summarise(rows: list[dict], startup_s: float) -> dict:
         r.get("response_length", 0.0) * r.get("episodes", 0.0) / r["time/step"] for r in steady
     )
     out["reward_mean_all_steps"] = statistics.fmean(r.get("reward_mean", 0.0) for r in rows)
+    out["rewards"] = [r.get("reward_mean", 0.0) for r in rows]
     out["trajectory_age_mean"] = statistics.fmean(r.get("trajectory_age_mean", 0.0) for r in rows)
     out["memory/worker_peak_mb"] = max(r.get("memory/worker_peak_mb", 0.0) for r in rows)
     out["startup_s"] = startup_s
@@ -112,6 +113,8 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
             f"env.overrides.system_prompt={json.dumps(SYSTEM)}",
             "env.overrides.prompt_template='{prompt}'",
             "env.overrides.answer_format=boxed",
+            # correctness alone: TRL's reward is the same check (bench/trl_grpo.boxed_reward)
+            "env.overrides.reward.weights={correctness: 1.0, format: 0.0}",
             f"rollout.prompts_per_step={args.prompts_per_step}",
             f"rollout.group_size={args.group_size}",
             f"rollout.sampling.max_tokens={args.max_tokens}",
@@ -152,6 +155,15 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
         / max(envhub["memory/worker_peak_mb"], 1e-9),
     }
     return {"envhub": envhub, "trl": trl, "ratios": ratios}
+
+
+def print_curves(envhub: list[float], trl: list[float]) -> None:
+    """The two reward curves (mean reward of each step's samples), step by step."""
+    print("reward per step (correctness: the last \\boxed{} holds the sum)")
+    print(f"  {'step':>4s} {'envhub':>8s} {'trl':>8s}")
+    for i in range(max(len(envhub), len(trl))):
+        cells = [f"{c[i]:8.3f}" if i < len(c) else f"{'-':>8s}" for c in (envhub, trl)]
+        print(f"  {i + 1:4d} {' '.join(cells)}")
 
 
 STALENESS = {"sync": 0, "one-step": 1, "async-2": 2, "async-4": 4}
@@ -211,9 +223,10 @@ def main() -> None:
                 if isinstance(v, (int, float)):
                     print(f"  {k:36s} {v:10.3f}")
         if not args.envhub_only:
-            print("ratios (goal: TRL step time / envhub step time >= 2)")
+            print("ratios (goal: TRL step time / envhub step time >= 3)")
             for k, v in result["ratios"].items():
                 print(f"  {k:36s} {v:10.3f}")
+            print_curves(result["envhub"]["rewards"], result["trl"]["rewards"])
         summary = result
     else:
         config = args.config or str(ROOT / "examples" / "tiny.yaml")

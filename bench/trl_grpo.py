@@ -21,7 +21,9 @@ generated in one batch (``generation_batch_size``), trained in micro-batches of
 
 From Python (``bench/grpo_step.py``): ``run_trl(TRLSettings(...))`` returns the summary dict.
 Each line of ``--prompts-jsonl`` is ``{"prompt": str | [messages], "answer": str}``; the
-reward is 1 when the answer appears in the completion (its cost is negligible either way).
+reward is 1 when the completion's last ``\\boxed{...}`` holds the answer, else 0: envhub's
+``correctness`` on these integer answers, so that the race's two reward curves measure the
+same thing (its cost is negligible either way).
 """
 
 from __future__ import annotations
@@ -74,6 +76,14 @@ def default_prompts(n: int, seed: int = 0) -> list[dict]:
         question = f"What is {a} + {b}? Think briefly, then give the answer as \\boxed{{N}}."
         rows.append({"prompt": [{"role": "user", "content": question}], "answer": str(a + b)})
     return rows
+
+
+def boxed_reward(text: str, answer: str) -> float:
+    """1.0 when the last ``\\boxed{...}`` of ``text`` holds the integer ``answer``."""
+    import re
+
+    found = re.findall(r"\\boxed\{\s*(-?\d+)\s*\}", text)
+    return 1.0 if found and int(found[-1]) == int(answer) else 0.0
 
 
 def venv_python() -> Path:
@@ -146,10 +156,11 @@ def _worker(settings: dict) -> dict:
 
     def reward(completions, answer, **_):
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [1.0 if a in t else 0.0 for t, a in zip(texts, answer, strict=True)]
+        return [boxed_reward(t, a) for t, a in zip(texts, answer, strict=True)]
 
     stamps: list[float] = []
     lengths: list[float] = []
+    rewards: list[float] = []
 
     class Clock(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
@@ -162,6 +173,8 @@ def _worker(settings: dict) -> dict:
         def on_log(self, args, state, control, logs=None, **kw):
             if logs and "completions/mean_length" in logs:
                 lengths.append(float(logs["completions/mean_length"]))
+            if logs and "reward" in logs:
+                rewards.append(float(logs["reward"]))
 
     config = GRPOConfig(
         output_dir=str(Path(os.environ.get("TMPDIR", "/tmp")) / "trl-grpo-bench"),
@@ -214,6 +227,7 @@ def _worker(settings: dict) -> dict:
         "tokens_per_step": sum(steady_tokens) / len(steady_tokens),
         "tokens_per_s": sum(steady_tokens) / sum(steady),
         "mean_completion_length": sum(lengths) / max(len(lengths), 1),
+        "rewards": rewards,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "total_s": total,
         "torch_threads": torch.get_num_threads(),
