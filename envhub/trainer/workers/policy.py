@@ -186,17 +186,12 @@ class Policy:
         torch.manual_seed(seed + rank)
         self.rank, self.world_size, self.device = rank, world_size, torch.device(device)
         self.loss_cfg, self.temperature = loss, (temperature if temperature > 0 else 1.0)
-        self.micro_batch_size, self.off_policy_cap, self.pack = (
-            micro_batch_size,
-            off_policy_cap,
-            pack,
-        )
+        self.micro_batch_size, self.off_policy_cap = micro_batch_size, off_policy_cap
         self.max_grad_norm, self.model_path = optim.max_grad_norm, model_path
         self.pad_id, self.model = _load_model(
             model_path, dtype, fused, self.device, lora, activation_checkpointing
         )
-        if pack and not use_segment_attention(self.model):
-            self.pack = False
+        self.pack = pack and use_segment_attention(self.model)  # else padded micro-batches
         self.lora = is_lora(self.model)
         self.sharded = world_size > 1 or _distributed()
         if self.sharded:
