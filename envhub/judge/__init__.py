@@ -207,9 +207,10 @@ class Judge:
 
     async def _apost(self, body: dict[str, Any]) -> str:
         """Async :meth:`_post`: no thread is held while the request or its slot waits."""
+        client = await async_client()
         try:
             async with _gate(self.spec):
-                r = await async_client().post(
+                r = await client.post(
                     self.url, json=body, headers=self._headers(), timeout=self.spec.timeout_s
                 )
         except httpx.HTTPError as e:

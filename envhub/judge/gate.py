@@ -7,7 +7,7 @@
   the longest waiter, whichever kind it is.
 * :func:`async_client`: the running loop's ``httpx.AsyncClient``. A client belongs to the
   loop that made it, and making one costs tens of milliseconds (its TLS context), so each
-  loop keeps one for every judge; the clients of loops closed since are dropped.
+  loop keeps one for every judge, closed at the loop's end.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 
 import httpx
 
@@ -86,21 +86,33 @@ def _settle(handed: asyncio.Future[None]) -> None:
         handed.set_result(None)
 
 
-_CLIENTS: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+_CLIENTS: dict[asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, AsyncGenerator[None, None]]] = {}
 _CLIENTS_LOCK = threading.Lock()
 
 
-def async_client() -> httpx.AsyncClient:
+async def async_client() -> httpx.AsyncClient:
     """The running loop's client of every judge endpoint (made on first use).
 
-    Connections are not capped here: :class:`Gate` caps each endpoint.
+    Connections are not capped here: :class:`Gate` caps each endpoint. The client is closed
+    when its loop finishes its async generators (the end of ``asyncio.run``).
     """
     loop = asyncio.get_running_loop()
     with _CLIENTS_LOCK:
         for gone in [other for other in _CLIENTS if other.is_closed()]:
             del _CLIENTS[gone]
-        client = _CLIENTS.get(loop)
-        if client is None:
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
-            client = _CLIENTS[loop] = httpx.AsyncClient(limits=limits)
-        return client
+        held = _CLIENTS.get(loop)
+        if held is not None:
+            return held[0]
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=64)
+        client = httpx.AsyncClient(limits=limits)
+        keeper = _keep(client)
+        _CLIENTS[loop] = (client, keeper)
+    await keeper.asend(None)  # started: the loop finalizes it, and so closes the client
+    return client
+
+
+async def _keep(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        await client.aclose()
