@@ -321,6 +321,13 @@ class TaskEnv(Env):
     """Deadline of :meth:`step` (``None``: no deadline); see :data:`STEP_TIMEOUT_S`."""
     async_hooks: ClassVar[frozenset[str]] = frozenset({"aenv_response", "ainit_state"})
     """The hooks whose writing makes a subclass's steps native async (:attr:`Env.async_steps`)."""
+    sync_hooks: ClassVar[bool] = False
+    """Where :attr:`~Env.async_steps`: the class writes its sync hooks too (:meth:`init_state`,
+    :meth:`env_response`, doing what the async ones do, blocking), and the sync API
+    (:meth:`reset`, :meth:`step`) calls them, as for a blocking environment, instead of running
+    the async hooks on an event loop of its own per call. For an episode that holds a
+    connection bound to the loop that opened it (a WebSocket), and for sync callers that run a
+    loop themselves (a notebook)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A subclass that writes an async hook has native async steps (:attr:`async_steps`)."""
@@ -503,7 +510,7 @@ class TaskEnv(Env):
     def reset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
         """Start an episode; see :meth:`Env.reset`."""
         ep = self._draw(seed, task_id)
-        if self.async_steps:  # its set-up may await: on a loop of this call's own
+        if self._own_loop:  # its set-up may await: on a loop of this call's own
             _no_running_loop(type(self).__name__)
             ep.state = asyncio.run(self.ainit_state(ep))
         else:
@@ -517,6 +524,11 @@ class TaskEnv(Env):
         ep = self._draw(seed, task_id)
         ep.state = await self.ainit_state(ep)
         return self._opened(ep)
+
+    @property
+    def _own_loop(self) -> bool:
+        """Whether the sync API runs the async hooks, on an event loop of each call's own."""
+        return self.async_steps and not self.sync_hooks
 
     def _draw(self, seed: int | None, task_id: str | None) -> Episode:
         """A new episode on ``task_id`` or on a task drawn with ``seed``, its state not made."""
@@ -541,9 +553,10 @@ class TaskEnv(Env):
         """Answer one assistant message; see :meth:`Env.step`.
 
         Where :attr:`async_steps`, the async hook runs on an event loop of this call's own
-        (so the environment works in-process too); from async code, await :meth:`astep`.
+        (so the environment works in-process too; not where :attr:`sync_hooks`: the sync hook
+        runs); from async code, await :meth:`astep`.
         """
-        if self.async_steps:
+        if self._own_loop:
             _no_running_loop(type(self).__name__)
         ep, message = self._begin(action)
         try:
@@ -612,7 +625,7 @@ class TaskEnv(Env):
         whatever the hook does; a hook that overruns is abandoned (its episode ends) and
         finishes in the background.
         """
-        if self.async_steps:
+        if self._own_loop:
             return asyncio.run(self._arespond(ep, message))
         if self.step_timeout_s is None or self.inline_steps:
             return self.env_response(ep, message)

@@ -15,6 +15,7 @@ abandoned calls can never starve the others.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import queue
 import threading
 from collections.abc import Awaitable, Callable
@@ -83,6 +84,9 @@ _idle_lock = threading.Lock()
 def call_within(fn: Callable[[], T], timeout: float) -> T:
     """``fn()`` run on a worker thread, waiting at most ``timeout`` seconds.
 
+    It runs in a copy of the caller's context (its context variables), as
+    ``asyncio.to_thread`` runs a function.
+
     Raises:
         DeadlineExceeded: ``fn`` did not return in time (it goes on in the background).
         BaseException: Whatever ``fn`` raised.
@@ -90,7 +94,8 @@ def call_within(fn: Callable[[], T], timeout: float) -> T:
     with _idle_lock:
         worker = _idle.pop() if _idle else None
     worker = worker or _Worker()
-    ok, value = worker.run(fn, timeout)
+    context = contextvars.copy_context()
+    ok, value = worker.run(lambda: context.run(fn), timeout)
     with _idle_lock:
         keep = len(_idle) < MAX_IDLE
         if keep:

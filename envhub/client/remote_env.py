@@ -33,7 +33,7 @@ either wire.
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from ..core import Env, valid_unicode
 from ..deadline import ADMISSION_WAIT_S
@@ -104,6 +104,11 @@ class Closeable(Protocol):
 
 class RemoteEnv(Env):
     """An environment served by ``envhub serve`` at ``url``."""
+
+    async_steps: ClassVar[bool] = True
+    """Its :meth:`areset` and :meth:`astep` await the server's answer: a server that serves a
+    remote environment (an entry that lives in a venv of its own, a verifiers environment
+    served from its venv) awaits them on its event loop, holding no thread while they wait."""
 
     def __init__(
         self,

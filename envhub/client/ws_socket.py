@@ -232,6 +232,21 @@ class _AsyncSocket(asyncio.Protocol):
             timer.cancel()
             self.waiter = None
 
+    def send(self, text: str) -> None:
+        """Write ``text`` at once, awaiting no answer (a ``close``); on this connection's loop.
+
+        Raises:
+            ConnectionError: Called from elsewhere (a transport is not thread-safe), or the
+                connection is gone.
+        """
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not self.loop or self.transport is None or self.error is not None:
+            raise ConnectionError("not on this connection's event loop, or the connection is gone")
+        self.transport.write(self.framing.send(text))
+
     def close(self) -> None:
         transport, self.transport = self.transport, None
         if transport is not None and not self.loop.is_closed():  # else it went with its loop

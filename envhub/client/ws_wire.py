@@ -100,12 +100,15 @@ class WsWire:
     def close(self) -> None:
         """Close the episode under way and both connections.
 
-        On the blocking connection that drives it, a ``close`` frame is sent without awaiting
-        the answer: the server reads it before it sees the connection end (TCP keeps the
-        order), so the round trip would only wait. Otherwise ``POST /close`` does it.
+        On the connection that drives it, a ``close`` frame is sent without awaiting the
+        answer: the server reads it before it sees the connection end (TCP keeps the order), so
+        the round trip would only wait (an asyncio connection writes it only from its own
+        running loop: a server closing a remote episode on its loop sends no blocking request).
+        Otherwise ``POST /close`` does it.
         """
         blocking, awaited = self._channels
         blocking.close_session()
+        awaited.close_session()
         blocking.close_socket()
         awaited.close_socket()
         self.http.close()
@@ -219,7 +222,7 @@ class Channel:
         return backoff, pause
 
     def close_session(self) -> None:
-        """Send ``close`` for the episode under way if this (blocking) connection drives it."""
+        """Send ``close`` for the episode under way if this connection drives it."""
         s = self.session
         if not (s.live and self.attached == s.id and self._sock is not None):
             return

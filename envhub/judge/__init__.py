@@ -40,16 +40,24 @@ repeated response costs nothing.
 
 :func:`with_judges` makes the class that :func:`envhub.make` builds: the environment's class
 with its ``score`` (and the final ``env_response`` of multi-turn episodes) extended by the
-judge components.
+judge components. Its steps are async (:class:`JudgedEnv`): a server awaits the judge on its
+event loop, and a step waiting on the judge holds no thread; the sync API asks it blocking.
+Either way the step's deadline bounds the environment's own hook, and each request to the
+judge has the judge's ``timeout_s``; a wait for one of its ``max_concurrency`` slots is
+charged to no one (only a server's deadline for the whole call bounds it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import threading
 from collections import OrderedDict
-from typing import Any, ClassVar
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from contextvars import ContextVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 
@@ -57,7 +65,10 @@ from ..core import Episode, Feedback, TaskEnv
 from ..errors import ConfigError, EpisodeError, InfraError, InvalidAction, context_overflow
 from ..spec import EnvSpec, JudgeSpec, fill_template
 from ..types import Message, Task
+from .gate import Gate, async_client
 from .verdicts import VerdictError, delimit, instructions, nonce, parse_verdict, response_format
+
+T = TypeVar("T")
 
 CACHE_SIZE = 10_000
 """Judge verdicts kept in memory (least recently used dropped first)."""
@@ -89,17 +100,17 @@ class _Cache:
 
 
 CACHE = _Cache(CACHE_SIZE)
-_GATES: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
+_GATES: dict[tuple[str, str, int], Gate] = {}
 _GATES_LOCK = threading.Lock()
 _PLAIN_ONLY: set[tuple[str, str]] = set()
 """Endpoints and models that refused ``response_format``: asked in plain text from then on."""
 
 
-def _gate(spec: JudgeSpec) -> threading.BoundedSemaphore:
+def _gate(spec: JudgeSpec) -> Gate:
     """The per-process concurrency cap shared by every use of one endpoint and model."""
     key = (spec.base_url, spec.model, spec.max_concurrency)
     with _GATES_LOCK:
-        return _GATES.setdefault(key, threading.BoundedSemaphore(spec.max_concurrency))
+        return _GATES.setdefault(key, Gate(spec.max_concurrency))
 
 
 class Refused(Exception):
@@ -111,8 +122,49 @@ class Refused(Exception):
         self.status, self.text = status, text
 
 
+Ask = Generator[dict[str, Any], str, T]
+"""A judge's logic, written once for both forms: it yields each request's body and is sent
+the reply's text, or thrown its :class:`Refused` or :class:`InfraError` at the ``yield``.
+:func:`_drive` posts the requests blocking, :func:`_adrive` awaits them."""
+
+
+def _drive(ask: Ask[T], post: Callable[[dict[str, Any]], str]) -> T:
+    """Run ``ask``, each request posted by ``post`` on this thread; its result."""
+    reply: str | None = None
+    failure: Exception | None = None
+    while True:
+        try:
+            body = ask.send(reply) if failure is None else ask.throw(failure)
+        except StopIteration as done:
+            return done.value
+        try:
+            reply, failure = post(body), None
+        except (Refused, InfraError) as e:
+            failure = e
+
+
+async def _adrive(ask: Ask[T], post: Callable[[dict[str, Any]], Awaitable[str]]) -> T:
+    """Async :func:`_drive`: each request awaited on the running loop."""
+    reply: str | None = None
+    failure: Exception | None = None
+    while True:
+        try:
+            body = ask.send(reply) if failure is None else ask.throw(failure)
+        except StopIteration as done:
+            return done.value
+        try:
+            reply, failure = await post(body), None
+        except (Refused, InfraError) as e:
+            failure = e
+
+
 class Judge:
-    """One configured judge: renders its prompt, asks the endpoint, parses the verdict."""
+    """One configured judge: renders its prompt, asks the endpoint, parses the verdict.
+
+    Called blocking (``judge(task, response)``) or awaited (:meth:`acall`); both run the same
+    logic (:meth:`_verdict`: cache, refusal handling, verdict parsing) and differ only in how a
+    request is posted (:meth:`_post`, :meth:`_apost`).
+    """
 
     def __init__(self, name: str, spec: JudgeSpec) -> None:
         """Keep the configuration; nothing is contacted until :meth:`__call__`."""
@@ -120,7 +172,8 @@ class Judge:
             raise ConfigError(f"judge {name!r}: its prompt must contain {{response}}")
         self.name = name
         self.spec = spec
-        self.where = f"judge {name!r} at {spec.base_url.rstrip('/')}/chat/completions"
+        self.url = spec.base_url.rstrip("/") + "/chat/completions"
+        self.where = f"judge {name!r} at {self.url}"
 
     def messages(self, task: Task, response: Message, tag_nonce: str) -> list[dict[str, str]]:
         """The chat messages sent to the judge for one response (see :mod:`.verdicts`)."""
@@ -135,19 +188,42 @@ class Judge:
         system = [{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []
         return [*system, user]
 
+    # ------------------------------------------------------------------ one request
+
+    def _headers(self) -> dict[str, str]:
+        key = self.spec.api_key_env and os.environ.get(self.spec.api_key_env)
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
     def _post(self, body: dict[str, Any]) -> str:
         """The reply's text; raises :class:`Refused` on a 4xx, :class:`InfraError` otherwise."""
-        headers = {}
-        if self.spec.api_key_env and os.environ.get(self.spec.api_key_env):
-            headers["Authorization"] = f"Bearer {os.environ[self.spec.api_key_env]}"
-        url = self.spec.base_url.rstrip("/") + "/chat/completions"
         try:
             with _gate(self.spec):
-                r = httpx.post(url, json=body, headers=headers, timeout=self.spec.timeout_s)
-        except httpx.TimeoutException as e:
-            raise InfraError(f"{self.where}: no answer within {self.spec.timeout_s}s") from e
+                r = httpx.post(
+                    self.url, json=body, headers=self._headers(), timeout=self.spec.timeout_s
+                )
         except httpx.HTTPError as e:
-            raise InfraError(f"{self.where}: unreachable ({type(e).__name__}: {e})") from e
+            raise self._unreachable(e) from e
+        return self._read(r)
+
+    async def _apost(self, body: dict[str, Any]) -> str:
+        """Async :meth:`_post`: no thread is held while the request or its slot waits."""
+        client = await async_client()
+        try:
+            async with _gate(self.spec):
+                r = await client.post(
+                    self.url, json=body, headers=self._headers(), timeout=self.spec.timeout_s
+                )
+        except httpx.HTTPError as e:
+            raise self._unreachable(e) from e
+        return self._read(r)
+
+    def _unreachable(self, e: httpx.HTTPError) -> InfraError:
+        if isinstance(e, httpx.TimeoutException):
+            return InfraError(f"{self.where}: no answer within {self.spec.timeout_s}s")
+        return InfraError(f"{self.where}: unreachable ({type(e).__name__}: {e})")
+
+    def _read(self, r: httpx.Response) -> str:
+        """The reply's text in the endpoint's answer (see :meth:`_post`)."""
         if 400 <= r.status_code < 500 and r.status_code != 429:
             raise Refused(r.status_code, r.text[:300])
         if r.status_code != 200:
@@ -157,7 +233,9 @@ class Judge:
         except (ValueError, KeyError, IndexError, TypeError) as e:
             raise InfraError(f"{self.where}: not a chat completion: {r.text[:200]}") from e
 
-    def reply(self, messages: list[dict[str, str]]) -> str:
+    # ------------------------------------------------------------------ the logic, once
+
+    def _reply(self, messages: list[dict[str, str]]) -> Ask[str]:
         """The judge's reply: asked for JSON by schema where the endpoint takes it."""
         spec = self.spec
         body = {
@@ -168,24 +246,24 @@ class Judge:
         }
         endpoint = (spec.base_url, spec.model)
         if not spec.structured_output or endpoint in _PLAIN_ONLY:
-            return self._post(body)
+            return (yield body)
         try:
-            return self._post({**body, "response_format": response_format(spec.verdict)})
+            return (yield {**body, "response_format": response_format(spec.verdict)})
         except Refused as e:
             if context_overflow(e.status, e.text):
                 raise
-        answer = self._post(body)  # taken in plain text: it was the format it refused
+        answer = yield body  # taken in plain text: it was the format it refused
         _PLAIN_ONLY.add(endpoint)
         return answer
 
-    def blame(self, task: Task, refused: Refused) -> EpisodeError:
+    def _blame(self, task: Task, refused: Refused) -> Ask[EpisodeError]:
         """Whose a refused request was, found by asking again with an empty response.
 
         The endpoint answers that (the response's doing: :class:`InvalidAction`) or refuses
         it too (the judge's set-up: :class:`InfraError`).
         """
         try:
-            self.reply(self.messages(task, EMPTY, nonce()))
+            yield from self._reply(self.messages(task, EMPTY, nonce()))
         except (Refused, InfraError) as e:
             return InfraError(
                 f"{self.where}: {refused} (and {e} with an empty response in its place: fix "
@@ -199,13 +277,8 @@ class Judge:
             f"{self.spec.max_response_chars} characters of it)"
         )
 
-    def __call__(self, task: Task, response: Message) -> float:
-        """The component value for ``response``.
-
-        Raises:
-            InvalidAction: The response made the judge fail (see the module docstring).
-            InfraError: The judge failed by itself.
-        """
+    def _verdict(self, task: Task, response: Message) -> Ask[float]:
+        """The component value for ``response``, from the cache or asked (see :meth:`__call__`)."""
         key = json.dumps(
             [self.spec.model_dump(mode="json"), self.messages(task, response, "")], sort_keys=True
         )
@@ -213,9 +286,9 @@ class Judge:
         if cached is not None:
             return cached
         try:
-            answer = self.reply(self.messages(task, response, nonce()))
+            answer = yield from self._reply(self.messages(task, response, nonce()))
         except Refused as e:
-            raise self.blame(task, e) from e
+            raise (yield from self._blame(task, e)) from e
         try:
             value = parse_verdict(answer, self.spec.verdict)
         except VerdictError as e:
@@ -226,15 +299,73 @@ class Judge:
         CACHE.put(key, value)
         return value
 
+    def __call__(self, task: Task, response: Message) -> float:
+        """The component value for ``response`` (blocking).
+
+        Raises:
+            InvalidAction: The response made the judge fail (see the module docstring).
+            InfraError: The judge failed by itself.
+        """
+        return _drive(self._verdict(task, response), self._post)
+
+    async def acall(self, task: Task, response: Message) -> float:
+        """Async :meth:`__call__`: awaited on the running loop, holding no thread."""
+        return await _adrive(self._verdict(task, response), self._apost)
+
+
+_DEFERRED: ContextVar[bool] = ContextVar("envhub_judges_deferred", default=False)
+"""Set while a step runs the environment's own hook: the judges are asked after it, outside
+the step's deadline (:meth:`JudgedEnv._respond`)."""
+
+
+@contextlib.contextmanager
+def _deferred() -> Iterator[None]:
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
 
 class JudgedEnv(TaskEnv):
-    """Mixin placed before an environment class: adds the judge components to its scores."""
+    """Mixin placed before an environment class: adds the judge components to its scores.
+
+    Its steps are async (:attr:`~envhub.core.Env.async_steps`): a server awaits the judges on
+    its event loop, and a step waiting on one holds no thread. The environment's own hooks run
+    where they would without judges (:attr:`own_steps`); the sync API (``reset``, ``step``)
+    runs the sync hooks and asks the judges blocking (:attr:`sync_hooks`, unless the
+    environment's own steps are async only).
+
+    A step's deadline (:attr:`~envhub.core.TaskEnv.step_timeout_s`) bounds the environment's
+    own hook, which the model's message can make slow; the judges are asked after it
+    (:meth:`_respond`), each request under the judge's own ``timeout_s`` (past it:
+    ``infra_error``), so a busy judge never makes the model's ``timeout``.
+    """
 
     judges: ClassVar[dict[str, Judge]] = {}
+    own_steps: ClassVar[str] = "blocking"
+    """Where the judged environment's own hooks run within an async step: ``awaited`` (its
+    async hooks), ``inline`` (on the loop: it declares ``inline_steps``) or ``blocking`` (on a
+    thread of the loop's executor). Set by :func:`with_judges`."""
+    sync_hooks: ClassVar[bool] = True
 
     def _judge(self, task: Task, response: Message, have: dict[str, float]) -> dict[str, float]:
+        if _DEFERRED.get():
+            return {}
         return {
             name: judge(task, response) for name, judge in self.judges.items() if name not in have
+        }
+
+    async def _ajudge(
+        self, task: Task, response: Message, have: dict[str, float]
+    ) -> dict[str, float]:
+        """:meth:`_judge` awaited: the judges one after the other, in the same order."""
+        if _DEFERRED.get():
+            return {}
+        return {
+            name: await judge.acall(task, response)
+            for name, judge in self.judges.items()
+            if name not in have
         }
 
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
@@ -247,6 +378,44 @@ class JudgedEnv(TaskEnv):
         fb = super().env_response(episode, message)
         if fb.done and fb.components is not None:
             fb.components = {**fb.components, **self._judge(episode.task, message, fb.components)}
+        return fb
+
+    async def ainit_state(self, episode: Episode) -> Any:
+        """The environment's own set-up, where its hooks run (:attr:`own_steps`)."""
+        return await self._own(super().ainit_state, super().init_state, episode)
+
+    async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
+        """:meth:`env_response` with the judges awaited."""
+        fb = await self._own(super().aenv_response, super().env_response, episode, message)
+        if fb.done and fb.components is not None:
+            judged = await self._ajudge(episode.task, message, fb.components)
+            fb.components = {**fb.components, **judged}
+        return fb
+
+    async def _own(self, awaited: Callable[..., Awaitable[T]], blocking: Callable[..., T],
+                   *args: Any) -> T:  # fmt: skip
+        """One of the environment's own hooks, where it runs (:attr:`own_steps`)."""
+        if self.own_steps == "awaited":
+            return await awaited(*args)
+        if self.own_steps == "inline":
+            return blocking(*args)
+        return await asyncio.to_thread(blocking, *args)
+
+    def _respond(self, ep: Episode, message: Message) -> Feedback:
+        """The environment's own answer under the step's deadline, then the judges'."""
+        with _deferred():
+            fb = super()._respond(ep, message)
+        if fb.done and fb.components is not None:
+            fb.components = {**fb.components, **self._judge(ep.task, message, fb.components)}
+        return fb
+
+    async def _arespond(self, ep: Episode, message: Message) -> Feedback:
+        """Async :meth:`_respond`: the judges awaited after the deadline-bound hook."""
+        with _deferred():
+            fb = await super()._arespond(ep, message)
+        if fb.done and fb.components is not None:
+            judged = await self._ajudge(ep.task, message, fb.components)
+            fb.components = {**fb.components, **judged}
         return fb
 
 
@@ -266,6 +435,8 @@ def with_judges(cls: type, spec: EnvSpec) -> type:
     namespace = {
         "judges": judges,
         "components": frozenset(cls.components) | set(judges),
+        "own_steps": "awaited" if cls.async_steps else "inline" if cls.inline_steps else "blocking",
+        "sync_hooks": not cls.async_steps or cls.sync_hooks,
         "__module__": cls.__module__,
     }
     return type(f"{cls.__name__}WithJudges", (JudgedEnv, cls), namespace)

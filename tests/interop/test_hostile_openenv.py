@@ -3,11 +3,13 @@
 Each misbehaviour of :mod:`hostile_openenv` is played through ``OpenEnvEnv``: a bad step
 answer is ``env_error`` (or ``infra_error`` for a session the server dropped), never the
 model's ``invalid_action``; a bad reset answer is an error the caller sees, never a
-``JSONDecodeError``.
+``JSONDecodeError``. Each is played both ways: with the sync API (a blocking connection) and
+awaited (an asyncio connection, as a server plays it), with the same statuses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 
 import pytest
@@ -15,6 +17,8 @@ from hostile_openenv import HostileOpenEnv
 
 import envhub
 from envhub.errors import EpisodeError
+from envhub.interop.openenv.env import OpenEnvEnv
+from envhub.spec import EnvSpec
 from envhub.types import Status
 
 
@@ -35,6 +39,27 @@ def _env(tmp_path, base_url: str):
     return envhub.make("hostile-openenv")
 
 
+def _play(env, awaited: bool, message: str | None = "apple"):
+    """Reset on seed 0, then step ``message`` (none: only the reset): sync or awaited."""
+    if not awaited:
+        env.reset(seed=0)
+        return None if message is None else env.step(message)
+
+    assert type(env).async_steps  # awaited natively, not on a thread
+
+    async def play():
+        try:
+            await env.areset(seed=0)
+            return None if message is None else await env.astep(message)
+        finally:
+            await asyncio.to_thread(env.close)  # the connection closed on its own loop
+
+    return asyncio.run(play())
+
+
+BOTH = pytest.mark.parametrize("awaited", [False, True], ids=["sync", "awaited"])
+
+
 @pytest.mark.parametrize(
     ("mode", "status", "says"),
     [
@@ -48,34 +73,34 @@ def _env(tmp_path, base_url: str):
         ("step-capacity", Status.INFRA_ERROR, "CAPACITY_REACHED: 8 of 8"),
     ],
 )
+@BOTH
 def test_a_bad_step_answer_is_the_servers_fault(
-    hostile, tmp_path, clean_user_registry, mode, status, says
+    hostile, tmp_path, clean_user_registry, mode, status, says, awaited
 ):
     with _env(tmp_path, f"{hostile.url}/{mode}") as env:
-        env.reset(seed=0)
-        step = env.step("apple")
+        step = _play(env, awaited)
     assert (step.info.status, step.reward) == (status, 0.0)
     assert says in step.info.error
 
 
+@BOTH
 def test_a_validation_error_with_nonsense_fields_is_still_the_models_and_bounded(
-    hostile, tmp_path, clean_user_registry
+    hostile, tmp_path, clean_user_registry, awaited
 ):
     with _env(tmp_path, f"{hostile.url}/step-validation-garbage") as env:
-        env.reset(seed=0)
-        step = env.step("apple")
+        step = _play(env, awaited)
     assert step.info.status is Status.INVALID_ACTION and step.reward == 0.0
     assert "VALIDATION_ERROR: Invalid message (" in step.messages[0].content
     assert len(step.messages[0].content) < 2500
 
 
-@pytest.mark.parametrize(
-    ("mode", "says"),
-    [
-        ("reset-garbage", "OpenEnv server (reset) answered with no JSON"),
-        ("reset-observation-list", "reset observation is not an object"),
-    ],
-)
+BAD_RESETS = [
+    ("reset-garbage", "OpenEnv server (reset) answered with no JSON"),
+    ("reset-observation-list", "reset observation is not an object"),
+]
+
+
+@pytest.mark.parametrize(("mode", "says"), BAD_RESETS)
 def test_a_bad_reset_answer_is_the_servers_error(
     hostile, tmp_path, clean_user_registry, mode, says
 ):
@@ -86,8 +111,16 @@ def test_a_bad_reset_answer_is_the_servers_error(
         env.reset(seed=0)
 
 
-def test_a_well_behaved_server_still_pays(hostile, tmp_path, clean_user_registry):
+@pytest.mark.parametrize(("mode", "says"), BAD_RESETS)
+def test_a_bad_reset_answer_awaited_is_the_servers_error_too(hostile, mode, says):
+    spec = EnvSpec(name="hostile-openenv", max_turns=4, dataset={"size": 2})
+    env = OpenEnvEnv(spec, base_url=f"{hostile.url}/{mode}", action_field="word", timeout_s=5)
+    with pytest.raises(EpisodeError, match=re.escape(says)):
+        _play(env, True, None)
+
+
+@BOTH
+def test_a_well_behaved_server_still_pays(hostile, tmp_path, clean_user_registry, awaited):
     with _env(tmp_path, f"{hostile.url}/fine") as env:
-        env.reset(seed=0)
-        step = env.step("apple")
+        step = _play(env, awaited)
     assert (step.info.status, step.reward, step.terminated) == (Status.OK, 1.0, True)

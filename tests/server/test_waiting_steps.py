@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 from dummy_envs import AwaitingEnv, BlockingEnv, InlineEnv
-from serving import running
+from serving import all_at_once, running
 
 from envhub.client.remote_env import RemoteEnv
 from envhub.server.app import Server, ServerSettings, create_app
@@ -35,17 +35,7 @@ def _env(cls, **spec):
 
 async def _all_at_once(url: str, sessions: int) -> tuple[list[Status], float]:
     """``sessions`` episodes opened together, then every step sent together."""
-    root = RemoteEnv(url, transport="ws", timeout=60)
-    forks = [root.fork() for _ in range(sessions)]
-    try:
-        await asyncio.gather(*(f.areset(task_id="train/0") for f in forks))
-        t0 = time.monotonic()
-        steps = await asyncio.gather(*(f.astep("yes") for f in forks))
-        elapsed = time.monotonic() - t0
-    finally:
-        for f in forks:
-            f.close()
-        root.close()
+    steps, elapsed = await all_at_once(url, sessions)
     assert all(s.reward == 1.0 for s in steps)
     return [s.info.status for s in steps], elapsed
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -51,3 +52,24 @@ def serving_env(name, **settings):
     settings.setdefault("answers", True)
     with running(create_app(envhub.make(name), ServerSettings(**settings))) as url:
         yield url
+
+
+async def all_at_once(url, sessions, *, task_id="train/0", message="yes"):
+    """``sessions`` episodes on ``url`` opened together, then every step sent together.
+
+    Returns the steps and the seconds the steps took, all of them together.
+    """
+    from envhub.client.remote_env import RemoteEnv
+
+    root = RemoteEnv(url, transport="ws", timeout=60)
+    forks = [root.fork() for _ in range(sessions)]
+    try:
+        await asyncio.gather(*(f.areset(task_id=task_id) for f in forks))
+        t0 = time.monotonic()
+        steps = await asyncio.gather(*(f.astep(message) for f in forks))
+        elapsed = time.monotonic() - t0
+    finally:
+        for f in forks:
+            f.close()
+        root.close()
+    return steps, elapsed

@@ -1,8 +1,9 @@
-"""A synchronous client of one MCP server (streamable HTTP), on a private event-loop thread.
+"""A client of one MCP server (streamable HTTP), on a private event-loop thread.
 
-Environment hooks are synchronous and the ``mcp`` SDK is asynchronous, so each
-:class:`McpServer` owns one daemon thread running an event loop, and every call is a
-coroutine submitted to it with a deadline. One MCP connection (the SDK's ``Client``, entered
+Each :class:`McpServer` owns one daemon thread running an event loop, and every call is a
+coroutine submitted to it with a deadline: a sync hook waits for it (:meth:`McpServer.call_tool`),
+an async one awaits it from its own loop (:meth:`McpServer.acall_tool`: a server's loop, where a
+step waiting on a tool holds no thread). One MCP connection (the SDK's ``Client``, entered
 by a holder task on that loop) serves every call; a call that fails for the server's reasons
 drops it, and the next call opens another, so a restarted server is found again. (Measured
 here, demo server on loopback: about 22 ms a call on the held connection against 145 ms when
@@ -33,9 +34,11 @@ calls other episodes have in flight on it.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import anyio
@@ -92,18 +95,21 @@ class McpServer:
 
     def list_tools(self) -> list[McpTool]:
         """Every tool the server lists (all pages)."""
+        return self._run("list_tools", self._listing, model_call=False)
 
-        async def listing(client: Client) -> list[McpTool]:
-            tools, cursor = [], None
-            for _ in range(100):
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    return tools
-            raise InfraError(f"MCP server {self.url} lists tools over more than 100 pages")
+    async def alist_tools(self) -> list[McpTool]:
+        """Async :meth:`list_tools`."""
+        return await self._arun("list_tools", self._listing, model_call=False)
 
-        return self._run("list_tools", listing, model_call=False)
+    async def _listing(self, client: Client) -> list[McpTool]:
+        tools, cursor = [], None
+        for _ in range(100):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+        raise InfraError(f"MCP server {self.url} lists tools over more than 100 pages")
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
         """Run one tool call; a tool's own failure comes back with ``is_error`` set.
@@ -113,21 +119,28 @@ class McpServer:
             VerifierTimeout: No answer within ``timeout_s``, while the server answers a probe.
             InfraError: The call failed and so did the probe.
         """
-
-        async def call(client: Client) -> CallToolResult:
-            return await client.call_tool(name, arguments)
-
         try:
-            return self._run(f"tool {name!r}", call, model_call=True)
+            return self._run(f"tool {name!r}", _caller(name, arguments), model_call=True)
         except _CallFailed as failed:
-            cause = failed.__cause__
-            if isinstance(cause, TimeoutError):
-                raise VerifierTimeout(
-                    f"tool {name!r} gave no answer within {self.timeout_s:g} s (the server "
-                    "answers others: this call is slow); ask for less"
-                ) from None
-            text = f"the server failed this call ({type(cause).__name__}: {str(cause)[:300]})"
-            return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+            return self._failed(name, failed)
+
+    async def acall_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Async :meth:`call_tool`: awaited from the caller's loop, holding no thread."""
+        try:
+            return await self._arun(f"tool {name!r}", _caller(name, arguments), model_call=True)
+        except _CallFailed as failed:
+            return self._failed(name, failed)
+
+    def _failed(self, name: str, failed: _CallFailed) -> CallToolResult:
+        """A call of the model's that failed while the server answers: its timeout or result."""
+        cause = failed.__cause__
+        if isinstance(cause, TimeoutError):
+            raise VerifierTimeout(
+                f"tool {name!r} gave no answer within {self.timeout_s:g} s (the server "
+                "answers others: this call is slow); ask for less"
+            ) from None
+        text = f"the server failed this call ({type(cause).__name__}: {str(cause)[:300]})"
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
 
     def close(self) -> None:
         """Close the connection and stop the loop thread (a later call starts both again)."""
@@ -147,6 +160,30 @@ class McpServer:
     # ------------------------------------------------------------------ plumbing
 
     def _run(self, what: str, action: Callable[[Client], Awaitable[T]], *, model_call: bool) -> T:
+        """``action`` on the held connection, waited for on this thread (see the module doc)."""
+        future = self._submit(action, model_call)
+        with self._sorted(what, future, model_call):
+            return future.result(self.timeout_s + PROBE_S + 5)
+
+    async def _arun(
+        self, what: str, action: Callable[[Client], Awaitable[T]], *, model_call: bool
+    ) -> T:
+        """:meth:`_run` awaited from the caller's loop.
+
+        A caller cancelled (its step's deadline) abandons the call as a sync caller past its
+        deadline does: the call runs on, so the connection other episodes share is not dropped.
+        """
+        future = self._submit(action, model_call)
+        with self._sorted(what, future, model_call):
+            waited = asyncio.wrap_future(future)
+            waited.add_done_callback(_retrieved)
+            return await asyncio.wait_for(asyncio.shield(waited), self.timeout_s + PROBE_S + 5)
+
+    def _submit(
+        self, action: Callable[[Client], Awaitable[T]], model_call: bool
+    ) -> concurrent.futures.Future[T]:
+        """``action`` under ``timeout_s`` on the client's loop; a failure probed if the model's."""
+
         async def attempt() -> T:
             client = await asyncio.shield(self._connected())
             return await action(client)
@@ -168,13 +205,19 @@ class McpServer:
             self._drop()
             raise failure
 
-        future = asyncio.run_coroutine_threadsafe(bounded(), self._running_loop())
+        return asyncio.run_coroutine_threadsafe(bounded(), self._running_loop())
+
+    @contextlib.contextmanager
+    def _sorted(
+        self, what: str, future: concurrent.futures.Future[Any], model_call: bool
+    ) -> Iterator[None]:
+        """The episode errors of a call's failures, waited for or awaited."""
         try:
-            return future.result(self.timeout_s + PROBE_S + 5)
+            yield
         except _CallFailed:
             raise
-        except TimeoutError as e:  # wait_for's own deadline, or the loop itself is wedged
-            future.cancel()
+        except (TimeoutError, asyncio.TimeoutError, concurrent.futures.TimeoutError) as e:
+            future.cancel()  # wait_for's own deadline, or the loop itself is wedged
             raise InfraError(
                 f"MCP server {self.url}: {what} got no answer within {self.timeout_s:g} s "
                 "(raise options.mcp.timeout_s if the server is slow)"
@@ -228,6 +271,21 @@ class McpServer:
                 threading.Thread(target=loop.run_forever, name=name, daemon=True).start()
                 self._loop = loop
             return self._loop
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Read an abandoned call's outcome, so that its failure is not logged as unread."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _caller(name: str, arguments: dict[str, Any]) -> Callable[[Client], Awaitable[CallToolResult]]:
+    """The action that calls tool ``name`` with ``arguments`` on a client."""
+
+    async def call(client: Client) -> CallToolResult:
+        return await client.call_tool(name, arguments)
+
+    return call
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

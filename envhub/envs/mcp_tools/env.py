@@ -44,7 +44,7 @@ from envhub.datasets import read_jsonl
 from envhub.errors import ConfigError, InvalidAction
 from envhub.spec import EnvSpec
 from envhub.tools import ParsedCall, ToolCounts, ToolEnv, ToolSet
-from envhub.types import Message, Task
+from envhub.types import Message, ResetResult, Task
 
 from .client import PROBE_S, McpServer
 from .grading import extract_answer, matches
@@ -94,6 +94,9 @@ class McpToolEnv(ToolEnv):
     counters: ClassVar[frozenset[str]] = frozenset({"tool_calls", "invalid_calls", "tool_errors"})
     primary_component: ClassVar[str] = "correctness"
     default_system_prompt: ClassVar[str | None] = DEFAULT_SYSTEM_PROMPT
+    sync_hooks: ClassVar[bool] = True
+    """Its steps are async (:meth:`acall_tool`: a server awaits the tools, a step waiting on one
+    holds no thread); the sync API calls the sync hooks (:meth:`call_tool`), as before."""
 
     def __init__(
         self,
@@ -151,17 +154,21 @@ class McpToolEnv(ToolEnv):
     def toolset(self) -> ToolSet:
         """The server's tools (the allow-list's, if given), listed on first use."""
         if self._toolset is None:
-            listed = {t.name: t for t in self.server.list_tools()}
-            wanted = self.mcp.tools if self.mcp.tools is not None else list(listed)
-            missing = sorted(set(wanted) - set(listed))
-            if missing:
-                raise ConfigError(
-                    f"mcp_tools: options.mcp.tools names {missing}, which the server at "
-                    f"{self.mcp.url} does not offer; it offers {sorted(listed)}"
-                )
-            tools = [to_tool(n, listed[n].description, listed[n].input_schema) for n in wanted]
-            self._toolset = ToolSet(tools, max_calls=self.max_calls_per_turn)
+            self._toolset = self._offered(self.server.list_tools())
         return self._toolset
+
+    def _offered(self, listing: list[Any]) -> ToolSet:
+        """The tools offered, of the server's ``listing`` (the allow-list's, if given)."""
+        listed = {t.name: t for t in listing}
+        wanted = self.mcp.tools if self.mcp.tools is not None else list(listed)
+        missing = sorted(set(wanted) - set(listed))
+        if missing:
+            raise ConfigError(
+                f"mcp_tools: options.mcp.tools names {missing}, which the server at "
+                f"{self.mcp.url} does not offer; it offers {sorted(listed)}"
+            )
+        tools = [to_tool(n, listed[n].description, listed[n].input_schema) for n in wanted]
+        return ToolSet(tools, max_calls=self.max_calls_per_turn)
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """The sample questions for the demo server (``envhub/envs/mcp_tools/demo_server.py``)."""
@@ -177,6 +184,12 @@ class McpToolEnv(ToolEnv):
         """Fresh counters; the tools are listed before the first step."""
         _ = self.toolset
         return McpState()
+
+    async def areset(self, *, seed: int | None = None, task_id: str | None = None) -> ResetResult:
+        """:meth:`reset`, the first listing awaited (the opening shows the tools)."""
+        if self._toolset is None:
+            self._toolset = self._offered(await self.server.alist_tools())
+        return await super().areset(seed=seed, task_id=task_id)
 
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
         """Correctness and format of a final answer."""
@@ -208,7 +221,15 @@ class McpToolEnv(ToolEnv):
     def call_tool(self, episode: Episode, call: ParsedCall) -> str:
         """One checked call sent to the server; its result (or tool error) as text."""
         self._check_size(call)
-        result = self.server.call_tool(call.name or "", call.arguments)
+        return self._rendered(episode, self.server.call_tool(call.name or "", call.arguments))
+
+    async def acall_tool(self, episode: Episode, call: ParsedCall) -> str:
+        """:meth:`call_tool`, the server's answer awaited."""
+        self._check_size(call)
+        result = await self.server.acall_tool(call.name or "", call.arguments)
+        return self._rendered(episode, result)
+
+    def _rendered(self, episode: Episode, result: Any) -> str:
         if result.is_error:
             episode.state.tool_errors += 1
         return render_result(result, self.result_chars)

@@ -53,19 +53,30 @@ proxy's error page), a binary frame, or fields of the wrong type (``done`` the s
 ``"false"``, a reward that is no number) is ``env_error``; one that does not answer within
 ``timeout_s`` is the step's ``timeout``. None of these is the model's ``invalid_action``.
 
+Its steps are async (:attr:`~envhub.core.Env.async_steps`): a server awaits each episode's
+WebSocket on its event loop (``websockets``' asyncio client), holding no thread while the
+OpenEnv server thinks; the sync API (``reset``, ``step``) plays over a blocking connection
+(``websockets``' sync client), the same protocol and statuses, one definition of each.
+
 The wire is spoken with ``websockets`` (a core dependency), not openenv-core's client: that
 client turns every server error into a bare ``RuntimeError``, losing the error code the
-statuses above are read from, and importing it loads gradio.
+statuses above are read from, and importing it loads gradio (0.3's async ``EnvClient``
+also sets ``NO_PROXY`` in the process's environment around each connect).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import json
 import math
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, ClassVar
 
+from websockets.asyncio.client import connect as aconnect
 from websockets.exceptions import WebSocketException
-from websockets.sync.client import ClientConnection, connect
+from websockets.sync.client import connect
 
 from envhub.core import Episode, Feedback, TaskEnv
 from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
@@ -84,29 +95,85 @@ class OpenEnvRefused(Exception):
     """The OpenEnv server answered a step with an error about the action."""
 
 
-class OpenEnvSession:
-    """One episode's WebSocket connection to an OpenEnv server."""
+_CLOSING: set[asyncio.Task[None]] = set()
+"""Closes of asyncio connections under way (a task is kept until it ends)."""
 
-    def __init__(self, base_url: str, timeout_s: float) -> None:
-        """Connect to ``base_url``'s ``/ws``; an unreachable server is an :class:`InfraError`."""
+
+class OpenEnvSession:
+    """One episode's WebSocket connection to an OpenEnv server, blocking or asyncio.
+
+    The constructor connects blocking (:meth:`call`); :meth:`aopen` connects on the running
+    event loop (:meth:`acall`, on that loop only). Both send the same frames and read the
+    answers the same way (:meth:`_answer`, :meth:`_wire`).
+    """
+
+    def __init__(self, base_url: str, timeout_s: float, *, connection: Any = None) -> None:
+        """Connect to ``base_url``'s ``/ws``; an unreachable server is an :class:`InfraError`.
+
+        ``connection``: an asyncio connection to it, made by :meth:`aopen` on the running loop.
+        """
         self.url = base_url.rstrip("/").replace("http", "ws", 1) + "/ws"
         self.timeout_s = timeout_s
+        self.loop: asyncio.AbstractEventLoop | None = None
+        """The event loop of an asyncio connection; ``None`` for a blocking one."""
+        if connection is not None:
+            self.loop = asyncio.get_running_loop()
+        else:
+            try:
+                connection = connect(self.url, open_timeout=timeout_s)
+            except (OSError, WebSocketException, TimeoutError) as e:
+                raise self._unreachable(e) from e
+        self.ws: Any = connection
+
+    @classmethod
+    async def aopen(cls, base_url: str, timeout_s: float) -> OpenEnvSession:
+        """A session over an asyncio connection, made on the running loop."""
+        url = base_url.rstrip("/").replace("http", "ws", 1) + "/ws"
         try:
-            self.ws: ClientConnection = connect(self.url, open_timeout=timeout_s)
-        except (OSError, WebSocketException, TimeoutError) as e:
-            raise InfraError(f"cannot reach the OpenEnv server at {self.url}: {e}") from e
+            connection = await aconnect(url, open_timeout=timeout_s)
+        except (OSError, WebSocketException, TimeoutError, asyncio.TimeoutError) as e:
+            raise InfraError(f"cannot reach the OpenEnv server at {url}: {e}") from e
+        return cls(base_url, timeout_s, connection=connection)
+
+    def _unreachable(self, e: BaseException) -> InfraError:
+        return InfraError(f"cannot reach the OpenEnv server at {self.url}: {e}")
 
     def call(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
         """Send one message; the answer's ``data`` (observation, reward, done)."""
+        if self.loop is not None:
+            raise RuntimeError("this episode's connection is asyncio's: await acall()")
+        with self._wire(kind):
+            self.ws.send(_frame(kind, data))
+            raw = self.ws.recv(timeout=self.timeout_s)
+        return self._answer(kind, raw)
+
+    async def acall(self, kind: str, data: dict[str, Any]) -> dict[str, Any]:
+        """Async :meth:`call`, on the loop that opened the connection."""
+        if self.loop is not asyncio.get_running_loop():
+            raise RuntimeError(
+                "this episode's connection belongs to another event loop (or is a blocking "
+                "one): play an episode on one loop, or with the sync reset() and step()"
+            )
+        with self._wire(kind):
+            await self.ws.send(_frame(kind, data))
+            raw = await asyncio.wait_for(self.ws.recv(), self.timeout_s)
+        return self._answer(kind, raw)
+
+    @contextlib.contextmanager
+    def _wire(self, kind: str) -> Iterator[None]:
+        """The statuses of a call's failures on the wire (see the module docstring)."""
         try:
-            self.ws.send(json.dumps({"type": kind, "data": data}))
-            answer = _json_object(kind, self.ws.recv(timeout=self.timeout_s))
-        except TimeoutError as e:
+            yield
+        except (TimeoutError, asyncio.TimeoutError) as e:
             raise VerifierTimeout(
                 f"the OpenEnv server did not answer {kind} within {self.timeout_s:g} s"
             ) from e
         except (OSError, WebSocketException) as e:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
+
+    def _answer(self, kind: str, raw: str | bytes) -> dict[str, Any]:
+        """The answer's checked ``data``; an error frame raised as its status says."""
+        answer = _json_object(kind, raw)
         if answer.get("type") == "error":
             error = answer.get("data")
             if not isinstance(error, dict):
@@ -121,12 +188,39 @@ class OpenEnvSession:
         return _checked(kind, answer.get("data") or {})
 
     def close(self) -> None:
-        """Say goodbye and close the connection (best effort: the server may be gone)."""
+        """Say goodbye and close the connection (best effort: the server may be gone).
+
+        An asyncio connection is closed on its own loop: by a task if that loop runs here,
+        else handed to it and waited for (at most ``timeout_s``); one whose loop has closed is
+        left to the garbage collector.
+        """
+        if self.loop is None:
+            try:
+                self.ws.send(_frame("close"))
+            except (OSError, WebSocketException):
+                pass
+            self.ws.close()
+            return
         try:
-            self.ws.send(json.dumps({"type": "close"}))
-        except (OSError, WebSocketException):
-            pass
-        self.ws.close()
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            if here is self.loop:
+                task = here.create_task(self.aclose())
+                _CLOSING.add(task)
+                task.add_done_callback(_CLOSING.discard)
+            elif not self.loop.is_closed():
+                closing = asyncio.run_coroutine_threadsafe(self.aclose(), self.loop)
+                with contextlib.suppress(TimeoutError, concurrent.futures.TimeoutError,
+                                         concurrent.futures.CancelledError):  # fmt: skip
+                    closing.result(self.timeout_s)
+
+    async def aclose(self) -> None:
+        """Async :meth:`close` of an asyncio connection, on its loop."""
+        with contextlib.suppress(OSError, WebSocketException):
+            await self.ws.send(_frame("close"))
+        await self.ws.close()
 
 
 class OpenEnvEnv(TaskEnv):
@@ -134,6 +228,9 @@ class OpenEnvEnv(TaskEnv):
 
     components = frozenset({"reward"})
     primary_component = "reward"
+    sync_hooks: ClassVar[bool] = True
+    """The sync API plays over a blocking connection (an episode's connection outlives a call,
+    so it cannot be one event loop's per call)."""
 
     def __init__(
         self,
@@ -213,9 +310,21 @@ class OpenEnvEnv(TaskEnv):
             if self._server is None or not self._server.revived(generation):
                 raise
             session, data = self._reset(seed)
-        self._session = session
-        episode.messages.append(self._user_message(data))
-        return session
+        return self._connected(episode, session, data)
+
+    async def ainit_state(self, episode: Episode) -> OpenEnvSession:
+        """:meth:`init_state` over an asyncio connection (a container is managed on a thread)."""
+        self._drop_session()
+        seed = episode.task.metadata["seed"]
+        generation = self._server.generation if self._server is not None else 0
+        try:
+            session, data = await self._areset(seed)
+        except InfraError:
+            server = self._server
+            if server is None or not await asyncio.to_thread(server.revived, generation):
+                raise
+            session, data = await self._areset(seed)
+        return self._connected(episode, session, data)
 
     def _reset(self, seed: int) -> tuple[OpenEnvSession, dict[str, Any]]:
         session = OpenEnvSession(self.base_url, self.timeout_s)
@@ -225,13 +334,37 @@ class OpenEnvEnv(TaskEnv):
             session.close()
             raise
 
+    async def _areset(self, seed: int) -> tuple[OpenEnvSession, dict[str, Any]]:
+        url = self._base_url if self._server is None else await asyncio.to_thread(self._server.url)
+        session = await OpenEnvSession.aopen(url, self.timeout_s)
+        try:
+            return session, await session.acall("reset", {"seed": seed})
+        except BaseException:
+            session.close()
+            raise
+
+    def _connected(self, episode: Episode, session: OpenEnvSession, data: dict[str, Any]) -> Any:
+        self._session = session
+        episode.messages.append(self._user_message(data))
+        return session
+
     def env_response(self, episode: Episode, message: Message) -> Feedback:
         """Send the model's action; OpenEnv's observation, reward and done come back."""
         try:
-            action = self._action(message.content)
-            data = episode.state.call("step", action)
+            data = episode.state.call("step", self._action(message.content))
         except (OpenEnvRefused, ValueError) as e:
             return _refused(str(e))
+        return self._feedback(data)
+
+    async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
+        """:meth:`env_response`, awaiting the OpenEnv server's answer."""
+        try:
+            data = await episode.state.acall("step", self._action(message.content))
+        except (OpenEnvRefused, ValueError) as e:
+            return _refused(str(e))
+        return self._feedback(data)
+
+    def _feedback(self, data: dict[str, Any]) -> Feedback:
         reward = data.get("reward")
         return Feedback(
             messages=[self._user_message(data)],
@@ -277,6 +410,11 @@ class OpenEnvEnv(TaskEnv):
         self._drop_session()
         if self._owner and self._server is not None:
             self._server.close()
+
+
+def _frame(kind: str, data: dict[str, Any] | None = None) -> str:
+    """One message of OpenEnv's WebSocket protocol (``close`` carries no data)."""
+    return json.dumps({"type": kind} if data is None else {"type": kind, "data": data})
 
 
 def _json_object(kind: str, raw: str | bytes) -> dict[str, Any]:
