@@ -146,14 +146,18 @@ def delegated(tmp_path, monkeypatch):
 def test_a_delegated_hierarchy_bounds_each_run_at_half_of_it(box, delegated, caplog):
     """Issue 22.7: an unprivileged server (in a container) gets its runs' cgroups from a
     hierarchy delegated to it; each run may take half of it, so 4 children of 150 MB of one
-    run (a 2 GB run cap of its own) are OOM-killed in 200 MB, charged there, not elsewhere."""
+    run (a 2 GB run cap of its own) are OOM-killed in 200 MB, charged there, not elsewhere.
+    Each child holds its memory for 5 s, so that they are alive together: a child that was
+    done before the next one touched its pages would let two fit one after the other (seen
+    once on a loaded machine: [0, 0, 9, 9])."""
     code = (
-        "import os\n"
+        "import os, time\n"
         "for i in range(4):\n"
         "    if os.fork() == 0:\n"
         "        x = bytearray(150 << 20)\n"
         "        for j in range(0, len(x), 4096):\n"
         "            x[j] = 1\n"
+        "        time.sleep(5)\n"
         "        os._exit(0)\n"
         "print(sorted(os.wait()[1] for _ in range(4)))\n"
     )
