@@ -1,6 +1,8 @@
 """Test-wide settings: offline hub access, private homes, no stray state."""
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -13,6 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 _home = tempfile.mkdtemp(prefix="envhub-test-home-")
+atexit.register(shutil.rmtree, _home, ignore_errors=True)  # gone with the test process
 os.environ.setdefault("HF_HOME", os.path.join(_home, "hf"))
 # User registrations made by tests land in a private folder, never the developer's.
 os.environ["ENVHUB_HOME"] = os.path.join(_home, "envhub")
