@@ -17,7 +17,7 @@ It is registered with transformers as the attention implementation :data:`NAME`
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -32,14 +32,20 @@ class Segments:
 
     prefix: int
     bounds: tuple[tuple[int, int], ...]
+    _built: dict[torch.device, list[torch.Tensor]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    """The masks by device, built once for all layers of a forward and their backward."""
 
     def masks(self, device: torch.device) -> list[torch.Tensor]:
         """Per segment, ``[n, prefix + n]``: every prefix key, then its own keys causally."""
-        return [
-            torch.ones(end - start, self.prefix + end - start, dtype=torch.bool, device=device)
-            .tril(diagonal=self.prefix)
-            for start, end in self.bounds
-        ]  # fmt: skip
+        if device not in self._built:
+            self._built[device] = [
+                torch.ones(end - start, self.prefix + end - start, dtype=torch.bool, device=device)
+                .tril(diagonal=self.prefix)
+                for start, end in self.bounds
+            ]  # fmt: skip
+        return self._built[device]
 
 
 def _repeat_kv(x: torch.Tensor, groups: int) -> torch.Tensor:
