@@ -21,6 +21,26 @@ def test_example_loads_and_overrides_apply():
     assert cfg.env.overrides["dataset"]["path"] == str(REPO / "examples" / "data" / "sums.jsonl")
 
 
+def _example_configs() -> list[Path]:
+    """The examples that are training or SFT configs (a ``model`` section; not the manifests)."""
+    import yaml
+
+    return [
+        p
+        for p in sorted((REPO / "examples").glob("*.yaml"))
+        if any(isinstance(d, dict) and "model" in d for d in yaml.safe_load_all(p.read_text()))
+    ]
+
+
+@pytest.mark.parametrize("path", _example_configs(), ids=lambda p: p.name)
+def test_every_example_config_loads(path):
+    from envhub.trainer.sft import SFTConfig
+
+    is_sft = "\nsft:" in path.read_text()
+    cfg = load_config(path, [], SFTConfig) if is_sft else load_config(path, [])
+    assert cfg.env.mix or cfg.env.name
+
+
 def test_unknown_key_suggests_the_close_one():
     with pytest.raises(
         TrainConfigError, match="unknown config key 'rollout.group_sise'.*group_size"
