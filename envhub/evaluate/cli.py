@@ -161,7 +161,8 @@ _Compare = Annotated[
     list[Path] | None,
     typer.Option(
         help="A finished run to compare (repeat): one table of pass@1 per environment and run, "
-        "on the tasks all of them played; nothing is evaluated."
+        "on the tasks all of them played; nothing is evaluated. An eval run's folder, a training "
+        "run's validation round (DIR/validation/step_NNNNN), or a training run (its last round)."
     ),
 ]
 _Agent = Annotated[

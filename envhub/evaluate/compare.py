@@ -6,11 +6,17 @@ per environment, a column per run, each cell the run's pass@1 there (its mean re
 A row compares only what is comparable: every run must have played the same tasks of that
 environment (its split, its task ids, and as many samples of each), else the comparison is
 refused naming the environment and what differs. Nothing is evaluated again.
+
+A training or SFT run's validation rounds are ``envhub eval`` runs too, one folder per source
+(``DIR/validation/step_NNNNN/<env>/``), so a round stands as one column: name the round's
+folder, or the run's folder for its last round. That is how the stages of a pipeline trained on
+environments with knob settings (which ``envhub eval`` has no flags for) are put side by side.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,37 +24,56 @@ from ..errors import ConfigError
 from .store import RunStore
 
 
+@dataclass
+class _Stage:
+    """One column: an ``envhub eval`` run, or a validation round's runs (one per source)."""
+
+    model: str | None
+    environments: dict[str, dict[str, Any]]
+    played: dict[str, Counter]
+
+
 def compare(runs: list[Path]) -> dict[str, Any]:
     """The comparison of ``runs`` (``{"runs": [...], "environments": {env: [cell, ...]}}``).
+
+    Each run is an ``envhub eval --out`` folder, a validation round's folder
+    (``DIR/validation/step_NNNNN``) or a training or SFT run's folder (its last round).
 
     Raises:
         ConfigError: a folder is no finished run, or the runs played different tasks.
     """
     if len(runs) < 2:
         raise ConfigError("--compare takes two runs or more (repeat it: --compare A --compare B)")
-    stores = [_finished(run) for run in runs]
-    summaries = [s.read_summary() for s in stores]
-    shared = [
-        e for e in summaries[0]["environments"] if all(e in s["environments"] for s in summaries)
-    ]
+    stages = [_stage(run) for run in runs]
+    shared = [e for e in stages[0].environments if all(e in s.environments for s in stages)]
     if not shared:
         raise ConfigError("the runs share no environment: evaluate each stage on the same --env")
-    played = [_played(s) for s in stores]
     for env in shared:
-        _same_tasks(env, runs, [p.get(env, Counter()) for p in played])
+        _same_tasks(env, runs, [s.played.get(env, Counter()) for s in stages])
     return {
-        "runs": [
-            {"dir": str(r), "model": s.get("model")} for r, s in zip(runs, summaries, strict=True)
-        ],
-        "environments": {env: [_cell(s["environments"][env]) for s in summaries] for env in shared},
+        "runs": [{"dir": str(r), "model": s.model} for r, s in zip(runs, stages, strict=True)],
+        "environments": {env: [_cell(s.environments[env]) for s in stages] for env in shared},
     }
 
 
-def _finished(run: Path) -> RunStore:
-    store = RunStore(run)
-    if not store.summary_path.exists():
-        raise ConfigError(f"{run}: no summary.json; is it a finished `envhub eval --out` folder?")
-    return store
+def _stage(run: Path) -> _Stage:
+    if (run / "summary.json").exists():
+        store = RunStore(run)
+        summary = store.read_summary()
+        return _Stage(summary.get("model"), summary["environments"], _played(store))
+    rounds = sorted((run / "validation").glob("step_*")) if (run / "validation").is_dir() else []
+    round_dir = rounds[-1] if rounds else run
+    stores = [RunStore(d) for d in sorted(round_dir.glob("*")) if (d / "summary.json").exists()]
+    if not stores:
+        raise ConfigError(
+            f"{run}: no summary.json; is it a finished `envhub eval --out` folder, a validation "
+            "round (DIR/validation/step_NNNNN) or a run with validation rounds?"
+        )
+    stage = _Stage(f"{round_dir.parent.parent.name} {round_dir.name}", {}, {})
+    for store in stores:
+        stage.environments |= store.read_summary()["environments"]
+        stage.played |= _played(store)
+    return stage
 
 
 def _played(store: RunStore) -> dict[str, Counter]:

@@ -207,3 +207,30 @@ def test_compare_puts_the_stages_side_by_side_on_the_same_tasks(home, tmp_path):
     assert res.exit_code == 1 and "arith:" in res.output and "same tasks" in res.output
     res = invoke("--compare", runs["base"], "--compare", tmp_path / "nothing")
     assert res.exit_code == 1 and "no summary.json" in res.output
+
+
+def test_compare_takes_a_training_runs_validation_rounds_as_columns(home, tmp_path):
+    """A validation round (one eval folder per source) is one column; a run's folder stands for
+    its last round; a folder holding neither is refused saying what was expected."""
+
+    def weaker(body):
+        reply = policy(body)
+        return {**reply, "content": "ANSWER: -1"} if not body.get("tools") else reply
+
+    train = tmp_path / "train"
+    for step, responder in (("step_00000", weaker), ("step_00010", policy)):
+        with ScriptedEndpoint(responder) as ep:
+            for env in ("arith", "guess"):
+                out = train / "validation" / step / env
+                res = invoke("--base-url", ep.base_url, "--model", "policy", "--env", env,
+                             "--out", out, "--no-progress")  # fmt: skip
+                assert res.exit_code == 0, res.output
+    rounds = train / "validation"
+    res = invoke("--compare", rounds / "step_00000", "--compare", train, "--json")
+    assert res.exit_code == 0, res.output
+    table = json.loads(res.output)
+    assert [r["model"] for r in table["runs"]] == ["train step_00000", "train step_00010"]
+    assert [c["pass@1"] for c in table["environments"]["arith"]] == [0.0, pytest.approx(5 / 6)]
+    assert [c["pass@1"] for c in table["environments"]["guess"]] == [1.0, 1.0]
+    res = invoke("--compare", rounds / "step_00000", "--compare", tmp_path)
+    assert res.exit_code == 1 and "validation round" in res.output
