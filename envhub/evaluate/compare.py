@@ -57,13 +57,13 @@ def compare(runs: list[Path]) -> dict[str, Any]:
 
 
 def _stage(run: Path) -> _Stage:
-    if (run / "summary.json").exists():
-        store = RunStore(run)
+    store = RunStore(run)
+    if store.summary_path.exists():
         summary = store.read_summary()
         return _Stage(summary.get("model"), summary["environments"], _played(store))
-    rounds = sorted((run / "validation").glob("step_*")) if (run / "validation").is_dir() else []
+    rounds = sorted((run / "validation").glob("step_*"))
     round_dir = rounds[-1] if rounds else run
-    stores = [RunStore(d) for d in sorted(round_dir.glob("*")) if (d / "summary.json").exists()]
+    stores = [s for s in map(RunStore, sorted(round_dir.glob("*"))) if s.summary_path.exists()]
     if not stores:
         raise ConfigError(
             f"{run}: no summary.json; is it a finished `envhub eval --out` folder, a validation "
