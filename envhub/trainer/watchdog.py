@@ -8,7 +8,9 @@ which
 - waits in slices of ``watchdog.progress_every_s``, logging a progress line (what it waits
   for, how long so far, the deadline) once a wait passes the first slice;
 - gives up at a deadline computed from the work (:class:`Deadlines`: a fixed floor plus the
-  tokens to generate or train on at a throughput far below this machine's), not a fixed hour;
+  tokens to generate or train on at a throughput far below this machine's), not a fixed hour,
+  unless each late worker is still computing (a loaded machine): then it waits on, slice by
+  slice, up to ``SLACK`` times the deadline;
 - on giving up, logs each late actor's Python stack (``py-spy dump``, or the process state
   when the process is stopped) and raises :class:`PartHung`, naming the part.
 
@@ -141,8 +143,10 @@ def get(
     """``ray.get(refs)`` within ``deadline_s``, with a progress line while it waits.
 
     ``refs``: one object ref or a list. ``pids[i]``, when given, is the process (on this
-    node) of the actor behind ``refs[i]``: a late one's stack is logged before
-    :class:`PartHung` is raised.
+    node) of the actor behind ``refs[i]``. Past the deadline, the wait goes on slice by slice
+    while every late process is computing (:data:`BUSY_SHARE` of a core or more), up to
+    ``SLACK`` times the deadline; then each late one's stack is logged and :class:`PartHung`
+    is raised. A ref without a pid counts as not computing.
 
     Raises:
         PartHung: some refs had no answer by the deadline.
@@ -152,31 +156,110 @@ def get(
 
     single = not isinstance(refs, list)
     pending = [refs] if single else list(refs)
+    pids = list(pids or [])
+    cpu = CpuClock([pids[i] if i < len(pids) else None for i in range(len(pending))])
     t0 = time.monotonic()
+    limit = deadline_s
     waiting = list(pending)
     while waiting:
         elapsed = time.monotonic() - t0
-        left = deadline_s - elapsed
-        if left <= 0:
+        if elapsed >= limit:
             late = [i for i, r in enumerate(pending) if r in waiting]
-            for i in late:
-                log_stack(pids[i] if pids is not None and i < len(pids) else None, part)
-            raise PartHung(part, deadline_s, late)
+            limit = _stretch(part, deadline_s, limit, elapsed, late, cpu, progress_every_s)
+            if limit <= elapsed:
+                for i in late:
+                    log_stack(cpu.pids[i], part)
+                raise PartHung(part, deadline_s, late)
+        cpu.mark()
         _, waiting = ray.wait(
-            waiting, num_returns=len(waiting), timeout=min(progress_every_s, left)
+            waiting, num_returns=len(waiting), timeout=min(progress_every_s, limit - elapsed)
         )
         elapsed = time.monotonic() - t0
-        if waiting and elapsed >= progress_every_s and elapsed < deadline_s:
+        if waiting and elapsed >= progress_every_s and elapsed < limit:
             log.info(
                 "waiting on %s: %d of %d answered after %.0f s (deadline %.0f s)",
                 part,
                 len(pending) - len(waiting),
                 len(pending),
                 elapsed,
-                deadline_s,
+                limit,
             )
     got = ray.get(pending)
     return got[0] if single else got
+
+
+BUSY_SHARE = 0.1
+"""A late worker that used at least this share of one core over the last slice is computing,
+not hung: a stopped process, a wait on a lost peer or a dead engine uses next to none."""
+
+
+class CpuClock:
+    """CPU seconds used by processes of this node, between two :meth:`mark` calls."""
+
+    def __init__(self, pids: Sequence[int | None]):
+        """``pids[i]``: the process behind the i-th ref, or ``None`` (not on this node)."""
+        self.pids = list(pids)
+        self._last: list[tuple[float, float | None]] = []
+
+    def mark(self) -> None:
+        """Start a slice: remember each process's CPU time now."""
+        now = time.monotonic()
+        self._last = [(now, _cpu_seconds(pid)) for pid in self.pids]
+
+    def share(self, i: int) -> float:
+        """The share of one core process ``i`` used since the last mark; 0 when unknown."""
+        if i >= len(self._last):
+            return 0.0
+        t, before = self._last[i]
+        after = _cpu_seconds(self.pids[i])
+        wall = time.monotonic() - t
+        if before is None or after is None or wall <= 0:
+            return 0.0
+        return (after - before) / wall
+
+
+def _stretch(
+    part: str,
+    deadline_s: float,
+    limit: float,
+    elapsed: float,
+    late: Sequence[int],
+    cpu: CpuClock,
+    slice_s: float,
+) -> float:
+    """The new limit of a wait past ``limit``: one more slice while every late worker computes.
+
+    A loaded machine (a CI's other processes, oversubscribed threads) can slow a call many
+    times over what the deadline allows; such a worker is still burning CPU, while a hung one
+    is not. Each late worker must be computing, and the wait never goes past ``SLACK`` times
+    the deadline; otherwise ``limit`` comes back unchanged and the caller gives up.
+    """
+    shares = [cpu.share(i) for i in late]
+    if min(shares) < BUSY_SHARE or elapsed >= SLACK * deadline_s:
+        return limit
+    new = min(elapsed + slice_s, SLACK * deadline_s)
+    log.warning(
+        "%s is past its deadline of %.0f s after %.0f s, but computing (%.0f%% of a core over "
+        "the last slice): waiting up to %.0f s in all",
+        part,
+        deadline_s,
+        elapsed,
+        100 * min(shares),
+        SLACK * deadline_s,
+    )
+    return new
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User plus system CPU seconds of process ``pid`` (all its threads), or ``None``."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def log_stack(pid: int | None, part: str) -> str:

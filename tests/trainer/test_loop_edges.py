@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
 import random
 from pathlib import Path
 from types import SimpleNamespace
@@ -296,6 +297,41 @@ def test_deadlines_follow_the_work_and_stretch_with_a_slow_machine():
     assert d.generation([[0] * 10] * 10, 10) == pytest.approx(60 + (100 + 100 / 32) / 1.25)
     d.observe("train", tokens=1000, seconds=0.5)  # under a second says nothing
     assert d.train(4000) == pytest.approx(260)
+
+
+def test_a_late_worker_still_computing_gets_more_time_and_a_stopped_one_none(caplog):
+    """A loaded CI once stretched a policy update past its 115 s deadline while the worker was
+    in Adam's step: computing is not hanging. A stopped process uses no CPU and is given up."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from envhub.trainer.watchdog import SLACK, CpuClock, _stretch
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        cpu = CpuClock([busy.pid, idle.pid, None])
+        cpu.mark()
+        time.sleep(1.0)
+        assert cpu.share(0) > 0.1 and cpu.share(1) < 0.05 and cpu.share(2) == 0
+        with caplog.at_level(logging.WARNING, logger="envhub.trainer"):
+            assert _stretch("policy workers (x)", 100, 100, 100, [0], cpu, 30) == 130
+        assert "past its deadline of 100 s after 100 s, but computing" in caplog.text
+        assert _stretch("p", 100, 390, 390, [0], cpu, 30) == SLACK * 100  # never past 4x
+        assert _stretch("p", 100, 400, 400, [0], cpu, 30) == 400  # then it gives up
+        assert _stretch("p", 100, 100, 100, [0, 1], cpu, 30) == 100  # one late one is idle
+        assert _stretch("p", 100, 100, 100, [2], cpu, 30) == 100  # not on this node: unknown
+        os.kill(busy.pid, signal.SIGSTOP)
+        time.sleep(0.2)
+        cpu.mark()
+        time.sleep(1.0)
+        assert cpu.share(0) < 0.05  # a stopped process computes nothing
+    finally:
+        for p in (busy, idle):
+            p.kill()
+            p.wait()
 
 
 def test_the_workers_path_is_the_checkout_not_the_package():
