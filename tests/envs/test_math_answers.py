@@ -331,3 +331,23 @@ def test_a_cut_off_gold_is_an_error_though_math_verify_reads_it():
             validate_gold(gold)
     for gold in ("[1, 2)", "(0, 1]", r"\{1, 2\}", r"\left(1, 2\right)"):
         validate_gold(gold)
+
+
+def test_a_forked_worker_holds_no_pipe_the_parent_had_open():
+    """A worker forked while another thread held a pipe (a subprocess's exec-status pipe, a
+    child's stdin) must not keep it open: the trainer's driver once hung forever spawning an
+    agent program, its read of that pipe never reaching EOF."""
+    import os
+    import select
+
+    read_end, write_end = os.pipe()
+    try:
+        answers.shutdown()
+        answers.warmup()  # forks the workers now, with write_end open in this process
+        os.close(write_end)
+        ready, _, _ = select.select([read_end], [], [], 10)
+        assert ready and os.read(read_end, 1) == b"", "a math worker kept the pipe open"
+        assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # the workers still answer
+    finally:
+        os.close(read_end)
+        answers.shutdown()

@@ -33,10 +33,12 @@ anything else is a bug and propagates (the caller reports it, it is never a rewa
 from __future__ import annotations
 
 import ast
+import os
 import random
 import re
 import resource
 import string
+import sys
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -52,7 +54,9 @@ def init_worker(memory_bytes: int | None) -> None:
 
     The cap is ``memory_bytes`` on top of what the forked worker already maps: a worker forked
     from a large process (a trainer with torch loaded) starts out with its parent's mappings.
+    The descriptors the fork copied are closed first (:func:`close_inherited_fds`).
     """
+    close_inherited_fds()
     if memory_bytes:
         try:
             with open("/proc/self/statm") as f:
@@ -65,6 +69,37 @@ def init_worker(memory_bytes: int | None) -> None:
             cap = min(cap, hard)
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     warm()
+
+
+def close_inherited_fds() -> None:
+    """Close every descriptor this forked worker holds except stdio and its pool channel.
+
+    The pool forks from a process whose other threads may hold pipes at that instant: a
+    subprocess's exec-status pipe half-way through its spawn, a child's stdin, a server's
+    socket. A copy kept here for the worker's life means the other end never sees EOF: the
+    parent's ``subprocess`` spawn then waits forever (a trainer driver hung so, spawning agent
+    programs while a worker forked), and a child reading its stdin to the end never finishes.
+    The pool channel is found in the pebble frame that runs the initializer; where it cannot be
+    found (another pebble), nothing is closed.
+    """
+    keep = {0, 1, 2}
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_name != "worker_process":
+        frame = frame.f_back
+    channel = frame.f_locals.get("channel") if frame is not None else None
+    if channel is None:
+        return
+    keep |= {channel.reader.fileno(), channel.writer.fileno()}
+    try:
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except OSError:
+        return
+    for fd in fds:
+        if fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
 
 def warm() -> None:
