@@ -75,10 +75,10 @@ class Teacher:
     def measure(self, cluster: Cluster, config: Config, out: Path) -> None:
         """The teacher's held-out pass@1 per source: validation's episodes, run once.
 
-        Only for a model-path teacher with ``validation`` on (``self`` is the policy, whose
-        rate validation reports). Rows in ``out/teacher/validation.jsonl``.
+        Only for a model-path teacher with ``validation`` on and ``validate_teacher`` (``self``
+        is the policy, whose rate validation reports). Rows in ``out/teacher/validation.jsonl``.
         """
-        if self.cfg.is_self or config.validation.every <= 0:
+        if self.cfg.is_self or not self.cfg.validate_teacher or config.validation.every <= 0:
             return
         from envhub.evaluate.backends import BatchingBackend
         from envhub.evaluate.local import engine_batch_fn

@@ -211,3 +211,27 @@ def test_envhub_train_with_a_teacher(tmp_path, overrides):
     if "validation.every=2" in overrides:
         assert 0 <= rows[-1]["distill/teacher/gsm8k/pass@1"] <= 1
         assert (tmp_path / "run" / "teacher" / "validation.jsonl").exists()
+
+
+def test_a_teacher_whose_rate_is_known_is_not_validated_again(tiny_path, tmp_path):
+    """``validate_teacher: false`` skips the teacher's own held-out round: no engine call, no
+    rows, no ``distill/teacher/...`` metrics (validation of the student stays on)."""
+    from transformers import AutoTokenizer
+
+    from envhub.engines.chat import ChatFormatter
+    from envhub.trainer.config import load_config
+    from envhub.trainer.teacher import Teacher
+
+    config = load_config(
+        EXAMPLES / "tiny.yaml", [f"loss.distill.teacher={tiny_path}", "validation.every=2"]
+    )
+    cfg = config.loss.distill.model_copy(update={"validate_teacher": False})
+    teacher = Teacher(cfg, ChatFormatter(AutoTokenizer.from_pretrained(tiny_path)), [])
+
+    class NoCluster:
+        def __getattr__(self, name):
+            raise AssertionError(f"the teacher was asked to {name}")
+
+    teacher.measure(NoCluster(), config, tmp_path)
+    assert teacher.pass_rates == {} and not (tmp_path / "teacher").exists()
+    assert config.loss.distill.validate_teacher  # on by default

@@ -45,6 +45,10 @@ class DistillConfig(BaseModel):
     standalone: bool = False
     """True: train on the distillation signal alone (the reward's advantages are zeroed;
     rewards are still logged). False: added to GRPO's advantages."""
+    validate_teacher: bool = True
+    """A model-path teacher with ``validation`` on: measure its own held-out pass@1 once at
+    start (``distill/teacher/<source>/pass@1``). False skips that round, for a teacher whose
+    rate on the same tasks is already known (the run that made it validated it last)."""
     privileged_note: str = PRIVILEGED_NOTE
     """``teacher: self``: the system note added for the teacher; ``{reference}`` is replaced
     by the environment's reference action (the move ``envhub check`` proves scores 1)."""
