@@ -388,7 +388,8 @@ def test_a_converted_unit_is_the_same_answer(pred, gold):
         ("3, 5", "3.5", False),  # a space after the comma: a list
         ("3,5", "3, 5", True),  # facing a list it is the list
         ("3,5", "35", False),
-        ("1.000,5", "1000.5", False),  # not read: the dot would be a thousands separator
+        ("1.000,5", "1000.5", True),  # dots between thousands, then a decimal comma
+        ("1.000,500", "1000.5", False),  # 1.000 and 500 may be a list: not read as one number
         ("3,14", r"\pi", False),  # a decimal is its exact value
     ],
 )

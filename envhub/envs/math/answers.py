@@ -677,8 +677,8 @@ def decimal_comma(answer: str) -> tuple[str, Expr] | None:
     list ``3, 5``. Either side may be the one with the comma (math-verify's suite has the gold
     ``1,22`` for ``1.22``; a gold list is written ``1, 2``). A comma before exactly three
     digits is a thousands separator (``1,000`` is 1000, read so by
-    :func:`~envhub.envs.math.latex.clean`); a comma followed by a space is a list; ``1.000,5``
-    is not read. Returns the rewritten text and its parse, or None.
+    :func:`~envhub.envs.math.latex.clean`, as is ``1.000,5``); a comma followed by a space is a
+    list. Returns the rewritten text and its parse, or None.
     """
     try:
         text = clean(answer)

@@ -5,8 +5,8 @@ every digit ASCII (``١٢٣``, ``１２３``) and removed invisible characters:
 
 * :func:`clean` strips what never changes an answer's value: math delimiters (``$``,
   ``\(``), ``\text{}`` wrappers, ``\left``/``\right``, spacing commands, degree signs,
-  thousands separators (``1,000``, ``1{,}000``, ``1\,000``), a leading ``x =``, trailing
-  punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX (``±``,
+  thousands separators (``1,000``, ``1{,}000``, ``1\,000``, ``1.234,5``), a leading ``x =``,
+  trailing punctuation; ``\dfrac``/``\tfrac`` become ``\frac``; unicode signs become LaTeX (``±``,
   ``²``).
 * :func:`latex_to_py` turns one cleaned expression into Python syntax with explicit ``*``
   (``2\sqrt{3}x`` -> ``2*sqrt(3)*x``). Its output uses only numbers, ``+ - * / ** ( ) ,``,
@@ -133,6 +133,13 @@ _BOXED = re.compile(r"\\(?:boxed|fbox)(?![a-zA-Z])\s*")
 _BRACE = re.compile(r"(?<!\\)[{}]")
 _BARE = re.compile(r"[^\s$]+")
 _THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?:\.\d+)?(?!\d|,\d)")
+_DOT_THOUSANDS = re.compile(
+    r"(?<![\d.,])[1-9]\d{0,2}(?:\.\d{3})+,(?:\d{1,2}|\d{4,})(?![\d.,])"  # 1.234,5
+    r"|(?<![\d.,])[1-9]\d{0,2}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567
+)
+"""A number written with dots between thousands, where that reading is the only one: a
+decimal comma after them (``1.234,5``, not ``1.234,567``, which may be a list) or two dots
+or more (``1.234.567``). ``1.234`` alone stays one point two three four."""
 _LHS = re.compile(r"^\s*(?:[A-Za-z]|\\[a-zA-Z]+)\s*(?:=|\\in(?![a-zA-Z]))(?!=)\s*")
 _SCIENTIFIC = re.compile(r"(\d)[eE]([-+]?\d+)(?![\d.])")
 _TOKEN = re.compile(r"[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+|[A-Za-z]+|\*\*|[-+*/(),=<>]|\s+")
@@ -305,6 +312,7 @@ def clean(s: str) -> str:
     for pattern, repl in _SUBS:
         s = pattern.sub(repl, s)
     s = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), s)
+    s = _DOT_THOUSANDS.sub(lambda m: m.group(0).replace(".", "").replace(",", "."), s)
     s = " ".join(s.split())
     s = s.rstrip(".;,: ").lstrip(":, ")
     if s.count("=") == 1 or re.match(r"^\s*[A-Za-z]\s*\\in(?![a-zA-Z])", s):
