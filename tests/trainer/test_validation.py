@@ -93,6 +93,13 @@ def test_a_round_runs_envhub_eval_episodes_and_writes_its_row(data, tmp_path, en
     assert v.due(0, 7, 3) and v.due(6, 7, 3) and v.due(7, 7, 3) and not v.due(5, 7, 3)
 
 
+def test_a_run_from_a_validated_export_may_skip_the_round_at_step_0(data, tmp_path):
+    v = validator(data, source(data), tmp_path, at_start=False)
+    assert not v.due(0, 10, 5) and v.due(5, 10, 5) and v.due(10, 10, 5)
+    assert not v.due(0, 10) and v.due(3, 10)  # every=1: each step but the first
+    assert not validator(data, source(data), tmp_path, at_start=False).due(0, 0)
+
+
 def test_validating_the_same_policy_twice_gives_the_same_samples(data, tmp_path, engine):
     """Each request is seeded from the run seed, the task and the sample: two rounds on the
     same weights agree episode for episode, however the engine batched their requests."""

@@ -38,6 +38,10 @@ class ValidationConfig(BaseModel):
 
     every: int = Field(default=0, ge=0)
     """Validate every N steps (and at step 0 and at the end); 0: no validation."""
+    at_start: bool = True
+    """False: no round at step 0. For a run that starts from an export whose own run ended
+    with a round on the same tasks (an SFT stage's, for the GRPO stage after it): the same
+    greedy episodes again would only cost time."""
     sources: list[str] | None = None
     """Sources (environment names of the mix) to validate; all of the mix when unset."""
     split: str | None = None
@@ -334,9 +338,11 @@ class Validator:
             self.path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     def due(self, step: int, total: int, every: int | None = None) -> bool:
-        """True at step 0, every ``every`` steps and at the last step."""
+        """True at step 0 (unless ``at_start`` is off), every ``every`` steps and at the end."""
         every = every or self.cfg.every
-        return every > 0 and (step == 0 or step == total or step % every == 0)
+        if every <= 0 or (step == 0 and not self.cfg.at_start):
+            return False
+        return step == 0 or step == total or step % every == 0
 
     def run(self, step: int) -> list[dict[str, Any]]:
         """One round: every source evaluated; rows appended to ``validation.jsonl``."""
