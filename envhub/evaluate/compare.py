@@ -7,6 +7,11 @@ A row compares only what is comparable: every run must have played the same task
 environment (its split, its task ids, and as many samples of each), else the comparison is
 refused naming the environment and what differs. Nothing is evaluated again.
 
+Beside the table, each run's change from the run before it: the difference in pass@1 per
+environment and its mean over the environments, each with a 95% bootstrap interval **paired
+over tasks** (a resample draws tasks, and both runs' results on each drawn task go with it),
+which is what the same tasks buy: a stage's gain is told apart from the tasks' own spread.
+
 A training or SFT run's validation rounds are ``envhub eval`` runs too, one folder per source
 (``DIR/validation/step_NNNNN/<env>/``), so a round stands as one column: name the round's
 folder, or the run's folder for its last round. That is how the stages of a pipeline trained on
@@ -15,13 +20,15 @@ environments with knob settings (which ``envhub eval`` has no flags for) are put
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from .store import RunStore
+from .metrics import bootstrap_ci, stratified_bootstrap_ci, task_passes
+from .store import EpisodeRecord, RunStore
 
 
 @dataclass
@@ -31,6 +38,8 @@ class _Stage:
     model: str | None
     environments: dict[str, dict[str, Any]]
     played: dict[str, Counter]
+    passes: dict[str, dict[tuple[str, str], float]] = field(default_factory=dict)
+    """Per environment, each task's pass@1 (:func:`~.metrics.task_passes`)."""
 
 
 def compare(runs: list[Path]) -> dict[str, Any]:
@@ -53,6 +62,29 @@ def compare(runs: list[Path]) -> dict[str, Any]:
     return {
         "runs": [{"dir": str(r), "model": s.model} for r, s in zip(runs, stages, strict=True)],
         "environments": {env: [_cell(s.environments[env]) for s in stages] for env in shared},
+        "changes": [_change(a, b, shared) for a, b in itertools.pairwise(stages)],
+    }
+
+
+def _change(before: _Stage, after: _Stage, envs: list[str]) -> dict[str, Any]:
+    """``after``'s pass@1 minus ``before``'s, per environment and in the mean over them.
+
+    Each with its 95% bootstrap interval paired over the tasks both scored (a task whose every
+    sample was excluded in either run is left out of the pair).
+    """
+    diffs = {}
+    for env in envs:
+        a, b = before.passes.get(env, {}), after.passes.get(env, {})
+        diffs[env] = [b[t] - a[t] for t in sorted(a.keys() & b.keys())]
+    cell = {
+        env: {"delta": sum(d) / len(d) if d else None, "ci95": bootstrap_ci(d, seed=0)}
+        for env, d in diffs.items()
+    }
+    groups = list(diffs.values())
+    mean = sum(sum(d) / len(d) for d in groups) / len(groups) if all(groups) else None
+    return {
+        "environments": cell,
+        "mean": {"delta": mean, "ci95": stratified_bootstrap_ci(groups, seed=0)},
     }
 
 
@@ -60,7 +92,10 @@ def _stage(run: Path) -> _Stage:
     store = RunStore(run)
     if store.summary_path.exists():
         summary = store.read_summary()
-        return _Stage(summary.get("model"), summary["environments"], _played(store))
+        records = store.load_records()
+        return _Stage(
+            summary.get("model"), summary["environments"], _played(records), _passes(records)
+        )
     rounds = sorted((run / "validation").glob("step_*"))
     round_dir = rounds[-1] if rounds else run
     stores = [s for s in map(RunStore, sorted(round_dir.glob("*"))) if s.summary_path.exists()]
@@ -71,17 +106,27 @@ def _stage(run: Path) -> _Stage:
         )
     stage = _Stage(f"{round_dir.parent.parent.name} {round_dir.name}", {}, {})
     for store in stores:
+        records = store.load_records()
         stage.environments |= store.read_summary()["environments"]
-        stage.played |= _played(store)
+        stage.played |= _played(records)
+        stage.passes |= _passes(records)
     return stage
 
 
-def _played(store: RunStore) -> dict[str, Counter]:
+def _played(records: list[EpisodeRecord]) -> dict[str, Counter]:
     """Per environment, how many samples of each (split, task) the run played."""
     out: dict[str, Counter] = {}
-    for r in store.load_records():
+    for r in records:
         out.setdefault(r.env, Counter())[(r.split, r.task_id)] += 1
     return out
+
+
+def _passes(records: list[EpisodeRecord]) -> dict[str, dict[tuple[str, str], float]]:
+    """Per environment, each task's pass@1."""
+    by_env: dict[str, list[EpisodeRecord]] = {}
+    for r in records:
+        by_env.setdefault(r.env, []).append(r)
+    return {env: task_passes(rs) for env, rs in by_env.items()}
 
 
 def _same_tasks(env: str, runs: list[Path], played: list[Counter]) -> None:
@@ -115,5 +160,28 @@ def print_comparison(result: dict[str, Any]) -> None:
         table.add_row(env, *(f"{fmt(c['pass@1'])} ({fmt(c['mean_reward'])})" for c in cells))
     console = Console(width=max(Console().width, 100))
     console.print(table)
+    if result["changes"]:
+        console.print(_changes_table(result))
     for i, run in enumerate(result["runs"]):
         console.print(f"  {i + 1}. {run['dir']}", highlight=False)
+
+
+def _changes_table(result: dict[str, Any]) -> Any:
+    """Each run's pass@1 change from the run before, with its paired 95% interval."""
+    from rich.table import Table
+
+    table = Table(title="pass@1 change from the run before (95% interval, paired over tasks)")
+    table.add_column("env")
+    for i in range(1, len(result["runs"])):
+        table.add_column(f"{i + 1} - {i}", justify="right")
+
+    def show(c: dict[str, Any]) -> str:
+        if c["delta"] is None:
+            return "-"
+        lo, hi = c["ci95"]
+        return f"{c['delta']:+.3f} [{lo:+.2f}, {hi:+.2f}]"
+
+    for env in result["environments"]:
+        table.add_row(env, *(show(ch["environments"][env]) for ch in result["changes"]))
+    table.add_row("mean", *(show(ch["mean"]) for ch in result["changes"]))
+    return table

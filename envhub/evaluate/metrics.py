@@ -16,6 +16,7 @@ component passes when its reward reaches the run's ``pass_threshold`` (1.0 by de
 from __future__ import annotations
 
 import math
+import random
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -26,6 +27,8 @@ from .store import EpisodeRecord
 EXCLUDED = frozenset({Status.INFRA_ERROR, Status.ENV_ERROR})
 """Statuses left out of rewards and pass rates (reported apart)."""
 _EPS = 1e-9
+BOOTSTRAP_SAMPLES = 1000
+"""Resamples of a bootstrap interval."""
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -167,3 +170,39 @@ def fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         return "nan" if math.isnan(value) else f"{value:.{digits}f}"
     return str(value)
+
+
+def task_passes(records: Sequence[EpisodeRecord]) -> dict[tuple[str, str], float]:
+    """Per ``(split, task_id)``, the share of its scored samples that passed (its pass@1)."""
+    by_task: dict[tuple[str, str], list[bool]] = defaultdict(list)
+    for r in records:
+        if r.passed is not None:
+            by_task[(r.split, r.task_id)].append(bool(r.passed))
+    return {t: sum(v) / len(v) for t, v in by_task.items()}
+
+
+def task_pass_rates(records: Sequence[EpisodeRecord]) -> list[float]:
+    """:func:`task_passes`' rates in task order."""
+    return [rate for _, rate in sorted(task_passes(records).items())]
+
+
+def bootstrap_ci(values: Sequence[float], seed: int, n: int = BOOTSTRAP_SAMPLES) -> list[float]:
+    """95% percentile bootstrap interval of the mean of ``values`` (resampled with replacement)."""
+    return stratified_bootstrap_ci([values], seed, n)
+
+
+def stratified_bootstrap_ci(
+    groups: Sequence[Sequence[float]], seed: int, n: int = BOOTSTRAP_SAMPLES
+) -> list[float]:
+    """95% percentile bootstrap interval of the mean of the groups' means.
+
+    Each group is resampled on its own (with replacement, its own size): the interval of a
+    mean over environments whose tasks are drawn independently. NaNs when a group is empty.
+    """
+    if not groups or not all(groups):
+        return [float("nan"), float("nan")]
+    rng = random.Random(seed)
+    stats = sorted(
+        sum(sum(rng.choices(g, k=len(g))) / len(g) for g in groups) / len(groups) for _ in range(n)
+    )
+    return [stats[int(0.025 * (n - 1))], stats[int(0.975 * (n - 1))]]

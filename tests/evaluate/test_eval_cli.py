@@ -195,8 +195,18 @@ def test_compare_puts_the_stages_side_by_side_on_the_same_tasks(home, tmp_path):
     arith = [cell["pass@1"] for cell in table["environments"]["arith"]]
     assert arith == [0.0, pytest.approx(5 / 6)]
     assert [cell["pass@1"] for cell in table["environments"]["guess"]] == [1.0, 1.0]
+    # the change, paired over tasks: arith gained on 5 of its 6 tasks, guess on none
+    (change,) = table["changes"]
+    arith, guess = change["environments"]["arith"], change["environments"]["guess"]
+    assert (
+        arith["delta"] == pytest.approx(5 / 6) and 0.3 < arith["ci95"][0] <= arith["ci95"][1] == 1
+    )
+    assert guess == {"delta": 0.0, "ci95": [0.0, 0.0]}
+    assert change["mean"]["delta"] == pytest.approx(5 / 12)
+    assert change["mean"]["ci95"][0] > 0.1 and change["mean"]["ci95"][1] == pytest.approx(0.5)
     res = invoke("--compare", runs["base"], "--compare", runs["trained"])
     assert res.exit_code == 0 and "1. base" in res.output and "2. trained" in res.output
+    assert "paired over tasks" in res.output and "+0.417" in res.output
 
     with ScriptedEndpoint(policy) as ep:
         fewer = tmp_path / "fewer"

@@ -100,3 +100,25 @@ def test_importing_the_evaluator_stays_light():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_bootstrap_interval_by_hand():
+    from envhub.evaluate.metrics import bootstrap_ci
+
+    assert bootstrap_ci([1.0, 1.0, 1.0], seed=0) == [1.0, 1.0]
+    lo, hi = bootstrap_ci([0.0, 1.0] * 50, seed=0)
+    assert 0.38 < lo < 0.5 < hi < 0.62  # about 0.5 +- 1.96 * 0.05
+    assert bootstrap_ci([], seed=0) != bootstrap_ci([], seed=0)  # NaNs: no tasks, no interval
+
+
+def test_a_mean_over_groups_resamples_each_group_on_its_own():
+    from envhub.evaluate.metrics import bootstrap_ci, stratified_bootstrap_ci
+
+    # a constant group adds no spread: the interval is the other group's, halved and shifted
+    lo, hi = stratified_bootstrap_ci([[1.0] * 10, [0.0, 1.0] * 50], seed=0)
+    one_lo, one_hi = bootstrap_ci([0.0, 1.0] * 50, seed=0)
+    assert (lo, hi) == pytest.approx(((1 + one_lo) / 2, (1 + one_hi) / 2), abs=0.015)
+    # two independent groups of 100: about 0.5 +- 1.96 * 0.05 / sqrt(2)
+    lo, hi = stratified_bootstrap_ci([[0.0, 1.0] * 50, [1.0, 0.0] * 50], seed=0)
+    assert 0.42 < lo < 0.5 < hi < 0.58
+    assert stratified_bootstrap_ci([[1.0], []], seed=0) != [1.0, 1.0]  # an empty group: NaNs

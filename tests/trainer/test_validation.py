@@ -19,7 +19,6 @@ from envhub.trainer.episodes.validation import (
     BestTracker,
     ValidationConfig,
     Validator,
-    bootstrap_ci,
     read_rows,
 )
 
@@ -155,12 +154,6 @@ def test_the_runs_engines_sample_a_seeded_request_alike_however_many(engine, mon
         outs = ClusterEngine(cluster, 512).generate(prompts, params, seeds)
         samples.append([g.token_ids for g in outs])
     assert samples[0] == samples[1] == samples[2]
-
-
-def test_bootstrap_interval_by_hand():
-    assert bootstrap_ci([1.0, 1.0, 1.0], seed=0) == [1.0, 1.0]
-    lo, hi = bootstrap_ci([0.0, 1.0] * 50, seed=0)
-    assert 0.38 < lo < 0.5 < hi < 0.62  # about 0.5 +- 1.96 * 0.05
 
 
 def test_best_round_and_early_stopping():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -27,8 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from envhub.datasets import read_jsonl
 from envhub.errors import ConfigError
-
-BOOTSTRAP_SAMPLES = 1000
+from envhub.evaluate.metrics import bootstrap_ci, task_pass_rates
 
 
 class ValidationConfig(BaseModel):
@@ -102,25 +100,6 @@ def check_held_out(
             "whitespace and case): set validation.split to a held-out split, or train on "
             "another split"
         )
-
-
-def bootstrap_ci(values: Sequence[float], seed: int, n: int = BOOTSTRAP_SAMPLES) -> list[float]:
-    """95% percentile bootstrap interval of the mean of ``values`` (resampled with replacement)."""
-    if not values:
-        return [float("nan"), float("nan")]
-    rng = random.Random(seed)
-    k = len(values)
-    means = sorted(sum(rng.choices(values, k=k)) / k for _ in range(n))
-    return [means[int(0.025 * (n - 1))], means[int(0.975 * (n - 1))]]
-
-
-def task_pass_rates(records: Sequence[Any]) -> list[float]:
-    """Per task, the fraction of its scored samples that passed (pass@1 of the task)."""
-    by_task: dict[str, list[bool]] = {}
-    for r in records:
-        if r.passed is not None:
-            by_task.setdefault(r.task_id, []).append(bool(r.passed))
-    return [sum(v) / len(v) for _, v in sorted(by_task.items())]
 
 
 RATES = ("pass@1", "pass@k", "mean_reward", "pass@1_ci95")
