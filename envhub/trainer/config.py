@@ -236,6 +236,14 @@ class TrainConfig(_Section):
     """Give the policy's SwiGLU MLPs and RMSNorms fused forwards that keep fewer activations
     for backward (``envhub.trainer.workers.fused``: Llama, Mistral, Qwen2/3 modules; others are left
     alone); same numbers to float rounding. ``false``: the model's own modules."""
+    skip_zero_advantage: bool = True
+    """Leave samples whose loss is exactly 0 out of the update (advantage 0, as in a group of
+    equal rewards, with ``loss.kl_beta`` 0, no distillation and a policy loss registered
+    ``zero_at_zero_advantage``): the same gradient and optimizer step without their forward
+    and backward. They still count in the aggregation's token and sequence totals; the
+    update's per-token metrics (``entropy``, ``clip_fraction``, ``token_mult_prob_error``, ...)
+    then cover the trained samples (``skipped_zero_advantage`` counts the rest) and are left
+    out of a step that trained none. ``false``: every sample is computed."""
     minibatches: int = Field(default=1, ge=1)
     """Optimizer steps per rollout batch. 1 is strictly on-policy: the trainer's logprobs
     before the update are taken from the training forward itself, saving a pass."""

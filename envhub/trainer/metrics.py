@@ -139,19 +139,28 @@ def source_metrics(
 def train_metrics(per_rank: Sequence[dict[str, float]]) -> dict[str, float]:
     """Combine the workers' sums into batch-level means."""
     total = {k: sum(r.get(k, 0.0) for r in per_rank) for k in per_rank[0]}
-    n = max(total["n_tokens"], 1.0)
+    n = total["n_tokens"]
+    per_token = (
+        {  # means over the trained tokens: none when the update trained none
+            "kl": total["kl_sum"] / n,
+            "entropy": total["entropy_sum"] / n,
+            "clip_fraction": total["clipped_sum"] / n,
+            "ratio_mean": total["ratio_sum"] / n,
+            "token_mult_prob_error": total["mult_err_sum"] / n,
+            **(
+                {"is_weight_mean": total["is_weight_sum"] / n} if total.get("is_weight_sum") else {}
+            ),
+        }
+        if n > 0
+        else {}
+    )
     return {
         "loss": total["loss"],
-        "kl": total["kl_sum"] / n,
-        "entropy": total["entropy_sum"] / n,
-        "clip_fraction": total["clipped_sum"] / n,
-        "ratio_mean": total["ratio_sum"] / n,
-        "token_mult_prob_error": total["mult_err_sum"] / n,
+        **per_token,
         "grad_norm": per_rank[0]["grad_norm"],
         "lr": per_rank[0]["lr"],
-        "train_tokens": total["n_tokens"],
+        "train_tokens": n,
         "memory/worker_peak_mb": max(r.get("peak_memory_mb", 0.0) for r in per_rank),
-        **({"is_weight_mean": total["is_weight_sum"] / n} if total.get("is_weight_sum") else {}),
         **correction_metrics(per_rank),
     }
 

@@ -264,7 +264,7 @@ def _sft_metrics(stats: list[dict[str, float]], batch: list[Tokenized]) -> dict[
     n = max(m["train_tokens"], 1.0)
     out = {
         "nll": sum(r.get("nll_sum", 0.0) for r in stats) / n,
-        "entropy": m["entropy"],
+        "entropy": m.get("entropy", 0.0),
         "grad_norm": m["grad_norm"],
         "lr": m["lr"],
         "train_tokens": m["train_tokens"],

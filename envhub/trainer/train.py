@@ -60,7 +60,13 @@ from envhub.engines.chat import ChatFormatter
 from envhub.engines.weights import resolve_model
 from envhub.errors import EnvhubError
 from envhub.trainer import checkpoint as ckpt
-from envhub.trainer.algo.batch import Sample, assign_weights, shard, split_minibatches
+from envhub.trainer.algo.batch import (
+    Sample,
+    assign_weights,
+    carries_gradient,
+    shard,
+    split_minibatches,
+)
 from envhub.trainer.algo.grpo import group_advantages
 from envhub.trainer.algo.overlong import OverlongConfig, episode_penalty
 from envhub.trainer.best import rounds_of, should_stop, validate
@@ -627,6 +633,11 @@ def _update(
     norm_len = settings.params.max_tokens * settings.max_turns
     for mb in minibatches:
         assign_weights(mb, config.loss.aggregation, norm_len)
+    skipped = 0
+    if config.train.skip_zero_advantage:  # after the weights, which count them
+        kept = [[s for s in mb if carries_gradient(s, config.loss)] for mb in minibatches]
+        skipped = len(samples) - sum(map(len, kept))
+        minibatches = kept  # an emptied minibatch still takes its optimizer step
     per_rank: list[list[list[Sample]]] = [[] for _ in cluster.policy]
     for mb in minibatches:
         for r, part in enumerate(shard(mb, len(cluster.policy), pad_id)):
@@ -640,7 +651,7 @@ def _update(
     t0 = time.perf_counter()
     stats = cluster.train(per_rank)
     times["time/train"] = time.perf_counter() - t0
-    return train_metrics(stats) | distill
+    return train_metrics(stats) | {"skipped_zero_advantage": float(skipped)} | distill
 
 
 def _pins(config: Config, out: Path) -> list[dict[str, str]]:

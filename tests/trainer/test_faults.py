@@ -166,7 +166,12 @@ def _rows(out):
     return [json.loads(x) for x in (Path(out) / "metrics.jsonl").read_text().splitlines()]
 
 
-FAST = ["loss.kl_beta=0", "cluster.policy_workers=1", "checkpoint.export_final=false"]
+FAST = [
+    "loss.kl_beta=0",
+    "train.skip_zero_advantage=false",  # token_mult_prob_error on every row
+    "cluster.policy_workers=1",
+    "checkpoint.export_final=false",
+]
 
 
 ASYNC = [

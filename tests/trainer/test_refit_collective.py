@@ -47,6 +47,8 @@ GLOO = [
     "generation.bucket_mb=1",  # the tiny model's ~13 MB go in many buckets
     "generation.verify_refit=true",
     "loss.kl_beta=0",
+    # every sample trained, so that token_mult_prob_error (the refit's check) is on each row
+    "train.skip_zero_advantage=false",
     "checkpoint.every=0",
     "checkpoint.export_final=false",
 ]

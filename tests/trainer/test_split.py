@@ -28,6 +28,8 @@ SPLIT = [
     "generation.kv_cache_gib=0.25",
     "generation.max_num_seqs=32",
     "loss.kl_beta=0",
+    # every sample trained, so that token_mult_prob_error (the refit's check) is on each row
+    "train.skip_zero_advantage=false",
     "checkpoint.every=0",
     "checkpoint.export_final=false",
 ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from envhub.trainer.algo.grpo import loss_weights
+from envhub.trainer.algo.grpo import ZERO_AT_ZERO_ADVANTAGE, LossConfig, loss_weights
 
 
 @dataclass
@@ -76,6 +76,24 @@ def assign_weights(minibatch: Sequence[Sample], mode: str, norm_len: int) -> Non
         mask = torch.tensor(s.loss_mask[1:], dtype=torch.float32)[None]
         w = loss_weights(mask, mode, n_seqs=n_seqs, n_tokens=n_tokens, max_len=norm_len)
         s.weights_targets = w[0].tolist()
+
+
+def carries_gradient(sample: Sample, loss: LossConfig) -> bool:
+    """Whether the sample's loss can be nonzero.
+
+    It is exactly 0 whatever the weights when its advantage is 0, it has no per-token
+    advantages (distillation), the KL term is off and the policy loss is one of
+    :data:`~envhub.trainer.algo.grpo.ZERO_AT_ZERO_ADVANTAGE`.
+
+    Such a sample changes no gradient, so the update may leave it out once the minibatch's
+    aggregation weights are set (they count it, so the others' weights stay the same).
+    """
+    return (
+        sample.advantage != 0.0
+        or sample.token_advantages_targets is not None
+        or loss.kl_beta > 0
+        or loss.policy_loss not in ZERO_AT_ZERO_ADVANTAGE
+    )
 
 
 def shard(samples: Sequence[Sample], world_size: int, pad_id: int) -> list[list[Sample]]:

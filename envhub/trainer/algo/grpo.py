@@ -60,6 +60,13 @@ def group_advantages(
     sums = torch.zeros(len(counts), dtype=torch.float64).index_add_(0, inverse, rewards)
     means = sums / counts
     centered = rewards - means[inverse]
+    # a group of equal rewards has advantage exactly 0 (not the rounding of ``r - mean``): its
+    # samples carry no gradient, and the update may leave them out (``train.skip_zero_advantage``)
+    lows = torch.full((len(counts),), torch.inf, dtype=torch.float64)
+    highs = torch.full((len(counts),), -torch.inf, dtype=torch.float64)
+    lows = lows.scatter_reduce(0, inverse, rewards, "amin")
+    highs = highs.scatter_reduce(0, inverse, rewards, "amax")
+    centered = torch.where((lows == highs)[inverse], torch.zeros_like(centered), centered)
     if not normalize_std:
         return torch.where(counts[inverse] > 1, centered, torch.zeros_like(centered)).float()
     sq = torch.zeros(len(counts), dtype=torch.float64).index_add_(0, inverse, centered**2)
@@ -256,18 +263,37 @@ def _registrar(table: dict[str, Any], what: str) -> Callable[[str], Callable[[An
     return register
 
 
-register_policy_loss = _registrar(POLICY_LOSSES, "policy loss")
-"""``@register_policy_loss("name")`` above a :data:`PolicyLossFn`: ``loss.policy_loss: name``.
+_register_loss = _registrar(POLICY_LOSSES, "policy loss")
+ZERO_AT_ZERO_ADVANTAGE: set[str] = set()
+"""Policy losses whose loss and gradient are exactly 0 on a token whose advantage is 0, so
+that the update can leave such samples out (``train.skip_zero_advantage``)."""
 
-The module that holds it must be imported in the policy workers too: add losses here, or in a
-module of ``envhub/trainer/algo/`` that this one imports."""
+
+def register_policy_loss(
+    name: str, *, zero_at_zero_advantage: bool = False
+) -> Callable[[PolicyLossFn], PolicyLossFn]:
+    """``@register_policy_loss("name")`` above a :data:`PolicyLossFn`: ``loss.policy_loss: name``.
+
+    ``zero_at_zero_advantage``: the loss is ``A`` times something finite (no term without the
+    advantage, such as an entropy bonus), so a sample of advantage 0 adds nothing to the
+    gradient and ``train.skip_zero_advantage`` skips its forward and backward. Unsure: leave
+    it False (every sample is then computed).
+
+    The module that holds it must be imported in the policy workers too: add losses here, or
+    in a module of ``envhub/trainer/algo/`` that this one imports.
+    """
+    if zero_at_zero_advantage:
+        ZERO_AT_ZERO_ADVANTAGE.add(name)
+    return _register_loss(name)
+
+
 register_ratio_level = _registrar(RATIO_LEVELS, "ratio level")
 """``@register_ratio_level("name")`` above a :data:`RatioFn`: ``loss.ratio_level: name``."""
 register_aggregation = _registrar(AGGREGATIONS, "aggregation")
 """``@register_aggregation("name")`` above a weights function: ``loss.aggregation: name``."""
 
 
-@register_policy_loss("clipped")
+@register_policy_loss("clipped", zero_at_zero_advantage=True)
 def clipped_surrogate(
     ratio: torch.Tensor, adv: torch.Tensor, low: float, high: float
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -301,6 +301,7 @@ class Policy:
             self.optimizer.zero_grad(set_to_none=True)
             for mb_samples in micro_batches(samples, self.micro_batch_size, by_prompt=self.pack):
                 self._micro_step(collate(mb_samples, self.pad_id), mb_samples, stats)
+            self._zero_missing_grads()
             norms.append(self._clip_grad())
             stats["lr"] = self.scheduler.get_last_lr()[0]
             self.optimizer.step()
@@ -351,6 +352,16 @@ class Policy:
         for key in CORRECTION_KEYS:
             value = getattr(corr, key.removeprefix("rc/"))
             stats[key] = max(stats[key], value) if key.endswith("_max") else stats[key] + value
+
+    def _zero_missing_grads(self) -> None:
+        """Give a zero gradient where no micro-batch gave one.
+
+        Every sample of the minibatch was left out (``train.skip_zero_advantage``): AdamW's
+        step is then the one a zero loss would take (its momentum still moves the weights).
+        """
+        for p in self.model.parameters():
+            if p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
 
     def _clip_grad(self) -> float:
         norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
