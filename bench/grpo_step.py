@@ -53,6 +53,9 @@ def summarise(rows: list[dict], startup_s: float) -> dict:
     out["step_tokens_per_s"] = statistics.fmean(
         r.get("response_length", 0.0) * r.get("episodes", 0.0) / r["time/step"] for r in steady
     )
+    out["skipped_zero_advantage"] = statistics.fmean(
+        r.get("skipped_zero_advantage", 0.0) for r in steady
+    )  # samples per step whose forward and backward were left out (train.skip_zero_advantage)
     out["reward_mean_all_steps"] = statistics.fmean(r.get("reward_mean", 0.0) for r in rows)
     out["rewards"] = [r.get("reward_mean", 0.0) for r in rows]
     out["trajectory_age_mean"] = statistics.fmean(r.get("trajectory_age_mean", 0.0) for r in rows)
