@@ -8,10 +8,13 @@ phase (``time/*``), generated tokens per second, and the largest policy worker's
 ``examples/smollm2_math.yaml`` (SmolLM2-135M-Instruct, vLLM engine in split placement; run
 on-policy here, generation and training in turn, see ``race_trl``) against TRL's
 ``GRPOTrainer`` (``bench/trl_grpo.py``, its own venv) on the same work: the same prompt
-pool (two-number sums written once as a jsonl dataset for envhub and as chat messages with
-the same system prompt for TRL), group size, sampling settings, completion length
-(``--max-tokens``, default 128), micro-batch size, learning rate and number of steps; then
-it prints both summaries and the ratios TRL / envhub.
+pool (one-digit sums, ``bench.trl_grpo.default_prompts``, under the same system prompt), the
+same reward (``gsm8k``'s correctness, computed by envhub's environment on both sides), group
+size, sampling settings, completion length (``--max-tokens``, default 128), micro-batch size,
+learning rate and number of steps; then it prints both summaries, the ratios TRL / envhub
+and both reward curves. envhub leaves the samples of groups whose rewards are all equal out of
+its update (``train.skip_zero_advantage``, the same gradient); ``skipped_zero_advantage`` says
+how many a step, and ``train.skip_zero_advantage=false`` as an override computes them all.
 
     python bench/grpo_step.py                                   # tiny example, 4 steps
     python bench/grpo_step.py --config examples/tiny.yaml --steps 6 rollout.group_size=8
@@ -90,24 +93,13 @@ def run_envhub(config_path: str, steps: int, extra: list[str]) -> dict:
     return summarise(rows, startup)
 
 
-SYSTEM = "Add the numbers. Think briefly, then give the answer as \\boxed{N}."
-
-
 def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
     """envhub and TRL on the same work (see the module docstring); both summaries + ratios."""
-    from bench.trl_grpo import TRLSettings, default_prompts, run_trl
+    from bench.trl_grpo import REWARD_WEIGHTS, SYSTEM, TRLSettings, default_prompts, run_trl
 
     rows = default_prompts(args.prompts_per_step * args.steps, seed=0)
     data = tmp / "race_sums.jsonl"
-    with open(data, "w") as f:
-        for i, r in enumerate(rows):
-            question = r["prompt"][0]["content"]
-            f.write(json.dumps({"task_id": f"race/{i}", "prompt": question, "answer": r["answer"]}))
-            f.write("\n")
-    trl_rows = [
-        {"prompt": [{"role": "system", "content": SYSTEM}, *r["prompt"]], "answer": r["answer"]}
-        for r in rows
-    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     envhub = run_envhub(
         args.config or str(ROOT / "examples" / "smollm2_math.yaml"),
         args.steps,
@@ -115,9 +107,8 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
             f"env.overrides.dataset={{kind: jsonl, path: {data}}}",
             f"env.overrides.system_prompt={json.dumps(SYSTEM)}",
             "env.overrides.prompt_template='{prompt}'",
-            "env.overrides.answer_format=boxed",
-            # correctness alone: TRL's reward is the same check (bench/trl_grpo.boxed_reward)
-            "env.overrides.reward.weights={correctness: 1.0, format: 0.0}",
+            # correctness alone, as TRL's reward (the same environment: bench/trl_grpo.py)
+            f"env.overrides.reward.weights={json.dumps(REWARD_WEIGHTS)}",
             f"rollout.prompts_per_step={args.prompts_per_step}",
             f"rollout.group_size={args.group_size}",
             f"rollout.sampling.max_tokens={args.max_tokens}",
@@ -136,7 +127,7 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
         return {"envhub": envhub}
     trl = run_trl(
         TRLSettings(
-            prompts=trl_rows,
+            prompts=rows,
             prompts_per_step=args.prompts_per_step,
             group_size=args.group_size,
             max_tokens=args.max_tokens,
@@ -162,7 +153,7 @@ def race_trl(args: argparse.Namespace, tmp: Path) -> dict:
 
 def print_curves(envhub: list[float], trl: list[float]) -> None:
     """The two reward curves (mean reward of each step's samples), step by step."""
-    print("reward per step (correctness: the last \\boxed{} holds the sum)")
+    print("reward per step (gsm8k's correctness on one-digit sums, both sides)")
     print(f"  {'step':>4s} {'envhub':>8s} {'trl':>8s}")
     for i in range(max(len(envhub), len(trl))):
         cells = [f"{c[i]:8.3f}" if i < len(c) else f"{'-':>8s}" for c in (envhub, trl)]

@@ -20,10 +20,14 @@ generated in one batch (``generation_batch_size``), trained in micro-batches of
     python bench/trl_grpo.py --setup-only                       # just build the venv
 
 From Python (``bench/grpo_step.py``): ``run_trl(TRLSettings(...))`` returns the summary dict.
-Each line of ``--prompts-jsonl`` is ``{"prompt": str | [messages], "answer": str}``; the
-reward is 1 when the completion's last ``\\boxed{...}`` holds the answer, else 0: envhub's
-``correctness`` on these integer answers, so that the race's two reward curves measure the
-same thing (its cost is negligible either way).
+Each line of ``--prompts-jsonl`` is ``{"task_id": str, "prompt": str, "answer": str}`` (the
+jsonl dataset of envhub's math environments); TRL is asked each ``prompt`` under
+:data:`SYSTEM`. The reward is envhub's own: the ``gsm8k`` environment, made in the TRL process
+on the same rows, scores each completion (``verify``, correctness alone), so that the race's
+two reward curves measure the same thing. The default prompts are one-digit sums
+(:func:`default_prompts`), which SmolLM2-135M-Instruct solves some of the time: on two-digit
+sums asked for a ``\\boxed{}`` answer both trainers scored 0 at every step, and a race whose
+groups all score 0 trains on nothing.
 """
 
 from __future__ import annotations
@@ -40,6 +44,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / ".envhub-cache" / "venv-trl"
 TRL_REQUIREMENT = "trl==1.16.0"
+SYSTEM = 'Add the numbers. Reply with only "#### <sum>".'
+"""The race's system prompt (``examples/smollm2_math.yaml``'s)."""
+REWARD_WEIGHTS = {"correctness": 1.0, "format": 0.0}
+"""The reward both sides train on: ``gsm8k``'s correctness alone."""
 
 
 @dataclass
@@ -49,7 +57,8 @@ class TRLSettings:
     model: str = ""
     """HF model directory; empty means SmolLM2-135M-Instruct (converted on first use)."""
     prompts: list = field(default_factory=list)
-    """``{"prompt": str | messages, "answer": str}`` rows; empty means built-in sums."""
+    """``{"task_id": str, "prompt": str, "answer": str}`` rows; empty means
+    :func:`default_prompts`."""
     prompts_per_step: int = 4
     group_size: int = 8
     max_tokens: int = 128
@@ -66,24 +75,33 @@ class TRLSettings:
 
 
 def default_prompts(n: int, seed: int = 0) -> list[dict]:
-    """Easy two-number sums in chat form, with their answers."""
+    """``n`` sums of two one-digit numbers, as rows of a jsonl dataset of ``gsm8k``."""
     import random
 
     rng = random.Random(seed)
     rows = []
-    for _ in range(n):
-        a, b = rng.randint(1, 50), rng.randint(1, 50)
-        question = f"What is {a} + {b}? Think briefly, then give the answer as \\boxed{{N}}."
-        rows.append({"prompt": [{"role": "user", "content": question}], "answer": str(a + b)})
+    for i in range(n):
+        a, b = rng.randint(0, 9), rng.randint(0, 9)
+        rows.append({"task_id": f"race/{i}", "prompt": f"What is {a} + {b}?", "answer": str(a + b)})
     return rows
 
 
-def boxed_reward(text: str, answer: str) -> float:
-    """1.0 when the last ``\\boxed{...}`` of ``text`` holds the integer ``answer``."""
-    import re
+def envhub_reward(rows: list[dict], folder: Path):
+    """A TRL reward function scoring with envhub's ``gsm8k`` on ``rows`` (written to ``folder``)."""
+    sys.path.insert(0, str(ROOT))
+    import envhub
 
-    found = re.findall(r"\\boxed\{\s*(-?\d+)\s*\}", text)
-    return 1.0 if found and int(found[-1]) == int(answer) else 0.0
+    data = folder / "race_rows.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = envhub.make(
+        "gsm8k", dataset={"kind": "jsonl", "path": str(data)}, reward={"weights": REWARD_WEIGHTS}
+    )
+
+    def reward(completions, task_id, **_):
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        return [env.verify(t, text).reward for t, text in zip(task_id, texts, strict=True)]
+
+    return reward
 
 
 def venv_python() -> Path:
@@ -152,11 +170,15 @@ def _worker(settings: dict) -> dict:
         raise ValueError("prompts_per_step x group_size must be a multiple of micro_batch_size")
     accum = per_step // s.micro_batch_size
     rows = s.prompts * (s.steps * s.prompts_per_step // max(len(s.prompts), 1) + 1)
-    dataset = Dataset.from_list(rows[: s.steps * s.prompts_per_step])
-
-    def reward(completions, answer, **_):
-        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
-        return [boxed_reward(t, a) for t, a in zip(texts, answer, strict=True)]
+    system = {"role": "system", "content": SYSTEM}
+    chats = [
+        {"task_id": r["task_id"], "prompt": [system, {"role": "user", "content": r["prompt"]}]}
+        for r in rows[: s.steps * s.prompts_per_step]
+    ]
+    dataset = Dataset.from_list(chats)
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / "trl-grpo-bench"
+    work.mkdir(parents=True, exist_ok=True)
+    reward = envhub_reward(s.prompts, work)
 
     stamps: list[float] = []
     lengths: list[float] = []
@@ -177,7 +199,7 @@ def _worker(settings: dict) -> dict:
                 rewards.append(float(logs["reward"]))
 
     config = GRPOConfig(
-        output_dir=str(Path(os.environ.get("TMPDIR", "/tmp")) / "trl-grpo-bench"),
+        output_dir=str(work),
         use_cpu=True,
         bf16=False,
         per_device_train_batch_size=s.micro_batch_size,
