@@ -100,6 +100,7 @@ def test_lora_with_vllm_engines_refits_the_adapter_alone(tmp_path):
     out = tmp_path / "run"
     overrides = ["train.steps=2", "model.lora.rank=8", "generation.verify_refit=false"]
     overrides.append("generation.one_step_off_policy=false")  # step 2 sampled after the refit
+    overrides.append("train.skip_zero_advantage=false")  # token_mult_prob_error on every row
     proc = run_envhub_train(config, out, *overrides)
     assert "refit: the LoRA adapter alone" in proc.stdout + proc.stderr
     rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
