@@ -67,8 +67,11 @@ def _play(env, task_id: str, replies: list[str]):
 def _verifiers_games(python: Path) -> tuple[list[dict], str]:
     """verifiers' own run of ``GAMES``: a row per game (reward, ok, its errors), and its stderr."""
     lines = "".join(json.dumps({"task_id": t, "replies": r}) + "\n" for t, r in GAMES)
+    # verifiers launches its chat program with `uv`: the venv's own, where PATH has none (as
+    # envhub's bridge does; verifiers would otherwise try to download one)
+    env = {**os.environ, "PATH": f"{python.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = subprocess.run([str(python), str(SUPPORT / "vf_guess_parity.py")], input=lines,
-                         text=True, capture_output=True, timeout=600, cwd=SUPPORT)  # fmt: skip
+                         text=True, capture_output=True, timeout=600, cwd=SUPPORT, env=env)  # fmt: skip
     assert out.returncode == 0, f"verifiers' own run failed:\n{out.stderr[-3000:]}"
     return [json.loads(line) for line in out.stdout.splitlines()], out.stderr
 
