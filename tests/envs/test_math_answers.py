@@ -232,6 +232,50 @@ def test_slow_symbolic_check_times_out_and_the_pool_recovers():
     assert not is_equivalent(r"2\sqrt{3}", r"\sqrt{8}", timeout=10)
 
 
+def _waits(seconds: float) -> str:
+    """Worker work that spends wall time but no CPU, as a check does on a loaded machine."""
+    time.sleep(seconds)
+    return "equal"
+
+
+def _spins(seconds: float) -> str:
+    """Worker work that spends CPU: an expensive comparison."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return "equal"
+
+
+def test_a_loaded_machine_is_not_charged_to_the_answer():
+    """The budget is CPU seconds: waiting for a core (here: sleeping) past it is no timeout."""
+    assert answers._run(_waits, (0.8,), timeout=0.3) == "equal"
+
+
+def test_an_expensive_comparison_spends_its_cpu_budget_and_the_worker_survives():
+    answers.warmup()
+    pids = {answers._run(_pid, (), timeout=5) for _ in range(8)}
+    start = time.monotonic()
+    with pytest.raises(VerifierTimeout, match="more than 0.3 CPU seconds"):
+        answers._run(_spins, (5.0,), timeout=0.3)
+    assert time.monotonic() - start < 0.3 * answers.WALL_FACTOR
+    assert {answers._run(_pid, (), timeout=5) for _ in range(8)} <= pids  # none restarted
+
+
+def test_code_the_cpu_timer_cannot_stop_meets_the_wall_backstop():
+    """A call that never yields to the CPU timer is stopped at ``timeout * WALL_FACTOR``."""
+    start = time.monotonic()
+    with pytest.raises(VerifierTimeout, match="wall time"):
+        answers._run(_waits, (30.0,), timeout=0.2)
+    assert time.monotonic() - start < 0.2 * answers.WALL_FACTOR + 3.0
+    assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # a fresh worker answers
+
+
+def _pid() -> int:
+    import os
+
+    return os.getpid()
+
+
 def test_concurrent_callers_share_the_pool():
     results: list[bool] = []
 

@@ -50,9 +50,9 @@ is ``1/6``) are understood. Units of :mod:`envhub.envs.math.units` convert and n
   :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds. A decimal comma
   (``3,5``; not ``1,000`` nor ``3, 5``) facing a single value is read as one
   (:func:`decimal_comma`).
-* Worker path: anything else goes to a ``pebble`` worker process with a per-call timeout
-  (a worker that runs over is killed and replaced, and the call raises
-  :class:`~envhub.errors.VerifierTimeout`): first envhub's sympy rules
+* Worker path: anything else goes to a ``pebble`` worker process with a per-call budget of
+  CPU time (the call raises :class:`~envhub.errors.VerifierTimeout`; a worker past the
+  wall-clock backstop is killed and replaced): first envhub's sympy rules
   (:mod:`envhub.envs.math.symbolic`), then, for what they cannot read or decide, math-verify
   (:mod:`envhub.envs.math.library`): relations, matrices, subscripts, named tuples, ratios,
   ``\log_b``, ``\binom``, prose golds.
@@ -112,7 +112,12 @@ MAX_RESPONSE_CHARS = 100_000
 _PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
 """What envhub's parser raises on text it cannot read (anything else is a bug)."""
 QUEUE_GRACE_S = 10.0
-"""How long a call may wait for a free or restarting worker, on top of its timeout."""
+"""How long a call may wait for a free or restarting worker, on top of its wall backstop."""
+WALL_FACTOR = 5.0
+"""A worker call's wall-clock backstop, as a multiple of its CPU budget (``timeout``).
+
+The budget that decides a verdict is CPU time (:func:`symbolic.within_cpu`); the backstop only
+stops code the CPU timer cannot interrupt, and leaves a loaded machine room to run the call."""
 
 
 # ---------------------------------------------------------------- extraction
@@ -633,12 +638,13 @@ def is_equivalent(
     Args:
         pred: The model's final answer (for example :attr:`Extraction.answer`).
         gold: The task's gold answer.
-        timeout: Seconds allowed for the symbolic comparison, if one is needed.
+        timeout: CPU seconds allowed for the symbolic comparison, if one is needed (a loaded
+            machine's waiting is not counted; see :data:`WALL_FACTOR`).
         tolerance: The task's absolute rounding tolerance (from its data); None: exact.
 
     Raises:
         GoldAnswerError: ``gold`` cannot be parsed (never answered with True or False).
-        VerifierTimeout: The symbolic comparison ran past ``timeout``.
+        VerifierTimeout: The symbolic comparison spent ``timeout`` CPU seconds.
         InfraError: A worker process died for another reason.
     """
     validate_gold(gold)
@@ -728,19 +734,29 @@ def _get_pool():
 
 
 def _run(fn, args: tuple, timeout: float) -> str:
-    """Run ``fn(*args)`` in a worker; kill it after ``timeout`` seconds of running."""
+    """Run ``fn(*args)`` in a worker with ``timeout`` CPU seconds (see :data:`WALL_FACTOR`).
+
+    Raises:
+        VerifierTimeout: The call spent its CPU budget, or ran past the wall backstop (its
+            worker is then killed and replaced).
+        InfraError: The worker died for another reason.
+    """
     from pebble import ProcessExpired
 
-    future = _get_pool().schedule(fn, args=args, timeout=timeout)
+    wall = timeout * WALL_FACTOR
+    future = _get_pool().schedule(symbolic.within_cpu, args=(timeout, fn, *args), timeout=wall)
     try:
-        return future.result(timeout=timeout + QUEUE_GRACE_S)
+        verdict = future.result(timeout=wall + QUEUE_GRACE_S)
     except FutureTimeout as e:
         future.cancel()
         raise VerifierTimeout(
-            f"symbolic answer check took longer than {timeout:g}s; the worker was restarted"
+            f"symbolic answer check ran past {wall:g} s of wall time; the worker was restarted"
         ) from e
     except ProcessExpired as e:
         raise InfraError(f"math worker process died ({e}); it was restarted") from e
+    if verdict == symbolic.CPU_SPENT:
+        raise VerifierTimeout(f"symbolic answer check used more than {timeout:g} CPU seconds")
+    return verdict
 
 
 def warmup(timeout: float = 60.0) -> None:

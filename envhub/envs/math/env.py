@@ -71,7 +71,8 @@ class MathEnv(TaskEnv):
         Args:
             spec: The catalog entry.
             answer_format: ``hash`` (``#### 42``, GSM8K style) or ``boxed`` (``\\boxed{42}``).
-            timeout: Seconds allowed for one symbolic comparison.
+            timeout: CPU seconds allowed for one symbolic comparison (waiting for a core on a
+                loaded machine is not counted).
             attempts: Answers the model may give; past a wrong one it is told to try again.
 
         Raises:

@@ -37,6 +37,7 @@ import os
 import random
 import re
 import resource
+import signal
 import string
 import sys
 from fractions import Fraction
@@ -68,7 +69,44 @@ def init_worker(memory_bytes: int | None) -> None:
         if hard != resource.RLIM_INFINITY:
             cap = min(cap, hard)
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    signal.signal(signal.SIGPROF, _spent)
     warm()
+
+
+CPU_SPENT = "cpu_spent"
+"""What :func:`within_cpu` returns for a call stopped at its CPU budget."""
+_budget = {"armed": False}
+
+
+class _CpuBudgetSpent(BaseException):
+    """Raised in a worker by ``SIGPROF``; a ``BaseException``: ``except Exception`` misses it."""
+
+
+def _spent(signum: int, frame: Any) -> None:
+    if _budget["armed"]:
+        raise _CpuBudgetSpent
+
+
+def within_cpu(cpu_s: float, fn: Any, *args: Any) -> Any:
+    """``fn(*args)``, or :data:`CPU_SPENT` once this worker has spent ``cpu_s`` CPU seconds on it.
+
+    The budget is CPU time (``ITIMER_PROF``: user and system time of this process), not wall
+    time: a comparison on a loaded machine waits for a core without spending its budget, so the
+    machine's load is never charged to the model's answer. The timer repeats every 50 ms of CPU
+    until disarmed, so a stray ``except:`` in a library cannot swallow the stop. Code that never
+    returns to the interpreter (one huge integer operation in C) is stopped by the caller's
+    wall-clock backstop instead (``answers.WALL_FACTOR``).
+    """
+    try:
+        _budget["armed"] = True
+        signal.setitimer(signal.ITIMER_PROF, cpu_s, 0.05)
+        try:
+            return fn(*args)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            _budget["armed"] = False
+    except _CpuBudgetSpent:
+        return CPU_SPENT
 
 
 def close_inherited_fds() -> None:
