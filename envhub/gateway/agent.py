@@ -28,12 +28,17 @@ what happened                                                    status         
 ==============================================================  =================  ========
 a model call failed in the machinery (backend down, gateway bug)  ``infra_error``   no
 the program could not start, or never got a reply from the model  ``infra_error``   no
-the model replied, then the program ran past ``timeout_s``       ``timeout``        0
+the model replied, then the program ran past ``timeout_s`` [1]   ``timeout``        0
 the model replied, then the program crashed or exited non-zero   ``invalid_action`` 0
 a budget (``max_calls``/``max_tokens``) ran out                  env's verdict      yes,
                                                                                     truncated
 the program exited 0 after the model replied                     env's verdict      yes
 ==============================================================  =================  ========
+
+[1] The program's own time: seconds while one of its model calls is in flight at the gateway
+(queued behind other episodes, generating) are not counted, so a loaded engine is never charged
+to the model as its ``timeout``. A call the engine never answers is bounded by the backend
+(:class:`~envhub.gateway.backends.EngineBackend`'s ``call_timeout_s``): ``infra_error``.
 
 "Scored" means the environment judges the model's last reply *as the gateway recorded it*:
 an ``assistant`` turn the agent wrote itself is never scored nor trained.
@@ -78,6 +83,8 @@ class AgentRun:
     """A callable's exception, or None."""
     killed_for_budget: bool = False
     wall_s: float = 0.0
+    model_wait_s: float = 0.0
+    """Seconds of ``wall_s`` with a model call in flight (not counted against ``timeout_s``)."""
     stderr_tail: str = ""
     cgroup: bool = False
     """The run had a cgroup of its own (memory and process caps for the whole tree)."""
@@ -104,6 +111,7 @@ class AgentRun:
             "crash": self.crash,
             "budget": self.episode.truncated,
             "wall_s": round(self.wall_s, 3),
+            "model_wait_s": round(self.model_wait_s, 3),
             "requests": self.episode.requests,
             "cgroup": self.cgroup,
             "stderr_tail": self.stderr_tail,
@@ -196,7 +204,13 @@ class AgentRunner:
         finally:
             self.gateway.close(ep)
             run.wall_s = time.monotonic() - t0
+            run.model_wait_s = ep.waited_s()
         return run
+
+    def _past_timeout(self, run: AgentRun, started: float) -> bool:
+        """The program's own time (wall time less its model calls' waits) is past ``timeout_s``."""
+        own = time.monotonic() - started - run.episode.waited_s()
+        return own > self.config.timeout_s
 
     async def _run_callable(self, run: AgentRun, task: dict[str, Any]) -> None:
         import openai
@@ -204,25 +218,30 @@ class AgentRunner:
         assert self._fn is not None
         client = openai.AsyncOpenAI(base_url=self.base_url, api_key=run.episode.key, max_retries=0)
         try:
-            await asyncio.wait_for(
-                self._until_budget(self._fn(client, task), run), self.config.timeout_s
-            )
-            run.exit_code = 0
-        except asyncio.TimeoutError:
-            run.timed_out = True
+            await self._until_budget(self._fn(client, task), run)
+            run.exit_code = None if run.timed_out else 0
         except Exception as e:  # noqa: BLE001 - the agent's own failure is data (the table)
             run.crash = f"{type(e).__name__}: {e}"
         finally:
             await client.close()
 
     async def _until_budget(self, coro: Awaitable[Any], run: AgentRun) -> Any:
+        """Await the callable; cancel it when the budget is spent or its own time runs out."""
+        started = time.monotonic()
         task = asyncio.ensure_future(coro)
         while not task.done():
             await asyncio.wait({task}, timeout=0.05)
-            if run.episode.truncated and not task.done():
-                task.cancel()
+            if task.done():
+                break
+            if run.episode.truncated:
                 run.killed_for_budget = True
-                return None
+            elif self._past_timeout(run, started):
+                run.timed_out = True
+            else:
+                continue
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)  # a callable that ignores cancellation
+            return None
         return task.result()
 
     async def _run_command(self, run: AgentRun, task: dict[str, Any]) -> None:
@@ -284,7 +303,7 @@ class AgentRunner:
                 run.exit_code = proc.returncode
 
     async def _wait(self, proc: asyncio.subprocess.Process, run: AgentRun) -> None:
-        deadline = time.monotonic() + self.config.timeout_s
+        started = time.monotonic()
         while True:
             try:
                 run.exit_code = await asyncio.wait_for(proc.wait(), 0.1)
@@ -294,7 +313,7 @@ class AgentRunner:
             if run.episode.truncated:  # a spent budget ends the episode now
                 run.killed_for_budget = True
                 return
-            if time.monotonic() > deadline:
+            if self._past_timeout(run, started):
                 run.timed_out = True
                 return
 

@@ -75,6 +75,8 @@ class EngineBackend:
         max_batch: Most prompts per engine call.
         max_wait: Seconds to wait for more calls before generating a batch.
         weights_version: The version recorded when the engine reports none.
+        call_timeout_s: Seconds one call may wait for its generation (queued and generated);
+            past it the call fails as the machinery's (:class:`BackendError`). None: no limit.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class EngineBackend:
         max_batch: int = 64,
         max_wait: float = 0.01,
         weights_version: int | None = 0,
+        call_timeout_s: float | None = 600.0,
     ) -> None:
         """Wrap ``engine``; nothing runs until the first call."""
         self.engine = engine
@@ -95,6 +98,7 @@ class EngineBackend:
         self.weights_version = weights_version
         """Recorded with calls whose engine does not report its own version (the trainer
         passes None: an unversioned engine's samples are never counted stale)."""
+        self.call_timeout_s = call_timeout_s
         self._queue: asyncio.Queue[_Pending] | None = None
         self._worker: asyncio.Task | None = None
 
@@ -121,7 +125,13 @@ class EngineBackend:
             self._worker = asyncio.get_running_loop().create_task(self._serve())
         fut = asyncio.get_running_loop().create_future()
         await self._queue.put(_Pending(prompt_ids, params, seed, fut))
-        return await fut
+        try:
+            return await asyncio.wait_for(fut, self.call_timeout_s)
+        except asyncio.TimeoutError:
+            raise BackendError(
+                f"the engine did not answer this call within {self.call_timeout_s:g} s "
+                "(queued and generating); set EngineBackend's call_timeout_s for a slower engine"
+            ) from None
 
     async def _serve(self) -> None:
         assert self._queue is not None

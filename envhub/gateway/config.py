@@ -26,7 +26,9 @@ class AgentConfig(BaseModel):
     concurrency: int = Field(default=8, ge=1)
     """Agent episodes in flight at once."""
     timeout_s: float = Field(default=300.0, gt=0)
-    """Wall-clock seconds one run may take; past it the program is killed."""
+    """Seconds one run may take, past which the program is killed (status ``timeout``). Time
+    with one of its model calls in flight at the gateway is not counted: a loaded engine's
+    queue is the machinery's, not the model's."""
     max_calls: int = Field(default=32, ge=1)
     """Model calls per episode."""
     max_tokens: int = Field(default=4096, ge=1)

@@ -61,6 +61,8 @@ class GatewayEpisode:
     """A failure of the machinery behind a call (backend down, gateway bug), or None."""
     lock: threading.Lock = field(default_factory=threading.Lock)
     in_flight: int = 0
+    _waited: float = field(default=0.0, init=False, repr=False)
+    _wait_since: float = field(default=0.0, init=False, repr=False)
     stepper: Any = None
     """``async (reply) -> step result dict``: the environment behind the episode URL, or None
     (see :meth:`envhub.gateway.service.Gateway.step`)."""
@@ -89,6 +91,8 @@ class GatewayEpisode:
             if left <= 0:
                 self.truncated = f"max_tokens={self.budget.max_tokens} reached"
                 raise BudgetExhausted(f"episode budget exhausted: {self.truncated}")
+            if self.in_flight == 0:
+                self._wait_since = time.monotonic()
             self.in_flight += 1
             return left
 
@@ -96,6 +100,18 @@ class GatewayEpisode:
         """The reserved call ended (recorded or failed)."""
         with self.lock:
             self.in_flight -= 1
+            if self.in_flight == 0:
+                self._waited += time.monotonic() - self._wait_since
+
+    def waited_s(self) -> float:
+        """Seconds so far with at least one model call of this episode in flight.
+
+        That time is the machinery's (queued behind other episodes, generating): an agent's
+        ``timeout_s`` does not count it (:mod:`envhub.gateway.agent`).
+        """
+        with self.lock:
+            now = time.monotonic() - self._wait_since if self.in_flight else 0.0
+            return self._waited + now
 
 
 class Episodes:

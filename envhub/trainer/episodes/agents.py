@@ -219,7 +219,8 @@ def _run_agents(
     import time
 
     engine = GenerateFnEngine(generate, chat.tokenizer, settings.max_seq_len)
-    backend = EngineBackend(engine, "policy", weights_version=None)
+    # no per-call limit here: the driver's watchdog bounds every generate by the work it does
+    backend = EngineBackend(engine, "policy", weights_version=None, call_timeout_s=None)
     gateway = Gateway(backend, sampling=settings.params)
     t0 = time.perf_counter()
     with GatewayServer(gateway) as server:

@@ -357,7 +357,9 @@ class Validator:
             from envhub.gateway.backends import EngineBackend
 
             assert self.engine_factory is not None
-            engine = EngineBackend(self.engine_factory(), "policy", weights_version=None)
+            engine = EngineBackend(
+                self.engine_factory(), "policy", weights_version=None, call_timeout_s=None
+            )  # the driver's watchdog bounds each generate (see episodes/agents.py)
             backend = GatewayModel(engine, self.max_tokens)
             cfg = cfg.model_copy(update={"agent": agent})
             evaluation = AgentEvaluation(cfg, backend, store, make_env)
