@@ -55,8 +55,8 @@ def test_glued_numbers_earn_nothing_in_the_environments(env_id, text):
         ("$42", "42"),
         ("it is 50%", "50%"),
         ("x = 5", "5"),
-        ("it is 1,000.99m²", "1,000.99"),
-        ("about 42cm", "42"),
+        ("it is 1,000.99m²", "1,000.99 m^2"),  # a unit after the last number is kept
+        ("about 42cm", "42 cm"),
     ],
 )
 def test_whole_numbers_are_still_read(text, answer):

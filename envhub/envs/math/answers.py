@@ -419,7 +419,36 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
         or _offers_another(clause)
         or bool(_OR_BEFORE.search(sentence))
     )
-    return Extraction(", ".join(items), "last_number", hedged)
+    answer = ", ".join(items) if len(items) > 1 else items[0] + _unit_after(text, last.end())
+    return Extraction(answer, "last_number", hedged)
+
+
+_NOT_RATE = frozenset({"each", "every", "a"})
+_UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-z€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
+
+
+def _unit_after(text: str, end: int) -> str:
+    """The unit written right after the number ending at ``end`` (`` seconds``, `` km/h``), or "".
+
+    The last number of "so it takes 300 seconds." is ``300 seconds``: its unit is part of the
+    answer (``300 minutes`` is another one). The longest run of up to four words that names a
+    unit of :mod:`envhub.envs.math.units` is kept; a word that names none (``apples``) is not.
+    """
+    m = _UNIT_AFTER.match(text, end)
+    if m is None:
+        return ""
+    words = m.group(1).rstrip(". ").split(" ")[:4]
+    cut = next((i for i, w in enumerate(words) if w.lower() in _NOT_RATE), len(words))
+    words = words[:cut]  # "5 km each day" ran 5 km: "each" and "every" start no rate here
+    if words[:1] == ["in"] and len(words) > 1:
+        return ""  # "7 in all": a preposition; "7 in." is inches
+    for n in range(len(words), 0, -1):
+        phrase = " ".join(words[:n]).rstrip(".").replace("²", "^2").replace("³", "^3")
+        if phrase.startswith("°"):
+            phrase = "deg" + phrase[1:].strip().lower()
+        if phrase and measure(phrase) is not None:
+            return " " + phrase
+    return ""
 
 
 def _math_span(text: str, after: int) -> tuple[str, int] | None:

@@ -14,11 +14,14 @@ from .units import scales
 def numbers_equal(p: Expr, g: Expr) -> bool | None:
     """Compare two rational leaves exactly; ``None`` when either has no rational value.
 
-    A percentage on one side only matches either reading: ``50%`` equals ``50`` and ``0.5``.
+    A percentage on one side only matches either reading: ``50%`` equals ``50`` and ``0.5``
+    (never a number with a unit: ``5%`` is not ``$5``).
     Units convert (``200 cm`` is ``2 m``); different dimensions never match (:mod:`.units`).
     """
     if p.value is None or g.value is None:
         return None
+    if p.percent != g.percent and (p.unit or g.unit):
+        return False  # 5% is not $5, nor 5 cm
     pv, gv = p.value, g.value
     if p.unit is not None and g.unit is not None:
         factors = scales(p.unit, g.unit)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from . import numerals
+
 MAX_ANSWER_CHARS = 1000
 """Longer answers are rejected before any parsing: no real final answer is this long."""
 MAX_DEPTH = 40
@@ -95,7 +97,6 @@ _UNICODE = {
     "\u00f7": "\\div ",
     "\u00b7": "\\cdot ",
     "\u22c5": "\\cdot ",
-    "\u221a": "\\sqrt",
     "\u03c0": "\\pi ",
     "\u221e": "\\infty ",
     "\u2264": "\\le ",
@@ -104,10 +105,7 @@ _UNICODE = {
     "\u00a0": " ",
     "\u2009": " ",
     "\u202f": " ",
-    "\u00b0": "",
     "\u00b1": "\\pm ",
-    "\u00b2": "^2",
-    "\u00b3": "^3",
     "\u2213": "\\mp ",
 }
 _SUBS = [
@@ -121,7 +119,7 @@ _SUBS = [
     (re.compile(r"\\(?:geq?|geqslant)(?![a-zA-Z])"), r"\\ge "),
     (re.compile(r"\\lt(?![a-zA-Z])"), "<"),
     (re.compile(r"\\gt(?![a-zA-Z])"), ">"),
-    (re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree"), ""),
+    (re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\u00b0|\u00ba"), ""),
     (re.compile(r"\\%"), "%"),
     (re.compile(r"\{,\}"), ","),
     (re.compile(r"\\mathbb\s*\{?\s*R\s*\}?"), r"(-\\infty, \\infty)"),
@@ -151,9 +149,18 @@ _INVISIBLE = re.compile(
 )
 """Invisible characters: zero-width space and joiners, word joiner, invisible operators,
 direction marks, BOM, soft hyphen (Unicode's format characters that occur in text)."""
-_SEPARATORS = {0x066B: ".", 0x066C: ",", 0x00A0: " ", 0x2007: " ", 0x2009: " ", 0x202F: " "}
-"""The Arabic decimal and thousands separators (``٫``, ``٬``), and the spaces that separate
-thousands in many locales (no-break, figure, thin and narrow no-break: ``1 000``) as a space."""
+_SEPARATORS = {
+    0x066B: ".",
+    0x066C: ",",
+    0x00A0: " ",
+    0x2007: " ",
+    0x2009: " ",
+    0x202F: " ",
+    0x2044: "/",
+}
+"""The Arabic decimal and thousands separators (``٫``, ``٬``), the spaces that separate
+thousands in many locales (no-break, figure, thin and narrow no-break: ``1 000``) as a space,
+and the fraction slash (``3⁄4``) as ``/``."""
 
 
 class _PlainTable(dict):
@@ -184,15 +191,31 @@ class _PlainTable(dict):
 _DIGIT_TABLE = _PlainTable()
 
 
+_VULGAR = re.compile("[\u00bc-\u00be\u2150-\u215e]")
+"""Vulgar fractions: ``½``, ``¾``, ``⅞``."""
+
+
+def _vulgar(m: re.Match) -> str:
+    """``½`` -> ``1/2``; after a digit ``3½`` -> ``3 1/2`` (a mixed number)."""
+    num, _, den = unicodedata.decomposition(m.group(0)).partition(" 2044 ")
+    fraction = f"{chr(int(num.split()[-1], 16))}/{''.join(chr(int(c, 16)) for c in den.split())}"
+    before = m.string[m.start() - 1] if m.start() else ""
+    return f" {fraction}" if before.isdigit() else fraction
+
+
 def plain_digits(text: str) -> str:
     """``text`` with every decimal digit in ASCII and invisible characters removed.
 
     ``１２３``, ``١٢٣``, ``۱۲۳`` and ``1\u200d23`` all read ``123``: a digit is a digit in any
     script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
-    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). One
-    :meth:`str.translate`, and a no-op on ASCII text.
+    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). A vulgar fraction is
+    written out (``½`` is ``1/2``, ``3½`` is ``3 1/2``). One :meth:`str.translate`, and a no-op
+    on ASCII text.
     """
-    return text if text.isascii() else text.translate(_DIGIT_TABLE)
+    if text.isascii():
+        return text
+    text = text.translate(_DIGIT_TABLE)
+    return _VULGAR.sub(_vulgar, text) if _VULGAR.search(text) else text
 
 
 class AnswerSyntaxError(ValueError):
@@ -307,6 +330,7 @@ def clean(s: str) -> str:
         s = boxes[-1]
     s = _unwrap(s, _TEXT_COMMANDS)
     s = _matrix(s)
+    s = numerals.normalize(s)  # currency, scale words, locale digit groups, Unicode notation
     if _TRIG.search(s):  # \sin 30^\circ: degrees inside a function are an angle
         s = _TRIG_DEGREES.sub(r"(\1\\pi/180)", s)
     for pattern, repl in _SUBS:

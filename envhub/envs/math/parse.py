@@ -35,6 +35,7 @@ from .latex import (
     latex_to_py,
     plain_digits,
 )
+from .numerals import number_words
 from .units import Unit, measure
 
 MAX_DIGITS = 5000
@@ -93,15 +94,17 @@ Answer = Expr | Text | Equation | Items | Seq | Union
 _OPEN, _CLOSE = "([{", ")]}"
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _UNIT_TAIL = re.compile(
-    r"(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?|[-+]?\\frac\{[-+]?\d+\}\{\d+\})"
+    r"(?P<num>[-+]?(?:\d+\s+)?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?"
+    r"|[-+]?(?:\d+\s*)?\\frac\{[-+]?\d+\}\{\d+\})"
     r"(?P<gap>\s*)(?P<unit>[A-Za-z][A-Za-z. /]*?)\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
     re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
 _PLAIN = re.compile(
-    r"\s*(?:\\?\$\s*)?([-+\u2212]?)([1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
+    r"\s*(\\?\$\s*)?([-+\u2212]?)([1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
     r"(\.\d+)?\s*(\\?%)?[.\s]*",
     re.ASCII,
 )
+_DOLLAR = measure("usd")
 _MIXED = re.compile(r"([-+]?)\s*(\d+)\s*\\frac\{(\d+)\}\{(\d+)\}", re.ASCII)
 _MIXED_SLASH = re.compile(r"([-+]?)\s*(\d+)\s+(\d+)\s*/\s*(\d+)", re.ASCII)
 _WORDS = re.compile(r"[A-Za-z][A-Za-z' -]*")
@@ -219,23 +222,26 @@ def parse_answer(raw: str) -> Answer:
 
 
 def plain_number(raw: str) -> Expr | None:
-    """The common case in one regex: ``42``, ``-3.5``, ``1,000``, ``$12``, ``50%``; else None.
+    """The common case in one regex: ``42``, ``-3.5``, ``1,000``, ``$12`` (dollars), ``50%``.
 
     Gives exactly what :func:`parse_answer`'s general path gives for these, only faster.
     """
     m = _PLAIN.fullmatch(raw)
     if not m:
         return None
-    sign, whole, frac, pct = m.groups()
+    dollar, sign, whole, frac, pct = m.groups()
     digits = whole.replace(",", "").replace(" ", "").lstrip("0") or "0"
     text = ("-" if sign and sign != "+" else "") + digits + (frac or "")
-    return Expr(text, bool(frac), bool(pct), Fraction(text))
+    return Expr(text, bool(frac), bool(pct), Fraction(text), _DOLLAR if dollar else None)
 
 
 def _parse(s: str) -> Answer:
     s = s.strip()
     if not s:
         raise AnswerSyntaxError("empty item")
+    spelled = _spelled(s)
+    if spelled is not None:
+        return spelled
     for sep, first, second in (("\\pm", "+", "-"), ("\\mp", "-", "+")):
         if s.count(sep) == 1:  # a sign: 1 \pm \sqrt{2}, \frac{2 \pm \sqrt{8}}{2}
             return Items((_parse(s.replace(sep, first)), _parse(s.replace(sep, second))))
@@ -259,6 +265,33 @@ def _parse(s: str) -> Answer:
     if len(parts) > 1:
         return Items(tuple(_parse(p) for p in parts))
     return _leaf(s)
+
+
+_COMPOUND = re.compile(
+    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-z]+)\s*(?:,\s*|and\s+)?"
+    r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-z]+)"
+)
+
+
+def _spelled(s: str) -> Expr | None:
+    """A number in words (``twenty-five``) or a compound quantity (``2 hours 15 minutes``).
+
+    Both are read before lists are split, where ``and`` would part them. A compound is two
+    amounts of one dimension, the larger unit first; its value is in the base unit.
+    """
+    if _WORDS.fullmatch(s):
+        value = number_words(s)
+        return None if value is None else Expr(f"({value})", False, False, value)
+    m = _COMPOUND.fullmatch(s)
+    if m is None:
+        return None
+    big, small = measure(m.group("u1")), measure(m.group("u2"))
+    if big is None or small is None or big.dimension != small.dimension:
+        return None
+    if big.factor <= small.factor:
+        return None
+    value = Fraction(m.group("n1")) * big.factor + Fraction(m.group("n2")) * small.factor
+    return Expr(f"({value})", False, False, value, Unit(big.dimension, Fraction(1)))
 
 
 def _units(s: str) -> tuple[str, Unit | None]:

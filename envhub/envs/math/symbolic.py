@@ -199,8 +199,8 @@ def judge(
             same = final = False
         if same:
             return EQUAL
-        if final:
-            return DIFFERENT
+        if final or (isinstance(gold_ans, Expr) and gold_ans.unit and isinstance(pred_ans, Expr)):
+            return DIFFERENT  # math-verify drops units: it would credit 5m for 5 km
     from . import library
 
     return library.verdict(
@@ -345,6 +345,8 @@ def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
     near = _allowance(pred, gold, tolerance)
     if pred.percent == gold.percent:
         return _expr_equal(a, b, near)
+    if pred.unit or gold.unit:
+        return False  # 5% is not $5
     pct, other = (a, b) if pred.percent else (b, a)
     return _expr_equal(other, pct, near) or _expr_equal(other, pct / 100, near)
 

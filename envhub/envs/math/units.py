@@ -8,8 +8,10 @@ do (``200 cm`` is ``2 m``, ``90 min`` is ``1.5 hours``); different dimensions ne
 (``6`` matches ``6 cm``, not ``600 cm``), and words that are no unit of the table
 (``dollars``, ``apples``) are labels, dropped as before.
 
-The table is length, area and volume (through length), mass, time, and months/years (a month
-has no fixed number of days, so they convert only to each other). Exact factors; a unit is
+The table is length, area and volume (through length; litres, US customary measures, hectares
+and acres), mass, time, months/years (a month has no fixed number of days, so they convert only
+to each other), power, energy, frequency, money (one dimension per currency) and temperature
+(one dimension per scale). Exact factors; a unit is
 ``name``, ``square``/``sq``/``cubic name``, ``name^2``/``name^3``, or ``A/B`` / ``A per B``
 (also ``A an B``: ``60 miles an hour``). sympy's ``physics.units`` would do the same with a
 lookup we would still have to whitelist (its ``c`` is the speed of light, ``G`` the
@@ -18,6 +20,7 @@ gravitational constant, and it has no ``lb``); this table is the whole of what a
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -57,16 +60,75 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("time", 3600, "h", "hr", "hrs", "hour", "hours"),
     **_names("time", 86400, "day", "days"),
     **_names("time", 604800, "week", "weeks"),
+    **_names("time", "1/1000", "ms", "millisecond", "milliseconds"),
     **_names("month", 1, "month", "months"),
     **_names("month", 12, "year", "years", "yr", "yrs"),
+    **_names("mass", 1000000, "tonne", "tonnes"),
+    **_names("power", 1, "w", "watt", "watts"),
+    **_names("power", 1000, "kw", "kilowatt", "kilowatts"),
+    **_names("power", 1000000, "megawatt", "megawatts"),
+    **_names("energy", 1, "j", "joule", "joules"),
+    **_names("energy", 1000, "kj", "kilojoule", "kilojoules"),
+    **_names("energy", 3600, "wh"),
+    **_names("energy", 3600000, "kwh"),
+    **_names("energy", "4.184", "cal", "calorie", "calories"),
+    **_names("energy", 4184, "kcal", "kilocalorie", "kilocalories"),
+    **_names("frequency", 1, "hz", "hertz"),
+    **_names("frequency", 1000, "khz", "kilohertz"),
+    **_names("frequency", 1000000, "mhz", "megahertz"),
+    **_names("frequency", 1000000000, "ghz", "gigahertz"),
+    **_names("usd", 1, "usd", "dollar", "dollars"),
+    **_names("usd", "1/100", "cent", "cents", "¢"),
+    **_names("eur", 1, "eur", "euro", "euros"),
+    **_names("gbp", 1, "gbp"),
+    **_names("gbp", "1/100", "pence", "penny", "pennies"),
+    **_names("jpy", 1, "jpy", "yen"),
+    **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
+    **_names("chf", 1, "chf"),
+    **_names("krona", 1, "kr", "sek", "nok", "dkk"),
+    **_names("celsius", 1, "degc", "celsius"),
+    **_names("fahrenheit", 1, "degf", "fahrenheit"),
+    **_names("kelvin", 1, "kelvin", "kelvins", "k"),
 }
-"""Unit names (lower case) -> (base quantity, factor to its base unit)."""
+"""Unit names (lower case) -> (base quantity, factor to its base unit).
+
+Money is a unit too, one dimension per currency (``300 cents`` is ``$3``; ``€5`` is not
+``$5``, and neither is ``5%``); currency signs become these names in
+:func:`envhub.envs.math.latex.clean`. The three temperature scales are three dimensions:
+they are not proportional to one another, so ``25 °C`` never matches ``25 °F`` (nor ``77 °F``).
+"""
 _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
     **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),
+    **_names("length", "0.003785411784", "gal", "gallon", "gallons"),
+    **_names("length", "0.000946352946", "qt", "quart", "quarts"),
+    **_names("length", "0.000473176473", "pt", "pint", "pints"),
+    **_names("length", "0.0002365882365", "cup", "cups"),
+    **_names("length", "0.0000295735295625", "floz"),
+    **_names("length", "0.00001478676478125", "tbsp", "tablespoon", "tablespoons"),
+    **_names("length", "0.00000492892159375", "tsp", "teaspoon", "teaspoons"),
 }
-"""Volumes: cubes of length (a litre is 1/1000 of a cubic metre)."""
+"""Volumes: cubes of length (a litre is 1/1000 of a cubic metre; US customary measures)."""
+_AREAS = {
+    **_names("length", 10000, "ha", "hectare", "hectares"),
+    **_names("length", "4046.8564224", "acre", "acres"),
+}
+"""Areas: squares of length."""
 _SPEEDS = {"mph": "mi/h", "kph": "km/h", "kmh": "km/h"}
+_PHRASES = {
+    "degrees celsius": "degc",
+    "degree celsius": "degc",
+    "degrees c": "degc",
+    "degrees fahrenheit": "degf",
+    "degree fahrenheit": "degf",
+    "degrees f": "degf",
+    "fluid ounces": "floz",
+    "fluid ounce": "floz",
+    "fl oz": "floz",
+    "metric tons": "tonnes",
+    "metric ton": "tonne",
+}
+"""Units written in two words, read as one."""
 _POWERS = {"square": 2, "sq": 2, "cubic": 3}
 _PER = frozenset({"/", "per", "an", "a", "each", "every"})
 
@@ -83,9 +145,10 @@ def _term(words: list[str]) -> tuple[dict[str, int], Fraction] | None:
         if exponent not in ("2", "3") or power != 1:
             return None
         power = int(exponent)
-    if name in _VOLUME:
-        quantity, factor = _VOLUME[name]
-        return {quantity: 3 * power}, factor**power
+    for table, dims in ((_VOLUME, 3), (_AREAS, 2)):
+        if name in table:
+            quantity, factor = table[name]
+            return {quantity: dims * power}, factor**power
     if name not in TABLE:
         return None
     quantity, factor = TABLE[name]
@@ -101,6 +164,9 @@ def measure(phrase: str, power: str = "") -> Unit | None:
             last unit (``m/s^2``).
     """
     text = " ".join(_SPEEDS.get(w, w) for w in phrase.lower().replace(".", " ").split())
+    for words, name in _PHRASES.items():
+        if words in text:
+            text = re.sub(rf"\b{words}\b", name, text)
     words = text.replace("/", " / ").split()
     if not words:
         return None

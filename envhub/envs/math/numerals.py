@@ -1,0 +1,226 @@
+r"""Numbers as the world writes them, rewritten into the one form the parser reads.
+
+:func:`normalize` runs inside :func:`envhub.envs.math.latex.clean`, on one answer, before its
+thousands separators are read. Each rule changes notation, never a value:
+
+* **Money.** A currency sign or code becomes a unit name after its number: ``$5``, ``\$5``,
+  ``€15``, ``15 €``, ``£3.20``, ``¥500``, ``₹1,00,000``, ``Rs. 500``, ``CHF 1'250.50`` read
+  ``5 usd``, ``15 eur``, ... (:mod:`envhub.envs.math.units` has one dimension per currency, so
+  ``300 cents`` is ``$3`` and ``$5`` is neither ``€5`` nor ``5%``). A bare ``$`` is a currency
+  sign only where the ``$`` signs of the answer are unpaired (``$5$`` is math mode).
+* **Scale words** multiply: ``1.5 million``, ``2 thousand``, ``12 dozen``, and after a
+  currency sign ``$1.5k``, ``$2.5M``, ``$3bn``.
+* **Digit groups** of other locales: Indian lakh and crore (``1,23,456``, ``1,50,00,000``),
+  Swiss apostrophes (``1'250.50``), and spaced thousands before a decimal comma
+  (``12 345,678``: a space groups thousands only where a comma is the decimal mark).
+* **Temperature marks**: ``25 °C``, ``25^\circ\text{C}``, ``25℃`` read ``25 degc`` (and ``degf``).
+* **Unicode notation**: a fraction over the fraction slash (``⁵⁄₈``), superscript exponents
+  (``10⁶``, ``10⁻³``, ``2¹⁰``), cube and fourth roots (``∛8``, ``³√8``), and a root sign before
+  a number (``√27`` is ``\sqrt{27}``, never ``\sqrt{2}\cdot 7``). Vulgar fractions (``3½``) are
+  read earlier, in :func:`envhub.envs.math.latex.plain_digits`, so the number reader sees them.
+
+:func:`number_words` reads an answer written in English words (``twenty-five``, ``one hundred
+and five``, ``three quarters``, ``a dozen``).
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+
+_SIGNS = {
+    "\\$": "usd",
+    "$": "usd",
+    "€": "eur",
+    "\\euro": "eur",
+    "£": "gbp",
+    "\\pounds": "gbp",
+    "¥": "jpy",
+    "\\yen": "jpy",
+    "₹": "inr",
+    "USD": "usd",
+    "US$": "usd",
+    "EUR": "eur",
+    "GBP": "gbp",
+    "JPY": "jpy",
+    "INR": "inr",
+    "Rs.": "inr",
+    "Rs": "inr",
+    "CHF": "chf",
+}
+_SIGN = "|".join(re.escape(s) for s in sorted(_SIGNS, key=len, reverse=True))
+_NUM = r"\d+(?:[,.'’ ]\d+)*"
+"""A number with any grouping; the locale rules below read its separators."""
+_SCALES = {
+    "thousand": 1000,
+    "million": 10**6,
+    "billion": 10**9,
+    "trillion": 10**12,
+    "dozen": 12,
+    "k": 1000,
+    "m": 10**6,
+    "mn": 10**6,
+    "b": 10**9,
+    "bn": 10**9,
+}
+_SHORT_SCALES = frozenset({"k", "m", "mn", "b", "bn"})
+"""Scale letters, read as such only right after a currency amount (``$1.5k``; ``5 m`` is metres)."""
+_BEFORE = re.compile(
+    rf"(?P<sign>{_SIGN})\s*(?P<num>[-+]?{_NUM})"
+    rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
+)
+_AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|¢|\\euro|\\pounds)")
+_SCALE_WORD = re.compile(
+    r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s+"
+    r"(?P<scale>thousand|million|billion|trillion|dozen)s?\b",
+    re.IGNORECASE,
+)
+_INDIAN = re.compile(r"(?<![\d.,])[1-9]\d?(?:,\d\d)+,\d{3}(?:\.\d+)?(?![\d,])")
+"""Lakh and crore grouping: ``1,23,456``, ``12,34,567.5``, ``1,50,00,000``."""
+_APOSTROPHE = re.compile(r"(?<![\d.,'’])[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?(?![\d'’])")
+"""Swiss grouping: ``1'250.50``, ``12'345``."""
+_SPACED_COMMA = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: \d{3})+,\d+(?![\d,.])")
+"""Spaced thousands with a decimal comma: ``12 345,678``, ``1 234,50``."""
+_DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|º)"
+_TEMPERATURE = re.compile(
+    rf"{_DEGREE}\s*(?:\\(?:text|mathrm|rm|mbox)\s*\{{\s*(?P<braced>[CF])\s*\}}"
+    r"|(?P<scale>[CF])(?![A-Za-z]))|(?P<sign>℃|℉)"
+)
+_SUPERSCRIPT = "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺"
+_SUPER_TO_ASCII = str.maketrans(_SUPERSCRIPT, "0123456789-+")
+_SUB_TO_ASCII = str.maketrans("₀₁₂₃₄₅₆₇₈₉", "0123456789")
+_SLASHED = re.compile(r"([⁰¹²³⁴⁵⁶⁷⁸⁹]+)\s*[⁄/]\s*([₀₁₂₃₄₅₆₇₈₉]+)")
+_EXPONENT = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
+_ROOT = re.compile(r"(?:(?P<index>[²³⁴])\s*√|(?P<sign>[∛∜√]))\s*(?P<arg>\d+(?:\.\d+)?)?")
+
+
+def normalize(s: str) -> str:
+    """``s`` with the notations of the module docstring rewritten (a no-op on most answers)."""
+    if not s.isascii():
+        s = _unicode(s)
+    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs", s):
+        s = _money(s)
+    if re.search(r"(?i)thousand|million|billion|trillion|dozen", s):
+        s = _SCALE_WORD.sub(lambda m: _scaled(m.group("num"), m.group("scale")), s)
+    if "," in s:
+        s = _INDIAN.sub(lambda m: m.group(0).replace(",", ""), s)
+    if "'" in s or "’" in s:
+        s = _APOSTROPHE.sub(lambda m: m.group(0).replace("'", "").replace("’", ""), s)
+    if " " in s and "," in s:
+        s = _SPACED_COMMA.sub(lambda m: m.group(0).replace(" ", "").replace(",", "."), s)
+    if "circ" in s or "degree" in s or not s.isascii():
+        s = _TEMPERATURE.sub(_temperature, s)
+        s = _LONE_DEGREE.sub(r"^\\circ ", s)  # an angle: \sin 30° is in degrees
+    return s
+
+
+def _unicode(s: str) -> str:
+    s = _SLASHED.sub(_slashed, s)
+    s = _ROOT.sub(_root, s)
+    return _EXPONENT.sub(lambda m: "^{" + m.group(0).translate(_SUPER_TO_ASCII) + "}", s)
+
+
+def _slashed(m: re.Match) -> str:
+    """``⁵⁄₈`` -> ``(5/8)``."""
+    return f"({m.group(1).translate(_SUPER_TO_ASCII)}/{m.group(2).translate(_SUB_TO_ASCII)})"
+
+
+def _root(m: re.Match) -> str:
+    index = {"²": "", "³": "[3]", "⁴": "[4]", "∛": "[3]", "∜": "[4]", "√": ""}[
+        m.group("index") or m.group("sign")
+    ]
+    arg = m.group("arg")
+    return f"\\sqrt{index}" + (f"{{{arg}}}" if arg else "")
+
+
+def _money(s: str) -> str:
+    """Currency signs and codes as a unit name after the amount (see the module docstring)."""
+    bare_is_sign = len(re.findall(r"(?<!\\)\$", s)) % 2 == 1
+
+    def before(m: re.Match) -> str:
+        sign = m.group("sign")
+        if sign == "$" and not bare_is_sign:
+            return m.group(0)
+        num, scale = m.group("num"), m.group("scale")
+        if scale:
+            num = _scaled(num, scale) or f"{num} {scale}"
+        return f"{num} {_SIGNS[sign]}"
+
+    s = _BEFORE.sub(before, s)
+    return _AFTER.sub(lambda m: f"{m.group('num')} {_SIGNS.get(m.group('sign'), 'cents')}", s)
+
+
+def _scaled(num: str, scale: str) -> str:
+    """``num`` times the scale word, written out exactly (``1.5``, ``million`` -> ``1500000``)."""
+    word = scale.lower().rstrip("s") if scale.lower() not in ("bn", "mn") else scale.lower()
+    factor = _SCALES.get(word)
+    try:
+        value = Decimal(num.replace(",", "")) * factor if factor else None
+    except InvalidOperation:  # a locale-grouped amount: leave the words to the parser
+        value = None
+    if value is None:
+        return f"{num} {scale}"
+    return format(value.normalize(), "f")
+
+
+_LONE_DEGREE = re.compile(r"[°º]")
+
+
+def _temperature(m: re.Match) -> str:
+    scale = m.group("braced") or m.group("scale") or ("C" if m.group("sign") == "℃" else "F")
+    return f" deg{scale.lower()}"
+
+
+# ---------------------------------------------------------------- number words
+
+_UNITS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen".split()
+    )
+}
+_TENS = {
+    w: 10 * i
+    for i, w in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split(), 2)
+}
+_BIG = {"thousand": 1000, "million": 10**6, "billion": 10**9}
+_PARTS = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4}
+_PARTS.update({"fourth": 4, "fourths": 4, "fifth": 5, "fifths": 5, "eighth": 8, "eighths": 8})
+
+
+def number_words(text: str) -> Fraction | None:
+    """The value of a number written in English words, or None when ``text`` is not one.
+
+    ``twenty-five``, ``one hundred and five``, ``fifteen hundred``, ``two thousand``, ``a
+    dozen``, ``one half``, ``three quarters``, ``a third``.
+    """
+    words = text.lower().replace("-", " ").split()
+    if not words or len(words) > 12:
+        return None
+    if words[-1] in _PARTS and len(words) <= 2:
+        count = 1 if len(words) == 1 or words[0] in ("a", "an", "one") else _UNITS.get(words[0])
+        return None if count is None else Fraction(count, _PARTS[words[-1]])
+    if words in (["a", "dozen"], ["one", "dozen"]):
+        return Fraction(12)
+    return _integer_words(words)
+
+
+def _integer_words(words: list[str]) -> Fraction | None:
+    total, group, seen = 0, 0, False
+    for w in words:
+        if w == "and" and seen:
+            continue
+        if w in _UNITS:
+            group += _UNITS[w]
+        elif w in _TENS:
+            group += _TENS[w]
+        elif w == "hundred" and seen:
+            group = (group or 1) * 100
+        elif w in _BIG and seen:
+            total, group = total + (group or 1) * _BIG[w], 0
+        else:
+            return None
+        seen = True
+    return Fraction(total + group) if seen else None
