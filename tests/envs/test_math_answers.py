@@ -270,6 +270,35 @@ def test_code_the_cpu_timer_cannot_stop_meets_the_wall_backstop():
     assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # a fresh worker answers
 
 
+ORPHAN_SCRIPT = """
+import os, threading, time
+from envhub.envs.math import answers
+pids = {answers._run(os.getpid, (), timeout=5) for _ in range(6)}
+print(" ".join(map(str, pids)), flush=True)
+threading.Thread(target=answers._run, args=(pow, (10, 10**10), 60), daemon=True).start()
+time.sleep(1.0)  # a worker is now inside one huge integer power, deaf to every timer
+os._exit(0)  # the parent dies without shutting the pool down
+"""
+
+
+def test_no_worker_outlives_its_parent_even_one_stuck_in_c():
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", ORPHAN_SCRIPT], capture_output=True, text=True, timeout=120
+    )
+    pids = [int(p) for p in out.stdout.split()]
+    assert pids, out.stderr
+    deadline = time.monotonic() + 10
+    alive = pids
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [p for p in pids if os.path.exists(f"/proc/{p}")]
+    assert not alive, f"workers {alive} outlived their parent"
+
+
 def _pid() -> int:
     import os
 

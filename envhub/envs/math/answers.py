@@ -82,15 +82,15 @@ import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
 
-from . import library, symbolic
+from . import library, locales, symbolic
 from .compare import quick_compare
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
-from .parse import Answer, Expr, Items, Seq, Text, parse_answer, split_top
+from .parse import Answer, Expr, Items, Seq, Text, compound, parse_answer, split_top
 from .units import measure
 
 __all__ = [
@@ -136,11 +136,21 @@ class Extraction:
 
 
 _HASH = re.compile(r"####[ \t]*([^\n]*)")
-_ANSWER_IS = re.compile(r"answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
-"""A statement of the answer ("the answer is", "Final answer:"; not a word ending in
-"answer", which :func:`_statements` checks: a leading ``\b`` made the scan 4 times slower)."""
+_ANSWER_IS = re.compile(
+    r"(?:answer|antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ|答案|उत्तर)"
+    r"\s*(?:ist|is|est|es|é|è|是|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
+    r"|(?:الإجابة|الجواب)\s*(?:هي|:)?\s*",
+    re.IGNORECASE,
+)
+"""A statement of the answer ("the answer is", "Final answer:", "Antwort:", "La réponse est",
+"La respuesta es", "A resposta é", "La risposta è", "Het antwoord is", "Ответ:", "答案是",
+"الإجابة"; not a word ending in "answer", which :func:`_statements` checks: a leading ``\b``
+made the scan 4 times slower)."""
+_ANSWER_STEMS = ("answer", "antw", "ponse", "respu", "respo", "rispo", "ответ", "答案", "उत्तर")
+_ANSWER_STEMS += ("الإجابة", "الجواب")
+"""Substrings one of which every statement of :data:`_ANSWER_IS` holds (a fast first test)."""
 _FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<!\bRs)\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
 _HYPOTHESIS = frozenset(
     {"if", "suppose", "supposing", "assume", "assuming", "whether", "check", "verify", "show",
      "prove", "not", "say"}
@@ -217,7 +227,8 @@ def _contradicted(text: str, finals: list[str]) -> bool:
     committed; one that cannot be read, or not decided exactly (``\sqrt{2}`` beside
     ``1.414``), is given the benefit of the doubt.
     """
-    if "answer" not in text.lower():
+    lower = text.lower()
+    if not any(stem in lower for stem in _ANSWER_STEMS):
         return False
     stated = set()
     for count, (start, answer) in enumerate(_statements(text)):
@@ -300,13 +311,19 @@ def _distinct(answers: list[str]) -> list[str]:
 
 _HEDGE_WORDS = re.compile(
     r"\b(?:maybe|perhaps|possibly|probably|either|alternatively|or\s+so|not\s+sure|unsure"
-    r"|i\s+guess)\b"
+    r"|i\s+guess"
+    # the same in the languages whose answer statements are read (_ANSWER_IS)
+    r"|vielleicht|wahrscheinlich|möglicherweise|eventuell|peut-être|peut\s+être|probablement"
+    r"|quizás?|tal\s+vez|probablemente|posiblemente|forse|probabilmente|talvez|provavelmente"
+    r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद)\b"
+    r"|也许|可能|大概"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
     re.IGNORECASE,
 )
 _OR_ANOTHER = re.compile(
-    r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively)\b[^.\n]{0,40}?\d",
+    r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively|oder|ou|или|أو|या)\b"
+    r"[^.\n]{0,40}?\d",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
@@ -419,8 +436,17 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
         or _offers_another(clause)
         or bool(_OR_BEFORE.search(sentence))
     )
-    answer = ", ".join(items) if len(items) > 1 else items[0] + _unit_after(text, last.end())
+    if len(items) > 1:
+        return Extraction(", ".join(items), "last_number", hedged)
+    answer = items[0] + _unit_after(text, last.end())
+    before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
+    if before is not None and compound(text[before.start() : last.start()] + answer):
+        answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
     return Extraction(answer, "last_number", hedged)
+
+
+_AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\s*(?:,\s*|and\s+)?$")
+"""An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 
 
 _NOT_RATE = frozenset({"each", "every", "a"})
@@ -495,8 +521,29 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         start, answer = stated[-1]
         end = text.find(answer, start)
         end = len(text) if end < 0 else end + len(answer)
-        return "answer_is", [_ASIDE.sub("", answer) or answer], start, end
+        return "answer_is", [_stated_value(answer)], start, end
     return None
+
+
+_RESTATEMENT = re.compile(r"(.+?)\s+\(([^()]+)\)\s*")
+
+
+def _stated_value(answer: str) -> str:
+    """The value a statement gives.
+
+    Without an aside ("32 apples (16 pairs)") unless the aside offers another answer ("5 (or 6
+    if ...)", kept so that it is read as a hedge) or restates it ("2 km (2000 m)"), and of a
+    chain of numbers its last value ("3 ÷ 2 = 1.5" states ``1.5``).
+    """
+    if not _HEDGE_WORDS.search(answer):
+        answer = _ASIDE.sub("", answer) or answer
+        restated = _RESTATEMENT.fullmatch(answer)
+        if restated and _same(restated.group(1), restated.group(2)):
+            answer = restated.group(1)  # "2 km (2000 m)": one value, said twice
+    chain = answer.split("=")
+    if len(chain) > 1 and chain[-1].strip() and not re.search(r"[A-Za-z]", "".join(chain[:-1])):
+        return chain[-1].strip()
+    return answer
 
 
 def _end_of_last_box(text: str) -> int:
@@ -511,13 +558,26 @@ def _end_of_last_box(text: str) -> int:
     return len(text)
 
 
+_AMBIGUOUS = re.compile(r"\d\.\d{3}(?!\d)|\d,\d")
+"""A number a locale may read two ways (``1.250``, ``1,5``)."""
+
+
 def extract_answer(text: str) -> Extraction:
     """Find the final answer of a response (rules and hedging in the module docstring).
 
     Only the last :data:`MAX_RESPONSE_CHARS` characters are read, with their digits in ASCII
-    (:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
+    (:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``). The
+    answer of a response that writes numbers the continental way has them in English notation
+    (``1.250`` -> ``1250``; :mod:`envhub.envs.math.locales`).
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
+    found = _extract(text)
+    if found.answer and _AMBIGUOUS.search(found.answer) and locales.continental(text):
+        found = replace(found, answer=locales.english_notation(found.answer))
+    return found
+
+
+def _extract(text: str) -> Extraction:
     explicit = _explicit(text)
     if explicit:
         method, found, first, end = explicit
@@ -563,7 +623,10 @@ def format_score(text: str, style: str) -> float:
     if len(markers) != 1:
         return 0.0
     found = extract_answer(text)
-    return 0.0 if found.hedged or found.answer != _tidy(markers[0]) else 1.0
+    marker = _tidy(markers[0])
+    if found.answer != marker and locales.continental(text):
+        marker = locales.english_notation(marker)
+    return 0.0 if found.hedged or found.answer != marker else 1.0
 
 
 # ---------------------------------------------------------------- equivalence
@@ -720,8 +783,8 @@ def decimal_comma(answer: str) -> tuple[str, Expr] | None:
     except AnswerSyntaxError:
         return None
     m = _DECIMAL_COMMA.search(text)
-    if m is None or text.count(",") != 1:
-        return None
+    if m is None or text.count(",") != 1 or text[:1] in "([":
+        return None  # (1,5) is a point, [1,5] an interval
     text = f"{text[: m.start()]}{m.group(1)}.{m.group(2)}{text[m.end() :]}"
     try:
         read = parse_answer(text)
@@ -756,10 +819,31 @@ def _get_pool():
                 initargs=(memory,),
                 context=ctx,
             )
+            _start_from_keeper(_pool)
             if not _state["atexit"]:
                 atexit.register(shutdown)
                 _state["atexit"] = True
         return _pool
+
+
+def _start_from_keeper(pool) -> None:
+    """Start ``pool``'s first workers from a thread that lives as long as this process.
+
+    Each worker asks Linux to kill it when the thread that forked it ends
+    (:func:`symbolic.init_worker`), so that no worker outlives envhub, even one stuck in C. The
+    pool forks its first workers from the thread of the first call; a request's thread may end
+    at any time, so that first call is made from this keeper thread instead (pebble forks the
+    replacements from its own manager thread, which lives as long as the pool).
+    """
+    started = threading.Event()
+
+    def keep() -> None:
+        pool.schedule(symbolic.ping)  # starts the pool, forking from this thread
+        started.set()
+        threading.Event().wait()  # live until the process ends (a daemon thread)
+
+    threading.Thread(target=keep, name="envhub-math-pool", daemon=True).start()
+    started.wait(timeout=60)
 
 
 def _run(fn, args: tuple, timeout: float) -> str:

@@ -24,10 +24,11 @@ def numbers_equal(p: Expr, g: Expr) -> bool | None:
         return False  # 5% is not $5, nor 5 cm
     pv, gv = p.value, g.value
     if p.unit is not None and g.unit is not None:
-        factors = scales(p.unit, g.unit)
-        if factors is None:
+        both = scales(p.unit, g.unit)
+        if both is None:
             return False
-        pv, gv = pv * factors[0], gv * factors[1]
+        (pf, po), (gf, go) = both
+        pv, gv = pv * pf + po, gv * gf + go
     if p.percent == g.percent:
         return pv == gv
     pct, other = (pv, gv) if p.percent else (gv, pv)

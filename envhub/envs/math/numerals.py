@@ -82,6 +82,8 @@ _APOSTROPHE = re.compile(r"(?<![\d.,'’])[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?
 """Swiss grouping: ``1'250.50``, ``12'345``."""
 _SPACED_COMMA = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: \d{3})+,\d+(?![\d,.])")
 """Spaced thousands with a decimal comma: ``12 345,678``, ``1 234,50``."""
+_SPACED_POINT = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: \d{3})+\.\d+(?![\d,.])")
+"""Spaced thousands with a decimal point (SI style): ``12 345.6``."""
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|º)"
 _TEMPERATURE = re.compile(
     rf"{_DEGREE}\s*(?:\\(?:text|mathrm|rm|mbox)\s*\{{\s*(?P<braced>[CF])\s*\}}"
@@ -109,6 +111,8 @@ def normalize(s: str) -> str:
         s = _APOSTROPHE.sub(lambda m: m.group(0).replace("'", "").replace("’", ""), s)
     if " " in s and "," in s:
         s = _SPACED_COMMA.sub(lambda m: m.group(0).replace(" ", "").replace(",", "."), s)
+    if " " in s and "." in s:
+        s = _SPACED_POINT.sub(lambda m: m.group(0).replace(" ", ""), s)
     if "circ" in s or "degree" in s or not s.isascii():
         s = _TEMPERATURE.sub(_temperature, s)
         s = _LONE_DEGREE.sub(r"^\\circ ", s)  # an angle: \sin 30° is in degrees
@@ -118,7 +122,25 @@ def normalize(s: str) -> str:
 def _unicode(s: str) -> str:
     s = _SLASHED.sub(_slashed, s)
     s = _ROOT.sub(_root, s)
+    while (m := _ROOT_PAREN.search(s)) is not None:  # √(x + 1): the bracket is the argument
+        close = _closing(s, m.end() - 1)
+        if close is None:
+            break
+        s = f"{s[: m.end() - 1]}{{{s[m.end() : close]}}}{s[close + 1 :]}"
     return _EXPONENT.sub(lambda m: "^{" + m.group(0).translate(_SUPER_TO_ASCII) + "}", s)
+
+
+_ROOT_PAREN = re.compile(r"\\sqrt(?:\[\d\])?\s*\(")
+
+
+def _closing(s: str, start: int) -> int | None:
+    """The index of the ``)`` that closes the ``(`` at ``start``, or None."""
+    depth = 0
+    for i in range(start, len(s)):
+        depth += {"(": 1, ")": -1}.get(s[i], 0)
+        if depth == 0:
+            return i
+    return None
 
 
 def _slashed(m: re.Match) -> str:

@@ -36,7 +36,7 @@ from .latex import (
     plain_digits,
 )
 from .numerals import number_words
-from .units import Unit, measure
+from .units import Unit, measure, scales
 
 MAX_DIGITS = 5000
 """A value estimated to have more digits than this is rejected as implausible."""
@@ -94,9 +94,9 @@ Answer = Expr | Text | Equation | Items | Seq | Union
 _OPEN, _CLOSE = "([{", ")]}"
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _UNIT_TAIL = re.compile(
-    r"(?P<num>[-+]?(?:\d+\s+)?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?"
+    r"(?P<num>[-+]?(?:\d+\s+(?=\d+/))?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?"
     r"|[-+]?(?:\d+\s*)?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"(?P<gap>\s*)(?P<unit>[A-Za-z][A-Za-z. /]*?)\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
+    r"(?P<gap>\s*)(?P<unit>[A-Za-zµμÀ-ÿ][A-Za-zµμÀ-ÿ. /]*?)\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
     re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
 _PLAIN = re.compile(
@@ -282,16 +282,24 @@ def _spelled(s: str) -> Expr | None:
     if _WORDS.fullmatch(s):
         value = number_words(s)
         return None if value is None else Expr(f"({value})", False, False, value)
+    return compound(s)
+
+
+def compound(s: str) -> Expr | None:
+    """``2 hours 15 minutes``, ``6 feet 2 inches``, ``12 dollars and 50 cents``, else None.
+
+    Two amounts of one dimension, the larger unit first; the value is in the base unit.
+    """
     m = _COMPOUND.fullmatch(s)
     if m is None:
         return None
     big, small = measure(m.group("u1")), measure(m.group("u2"))
-    if big is None or small is None or big.dimension != small.dimension:
+    both = scales(big, small) if big and small else None
+    if big is None or both is None or both[0][0] <= both[1][0] or big.offset:
         return None
-    if big.factor <= small.factor:
-        return None
-    value = Fraction(m.group("n1")) * big.factor + Fraction(m.group("n2")) * small.factor
-    return Expr(f"({value})", False, False, value, Unit(big.dimension, Fraction(1)))
+    value = Fraction(m.group("n1")) * both[0][0] + Fraction(m.group("n2")) * both[1][0]
+    dimension = small.dimension if big.dimension == (("cents", 1),) else big.dimension
+    return Expr(f"({value})", False, False, value, Unit(dimension, Fraction(1)))
 
 
 def _units(s: str) -> tuple[str, Unit | None]:

@@ -58,6 +58,7 @@ def init_worker(memory_bytes: int | None) -> None:
     The descriptors the fork copied are closed first (:func:`close_inherited_fds`).
     """
     close_inherited_fds()
+    _die_with_parent()
     if memory_bytes:
         try:
             with open("/proc/self/statm") as f:
@@ -107,6 +108,21 @@ def within_cpu(cpu_s: float, fn: Any, *args: Any) -> Any:
             _budget["armed"] = False
     except _CpuBudgetSpent:
         return CPU_SPENT
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this worker when the process that started it exits.
+
+    A worker busy in C (one huge integer operation) cannot run Python's exit handlers; without
+    this it outlives its parent when the pool is shut down mid-call, an orphan at 100% CPU.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
+        pass
 
 
 def close_inherited_fds() -> None:
@@ -203,6 +219,8 @@ def judge(
             return DIFFERENT  # math-verify drops units: it would credit 5m for 5 km
     from . import library
 
+    if _HUGE_EXPONENT.search(pred):
+        return DIFFERENT  # math-verify would compute 10**54634634634 in C, past any timer
     return library.verdict(
         pred,
         gold,
@@ -210,6 +228,11 @@ def judge(
         tolerance=tolerance,
         pred_read_by_envhub=pred_ans is not None,
     )
+
+
+_HUGE_EXPONENT = re.compile(r"\d\s*[eE]\s*[-+]?\s*\d{4,}")
+"""Scientific notation with an exponent of four digits or more: no real answer, and a value
+math-verify would build digit by digit."""
 
 
 def _numbers(pred: Answer, gold: Answer) -> bool:
@@ -336,10 +359,10 @@ def _equal(pred: Answer, gold: Answer, tolerance: float | None) -> bool:
 
 
 def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
-    factors = scales(pred.unit, gold.unit)
-    if factors is None:
+    both = scales(pred.unit, gold.unit)
+    if both is None:
         return False  # 6 kg is not 6 m
-    a, b = _scaled(pred.py, factors[0]), _scaled(gold.py, factors[1])
+    a, b = _scaled(pred.py, *both[0]), _scaled(gold.py, *both[1])
     if a.free_symbols or b.free_symbols:  # 2 h beside 2h: a one-letter unit is a variable
         a, b = _as_written(pred), _as_written(gold)
     near = _allowance(pred, gold, tolerance)
@@ -351,12 +374,14 @@ def _leaf_equal(pred: Expr, gold: Expr, tolerance: float | None) -> bool:
     return _expr_equal(other, pct, near) or _expr_equal(other, pct / 100, near)
 
 
-def _scaled(py: str, factor: Fraction) -> Any:
-    """The sympy value of ``py`` times an exact unit factor."""
+def _scaled(py: str, factor: Fraction, offset: Fraction) -> Any:
+    """The sympy value of ``py`` in base units: times the unit's factor, plus its offset."""
     import sympy
 
     value = _to_sympy(py)
-    return value if factor == 1 else value * sympy.Rational(factor.numerator, factor.denominator)
+    if factor != 1:
+        value = value * sympy.Rational(factor.numerator, factor.denominator)
+    return value if offset == 0 else value + sympy.Rational(offset.numerator, offset.denominator)
 
 
 def _as_written(ans: Expr) -> Any:

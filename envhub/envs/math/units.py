@@ -35,6 +35,8 @@ class Unit(NamedTuple):
     letter: str = ""
     """A one-letter unit (``m``, ``s``, ``h``, ``g``) as written: it may be a variable too
     (``\\frac{1}{2} h``), read so when the other side has variables."""
+    offset: Fraction = Fraction(0)
+    """Added after the factor: a temperature's zero (``0 °C`` is 273.15 K)."""
 
 
 def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
@@ -78,7 +80,6 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("frequency", 1000000, "mhz", "megahertz"),
     **_names("frequency", 1000000000, "ghz", "gigahertz"),
     **_names("usd", 1, "usd", "dollar", "dollars"),
-    **_names("usd", "1/100", "cent", "cents", "¢"),
     **_names("eur", 1, "eur", "euro", "euros"),
     **_names("gbp", 1, "gbp"),
     **_names("gbp", "1/100", "pence", "penny", "pennies"),
@@ -86,17 +87,51 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
     **_names("chf", 1, "chf"),
     **_names("krona", 1, "kr", "sek", "nok", "dkk"),
-    **_names("celsius", 1, "degc", "celsius"),
-    **_names("fahrenheit", 1, "degf", "fahrenheit"),
-    **_names("kelvin", 1, "kelvin", "kelvins", "k"),
+    **_names("temperature", 1, "degc", "celsius"),
+    **_names("temperature", "5/9", "degf", "fahrenheit"),
+    **_names("temperature", 1, "kelvin", "kelvins", "k"),
+    **_names("time", "1/1000000", "µs", "μs", "microsecond", "microseconds"),
+    **_names("time", "1/1000000000", "ns", "nanosecond", "nanoseconds"),
+    **_names("length", "1/1000000", "µm", "μm", "micrometer", "micrometers", "micron", "microns"),
+    **_names("length", "1/1000000000", "nm", "nanometer", "nanometers", "nanometre"),
+    **_names("mass", "1/1000000", "µg", "μg", "mcg", "microgram", "micrograms"),
+    **_names("cents", 1, "cent", "cents", "¢", "centavos", "céntimos"),
+    # the same units in German, French, Spanish, Italian, Portuguese and Dutch
+    **_names("time", 1, "sekunde", "sekunden", "seconde", "secondes", "secondi", "segundos"),
+    **_names("time", 60, "minuten", "minuto", "minutos", "minuti", "minuut"),
+    **_names("time", 3600, "stunde", "stunden", "std", "heure", "heures", "hora", "horas"),
+    **_names("time", 3600, "ora", "ore", "uur"),
+    **_names("time", 86400, "tag", "tage", "tagen", "jour", "jours", "día", "días", "dia", "dias"),
+    **_names("time", 86400, "giorno", "giorni", "dag", "dagen"),
+    **_names("time", 604800, "woche", "wochen", "semaine", "semaines", "semana", "semanas"),
+    **_names("time", 604800, "settimana", "settimane", "weken"),
+    **_names("month", 1, "monat", "monate", "monaten", "mois", "mes", "meses", "mese", "mesi"),
+    **_names("month", 1, "mês", "maand", "maanden"),
+    **_names("month", 12, "jahr", "jahre", "jahren", "ans", "année", "années", "año", "años"),
+    **_names("month", 12, "anno", "anni", "ano", "anos", "jaar", "jaren"),
+    **_names("length", 1, "mètre", "mètres", "metro", "metros", "metri"),
+    **_names("length", 1000, "kilomètre", "kilomètres", "kilómetro", "kilómetros", "chilometri"),
+    **_names("length", 1000, "chilometro", "quilômetro", "quilômetros", "quilómetro"),
+    **_names("length", "1/100", "zentimeter", "centimètre", "centimètres", "centímetro"),
+    **_names("length", "1/100", "centímetros", "centimetro", "centimetri"),
+    **_names("mass", 1, "gramm", "gramme", "grammes", "gramo", "gramos", "grammo", "grammi"),
+    **_names("mass", 1, "grama", "gramas"),
+    **_names("mass", 1000, "kilogramm", "kilogramme", "kilogrammes", "kilogramo", "kilogramos"),
+    **_names("mass", 1000, "chilogrammo", "chilogrammi", "quilograma", "quilogramas"),
 }
 """Unit names (lower case) -> (base quantity, factor to its base unit).
 
 Money is a unit too, one dimension per currency (``300 cents`` is ``$3``; ``€5`` is not
 ``$5``, and neither is ``5%``); currency signs become these names in
-:func:`envhub.envs.math.latex.clean`. The three temperature scales are three dimensions:
-they are not proportional to one another, so ``25 °C`` never matches ``25 °F`` (nor ``77 °F``).
+:func:`envhub.envs.math.latex.clean`. A rate in money (``$15 per hour``) is read as its money.
+Temperatures convert through kelvin with an offset (:data:`_OFFSETS`: ``100 °C`` is ``212 °F``
+is ``373.15 K``); a temperature *difference* written in another scale is therefore not matched.
 """
+_OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
+_OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
+"""Temperatures in kelvin: ``K = factor * value + offset``."""
+CURRENCIES = frozenset({"usd", "eur", "gbp", "jpy", "inr", "chf", "krona"})
+"""The money dimensions; ``cents`` are a hundredth of whichever the other side has."""
 _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
     **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),
@@ -177,6 +212,8 @@ def measure(phrase: str, power: str = "") -> Unit | None:
     terms = [_term(p) for p in parts]
     if None in terms:
         return None
+    if len(terms) == 2 and set(terms[0][0]) <= CURRENCIES | {"cents"}:  # type: ignore[index]
+        terms = terms[:1]  # $15 per hour is read as $15: the rate's money
     powers: dict[str, int] = {}
     factor = Fraction(1)
     for sign, (base, f) in zip((1, -1), terms, strict=False):  # type: ignore[misc]
@@ -184,16 +221,28 @@ def measure(phrase: str, power: str = "") -> Unit | None:
             powers[quantity] = powers.get(quantity, 0) + sign * p
         factor = factor * f if sign == 1 else factor / f
     letter = phrase.strip() if len(phrase.strip()) == 1 and not power else ""
-    return Unit(tuple(sorted((q, p) for q, p in powers.items() if p)), factor, letter)
+    offset = _OFFSETS.get(words[0], Fraction(0)) if len(words) == 1 else Fraction(0)
+    return Unit(tuple(sorted((q, p) for q, p in powers.items() if p)), factor, letter, offset)
 
 
-def scales(a: Unit | None, b: Unit | None) -> tuple[Fraction, Fraction] | None:
-    """Factors that bring two numbers' units to one base; None when they measure different things.
+Scale = tuple[Fraction, Fraction]
+"""``(factor, offset)``: a value in base units is ``factor * value + offset``."""
+_CENTS = (("cents", 1),)
 
-    A number without a unit is in the other's unit (both factors 1).
+
+def scales(a: Unit | None, b: Unit | None) -> tuple[Scale, Scale] | None:
+    """What brings two numbers' units to one base; None when they measure different things.
+
+    A number without a unit is in the other's unit (factor 1, offset 0 on both sides). Cents
+    are a hundredth of the other side's currency (``350 cents`` is ``3,50 €`` and ``$3.50``).
     """
+    one = (Fraction(1), Fraction(0))
     if a is None or b is None:
-        return Fraction(1), Fraction(1)
+        return one, one
+    if a.dimension == _CENTS and len(b.dimension) == 1 and b.dimension[0][0] in CURRENCIES:
+        a = Unit(b.dimension, a.factor / 100)
+    elif b.dimension == _CENTS and len(a.dimension) == 1 and a.dimension[0][0] in CURRENCIES:
+        b = Unit(a.dimension, b.factor / 100)
     if a.dimension != b.dimension:
         return None
-    return a.factor, b.factor
+    return (a.factor, a.offset), (b.factor, b.offset)

@@ -1,0 +1,93 @@
+r"""Which way a response writes its numbers: ``1.234,5`` (continental) or ``1,234.5``.
+
+``1.250`` is one and a quarter in English and twelve hundred and fifty in German, French,
+Spanish, Italian, Portuguese or Dutch. Nothing in the number says which; the response around
+it does. :func:`continental` reads that evidence, and :func:`english_notation` rewrites an
+answer of such a response the way the parser reads numbers (``1.250`` -> ``1250``, ``1,5`` ->
+``1.5``, ``(1,5; 2)`` -> ``(1.5, 2)``).
+
+The evidence, in order:
+
+1. the answer is introduced in one of those languages ("Antwort:", "La réponse est", "La
+   respuesta es", "A resposta é", "La risposta è", "Het antwoord is", "Ответ:");
+2. the response's numbers: one written only the continental way (``1.234,5``,
+   ``1.234.567``, ``2,50 €``, ``10 €``) and none written only the English way (``1,234.5``,
+   ``1,234,567``, ``2.5``, ``$10``);
+3. its words: at least three function words of those languages and more of them than
+   English ones.
+
+Without evidence a response is English: ``1.250`` stays 1.25.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STATEMENT = re.compile(
+    r"(?:antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ)\s*"
+    r"(?:ist|is|est|es|é|è|:|=)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+_CONTINENTAL_NUMBER = re.compile(
+    r"(?<![\d.,])\d{1,3}(?:\.\d{3})+,(?:\d{1,2}|\d{4,})(?![\d.,])"  # 1.234,5 (,567: a list?)
+    r"|(?<![\d.,])\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567
+    r"|\d\s*€"  # 10 €, 2,50 €
+)
+_ENGLISH_NUMBER = re.compile(
+    r"(?<![\d.,])\d{1,3}(?:,\d{3})+\.\d+(?![\d.,])"  # 1,234.5
+    r"|(?<![\d.,])\d{1,3}(?:,\d{3}){2,}(?![\d.,])"  # 1,234,567
+    r"|(?<![\d.,])\d+\.\d{1,2}(?![\d.,])"  # 2.5, 0.75
+    r"|[$£]\s*\d"  # $10
+)
+_WORD = re.compile(r"[^\W\d_]+")
+_CONTINENTAL_WORDS = frozenset(
+    # German, French, Spanish, Italian, Portuguese, Dutch: words English does not share
+    "und der die das ist sind insgesamt wir es ergibt beträgt mit von für auf zusammen "
+    "et est sont donc les une des nous du avec pour soit au "
+    "los las el es entonces tiene con para una del "
+    "il che sono quindi della gli "
+    "os são então uma com "
+    "het een zijn dus voor totaal".split()
+)
+_ENGLISH_WORDS = frozenset(
+    "the and is are so of to with for total that this we each then which".split()
+)
+TAIL = 3000
+"""Characters from the end of the response read for evidence."""
+
+
+def continental(text: str) -> bool:
+    """True when ``text`` writes numbers the continental way (see the module docstring)."""
+    text = text[-TAIL:]
+    statements = list(_STATEMENT.finditer(text))
+    if statements:
+        return True
+    if _CONTINENTAL_NUMBER.search(text):
+        return not _ENGLISH_NUMBER.search(text)
+    words = [w.lower() for w in _WORD.findall(text)]
+    ours = sum(w in _CONTINENTAL_WORDS for w in words)
+    theirs = sum(w in _ENGLISH_WORDS for w in words)
+    return ours >= 3 and ours > theirs and not _ENGLISH_NUMBER.search(text)
+
+
+_DOT_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.])")
+_COMMA_DECIMAL = re.compile(r"(?<![\d,.])(\d+),(\d+)(?![\d,])")
+
+
+_SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?=,\d)")
+
+
+def english_notation(answer: str) -> str:
+    """A continental answer's numbers written the English way (``1.234,5`` -> ``1234.5``).
+
+    Dots or spaces between groups of three digits are dropped (``12 345,6``), a comma between
+    digits becomes the decimal point, and a ``;`` that separates items becomes ``,``
+    (``(1,5; 2)``).
+    """
+    out = _DOT_GROUPS.sub(lambda m: m.group(0).replace(".", ""), answer)
+    out = _SPACE_GROUPS.sub(lambda m: m.group(0).replace(" ", ""), out)
+    decimals = _COMMA_DECIMAL.search(out) is not None
+    out = _COMMA_DECIMAL.sub(r"\1.\2", out)
+    if decimals and ";" in out:
+        out = out.replace(";", ",")
+    return out

@@ -1,0 +1,170 @@
+"""Numbers as the world writes them: units, money, locales, other scripts, words.
+
+Each near miss is an attack a policy could learn (a wrong unit, a misread separator, a hedge in
+another language); each match is an answer a careful grader accepts. The two sets of
+``math_notation_cases.jsonl`` were written by two people who had not read the checker.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from envhub.envs.math import answers
+from envhub.envs.math.answers import extract_answer, is_equivalent
+
+CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_cases.jsonl").open()]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_workers():
+    yield
+    answers.shutdown()
+
+
+def _scores(text: str, gold: str) -> bool:
+    found = extract_answer(text)
+    return bool(found.answer and not found.hedged and is_equivalent(found.answer, gold))
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        # money is a unit: one dimension per currency, cents a hundredth of either
+        (r"\boxed{\$5}", r"5\%", False),
+        (r"\boxed{5\%}", r"\$5", False),
+        ("The answer is 3 cents.", r"\$3", False),
+        ("The answer is 300 cents.", r"\$3", True),
+        ("#### €15", "15", True),
+        ("#### €5", r"\$5", False),
+        ("He earns 15 dollars per hour.", r"\$15", True),
+        ("So she pays 12 dollars and 50 cents.", r"\$12.50", True),
+        ("So she pays 12 dollars and 50 cents.", r"\$12", False),
+        ("Antwort: 3,50 € (also 350 Cent)", "3.5", True),
+        # scale words multiply
+        (r"\boxed{\$1.5\text{ million}}", "1500000", True),
+        ("The answer is $2.5M.", "2500000", True),
+        ("#### 12 dozen", "144", True),
+        # temperatures convert through kelvin; scales never pass for one another
+        (r"\boxed{25^\circ\text{C}}", r"25^\circ \text{F}", False),
+        ("The answer is 212°F.", r"100^\circ\text{C}", True),
+        ("The answer is 300 K.", r"26.85^\circ\text{C}", True),
+        # a unit said after the last number is part of the answer
+        ("5 laps of 6 seconds: it will take him 30 seconds.", "30 minutes", False),
+        ("5 laps of 6 minutes: it will take him 30 minutes.", "0.5 hours", True),
+        ("She needs 4 cups of flour.", "4 liters", False),
+        ("She ran 5000 meters.", "5 km", True),
+        ("She has 3 apples and buys 4 more, so 7 in all", "7", True),
+        # a letter glued to a number is no unit that math-verify may drop
+        ("#### 5m", "5 km", False),
+        (r"\boxed{2\text{ ms}}", "2 s", False),
+        (r"\boxed{3\text{ kW}}", "3000 W", True),
+        # compound quantities
+        ("#### 2 hours 15 minutes", "135 minutes", True),
+        ("The answer is 1 hour and 45 minutes.", "105 minutes", True),
+        (r"\boxed{6 \text{ feet } 2 \text{ inches}}", "74 inches", True),
+        (r"\boxed{1\frac{1}{2}\text{ hours}}", "90 minutes", True),
+        ("The answer is 2 km (2000 m).", "2000 m", True),
+    ],
+)
+def test_units_and_money(text, gold, paid):
+    assert _scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        ("#### 1,23,456", "123456", True),  # lakh grouping
+        (r"\boxed{1,50,00,000}", "15000000", True),
+        ("The answer is Rs. 12,34,567.", "1234567", True),
+        ("Antwort: CHF 1'234.50", "1234.5", True),
+        ("Antwort: 1'000'000", "1000000", True),
+        (r"\boxed{12 345,678}", "12345.678", True),
+        ("**Réponse :** 3 500", "3500", True),
+        ("**Réponse :** 3 500", "500", False),
+        # one dot and three digits: the response's language decides
+        ("Insgesamt also 734 + 500 = 1.234 Besucher.\nAntwort: 1.234 Besucher", "1234", True),
+        ("Insgesamt also 734 + 500 = 1.234 Besucher.\nAntwort: 1.234 Besucher", "1.234", False),
+        (
+            "Das Auto kostet 8.000 € und die Versicherung 2.000 €, zusammen also 10.000 €.",
+            "10",
+            False,
+        ),
+        (
+            "Das Auto kostet 8.000 € und die Versicherung 2.000 €, zusammen also 10.000 €.",
+            "10000",
+            True,
+        ),
+        ("The rod is 1.250 m long after the cut, so the answer is 1.250", "1.25", True),
+        ("La respuesta es 1.234.567,89.", "1234567.89", True),
+        ("Die Fahrt dauert 90 Minuten.\nAntwort: 1,5 Stunden", "90 minutes", True),
+        ("Der Schnittpunkt liegt bei P(1,5; 2).\nAntwort: (1,5; 2)", "(1.5, 2)", True),
+        ("The lines meet at x = 1, y = 5.\nThe answer is (1,5).", "1.5", False),
+    ],
+)
+def test_number_locales(text, gold, paid):
+    assert _scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        ("The answer is ½.", r"\frac{1}{2}", True),
+        ("#### 3½", "3.5", True),
+        (r"\boxed{−½}", r"-\frac{1}{2}", True),
+        (r"\boxed{⅔}", r"\frac{2}{3}", True),
+        ("#### 10⁶", "1000000", True),
+        ("The answer is 10⁻³.", "0.001", True),
+        ("#### 2¹⁰", "1024", True),
+        ("The answer is ⁵⁄₈.", r"\frac{5}{8}", True),
+        (r"\boxed{3⁄4}", "0.75", True),
+        (r"\boxed{∛8}", "2", True),
+        (r"\boxed{³√8}", "2", True),
+        (r"\boxed{√27}", r"3\sqrt{3}", True),
+        (r"\boxed{√27}", r"7\sqrt{2}", False),  # not \sqrt{2} times 7
+        ("The answer is √(x + 1).", r"\sqrt{x+1}", True),
+        ("The answer is twenty-five.", "25", True),
+        ("The answer is one hundred and five.", "105", True),
+        ("The answer is three quarters.", "0.75", True),
+        ("The answer is a dozen.", "12", True),
+        ("The answer is one or two.", "2", False),
+    ],
+)
+def test_other_scripts_and_words(text, gold, paid):
+    assert _scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Die Antwort ist vielleicht 31.",
+        "La respuesta es probablemente 31.",
+        "Het antwoord is misschien 31.",
+        "La réponse est peut-être 31.",
+        "La risposta è forse 31.",
+        "الإجابة ربما ٣١.",
+        "The answer is 31 (or 32 if we count the endpoint).",
+        "Die Antwort ist 31 oder 32.",
+    ],
+)
+def test_a_hedge_in_any_language_earns_nothing(text):
+    assert not _scores(text, "31")
+
+
+def test_the_independent_notation_sets():
+    """Two sets of ~450 cases each (units, locales, other scripts), written blind to the code.
+
+    No false positive at all; at most 1% false negatives. The one case left as a false positive
+    is listed with its reason: its response gives no sign of its locale.
+    """
+    known = {"#### 1.500 kg": "German dots with no German word: read the English way"}
+    wrong, false_positives = [], []
+    for case in CASES:
+        paid = _scores(case["pred"], case["gold"])
+        if paid is case["expected"]:
+            continue
+        wrong.append(case)
+        if paid and not any(case["pred"].endswith(k) for k in known):
+            false_positives.append((case["pred"][-80:], case["gold"]))
+    assert not false_positives
+    assert len(wrong) <= 0.01 * len(CASES), [(c["pred"][-60:], c["gold"]) for c in wrong]
