@@ -251,7 +251,8 @@ def test_a_loaded_machine_is_not_charged_to_the_answer():
     assert answers._run(_waits, (0.8,), timeout=0.3) == "equal"
 
 
-def test_an_expensive_comparison_spends_its_cpu_budget_and_the_worker_survives():
+def test_an_expensive_comparison_spends_its_cpu_budget_and_the_worker_survives(monkeypatch):
+    monkeypatch.setattr(answers, "WALL_FACTOR", 50.0)  # the CPU budget, not the backstop, ends it
     answers.warmup()
     pids = {answers._run(_pid, (), timeout=5) for _ in range(8)}
     start = time.monotonic()
@@ -268,6 +269,32 @@ def test_code_the_cpu_timer_cannot_stop_meets_the_wall_backstop():
         answers._run(_waits, (30.0,), timeout=0.2)
     assert time.monotonic() - start < 0.2 * answers.WALL_FACTOR + 3.0
     assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # a fresh worker answers
+
+
+def test_a_check_queued_behind_others_is_the_machinerys_not_the_models(monkeypatch):
+    """Waiting for a busy worker is no ``timeout``: past the grace it is ``infra_error``."""
+    from envhub.errors import InfraError
+
+    answers.warmup()
+    monkeypatch.setattr(answers, "QUEUE_GRACE_S", 0.5)
+    busy = [threading.Thread(target=answers._run, args=(_waits, (3.0,), 2.0)) for _ in range(2)]
+    for t in busy:
+        t.start()
+    time.sleep(0.3)  # both workers are now taken
+    with pytest.raises(InfraError, match="math workers were busy"):
+        answers._run(_pid, (), timeout=0.1)
+    for t in busy:
+        t.join()
+    assert answers._run(_waits, (0.0,), timeout=1.0) == "equal"  # free again
+
+
+@pytest.mark.parametrize(
+    "pred", [r"\Gamma(10^{7})", r"(10^{10})!", r"\binom{10^{8}}{5 \cdot 10^{7}}", "1e999999"]
+)
+def test_giant_computations_are_wrong_answers_decided_at_once(pred):
+    start = time.monotonic()
+    assert is_equivalent(pred, "5", timeout=2.0) is False
+    assert time.monotonic() - start < 1.5
 
 
 ORPHAN_SCRIPT = """

@@ -168,3 +168,26 @@ def test_the_independent_notation_sets():
             false_positives.append((case["pred"][-80:], case["gold"]))
     assert not false_positives
     assert len(wrong) <= 0.01 * len(CASES), [(c["pred"][-60:], c["gold"]) for c in wrong]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is 5 (possibly 7).",
+        "The answer is 5 (or maybe 7)",
+        "The answer is 5 (alternatively, 7)",
+        "\\boxed{5} (7 also fits)",
+        "\\boxed{5}\nAlthough 7 also fits.",
+        "\\boxed{5} else 7",
+        "\\boxed{5}\nBut if I misread, 7.",
+        "#### 5\nor\n7",
+        "#### 5\nJust kidding, 7",
+        "#### 5\nFinal: 7",
+        "#### 5\nresult: 7",
+        "#### 5\nalso 7",
+        "#### 5\n\nIf we count differently, it's 7.",
+    ],
+)
+def test_another_value_after_the_final_answer_is_a_hedge(text):
+    """A second value offered after the answer earns nothing, whichever is the gold."""
+    assert not _scores(text, "5") and not _scores(text, "7")

@@ -69,3 +69,39 @@ def test_the_other_number_readers_read_whole_tokens():
     assert parse_column("<move>4</move>") == 4
     assert as_number("1,2") is None  # not 12
     assert as_number("1,234") == 1234
+
+
+@pytest.mark.parametrize(
+    ("text", "gold"),
+    [
+        ("the total is 599e+72", "72"),
+        ("the total is 5E-72", "72"),
+        ("the total is 1.5e-2", "2"),
+        ("So the total is 10^2", "2"),
+        ("So the total is 10^2", "10"),
+        ("the total is 10^{3}", "3"),
+        ("so the total is 2^10", "10"),
+        ("so the total is 10**2", "2"),
+        ("the total is 10²", "10"),
+        ("the total is 1+2", "2"),
+        ("the total is 3*2", "2"),
+        ("the total is 5 - 2", "2"),
+    ],
+)
+def test_an_exponent_or_the_last_operand_is_not_the_answer(text, gold):
+    """A number is its whole token, exponent included; an expression is read whole."""
+    found = extract_answer(text)
+    assert not (found.answer and is_equivalent(found.answer, gold)), found
+
+
+@pytest.mark.parametrize(
+    ("text", "gold"),
+    [
+        ("So the total is 10^2", "100"),
+        ("the total is 1+2", "3"),
+        ("the total is 599e+72", "5.99e74"),
+    ],
+)
+def test_powers_and_sums_are_read_whole(text, gold):
+    found = extract_answer(text)
+    assert found.answer and is_equivalent(found.answer, gold), found

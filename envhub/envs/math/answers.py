@@ -111,8 +111,12 @@ MAX_RESPONSE_CHARS = 100_000
 """Extraction reads only this many characters from the end of a response."""
 _PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
 """What envhub's parser raises on text it cannot read (anything else is a bug)."""
-QUEUE_GRACE_S = 10.0
-"""How long a call may wait for a free or restarting worker, on top of its wall backstop."""
+QUEUE_GRACE_S = 30.0
+"""How long a call may wait for a free or restarting worker, on top of its wall backstop.
+
+Waiting for a worker is the machinery's (other episodes' answers are being checked): a call
+still queued past it is :class:`~envhub.errors.InfraError`, never the model's ``timeout``. The
+default keeps the whole wait (10 s backstop + 30 s) under a step's 45 s deadline."""
 WALL_FACTOR = 5.0
 """A worker call's wall-clock backstop, as a multiple of its CPU budget (``timeout``).
 
@@ -157,16 +161,20 @@ _HYPOTHESIS = frozenset(
 )  # fmt: skip
 """Words before "the answer is" that make it a hypothesis rather than a commitment."""
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+_POWER = r"(?:[eE][-+]?\d+|\s*(?:\^|\*\*)\s*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+)|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?"
+"""A power or scientific exponent is part of its number: ``599e+72``, ``10^{3}``, ``2**10``,
+``10²`` are one token each, never their last digits."""
 _NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
     r"|(?:(?<![\w)])[-\u2212])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
     r"|[1-9]\d{0,2}(?: \d{3})+(?![\d.])"  # 1 000: spaced thousands
-    r"|\d+(?:\.\d+)?(?:/\d+)?|\.\d+)%?(?!\w*\d|_|\.\d)"
+    r"|(?<![eE][-+])(?<!\^\{)\d+(?:\.\d+)?(?:/\d+)?" + _POWER + r"|\.\d+)%?(?!\w*\d|_|\.\d)"
 )
 """A number written as a whole token: no letter, digit, ``_`` or point glued before it, and
 no digits later in its token (``x72``, ``is72``, ``e72``, ``599e72`` and ``A32`` hold no
-number); a word glued after it must be a unit (:func:`_numbers`)."""
+number); a word glued after it must be a unit (:func:`_numbers`). An exponent belongs to its
+number (:data:`_POWER`)."""
 _GLUED_WORD = re.compile(r"[A-Za-z]+")
 
 
@@ -327,16 +335,20 @@ _OR_ANOTHER = re.compile(
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
-    r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be)\b",
+    r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be"
+    r"|kidding|scratch\s+that|on\s+second\s+thought|misread|misunderstood|instead|rather"
+    r"|unless|otherwise|if\s+(?:i|we|you|one)|final|result|solution"
+    r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d))\b",
     re.IGNORECASE,
 )
-"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7")."""
+"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
+"Just kidding, 7", "if I misread, 7", "Final: 7", "also 7", "else 7")."""
 _ALSO = re.compile(
     r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides)\b", re.IGNORECASE
 )
 _ACCEPTABLE = re.compile(
     r"\b(?:possible|acceptable|valid|correct|right|works?|fine|answers?|solutions?|options?"
-    r"|possibilit(?:y|ies)|candidates?)\b",
+    r"|possibilit(?:y|ies)|candidates?|fits?|holds?|applies|satisf(?:y|ies))\b",
     re.IGNORECASE,
 )
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
@@ -370,9 +382,16 @@ def _hedges(answer: str, after: str) -> bool:
 
 
 def _first_clause(after: str) -> str:
+    """The clause right after an answer; a line holding only a joiner ("or") runs on."""
     after = after[:300].lstrip(" \t\n*$}).,;:")
     stop = _CLAUSE_END.search(after)
+    if stop is not None and _JOINER_LINE.fullmatch(after[: stop.start()]):
+        rest = _CLAUSE_END.search(after, stop.end())
+        return after[: rest.start()] if rest else after
     return after[: stop.start()] if stop else after
+
+
+_JOINER_LINE = re.compile(r"\s*(?:or|else|also|otherwise|alternatively|maybe|perhaps)\s*", re.I)
 
 
 def _retracted(answer: str, after: str) -> bool:
@@ -438,6 +457,9 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     )
     if len(items) > 1:
         return Extraction(", ".join(items), "last_number", hedged)
+    arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
+    if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
+        return Extraction(text[arithmetic.start() : last.end()], "last_number", hedged)
     answer = items[0] + _unit_after(text, last.end())
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
     if before is not None and compound(text[before.start() : last.start()] + answer):
@@ -445,6 +467,9 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     return Extraction(answer, "last_number", hedged)
 
 
+_ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
+"""Numbers and operators right before the last number: an expression the number ends. A
+hyphen glued on both sides is a range ("3-5"), not a subtraction."""
 _AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\s*(?:,\s*|and\s+)?$")
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 
@@ -852,7 +877,8 @@ def _run(fn, args: tuple, timeout: float) -> str:
     Raises:
         VerifierTimeout: The call spent its CPU budget, or ran past the wall backstop (its
             worker is then killed and replaced).
-        InfraError: The worker died for another reason.
+        InfraError: The worker died for another reason, or none was free within
+            :data:`QUEUE_GRACE_S` after the backstop.
     """
     from pebble import ProcessExpired
 
@@ -861,7 +887,12 @@ def _run(fn, args: tuple, timeout: float) -> str:
     try:
         verdict = future.result(timeout=wall + QUEUE_GRACE_S)
     except FutureTimeout as e:
-        future.cancel()
+        if not future.done():  # still waiting for a worker: the machinery is overloaded
+            future.cancel()
+            raise InfraError(
+                f"the math workers were busy for {wall + QUEUE_GRACE_S:g} s (other answers "
+                "queued ahead); raise ENVHUB_MATH_WORKERS for this load"
+            ) from e
         raise VerifierTimeout(
             f"symbolic answer check ran past {wall:g} s of wall time; the worker was restarted"
         ) from e

@@ -219,7 +219,7 @@ def judge(
             return DIFFERENT  # math-verify drops units: it would credit 5m for 5 km
     from . import library
 
-    if _HUGE_EXPONENT.search(pred):
+    if _HUGE_EXPONENT.search(pred) or (pred_ans is None and _explosive(pred)):
         return DIFFERENT  # math-verify would compute 10**54634634634 in C, past any timer
     return library.verdict(
         pred,
@@ -233,6 +233,21 @@ def judge(
 _HUGE_EXPONENT = re.compile(r"\d\s*[eE]\s*[-+]?\s*\d{4,}")
 """Scientific notation with an exponent of four digits or more: no real answer, and a value
 math-verify would build digit by digit."""
+
+
+_GROWTH = re.compile(r"\\Gamma|\\binom|\\dbinom|\\prod|\\sum|!|\^|\\uparrow|factorial")
+_BIG = re.compile(r"\d{5,}|10\s*\^\s*\{?\s*(?:\d{2,}|[5-9])|\d\s*\^\s*\{?\s*\d{3,}")
+
+
+def _explosive(text: str) -> bool:
+    r"""A prediction envhub cannot read that asks math-verify for a giant computation.
+
+    ``\Gamma(10^{7})``, ``(10^{10})!``, ``inom{10^{8}}{5 \cdot 10^{7}}``: a fast-growing
+    operation beside a number of five digits or more (or a power of ten past ``10^4``, or a
+    three-digit exponent). sympy would build the value in C, where no timer can stop it; an
+    answer so large is no real final answer, so it is a wrong one, decided at once.
+    """
+    return bool(_GROWTH.search(text) and _BIG.search(text))
 
 
 def _numbers(pred: Answer, gold: Answer) -> bool:
