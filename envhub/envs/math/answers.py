@@ -37,7 +37,7 @@ taken back right after it ("#### 5. Actually, 7.") is hedged too, and so is one 
 another value offered as also possible ("#### 5. 7 is also acceptable.", :func:`_retracted`).
 
 **Equivalence** (:func:`is_equivalent`) reads both answers with :mod:`envhub.envs.math.parse`:
-delimiters, ``\text{}``, units after a number (``$42``, ``42 dollars``), thousands separators,
+delimiters, ``\text{}``, labels after a number (``42 apples``), thousands separators,
 ``x =`` and degree signs are dropped; ``\frac``/``\dfrac``, ``\sqrt``, powers, ``%``,
 ``\pi``, lists (as multisets), tuples and intervals (in order, brackets included), ``\cup``,
 inequalities in one variable (``x \le 3`` is ``(-\infty, 3]``, also flipped, joined by "and"

@@ -305,7 +305,7 @@ def compound(s: str) -> Expr | None:
 def _units(s: str) -> tuple[str, Unit | None]:
     """Split a unit off a number: ``200 cm`` -> ``200`` in centimetres (see :mod:`.units`).
 
-    Words that name no unit of the table are a label and are dropped (``42 dollars`` ->
+    Words that name no unit of the table are a label and are dropped (``42 apples`` ->
     ``42``); ``5 x`` stays (``x`` is not a unit), and so does ``6m`` (a one-letter unit is
     one only after a space: ``6 m``). A label is one only after a space too: ``42dollars`` and
     ``1AAA`` are no number (a number is a whole token), ``200cm`` is one.
