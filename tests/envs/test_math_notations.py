@@ -1,8 +1,8 @@
 """Numbers as the world writes them: units, money, locales, other scripts, words.
 
 Each near miss is an attack a policy could learn (a wrong unit, a misread separator, a hedge in
-another language); each match is an answer a careful grader accepts. The two sets of
-``math_notation_cases.jsonl`` were written by two people who had not read the checker.
+another language); each match is an answer a careful grader accepts. The three sets of
+``math_notation_cases.jsonl`` were written by three people who had not read the checker.
 """
 
 import json
@@ -152,7 +152,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Two sets of ~450 cases each (units, locales, other scripts), written blind to the code.
+    """Three sets of ~450 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive at all; at most 1% false negatives. The one case left as a false positive
     is listed with its reason: its response gives no sign of its locale.
@@ -191,3 +191,57 @@ def test_the_independent_notation_sets():
 def test_another_value_after_the_final_answer_is_a_hedge(text):
     """A second value offered after the answer earns nothing, whichever is the gold."""
     assert not _scores(text, "5") and not _scores(text, "7")
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        ("The diagonal of a unit square is √2.", r"\sqrt{2}", True),
+        ("The diagonal of a unit square is √2.", "2", False),
+        ("So sin 60° = √3/2.", r"\frac{3}{2}", False),
+        ("So sin 60° = √3/2.", r"\frac{\sqrt{3}}{2}", True),
+        ("The circumference is 2·π·3 = 6π.", r"6\pi", True),
+        ("The angle is π/4 radians.", r"\frac{\pi}{4}", True),
+        ("Area = π r² = π · 2² = 4π cm².", r"4\pi", True),
+        ("The solution set is (−∞, 3].", r"(-\infty, 3]", True),
+        ("The solution set is (−∞, 3].", "3", False),
+        ("So x ≤ 3.", r"x \le 3", True),
+        ("The roots are ±2.", r"\pm 2", True),
+        ("The roots are ±2.", "2", False),
+        ("The side length is 3√5 cm.", r"3\sqrt{5}", True),
+        ("The distance is 3 × 10⁴ m.", "30000", True),
+        ("The total is 1 000 000.", "1000000", True),
+        ("The total is 1 000 000.", "000", False),
+        ("Le total est de 1 250 euros.", "1250", True),
+        ("答案是 ¥1,200。", "1200", True),
+    ],
+)
+def test_plain_text_math_is_read_whole(text, gold, paid):
+    """Unicode math written outside LaTeX is the answer, never the digit at its end."""
+    assert _scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        ("Final answer: 15 (though 16 is also plausible).", "15", False),
+        ("The answer is 15. Alternatively, counting the ends, it is 16.", "15", False),
+        ("It is probably \\boxed{9}, but I might have miscounted.", "9", False),
+        ("答えはたぶん 5 です。", "5", False),
+        ("ربما الإجابة 5.", "5", False),
+        ("Also ist die Antwort 42 (berechnet in 3 Schritten).", "3", False),
+        ("Also ist die Antwort 42 (berechnet in 3 Schritten).", "42", True),
+        ("$x^2 - 3x - 4 = 0$, so $x = -1$ or $x = 4$.", "4", False),
+        ("$x^2 - 3x - 4 = 0$, so $x = -1$ or $x = 4$.", "-1, 4", True),
+        # one value said twice is no hedge
+        ("The answer is 1/2 or 0.5.", "1/2", True),
+        ("The answer is $\\$5$, or 500 cents.", "5", True),
+        ("The trip takes 2 hours, or 120 minutes.", "2", True),
+        ("The trip takes 1.5 hours (90 minutes).", "1.5", True),
+        ("La respuesta es 0,5, es decir, 1/2.", "0.5", True),
+        ("\\boxed{\\$5}, or 5 dollars", "5", True),
+        ("The answer is 7 — not 8, as one might think.", "7", True),
+    ],
+)
+def test_hedges_and_restatements(text, gold, paid):
+    assert _scores(text, gold) is paid

@@ -140,9 +140,14 @@ class Extraction:
 
 
 _HASH = re.compile(r"####[ \t]*([^\n]*)")
+_FOREIGN_ANSWER = (
+    r"antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|lösung|solución|soluzione"
+    r"|oplossing|ответ|решение"
+)
 _ANSWER_IS = re.compile(
-    r"(?:answer|antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ|答案|उत्तर)"
-    r"\s*(?:ist|is|est|es|é|è|是|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
+    rf"(?:answer|{_FOREIGN_ANSWER}|答案|答え|정답|उत्तर)"
+    r"\s*(?:ist|is|est|es|é|è|是|は|은|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
+    rf"|(?:{_FOREIGN_ANSWER})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
     r"|(?:الإجابة|الجواب)\s*(?:هي|:)?\s*",
     re.IGNORECASE,
 )
@@ -151,7 +156,17 @@ _ANSWER_IS = re.compile(
 "الإجابة"; not a word ending in "answer", which :func:`_statements` checks: a leading ``\b``
 made the scan 4 times slower)."""
 _ANSWER_STEMS = ("answer", "antw", "ponse", "respu", "respo", "rispo", "ответ", "答案", "उत्तर")
-_ANSWER_STEMS += ("الإجابة", "الجواب")
+_ANSWER_STEMS += (
+    "lösung",
+    "soluci",
+    "soluzi",
+    "oplos",
+    "решени",
+    "答え",
+    "정답",
+    "الإجابة",
+    "الجواب",
+)
 """Substrings one of which every statement of :data:`_ANSWER_IS` holds (a fast first test)."""
 _FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<!\bRs)\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
@@ -167,8 +182,11 @@ _POWER = r"(?:[eE][-+]?\d+|\s*(?:\^|\*\*)\s*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+)|[⁰
 _NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
     r"|(?:(?<![\w)])[-\u2212])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"|\d{1,2}(?:,\d\d)+,\d{3}(?:\.\d+)?"  # 1,23,456: lakh and crore
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
-    r"|[1-9]\d{0,2}(?: \d{3})+(?![\d.])"  # 1 000: spaced thousands
+    r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"  # 1.234.567, 1.234,5
+    r"|[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?"  # 1'234.5
+    r"|[1-9]\d{0,2}(?: \d{3})+(?:,\d+)?(?!\d|\.\d)"  # 1 000, 12 345,6: spaced thousands
     r"|(?<![eE][-+])(?<!\^\{)\d+(?:\.\d+)?(?:/\d+)?" + _POWER + r"|\.\d+)%?(?!\w*\d|_|\.\d)"
 )
 """A number written as a whole token: no letter, digit, ``_`` or point glued before it, and
@@ -189,7 +207,8 @@ def _numbers(text: str) -> list[re.Match]:
     end = -1
     for m in _NUMBER.finditer(text):
         start = m.start()
-        glued = start > 0 and text[start - 1] in ",/" and end != start - 1
+        glued = start > 1 and text[start - 1] in ",/" and end != start - 1
+        glued = glued and text[start - 2] not in _UNICODE_MATH  # π/4 is a number
         word = _GLUED_WORD.match(text, m.end())
         if not glued and (word is None or measure(word.group(0)) is not None):
             found.append(m)
@@ -198,7 +217,7 @@ def _numbers(text: str) -> list[re.Match]:
 
 
 def _tidy(answer: str) -> str:
-    return answer.strip().strip("*").strip().rstrip(".,;:").strip()
+    return answer.strip().strip("*").strip().rstrip(".,;:。，；：").strip()
 
 
 def _hash_answers(text: str) -> list[str]:
@@ -210,11 +229,14 @@ def _answer_is(text: str) -> list[str]:
     return [answer for _, answer in _statements(text)]
 
 
+_LATIN_LETTER = re.compile(r"[A-Za-zÀ-ÿ]")
+
+
 def _statements(text: str) -> Iterator[tuple[int, str]]:
     """Each "the answer is ..." statement: where it starts, and the answer it states."""
     for m in _ANSWER_IS.finditer(text):
-        if m.start() and text[m.start() - 1].isalpha():
-            continue  # "reanswer is"
+        if m.start() and _LATIN_LETTER.match(text[m.start() - 1]):
+            continue  # "reanswer is" (but 所以答案是 9 is a statement)
         answer = text[m.end() : m.end() + 200]
         # "Final Answer: The final answer is $8$." (Minerva style) states it twice
         while (inner := _RESTATED.match(answer)) is not None:
@@ -243,7 +265,7 @@ def _contradicted(text: str, finals: list[str]) -> bool:
         if count == MAX_CANDIDATES:
             return True  # no single answer is stated so many times: read no further
         if not _hypothetical(text, start):
-            stated.add(answer)
+            stated.add(_stated_value(answer))
     return any(_contradicts(a, finals) for a in stated)
 
 
@@ -305,7 +327,14 @@ def _same(a: str, b: str) -> bool:
         return True
     if isinstance(ra, str) or isinstance(rb, str):
         return False
-    return quick_compare(ra, rb) is True
+    if quick_compare(ra, rb) is True:
+        return True
+    comma = _SHORT_DECIMAL_COMMA.search(a) or _SHORT_DECIMAL_COMMA.search(b)
+    return bool(comma) and _same(locales.english_notation(a), locales.english_notation(b))
+
+
+_SHORT_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)")
+"""``0,5``: a decimal comma (never ``1,000``), tried when two values are compared for sameness."""
 
 
 def _distinct(answers: list[str]) -> list[str]:
@@ -318,13 +347,14 @@ def _distinct(answers: list[str]) -> list[str]:
 
 
 _HEDGE_WORDS = re.compile(
-    r"\b(?:maybe|perhaps|possibly|probably|either|alternatively|or\s+so|not\s+sure|unsure"
+    r"\b(?:maybe|perhaps|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
     r"|i\s+guess"
     # the same in the languages whose answer statements are read (_ANSWER_IS)
     r"|vielleicht|wahrscheinlich|möglicherweise|eventuell|peut-être|peut\s+être|probablement"
     r"|quizás?|tal\s+vez|probablemente|posiblemente|forse|probabilmente|talvez|provavelmente"
-    r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद)\b"
-    r"|也许|可能|大概"
+    r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद"
+    r"|아마도?)\b"
+    r"|也许|可能|大概|たぶん|多分|おそらく|恐らく"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
     re.IGNORECASE,
@@ -337,7 +367,7 @@ _OR_ANOTHER = re.compile(
 _CORRECTION = re.compile(
     r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be"
     r"|kidding|scratch\s+that|on\s+second\s+thought|misread|misunderstood|instead|rather"
-    r"|unless|otherwise|if\s+(?:i|we|you|one)|final|result|solution"
+    r"|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result|solution"
     r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d))\b",
     re.IGNORECASE,
 )
@@ -376,9 +406,26 @@ and so are this many "the answer is" statements beside a final ``####`` or box."
 def _hedges(answer: str, after: str) -> bool:
     """True when the final answer, or what follows it in its sentence, offers another one.
 
-    ``after`` is the text right after the answer; only its first clause is read.
+    ``after`` is the text right after the answer; only its first clause is read. "or" and the
+    same value again ("$5, or 500 cents") is a restatement, not a second answer; a doubt
+    ("but I might have miscounted") is a hedge.
     """
-    return bool(_HEDGE_WORDS.search(answer) or _OR_ANOTHER.search(_first_clause(after)))
+    if _HEDGE_WORDS.search(answer):
+        return True
+    clause = _first_clause(after)
+    other = _OR_ANOTHER.search(clause)
+    if other and not _same(_tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
+        return True
+    return bool(_DOUBT.search(clause))
+
+
+_JOINER_WORD = re.compile(r"^\W*\w+\s*")
+_DOUBT = re.compile(
+    r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*|\bnot\s+(?:sure|certain)"
+    r"|\bunsure\b|\bdoubt",
+    re.IGNORECASE,
+)
+"""Doubt about the answer just given: a hedge."""
 
 
 def _first_clause(after: str) -> str:
@@ -457,6 +504,9 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     )
     if len(items) > 1:
         return Extraction(", ".join(items), "last_number", hedged)
+    run = _unicode_math(text, last)
+    if run is not None:  # "√2", "2·π·3 = 6π", "(−∞, 3]", "x ≤ 3": the expression, not its digit
+        return Extraction(run, "last_number", hedged)
     arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
         return Extraction(text[arithmetic.start() : last.end()], "last_number", hedged)
@@ -464,7 +514,64 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
     if before is not None and compound(text[before.start() : last.start()] + answer):
         answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
+    said = _said_before(text, numbers, answer)
+    if said is not None:  # "2 hours, or 120 minutes", "1.5 hours (90 minutes)": one value
+        return Extraction(said, "last_number", bool(_HEDGE_WORDS.search(sentence)))
     return Extraction(answer, "last_number", hedged)
+
+
+_RUN_CHAR = re.compile(r"[\d.,\s√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
+_UNICODE_MATH = frozenset("√∛∜π∞±∓≤≥×÷·")
+_VARIABLE_BEFORE = re.compile(r"(?:^|\s)([A-Za-z])\s*$")
+
+
+def _unicode_math(text: str, number: re.Match) -> str | None:
+    """The plain-text math around the last number, when it uses Unicode signs; else None.
+
+    "is √2." gives ``√2``, "2·π·3 = 6π." ``6π`` (of a chain, its value), "(−∞, 3]." the
+    interval, "So x ≤ 3." ``x ≤ 3``, "3√5 cm" ``3√5 cm``. ASCII text is left to the other rules.
+    """
+    start, end = number.start(), number.end()
+    while start > 0 and _RUN_CHAR.match(text[start - 1]) and number.start() - start < 200:
+        start -= 1
+    while end < len(text) and _RUN_CHAR.match(text[end]) and end - number.end() < 200:
+        end += 1
+    run = text[start:end]
+    if _UNICODE_MATH.isdisjoint(run):
+        return None
+    run = run.rsplit("=", 1)[-1].strip(" \t\n.,;:")
+    if run[:1] in "≤≥<>":
+        variable = _VARIABLE_BEFORE.search(
+            text, 0, start + len(text[start:end]) - len(text[start:end].lstrip())
+        )
+        if variable is None:
+            return None
+        run = f"{variable.group(1)} {run}"
+    return (
+        run + _unit_after(text, end - (len(text[start:end]) - len(text[start:end].rstrip())))
+    ) or None
+
+
+def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
+    """The amount before the last one when the last only restates it, else None.
+
+    "2 hours, or 120 minutes" and "1.5 hours (90 minutes)" give the first amount.
+    """
+    if len(numbers) < 2:
+        return None
+    prev, last = numbers[-2], numbers[-1]
+    unit = _unit_after(text, prev.end())
+    first = prev.group(0) + unit
+    between = text[
+        prev.end()
+        + len(_UNIT_AFTER.match(text, prev.end()).group(0) if unit else "") : last.start()
+    ]
+    if not _RESTATING.fullmatch(between) or not _same(first, answer):
+        return None
+    return first
+
+
+_RESTATING = re.compile(r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)", re.IGNORECASE)
 
 
 _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
@@ -506,19 +613,30 @@ def _math_span(text: str, after: int) -> tuple[str, int] | None:
     r"""The last ``$...$`` / ``\(...\)`` / ``\[...\]`` span ending after ``after``.
 
     Only the last :data:`SPAN_WINDOW` characters are searched, and a span is at most 1000
-    characters, so the search stays linear however many delimiters are left open.
+    characters, so the search stays linear however many delimiters are left open. Spans
+    joined by ``or``/``and``/``,`` ("$x = -1$ or $x = 4$") are one list answer.
     """
     offset = max(0, len(text) - SPAN_WINDOW)
-    last = None
-    for m in _SPAN.finditer(text, offset):
-        last = m
-    if last is None or last.end() <= after:
+    spans = list(_SPAN.finditer(text, offset))[-MAX_CANDIDATES:]
+    if not spans or spans[-1].end() <= after:
         return None
-    content = next(g for g in last.groups() if g is not None).strip()
+    joined = [spans[-1]]
+    for m in reversed(spans[:-1]):
+        if not _JOINER.fullmatch(text, m.end(), joined[-1].start()):
+            break
+        joined.append(m)
+    contents = [_span_value(m) for m in reversed(joined)]
+    content = ", ".join(c for c in contents if c)
+    return (content, spans[-1].end()) if content else None
+
+
+def _span_value(span: re.Match) -> str:
+    """A span's content; of a chain ``a = b = c``, ``c``."""
+    content = next(g for g in span.groups() if g is not None).strip()
     chain = split_top(content, "=")
     if len(chain) >= 3 and "," not in content:  # a chain a = b = c states its value last
         content = chain[-1]
-    return (content, last.end()) if content else None
+    return content
 
 
 def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
@@ -551,6 +669,32 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
 
 
 _RESTATEMENT = re.compile(r"(.+?)\s+\(([^()]+)\)\s*")
+_SAID_AGAIN = re.compile(
+    r"(.+?)\s*,?\s*(?:or|i\.\s?e\.,?|that\s+is,?|es\s+decir,?|c'est-à-dire,?|d\.\s?h\.,?"
+    r"|das\s+heißt,?|ou\s+seja,?|cioè,?)\s+(.+)",
+    re.IGNORECASE,
+)
+"""The answer said again another way ("$5, or 500 cents", "0,5, es decir, 1/2")."""
+_REJECTED = re.compile(r"\s*(?:—|–|--|,|;)\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
+"""A rejected value after the answer: "7 — not 8, as one might think"."""
+_OFFERS = re.compile(
+    r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
+    r"|might|may|if|else)\b",
+    re.IGNORECASE,
+)
+"""Words in an aside that offer its number as another answer: "15 (though 16 is plausible)"."""
+
+
+def _offers_value(aside: str, answer: str) -> bool:
+    """An aside offers another value: a cue word and a number that is not the answer again.
+
+    "15 (though 16 is also plausible)" offers 16; "3,50 € (also 350 Cent)" says 3,50 € again.
+    """
+    found = _numbers(aside)
+    if not found or not _OFFERS.search(aside):
+        return False
+    said = found[-1].group(0) + _unit_after(aside, found[-1].end())
+    return not _same(said, answer.strip())
 
 
 def _stated_value(answer: str) -> str:
@@ -560,11 +704,14 @@ def _stated_value(answer: str) -> str:
     if ...)", kept so that it is read as a hedge) or restates it ("2 km (2000 m)"), and of a
     chain of numbers its last value ("3 ÷ 2 = 1.5" states ``1.5``).
     """
-    if not _HEDGE_WORDS.search(answer):
+    answer = _REJECTED.sub("", answer) or answer  # "7 — not 8"
+    aside = _ASIDE.search(answer)
+    offers = aside is not None and _offers_value(aside.group(0), answer[: aside.start()])
+    if not _HEDGE_WORDS.search(answer) and not offers:
         answer = _ASIDE.sub("", answer) or answer
-        restated = _RESTATEMENT.fullmatch(answer)
+        restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
         if restated and _same(restated.group(1), restated.group(2)):
-            answer = restated.group(1)  # "2 km (2000 m)": one value, said twice
+            answer = restated.group(1)  # "2 km (2000 m)", "$5, or 500 cents": one value
     chain = answer.split("=")
     if len(chain) > 1 and chain[-1].strip() and not re.search(r"[A-Za-z]", "".join(chain[:-1])):
         return chain[-1].strip()
@@ -602,6 +749,12 @@ def extract_answer(text: str) -> Extraction:
     return found
 
 
+def _lead(text: str, start: int) -> str:
+    r"""The words right before an explicit answer, in its sentence ("probably \boxed{9}")."""
+    lead = text[max(0, start - 60) : start]
+    return re.split(r"[.!?\n。]", lead)[-1]
+
+
 def _extract(text: str) -> Extraction:
     explicit = _explicit(text)
     if explicit:
@@ -614,6 +767,7 @@ def _extract(text: str) -> Extraction:
         between = text[max(first, end - 400) : end] if len(distinct) > 1 else answer
         hedged = (
             _hedges(between, tail)
+            or bool(_HEDGE_WORDS.search(_lead(text, first)))
             or _contradicted(text, distinct)
             or (len(distinct) == 1 and _retracted(answer, text[end:]))
         )

@@ -112,6 +112,7 @@ _SUBS = [
     (re.compile(r"\\\$"), ""),  # \$ (currency)
     (re.compile(r"\$|\\\(|\\\)|\\\[|\\\]"), ""),  # math delimiters
     (re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle)(?![a-zA-Z])"), ""),
+    (re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))"), ","),  # 11,\! 111: a thousands comma
     (re.compile(r"\\[,;:!]|\\quad|\\qquad"), ""),
     (re.compile(r"\\ "), " "),
     (re.compile(r"\\[dtc]frac(?![a-zA-Z])"), r"\\frac"),

@@ -24,7 +24,8 @@ from __future__ import annotations
 import re
 
 _STATEMENT = re.compile(
-    r"(?:antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ)\s*"
+    r"(?:antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ|lösung|solución"
+    r"|soluzione|oplossing|решение)\s*"
     r"(?:ist|is|est|es|é|è|:|=)(?![^\W\d_])",
     re.IGNORECASE,
 )

@@ -82,6 +82,8 @@ _APOSTROPHE = re.compile(r"(?<![\d.,'’])[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?
 """Swiss grouping: ``1'250.50``, ``12'345``."""
 _SPACED_COMMA = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: \d{3})+,\d+(?![\d,.])")
 """Spaced thousands with a decimal comma: ``12 345,678``, ``1 234,50``."""
+_SPACED_WHOLE = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: \d{3})+(?![\d,.]|\s*[-+*/^\d])")
+"""Spaced thousands before a word or the end: ``1 250 euros``."""
 _SPACED_POINT = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?: \d{3})+\.\d+(?![\d,.])")
 """Spaced thousands with a decimal point (SI style): ``12 345.6``."""
 _DEGREE = r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|°|º)"
@@ -113,6 +115,8 @@ def normalize(s: str) -> str:
         s = _SPACED_COMMA.sub(lambda m: m.group(0).replace(" ", "").replace(",", "."), s)
     if " " in s and "." in s:
         s = _SPACED_POINT.sub(lambda m: m.group(0).replace(" ", ""), s)
+    if " " in s:
+        s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
     if "circ" in s or "degree" in s or not s.isascii():
         s = _TEMPERATURE.sub(_temperature, s)
         s = _LONE_DEGREE.sub(r"^\\circ ", s)  # an angle: \sin 30° is in degrees

@@ -312,7 +312,7 @@ def _units(s: str) -> tuple[str, Unit | None]:
     """
     m = _UNIT_TAIL.fullmatch(s)
     if not m:
-        return s, None
+        return _unit_after_value(s)
     phrase, words = m.group("unit"), m.group("unit").replace(".", " ").split()
     if len(words[0]) == 1 and not m.group("gap"):
         return s, None  # 6m, 2x: a product
@@ -326,6 +326,24 @@ def _units(s: str) -> tuple[str, Unit | None]:
         if lw in _NOT_UNITS or len(lw) < 3 or "/" in lw:
             return s, None
     return m.group("num"), None
+
+
+_VALUE_UNIT = re.compile(
+    r"(?P<value>.*?(?:[\d}]|\\pi))\s+(?P<unit>[A-Za-zµμÀ-ÿ][A-Za-zµμÀ-ÿ /]*?)"
+    r"\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
+)
+
+
+def _unit_after_value(s: str) -> tuple[str, Unit | None]:
+    r"""A unit after a value that is no plain number: ``3\sqrt{5} cm``, ``3 \times 10^{4} m``.
+
+    Only a value without variables takes a unit so (``4\pi cm^2``; never ``x m``).
+    """
+    m = _VALUE_UNIT.fullmatch(s)
+    if m is None or re.search(r"(?<!\\)\b[A-Za-z]\b", m.group("value").replace("\\pi", "")):
+        return s, None
+    unit = measure(m.group("unit"), m.group("power") or "")
+    return (m.group("value"), unit) if unit is not None else (s, None)
 
 
 def _leaf(s: str) -> Answer:

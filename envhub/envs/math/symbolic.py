@@ -251,13 +251,15 @@ def _explosive(text: str) -> bool:
 
 
 def _numbers(pred: Answer, gold: Answer) -> bool:
-    r"""Both sides are numbers, or lists, tuples or intervals of numbers, of the same kind.
+    r"""Both sides are numbers, or lists, tuples or intervals of numbers.
 
     envhub's verdict on them is final: math-verify rounds to 6 places, which would credit
-    ``1.414214`` for ``\sqrt{2}`` inside a tuple or list (the rounding rules forbid it).
+    ``1.414214`` for ``\sqrt{2}`` inside a tuple or list (the rounding rules forbid it), and
+    reads an interval ``(-\infty, 3]`` as its last number ``3``. Of different kinds (a number
+    and an interval), they are different answers.
     """
     if type(pred) is not type(gold):
-        return False
+        return _numeric(pred) and _numeric(gold)
     if isinstance(pred, Items) and len(pred.items) != len(gold.items):  # type: ignore[union-attr]
         return False  # a repeated element: math-verify compares them as sets
     return _numeric(pred) and _numeric(gold)
