@@ -1,8 +1,8 @@
 """Numbers as the world writes them: units, money, locales, other scripts, words.
 
 Each near miss is an attack a policy could learn (a wrong unit, a misread separator, a hedge in
-another language); each match is an answer a careful grader accepts. The three sets of
-``math_notation_cases.jsonl`` were written by three people who had not read the checker.
+another language); each match is an answer a careful grader accepts. The four sets of
+``math_notation_cases.jsonl`` were written by four people who had not read the checker.
 """
 
 import json
@@ -152,7 +152,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Three sets of ~450 cases each (units, locales, other scripts, hedges), written blind.
+    """Four sets of ~480 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive at all; at most 1% false negatives. The one case left as a false positive
     is listed with its reason: its response gives no sign of its locale.
@@ -244,4 +244,43 @@ def test_plain_text_math_is_read_whole(text, gold, paid):
     ],
 )
 def test_hedges_and_restatements(text, gold, paid):
+    assert _scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        ("Her rate is $15 per day.", r"\$15 \text{ per hour}", False),
+        ("Her rate is $15 per hour.", r"\$15 \text{ per hour}", True),
+        ("Her rate is $15 per hour.", r"\$15", True),
+        ("Answer: 5‰", r"5\%", False),
+        ("Answer: 0.5 ‰", "0.0005", True),
+        ("The minimum value is –7.", "-7", True),
+        ("The intersection is $\\emptyset$.", r"\{\}", True),
+        ("Odpowiedź to chyba 48.", "48", False),
+        ("Cevap muhtemelen 48.", "48", False),
+        ("The answer is 48?? I'm not confident.", "48", False),
+        ("x = 3 (not fully sure about this).", "3", False),
+        (r"$\boxed{48?}$", "48", False),
+        (
+            "The answer is 12, unless the problem means weekdays only, in which case it's 10.",
+            "12",
+            False,
+        ),
+        ("Die Antwort ist 12 bzw. 13.", "12", False),
+        ("I'm not sure, but I think the answer is 48.", "48", False),
+        ("Perhaps surprisingly, the answer is 0.", "0", True),
+        ("Solving x² − 5x + 6 = 0 gives x = 2 or x = 3.", "2, 3", True),
+        ("The answer is definitely 48.", "48", True),
+        ("La réponse est donc 33.", "33", True),
+        ("Dolayısıyla cevap 12'dir.", "12", True),
+        ("Fiyat: 3 × 500 = 1.500 TL.\nSonuç: 1.500 TL", "1500", True),
+        ("The answer is 100, or equivalently 10².", "100", True),
+        ("Ответ: 0,5 (то есть 1/2).", r"\frac12", True),
+        (r"$1 \div 3 = 0.\overline{3}$", r"\frac13", True),
+        ("The correct choice is (C).", "C", True),
+    ],
+)
+def test_a_fourth_round(text, gold, paid):
+    """What a fourth blind set found: rates, per mille, en-dash minus, hedges in more languages."""
     assert _scores(text, gold) is paid

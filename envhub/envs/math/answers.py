@@ -142,11 +142,11 @@ class Extraction:
 _HASH = re.compile(r"####[ \t]*([^\n]*)")
 _FOREIGN_ANSWER = (
     r"antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|lösung|solución|soluzione"
-    r"|oplossing|ответ|решение"
+    r"|oplossing|ответ|решение|odpowiedź|wynik|cevap|sonuç|yanıt"
 )
 _ANSWER_IS = re.compile(
-    rf"(?:answer|{_FOREIGN_ANSWER}|答案|答え|정답|उत्तर)"
-    r"\s*(?:ist|is|est|es|é|è|是|は|은|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
+    rf"(?:answer|correct\s+(?:choice|option)|{_FOREIGN_ANSWER}|答案|答え|정답|उत्तर)"
+    r"\s*(?:ist|is|est|es|é|è|to|是|は|은|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
     rf"|(?:{_FOREIGN_ANSWER})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
     r"|(?:الإجابة|الجواب)\s*(?:هي|:)?\s*",
     re.IGNORECASE,
@@ -166,9 +166,20 @@ _ANSWER_STEMS += (
     "정답",
     "الإجابة",
     "الجواب",
+    "choice",
+    "option",
+    "odpowied",
+    "wynik",
+    "cevap",
+    "sonu",
+    "yanıt",
 )
 """Substrings one of which every statement of :data:`_ANSWER_IS` holds (a fast first test)."""
-_FILLER = re.compile(r"(?:therefore|thus|simply|just|equal\s+to|exactly)\s+", re.IGNORECASE)
+_FILLER = re.compile(
+    r"(?:therefore|thus|simply|just|equal\s+to|exactly|definitely|certainly|clearly|indeed"
+    r"|donc|bien|also|sicher|dus|quindi|entonces|então|portanto|итак|следовательно)\s+",
+    re.IGNORECASE,
+)
 _SENTENCE_END = re.compile(r"(?<!\bRs)\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
 _HYPOTHESIS = frozenset(
     {"if", "suppose", "supposing", "assume", "assuming", "whether", "check", "verify", "show",
@@ -180,8 +191,8 @@ _POWER = r"(?:[eE][-+]?\d+|\s*(?:\^|\*\*)\s*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+)|[⁰
 """A power or scientific exponent is part of its number: ``599e+72``, ``10^{3}``, ``2**10``,
 ``10²`` are one token each, never their last digits."""
 _NUMBER = re.compile(
-    r"(?:(?<![\w)])[-\u2212])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
-    r"|(?:(?<![\w)])[-\u2212])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"(?:(?<![\w)])[-\u2212\u2013])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
+    r"|(?:(?<![\w)])[-\u2212\u2013])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
     r"|\d{1,2}(?:,\d\d)+,\d{3}(?:\.\d+)?"  # 1,23,456: lakh and crore
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
     r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"  # 1.234.567, 1.234,5
@@ -347,13 +358,14 @@ def _distinct(answers: list[str]) -> list[str]:
 
 
 _HEDGE_WORDS = re.compile(
-    r"\b(?:maybe|perhaps|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
+    r"\b(?:maybe|perhaps(?!\s+(?:un)?surprising)|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
     r"|i\s+guess"
     # the same in the languages whose answer statements are read (_ANSWER_IS)
     r"|vielleicht|wahrscheinlich|möglicherweise|eventuell|peut-être|peut\s+être|probablement"
     r"|quizás?|tal\s+vez|probablemente|posiblemente|forse|probabilmente|talvez|provavelmente"
     r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद"
-    r"|아마도?)\b"
+    r"|아마도?|chyba|może|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise"
+    r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless)\b"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
@@ -383,14 +395,19 @@ _ACCEPTABLE = re.compile(
 )
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
 possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`_retracted`)."""
-_OR_BEFORE = re.compile(r"\bor\b[^.,;\n]{0,12}$|(?:[)\]}]|\\infty)\s*[,;]\s*$", re.IGNORECASE)
+_OR_BEFORE = re.compile(
+    r"\bor\b(?!\s+[A-Za-z]\s*=)[^.,;\n]{0,12}$|(?:[)\]}]|\\infty)\s*[,;]\s*$", re.IGNORECASE
+)
 r"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
 \frac{4}{5}`` and ``(4, \infty), \frac{4}{5}`` offer two answers."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
-_JOINER = re.compile(r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+")
-_ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[A-Za-z]{2}[^()]*\)\s*$")
+_JOINER = re.compile(
+    r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+"
+    r"(?:[A-Za-z]\s*=\s*)?"  # x = 2 or x = 3: the roots, one list
+)
+_ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[^\W\d_]{2}[^()]*\)\s*$")
 _SPAN = re.compile(
     r"\$\$(.{1,1000}?)\$\$|\$(.{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]", re.DOTALL
 )
@@ -410,8 +427,8 @@ def _hedges(answer: str, after: str) -> bool:
     same value again ("$5, or 500 cents") is a restatement, not a second answer; a doubt
     ("but I might have miscounted") is a hedge.
     """
-    if _HEDGE_WORDS.search(answer):
-        return True
+    if _HEDGE_WORDS.search(answer) or "?" in answer:
+        return True  # "48?", "48?? I'm not confident"
     clause = _first_clause(after)
     other = _OR_ANOTHER.search(clause)
     if other and not _same(_tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
@@ -421,7 +438,8 @@ def _hedges(answer: str, after: str) -> bool:
 
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
 _DOUBT = re.compile(
-    r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*|\bnot\s+(?:sure|certain)"
+    r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*"
+    r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
     r"|\bunsure\b|\bdoubt",
     re.IGNORECASE,
 )
@@ -510,7 +528,7 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
         return Extraction(text[arithmetic.start() : last.end()], "last_number", hedged)
-    answer = items[0] + _unit_after(text, last.end())
+    answer = _currency_before(text, last.start()) + items[0] + _unit_after(text, last.end())
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
     if before is not None and compound(text[before.start() : last.start()] + answer):
         answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
@@ -518,6 +536,15 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     if said is not None:  # "2 hours, or 120 minutes", "1.5 hours (90 minutes)": one value
         return Extraction(said, "last_number", bool(_HEDGE_WORDS.search(sentence)))
     return Extraction(answer, "last_number", hedged)
+
+
+_CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺])\s?$")
+
+
+def _currency_before(text: str, start: int) -> str:
+    """The currency sign written right before a number ("$15 per day"), or ""."""
+    m = _CURRENCY_SIGN.search(text, max(0, start - 3), start)
+    return m.group(0) if m else ""
 
 
 _RUN_CHAR = re.compile(r"[\d.,\s√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
@@ -636,7 +663,13 @@ def _span_value(span: re.Match) -> str:
     chain = split_top(content, "=")
     if len(chain) >= 3 and "," not in content:  # a chain a = b = c states its value last
         content = chain[-1]
+    elif len(chain) == 2 and chain[1] and not _LETTER.search(_COMMAND.sub("", chain[0])):
+        content = chain[1]  # 1 \div 3 = 0.\overline{3}: a computation and its value
     return content
+
+
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_LETTER = re.compile(r"[A-Za-z]")
 
 
 def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
@@ -670,11 +703,13 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
 
 _RESTATEMENT = re.compile(r"(.+?)\s+\(([^()]+)\)\s*")
 _SAID_AGAIN = re.compile(
-    r"(.+?)\s*,?\s*(?:or|i\.\s?e\.,?|that\s+is,?|es\s+decir,?|c'est-à-dire,?|d\.\s?h\.,?"
+    r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
+    r"|c'est-à-dire,?|d\.\s?h\.,?|то\s+есть"
     r"|das\s+heißt,?|ou\s+seja,?|cioè,?)\s+(.+)",
     re.IGNORECASE,
 )
 """The answer said again another way ("$5, or 500 cents", "0,5, es decir, 1/2")."""
+_SUFFIX = re.compile(r"(?<=\d)['’][^\W\d_]{1,4}$")
 _REJECTED = re.compile(r"\s*(?:—|–|--|,|;)\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
 """A rejected value after the answer: "7 — not 8, as one might think"."""
 _OFFERS = re.compile(
@@ -705,6 +740,7 @@ def _stated_value(answer: str) -> str:
     chain of numbers its last value ("3 ÷ 2 = 1.5" states ``1.5``).
     """
     answer = _REJECTED.sub("", answer) or answer  # "7 — not 8"
+    answer = _SUFFIX.sub("", answer)  # Turkish "12'dir", "3,5'tir": the number
     aside = _ASIDE.search(answer)
     offers = aside is not None and _offers_value(aside.group(0), answer[: aside.start()])
     if not _HEDGE_WORDS.search(answer) and not offers:

@@ -107,6 +107,7 @@ _UNICODE = {
     "\u202f": " ",
     "\u00b1": "\\pm ",
     "\u2213": "\\mp ",
+    "\u2205": "\\{\\}",  # ∅
 }
 _SUBS = [
     (re.compile(r"\\\$"), ""),  # \$ (currency)
@@ -124,6 +125,7 @@ _SUBS = [
     (re.compile(r"\\%"), "%"),
     (re.compile(r"\{,\}"), ","),
     (re.compile(r"\\mathbb\s*\{?\s*R\s*\}?"), r"(-\\infty, \\infty)"),
+    (re.compile(r"\\(?:emptyset|varnothing)(?![a-zA-Z])"), r"\\{\\}"),
 ]
 _MATRIX = re.compile(
     r"^\s*\\begin\{([pbvB]?matrix|array)\}(?:\{[^{}]*\})?(.*?)\\end\{\1\}\s*$", re.S

@@ -25,8 +25,8 @@ import re
 
 _STATEMENT = re.compile(
     r"(?:antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ|lösung|solución"
-    r"|soluzione|oplossing|решение)\s*"
-    r"(?:ist|is|est|es|é|è|:|=)(?![^\W\d_])",
+    r"|soluzione|oplossing|решение|odpowiedź|wynik|cevap|sonuç|yanıt)\s*"
+    r"(?:ist|is|est|es|é|è|to|:|=)(?![^\W\d_])",
     re.IGNORECASE,
 )
 _CONTINENTAL_NUMBER = re.compile(

@@ -39,6 +39,8 @@ _SIGNS = {
     "¥": "jpy",
     "\\yen": "jpy",
     "₹": "inr",
+    "₺": "try",
+    "₽": "rub",
     "USD": "usd",
     "US$": "usd",
     "EUR": "eur",
@@ -70,7 +72,7 @@ _BEFORE = re.compile(
     rf"(?P<sign>{_SIGN})\s*(?P<num>[-+]?{_NUM})"
     rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
 )
-_AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|¢|\\euro|\\pounds)")
+_AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|¢|\\euro|\\pounds)")
 _SCALE_WORD = re.compile(
     r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s+"
     r"(?P<scale>thousand|million|billion|trillion|dozen)s?\b",
@@ -117,6 +119,8 @@ def normalize(s: str) -> str:
         s = _SPACED_POINT.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " " in s:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
+    if "‰" in s:
+        s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
     if "circ" in s or "degree" in s or not s.isascii():
         s = _TEMPERATURE.sub(_temperature, s)
         s = _LONE_DEGREE.sub(r"^\\circ ", s)  # an angle: \sin 30° is in degrees
@@ -191,6 +195,7 @@ def _scaled(num: str, scale: str) -> str:
 
 
 _LONE_DEGREE = re.compile(r"[°º]")
+_PER_MILLE = re.compile(r"(\d+(?:\.\d+)?)\s*‰")
 
 
 def _temperature(m: re.Match) -> str:

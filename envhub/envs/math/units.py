@@ -37,6 +37,8 @@ class Unit(NamedTuple):
     (``\\frac{1}{2} h``), read so when the other side has variables."""
     offset: Fraction = Fraction(0)
     """Added after the factor: a temperature's zero (``0 °C`` is 273.15 K)."""
+    money: tuple[tuple[tuple[str, int], ...], Fraction] | None = None
+    """Of a rate in money (``$15 per hour``), the money alone: it matches a plain amount."""
 
 
 def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
@@ -87,6 +89,9 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
     **_names("chf", 1, "chf"),
     **_names("krona", 1, "kr", "sek", "nok", "dkk"),
+    **_names("try", 1, "tl", "try", "lira", "liras"),
+    **_names("pln", 1, "zł", "zl", "pln", "złoty", "zloty"),
+    **_names("rub", 1, "rub", "руб", "рублей", "рубля", "rubles", "roubles"),
     **_names("temperature", 1, "degc", "celsius"),
     **_names("temperature", "5/9", "degf", "fahrenheit"),
     **_names("temperature", 1, "kelvin", "kelvins", "k"),
@@ -123,14 +128,15 @@ TABLE: dict[str, tuple[str, Fraction]] = {
 
 Money is a unit too, one dimension per currency (``300 cents`` is ``$3``; ``€5`` is not
 ``$5``, and neither is ``5%``); currency signs become these names in
-:func:`envhub.envs.math.latex.clean`. A rate in money (``$15 per hour``) is read as its money.
+:func:`envhub.envs.math.latex.clean`. A rate in money (``$15 per hour``) matches a plain amount
+(``$15``) but not another rate (``$15 per day``).
 Temperatures convert through kelvin with an offset (:data:`_OFFSETS`: ``100 °C`` is ``212 °F``
 is ``373.15 K``); a temperature *difference* written in another scale is therefore not matched.
 """
 _OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
 _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
 """Temperatures in kelvin: ``K = factor * value + offset``."""
-CURRENCIES = frozenset({"usd", "eur", "gbp", "jpy", "inr", "chf", "krona"})
+CURRENCIES = frozenset({"usd", "eur", "gbp", "jpy", "inr", "chf", "krona", "try", "pln", "rub"})
 """The money dimensions; ``cents`` are a hundredth of whichever the other side has."""
 _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
@@ -208,12 +214,16 @@ def measure(phrase: str, power: str = "") -> Unit | None:
     if power:
         words[-1] = f"{words[-1]}^{power}"
     cut = next((i for i, w in enumerate(words) if w in _PER and 0 < i < len(words) - 1), None)
+    if cut is None and len(words) == 2 and words[0] in ("per", "/"):
+        cut = 0  # "15 per day": a rate of a count
     parts = [words] if cut is None else [words[:cut], words[cut + 1 :]]
-    terms = [_term(p) for p in parts]
+    terms = [_term(p) if p else ({}, Fraction(1)) for p in parts]
     if None in terms:
         return None
+    money = None
     if len(terms) == 2 and set(terms[0][0]) <= CURRENCIES | {"cents"}:  # type: ignore[index]
-        terms = terms[:1]  # $15 per hour is read as $15: the rate's money
+        base, f = terms[0]  # type: ignore[misc]
+        money = (tuple(sorted(base.items())), f)  # $15 per hour also matches $15
     powers: dict[str, int] = {}
     factor = Fraction(1)
     for sign, (base, f) in zip((1, -1), terms, strict=False):  # type: ignore[misc]
@@ -222,7 +232,8 @@ def measure(phrase: str, power: str = "") -> Unit | None:
         factor = factor * f if sign == 1 else factor / f
     letter = phrase.strip() if len(phrase.strip()) == 1 and not power else ""
     offset = _OFFSETS.get(words[0], Fraction(0)) if len(words) == 1 else Fraction(0)
-    return Unit(tuple(sorted((q, p) for q, p in powers.items() if p)), factor, letter, offset)
+    dimension = tuple(sorted((q, p) for q, p in powers.items() if p))
+    return Unit(dimension, factor, letter, offset, money)
 
 
 Scale = tuple[Fraction, Fraction]
@@ -239,6 +250,10 @@ def scales(a: Unit | None, b: Unit | None) -> tuple[Scale, Scale] | None:
     one = (Fraction(1), Fraction(0))
     if a is None or b is None:
         return one, one
+    if a.money and a.dimension != b.dimension and not b.money:
+        a = Unit(*a.money)  # $15 per hour beside $15: the amounts are compared
+    elif b.money and a.dimension != b.dimension and not a.money:
+        b = Unit(*b.money)
     if a.dimension == _CENTS and len(b.dimension) == 1 and b.dimension[0][0] in CURRENCIES:
         a = Unit(b.dimension, a.factor / 100)
     elif b.dimension == _CENTS and len(a.dimension) == 1 and a.dimension[0][0] in CURRENCIES:
