@@ -1,4 +1,4 @@
-"""ASGI middleware of the server: the body limit and admission control.
+"""ASGI middleware of the server: the answers gate, the body limit and admission control.
 
 Plain ASGI rather than ``@app.middleware("http")``: that wrapper costs about a millisecond of
 CPU per request, as much as the rest of the server together.
@@ -161,3 +161,33 @@ class Admission:
             await self.app(scope, receive, send)
         finally:
             self.metrics["inflight"] -= 1
+
+
+def answers_off(path: str) -> str:
+    """Why ``path`` is refused on a server without ``--answers``, and what to do."""
+    return (
+        f"{path} serves gold answers or grades guesses, so this server does not serve it: add "
+        "--answers to `envhub serve` (beside --openenv or --nemo-gym, if any) on a port the "
+        "agent cannot reach (envhub's own runners do)"
+    )
+
+
+class AnswersOff:
+    """ASGI middleware: 403 on every route that hands out gold answers or grades a guess.
+
+    Installed unless the server serves answers (``--answers``): ``paths`` are envhub's own
+    ``/tasks`` and ``/verify`` and each dialect's oracles (NeMo Gym's ``/verify``). One gate
+    for all of them, met before the body is read: a guess graded outside an episode is a free
+    oracle to an agent that reaches the port.
+    """
+
+    def __init__(self, app: Any, paths: frozenset[str]) -> None:
+        """Wrap ``app``; refuse ``paths``."""
+        self.app, self.paths = app, paths
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """Refuse the oracles, pass everything else through."""
+        if scope["type"] == "http" and scope["path"] in self.paths:
+            resp = error_response(403, "answers_off", answers_off(scope["path"]))
+            return await resp(scope, receive, send)
+        return await self.app(scope, receive, send)
