@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 from hostile_openenv import HostileOpenEnv
 
 import envhub
-from envhub.errors import EpisodeError
+from envhub.errors import EpisodeError, InfraError
 from envhub.interop.openenv.env import OpenEnvEnv
 from envhub.spec import EnvSpec
 from envhub.types import Status
@@ -29,11 +30,11 @@ def hostile():
     server.close()
 
 
-def _env(tmp_path, base_url: str):
+def _env(tmp_path, base_url: str, timeout_s: float = 5):
     (tmp_path / "hostile.yaml").write_text(
         "name: hostile-openenv\nentry_point: envhub.interop.openenv:OpenEnvEnv\nmax_turns: 4\n"
         f"dataset: {{size: 2}}\noptions: {{base_url: {base_url!r}, action_field: word, "
-        "timeout_s: 5}\n"
+        f"timeout_s: {timeout_s}}}\n"
     )
     envhub.register(tmp_path / "hostile.yaml")
     return envhub.make("hostile-openenv")
@@ -81,6 +82,33 @@ def test_a_bad_step_answer_is_the_servers_fault(
         step = _play(env, awaited)
     assert (step.info.status, step.reward) == (status, 0.0)
     assert says in step.info.error
+
+
+@pytest.mark.parametrize("mode", ["step-slow", "step-trickle"])
+@BOTH
+def test_a_step_not_answered_in_time_is_infra_error_not_the_models_timeout(
+    hostile, tmp_path, clean_user_registry, mode, awaited
+):
+    """The remote's delay (slow, or a message trickled in fragments) is the machinery's."""
+    with _env(tmp_path, f"{hostile.url}/{mode}", timeout_s=1) as env:
+        started = time.monotonic()
+        step = _play(env, awaited)
+        took = time.monotonic() - started
+    assert (step.info.status, step.reward) == (Status.INFRA_ERROR, 0.0)
+    assert "did not answer step within 1 s" in step.info.error
+    assert took < 2.5
+
+
+@pytest.mark.parametrize("mode", ["reset-slow", "reset-trickle"])
+@BOTH
+def test_a_reset_not_answered_in_time_is_infra_error(
+    hostile, tmp_path, clean_user_registry, mode, awaited
+):
+    with (
+        pytest.raises(InfraError, match="did not answer reset within 1 s"),
+        _env(tmp_path, f"{hostile.url}/{mode}", timeout_s=1) as env,
+    ):
+        _play(env, awaited, None)
 
 
 @BOTH

@@ -51,7 +51,10 @@ engine, no such image, or no ``/health`` in time; and a card's source that canno
 installed or started); one that answers with no JSON object (a
 proxy's error page), a binary frame, or fields of the wrong type (``done`` the string
 ``"false"``, a reward that is no number) is ``env_error``; one that does not answer within
-``timeout_s`` is the step's ``timeout``. None of these is the model's ``invalid_action``.
+``timeout_s`` (the whole message: a trickle too) is ``infra_error``: a remote that does not
+answer in time is the machinery's fault, and envhub cannot tell a slow remote from one that
+works on a hard action (a remote whose steps run the model's work must put its own deadline
+on it and say so in its answer). None of these is the model's ``invalid_action``.
 
 Its steps are async (:attr:`~envhub.core.Env.async_steps`): a server awaits each episode's
 WebSocket on its event loop (``websockets``' asyncio client), holding no thread while the
@@ -79,7 +82,7 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
+from envhub.errors import ConfigError, EpisodeError, InfraError
 from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
@@ -164,9 +167,10 @@ class OpenEnvSession:
         """The statuses of a call's failures on the wire (see the module docstring)."""
         try:
             yield
-        except (TimeoutError, asyncio.TimeoutError) as e:
-            raise VerifierTimeout(
-                f"the OpenEnv server did not answer {kind} within {self.timeout_s:g} s"
+        except (TimeoutError, asyncio.TimeoutError) as e:  # the remote's delay, not the model's
+            raise InfraError(
+                f"the OpenEnv server at {self.url} did not answer {kind} within "
+                f"{self.timeout_s:g} s (options.timeout_s)"
             ) from e
         except (OSError, WebSocketException) as e:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
