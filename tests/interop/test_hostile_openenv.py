@@ -1,5 +1,9 @@
 """A misbehaving OpenEnv server is never the model's fault, and never a reward (issue 33).
 
+An answer to a reset or a step must be an ``observation`` frame whose ``data`` is an object:
+a frame with no ``type`` that says ``reward: 1.0, done: true``, a ``state`` frame, ``data``
+null, false or 0 are the server's ``env_error``, never an empty observation that pays.
+
 Each misbehaviour of :mod:`hostile_openenv` is played through ``OpenEnvEnv``: a bad step
 answer is ``env_error`` (or ``infra_error`` for a session the server dropped), never the
 model's ``invalid_action``; a bad reset answer is an error the caller sees, never a
@@ -72,6 +76,14 @@ BOTH = pytest.mark.parametrize("awaited", [False, True], ids=["sync", "awaited"]
         ("step-expired", Status.INFRA_ERROR, "SESSION_ERROR: expired"),
         ("step-error-data-list", Status.ENV_ERROR, "error frame holds a list, not an object"),
         ("step-capacity", Status.INFRA_ERROR, "CAPACITY_REACHED: 8 of 8"),
+        ("step-no-type", Status.ENV_ERROR, "frame of type None, not an observation"),
+        ("step-type-state", Status.ENV_ERROR, "frame of type 'state', not an observation"),
+        ("step-type-list", Status.ENV_ERROR, "frame of type ['observation'], not an"),
+        ("step-data-null", Status.ENV_ERROR, "step data is null, not an object"),
+        ("step-data-false", Status.ENV_ERROR, "step data is bool False, not an object"),
+        ("step-data-zero", Status.ENV_ERROR, "step data is int 0, not an object"),
+        ("step-data-missing", Status.ENV_ERROR, "step data is null, not an object"),
+        ("step-reward-huge-int", Status.ENV_ERROR, "reward=1000000000000"),
     ],
 )
 @BOTH
@@ -125,6 +137,8 @@ def test_a_validation_error_with_nonsense_fields_is_still_the_models_and_bounded
 BAD_RESETS = [
     ("reset-garbage", "OpenEnv server (reset) answered with no JSON"),
     ("reset-observation-list", "reset observation is not an object"),
+    ("reset-type-state", "answered reset with a frame of type 'state', not an observation"),
+    ("reset-data-null", "reset data is null, not an object"),
 ]
 
 

@@ -176,7 +176,12 @@ class OpenEnvSession:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
 
     def _answer(self, kind: str, raw: str | bytes) -> dict[str, Any]:
-        """The answer's checked ``data``; an error frame raised as its status says."""
+        """The answer's checked ``data``; an error frame raised as its status says.
+
+        A reset or a step is answered by an ``observation`` frame whose ``data`` is an object;
+        any other frame (no ``type``, a ``state`` frame, ``data`` null, false or 0) is the
+        server's fault (``env_error``), never an empty observation that would pay.
+        """
         answer = _json_object(kind, raw)
         if answer.get("type") == "error":
             error = answer.get("data")
@@ -189,7 +194,11 @@ class OpenEnvSession:
             if kind == "step" and error.get("code") in REFUSED:
                 raise OpenEnvRefused(message)
             raise InfraError(f"the OpenEnv server refused {kind}: {message}")
-        return _checked(kind, answer.get("data") or {})
+        if answer.get("type") != "observation":
+            said = repr(answer.get("type"))[:80]
+            raise EpisodeError(f"the OpenEnv server answered {kind} with a frame of type "
+                               f"{said}, not an observation")  # fmt: skip
+        return _checked(kind, answer.get("data"))
 
     def close(self) -> None:
         """Say goodbye and close the connection (best effort: the server may be gone).
@@ -451,16 +460,27 @@ def _checked(kind: str, data: Any) -> dict[str, Any]:
     type is the server's fault, never the model's.
     """
     if not isinstance(data, dict):
-        raise EpisodeError(f"the OpenEnv server's {kind} data is {type(data).__name__}")
+        said = "null" if data is None else f"{type(data).__name__} {repr(data)[:40]}"
+        raise EpisodeError(f"the OpenEnv server's {kind} data is {said}, not an object")
     done, reward = data.get("done", False), data.get("reward")
     if not isinstance(done, bool):
         raise EpisodeError(f"the OpenEnv server's {kind} says done={done!r}, not true or false")
-    finite = isinstance(reward, (int, float)) and not isinstance(reward, bool)
-    if reward is not None and not (finite and math.isfinite(reward)):
-        raise EpisodeError(f"the OpenEnv server's {kind} says reward={reward!r}, not a number")
+    if reward is not None and not _finite(reward):
+        said = repr(reward)[:40]
+        raise EpisodeError(f"the OpenEnv server's {kind} says reward={said}, not a number")
     if not isinstance(data.get("observation", {}), dict):
         raise EpisodeError(f"the OpenEnv server's {kind} observation is not an object")
     return data
+
+
+def _finite(value: Any) -> bool:
+    """A finite number that fits a float (not a bool; an int of 400 digits does not fit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _refused(error: str) -> Feedback:
