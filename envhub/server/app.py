@@ -9,9 +9,12 @@ Protection, in the order a request meets it:
    on every route and the WebSocket (:mod:`envhub.server.origin`); without ``--answers``, every
    route that hands out gold answers or grades a guess (:data:`ORACLES`, and a dialect's) is
    refused, 403;
-1. bodies over ``max_body_bytes`` get 413 before they are read in full;
-2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
-   ``Retry-After`` instead of queueing without bound;
+1. a request not read whole (headers and body) within ``read_timeout_s`` gets 408 and its
+   connection is closed (:mod:`envhub.server.reading`, uvicorn's protocol: pass
+   :func:`envhub.server.reading.protocol` as ``uvicorn.Config(http=...)``, as ``envhub serve``
+   does); bodies over ``max_body_bytes`` get 413 before they are read in full;
+2. beyond ``max_inflight`` concurrent work requests, each counted once its body is read, the
+   server answers 503 with ``Retry-After`` instead of queueing without bound;
 3. malformed bodies get 422 naming the field and showing the expected shape; a body that is
    not JSON gets "send JSON" and the line and column where parsing stopped;
 4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
@@ -89,6 +92,10 @@ class ServerSettings(BaseModel):
     threads: int = Field(default_factory=lambda: min(32, 4 * (os.cpu_count() or 1)), ge=1)
     """Worker threads for environment code."""
     max_body_bytes: int = Field(4_000_000, ge=1024)
+    read_timeout_s: float = Field(30.0, gt=0)
+    """Deadline on reading one request, its headers and its body, from the connection's
+    opening (or the next request's first byte): past it, 408 and the connection closed. Kept
+    by the HTTP protocol (:mod:`envhub.server.reading`) that ``envhub serve`` runs."""
     max_batch: int = Field(1024, ge=1)
     request_timeout_s: float = Field(120.0, gt=0)
     """Server-side deadline of one environment call, counted from when a worker starts it."""
