@@ -75,6 +75,7 @@ BOTH = pytest.mark.parametrize("awaited", [False, True], ids=["sync", "awaited"]
         ("step-array", Status.ENV_ERROR, "answered a list, not a JSON object"),
         ("step-expired", Status.INFRA_ERROR, "SESSION_ERROR: expired"),
         ("step-error-data-list", Status.ENV_ERROR, "error frame holds a list, not an object"),
+        ("step-error-code-list", Status.ENV_ERROR, "has code ['VALIDATION_ERROR'], not a string"),
         ("step-capacity", Status.INFRA_ERROR, "CAPACITY_REACHED: 8 of 8"),
         ("step-no-type", Status.ENV_ERROR, "frame of type None, not an observation"),
         ("step-type-state", Status.ENV_ERROR, "frame of type 'state', not an observation"),

@@ -54,6 +54,11 @@ MODES = {
         )
     },
     "step-error-data-list": {"step": json.dumps({"type": "error", "data": [1, 2]})},
+    "step-error-code-list": {
+        "step": json.dumps(
+            {"type": "error", "data": {"code": ["VALIDATION_ERROR"], "message": "x"}}
+        )
+    },
     "step-capacity": {  # openenv 0.10: refused for capacity, the frame then the close
         "step": json.dumps(
             {"type": "error", "data": {"code": "CAPACITY_REACHED", "message": "8 of 8"}}

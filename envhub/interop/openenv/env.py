@@ -189,9 +189,13 @@ class OpenEnvSession:
                 kind_ = type(error).__name__
                 raise EpisodeError(f"the OpenEnv server's {kind} error frame holds a {kind_}, "
                                    "not an object")  # fmt: skip
-            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"[:500]
+            code = error.get("code", "UNKNOWN")
+            if not isinstance(code, str):
+                raise EpisodeError(f"the OpenEnv server's {kind} error frame has code "
+                                   f"{repr(code)[:80]}, not a string")  # fmt: skip
+            message = f"{code}: {error.get('message', '')}"[:500]
             message += _field_errors(error.get("errors"))
-            if kind == "step" and error.get("code") in REFUSED:
+            if kind == "step" and code in REFUSED:
                 raise OpenEnvRefused(message)
             raise InfraError(f"the OpenEnv server refused {kind}: {message}")
         if answer.get("type") != "observation":
