@@ -54,6 +54,8 @@ def _env(tmp_path, base_url: str):
         ("reward-missing", Status.ENV_ERROR, "reward=None, not a number"),
         ("server-error", Status.INFRA_ERROR, "failed (500)"),
         ("rejected", Status.ENV_ERROR, "rejected the request (422)"),
+        ("rate-limited", Status.INFRA_ERROR, "failed (429)"),
+        ("reward-huge-int", Status.ENV_ERROR, "not a float"),
         ("trickle", Status.INFRA_ERROR, "did not answer within 2 s"),
         ("trickle-headers", Status.INFRA_ERROR, "did not answer within 2 s"),
         ("slow", Status.INFRA_ERROR, "did not answer within 2 s"),

@@ -70,6 +70,8 @@ MODES = {
     "reward-missing": lambda h: _send(h, 200, b'{"score": 1.0}'),
     "server-error": lambda h: _send(h, 500, b'{"detail": "boom"}'),
     "rejected": lambda h: _send(h, 422, b'{"detail": "bad row"}'),
+    "rate-limited": lambda h: _send(h, 429, b'{"detail": "rate limited"}'),
+    "reward-huge-int": lambda h: _send(h, 200, b'{"reward": 1' + b"0" * 400 + b"}"),
     "trickle": _trickle,
     "slow": _slow,
     "trickle-headers": _trickle_headers,
