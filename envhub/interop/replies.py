@@ -4,10 +4,11 @@ An HTTP client's timeout bounds each read, not the reply: a server that trickles
 at 2 bytes a second never trips it, and one that sends 100 MB is read whole. Here the
 deadline covers connecting, the headers and every byte of the body (:func:`post_json`), and
 a body over :func:`reply_limit` is refused unread. Whose fault each outcome is follows the
-bridges' one rule (``envhub/interop/README.md``): no answer in time is the step's
-``timeout``; an unreachable server or a 5xx is ``infra_error``; a 4xx, a body over the bound,
-or one that is not the JSON object asked for is ``env_error``. None is the model's
-``invalid_action``.
+bridges' one rule (``envhub/interop/README.md``): no whole answer in time (a slow server, or
+one that trickles its headers or its body), an unreachable server, a 5xx or a 429 (refused
+for capacity) is ``infra_error``; another 4xx, a body over the bound, or one that is not the
+JSON object asked for is ``env_error``. None is the model's (``invalid_action``,
+``timeout``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import httpx
 
 from envhub.deadline import DeadlineExceeded, call_within
-from envhub.errors import EpisodeError, InfraError, VerifierTimeout
+from envhub.errors import EpisodeError, InfraError
 
 MIN_REPLY_BYTES = 16 * 2**20
 """A reply may always be this long; one that echoes its request may be four times that."""
@@ -34,20 +35,21 @@ def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any
     """POST ``body`` to ``url``; the JSON object it answers, read whole within ``timeout_s``.
 
     Raises:
-        VerifierTimeout: No whole answer within ``timeout_s`` (a trickle too).
-        InfraError: The server cannot be reached, or answers 5xx.
-        EpisodeError: It answers 4xx, over :func:`reply_limit`, or not a JSON object.
+        InfraError: No whole answer within ``timeout_s`` (a trickle too), the server cannot
+            be reached, or it answers 5xx or 429 (refused for capacity).
+        EpisodeError: It answers another 4xx (or 3xx), over :func:`reply_limit`, or not a
+            JSON object.
     """
     content = json.dumps(body).encode()
     deadline = time.monotonic() + timeout_s
     try:
         status, raw = call_within(lambda: _read(url, content, deadline, timeout_s), timeout_s)
-    except (DeadlineExceeded, httpx.TimeoutException) as e:
-        raise VerifierTimeout(f"{url} did not answer within {timeout_s:g} s") from e
+    except (DeadlineExceeded, httpx.TimeoutException) as e:  # the remote's delay, not the model's
+        raise InfraError(f"{url} did not answer within {timeout_s:g} s (options.timeout_s)") from e
     except httpx.HTTPError as e:
         raise InfraError(f"cannot reach {url}: {e}") from e
     text = raw[:500].decode("utf-8", "replace")
-    if status >= 500:
+    if status >= 500 or status == 429:  # failed, or refused for capacity: the machinery's
         raise InfraError(f"{url} failed ({status}): {text}")
     if status != 200:
         raise EpisodeError(f"{url} rejected the request ({status}): {text}")
@@ -89,6 +91,10 @@ def finite_number(url: str, reply: dict[str, Any], field: str) -> float:
     value = reply.get(field)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise EpisodeError(f"{url} answered {field}={value!r}, not a number")
-    if value in (float("inf"), float("-inf")):
+    try:
+        number = float(value)
+    except OverflowError:  # an int of 400 digits
+        raise EpisodeError(f"{url} answered {field}={repr(value)[:40]}, not a float") from None
+    if number in (float("inf"), float("-inf")):
         raise EpisodeError(f"{url} answered {field}={value!r}, not a finite number")
-    return float(value)
+    return number

@@ -6,10 +6,15 @@ schema for every environment, derived from :mod:`envhub.types` (see ``/docs``).
 Protection, in the order a request meets it:
 
 0. a request whose ``Host`` or ``Origin`` is foreign (a web page, DNS rebinding) is refused,
-   on every route and the WebSocket (:mod:`envhub.server.origin`);
-1. bodies over ``max_body_bytes`` get 413 before they are read in full;
-2. beyond ``max_inflight`` concurrent work requests the server answers 503 with
-   ``Retry-After`` instead of queueing without bound;
+   on every route and the WebSocket (:mod:`envhub.server.origin`); without ``--answers``, every
+   route that hands out gold answers or grades a guess (:data:`ORACLES`, and a dialect's) is
+   refused, 403;
+1. a request not read whole (headers and body) within ``read_timeout_s`` gets 408 and its
+   connection is closed (:mod:`envhub.server.reading`, uvicorn's protocol: pass
+   :func:`envhub.server.reading.protocol` as ``uvicorn.Config(http=...)``, as ``envhub serve``
+   does); bodies over ``max_body_bytes`` get 413 before they are read in full;
+2. beyond ``max_inflight`` concurrent work requests, each counted once its body is read, the
+   server answers 503 with ``Retry-After`` instead of queueing without bound;
 3. malformed bodies get 422 naming the field and showing the expected shape; a body that is
    not JSON gets "send JSON" and the line and column where parsing stopped;
 4. environment work runs in a bounded thread pool, never on the event loop, so ``/health``
@@ -63,7 +68,7 @@ from . import dialects, errors, ws
 from .calls import Calls
 from .episodes import Episodes, too_large
 from .errors import error_response
-from .middleware import Admission, BodyLimit
+from .middleware import Admission, AnswersOff, BodyLimit
 from .origin import Guard, HostCheck
 from .sessions import SessionError, SessionTable
 from .workers import Workers
@@ -87,6 +92,10 @@ class ServerSettings(BaseModel):
     threads: int = Field(default_factory=lambda: min(32, 4 * (os.cpu_count() or 1)), ge=1)
     """Worker threads for environment code."""
     max_body_bytes: int = Field(4_000_000, ge=1024)
+    read_timeout_s: float = Field(30.0, gt=0)
+    """Deadline on reading one request, its headers and its body, from the connection's
+    opening (or the next request's first byte): past it, 408 and the connection closed. Kept
+    by the HTTP protocol (:mod:`envhub.server.reading`) that ``envhub serve`` runs."""
     max_batch: int = Field(1024, ge=1)
     request_timeout_s: float = Field(120.0, gt=0)
     """Server-side deadline of one environment call, counted from when a worker starts it."""
@@ -200,16 +209,6 @@ class Server:
             }
         )
 
-    def _answers_on(self, path: str) -> None:
-        """Refuse ``path`` (403) unless this server serves answers (``--answers``)."""
-        if not self.settings.answers:
-            raise SessionError(
-                403, "answers_off",
-                f"{path} serves gold answers and grades guesses, so this server does not "
-                "serve it: start it with `envhub serve NAME --answers` on a port the agent "
-                "cannot reach (envhub's own runners do)",
-            )  # fmt: skip
-
     async def get_metrics(self) -> dict[str, Any]:
         """Counters since start."""
         uptime = round(time.time() - self.started, 1)
@@ -222,7 +221,6 @@ class Server:
 
     async def tasks(self, split: str | None = None, offset: int = 0, limit: int = 100) -> TaskPage:
         """A page of the tasks of ``split`` (gold answers included: behind ``--answers``)."""
-        self._answers_on("/tasks")
         if offset < 0 or not 1 <= limit <= 10_000:
             raise ValueError("offset must be >= 0 and limit in 1..10000")
         all_tasks = await self.run(self.env.tasks, split)
@@ -257,8 +255,10 @@ class Server:
         return {"closed": self.episodes.close(body.session_id)}
 
     async def verify(self, body: VerifyRequest) -> VerifyResponse:
-        """Verify a batch: a bad response is its item's status, a bad request a 4xx."""
-        self._answers_on("/verify")
+        """Verify a batch: a bad response is its item's status, a bad request a 4xx.
+
+        Behind ``--answers`` (:data:`ORACLES`), as ``/tasks``.
+        """
         if len(body.items) > self.settings.max_batch:
             limit = self.settings.max_batch
             raise ValueError(f"batch of {len(body.items)} items; the limit is {limit}")
@@ -280,6 +280,10 @@ ROUTES: tuple[tuple[str, str, str, type[BaseModel] | None], ...] = (
     ("POST", "/verify", "verify", VerifyResponse),
 )
 """The HTTP routes: method, path, :class:`Server` method, documented response model."""
+
+ORACLES = frozenset({"/tasks", "/verify"})
+"""Routes that hand out gold answers or grade a guess outside an episode: refused (403) unless
+the server serves answers (``ServerSettings.answers``, ``--answers``)."""
 
 
 def create_app(
@@ -321,6 +325,8 @@ def create_app(
     app.add_middleware(Admission, limit=server.settings.max_inflight, metrics=server.metrics)
     app.add_middleware(BodyLimit, limit=server.settings.max_body_bytes)
     s = server.settings
+    if not s.answers:
+        app.add_middleware(AnswersOff, paths=ORACLES | dialects.oracles(dialect))
     app.add_middleware(Guard, check=HostCheck(s.allowed_hosts, s.allowed_origins))  # outermost
     return app
 

@@ -25,6 +25,14 @@ MaxInflight = Annotated[
         "environment whose steps await I/O)."
     ),
 ]
+ReadTimeout = Annotated[
+    float,
+    typer.Option(
+        min=0.001,
+        help="Seconds to read one request whole (headers and body); past it, 408 and the "
+        "connection closed (a client that trickles its request holds nothing).",
+    ),
+]
 AllowHost = Annotated[
     list[str] | None,
     typer.Option(
@@ -63,6 +71,7 @@ def serve(
     max_sessions: Annotated[int, typer.Option(help="Concurrent episodes kept.")] = 1024,
     session_ttl: Annotated[float, typer.Option(help="Idle seconds before expiry.")] = 600.0,
     max_inflight: MaxInflight = None,
+    read_timeout: ReadTimeout = 30.0,
     threads: Annotated[int | None, typer.Option(help="Worker threads for env code.")] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
     spec_json: Annotated[str | None, typer.Option(hidden=True)] = None,
@@ -99,6 +108,7 @@ def serve(
         serve_in_docker(name, host, port, answers=answers)
         return
     limits = {"max_sessions": max_sessions, "session_ttl_s": session_ttl, "answers": answers}
+    limits["read_timeout_s"] = read_timeout
     if max_inflight:
         limits["max_inflight"] = max_inflight
     if threads:
@@ -124,6 +134,7 @@ def _serve_here(
         import uvicorn
 
         from .app import ServerSettings, create_app
+        from .reading import protocol
     except ImportError as e:
         _fail(f"serving needs the server extra: {install_command(['server'])} ({e})")
     s, env = _warm_env(name, spec_json)
@@ -142,6 +153,7 @@ def _serve_here(
         log_level=log_level,
         timeout_graceful_shutdown=5,
         ws="websockets-sansio",
+        http=protocol(settings.read_timeout_s),  # a deadline on reading each request
     )
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -1,4 +1,4 @@
-"""ASGI middleware of the server: the body limit and admission control.
+"""ASGI middleware of the server: the answers gate, the body limit and admission control.
 
 Plain ASGI rather than ``@app.middleware("http")``: that wrapper costs about a millisecond of
 CPU per request, as much as the rest of the server together.
@@ -105,16 +105,41 @@ class BodyLimit:
             if "session_id" not in fields:
                 return await _too_large(self.limit, send)
             body = _compact(fields, size)
-        replayed = False
+        await self.app(scope, replay(body, receive), send)
 
-        async def replay() -> dict:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
 
-        await self.app(scope, replay, send)
+def replay(body: bytes, receive: Callable) -> Callable:
+    """A ``receive`` that gives ``body`` whole, once, then defers to ``receive``."""
+    replayed = False
+
+    async def again() -> dict:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
+async def read_body(receive: Callable) -> bytes | None:
+    """The request's whole body; ``None`` if the client left first.
+
+    A client that stops sending is cut off by the read deadline of the server's protocol
+    (:mod:`envhub.server.reading`: 408, connection closed), which this then sees as leaving.
+    """
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        return None
+    if not message.get("more_body", False):  # the usual case: the body in one message
+        return message.get("body", b"")
+    chunks = [message.get("body", b"")]
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+    return b"".join(chunks)
 
 
 def _compact(fields: dict[str, str], size: int) -> bytes:
@@ -138,6 +163,11 @@ async def _too_large(limit: int, send: Callable) -> None:
 class Admission:
     """ASGI middleware: beyond ``limit`` concurrent work requests, answer 503 at once.
 
+    A request counts from when its body has been read whole, not from its headers: one
+    whose body trickles in holds no place among those in flight (four connections that sent
+    their headers and one byte of body used to fill ``--max-inflight 2``); the server's read
+    deadline (:mod:`envhub.server.reading`) bounds how long it may trickle.
+
     Plain ASGI rather than ``@app.middleware("http")``: that wrapper costs about a
     millisecond of CPU per request, as much as the rest of the server together.
     """
@@ -147,9 +177,12 @@ class Admission:
         self.app, self.limit, self.metrics = app, limit, metrics
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        """Count work requests in flight; refuse beyond the limit."""
+        """Read a work request's body, then count it in flight; refuse beyond the limit."""
         if scope["type"] != "http" or scope["path"] not in WORK_PATHS:
             return await self.app(scope, receive, send)
+        body = await read_body(receive)
+        if body is None:  # the client left, or the read deadline answered 408 and closed
+            return
         if self.metrics["inflight"] >= self.limit:
             self.metrics["rejected_overload"] += 1
             resp = error_response(503, "overloaded", "server at its concurrency limit; retry later",
@@ -158,6 +191,36 @@ class Admission:
         self.metrics["inflight"] += 1
         self.metrics["requests"] += 1
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, replay(body, receive), send)
         finally:
             self.metrics["inflight"] -= 1
+
+
+def answers_off(path: str) -> str:
+    """Why ``path`` is refused on a server without ``--answers``, and what to do."""
+    return (
+        f"{path} serves gold answers or grades guesses, so this server does not serve it: add "
+        "--answers to `envhub serve` (beside --openenv or --nemo-gym, if any) on a port the "
+        "agent cannot reach (envhub's own runners do)"
+    )
+
+
+class AnswersOff:
+    """ASGI middleware: 403 on every route that hands out gold answers or grades a guess.
+
+    Installed unless the server serves answers (``--answers``): ``paths`` are envhub's own
+    ``/tasks`` and ``/verify`` and each dialect's oracles (NeMo Gym's ``/verify``). One gate
+    for all of them, met before the body is read: a guess graded outside an episode is a free
+    oracle to an agent that reaches the port.
+    """
+
+    def __init__(self, app: Any, paths: frozenset[str]) -> None:
+        """Wrap ``app``; refuse ``paths``."""
+        self.app, self.paths = app, paths
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        """Refuse the oracles, pass everything else through."""
+        if scope["type"] == "http" and scope["path"] in self.paths:
+            resp = error_response(403, "answers_off", answers_off(scope["path"]))
+            return await resp(scope, receive, send)
+        return await self.app(scope, receive, send)

@@ -1,8 +1,10 @@
 """A misbehaving NeMo Gym server is never the model's fault, and never a reward (issue 33).
 
 Each misbehaviour of :mod:`hostile_nemo_gym` is played through ``NemoGymEnv``: the status is
-the machinery's (``env_error``, ``infra_error``) or the step's ``timeout``, correctness is
-never paid, and the step returns within its deadline however the server trickles or floods.
+the machinery's (``env_error``, ``infra_error``), correctness is never paid, and the step
+returns within its deadline however the server trickles or floods. A server that does not
+answer in time (slow, or trickling its headers or its body) is ``infra_error``, never the
+model's ``timeout``.
 """
 
 from __future__ import annotations
@@ -52,7 +54,11 @@ def _env(tmp_path, base_url: str):
         ("reward-missing", Status.ENV_ERROR, "reward=None, not a number"),
         ("server-error", Status.INFRA_ERROR, "failed (500)"),
         ("rejected", Status.ENV_ERROR, "rejected the request (422)"),
-        ("trickle", Status.TIMEOUT, "did not answer within 2 s"),
+        ("rate-limited", Status.INFRA_ERROR, "failed (429)"),
+        ("reward-huge-int", Status.ENV_ERROR, "not a float"),
+        ("trickle", Status.INFRA_ERROR, "did not answer within 2 s"),
+        ("trickle-headers", Status.INFRA_ERROR, "did not answer within 2 s"),
+        ("slow", Status.INFRA_ERROR, "did not answer within 2 s"),
         ("huge-declared", Status.ENV_ERROR, "over the"),
         ("huge-undeclared", Status.ENV_ERROR, "the rest was not read"),
     ],

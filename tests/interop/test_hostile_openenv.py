@@ -1,5 +1,9 @@
 """A misbehaving OpenEnv server is never the model's fault, and never a reward (issue 33).
 
+An answer to a reset or a step must be an ``observation`` frame whose ``data`` is an object:
+a frame with no ``type`` that says ``reward: 1.0, done: true``, a ``state`` frame, ``data``
+null, false or 0 are the server's ``env_error``, never an empty observation that pays.
+
 Each misbehaviour of :mod:`hostile_openenv` is played through ``OpenEnvEnv``: a bad step
 answer is ``env_error`` (or ``infra_error`` for a session the server dropped), never the
 model's ``invalid_action``; a bad reset answer is an error the caller sees, never a
@@ -11,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 
 import pytest
 from hostile_openenv import HostileOpenEnv
 
 import envhub
-from envhub.errors import EpisodeError
+from envhub.errors import EpisodeError, InfraError
 from envhub.interop.openenv.env import OpenEnvEnv
 from envhub.spec import EnvSpec
 from envhub.types import Status
@@ -29,11 +34,11 @@ def hostile():
     server.close()
 
 
-def _env(tmp_path, base_url: str):
+def _env(tmp_path, base_url: str, timeout_s: float = 5):
     (tmp_path / "hostile.yaml").write_text(
         "name: hostile-openenv\nentry_point: envhub.interop.openenv:OpenEnvEnv\nmax_turns: 4\n"
         f"dataset: {{size: 2}}\noptions: {{base_url: {base_url!r}, action_field: word, "
-        "timeout_s: 5}\n"
+        f"timeout_s: {timeout_s}}}\n"
     )
     envhub.register(tmp_path / "hostile.yaml")
     return envhub.make("hostile-openenv")
@@ -70,7 +75,16 @@ BOTH = pytest.mark.parametrize("awaited", [False, True], ids=["sync", "awaited"]
         ("step-array", Status.ENV_ERROR, "answered a list, not a JSON object"),
         ("step-expired", Status.INFRA_ERROR, "SESSION_ERROR: expired"),
         ("step-error-data-list", Status.ENV_ERROR, "error frame holds a list, not an object"),
+        ("step-error-code-list", Status.ENV_ERROR, "has code ['VALIDATION_ERROR'], not a string"),
         ("step-capacity", Status.INFRA_ERROR, "CAPACITY_REACHED: 8 of 8"),
+        ("step-no-type", Status.ENV_ERROR, "frame of type None, not an observation"),
+        ("step-type-state", Status.ENV_ERROR, "frame of type 'state', not an observation"),
+        ("step-type-list", Status.ENV_ERROR, "frame of type ['observation'], not an"),
+        ("step-data-null", Status.ENV_ERROR, "step data is null, not an object"),
+        ("step-data-false", Status.ENV_ERROR, "step data is bool False, not an object"),
+        ("step-data-zero", Status.ENV_ERROR, "step data is int 0, not an object"),
+        ("step-data-missing", Status.ENV_ERROR, "step data is null, not an object"),
+        ("step-reward-huge-int", Status.ENV_ERROR, "reward=1000000000000"),
     ],
 )
 @BOTH
@@ -81,6 +95,33 @@ def test_a_bad_step_answer_is_the_servers_fault(
         step = _play(env, awaited)
     assert (step.info.status, step.reward) == (status, 0.0)
     assert says in step.info.error
+
+
+@pytest.mark.parametrize("mode", ["step-slow", "step-trickle"])
+@BOTH
+def test_a_step_not_answered_in_time_is_infra_error_not_the_models_timeout(
+    hostile, tmp_path, clean_user_registry, mode, awaited
+):
+    """The remote's delay (slow, or a message trickled in fragments) is the machinery's."""
+    with _env(tmp_path, f"{hostile.url}/{mode}", timeout_s=1) as env:
+        started = time.monotonic()
+        step = _play(env, awaited)
+        took = time.monotonic() - started
+    assert (step.info.status, step.reward) == (Status.INFRA_ERROR, 0.0)
+    assert "did not answer step within 1 s" in step.info.error
+    assert took < 2.5
+
+
+@pytest.mark.parametrize("mode", ["reset-slow", "reset-trickle"])
+@BOTH
+def test_a_reset_not_answered_in_time_is_infra_error(
+    hostile, tmp_path, clean_user_registry, mode, awaited
+):
+    with (
+        pytest.raises(InfraError, match="did not answer reset within 1 s"),
+        _env(tmp_path, f"{hostile.url}/{mode}", timeout_s=1) as env,
+    ):
+        _play(env, awaited, None)
 
 
 @BOTH
@@ -97,6 +138,8 @@ def test_a_validation_error_with_nonsense_fields_is_still_the_models_and_bounded
 BAD_RESETS = [
     ("reset-garbage", "OpenEnv server (reset) answered with no JSON"),
     ("reset-observation-list", "reset observation is not an object"),
+    ("reset-type-state", "answered reset with a frame of type 'state', not an observation"),
+    ("reset-data-null", "reset data is null, not an object"),
 ]
 
 

@@ -47,7 +47,8 @@ def _probe(*args: str, stdin: str = "") -> dict:
 def served():
     """`envhub serve gsm8k --nemo-gym`, as a NeMo Gym config would point at it."""
     port = free_port()
-    cmd = [sys.executable, "-m", "envhub.cli", "serve", "gsm8k", "--nemo-gym", "--port", str(port)]
+    cmd = [sys.executable, "-m", "envhub.cli", "serve", "gsm8k", "--nemo-gym", "--answers",
+           "--port", str(port)]  # fmt: skip
     proc = subprocess.Popen(cmd)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120

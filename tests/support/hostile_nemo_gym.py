@@ -33,6 +33,20 @@ def _trickle(handler: BaseHTTPRequestHandler) -> None:
         time.sleep(0.5)
 
 
+def _slow(handler: BaseHTTPRequestHandler) -> None:
+    """A good answer, but only after 4 s: past the client's deadline."""
+    time.sleep(4)
+    _send(handler, 200, b'{"reward": 1.0}')
+
+
+def _trickle_headers(handler: BaseHTTPRequestHandler) -> None:
+    """The status line and headers one byte every 0.3 s: never a whole head in time."""
+    for byte in b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n":
+        handler.wfile.write(bytes([byte]))
+        handler.wfile.flush()
+        time.sleep(0.3)
+
+
 def _huge(handler: BaseHTTPRequestHandler, declared: bool) -> None:
     """A 100 MB answer that would score (``reward`` 1.0), declared or close-delimited."""
     head, tail = b'{"reward": 1.0, "pad": "', b'"}'
@@ -56,7 +70,11 @@ MODES = {
     "reward-missing": lambda h: _send(h, 200, b'{"score": 1.0}'),
     "server-error": lambda h: _send(h, 500, b'{"detail": "boom"}'),
     "rejected": lambda h: _send(h, 422, b'{"detail": "bad row"}'),
+    "rate-limited": lambda h: _send(h, 429, b'{"detail": "rate limited"}'),
+    "reward-huge-int": lambda h: _send(h, 200, b'{"reward": 1' + b"0" * 400 + b"}"),
     "trickle": _trickle,
+    "slow": _slow,
+    "trickle-headers": _trickle_headers,
     "huge-declared": lambda h: _huge(h, True),
     "huge-undeclared": lambda h: _huge(h, False),
     "fine": lambda h: _send(h, 200, b'{"reward": 1.0}'),

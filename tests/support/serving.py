@@ -15,6 +15,12 @@ from envhub.client.child_server import free_port
 
 @contextlib.contextmanager
 def running(app, **config):
+    """Serve ``app``; an envhub app with the read deadline of ``envhub serve`` (its protocol)."""
+    settings = getattr(app.state, "settings", None) if hasattr(app, "state") else None
+    if settings is not None and "http" not in config:
+        from envhub.server.reading import protocol
+
+        config["http"] = protocol(settings.read_timeout_s)
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config)

@@ -11,10 +11,10 @@ row, with the answer as an OpenAI Responses object, to the running server's ``/v
       options: {base_url: http://127.0.0.1:8002}
 
 NeMo Gym's ``reward`` is the ``reward`` component (the primary one). A server that cannot be
-reached or answers 5xx is ``infra_error``; one that rejects the row (4xx), answers no JSON
-object, a ``reward`` that is no finite number, or a body over the bound is ``env_error`` (the
-row or the server is wrong, not the model); no whole answer within ``timeout_s`` (a trickle
-too) is ``timeout`` (:mod:`envhub.interop.replies`).
+reached, answers 5xx or 429 (capacity) or gives no whole answer within ``timeout_s`` (slow,
+or trickling its headers or body) is ``infra_error``; one that rejects the row (another 4xx),
+answers no JSON object, a ``reward`` that is no finite number, or a body over the bound is
+``env_error`` (the row or the server is wrong, not the model) (:mod:`envhub.interop.replies`).
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ The response verified is the text of the last assistant message in ``response.ou
 is a 503 naming the failure: NeMo Gym's client raises on it instead of training on a 0.
 ``/aggregate_metrics`` is NeMo Gym's own (its agent server computes it from these answers).
 
+``/verify`` grades any guess against any task (by ``task_id``, or against a ``gold`` /
+``expected_answer`` the caller sends): a free oracle to whoever reaches it. So, like envhub's
+own ``/verify``, it answers 403 unless the server was started with ``--answers``
+(:data:`ORACLES`; ``ServerSettings.answers``): ``envhub serve NAME --nemo-gym --answers``, on a
+port that NeMo Gym's trainer reaches and the agent does not.
+
 The bodies are written here from nemo-gym's models (its ``base_resources_server``), not
 imported: nemo-gym needs Python 3.12 and pins ``mcp<2``, which envhub's MCP extra cannot share.
 """
@@ -35,6 +41,8 @@ from envhub.wire import VerifyItem
 
 PATHS = frozenset({"/seed_session", "/verify"})
 """The paths this dialect answers; envhub's own ``/verify`` gives way."""
+ORACLES = frozenset({"/verify"})
+"""Its paths that grade guesses: refused unless the server serves answers (``--answers``)."""
 
 MACHINERY = frozenset({Status.INFRA_ERROR, Status.ENV_ERROR})
 

@@ -51,7 +51,10 @@ engine, no such image, or no ``/health`` in time; and a card's source that canno
 installed or started); one that answers with no JSON object (a
 proxy's error page), a binary frame, or fields of the wrong type (``done`` the string
 ``"false"``, a reward that is no number) is ``env_error``; one that does not answer within
-``timeout_s`` is the step's ``timeout``. None of these is the model's ``invalid_action``.
+``timeout_s`` (the whole message: a trickle too) is ``infra_error``: a remote that does not
+answer in time is the machinery's fault, and envhub cannot tell a slow remote from one that
+works on a hard action (a remote whose steps run the model's work must put its own deadline
+on it and say so in its answer). None of these is the model's ``invalid_action``.
 
 Its steps are async (:attr:`~envhub.core.Env.async_steps`): a server awaits each episode's
 WebSocket on its event loop (``websockets``' asyncio client), holding no thread while the
@@ -79,7 +82,7 @@ from websockets.exceptions import WebSocketException
 from websockets.sync.client import connect
 
 from envhub.core import Episode, Feedback, TaskEnv
-from envhub.errors import ConfigError, EpisodeError, InfraError, VerifierTimeout
+from envhub.errors import ConfigError, EpisodeError, InfraError
 from envhub.spec import EnvSpec, fill_template
 from envhub.types import Message, Status, Task
 
@@ -164,15 +167,21 @@ class OpenEnvSession:
         """The statuses of a call's failures on the wire (see the module docstring)."""
         try:
             yield
-        except (TimeoutError, asyncio.TimeoutError) as e:
-            raise VerifierTimeout(
-                f"the OpenEnv server did not answer {kind} within {self.timeout_s:g} s"
+        except (TimeoutError, asyncio.TimeoutError) as e:  # the remote's delay, not the model's
+            raise InfraError(
+                f"the OpenEnv server at {self.url} did not answer {kind} within "
+                f"{self.timeout_s:g} s (options.timeout_s)"
             ) from e
         except (OSError, WebSocketException) as e:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
 
     def _answer(self, kind: str, raw: str | bytes) -> dict[str, Any]:
-        """The answer's checked ``data``; an error frame raised as its status says."""
+        """The answer's checked ``data``; an error frame raised as its status says.
+
+        A reset or a step is answered by an ``observation`` frame whose ``data`` is an object;
+        any other frame (no ``type``, a ``state`` frame, ``data`` null, false or 0) is the
+        server's fault (``env_error``), never an empty observation that would pay.
+        """
         answer = _json_object(kind, raw)
         if answer.get("type") == "error":
             error = answer.get("data")
@@ -180,12 +189,20 @@ class OpenEnvSession:
                 kind_ = type(error).__name__
                 raise EpisodeError(f"the OpenEnv server's {kind} error frame holds a {kind_}, "
                                    "not an object")  # fmt: skip
-            message = f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"[:500]
+            code = error.get("code", "UNKNOWN")
+            if not isinstance(code, str):
+                raise EpisodeError(f"the OpenEnv server's {kind} error frame has code "
+                                   f"{repr(code)[:80]}, not a string")  # fmt: skip
+            message = f"{code}: {error.get('message', '')}"[:500]
             message += _field_errors(error.get("errors"))
-            if kind == "step" and error.get("code") in REFUSED:
+            if kind == "step" and code in REFUSED:
                 raise OpenEnvRefused(message)
             raise InfraError(f"the OpenEnv server refused {kind}: {message}")
-        return _checked(kind, answer.get("data") or {})
+        if answer.get("type") != "observation":
+            said = repr(answer.get("type"))[:80]
+            raise EpisodeError(f"the OpenEnv server answered {kind} with a frame of type "
+                               f"{said}, not an observation")  # fmt: skip
+        return _checked(kind, answer.get("data"))
 
     def close(self) -> None:
         """Say goodbye and close the connection (best effort: the server may be gone).
@@ -447,16 +464,27 @@ def _checked(kind: str, data: Any) -> dict[str, Any]:
     type is the server's fault, never the model's.
     """
     if not isinstance(data, dict):
-        raise EpisodeError(f"the OpenEnv server's {kind} data is {type(data).__name__}")
+        said = "null" if data is None else f"{type(data).__name__} {repr(data)[:40]}"
+        raise EpisodeError(f"the OpenEnv server's {kind} data is {said}, not an object")
     done, reward = data.get("done", False), data.get("reward")
     if not isinstance(done, bool):
         raise EpisodeError(f"the OpenEnv server's {kind} says done={done!r}, not true or false")
-    finite = isinstance(reward, (int, float)) and not isinstance(reward, bool)
-    if reward is not None and not (finite and math.isfinite(reward)):
-        raise EpisodeError(f"the OpenEnv server's {kind} says reward={reward!r}, not a number")
+    if reward is not None and not _finite(reward):
+        said = repr(reward)[:40]
+        raise EpisodeError(f"the OpenEnv server's {kind} says reward={said}, not a number")
     if not isinstance(data.get("observation", {}), dict):
         raise EpisodeError(f"the OpenEnv server's {kind} observation is not an object")
     return data
+
+
+def _finite(value: Any) -> bool:
+    """A finite number that fits a float (not a bool; an int of 400 digits does not fit)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
 
 
 def _refused(error: str) -> Feedback:

@@ -8,6 +8,17 @@ environment. Its WebSocket ``/ws`` carries one episode per connection: the clien
 the observation carries the environment's reply messages, its task id, status and reward
 components. ``reset`` takes ``seed`` and envhub's ``task_id``.
 
+Every frame is answered, and a malformed one (not JSON, nested past the parser's depth, not
+an object, a ``type`` that is no known string, ``data`` that is no object, fields of the wrong
+type) gets an error frame and leaves the connection and its episode as they were, as envhub's
+own ``/ws`` does. Whose fault an error is, is said in OpenEnv's codes (:func:`_error_for`):
+the frame's or the action's (``INVALID_JSON``, ``UNKNOWN_TYPE``, ``VALIDATION_ERROR``; a
+request envhub refuses, such as an unknown task, ``EXECUTION_ERROR``), or envhub's machinery
+(``SESSION_ERROR``, ``CAPACITY_REACHED``), which OpenEnv clients (envhub's ``OpenEnvEnv``
+among them) must not charge to the action: the server's own deadline, a full server, a
+step whose status is ``infra_error``/``env_error`` (never a reward of 0 that a trainer would
+train on, as ``--nemo-gym`` answers 503), a bug.
+
 HTTP, where OpenEnv has it: ``/health``, ``/metadata``, ``/schema``, ``/state`` and
 ``/reset`` answer as OpenEnv's do, and so does OpenEnv 0.10's Task API (:mod:`.tasks`).
 OpenEnv's HTTP ``/step`` runs a fresh environment with no episode; an envhub episode holds
@@ -22,22 +33,39 @@ its types loads gradio and fastmcp (2,300 modules, 19 s cold), which a server mu
 from __future__ import annotations
 
 import json
+import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import Body, FastAPI, WebSocket, WebSocketDisconnect
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from envhub.errors import EnvhubError
+from envhub.errors import EpisodeError, status_for
 from envhub.server.episodes import Episodes
-from envhub.server.errors import error_response
+from envhub.server.errors import CLIENT_ERRORS, error_response
 from envhub.server.sessions import SessionError
+from envhub.server.workers import Overloaded
 from envhub.types import Message, Status
 
 from . import tasks
 
 PATHS = frozenset({"/ws", "/reset", "/step", "/state", "/health", "/schema", "/metadata"})
 """The paths this dialect answers; envhub's own routes at these paths are not mounted."""
+
+MACHINERY = frozenset({Status.INFRA_ERROR, Status.ENV_ERROR})
+"""Statuses of envhub's machinery: answered ``SESSION_ERROR``, never charged to the action."""
+
+log = logging.getLogger("envhub.server")
+
+
+class BadFrame(Exception):
+    """A frame that is no OpenEnv message; ``code`` is the OpenEnv error code to answer."""
+
+    def __init__(self, code: str, message: str) -> None:
+        """Record the code and the message."""
+        super().__init__(message)
+        self.code = code
 
 
 class OpenEnvAction(BaseModel):
@@ -97,20 +125,90 @@ def _observation(body: dict[str, Any], reward: float | None, done: bool) -> dict
     return {"observation": obs.model_dump(mode="json"), "reward": reward, "done": done}
 
 
-def _from_step(text: str) -> dict[str, Any]:
+def _from_step(text: str) -> str:
+    """The frame answering a step: its observation, or a machinery status as an error frame."""
     body = json.loads(text)
-    return _observation(body, body["reward"], body["terminated"] or body["truncated"])
+    info = body["info"]
+    if info.get("status") in MACHINERY:
+        return _error(f"envhub could not play this step ({info['status']}: {info.get('error')}); "
+                      "the episode is over: reset", "SESSION_ERROR")  # fmt: skip
+    data = _observation(body, body["reward"], body["terminated"] or body["truncated"])
+    return json.dumps({"type": "observation", "data": data})
 
 
 def _error(message: str, code: str) -> str:
     return json.dumps({"type": "error", "data": {"message": message, "code": code}})
 
 
+def _parse(raw: str) -> tuple[str, dict[str, Any]]:
+    """A text frame's ``type`` and ``data`` (``{}`` when absent or null).
+
+    Raises:
+        BadFrame: Not JSON (or nested past the parser's depth), not an object, a ``type``
+            that is not one of OpenEnv's message types, or ``data`` that is no object.
+    """
+    try:
+        frame = json.loads(raw)
+    except (ValueError, RecursionError) as e:
+        raise BadFrame("INVALID_JSON", f"Invalid JSON: {str(e)[:200]}") from None
+    if not isinstance(frame, dict):
+        shape = '{"type": ..., "data": {...}}'
+        said = f"Invalid message: a frame is a JSON object {shape}, not a {type(frame).__name__}"
+        raise BadFrame("VALIDATION_ERROR", said)
+    kind, data = frame.get("type", ""), frame.get("data")
+    if not isinstance(kind, str) or kind not in TYPES:
+        raise BadFrame("UNKNOWN_TYPE", f"Unknown message type: {repr(kind)[:80]}; send "
+                       "reset, step, state or close")  # fmt: skip
+    if data is not None and not isinstance(data, dict):
+        said = f"Invalid message: data: a {type(data).__name__}, not an object"
+        raise BadFrame("VALIDATION_ERROR", said)
+    return kind, data or {}
+
+
+TYPES = frozenset({"reset", "step", "state", "close"})
+"""OpenEnv's message types that envhub answers (``mcp`` is OpenEnv's own tools, not served)."""
+
+
+def _error_for(exc: Exception, deadline_s: float, metrics: Counter[str]) -> str:
+    """The error frame answering ``exc``, with the code that says whose fault it is.
+
+    The action's or the frame's: ``VALIDATION_ERROR``; a request envhub refuses (an unknown
+    task, a step after the episode's end): ``EXECUTION_ERROR``; the session gone (expired,
+    closed, never reset): ``SESSION_ERROR``; envhub's machinery: ``CAPACITY_REACHED`` (full:
+    sessions or workers) or ``SESSION_ERROR`` (its deadline, a wedged pool, an environment's
+    own failure, a bug: logged with its traceback). OpenEnv's clients charge
+    ``VALIDATION_ERROR`` and ``EXECUTION_ERROR`` on a step to the action, so no machinery
+    failure may answer with them.
+    """
+    if isinstance(exc, BadFrame):
+        return _error(str(exc), exc.code)
+    if isinstance(exc, ValidationError):
+        return _error(f"Invalid message: {_fields(exc)}", "VALIDATION_ERROR")
+    if isinstance(exc, SessionError):
+        return _error(str(exc), "CAPACITY_REACHED" if exc.code == 503 else "SESSION_ERROR")
+    if isinstance(exc, Overloaded):
+        metrics["refused_overloaded"] += 1
+        return _error(f"envhub is at capacity: {exc}; retry later", "CAPACITY_REACHED")
+    if isinstance(exc, EpisodeError) and status_for(exc) in MACHINERY:
+        return _error(f"envhub failed ({status_for(exc).value}): {exc}", "SESSION_ERROR")
+    if isinstance(exc, TimeoutError):
+        metrics["deadline_exceeded"] += 1
+        said = f"the call ran past envhub's deadline of {deadline_s:g} s (the server's, not the "
+        return _error(said + "action's); the session is closed: reset", "SESSION_ERROR")
+    if isinstance(exc, tuple(CLIENT_ERRORS)):
+        return _error(str(exc) or type(exc).__name__, "EXECUTION_ERROR")
+    metrics["internal_errors"] += 1
+    log.error("bug in the OpenEnv /ws", exc_info=exc)
+    return _error(f"envhub failed (internal error {type(exc).__name__}: {str(exc)[:200]})",
+                  "SESSION_ERROR")  # fmt: skip
+
+
 class _Connection:
     """One WebSocket connection: at most one episode (session) at a time."""
 
-    def __init__(self, episodes: Episodes, max_bytes: int) -> None:
-        self.episodes, self.max_bytes = episodes, max_bytes
+    def __init__(self, episodes: Episodes, settings: Any, metrics: Counter[str]) -> None:
+        self.episodes, self.max_bytes = episodes, settings.max_body_bytes
+        self.deadline_s, self.metrics = settings.request_timeout_s, metrics
         self.sid: str | None = None
         self.ops: dict[str, Callable[[dict[str, Any]], Awaitable[str]]] = {
             "reset": self.reset,
@@ -132,7 +230,7 @@ class _Connection:
                 409, "episode_state", "no episode on this connection: send reset first"
             )
         text = await self.episodes.step(self.sid, Message(role="assistant", content=action.message))
-        return json.dumps({"type": "observation", "data": _from_step(text)})
+        return _from_step(text)
 
     async def state(self, data: dict[str, Any]) -> str:
         state = OpenEnvState()
@@ -144,7 +242,11 @@ class _Connection:
         return json.dumps({"type": "state", "data": state.model_dump()})
 
     async def answer(self, raw: str | bytes) -> str | None:
-        """The frame answering ``raw``; ``None`` when the client closes the episode."""
+        """The frame answering ``raw``; ``None`` when the client closes the episode.
+
+        Every frame gets an answer and none ends the connection or its episode: a malformed
+        one or a failed call is an error frame (:func:`_error_for`).
+        """
         if isinstance(raw, bytes):
             return _error("binary frames are not read: send the JSON as a text frame",
                           "INVALID_JSON")  # fmt: skip
@@ -152,23 +254,12 @@ class _Connection:
             return _error(f"the frame is {len(raw)} bytes, over this server's {self.max_bytes}; "
                           "send a shorter message", "VALIDATION_ERROR")  # fmt: skip
         try:
-            frame = json.loads(raw)
-        except json.JSONDecodeError as e:
-            return _error(f"Invalid JSON: {e}", "INVALID_JSON")
-        kind = frame.get("type", "") if isinstance(frame, dict) else ""
-        if kind == "close":
-            return None
-        if kind not in self.ops:
-            return _error(f"Unknown message type: {kind!r}; send reset, step, state or close",
-                          "UNKNOWN_TYPE")  # fmt: skip
-        try:
-            return await self.ops[kind](frame.get("data") or {})
-        except ValidationError as e:
-            return _error(f"Invalid message: {_fields(e)}", "VALIDATION_ERROR")
-        except SessionError as e:  # expired or closed: the server's doing, not the action's
-            return _error(str(e) or type(e).__name__, "SESSION_ERROR")
-        except (EnvhubError, ValueError, TimeoutError) as e:
-            return _error(str(e) or type(e).__name__, "EXECUTION_ERROR")
+            kind, data = _parse(raw)
+            if kind == "close":
+                return None
+            return await self.ops[kind](data)
+        except Exception as e:  # noqa: BLE001 - each answered by whose fault it is; a bug logged
+            return _error_for(e, self.deadline_s, self.metrics)
 
     def close(self) -> None:
         if self.sid is not None:
@@ -197,7 +288,7 @@ def install(app: FastAPI, server: Any) -> frozenset[str]:
     @app.websocket("/ws")
     async def session(websocket: WebSocket) -> None:
         await websocket.accept()
-        conn = _Connection(episodes, server.settings.max_body_bytes)
+        conn = _Connection(episodes, server.settings, server.metrics)
         try:
             while (reply := await conn.answer(await _receive(websocket))) is not None:
                 await websocket.send_text(reply)
