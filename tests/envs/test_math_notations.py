@@ -1,8 +1,8 @@
 """Numbers as the world writes them: units, money, locales, other scripts, words.
 
 Each near miss is an attack a policy could learn (a wrong unit, a misread separator, a hedge in
-another language); each match is an answer a careful grader accepts. The four sets of
-``math_notation_cases.jsonl`` were written by four people who had not read the checker.
+another language); each match is an answer a careful grader accepts. The five sets of
+``math_notation_cases.jsonl`` were written by five people who had not read the checker.
 """
 
 import json
@@ -152,7 +152,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Four sets of ~480 cases each (units, locales, other scripts, hedges), written blind.
+    """Five sets of ~490 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive at all; at most 1% false negatives. The one case left as a false positive
     is listed with its reason: its response gives no sign of its locale.
@@ -283,4 +283,31 @@ def test_hedges_and_restatements(text, gold, paid):
 )
 def test_a_fourth_round(text, gold, paid):
     """What a fourth blind set found: rates, per mille, en-dash minus, hedges in more languages."""
+    assert _scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    "text,gold,paid",
+    [
+        ("答案：150米", r"150\text{ km}", False),
+        ("答え：45秒", r"45 \text{ minutes}", False),
+        ("Ответ: 15 м", r"15 \text{ cm}", False),
+        ("Ответ: 15 см", r"15 \text{ cm}", True),
+        ("Final answer: 24m²", "24", True),
+        (r"$\boxed{\$18{,}000}$", "18000", True),
+        ("The area is 50 cm^2", r"50 \text{cm}^2", True),
+        ("Die Antwort ist 1,5 Millionen.", "1500000", True),
+        ("उत्तर: 2,50,000 रुपये", "250000", True),
+        ("答案是1.5万元。", "15000", True),
+        ("The answer might be 42.", "42", False),
+        ("If order matters, the answer is 12; if not, the answer is 6.", "6", False),
+        ("\\boxed{42}\nMaybe 8 chairs per row, which would give 48. I'm not sure.", "42", False),
+        ("The answer is 42, but I may have misread the question.", "42", False),
+        ("Answer: 42. (Alternatively written as 4.2 × 10¹.)", "42", True),
+        ("The answer is 42, no doubt.", "42", True),
+        ("**Answer: 42.** Double-check: 7 + 7 + 7 + 7 + 7 + 7 = 42 ✓", "42", True),
+    ],
+)
+def test_a_fifth_round(text, gold, paid):
+    """What a fifth blind set found: units in other scripts, scale words, doubts, conditionals."""
     assert _scores(text, gold) is paid

@@ -180,7 +180,10 @@ _FILLER = re.compile(
     r"|donc|bien|also|sicher|dus|quindi|entonces|então|portanto|итак|следовательно)\s+",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<!\bRs)\.(?=\s|$)|\n|\s+(?:because|since|which|as)\b", re.IGNORECASE)
+_SENTENCE_END = re.compile(
+    r"(?<!\bRs)\.(?=[\s*]|$)|\n|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
+    re.IGNORECASE,
+)
 _HYPOTHESIS = frozenset(
     {"if", "suppose", "supposing", "assume", "assuming", "whether", "check", "verify", "show",
      "prove", "not", "say"}
@@ -198,7 +201,7 @@ _NUMBER = re.compile(
     r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"  # 1.234.567, 1.234,5
     r"|[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?"  # 1'234.5
     r"|[1-9]\d{0,2}(?: \d{3})+(?:,\d+)?(?!\d|\.\d)"  # 1 000, 12 345,6: spaced thousands
-    r"|(?<![eE][-+])(?<!\^\{)\d+(?:\.\d+)?(?:/\d+)?" + _POWER + r"|\.\d+)%?(?!\w*\d|_|\.\d)"
+    r"|(?<![eE][-+])(?<!\^\{)(?<!\^)\d+(?:\.\d+)?(?:/\d+)?" + _POWER + r"|\.\d+)%?(?!\w*\d|_|\.\d)"
 )
 """A number written as a whole token: no letter, digit, ``_`` or point glued before it, and
 no digits later in its token (``x72``, ``is72``, ``e72``, ``599e72`` and ``A32`` hold no
@@ -271,12 +274,13 @@ def _contradicted(text: str, finals: list[str]) -> bool:
     lower = text.lower()
     if not any(stem in lower for stem in _ANSWER_STEMS):
         return False
-    stated = set()
+    stated, supposed = set(), []
     for count, (start, answer) in enumerate(_statements(text)):
         if count == MAX_CANDIDATES:
             return True  # no single answer is stated so many times: read no further
-        if not _hypothetical(text, start):
-            stated.add(_stated_value(answer))
+        (supposed.append if _hypothetical(text, start) else stated.add)(_stated_value(answer))
+    if len(supposed) > 1 and not stated:  # "if order matters, 12; if not, the answer is 6"
+        stated.update(supposed[:-1])
     return any(_contradicts(a, finals) for a in stated)
 
 
@@ -366,6 +370,7 @@ _HEDGE_WORDS = re.compile(
     r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद"
     r"|아마도?|chyba|może|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise"
     r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless)\b"
+    r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
@@ -427,8 +432,8 @@ def _hedges(answer: str, after: str) -> bool:
     same value again ("$5, or 500 cents") is a restatement, not a second answer; a doubt
     ("but I might have miscounted") is a hedge.
     """
-    if _HEDGE_WORDS.search(answer) or "?" in answer:
-        return True  # "48?", "48?? I'm not confident"
+    if _HEDGE_WORDS.search(answer) or _DOUBT.search(answer) or "?" in answer:
+        return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
     clause = _first_clause(after)
     other = _OR_ANOTHER.search(clause)
     if other and not _same(_tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
@@ -440,7 +445,7 @@ _JOINER_WORD = re.compile(r"^\W*\w+\s*")
 _DOUBT = re.compile(
     r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*"
     r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
-    r"|\bunsure\b|\bdoubt",
+    r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt",
     re.IGNORECASE,
 )
 """Doubt about the answer just given: a hedge."""
@@ -469,9 +474,13 @@ def _retracted(answer: str, after: str) -> bool:
     clause = _first_clause(after)
     if _CORRECTION.search(clause) and _other_value(clause, answer):
         return True
+    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
+    if any(_DOUBT.search(sentence) for sentence in sentences):
+        return True  # "\boxed{42}. I'm not sure which one is intended."
     return any(
-        _offers_another(sentence) and _other_value(sentence, answer)
-        for sentence in _CLAUSE_END.split(after[:ALSO_WINDOW])
+        (_offers_another(sentence) or _HEDGE_WORDS.search(sentence))
+        and _other_value(sentence, answer)
+        for sentence in sentences
     )
 
 
@@ -481,9 +490,12 @@ def _offers_another(sentence: str) -> bool:
 
 
 def _other_value(clause: str, answer: str) -> bool:
-    """The last number of ``clause`` is another value than ``answer``."""
+    """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
     found = _numbers(clause)
-    return bool(found) and not _same(found[-1].group(0), answer)
+    if not found:
+        return False
+    last = _last_number(clause, found)
+    return not (_same(found[-1].group(0), answer) or (last and _same(last.answer, answer)))
 
 
 def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
@@ -516,7 +528,7 @@ def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
     sentence = text[max(start, last.start() - 200) : last.start()]
     clause = _CLAUSE_END.split(sentence)[-1] + _first_clause(text[last.end() :])
     hedged = (
-        _hedges(sentence, text[last.end() :])
+        _hedges(sentence + last.group(0), text[last.end() :])
         or _offers_another(clause)
         or bool(_OR_BEFORE.search(sentence))
     )
@@ -567,6 +579,10 @@ def _unicode_math(text: str, number: re.Match) -> str | None:
     if _UNICODE_MATH.isdisjoint(run):
         return None
     run = run.rsplit("=", 1)[-1].strip(" \t\n.,;:")
+    while run[-1:] in (")", "]") and run.count("(") + run.count("[") < run.count(")") + run.count(
+        "]"
+    ):
+        run = run[:-1].rstrip(" .,;:")  # "(... 4.2 × 10¹.)": the aside's bracket
     if run[:1] in "≤≥<>":
         variable = _VARIABLE_BEFORE.search(
             text, 0, start + len(text[start:end]) - len(text[start:end].lstrip())
@@ -709,6 +725,10 @@ _SAID_AGAIN = re.compile(
     re.IGNORECASE,
 )
 """The answer said again another way ("$5, or 500 cents", "0,5, es decir, 1/2")."""
+_SURELY = re.compile(
+    r"\s*,?\s*(?:no\s+doubt(?:\s+about\s+it)?|for\s+sure|definitely|certainly|of\s+course)\W*$",
+    re.IGNORECASE,
+)
 _SUFFIX = re.compile(r"(?<=\d)['’][^\W\d_]{1,4}$")
 _REJECTED = re.compile(r"\s*(?:—|–|--|,|;)\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
 """A rejected value after the answer: "7 — not 8, as one might think"."""
@@ -741,6 +761,7 @@ def _stated_value(answer: str) -> str:
     """
     answer = _REJECTED.sub("", answer) or answer  # "7 — not 8"
     answer = _SUFFIX.sub("", answer)  # Turkish "12'dir", "3,5'tir": the number
+    answer = _SURELY.sub("", answer) or answer  # "42, no doubt"
     aside = _ASIDE.search(answer)
     offers = aside is not None and _offers_value(aside.group(0), answer[: aside.start()])
     if not _HEDGE_WORDS.search(answer) and not offers:

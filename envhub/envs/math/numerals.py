@@ -74,10 +74,26 @@ _BEFORE = re.compile(
 )
 _AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|¢|\\euro|\\pounds)")
 _SCALE_WORD = re.compile(
-    r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s+"
-    r"(?P<scale>thousand|million|billion|trillion|dozen)s?\b",
+    r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
+    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[万亿千]|[^\W\d_]+))",
     re.IGNORECASE,
 )
+_FOREIGN_SCALES = {
+    **dict.fromkeys(
+        ["tausend", "mille", "mil", "тысяч", "тысячи", "тысяча", "bin", "tysięcy"], 1000
+    ),
+    **dict.fromkeys(["millionen", "millions", "millones", "milioni", "milhões", "miljoen"], 10**6),
+    **dict.fromkeys(["миллион", "миллиона", "миллионов", "milion", "miliony", "milionów"], 10**6),
+    **dict.fromkeys(["milyon", "lakh", "lakhs", "लाख"], 10**6),
+    **dict.fromkeys(["milliarden", "milliards", "miliardi", "миллиарда", "milyar"], 10**9),
+    "千": 1000,
+    "万": 10**4,
+    "亿": 10**8,
+    "crore": 10**7,
+    "करोड़": 10**7,
+}
+"""Scale words of other languages (a lakh is 10**5: corrected below)."""
+_FOREIGN_SCALES.update({"lakh": 10**5, "lakhs": 10**5, "लाख": 10**5})
 _INDIAN = re.compile(r"(?<![\d.,])[1-9]\d?(?:,\d\d)+,\d{3}(?:\.\d+)?(?![\d,])")
 """Lakh and crore grouping: ``1,23,456``, ``12,34,567.5``, ``1,50,00,000``."""
 _APOSTROPHE = re.compile(r"(?<![\d.,'’])[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?(?![\d'’])")
@@ -103,12 +119,19 @@ _ROOT = re.compile(r"(?:(?P<index>[²³⁴])\s*√|(?P<sign>[∛∜√]))\s*(?P<
 
 def normalize(s: str) -> str:
     """``s`` with the notations of the module docstring rewritten (a no-op on most answers)."""
+    s = s.replace("{,}", ",")
     if not s.isascii():
         s = _unicode(s)
     if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs", s):
         s = _money(s)
-    if re.search(r"(?i)thousand|million|billion|trillion|dozen", s):
-        s = _SCALE_WORD.sub(lambda m: _scaled(m.group("num"), m.group("scale")), s)
+    if (
+        re.search(r"(?i)thousand|million|billion|trillion|dozen", s)
+        or not s.isascii()
+        or _LATIN_SCALE.search(s)
+    ):
+        s = _SCALE_WORD.sub(_scale_word, s)
+    if not s.isascii():  # 150米, 45秒, 15 м, 1.5万元 (once 万 is read)
+        s = _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)
     if "," in s:
         s = _INDIAN.sub(lambda m: m.group(0).replace(",", ""), s)
     if "'" in s or "’" in s:
@@ -125,6 +148,27 @@ def normalize(s: str) -> str:
         s = _TEMPERATURE.sub(_temperature, s)
         s = _LONE_DEGREE.sub(r"^\\circ ", s)  # an angle: \sin 30° is in degrees
     return s
+
+
+_UNIT_WORDS = {
+    # Chinese and Japanese
+    "千米": "km", "公里": "km", "厘米": "cm", "毫米": "mm", "米": "m", "メートル": "m",
+    "キロメートル": "km", "センチ": "cm", "千克": "kg", "公斤": "kg", "克": "g", "グラム": "g",
+    "秒": "s", "分钟": "min", "分": "min", "小时": "h", "時間": "h", "天": "day", "日": "day",
+    "元": "cny", "円": "jpy", "キロ": "kg",
+    # Russian
+    "км": "km", "см": "cm", "мм": "mm", "м": "m", "кг": "kg", "г": "g", "сек": "s", "с": "s",
+    "мин": "min", "час": "h", "часа": "h", "часов": "h", "ч": "h", "дней": "day", "дня": "day",
+    # Hindi
+    "रुपये": "inr", "रुपए": "inr", "रुपया": "inr", "मीटर": "m", "किलोमीटर": "km", "सेकंड": "s",
+    "मिनट": "min", "घंटे": "h",
+}  # fmt: skip
+"""Units written in other scripts, as the unit names of :mod:`.units`."""
+_UNIT_WORD = re.compile(
+    r"(\d)\s*("
+    + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
+    + r")(?![^\W\d_])"
+)
 
 
 def _unicode(s: str) -> str:
@@ -179,6 +223,21 @@ def _money(s: str) -> str:
 
     s = _BEFORE.sub(before, s)
     return _AFTER.sub(lambda m: f"{m.group('num')} {_SIGNS.get(m.group('sign'), 'cents')}", s)
+
+
+_LATIN_SCALE = re.compile(
+    r"(?i)\d\s*(?:tausend|mille|mil|bin|lakhs?|crore|millio|miljoen|milliard|milyar|milyon|milion)"
+)
+
+
+def _scale_word(m: re.Match) -> str:
+    """``1.5 million``, ``1,5 Millionen`` (read after the locale), ``1.5万``: the number."""
+    if m.group("scale"):
+        return _scaled(m.group("num"), m.group("scale"))
+    factor = _FOREIGN_SCALES.get(m.group("word").lower())
+    if factor is None:
+        return m.group(0)
+    return format((Decimal(m.group("num").replace(",", "")) * factor).normalize(), "f")
 
 
 def _scaled(num: str, scale: str) -> str:

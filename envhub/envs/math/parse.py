@@ -314,8 +314,8 @@ def _units(s: str) -> tuple[str, Unit | None]:
     if not m:
         return _unit_after_value(s)
     phrase, words = m.group("unit"), m.group("unit").replace(".", " ").split()
-    if len(words[0]) == 1 and not m.group("gap"):
-        return s, None  # 6m, 2x: a product
+    if len(words[0]) == 1 and not m.group("gap") and not m.group("power"):
+        return s, None  # 6m, 2x: a product (24m^2 is an area)
     unit = measure(phrase, m.group("power") or "") or measure(words[0])  # 6 meters tall
     if unit is not None:
         return m.group("num"), unit

@@ -90,6 +90,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("chf", 1, "chf"),
     **_names("krona", 1, "kr", "sek", "nok", "dkk"),
     **_names("try", 1, "tl", "try", "lira", "liras"),
+    **_names("cny", 1, "cny", "rmb", "yuan"),
     **_names("pln", 1, "zł", "zl", "pln", "złoty", "zloty"),
     **_names("rub", 1, "rub", "руб", "рублей", "рубля", "rubles", "roubles"),
     **_names("temperature", 1, "degc", "celsius"),
@@ -136,7 +137,9 @@ is ``373.15 K``); a temperature *difference* written in another scale is therefo
 _OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
 _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
 """Temperatures in kelvin: ``K = factor * value + offset``."""
-CURRENCIES = frozenset({"usd", "eur", "gbp", "jpy", "inr", "chf", "krona", "try", "pln", "rub"})
+CURRENCIES = frozenset(
+    {"usd", "eur", "gbp", "jpy", "inr", "chf", "krona", "try", "pln", "rub", "cny"}
+)
 """The money dimensions; ``cents`` are a hundredth of whichever the other side has."""
 _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
