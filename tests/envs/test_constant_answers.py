@@ -26,8 +26,11 @@ ALWAYS = {
     "search-v1",
     *(f"rg-{n}-v1" for n in ("complex_arithmetic", "coin_flip", "time_intervals")),
     *(f"rg-{n}-v1" for n in ("basic_arithmetic", "manipulate_matrix", "rectangle_count")),
+    *(f"rg-{n}-v1" for n in ("gsm_symbolic", "fraction_simplification", "sokoban", "tsumego")),
+    *(f"rg-{n}-v1" for n in ("game_of_life", "mini_sudoku")),
 }
-"""Entries swept on every run: each paid a constant or a hedge before issue 33."""
+"""Entries swept on every run: each paid a constant or a hedge before issue 33, or after it
+(the red team's B4, B5 and B13: a hedge inside one block, a constant of the gold's shape)."""
 CONSTANTS = [
     "nan", "NaN", "0", "1", "-1", "inf", "-inf", "", " ", "true", "True", "false", "yes",
     "no", "None", "null", "[]", "{}", "0.0", "00", "-0", "2", "3", "10", "0.5", "1e309",
@@ -90,8 +93,18 @@ MATH_FORMAT = {"gsm8k-v1", "math-v1"}
 number): their hedges are written in those forms; the others answer in ``<answer>`` tags."""
 
 
+SEPARATORS = [" / ", "/", " // ", "|", " vs ", " else ", " unless ", "\t", " ", " ∨ ", " ou "]
+SEPARATORS += [" oder "]
+"""What a hedge inside one answer puts between the gold and another candidate: scorers that
+read a prefix (the first number, the first fraction, moves up to the solved state) paid
+``28080 / 44``, ``5 days 00:34:28`` and ``$\\dfrac{79}{173}$ oder 138/583`` in full."""
+
+
 def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside = [f"{gold} or {wrong}", f"{wrong} or {gold}", f"{wrong}, {gold}", f"maybe {gold}"]
+    inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
+    if env_id not in MATH_FORMAT:  # the math checker reads the last number: its own issue
+        inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]
     else:
@@ -121,6 +134,28 @@ def test_no_hedge_scores(env_id):
                 paid.append(message)
     env.close()
     assert paid == []
+
+
+@pytest.mark.parametrize(
+    ("env_id", "form"),
+    [
+        ("rg-fraction_simplification-v1", lambda g: g.strip("$").replace("dfrac", "frac")),
+        ("rg-gsm_symbolic-v1", lambda g: f"{g}.0"),
+        ("rg-time_intervals-v1", lambda g: g.upper()),
+    ],
+)
+def test_the_gold_in_another_form_beside_another_candidate_earns_nothing(env_id, form):
+    """A scorer that reads the first fraction or number paid ``\\frac{79}{173} 138/583``; the
+    gold's text is not in it, but one of its pieces alone earns full marks."""
+    env = _env(env_id)
+    tasks = env.tasks()[: TASKS + 1]
+    for task, other in zip(tasks, tasks[1:], strict=False):
+        gold, wrong = str(task.answer), str(other.answer)
+        assert _correctness(env, task, f"<answer>{form(gold)}</answer>") == 1.0, form(gold)
+        for sep in (" ", " / ", "\t"):
+            hedge = f"<answer>{form(gold)}{sep}{wrong}</answer>"
+            assert _correctness(env, task, hedge) == 0.0, hedge
+    env.close()
 
 
 def _step(env_id: str, message, pick=lambda t: True):
@@ -170,10 +205,131 @@ def test_an_answer_inside_an_unclosed_think_is_not_read():
     assert (info.components, info.extracted) == ({"correctness": 0.0, "format": 0.0}, None)
 
 
-@pytest.mark.parametrize("tower", ["9**9**9", "9^9^9", "(9**9999)**9999", "2**99999"])
-def test_a_power_tower_is_refused_before_sympy_evaluates_it(tower):
-    started = time.monotonic()
-    info = _step("rg-simple_integration-v1", f"<answer>{tower}</answer>")
-    assert time.monotonic() - started < 5.0
-    assert (info.status, info.components["correctness"]) == (Status.OK, 0.0)
-    assert info.why.startswith("a power too large to evaluate")
+EXPLOSIVE = [
+    "9**9**9", "9^9^9", "(9**9999)**9999", "2**99999", "3**(9999*9999*99)",
+    "(10**10)**(10**10)", "2**2**2**2**2", "10**10**10", "Integer(10)**99999999",
+    "factorial(10**6)", "factorial(99999)", "2<<99999", "9" * 3990 + "**9999",
+    "1e999999", "1E+99999", "1e9999999", "1e9_999_999", "١e٩٩٩٩٩٩", "１e999999",
+]  # fmt: skip
+"""Values too large to compute that seven to nine characters write: powers whose exponent is
+computed (``3**(9999*9999*99)`` held ``simple_integration`` and ``countdown`` for minutes, in
+C), towers, factorials, and e-notation that ``Fraction``, ``Decimal`` and sympy expand into
+that many digits (``1e999999``, in any script's digits)."""
+TOO_LARGE = ("a power too large", "a number too large", "a call on a number", "a number of")
+
+
+@pytest.mark.parametrize(
+    "env_id", ["rg-simple_integration-v1", "rg-countdown-v1", "rg-coin_flip-v1", "rg-tsumego-v1"]
+)
+def test_a_value_too_large_to_compute_is_refused_before_any_scorer(env_id):
+    env = _env(env_id)
+    task = env.tasks()[0]
+    for attack in EXPLOSIVE:
+        started = time.monotonic()
+        env.reset(task_id=task.task_id)
+        info = env.step(f"<answer>{attack}</answer>").info
+        assert time.monotonic() - started < 5.0, attack[:40]
+        assert (info.status, info.components["correctness"]) == (Status.OK, 0.0), attack[:40]
+        assert info.why.startswith(TOO_LARGE), (attack[:40], info.why)
+    env.close()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "x**5", "3/4", "-5*X**9 - 2*X**6/3 + 4*X**3 + C", "(25 + 3) * 4 - 7", "2**-5",
+        "x**(1/2)", "sqrt(2)*exp(-x)/3", "exp(x**5)", "2**(x**2)", "9**9999", "x**10000",
+        "(x**100)**100", "factorial(5)", "1e-5", "6.02e23", "1e10000", "E9", "9e99",
+        "a1e23456", "[[0,1],[1,0]]", "9" * 4000,
+    ],
+)  # fmt: skip
+def test_the_size_guard_keeps_plain_answers(answer):
+    assert scoring.explosive(answer) is None
+
+
+def test_a_number_longer_than_python_reads_is_refused_where_a_long_gold_allows_it():
+    """sympy reads a 5,000-digit integer that Python's ``int`` refuses (over 4,300 digits);
+    only a task whose gold is over 1,000 characters lets an answer that long be scored."""
+    assert scoring.explosive("7" * 5000 + "**9999").startswith("a number of more than 4300")
+
+
+def test_a_coordinate_inside_a_longer_answer_or_any_coordinate_earns_nothing():
+    """tsumego's scorer upper-cases the answer and pays ``len(gold)/len(answer)`` for the gold
+    inside it (``9e99`` earned 0.5 on ``E9``, ``1e999999`` 0.25) and 0.05 for any coordinate."""
+    env = _env("rg-tsumego-v1")
+    for task in env.tasks()[:TASKS]:
+        gold = task.answer
+        other = "A1" if gold != "A1" else "B2"
+        attacks = [f"9{gold.lower()}9", f"9{gold}99", f"({gold})", f"{gold.lower()}{gold}", other]
+        for attack in attacks:
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, (gold, attack)
+        for right in (gold, gold.lower(), f" {gold} "):
+            assert _correctness(env, task, f"<answer>{right}</answer>") == 1.0, (gold, right)
+    env.close()
+
+
+SHAPE_TASKS = 6
+"""Tasks made per entry for the shape sweep: the first :data:`TASKS` are played, the golds of
+the others are the answers of the task's own kind."""
+SOLVES_OTHERS = {
+    "n_queens": "a board that solves another task solves this one when its given queens agree",
+    "sokoban": "one move string can solve two small puzzles",
+    "tower_of_hanoi": "another task's moves can solve this one in more moves (paid optimal/used)",
+    "quantum_lock": "a press sequence that reaches the target solves it (0.5 when not shortest)",
+}
+"""Generators whose scorer plays a proposed solution: another task's answer, or one of its
+shapes, may truly solve this task (in full or in more moves), so the sweep asks no more of them
+than of their own gold's shapes; their non-solutions are tested on their own below."""
+
+
+@pytest.mark.parametrize("env_id", _sweep({i for i in IDS if i.startswith(catalog.PREFIX)}))
+def test_no_answer_shaped_like_a_gold_earns_partial_credit(env_id):
+    """The gold's shape filled with zeros, ones or ``a`` (an all-zero grid earned 0.955 on
+    ``game_of_life``), and other tasks' golds (a fixed grid earned 0.25 on ``mini_sudoku``), earn
+    no partial credit: the scorer's partial credit is paid above what they earn, or not at all."""
+    spec = envhub.catalog().spec(env_id)
+    env = envhub.make(env_id, dataset={**spec.dataset.model_dump(), "size": SHAPE_TASKS})
+    tasks = env.tasks()[:SHAPE_TASKS]
+    others = [str(t.answer) for t in tasks[TASKS:]]
+    foreign = [*others, *(c for g in others for c in scoring.shaped_constants(g))]
+    if _generator(env_id) in SOLVES_OTHERS:
+        foreign = []
+    paid = []
+    for task in tasks[:TASKS]:
+        own = scoring.shaped_constants(str(task.answer))  # may keep what the scorer reads
+        for answer in dict.fromkeys([*own, *foreign]):
+            if scoring._is_gold(answer, str(task.answer)):
+                continue
+            value = _correctness(env, task, f"<answer>{answer}</answer>")
+            if value > 0 and not (value == 1.0 and answer in own):
+                paid.append((answer[:40], value))
+    env.close()
+    assert paid == []
+
+
+def test_a_legal_move_that_solves_nothing_earns_nothing_on_tower_of_hanoi():
+    """tower_of_hanoi pays 0.05 for any legal moves that do not solve the puzzle."""
+    env = _env("rg-tower_of_hanoi-v1")
+    for task in env.tasks()[:TASKS]:
+        first = task.answer.strip().splitlines()[0]
+        assert _correctness(env, task, f"<answer>{first}</answer>") == 0.0, first
+        assert _correctness(env, task, f"<answer>{task.answer}</answer>") == 1.0
+    env.close()
+
+
+def _generator(env_id: str) -> str:
+    return env_id.removeprefix(catalog.PREFIX).removesuffix("-v1")
+
+
+def test_words_copied_or_guessed_in_place_earn_nothing_on_letter_jumble():
+    """letter_jumble pays per word in its place: the scrambled words copied back earned every
+    word that scrambling left as it was (``for``, ``a``), and ``all`` 0.125 on a gold that
+    starts with it."""
+    env = _env("rg-letter_jumble-v1")
+    for task in env.tasks()[:TASKS]:
+        scrambled = task.prompt.rsplit("unscramble these words:", 1)[1].strip()
+        first = task.answer.split()[0]
+        for attack in (scrambled, first):
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        assert _correctness(env, task, f"<answer>{task.answer}</answer>") == 1.0
+    env.close()

@@ -3,15 +3,16 @@
 reasoning-gym's scorers ``eval`` answers (``string_insertion``, ``spiral_matrix``,
 ``binary_matrix``, ``n_queens``) or give them to sympy's ``parse_expr`` (``simple_integration``,
 ``countdown``); :mod:`envhub.envs.reasoning_gym.evaluated` lets only literals and plain math
-through. The sweep probes every catalog entry with answers that import a sentinel module if
-anything evaluates them, so a scorer that starts evaluating text in a later reasoning-gym is
-caught even before it is added to ``EVALUATES``.
+through. The sweep probes every catalog entry with answers that create a marker file if
+anything evaluates them, in any process (the scorers run in worker processes), so a scorer
+that starts evaluating text in a later reasoning-gym is caught even before it is added to
+``EVALUATES``.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import sys
+import contextlib
+from pathlib import Path
 
 import pytest
 
@@ -19,38 +20,41 @@ import envhub
 from envhub.envs.reasoning_gym import catalog, evaluated
 from envhub.types import Status
 
-SENTINEL = "envhub_evaluated_probe"
-_CHARS = "+".join(f"chr({ord(c)})" for c in f"__import__('{SENTINEL}')")
-PROBES = [
-    f"__import__('{SENTINEL}')",
-    f"[__import__('{SENTINEL}')]",
-    f"__import__('{SENTINEL}')!",  # sympy's factorial notation makes this a call
-    f"eval({_CHARS})",  # no quote, no underscore
-    f"x + exec({_CHARS})",
-    "+".join(["x"] * 1500),  # a tree deeper than Python's recursion limit
-]
 RG_IDS = sorted(i for i in envhub.catalog().ids() if i.startswith(catalog.PREFIX))
 ALWAYS = {f"rg-{name}-v1" for name in evaluated.EVALUATES}
 
 
-class _Recorder(importlib.abc.MetaPathFinder):
-    """Records any attempt to import :data:`SENTINEL` (and lets it fail)."""
-
-    def __init__(self) -> None:
-        self.seen: list[str] = []
-
-    def find_spec(self, name, path=None, target=None):
-        if name == SENTINEL:
-            self.seen.append(name)
-        return None
+def probes(marker: Path) -> list[str]:
+    """Answers that create ``marker`` if anything evaluates them (Python or sympy)."""
+    code = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    chars = "+".join(f"chr({ord(c)})" for c in code)
+    return [
+        code,
+        f"[{code}]",
+        f"{code}!",  # sympy's factorial notation makes this a call
+        f"eval({chars})",  # no quote, no underscore
+        f"x + exec({chars})",
+        "+".join(["x"] * 1500),  # a tree deeper than Python's recursion limit
+    ]
 
 
 @pytest.fixture
-def recorder():
-    finder = _Recorder()
-    sys.meta_path.insert(0, finder)
-    yield finder
-    sys.meta_path.remove(finder)
+def marker(tmp_path):
+    """A file that an evaluated probe creates (:func:`probes`); absent before the test."""
+    path = tmp_path / "evaluated"
+    yield path
+    path.unlink(missing_ok=True)
+
+
+def test_the_probes_leave_their_mark_when_evaluated(marker):
+    """The probes are live: Python's ``eval`` of each (but the sympy-only one and the deep
+    tree) creates the marker."""
+    live = probes(marker)
+    for probe in [*live[:2], *live[3:5]]:
+        with contextlib.suppress(TypeError):  # x + None, after exec has run
+            eval(probe, {"x": 0})  # the test's own probe, to show it leaves its mark
+        assert marker.exists(), probe
+        marker.unlink()
 
 
 def _env(env_id: str, size: int = 3):
@@ -66,14 +70,29 @@ def _play(env, task, answer: str):
 @pytest.mark.parametrize(
     "env_id", [i if i in ALWAYS else pytest.param(i, marks=pytest.mark.slow) for i in RG_IDS]
 )
-def test_no_answer_is_evaluated_as_code(env_id, recorder):
+def test_no_answer_is_evaluated_as_code(env_id, marker):
     env = _env(env_id, size=2)
     task = env.tasks()[0]
-    for probe in PROBES:
+    for probe in probes(marker):
         result = _play(env, task, probe)
         assert result.info.status in (Status.OK, Status.INVALID_ACTION), (probe, result.info)
         assert result.info.components.get("correctness", 0.0) == 0.0, probe
-    assert recorder.seen == [], f"{env_id}'s scorer evaluated an answer as code"
+    assert not marker.exists(), f"{env_id}'s scorer evaluated an answer as code"
+
+
+def test_a_composite_guards_the_evaluating_generators_it_mixes(marker):
+    """A composite's scorer hands each task to its own generator's scorer: the guard follows
+    the task's generator (it once followed the entry's name, ``composite``, and guarded none)."""
+    mix = [{"name": name, "weight": 1.0, "config": {}} for name in ("countdown", "n_queens")]
+    env = envhub.make("rg-composite", dataset={"size": 8, "options": {"datasets": mix}})
+    tasks = env.tasks()
+    assert {t.metadata["rg"]["source_dataset"] for t in tasks} == {"countdown", "n_queens"}
+    for task in tasks:
+        for probe in probes(marker)[:2]:
+            result = _play(env, task, probe)
+            assert result.info.components["correctness"] == 0.0, probe
+            assert "UnsafeAnswer" in result.info.why, result.info.why
+    assert not marker.exists(), "a composite's scorer evaluated an answer as code"
 
 
 def _integrand(task) -> tuple[str, str]:

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import envhub
 from envhub.authoring.selfcheck import FAILED, run_check
 from envhub.cli import app
-from envhub.envs.reasoning_gym import catalog, scoring, tasks
+from envhub.envs.reasoning_gym import catalog, scoring, tasks, worker
 from envhub.errors import ConfigError
 from envhub.registry.make import apply_overrides
 from envhub.types import Status
@@ -172,7 +172,8 @@ def test_a_scorer_that_raises_is_the_models_zero(monkeypatch):
     def explode(answer, entry):
         raise RecursionError(f"cannot read {answer!r}")
 
-    monkeypatch.setattr(env, "scorer", lambda: explode)
+    monkeypatch.setattr(worker, "score", worker.judge)  # in this process, to reach the patch
+    monkeypatch.setattr(worker, "scorer_for", lambda *a: explode)
     env.reset(seed=0)
     result = env.step("<answer>{{{{</answer>")
     assert result.info.status is Status.OK

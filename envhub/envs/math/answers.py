@@ -98,6 +98,7 @@ __all__ = [
     "extract_answer",
     "format_score",
     "is_equivalent",
+    "run_in_worker",
     "shutdown",
     "validate_gold",
     "warmup",
@@ -1129,3 +1130,8 @@ def shutdown() -> None:
     if pool is not None:
         pool.stop()
         pool.join(timeout=5)
+
+
+run_in_worker = _run
+"""``fn(*args)`` in a worker of this pool under a CPU budget (:func:`_run`), for other checkers
+that run third-party code on a model's answer (reasoning-gym's scorers)."""

@@ -65,6 +65,15 @@ CLOSENESS_CREDIT = {
     "spell_backward": "credit for letters in common: any letter earns some",
     "figlet_font": "credit for letters in common: any letter earns some",
     "time_intervals": "credit for a duration near the gold: 0 days earns 0.95 on 5 days",
+    "game_of_life": "credit per matching cell: an all-zero grid earned 0.955 on others' tasks",
+    "mini_sudoku": "credit per matching cell: one fixed grid earned 0.25 a task on average",
+    "sudoku": "credit per matching cell: one fixed grid earned 0.13 a task on average",
+    "futoshiki": "credit per matching cell: a fixed grid earns some on every task",
+    "prime_factorization": "0.5 for any factors whose product is the number: '1 × N' earns it",
+    "calendar_arithmetic": "0.1 for any weekday's name, exp(-5 x relative error) for a count "
+    "of days",
+    "letter_jumble": "credit per word in place: 'all' earned 0.125, the scrambled words copied "
+    "earn every word that scrambling left as it was",
 }
 """Generators whose partial credit a constant answer earns on tasks whose gold it is not (the
 constant sweep of ``tests/envs/test_constant_answers.py``): envhub pays their full marks only,

@@ -16,8 +16,11 @@ from envhub.errors import GoldAnswerError
 from envhub.spec import EnvSpec, Knob
 from envhub.types import Message, Task
 
-from . import catalog, evaluated, scoring
+from . import catalog, scoring, worker
 from . import tasks as generation
+
+OTHER_GOLDS = 3
+"""Golds of other tasks tried as answers when a task's floor is measured."""
 
 
 class ReasoningGymEnv(TaskEnv):
@@ -40,9 +43,10 @@ class ReasoningGymEnv(TaskEnv):
         """
         super().__init__(spec, generator=generator)
         self.generator = generator
-        self._scorer: Any = None
         self._floors: dict[str, float] = {}
-        """What a constant answer earns, by task id (:func:`scoring.constant_floor`)."""
+        """What an answer made without solving earns, by task id (:func:`scoring.constant_floor`,
+        measured in the worker the first time)."""
+        self._others: tuple[str, ...] | None = None
         self._generated: dict[str, tuple[Task, dict[str, Any]]] = {}
         """Each task made here, by id, with its item metadata as generated (the task holds
         it JSON-safe)."""
@@ -55,30 +59,23 @@ class ReasoningGymEnv(TaskEnv):
         self._generated.update((task.task_id, (task, raw)) for task, raw in made)
         return [task for task, _ in made]
 
-    def scorer(self) -> Any:
-        """The generator's ``score_answer`` (its dataset is built once, with the entry's knobs)."""
-        if self._scorer is None and self.generator in scoring.OWN_SCORERS:
-            self._scorer = scoring.OWN_SCORERS[self.generator]
-        if self._scorer is None:
-            ds = self.spec.dataset
-            self._scorer = generation.dataset(self.generator, ds.options, ds.seed, 1).score_answer
-            if self.generator in evaluated.EVALUATES:
-                self._scorer = evaluated.guarded(self._scorer, evaluated.EVALUATES[self.generator])
-        return self._scorer
-
     def score(self, task: Task, response: Message) -> tuple[dict[str, float], dict[str, Any]]:
-        """Correctness and format of one response."""
+        """Correctness and format of one response, scored in a worker process (:mod:`.worker`)."""
         if task.answer is None:
             raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
         reading = scoring.read_answer(response.content)
         entry = {"question": task.prompt, "answer": task.answer, "metadata": self._metadata(task)}
-        value, why = scoring.correctness(
-            self.scorer(),
-            reading,
-            entry,
-            floor=self._floor(task, entry),
-            full_only=self.generator in catalog.CLOSENESS_CREDIT,
+        floor = self._floors.get(task.task_id)
+        job = worker.Job(
+            generator=self.generator,
+            options=self.spec.dataset.options,
+            seed=self.spec.dataset.seed,
+            reading=reading,
+            entry=entry,
+            floor=floor,
+            others=self._other_golds() if floor is None else (),
         )
+        value, why, self._floors[task.task_id] = worker.score(job)
         components = {
             "correctness": value,
             "format": float(reading.blocks == 1 and bool(reading.answer)),
@@ -86,11 +83,18 @@ class ReasoningGymEnv(TaskEnv):
         details = {"extracted": reading.answer, "hedged": reading.hedged, "why": why}
         return components, details
 
-    def _floor(self, task: Task, entry: dict[str, Any]) -> float:
-        """What a constant answer earns on ``task`` (measured once per task)."""
-        if task.task_id not in self._floors:
-            self._floors[task.task_id] = scoring.constant_floor(self.scorer(), entry)
-        return self._floors[task.task_id]
+    def _other_golds(self) -> tuple[str, ...]:
+        """Golds of the generator's first :data:`OTHER_GOLDS` items, for the floor.
+
+        Answers of the tasks' own kind that solve other tasks (any split; the same in every
+        process, so a task's floor does not depend on which tasks were made here).
+        """
+        if self._others is None:
+            ds = self.spec.dataset
+            items = generation.dataset(self.generator, ds.options, ds.seed, OTHER_GOLDS)
+            golds = (items[i].get("answer") for i in range(OTHER_GOLDS))
+            self._others = tuple(str(g) for g in golds if g is not None)
+        return self._others
 
     def _metadata(self, task: Task) -> dict[str, Any]:
         """The item metadata of ``task`` as generated; JSON-safe for a task not made here."""

@@ -10,12 +10,17 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
   scorer would say of any one of them; the same answer repeated is not a hedge;
 * an answer over :func:`answer_limit` characters is not scored (0): no generator's answer is
   that long, and some scorers are slow on huge text;
-* a hedge inside one block earns 0: a word offering alternatives that the gold lacks ("A or
-  B", "maybe A"), or a list of candidates longer than the gold with the gold inside it;
+* a hedge inside one block earns 0: a word or sign offering alternatives that the gold lacks
+  ("A or B", "maybe A", "A | B", "A vs B"), the gold with more of its kind beside it
+  ("28080 / 44"), or a list of candidates of which one alone earns as much
+  (:func:`_candidates`);
+* a value too large to compute earns 0 before any scorer sees it (:func:`explosive`);
 * a constant answer that is not the gold (``0``, ``nan``, ``true``: :data:`CONSTANTS`) earns
-  0, and so does a score no higher than what those constants earn on the task (reasoning-gym's
-  scorers pay a small credit for any answer, and some pay a constant a lot: ``nan`` solved
-  every ``complex_arithmetic`` task); generators whose partial credit a constant earns
+  0, and so does a partial credit no higher than what an answer made without solving earns on
+  the task (:func:`constant_floor`: the constants, the gold's shape filled with one value,
+  other tasks' golds; reasoning-gym's scorers pay a small credit for any answer, and some pay
+  a constant a lot: ``nan`` solved every ``complex_arithmetic`` task, an all-zero grid earned
+  0.955 on ``game_of_life``); generators whose partial credit such answers earn
   (``catalog.CLOSENESS_CREDIT``) are paid their full marks only;
 * otherwise the generator's ``score_answer(answer, entry)`` gives correctness in [0, 1]. A
   scorer that raises on a strange answer scores it 0 (the model's answer, never a machine
@@ -29,12 +34,14 @@ from __future__ import annotations
 import ast
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from envhub.tags import block_text, tag_blocks, without_thinking
+
+from .evaluated import FUNCTIONS
 
 MIN_ANSWER_LIMIT = 4_000
 """Characters of an answer always scored; longer golds allow four times their length."""
@@ -106,13 +113,14 @@ def correctness(
     refused = (
         _alternatives(reading.answer, gold)
         or _constant(reading.answer, gold)
-        or explosive(reading.answer)
-    )
+        or (None if _normal(reading.answer) == _normal(gold) else explosive(reading.answer))
+    )  # the gold's own text costs the scorer what the gold does
     if refused:
         return 0.0, refused
     value, why = safe_score(scorer, reading.answer, entry)
-    if value > 0 and _candidates(scorer, reading.answer, entry, value):
-        return 0.0, "hedged: a list of candidates with the gold (or one that earns as much) in it"
+    listed = _candidates(scorer, reading.answer, entry, value) if value > 0 else None
+    if listed:
+        return 0.0, listed
     if value <= floor and value > 0:
         return 0.0, f"scored {value:.3g}, no more than a constant answer earns here ({floor:.3g})"
     if full_only and value < 1.0:
@@ -121,11 +129,13 @@ def correctness(
 
 
 _ALTERNATIVE = re.compile(
-    r"\b(?:or|maybe|perhaps|possibly|probably|either|alternatively|otherwise|not\s+sure)\b"
-    r"|\\(?:vee|lor)\b",
+    r"\b(?:or|maybe|perhaps|possibly|probably|either|alternatively|otherwise|not\s+sure"
+    r"|else|unless|vs|versus|ou|oder|oppure|eller|или|或者?|还是|または)\b"
+    r"|\\(?:vee|lor)\b|[|∨]",
     re.IGNORECASE,
 )
-"""Words that offer alternatives inside one answer ("A or B", "maybe A")."""
+"""Words and signs that offer alternatives inside one answer ("A or B", "maybe A", "A vs B",
+"A | B", "A ∨ B", "A oder B")."""
 
 
 def _alternatives(answer: str, gold: str) -> str | None:
@@ -136,35 +146,57 @@ def _alternatives(answer: str, gold: str) -> str | None:
     return f"hedged: the answer offers alternatives ({extra[0]!r})" if extra else None
 
 
-_PARTS = re.compile(r"\s*(?:[,;\n]|\s(?:and|&)\s)\s*", re.IGNORECASE)
+_PIECE = re.compile(r"[^\s,;/&|∨]+")
+"""A piece of a list: text between blanks and separators (``, ; / & |``, tabs, lines)."""
 MAX_PARTS = 16
-"""Parts of a list each scored alone (:func:`_candidates`)."""
+"""Pieces of a list each scored alone (:func:`_candidates`)."""
 
 
-def _parts(text: str) -> list[str]:
-    return [_normal(p) for p in _PARTS.split(text.strip()) if p.strip()]
+def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: float) -> str | None:
+    r"""Why ``answer``, which earned ``value``, is a list of candidates with the gold in it.
 
+    Many scorers read a prefix (the first number, the first fraction, moves up to the solved
+    state) or pay for the gold anywhere inside the answer, so the gold followed by anything
+    else earned full marks (``28080 / 44``, ``5 days 00:34:28``, ``[MOVES, OTHER]``). So an
+    answer that is not the gold (:func:`_is_gold`) is refused when it holds:
 
-def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: float) -> bool:
-    r"""``answer`` is a list of candidates: longer than the gold, with the gold inside it.
-
-    The gold inside it: as text (``3`` in ``3, 4``), as a run of its parts (``wrong\ngold``
-    for a grid), or as one part that alone earns ``value`` or more. An answer in the gold's
-    own shape ("1, 2, 3" for ``1, 2, 3``) is never split; one that merely contains the gold
-    and earns full marks (``x = 3``) is no list.
+    * the gold's text (case and blanks aside: ``9e99`` holds ``E9``) and earns only partial
+      credit (reasoning-gym's default scorer pays ``len(gold)/len(answer)`` for that), or
+      holds beside it more of what the gold is made of (digits, letters): another candidate.
+      ``x = 3`` for ``3`` is no list; ``3 4`` is;
+    * more pieces (:data:`_PIECE`) of the gold's kind than the gold has, and a run of as many
+      pieces as the gold has that alone earns ``value`` or more (``\frac{7}{9} 13/58``).
     """
-    gold_text = str(entry.get("answer") or "").strip()
-    parts, gold = _parts(answer), _parts(gold_text)
-    if value < 1.0 and gold_text and gold_text in answer and answer.strip() != gold_text:
-        return True  # reasoning-gym's default scorer pays len(gold)/len(answer) for this
-    if len(parts) <= max(1, len(gold)):
-        return False
-    runs = (parts[i : i + len(gold)] for i in range(len(parts) - len(gold) + 1))
-    if gold and any(run == gold for run in runs):
-        return True
-    return len(parts) <= MAX_PARTS and any(
-        safe_score(scorer, part, entry)[0] >= value for part in parts
-    )
+    gold = str(entry.get("answer") or "").strip()
+    if not gold or _is_gold(answer, gold):
+        return None
+    said, meant = _folded(answer), _folded(gold)
+    if meant in said:
+        rest = said.replace(meant, " ")
+        if value < 1.0:
+            return "hedged: the gold inside a longer answer (its partial credit is not paid)"
+        if _kinds(rest) & _kinds(meant):
+            return f"hedged: the gold and more beside it ({' '.join(rest.split())[:40]!r})"
+    pieces, kinds = list(_PIECE.finditer(answer)), _kinds(gold)
+    size = max(1, len(_PIECE.findall(gold)))
+    if sum(1 for p in pieces if _kinds(p.group()) & kinds) <= size:
+        return None
+    starts = range(len(pieces) - size + 1)
+    runs = [answer[pieces[i].start() : pieces[i + size - 1].end()] for i in starts]
+    if len(runs) <= MAX_PARTS and any(safe_score(scorer, run, entry)[0] >= value for run in runs):
+        return "hedged: a list of candidates, one of which alone earns as much"
+    return None
+
+
+def _folded(text: str) -> str:
+    """``text`` without case, its blanks one space (for finding the gold inside an answer)."""
+    return " ".join(text.casefold().split())
+
+
+def _kinds(text: str) -> set[str]:
+    """What ``text`` is made of: ``digit``, ``letter`` (any script)."""
+    digit, letter = any(c.isdigit() for c in text), any(c.isalpha() for c in text)
+    return {kind for kind, has in (("digit", digit), ("letter", letter)) if has}
 
 
 CONSTANTS = (
@@ -177,14 +209,38 @@ solves ``complex_arithmetic``: the scorer computes ``exp(-nan)``; ``0`` earns 0.
 _NON_FINITE = re.compile(r"(?<![a-z])(?:nan|inf(?:inity)?)(?![a-z])", re.IGNORECASE)
 
 
-def constant_floor(scorer: Callable, entry: dict[str, Any]) -> float:
-    """The most that a constant of :data:`CONSTANTS` other than the gold earns on this task.
+def constant_floor(scorer: Callable, entry: dict[str, Any], others: Sequence[str] = ()) -> float:
+    """The most partial credit an answer made without solving the task earns on it.
 
-    NaN and infinities are left out: :func:`correctness` refuses them before any scorer.
+    The answers: the constants of :data:`CONSTANTS`, the gold's own shape filled with one
+    value (:func:`shaped_constants`: an all-zero grid earned 0.95 on ``game_of_life``, ``D3``
+    0.05 on ``tsumego``) and ``others``, the golds of other tasks of the generator; any that
+    is this task's gold is left out. Full marks are not counted: a constant that solves the
+    task is right (another task's board may solve this ``n_queens``), and a generator whose
+    scorer pays a wrong constant in full is left out of the catalog
+    (``catalog.WRONG_BUT_FULL``). NaN and infinities are left out: :func:`correctness` refuses
+    them before any scorer.
     """
     gold = str(entry.get("answer") or "")
-    others = [c for c in CONSTANTS if not _is_gold(c, gold) and not _NON_FINITE.search(c)]
-    return max((safe_score(scorer, c, entry)[0] for c in others), default=0.0)
+    tried = dict.fromkeys([*CONSTANTS, *shaped_constants(gold), *others])
+    answers = [c for c in tried if not _is_gold(c, gold) and not _NON_FINITE.search(c)]
+    scores = (safe_score(scorer, c, entry)[0] for c in answers)
+    return max((s for s in scores if s < 1.0), default=0.0)
+
+
+_LETTER = re.compile(r"[^\W\d_]")
+
+
+def shaped_constants(gold: str) -> list[str]:
+    """Answers in the gold's own shape that do not solve the task.
+
+    Its digits all ``0``, all ``1``, its letters all ``a`` (``[[0,0],[0,0]]``, ``E0``, ``A9``
+    for ``[[0,1],[1,0]]`` and ``E9``), and its first line alone (a legal first move that
+    solves nothing earned 0.05 on ``tower_of_hanoi``).
+    """
+    letters = _LETTER.sub(lambda m: "A" if m.group().isupper() else "a", gold)
+    first = gold.strip().split("\n", 1)[0]
+    return [re.sub(r"\d", "0", gold), re.sub(r"\d", "1", gold), letters, first]
 
 
 def _constant(answer: str, gold: str) -> str | None:
@@ -231,35 +287,53 @@ OWN_SCORERS: dict[str, Callable[[str | None, dict[str, Any]], float]] = {
 
 
 MAX_EXPONENT = 10_000
-"""The largest literal exponent (or shift) an answer may hold: ``x**3`` is an answer,
-``9**9**9`` (seven characters that sympy's ``parse_expr`` evaluates for minutes) is not."""
+"""The largest exponent an answer may hold, however it is written: a power (``x**3``), a shift,
+an exponent computed from other numbers (``3**(9999*9999*99)``), a literal's e-notation
+(``1e-5``; ``1e999999`` is refused), and the largest number a function is called on."""
+MAX_DIGITS = 100_000
+"""The most decimal digits any value in an answer may reach as it is computed (a symbol counts
+as one digit): ``(9**9999)**9999`` would reach 95 million."""
+MAX_LITERAL_DIGITS = 4_300
+"""The longest run of digits an answer may hold: Python's own limit for reading an ``int``
+(``sys.int_info.default_max_str_digits``), which sympy does not apply."""
+_E_NOTATION = re.compile(r"(?<![^\W\d_])(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][+-]?(\d[\d_]*)")
+"""A number in e-notation, in any script's digits (``float``, ``Decimal`` and ``Fraction`` read
+``١e٩``) and with Python's ``_`` groups; not glued after a letter (``a1e2345`` is a word)."""
+_LONG_DIGITS = re.compile(rf"\d[\d_]{{{MAX_LITERAL_DIGITS},}}")
+_LOG2 = math.log10(2)
+_SLACK = 1 + 1e-9
+"""Rounding room when a bound computed through logarithms meets a limit: 10000 is 10000."""
 
 
 def explosive(answer: str) -> str | None:
-    """Why ``answer``, read as the expression reasoning-gym's scorers evaluate, is too big.
+    """Why ``answer``, read as the expression some scorers evaluate, is too big to compute.
 
-    Scorers such as ``simple_integration``'s hand the answer to sympy's ``parse_expr``, which
-    computes integer powers at once: a power tower (``9**9**9``, ``9^9^9``), nested exponents
-    or shifts whose product is over :data:`MAX_EXPONENT` (``(9**9999)**9999``), or a call on
-    such a number (``factorial(99999)``) would run for minutes. Text that is no Python
-    expression is no hazard (None).
+    sympy's ``parse_expr`` (``simple_integration``, ``countdown``) computes integer arithmetic
+    and powers at once, and ``Fraction``/``Decimal``/sympy turn a literal's e-notation into an
+    integer of that many digits: nine characters (``1e999999``) or an exponent computed from
+    small numbers (``3**(9999*9999*99)``) held the verifier for minutes, in C, where no
+    deadline reaches. So every value of the expression is bounded before any scorer sees it
+    (:func:`_too_big`): exponents to :data:`MAX_EXPONENT`, values to :data:`MAX_DIGITS`
+    digits, literals to :data:`MAX_LITERAL_DIGITS` digits. Text that is no Python expression
+    is no hazard beyond its literals (None).
     """
+    for match in _E_NOTATION.finditer(answer):
+        digits = match.group(1).replace("_", "").lstrip("0") or "0"
+        if len(digits) > len(str(MAX_EXPONENT)) or int(digits) > MAX_EXPONENT:
+            return f"a number too large to evaluate (an e-notation exponent over {MAX_EXPONENT})"
+    if _LONG_DIGITS.search(answer):
+        return f"a number of more than {MAX_LITERAL_DIGITS} digits"
     try:
         tree = ast.parse(answer.replace("^", "**"), mode="eval")
     except (SyntaxError, ValueError, MemoryError):
         return None
     except RecursionError:
         return "the answer is nested too deeply to evaluate"
-    if _reach(tree.body) > MAX_EXPONENT:
-        return "a power too large to evaluate (a tower, or exponents over 10000 in all)"
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and any(_number(a) > MAX_EXPONENT for a in node.args):
-            return "a call on a number too large to evaluate"
-    return None
+    return _too_big(tree.body)
 
 
-def _reach(root: ast.AST) -> float:
-    """The product of the exponents of nested powers under ``root`` (a tower: infinite).
+def _too_big(root: ast.AST) -> str | None:
+    """Why an expression reaches a value too large to compute (its :func:`_size`), or None.
 
     Bottom-up over the tree, without recursion: ``x+x+...+x`` is a tree as deep as it is long.
     """
@@ -268,30 +342,71 @@ def _reach(root: ast.AST) -> float:
         node = stack.pop()
         order.append(node)
         stack.extend(ast.iter_child_nodes(node))
-    reach: dict[ast.AST, float] = {}
-    holds_power: dict[ast.AST, bool] = {}
+    sizes: dict[ast.AST, float] = {}
     for node in reversed(order):  # every child before its parent
-        children = list(ast.iter_child_nodes(node))
-        holds_power[node] = _is_power(node) or any(holds_power[c] for c in children)
-        if not _is_power(node):
-            reach[node] = max((reach[c] for c in children), default=1.0)
-        elif holds_power[node.right]:
-            reach[node] = math.inf
-        else:
-            exponent = _number(node.right) if _number(node.right) >= 0 else 1.0
-            reach[node] = max(1.0, exponent) * reach[node.left]
-    return reach[root]
+        size = _size(node, sizes)
+        if isinstance(size, str):
+            return size
+        if size > MAX_DIGITS:
+            return (
+                f"a power too large to evaluate (a value of over {MAX_DIGITS} digits, or "
+                f"exponents over {MAX_EXPONENT} in all)"
+            )
+        sizes[node] = size
+    return None
 
 
-def _number(node: ast.AST) -> float:
-    """The size of a numeric literal (``-5`` too); -1 for anything else."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        return _number(node.operand)
-    value = node.value if isinstance(node, ast.Constant) else None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return -1.0
-    return abs(float(value)) if math.isfinite(value) else math.inf
+def _size(node: ast.AST, sizes: dict[ast.AST, float]) -> float | str:
+    """An upper bound on the decimal digits of ``node``'s value, or why it is refused.
+
+    Digits of a literal (of its numerator and denominator: ``0.001`` has 3); a name (a symbol,
+    ``pi``) counts as one; sums take the larger and a digit more, products and quotients add;
+    a power multiplies its base's digits by the largest value its exponent may take, which
+    must not pass :data:`MAX_EXPONENT` (``9**9**9``: the exponent ``9**9`` is refused). An
+    elementary function (:data:`~.evaluated.FUNCTIONS`, which sympy leaves unevaluated on a
+    number) is as large as its argument; any other call (``factorial``) may compute a value
+    of ``n log n`` digits, on an argument up to :data:`MAX_EXPONENT`.
+    """
+    kids = [sizes[c] for c in ast.iter_child_nodes(node) if c in sizes]
+    if isinstance(node, ast.Constant):
+        return _literal_digits(node.value)
+    if isinstance(node, ast.Name):
+        return 1.0
+    if isinstance(node, ast.Call):
+        args = max((sizes[a] for a in (*node.args, *(k.value for k in node.keywords))), default=0)
+        if isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS:
+            return args  # sympy leaves exp(9999) unevaluated
+        n = _magnitude(args)
+        if n > MAX_EXPONENT * _SLACK:
+            return f"a call on a number too large to evaluate (over {MAX_EXPONENT})"
+        return n * math.log10(max(n, 10.0))  # as many digits as n! has, at most
+    if not isinstance(node, ast.BinOp):
+        return max(kids, default=0.0)
+    left, right = sizes[node.left], sizes[node.right]
+    if isinstance(node.op, (ast.Pow, ast.LShift)):
+        exponent = _magnitude(right)
+        if exponent > MAX_EXPONENT * _SLACK:
+            return f"a power too large to evaluate (an exponent that may pass {MAX_EXPONENT})"
+        return left * exponent if isinstance(node.op, ast.Pow) else left + exponent * _LOG2
+    if isinstance(node.op, (ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.MatMult)):
+        return left + right
+    if isinstance(node.op, ast.RShift):
+        return left
+    return max(left, right) + _LOG2
 
 
-def _is_power(node: ast.AST) -> bool:
-    return isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Pow, ast.LShift))
+def _magnitude(digits: float) -> float:
+    """The largest value a number of ``digits`` digits may have (inf when it overflows)."""
+    return 10.0**digits if digits < 300 else math.inf
+
+
+def _literal_digits(value: Any) -> float:
+    """The decimal digits of a literal: of its size and of its reciprocal (``1e-9`` has 9)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, complex)):
+        return 0.0
+    size = abs(value)
+    if isinstance(value, int):
+        return math.log10(size) if size else 0.0
+    if not math.isfinite(size):  # past a float's range; e-notation is bounded in explosive()
+        return float(MAX_EXPONENT)
+    return abs(math.log10(size)) if size else 0.0
