@@ -95,7 +95,7 @@ number): their hedges are written in those forms; the others answer in ``<answer
 
 SEPARATORS = [" / ", "/", " // ", "|", " vs ", " else ", " unless ", "\t", " ", " ∨ ", " ou "]
 SEPARATORS += [" oder "]
-"""What a hedge inside one answer puts between the gold and another candidate: scorers that
+"""What a hedge inside one answer puts between the gold and another candidate, in either order: scorers that
 read a prefix (the first number, the first fraction, moves up to the solved state) paid
 ``28080 / 44``, ``5 days 00:34:28`` and ``$\\dfrac{79}{173}$ oder 138/583`` in full."""
 
@@ -103,8 +103,7 @@ read a prefix (the first number, the first fraction, moves up to the solved stat
 def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside = [f"{gold} or {wrong}", f"{wrong} or {gold}", f"{wrong}, {gold}", f"maybe {gold}"]
     inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
-    if env_id not in MATH_FORMAT:  # the math checker reads the last number: its own issue
-        inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
+    inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]
     else:

@@ -402,7 +402,10 @@ _ACCEPTABLE = re.compile(
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
 possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`_retracted`)."""
 _OR_BEFORE = re.compile(
-    r"\bor\b(?!\s+[A-Za-z]\s*=)[^.,;\n]{0,12}$|(?:[)\]}]|\\infty)\s*[,;]\s*$", re.IGNORECASE
+    r"\bor\b(?!\s+[A-Za-z]\s*=)[^.,;\n]{0,12}$"
+    r"|(?:[)\]}]|\\infty)\s*(?:[,;/|∨]+|\b(?:vs|versus|else|ou|oder)\b)?\s*$"
+    r"|(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+$",  # "28080 104": two numbers side by side
+    re.IGNORECASE,
 )
 r"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
 \frac{4}{5}`` and ``(4, \infty), \frac{4}{5}`` offer two answers."""
@@ -435,6 +438,8 @@ def _hedges(answer: str, after: str) -> bool:
     """
     if _HEDGE_WORDS.search(answer) or _DOUBT.search(answer) or "?" in answer:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
+    if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
+        return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
     clause = _first_clause(after)
     other = _OR_ANOTHER.search(clause)
     if other and not _same(_tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
@@ -442,6 +447,12 @@ def _hedges(answer: str, after: str) -> bool:
     return bool(_DOUBT.search(clause))
 
 
+_SIDE_BY_SIDE = re.compile(
+    r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])"
+)
+"""Two numbers with only a space between them (``44 0``; not ``1 000`` nor ``2 1/2``)."""
+_VERSUS = re.compile(r"\d\s*(?:\b(?:vs\.?|versus|else|oder|ou|или|或)\s|∨)\s*[-−$\\]?\d", re.I)
+"""Two values joined by a word of choice (``44 vs 0``, ``44 oder 0``, ``44 ∨ 0``)."""
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
 _DOUBT = re.compile(
     r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*"
