@@ -16,9 +16,8 @@ import textwrap
 import time
 from pathlib import Path
 
-import httpx
 import pytest
-from children import SIGINT_IGNORED, alive, children_of, stop, wait_gone
+from children import SIGINT_IGNORED, alive, children_of, stop, wait_gone, wait_health
 
 from envhub import lifetime
 from envhub.client.child_server import free_port
@@ -27,24 +26,12 @@ REPO = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 
 
-def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    stop(proc, signal.SIGKILL)
-    pytest.fail(f"envhub serve did not answer /health: {proc.stderr.read()[-2000:]}")
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_envhub_serve_stops_on_a_signal_with_sigint_ignored(sig):
     port = free_port()
     cmd = [sys.executable, "-m", "envhub.cli", "serve", "gsm8k", "--port", str(port)]
     proc = subprocess.Popen([*SIGINT_IGNORED, *cmd], stderr=subprocess.PIPE, text=True)
-    _wait_health(f"http://127.0.0.1:{port}", proc)
+    wait_health(f"http://127.0.0.1:{port}", proc)
     started = time.monotonic()
     assert stop(proc, sig, timeout=15) == 0, proc.stderr.read()
     assert time.monotonic() - started < 10

@@ -19,7 +19,7 @@ import time
 
 import httpx
 import pytest
-from children import stop
+from children import stop, wait_health
 
 import envhub
 from envhub.client.child_server import free_port
@@ -80,18 +80,6 @@ def _post(client: httpx.Client, path: str, body: dict) -> dict:
     return reply.json()
 
 
-def _wait_health(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    stop(proc, signal.SIGKILL)
-    pytest.fail(f"envhub serve did not answer /health: {proc.stderr.read()[-2000:]}")
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="the workers are forked")
 def test_a_server_answers_health_and_other_episodes_while_a_step_computes():
     port = free_port()
@@ -99,7 +87,7 @@ def test_a_server_answers_health_and_other_episodes_while_a_step_computes():
     cmd = [sys.executable, "-m", "envhub.cli", "serve", ENTRY, "--port", str(port)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_health(url, proc)
+        wait_health(url, proc)
         with httpx.Client(base_url=url, timeout=BOUND_S + 30) as client:
             session = _post(client, "/reset", {"seed": 0})
             slow: dict = {}

@@ -64,3 +64,19 @@ def wait_gone(pids: list[int], timeout: float) -> list[int]:
     while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     return left
+
+
+def wait_health(url: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    """Wait until ``envhub serve`` at ``url`` answers ``/health``; kill it and fail if it never does."""
+    import httpx
+    import pytest
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if httpx.get(url + "/health", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    stop(proc, signal.SIGKILL)
+    pytest.fail(f"envhub serve did not answer /health: {proc.stderr.read()[-2000:]}")
