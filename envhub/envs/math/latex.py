@@ -212,12 +212,13 @@ def plain_digits(text: str) -> str:
     ``１２３``, ``١٢٣``, ``۱۲۳`` and ``1\u200d23`` all read ``123``: a digit is a digit in any
     script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
     fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). A vulgar fraction is
-    written out (``½`` is ``1/2``, ``3½`` is ``3 1/2``). One :meth:`str.translate`, and a no-op
+    written out (``½`` is ``1/2``, ``3½`` is ``3 1/2``), and so are circled numbers (``⑫``) and
+    Han numerals (``四十二``, ``1.5万``: :func:`~envhub.envs.math.numerals.han_numbers`). A no-op
     on ASCII text.
     """
     if text.isascii():
         return text
-    text = text.translate(_DIGIT_TABLE)
+    text = numerals.han_numbers(numerals.circled(text.translate(_DIGIT_TABLE)))
     return _VULGAR.sub(_vulgar, text) if _VULGAR.search(text) else text
 
 

@@ -26,6 +26,7 @@ and five``, ``three quarters``, ``a dozen``).
 from __future__ import annotations
 
 import re
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
@@ -50,6 +51,18 @@ _SIGNS = {
     "Rs.": "inr",
     "Rs": "inr",
     "CHF": "chf",
+    "₩": "krw",
+    "KRW": "krw",
+    "R$": "brl",
+    "BRL": "brl",
+    "AED": "aed",
+    "SAR": "sar",
+    "EGP": "egp",
+    "CNY": "cny",
+    "RMB": "cny",
+    "RUB": "rub",
+    "TRY": "try",
+    "PLN": "pln",
 }
 _SIGN = "|".join(re.escape(s) for s in sorted(_SIGNS, key=len, reverse=True))
 _NUM = r"\d+(?:[,.'’ ]\d+)*"
@@ -72,10 +85,10 @@ _BEFORE = re.compile(
     rf"(?P<sign>{_SIGN})\s*(?P<num>[-+]?{_NUM})"
     rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
 )
-_AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|¢|\\euro|\\pounds)")
+_AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|₩|¢|\\euro|\\pounds)")
 _SCALE_WORD = re.compile(
     r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
-    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[万亿千]|[^\W\d_]+))",
+    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[^\W\d_]+))",
     re.IGNORECASE,
 )
 _FOREIGN_SCALES = {
@@ -86,9 +99,6 @@ _FOREIGN_SCALES = {
     **dict.fromkeys(["миллион", "миллиона", "миллионов", "milion", "miliony", "milionów"], 10**6),
     **dict.fromkeys(["milyon", "lakh", "lakhs", "लाख"], 10**6),
     **dict.fromkeys(["milliarden", "milliards", "miliardi", "миллиарда", "milyar"], 10**9),
-    "千": 1000,
-    "万": 10**4,
-    "亿": 10**8,
     "crore": 10**7,
     "करोड़": 10**7,
 }
@@ -130,7 +140,7 @@ def normalize(s: str) -> str:
         or _LATIN_SCALE.search(s)
     ):
         s = _SCALE_WORD.sub(_scale_word, s)
-    if not s.isascii():  # 150米, 45秒, 15 м, 1.5万元 (once 万 is read)
+    if not s.isascii():  # 150米, 45秒, 15 м
         s = _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)
     if "," in s:
         s = _INDIAN.sub(lambda m: m.group(0).replace(",", ""), s)
@@ -153,21 +163,55 @@ def normalize(s: str) -> str:
 _UNIT_WORDS = {
     # Chinese and Japanese
     "千米": "km", "公里": "km", "厘米": "cm", "毫米": "mm", "米": "m", "メートル": "m",
-    "キロメートル": "km", "センチ": "cm", "千克": "kg", "公斤": "kg", "克": "g", "グラム": "g",
-    "秒": "s", "分钟": "min", "分": "min", "小时": "h", "時間": "h", "天": "day", "日": "day",
-    "元": "cny", "円": "jpy", "キロ": "kg",
+    "キロメートル": "km", "センチ": "cm", "センチメートル": "cm", "ミリ": "mm", "ミリメートル": "mm",
+    "千克": "kg", "公斤": "kg", "克": "g", "グラム": "g", "キログラム": "kg", "ミリグラム": "mg",
+    "斤": "jin", "吨": "tonnes", "トン": "tonnes", "升": "l", "毫升": "ml", "リットル": "l",
+    "平方米": "square m", "平方公里": "square km", "平方厘米": "square cm", "立方米": "cubic m",
+    "秒": "s", "秒钟": "s", "分钟": "min", "分": "min", "小时": "h", "時間": "h", "天": "day",
+    "日": "day", "周": "week", "星期": "week", "週間": "week", "个月": "month", "ヶ月": "month",
+    "か月": "month", "カ月": "month", "年": "year",
+    "元": "cny", "块": "cny", "角": "jiao", "毛": "jiao", "円": "jpy", "キロ": "kg",
+    "美元": "usd", "ドル": "usd", "欧元": "eur", "ユーロ": "eur", "英镑": "gbp", "日元": "jpy",
+    "韩元": "krw",
+    # Korean
+    "미터": "m", "킬로미터": "km", "센티미터": "cm", "밀리미터": "mm", "킬로그램": "kg",
+    "그램": "g", "리터": "l", "시간": "h", "개월": "month", "원": "krw", "달러": "usd",
     # Russian
     "км": "km", "см": "cm", "мм": "mm", "м": "m", "кг": "kg", "г": "g", "сек": "s", "с": "s",
     "мин": "min", "час": "h", "часа": "h", "часов": "h", "ч": "h", "дней": "day", "дня": "day",
+    "секунда": "s", "секунды": "s", "секунд": "s", "секунду": "s", "минута": "min",
+    "минуты": "min", "минут": "min", "минуту": "min", "день": "day", "сутки": "day",
+    "суток": "day", "неделя": "week", "недели": "week", "недель": "week", "неделю": "week",
+    "месяц": "month", "месяца": "month", "месяцев": "month", "год": "year", "года": "year",
+    "лет": "year", "метр": "m", "метра": "m", "метров": "m", "километр": "km",
+    "километра": "km", "километров": "km", "сантиметр": "cm", "сантиметра": "cm",
+    "сантиметров": "cm", "миллиметр": "mm", "миллиметра": "mm", "миллиметров": "mm",
+    "килограмм": "kg", "килограмма": "kg", "килограммов": "kg", "грамм": "g", "грамма": "g",
+    "граммов": "g", "литр": "l", "литра": "l", "литров": "l", "л": "l", "тонна": "tonnes",
+    "тонны": "tonnes", "тонн": "tonnes", "рубль": "rub", "рубля": "rub", "рублей": "rub",
+    "руб": "rub", "копейка": "cents", "копейки": "cents", "копеек": "cents", "коп": "cents",
+    # Arabic
+    "ثانية": "s", "ثوان": "s", "ثواني": "s", "ثوانٍ": "s", "دقيقة": "min", "دقائق": "min",
+    "ساعة": "h", "ساعات": "h", "يوم": "day", "أيام": "day", "أسبوع": "week", "أسابيع": "week",
+    "شهر": "month", "أشهر": "month", "شهور": "month", "سنة": "year", "سنوات": "year",
+    "متر": "m", "أمتار": "m", "مترا": "m", "مترًا": "m", "كيلومتر": "km", "كيلومترات": "km",
+    "كم": "km", "سنتيمتر": "cm", "سم": "cm", "مليمتر": "mm", "مم": "mm", "كيلوغرام": "kg",
+    "كيلوجرام": "kg", "كغ": "kg", "كجم": "kg", "غرام": "g", "جرام": "g", "غرامات": "g",
+    "جرامات": "g", "لتر": "l", "لترات": "l", "درهم": "aed", "دراهم": "aed", "ريال": "sar",
+    "ريالات": "sar", "جنيه": "egp", "جنيهات": "egp", "دولار": "usd", "دولارات": "usd",
+    "يورو": "eur",
     # Hindi
-    "रुपये": "inr", "रुपए": "inr", "रुपया": "inr", "मीटर": "m", "किलोमीटर": "km", "सेकंड": "s",
-    "मिनट": "min", "घंटे": "h",
+    "रुपये": "inr", "रुपए": "inr", "रुपया": "inr", "पैसे": "cents", "मीटर": "m",
+    "किलोमीटर": "km", "सेंटीमीटर": "cm", "मिलीमीटर": "mm", "ग्राम": "g", "किलोग्राम": "kg",
+    "किलो": "kg", "लीटर": "l", "सेकंड": "s", "मिनट": "min", "घंटे": "h", "घंटा": "h",
+    "दिन": "day", "सप्ताह": "week", "हफ्ते": "week", "महीने": "month", "महीना": "month",
+    "साल": "year", "वर्ष": "year",
 }  # fmt: skip
 """Units written in other scripts, as the unit names of :mod:`.units`."""
 _UNIT_WORD = re.compile(
     r"(\d)\s*("
     + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
-    + r")(?![^\W\d_])"
+    + r")(?![^\W\d_\u3040-\u309f\uac00-\ud7af])"  # a particle may follow: 30ミリです, 5원이
 )
 
 
@@ -221,10 +265,12 @@ def _money(s: str) -> str:
             num = _scaled(num, scale) or f"{num} {scale}"
         return f"{num} {_SIGNS[sign]}"
 
+    s = _SWISS_ROUND.sub("", s)  # CHF 80.–: a whole amount
     s = _BEFORE.sub(before, s)
     return _AFTER.sub(lambda m: f"{m.group('num')} {_SIGNS.get(m.group('sign'), 'cents')}", s)
 
 
+_SWISS_ROUND = re.compile(r"(?<=\d)\.(?:–|—|-{1,2})(?![\w.])")
 _LATIN_SCALE = re.compile(
     r"(?i)\d\s*(?:tausend|mille|mil|bin|lakhs?|crore|millio|miljoen|milliard|milyar|milyon|milion)"
 )
@@ -314,3 +360,99 @@ def _integer_words(words: list[str]) -> Fraction | None:
             return None
         seen = True
     return Fraction(total + group) if seen else None
+
+
+# ---------------------------------------------------------------- Chinese, Japanese, Korean
+
+_HAN_DIGITS = dict(zip("〇零一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9)))
+_HAN_PLACES = dict(zip("十百千拾佰仟십백천", (10, 100, 1000, 10, 100, 1000, 10, 100, 1000)))
+_HAN_BIG = dict(zip("万萬亿億兆만억조", (10**4, 10**4, 10**8, 10**8, 10**12, 10**4, 10**8, 10**12)))
+_HAN_UNIT = "".join(_HAN_PLACES) + "".join(_HAN_BIG)
+_HAN_DIGIT = "".join(_HAN_DIGITS)
+_HAN_RUN = re.compile(
+    rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}]|十(?=[{_HAN_DIGIT}]))"  # 万一, 千万, 十分 are words
+    rf"(?:[{_HAN_DIGIT}{_HAN_UNIT}]|\d+(?:\.\d+)?|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}]))*"
+)
+_HAN_ANY = re.compile(f"[{_HAN_DIGIT}{_HAN_UNIT}]")
+_HAN_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}]")
+_HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s])$")
+_HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s]|$")
+
+
+def han_numbers(text: str) -> str:
+    """``text`` with numbers written in Han numerals or with a Han scale in digits.
+
+    ``四十二`` is ``42``, ``三百五十`` ``350``, ``一千零五`` ``1005``, ``两千`` ``2000``, ``三千五``
+    (spoken short) ``3500``, ``二〇二四`` ``2024``; a scale after digits multiplies them: ``1.5万``
+    is ``15000``, ``1億`` ``100000000``, Korean ``1만 2천`` ``12000``, ``5千米`` ``5000米``. Only a
+    run that starts with a digit (or ``十`` and a digit: ``十五``) and holds a place (``十百千万``...) is a number, or a lone digit
+    that stands alone ("答案是四。"): words that hold a numeral (``一共``, ``一些``, ``万一``,
+    ``十分``, ``千万``, ``第一``) are words, and so are runs of bare digits (``七八个`` is "seven or
+    eight", not 78).
+    """
+    if not _HAN_ANY.search(text):
+        return text
+    return _HAN_RUN.sub(_han_run, text)
+
+
+def _han_run(m: re.Match) -> str:
+    run = m.group(0)
+    tokens = _HAN_TOKEN.findall(run)
+    if not any(t in _HAN_DIGITS or t in _HAN_PLACES or t in _HAN_BIG for t in tokens):
+        return run  # plain digits
+    if not any(t in _HAN_PLACES or t in _HAN_BIG for t in tokens):
+        alone = len(tokens) == 1 and (
+            _HAN_ALONE_BEFORE.search(m.string[: m.start()])
+            and _HAN_ALONE_AFTER.match(m.string, m.end())
+        )
+        dated = len(tokens) > 1 and any(t in "〇零" for t in tokens)  # 二〇二四
+        if not (alone or dated):
+            return run
+    value = _han_value(tokens)
+    return run if value is None else format(value.normalize(), "f")
+
+
+def _han_value(tokens: list[str]) -> Decimal | None:
+    total, section = Decimal(0), Decimal(0)
+    current: Decimal | None = None
+    last_place = 0  # the place just read: 三千五 is 3500
+    for t in tokens:
+        if t in _HAN_DIGITS or t[0].isdigit():
+            d = Decimal(_HAN_DIGITS[t]) if t in _HAN_DIGITS else Decimal(t)
+            if current is not None:  # digit after digit: 二〇二四
+                if t not in _HAN_DIGITS:
+                    return None
+                d = current * 10 + d
+            current = d
+            if t in "〇零":
+                last_place = 0
+            continue
+        if t in _HAN_PLACES:
+            section += (1 if current is None else current) * _HAN_PLACES[t]
+            last_place = _HAN_PLACES[t]
+        else:
+            section += 0 if current is None else current
+            total += (section or 1) * _HAN_BIG[t]
+            section, last_place = Decimal(0), _HAN_BIG[t]
+        current = None
+    if current is not None and last_place >= 100 and current < 10:
+        current *= last_place // 10  # 三千五, 一万五: the next place down
+    return total + section + (current or 0)
+
+
+_CIRCLED = re.compile("[\u2460-\u2473\u24ea-\u24ff\u2776-\u2793\u3251-\u325f\u32b1-\u32bf]")
+"""Circled and negative-circled numbers: ``①``, ``⑫``, ``⓿``, ``❸``, ``㉑``, ``㊿``."""
+
+
+def circled(text: str) -> str:
+    """``text`` with circled numbers in digits (``⑫`` is ``12``; ``①②`` is ``1 2``, two)."""
+    if not _CIRCLED.search(text):
+        return text
+
+    def digits(m: re.Match) -> str:
+        i, j, s = m.start(), m.end(), m.string
+        before = " " if i and (s[i - 1].isdigit() or _CIRCLED.match(s, i - 1)) else ""
+        after = " " if j < len(s) and s[j].isdigit() else ""
+        return f"{before}{int(unicodedata.numeric(m.group(0)))}{after}"
+
+    return _CIRCLED.sub(digits, text)

@@ -67,7 +67,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("time", "1/1000", "ms", "millisecond", "milliseconds"),
     **_names("month", 1, "month", "months"),
     **_names("month", 12, "year", "years", "yr", "yrs"),
-    **_names("mass", 1000000, "tonne", "tonnes"),
+    **_names("mass", 1000000, "tonne", "tonnes", "t"),
     **_names("power", 1, "w", "watt", "watts"),
     **_names("power", 1000, "kw", "kilowatt", "kilowatts"),
     **_names("power", 1000000, "megawatt", "megawatts"),
@@ -91,6 +91,13 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("krona", 1, "kr", "sek", "nok", "dkk"),
     **_names("try", 1, "tl", "try", "lira", "liras"),
     **_names("cny", 1, "cny", "rmb", "yuan"),
+    **_names("cny", "1/10", "jiao"),
+    **_names("krw", 1, "krw", "won"),
+    **_names("aed", 1, "aed", "dirham", "dirhams"),
+    **_names("sar", 1, "sar", "riyal", "riyals"),
+    **_names("egp", 1, "egp"),
+    **_names("brl", 1, "brl", "reais"),
+    **_names("mass", 500, "jin"),
     **_names("pln", 1, "zł", "zl", "pln", "złoty", "zloty"),
     **_names("rub", 1, "rub", "руб", "рублей", "рубля", "rubles", "roubles"),
     **_names("temperature", 1, "degc", "celsius"),
@@ -138,7 +145,8 @@ _OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
 _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
 """Temperatures in kelvin: ``K = factor * value + offset``."""
 CURRENCIES = frozenset(
-    {"usd", "eur", "gbp", "jpy", "inr", "chf", "krona", "try", "pln", "rub", "cny"}
+    {"usd", "eur", "gbp", "jpy", "inr", "chf", "krona", "try", "pln", "rub", "cny", "krw", "aed"}
+    | {"sar", "egp", "brl"}
 )
 """The money dimensions; ``cents`` are a hundredth of whichever the other side has."""
 _VOLUME = {
