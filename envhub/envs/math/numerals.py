@@ -163,7 +163,8 @@ def normalize(s: str) -> str:
 _UNIT_WORDS = {
     # Chinese and Japanese
     "千米": "km", "公里": "km", "厘米": "cm", "毫米": "mm", "米": "m", "メートル": "m",
-    "キロメートル": "km", "センチ": "cm", "センチメートル": "cm", "ミリ": "mm", "ミリメートル": "mm",
+    "キロメートル": "km", "センチ": "cm", "センチメートル": "cm", "ミリ": "mm",
+    "ミリメートル": "mm",
     "千克": "kg", "公斤": "kg", "克": "g", "グラム": "g", "キログラム": "kg", "ミリグラム": "mg",
     "斤": "jin", "吨": "tonnes", "トン": "tonnes", "升": "l", "毫升": "ml", "リットル": "l",
     "平方米": "square m", "平方公里": "square km", "平方厘米": "square cm", "立方米": "cubic m",
@@ -364,9 +365,16 @@ def _integer_words(words: list[str]) -> Fraction | None:
 
 # ---------------------------------------------------------------- Chinese, Japanese, Korean
 
-_HAN_DIGITS = dict(zip("〇零一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9)))
-_HAN_PLACES = dict(zip("十百千拾佰仟십백천", (10, 100, 1000, 10, 100, 1000, 10, 100, 1000)))
-_HAN_BIG = dict(zip("万萬亿億兆만억조", (10**4, 10**4, 10**8, 10**8, 10**12, 10**4, 10**8, 10**12)))
+_HAN_DIGITS = dict(
+    zip("〇零一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)
+)
+_HAN_PLACES = {**dict.fromkeys("十拾십", 10), **dict.fromkeys("百佰백", 100)}
+_HAN_PLACES.update(dict.fromkeys("千仟천", 1000))
+_HAN_BIG = {
+    **dict.fromkeys("万萬만", 10**4),
+    **dict.fromkeys("亿億억", 10**8),
+    **dict.fromkeys("兆조", 10**12),
+}
 _HAN_UNIT = "".join(_HAN_PLACES) + "".join(_HAN_BIG)
 _HAN_DIGIT = "".join(_HAN_DIGITS)
 _HAN_RUN = re.compile(
@@ -385,10 +393,10 @@ def han_numbers(text: str) -> str:
     ``四十二`` is ``42``, ``三百五十`` ``350``, ``一千零五`` ``1005``, ``两千`` ``2000``, ``三千五``
     (spoken short) ``3500``, ``二〇二四`` ``2024``; a scale after digits multiplies them: ``1.5万``
     is ``15000``, ``1億`` ``100000000``, Korean ``1만 2천`` ``12000``, ``5千米`` ``5000米``. Only a
-    run that starts with a digit (or ``十`` and a digit: ``十五``) and holds a place (``十百千万``...) is a number, or a lone digit
-    that stands alone ("答案是四。"): words that hold a numeral (``一共``, ``一些``, ``万一``,
-    ``十分``, ``千万``, ``第一``) are words, and so are runs of bare digits (``七八个`` is "seven or
-    eight", not 78).
+    run that starts with a digit (or ``十`` and a digit: ``十五``) and holds a place
+    (``十百千万``...) is a number, or a lone digit that stands alone ("答案是四。"): words
+    that hold a numeral (``一共``, ``一些``, ``万一``, ``十分``, ``千万``, ``第一``) are words,
+    and so are runs of bare digits (``七八个`` is "seven or eight", not 78).
     """
     if not _HAN_ANY.search(text):
         return text
