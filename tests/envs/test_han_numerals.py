@@ -77,3 +77,20 @@ def test_circled_numbers_are_digits_and_stay_apart():
 )
 def test_units_and_scales_of_other_scripts(pred, gold, same):
     assert answers.is_equivalent(pred, gold) is same
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "same"),
+    [
+        ("one and a half", "1.5", True),
+        ("two and three quarters", "11/4", True),
+        ("negative five", "-5", True),
+        ("half a dozen", "6", True),
+        ("one hundred and five", "105", True),
+        ("three and four", "7", False),  # two numbers, never their sum
+        ("three and four", "34", False),
+        ("one and", "1", False),
+    ],
+)
+def test_numbers_in_words(pred, gold, same):
+    assert answers.is_equivalent(pred, gold) is same

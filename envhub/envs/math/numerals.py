@@ -331,11 +331,24 @@ def number_words(text: str) -> Fraction | None:
     """The value of a number written in English words, or None when ``text`` is not one.
 
     ``twenty-five``, ``one hundred and five``, ``fifteen hundred``, ``two thousand``, ``a
-    dozen``, ``one half``, ``three quarters``, ``a third``.
+    dozen``, ``half a dozen``, ``one half``, ``three quarters``, ``a third``, ``one and a
+    half``, ``negative five``.
     """
     words = text.lower().replace("-", " ").split()
     if not words or len(words) > 12:
         return None
+    if words[0] in ("negative", "minus") and len(words) > 1:
+        value = number_words(" ".join(words[1:]))
+        return None if value is None else -value
+    if words in (["half", "a", "dozen"], ["a", "half", "dozen"]):
+        return Fraction(6)
+    if "and" in words[1:-1]:  # one and a half, two and three quarters
+        cut = len(words) - 1 - words[::-1].index("and")
+        whole, part = _integer_words(words[:cut]), words[cut + 1 :]
+        if whole is not None and len(part) == 2 and part[-1] in _PARTS:
+            fraction = number_words(" ".join(part))
+            if fraction is not None and fraction < 1:
+                return whole + fraction
     if words[-1] in _PARTS and len(words) <= 2:
         count = 1 if len(words) == 1 or words[0] in ("a", "an", "one") else _UNITS.get(words[0])
         return None if count is None else Fraction(count, _PARTS[words[-1]])
@@ -346,9 +359,13 @@ def number_words(text: str) -> Fraction | None:
 
 def _integer_words(words: list[str]) -> Fraction | None:
     total, group, seen = 0, 0, False
-    for w in words:
-        if w == "and" and seen:
-            continue
+    for i, w in enumerate(words):
+        if (
+            w == "and"
+            and 0 < i < len(words) - 1
+            and (words[i - 1] == "hundred" or words[i - 1] in _BIG)
+        ):
+            continue  # one hundred and five; "three and four" is two numbers
         if w in _UNITS:
             group += _UNITS[w]
         elif w in _TENS:
