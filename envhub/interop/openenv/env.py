@@ -396,8 +396,8 @@ class OpenEnvEnv(TaskEnv):
             return {self.action_field: text}
         try:
             action = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"the message is not the action's JSON ({e})") from e
+        except (ValueError, RecursionError) as e:  # nested past the parser's depth: the model's
+            raise ValueError(f"the message is not the action's JSON ({str(e)[:200]})") from e
         if not isinstance(action, dict):
             raise ValueError("the action must be a JSON object of the action's fields")
         return action
