@@ -193,9 +193,19 @@ def _folded(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty"
+    r"|seventy|eighty|ninety|hundred|thousand|million|billion|half|twice|double)\b",
+    re.IGNORECASE,
+)
+"""A number written in words: another candidate beside a gold in digits (``28080 / four``)."""
+
+
 def _kinds(text: str) -> set[str]:
-    """What ``text`` is made of: ``digit``, ``letter`` (any script)."""
-    digit, letter = any(c.isdigit() for c in text), any(c.isalpha() for c in text)
+    """What ``text`` is made of: ``digit`` (digits, or a number in words), ``letter``."""
+    digit = any(c.isdigit() for c in text) or bool(_NUMBER_WORD.search(text))
+    letter = any(c.isalpha() for c in text)
     return {kind for kind, has in (("digit", digit), ("letter", letter)) if has}
 
 
