@@ -335,3 +335,20 @@ def test_words_copied_or_guessed_in_place_earn_nothing_on_letter_jumble():
             assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
         assert _correctness(env, task, f"<answer>{task.answer}</answer>") == 1.0
     env.close()
+
+
+@pytest.mark.parametrize(
+    ("env_id", "pick"),
+    [
+        ("rg-advanced_geometry-v1", lambda t: t.answer.startswith("(")),
+        ("rg-gsm_symbolic-v1", lambda t: True),
+    ],
+)
+def test_a_list_of_more_candidates_than_are_checked_earns_nothing(env_id, pick):
+    """Each run of a list was scored alone up to 16 runs, and a longer list was not checked:
+    the gold in another spacing and 20 more numbers earned full marks on
+    ``advanced_geometry``."""
+    others = ", ".join(str(n) for n in range(100, 120))
+    for form in (lambda g: f"{g.replace(', ', ' , ')}, {others}", lambda g: f"{g}.0, {others}"):
+        info = _step(env_id, lambda g, form=form: f"<answer>{form(g)}</answer>", pick)
+        assert info.components["correctness"] == 0.0, info
