@@ -204,3 +204,13 @@ def test_a_tool_call_the_gateway_cannot_carry_stays_in_the_text(body):
     text = f"Let me look.<tool_call>{body}</tool_call>"
     reply, finish = reply_message(Generation(text=text, finish_reason="stop"), tools=True)
     assert reply == {"role": "assistant", "content": text} and finish == "stop"
+
+
+def test_tool_call_arguments_nested_past_the_parsers_depth_compare_as_text():
+    """An engine's own tool call carries the model's arguments as written: comparing a
+    history that holds ``[[[[...`` raised ``RecursionError`` (the gateway's failure)."""
+    from envhub.gateway.recording import normalized
+
+    deep = "[" * 50_000
+    message = {"role": "assistant", "tool_calls": [{"function": {"name": "x", "arguments": deep}}]}
+    assert normalized(message)["tool_calls"] == [("x", deep)]
