@@ -186,3 +186,18 @@ def test_an_action_json_nested_past_the_parsers_depth_is_the_models(
         step = _play(env, awaited, message)
     assert (step.info.status, step.reward) == (Status.INVALID_ACTION, 0.0)
     assert "not the action's JSON" in step.info.error
+
+
+@pytest.mark.parametrize("message", ["😀" * 200_000, "\x00" * 200_000])
+@BOTH
+def test_an_action_too_big_for_the_servers_frame_bound_is_the_models(
+    hostile, tmp_path, clean_user_registry, message, awaited
+):
+    """A message within envhub's 256,000 characters is a frame of up to 12 bytes a character
+    (JSON escapes): over ``websockets``' 1 MiB bound, the server closes with 1009 (message too
+    big). That was ``infra_error``, so a model escaped its reward with a long reply: it is the
+    model's ``invalid_action``, and the episode ends (the connection is gone)."""
+    with _env(tmp_path, f"{hostile.url}/fine") as env:
+        step = _play(env, awaited, message)
+    assert (step.info.status, step.reward, step.terminated) == (Status.INVALID_ACTION, 0.0, True)
+    assert "too big for the OpenEnv server" in step.info.error
