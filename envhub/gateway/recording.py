@@ -49,7 +49,7 @@ def _arguments(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # the model's text, nested past the parser too
             return value
     return value
 

@@ -240,7 +240,9 @@ def reply_message(gen: Generation, tools: bool) -> tuple[dict[str, Any], str | N
 
     With tools offered, each well-formed ``<tool_call>{"name": ..., "arguments": ...}</tool_call>``
     block of an engine's text becomes an OpenAI tool call (the blocks leave the content);
-    a malformed block stays in the text, for the agent (and its environment) to judge.
+    a malformed block stays in the text, for the agent (and its environment) to judge: JSON
+    nested past the parser's depth, or escaping a lone surrogate (which no JSON reply can
+    carry) too, never the gateway's failure.
     """
     if gen.tool_calls:
         calls = [c.model_dump() for c in gen.tool_calls]
@@ -255,7 +257,8 @@ def reply_message(gen: Generation, tools: bool) -> tuple[dict[str, Any], str | N
         try:
             obj = json.loads(block_text(gen.text, b))
             name, args = obj["name"], obj.get("arguments", {})
-        except (ValueError, KeyError, TypeError):
+            json.dumps(obj, ensure_ascii=False).encode()  # "\ud800": no reply could hold it
+        except (ValueError, KeyError, TypeError, RecursionError):  # nested past the parser
             return {"role": "assistant", "content": gen.text}, gen.finish_reason
         if not isinstance(name, str):
             return {"role": "assistant", "content": gen.text}, gen.finish_reason

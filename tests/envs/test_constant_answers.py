@@ -27,10 +27,11 @@ ALWAYS = {
     *(f"rg-{n}-v1" for n in ("complex_arithmetic", "coin_flip", "time_intervals")),
     *(f"rg-{n}-v1" for n in ("basic_arithmetic", "manipulate_matrix", "rectangle_count")),
     *(f"rg-{n}-v1" for n in ("gsm_symbolic", "fraction_simplification", "sokoban", "tsumego")),
-    *(f"rg-{n}-v1" for n in ("game_of_life", "mini_sudoku")),
+    *(f"rg-{n}-v1" for n in ("game_of_life", "mini_sudoku", "kakurasu", "survo")),
 }
 """Entries swept on every run: each paid a constant or a hedge before issue 33, or after it
-(the red team's B4, B5 and B13: a hedge inside one block, a constant of the gold's shape)."""
+(the red team's B4, B5 and B13: a hedge inside one block, a constant of the gold's shape; then
+``GOLD / four``, the other candidate in words, on ``gsm_symbolic``, ``kakurasu``, ``survo``)."""
 CONSTANTS = [
     "nan", "NaN", "0", "1", "-1", "inf", "-inf", "", " ", "true", "True", "false", "yes",
     "no", "None", "null", "[]", "{}", "0.0", "00", "-0", "2", "3", "10", "0.5", "1e309",
@@ -104,6 +105,8 @@ def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside = [f"{gold} or {wrong}", f"{wrong} or {gold}", f"{wrong}, {gold}", f"maybe {gold}"]
     inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
     inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
+    if env_id not in MATH_FORMAT:  # another candidate in words (the math reader: issue 33)
+        inside += [f"{gold} / four", f"{gold}\nseven"]
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]
     else:
@@ -332,3 +335,20 @@ def test_words_copied_or_guessed_in_place_earn_nothing_on_letter_jumble():
             assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
         assert _correctness(env, task, f"<answer>{task.answer}</answer>") == 1.0
     env.close()
+
+
+@pytest.mark.parametrize(
+    ("env_id", "pick"),
+    [
+        ("rg-advanced_geometry-v1", lambda t: t.answer.startswith("(")),
+        ("rg-gsm_symbolic-v1", lambda t: True),
+    ],
+)
+def test_a_list_of_more_candidates_than_are_checked_earns_nothing(env_id, pick):
+    """Each run of a list was scored alone up to 16 runs, and a longer list was not checked:
+    the gold in another spacing and 20 more numbers earned full marks on
+    ``advanced_geometry``."""
+    others = ", ".join(str(n) for n in range(100, 120))
+    for form in (lambda g: f"{g.replace(', ', ' , ')}, {others}", lambda g: f"{g}.0, {others}"):
+        info = _step(env_id, lambda g, form=form: f"<answer>{form(g)}</answer>", pick)
+        assert info.components["correctness"] == 0.0, info

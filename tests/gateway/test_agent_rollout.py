@@ -262,3 +262,35 @@ def test_validation_of_an_agent_source_runs_the_agent(dummy_registry, spy, tmp_p
     trace = tmp_path / "validation" / "step_00000" / "echo" / "traces" / "episodes.jsonl"
     lines = [json.loads(line) for line in trace.read_text().splitlines()]
     assert len(lines) == 3 and all(line["status"] == "ok" for line in lines)
+
+
+def test_an_agents_step_does_not_wait_for_a_thread_against_its_deadline():
+    """64 agents' steps ran on asyncio's default executor (``cpu + 4`` threads): a step that
+    waited for a thread counted the wait against ``timeout_s`` and was dropped as
+    ``infra_error``. Each run in flight has its thread (``step_threads``, as ``collect_agents``
+    makes them): 40 steps of 0.6 s at once, each within 1.5 s."""
+    import asyncio
+    import time
+
+    from envhub.trainer.episodes.agents import _stepper, step_threads
+    from envhub.trainer.episodes.rollout import TrainingEpisode
+    from envhub.types import Info, StepResult
+
+    class SlowPool:
+        def step(self, key, message):
+            time.sleep(0.6)
+            return StepResult(
+                messages=[], reward=1.0, terminated=True, truncated=False, info=Info(task_id=key)
+            )
+
+    n = 40  # over the default executor's threads on a machine of up to 35 cores
+    episodes = [TrainingEpisode(group=0, key=f"e{i}") for i in range(n)]
+
+    async def steps():
+        with step_threads(AgentConfig(command=["true"], concurrency=n)) as threads:
+            calls = [_stepper(SlowPool(), ep, 1.5, threads) for ep in episodes]
+            return await asyncio.gather(*(c({"role": "assistant", "content": "x"}) for c in calls))
+
+    asyncio.run(steps())
+    assert [ep.status for ep in episodes] == [Status.OK] * n
+    assert [ep.reward for ep in episodes] == [1.0] * n

@@ -184,3 +184,33 @@ def test_a_dead_backend_is_a_502_and_marks_the_episode(served, spy):
     finally:
         spy.fail = False
     assert e.value.status_code == 502 and "engine died" in ep.infra_error
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "search", "arguments": ' + "[" * 50_000 + "}",
+        "[" * 50_000,
+        '{"name": "\\ud800", "arguments": {"q": "\\udfff"}}',
+    ],
+)
+def test_a_tool_call_the_gateway_cannot_carry_stays_in_the_text(body):
+    """The model's text, never the gateway's failure: JSON nested past the parser's depth
+    raised ``RecursionError`` (the episode's ``infra_error``), and an escaped lone surrogate
+    became a tool name no JSON reply could encode (a 500)."""
+    from envhub.engines.types import Generation
+    from envhub.gateway.service import reply_message
+
+    text = f"Let me look.<tool_call>{body}</tool_call>"
+    reply, finish = reply_message(Generation(text=text, finish_reason="stop"), tools=True)
+    assert reply == {"role": "assistant", "content": text} and finish == "stop"
+
+
+def test_tool_call_arguments_nested_past_the_parsers_depth_compare_as_text():
+    """An engine's own tool call carries the model's arguments as written: comparing a
+    history that holds ``[[[[...`` raised ``RecursionError`` (the gateway's failure)."""
+    from envhub.gateway.recording import normalized
+
+    deep = "[" * 50_000
+    message = {"role": "assistant", "tool_calls": [{"function": {"name": "x", "arguments": deep}}]}
+    assert normalized(message)["tool_calls"] == [("x", deep)]

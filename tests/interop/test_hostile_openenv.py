@@ -167,3 +167,37 @@ def test_a_well_behaved_server_still_pays(hostile, tmp_path, clean_user_registry
     with _env(tmp_path, f"{hostile.url}/fine") as env:
         step = _play(env, awaited)
     assert (step.info.status, step.reward, step.terminated) == (Status.OK, 1.0, True)
+
+
+@pytest.mark.parametrize("message", ["[" * 100_000, '{"a":' * 50_000, "1" * 5000])
+@BOTH
+def test_an_action_json_nested_past_the_parsers_depth_is_the_models(
+    hostile, tmp_path, clean_user_registry, message, awaited
+):
+    """Without ``action_field`` the model writes the action's JSON: JSON nested deeper than the
+    parser goes (a ``RecursionError``, no ``JSONDecodeError``) was the environment's
+    ``env_error``, so a model escaped its reward by writing ``[[[[...``."""
+    (tmp_path / "json.yaml").write_text(
+        "name: json-openenv\nentry_point: envhub.interop.openenv:OpenEnvEnv\nmax_turns: 4\n"
+        f"dataset: {{size: 2}}\noptions: {{base_url: {hostile.url + '/fine'!r}, timeout_s: 5}}\n"
+    )
+    envhub.register(tmp_path / "json.yaml")
+    with envhub.make("json-openenv") as env:
+        step = _play(env, awaited, message)
+    assert (step.info.status, step.reward) == (Status.INVALID_ACTION, 0.0)
+    assert "not the action's JSON" in step.info.error
+
+
+@pytest.mark.parametrize("message", ["😀" * 200_000, "\x00" * 200_000])
+@BOTH
+def test_an_action_too_big_for_the_servers_frame_bound_is_the_models(
+    hostile, tmp_path, clean_user_registry, message, awaited
+):
+    """A message within envhub's 256,000 characters is a frame of up to 12 bytes a character
+    (JSON escapes): over ``websockets``' 1 MiB bound, the server closes with 1009 (message too
+    big). That was ``infra_error``, so a model escaped its reward with a long reply: it is the
+    model's ``invalid_action``, and the episode ends (the connection is gone)."""
+    with _env(tmp_path, f"{hostile.url}/fine") as env:
+        step = _play(env, awaited, message)
+    assert (step.info.status, step.reward, step.terminated) == (Status.INVALID_ACTION, 0.0, True)
+    assert "too big for the OpenEnv server" in step.info.error

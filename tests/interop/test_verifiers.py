@@ -65,3 +65,24 @@ def test_a_misspelt_option_of_the_factory_entry_is_refused_at_registration(
     with pytest.raises(envhub.errors.EnvhubError, match="options.enviroment") as err:
         envhub.register(tmp_path / "typo.yaml")
     assert "environment" in str(err.value)
+
+
+@pytest.mark.parametrize("reply", ["abc", "9" * 5000])
+def test_a_reward_function_raising_on_the_reply_is_the_models_invalid_action(
+    tmp_path, clean_user_registry, venv_python, reply
+):
+    """A single-turn task whose reward reads the reply with ``int()`` raises verifiers'
+    ``TaskError`` on ``abc``: that was ``env_error``, so a model escaped its 0 by writing
+    what the reward function cannot read. The multi-turn rule holds here too."""
+    (tmp_path / "strict.yaml").write_text(
+        "name: vf-strict\nentry_point: envhub.interop.verifiers:VerifiersEnv\n"
+        f"options: {{environment: vf_strict, venv: {str(venv_python.parents[1])!r}}}\n"
+    )
+    envhub.register(tmp_path / "strict.yaml")
+    with envhub.make("vf-strict") as env:
+        env.reset(task_id="s-0")
+        assert env.step("1").reward == 1.0
+        env.reset(task_id="s-0")
+        step = env.step(reply)
+    assert (step.info.status, step.reward) == (Status.INVALID_ACTION, 0.0)
+    assert "TaskError" in step.info.error

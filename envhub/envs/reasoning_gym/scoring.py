@@ -149,7 +149,7 @@ def _alternatives(answer: str, gold: str) -> str | None:
 _PIECE = re.compile(r"[^\s,;/&|∨]+")
 """A piece of a list: text between blanks and separators (``, ; / & |``, tabs, lines)."""
 MAX_PARTS = 16
-"""Pieces of a list each scored alone (:func:`_candidates`)."""
+"""Runs of a list each scored alone (:func:`_candidates`); a list of more is refused."""
 
 
 def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: float) -> str | None:
@@ -165,7 +165,9 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
       holds beside it more of what the gold is made of (digits, letters): another candidate.
       ``x = 3`` for ``3`` is no list; ``3 4`` is;
     * more pieces (:data:`_PIECE`) of the gold's kind than the gold has, and a run of as many
-      pieces as the gold has that alone earns ``value`` or more (``\frac{7}{9} 13/58``).
+      pieces as the gold has that alone earns ``value`` or more (``\frac{7}{9} 13/58``), or
+      more runs than :data:`MAX_PARTS` (each scored alone was the check, so a list of 17
+      went unchecked: ``(4.051 , -5.487), 100, 101, ...`` was paid in full).
     """
     gold = str(entry.get("answer") or "").strip()
     if not gold or _is_gold(answer, gold):
@@ -182,8 +184,10 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
     if sum(1 for p in pieces if _kinds(p.group()) & kinds) <= size:
         return None
     starts = range(len(pieces) - size + 1)
+    if len(starts) > MAX_PARTS:  # too many to score each: the list itself is the hedge
+        return f"hedged: {len(pieces)} pieces where the gold has {size}, too many candidates"
     runs = [answer[pieces[i].start() : pieces[i + size - 1].end()] for i in starts]
-    if len(runs) <= MAX_PARTS and any(safe_score(scorer, run, entry)[0] >= value for run in runs):
+    if any(safe_score(scorer, run, entry)[0] >= value for run in runs):
         return "hedged: a list of candidates, one of which alone earns as much"
     return None
 
@@ -193,9 +197,19 @@ def _folded(text: str) -> str:
     return " ".join(text.casefold().split())
 
 
+_NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen"
+    r"|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty"
+    r"|seventy|eighty|ninety|hundred|thousand|million|billion|half|twice|double)\b",
+    re.IGNORECASE,
+)
+"""A number written in words: another candidate beside a gold in digits (``28080 / four``)."""
+
+
 def _kinds(text: str) -> set[str]:
-    """What ``text`` is made of: ``digit``, ``letter`` (any script)."""
-    digit, letter = any(c.isdigit() for c in text), any(c.isalpha() for c in text)
+    """What ``text`` is made of: ``digit`` (digits, or a number in words), ``letter``."""
+    digit = any(c.isdigit() for c in text) or bool(_NUMBER_WORD.search(text))
+    letter = any(c.isalpha() for c in text)
     return {kind for kind, has in (("digit", digit), ("letter", letter)) if has}
 
 

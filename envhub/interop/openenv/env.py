@@ -44,7 +44,9 @@ format string over the observation's fields plus ``{observation}``, the whole ob
 JSON. OpenEnv's reward of a step is its ``reward`` component (the primary one).
 
 Statuses: an action the OpenEnv server refuses (a validation error, or an error raised while
-executing it) is the model's ``invalid_action``, as is a message that is not the action's JSON;
+executing it) is the model's ``invalid_action``, as is a message that is not the action's JSON
+and one whose frame the server closes the connection on as too big (close code 1009: the
+episode ends there);
 an OpenEnv server that cannot be reached, drops the connection or refuses a reset (an expired
 session included) is ``infra_error`` (so is an image's container that cannot start: no Docker
 engine, no such image, or no ``/health`` in time; and a card's source that cannot be fetched,
@@ -78,7 +80,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from websockets.asyncio.client import connect as aconnect
-from websockets.exceptions import WebSocketException
+from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import connect
 
 from envhub.core import Episode, Feedback, TaskEnv
@@ -96,6 +98,23 @@ REFUSED = frozenset({"VALIDATION_ERROR", "EXECUTION_ERROR", "INVALID_JSON"})
 
 class OpenEnvRefused(Exception):
     """The OpenEnv server answered a step with an error about the action."""
+
+    ends = False
+    """Whether the episode is over with it (its connection is gone)."""
+
+
+class OpenEnvTooBig(OpenEnvRefused):
+    """The OpenEnv server closed the connection on a step's frame as too big (close code 1009).
+
+    The action's size, which the model chose: its ``invalid_action``, ending the episode (the
+    server dropped the connection), never the machinery's ``infra_error``.
+    """
+
+    ends = True
+
+
+MESSAGE_TOO_BIG = 1009
+"""The WebSocket close code a peer sends for a frame over its bound (``websockets``: 1 MiB)."""
 
 
 _CLOSING: set[asyncio.Task[None]] = set()
@@ -172,6 +191,10 @@ class OpenEnvSession:
                 f"the OpenEnv server at {self.url} did not answer {kind} within "
                 f"{self.timeout_s:g} s (options.timeout_s)"
             ) from e
+        except ConnectionClosed as e:
+            if kind == "step" and e.rcvd is not None and e.rcvd.code == MESSAGE_TOO_BIG:
+                raise OpenEnvTooBig(f"the action is too big for the OpenEnv server: {e}") from e
+            raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
         except (OSError, WebSocketException) as e:
             raise InfraError(f"the OpenEnv server at {self.url} went away: {e}") from e
 
@@ -370,7 +393,7 @@ class OpenEnvEnv(TaskEnv):
         try:
             data = episode.state.call("step", self._action(message.content))
         except (OpenEnvRefused, ValueError) as e:
-            return _refused(str(e))
+            return _refused(str(e), ends=getattr(e, "ends", False))
         return self._feedback(data)
 
     async def aenv_response(self, episode: Episode, message: Message) -> Feedback:
@@ -378,7 +401,7 @@ class OpenEnvEnv(TaskEnv):
         try:
             data = await episode.state.acall("step", self._action(message.content))
         except (OpenEnvRefused, ValueError) as e:
-            return _refused(str(e))
+            return _refused(str(e), ends=getattr(e, "ends", False))
         return self._feedback(data)
 
     def _feedback(self, data: dict[str, Any]) -> Feedback:
@@ -396,8 +419,8 @@ class OpenEnvEnv(TaskEnv):
             return {self.action_field: text}
         try:
             action = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"the message is not the action's JSON ({e})") from e
+        except (ValueError, RecursionError) as e:  # nested past the parser's depth: the model's
+            raise ValueError(f"the message is not the action's JSON ({str(e)[:200]})") from e
         if not isinstance(action, dict):
             raise ValueError("the action must be a JSON object of the action's fields")
         return action
@@ -487,10 +510,11 @@ def _finite(value: Any) -> bool:
         return False
 
 
-def _refused(error: str) -> Feedback:
-    """The model's action was refused: say so, and let the episode go on."""
+def _refused(error: str, ends: bool = False) -> Feedback:
+    """The model's action was refused: say so, and let the episode go on (unless it ``ends``)."""
     return Feedback(
         messages=[Message(role="user", content=f"Invalid action: {error}")],
+        done=ends,
         status=Status.INVALID_ACTION,
         error=error,
     )

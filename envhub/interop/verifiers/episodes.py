@@ -41,7 +41,7 @@ from envhub.spec import EnvSpec
 from envhub.types import Message, Task
 
 from .bridge import Bridge, Play, Turn
-from .tasks import VerifiersTaskEnv, load_taskset
+from .tasks import MACHINERY, VerifiersTaskEnv, load_taskset
 
 log = logging.getLogger(__name__)
 
@@ -49,19 +49,6 @@ START_TIMEOUT_S = 300.0
 """How long ``reset`` waits for an episode's first model request (the chat program's first
 launch makes its environment with ``uv``)."""
 ROLES = {"system", "user", "assistant", "tool"}
-MACHINERY = frozenset(
-    {
-        "ProviderError",
-        "HarnessError",
-        "ToolsetError",
-        "SandboxError",
-        "InterceptionError",
-        "TunnelError",
-    }  # fmt: skip
-)
-"""verifiers' error types of its machinery (the chat program, its endpoint, a sandbox): an
-``infra_error``. Its ``EnvError`` and ``TaskError`` (the environment's or the task's own code
-raising) and plain exceptions are the model's, as a reply the environment could not take."""
 
 
 def verifiers_env(

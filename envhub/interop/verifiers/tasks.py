@@ -10,11 +10,15 @@ envhub's own MCP extra cannot share).
 - An episode opens with the task's system prompt and prompt. The model's answer is scored as
   verifiers scores a rollout: the conversation becomes a trace and the task's ``@vf.reward``
   functions run on it (``Task.score``); each is a component named after it, with its weight.
+  A reward function that raises on the reply (verifiers' ``TaskError``) is the model's
+  ``invalid_action``, logged, as in a multi-turn episode; verifiers' machinery failing
+  (:data:`MACHINERY`) is ``infra_error``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import verifiers.v1 as vf
@@ -24,9 +28,25 @@ from verifiers.v1.utils.generic import concrete_type
 from verifiers.v1.utils.loaders import taskset_class
 
 from envhub.core import TaskEnv
-from envhub.errors import ConfigError
+from envhub.errors import ConfigError, InfraError, InvalidAction
 from envhub.spec import EnvSpec
 from envhub.types import Message, Task
+
+log = logging.getLogger(__name__)
+
+MACHINERY = frozenset(
+    {
+        "ProviderError",
+        "HarnessError",
+        "ToolsetError",
+        "SandboxError",
+        "InterceptionError",
+        "TunnelError",
+    }  # fmt: skip
+)
+"""verifiers' error types of its machinery (the chat program, its endpoint, a sandbox): an
+``infra_error``. Its ``EnvError`` and ``TaskError`` (the environment's or the task's own code
+raising) and plain exceptions are the model's, as a reply the environment could not take."""
 
 
 def load_taskset(environment: str, args: dict[str, Any]) -> vf.Taskset:
@@ -95,9 +115,25 @@ class VerifiersTaskEnv(TaskEnv):
         """Run the task's reward functions on the rollout, as verifiers does."""
         vf_task = self.vf_tasks[task.task_id]
         trace = rollout_trace(vf_task, [*self.opening_messages(task), response])
-        asyncio.run(vf_task.score(trace))
+        try:
+            asyncio.run(vf_task.score(trace))
+        except Exception as e:  # the task's own code, on the model's reply
+            said = f"{type(e).__name__}: {str(e)[:300]}"
+            if any(type(c).__name__ in MACHINERY for c in _chain(e)):  # wrapped in TaskError
+                raise InfraError(f"{self.spec.name}: verifiers failed: {said}") from e
+            log.warning("%s: the task's scoring failed: %s", self.spec.name, said)
+            raise InvalidAction(f"the verifiers task could not score the reply: {said}") from e
         scores = {name: r.score for name, r in trace.rewards.items() if r is not None}
         return scores, {"verifiers_reward": trace.reward}
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from (verifiers wraps a reward's in TaskError)."""
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen and len(seen) < 20:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return seen
 
 
 def _task_id(task: vf.Task) -> str:

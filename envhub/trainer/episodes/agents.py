@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from envhub.engines.chat import ChatFormatter
@@ -226,29 +227,42 @@ def _run_agents(
     with GatewayServer(gateway) as server:
         runner = AgentRunner(agent, gateway, server.base_url, "policy")
 
-        async def all_runs() -> list[AgentRun]:
+        async def all_runs(threads: ThreadPoolExecutor) -> list[AgentRun]:
             sem = asyncio.Semaphore(agent.concurrency)
 
             async def one(ep: TrainingEpisode) -> AgentRun:
                 async with sem:
-                    stepper = _stepper(pool, ep, settings.timeout_s)
+                    stepper = _stepper(pool, ep, settings.timeout_s, threads)
                     return await runner.run(tasks[ep.key], ep.key, stepper)
 
             return await asyncio.gather(*(one(e) for e in live))
 
-        runs = asyncio.run(all_runs())
+        with step_threads(agent) as threads:
+            runs = asyncio.run(all_runs(threads))
     batch.generation_time += time.perf_counter() - t0
     return runs
 
 
-def _stepper(pool: EnvPool, ep: TrainingEpisode, timeout_s: float) -> Any:
-    """The episode URL's environment: ``pool.step`` in a thread, within the env deadline."""
+def step_threads(agent: AgentConfig) -> ThreadPoolExecutor:
+    """The threads the episode URLs' steps run on: one for every agent run in flight."""
+    return ThreadPoolExecutor(agent.concurrency, thread_name_prefix="agent-step")
+
+
+def _stepper(
+    pool: EnvPool, ep: TrainingEpisode, timeout_s: float, threads: ThreadPoolExecutor
+) -> Any:
+    """The episode URL's environment: ``pool.step`` in a thread, within the env deadline.
+
+    ``threads`` has a thread for every run in flight (``agent.concurrency``), so a step never
+    waits for one: on asyncio's default executor (``cpu + 4`` threads, 6 on 2 cores) the wait
+    counted against ``timeout_s``, and 64 agents' long steps were dropped as ``infra_error``.
+    """
 
     async def step(reply: dict[str, Any]) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        call = loop.run_in_executor(threads, pool.step, ep.key, _as_message(reply))
         try:
-            res = await asyncio.wait_for(
-                asyncio.to_thread(pool.step, ep.key, _as_message(reply)), timeout_s
-            )
+            res = await asyncio.wait_for(call, timeout_s)
         except Exception as e:  # as EnvCalls: any failure of an env call drops the episode
             ep.fail(Status.INFRA_ERROR, f"step failed: {type(e).__name__}: {e}")
             raise BackendError(f"the environment failed: {e!r}") from e
