@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 
-from envhub.envs.math import answers
+from envhub.envs.math import pool
 from envhub.envs.math.answers import extract_answer, is_equivalent
 from envhub.envs.math.generators import KINDS, gsm_symbolic_tasks, symbolic_math_tasks
 
@@ -13,7 +13,7 @@ from envhub.envs.math.generators import KINDS, gsm_symbolic_tasks, symbolic_math
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +68,7 @@ def test_symbolic_tasks_cover_every_kind_and_are_deterministic(sym):
 
 def test_symbolic_answers_are_latex_the_checker_reads(sym):
     train, test = sym
-    answers.warmup()
+    pool.warmup()
     for task in train + test:
         assert is_equivalent(task.answer, task.answer, timeout=10), task
         boxed = extract_answer(f"Thus \\boxed{{{task.answer}}}.")

@@ -3,14 +3,14 @@
 import pytest
 from cpu_time import cpu_seconds
 
-from envhub.envs.math import answers, suite, symbolic
+from envhub.envs.math import answers, pool, suite, symbolic
 from envhub.envs.math.answers import extract_answer, is_equivalent
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 def test_agreement_with_math_verify_suite_is_at_least_its_own():

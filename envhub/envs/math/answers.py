@@ -50,9 +50,9 @@ is ``1/6``) are understood. Units of :mod:`envhub.envs.math.units` convert and n
   :class:`fractions.Fraction`. No sympy, no inter-process call: microseconds. A decimal comma
   (``3,5``; not ``1,000`` nor ``3, 5``) facing a single value is read as one
   (:func:`decimal_comma`).
-* Worker path: anything else goes to a ``pebble`` worker process with a per-call budget of
-  CPU time (the call raises :class:`~envhub.errors.VerifierTimeout`; a worker past the
-  wall-clock backstop is killed and replaced): first envhub's sympy rules
+* Worker path: anything else goes to a worker process (:mod:`envhub.envs.math.pool`) with a
+  per-call budget of CPU time (the call raises :class:`~envhub.errors.VerifierTimeout`; a
+  worker past the wall-clock backstop is killed and replaced): first envhub's sympy rules
   (:mod:`envhub.envs.math.symbolic`), then, for what they cannot read or decide, math-verify
   (:mod:`envhub.envs.math.library`): relations, matrices, subscripts, named tuples, ratios,
   ``\log_b``, ``\binom``, prose golds.
@@ -75,22 +75,18 @@ exception in the checker is a bug and propagates. Values too large to be real an
 
 from __future__ import annotations
 
-import atexit
-import multiprocessing
-import os
 import re
-import threading
 from collections.abc import Iterator
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from envhub.errors import GoldAnswerError, InfraError, VerifierTimeout
+from envhub.errors import GoldAnswerError, VerifierTimeout
 
 from . import library, locales, symbolic
 from .compare import quick_compare
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .parse import Answer, Expr, Items, Seq, Text, compound, parse_answer, split_top
+from .pool import run_in_worker
 from .units import measure
 
 __all__ = [
@@ -98,31 +94,13 @@ __all__ = [
     "extract_answer",
     "format_score",
     "is_equivalent",
-    "run_in_worker",
-    "shutdown",
     "validate_gold",
-    "warmup",
 ]
 
-WORKERS = int(os.environ.get("ENVHUB_MATH_WORKERS", "2"))
-"""Sympy worker processes (``ENVHUB_MATH_WORKERS``)."""
-WORKER_MEMORY_MB = int(os.environ.get("ENVHUB_MATH_WORKER_MEMORY_MB", "2048"))
-"""Address-space limit of one worker (``ENVHUB_MATH_WORKER_MEMORY_MB``; 0 for none)."""
 MAX_RESPONSE_CHARS = 100_000
 """Extraction reads only this many characters from the end of a response."""
 _PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
 """What envhub's parser raises on text it cannot read (anything else is a bug)."""
-QUEUE_GRACE_S = 30.0
-"""How long a call may wait for a free or restarting worker, on top of its wall backstop.
-
-Waiting for a worker is the machinery's (other episodes' answers are being checked): a call
-still queued past it is :class:`~envhub.errors.InfraError`, never the model's ``timeout``. The
-default keeps the whole wait (10 s backstop + 30 s) under a step's 45 s deadline."""
-WALL_FACTOR = 5.0
-"""A worker call's wall-clock backstop, as a multiple of its CPU budget (``timeout``).
-
-The budget that decides a verdict is CPU time (:func:`symbolic.within_cpu`); the backstop only
-stops code the CPU timer cannot interrupt, and leaves a loaded machine room to run the call."""
 
 
 # ---------------------------------------------------------------- extraction
@@ -912,7 +890,7 @@ def _gold(gold: str) -> Answer | None:
 def _library_reads(gold: str, timeout: float) -> bool:
     """math-verify finds an answer in ``gold`` (a gold it cannot read in time is broken)."""
     try:
-        return _run(library.readable_gold, (gold,), timeout) is True
+        return run_in_worker(library.readable_gold, (gold,), timeout) is True
     except VerifierTimeout as e:  # the gold's fault, never the model's timeout
         raise GoldAnswerError(
             f"gold answer {gold[:80]!r}: math-verify could not read it within {timeout:g}s"
@@ -979,7 +957,7 @@ def is_equivalent(
         pred: The model's final answer (for example :attr:`Extraction.answer`).
         gold: The task's gold answer.
         timeout: CPU seconds allowed for the symbolic comparison, if one is needed (a loaded
-            machine's waiting is not counted; see :data:`WALL_FACTOR`).
+            machine's waiting is not counted; see :mod:`envhub.envs.math.pool`).
         tolerance: The task's absolute rounding tolerance (from its data); None: exact.
 
     Raises:
@@ -1006,7 +984,7 @@ def is_equivalent(
         quick = quick_compare(pred_ans, gold_ans)
         if quick is True or (quick is False and _settled(pred_ans, gold_ans)):
             return quick
-    verdict = _run(symbolic.judge, (pred, gold, pred_ans, gold_ans, tolerance), timeout)
+    verdict = run_in_worker(symbolic.judge, (pred, gold, pred_ans, gold_ans, tolerance), timeout)
     if verdict.startswith(symbolic.GOLD_ERROR):
         raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be evaluated: {verdict}")
     return verdict == symbolic.EQUAL
@@ -1039,110 +1017,3 @@ def decimal_comma(answer: str) -> tuple[str, Expr] | None:
     except _PARSE_ERRORS:
         return None
     return (text, read) if isinstance(read, Expr) and read.value is not None else None
-
-
-# ---------------------------------------------------------------- worker pool
-
-_lock = threading.Lock()
-_pool = None
-_state = {"atexit": False}
-
-
-def _get_pool():
-    global _pool
-    with _lock:
-        if _pool is None or not _pool.active:
-            from pebble import ProcessPool
-
-            # fork: workers start in milliseconds with sympy already imported, and scripts
-            # need no ``if __name__ == "__main__"`` guard (spawn/forkserver re-run them).
-            symbolic.warm()  # sympy imported and warmed once here, inherited by each worker
-
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-            memory = WORKER_MEMORY_MB * 2**20 if WORKER_MEMORY_MB > 0 else None
-            _pool = ProcessPool(
-                max_workers=WORKERS,
-                initializer=symbolic.init_worker,
-                initargs=(memory,),
-                context=ctx,
-            )
-            _start_from_keeper(_pool)
-            if not _state["atexit"]:
-                atexit.register(shutdown)
-                _state["atexit"] = True
-        return _pool
-
-
-def _start_from_keeper(pool) -> None:
-    """Start ``pool``'s first workers from a thread that lives as long as this process.
-
-    Each worker asks Linux to kill it when the thread that forked it ends
-    (:func:`symbolic.init_worker`), so that no worker outlives envhub, even one stuck in C. The
-    pool forks its first workers from the thread of the first call; a request's thread may end
-    at any time, so that first call is made from this keeper thread instead (pebble forks the
-    replacements from its own manager thread, which lives as long as the pool).
-    """
-    started = threading.Event()
-
-    def keep() -> None:
-        pool.schedule(symbolic.ping)  # starts the pool, forking from this thread
-        started.set()
-        threading.Event().wait()  # live until the process ends (a daemon thread)
-
-    threading.Thread(target=keep, name="envhub-math-pool", daemon=True).start()
-    started.wait(timeout=60)
-
-
-def _run(fn, args: tuple, timeout: float) -> str:
-    """Run ``fn(*args)`` in a worker with ``timeout`` CPU seconds (see :data:`WALL_FACTOR`).
-
-    Raises:
-        VerifierTimeout: The call spent its CPU budget, or ran past the wall backstop (its
-            worker is then killed and replaced).
-        InfraError: The worker died for another reason, or none was free within
-            :data:`QUEUE_GRACE_S` after the backstop.
-    """
-    from pebble import ProcessExpired
-
-    wall = timeout * WALL_FACTOR
-    future = _get_pool().schedule(symbolic.within_cpu, args=(timeout, fn, *args), timeout=wall)
-    try:
-        verdict = future.result(timeout=wall + QUEUE_GRACE_S)
-    except FutureTimeout as e:
-        if not future.done():  # still waiting for a worker: the machinery is overloaded
-            future.cancel()
-            raise InfraError(
-                f"the math workers were busy for {wall + QUEUE_GRACE_S:g} s (other answers "
-                "queued ahead); raise ENVHUB_MATH_WORKERS for this load"
-            ) from e
-        raise VerifierTimeout(
-            f"symbolic answer check ran past {wall:g} s of wall time; the worker was restarted"
-        ) from e
-    except ProcessExpired as e:
-        raise InfraError(f"math worker process died ({e}); it was restarted") from e
-    if verdict == symbolic.CPU_SPENT:
-        raise VerifierTimeout(f"symbolic answer check used more than {timeout:g} CPU seconds")
-    return verdict
-
-
-def warmup(timeout: float = 60.0) -> None:
-    """Start the worker processes now rather than on the first symbolic comparison."""
-    pool = _get_pool()
-    for future in [pool.schedule(symbolic.ping) for _ in range(WORKERS)]:
-        future.result(timeout=timeout)
-
-
-def shutdown() -> None:
-    """Stop the worker processes (a later comparison starts new ones)."""
-    global _pool
-    with _lock:
-        pool, _pool = _pool, None
-    if pool is not None:
-        pool.stop()
-        pool.join(timeout=5)
-
-
-run_in_worker = _run
-"""``fn(*args)`` in a worker of this pool under a CPU budget (:func:`_run`), for other checkers
-that run third-party code on a model's answer (reasoning-gym's scorers)."""

@@ -24,7 +24,7 @@ from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec, Knob, check_dataset_knobs
 from envhub.types import Message, Task
 
-from . import answers, generators
+from . import answers, generators, pool
 
 GENERATORS: dict[str, Callable[..., list[Task]]] = {
     "gsm_symbolic": generators.gsm_symbolic_tasks,
@@ -92,7 +92,7 @@ class MathEnv(TaskEnv):
     def warmup(self) -> None:
         """Load the tasks and start the symbolic workers (the first start takes seconds)."""
         super().warmup()
-        answers.warmup()
+        pool.warmup()
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """Procedural tasks from the generator named in ``dataset.generator``."""
