@@ -72,12 +72,12 @@ def gsm_pairs(n: int) -> list[dict]:
 
 
 def run_envhub(pairs: list[dict]) -> tuple[list, float]:
-    from envhub.envs.math import answers, pool, symbolic
+    from envhub.envs.math import answers, compare, pool, symbolic
 
     pool.shutdown()
     pool.warmup()
     answers._gold.cache_clear()
-    answers._read.cache_clear()
+    compare.read.cache_clear()
     symbolic._to_sympy.cache_clear()
     got = []
     start = time.perf_counter()

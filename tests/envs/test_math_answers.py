@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from envhub.envs.math import answers, pool
-from envhub.envs.math.answers import extract_answer, format_score, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer, format_score
 from envhub.errors import GoldAnswerError, VerifierTimeout
 
 PAIRS_FILE = Path(__file__).with_name("math_pairs.jsonl")

@@ -11,7 +11,8 @@ import pytest
 from cpu_time import cpu_seconds
 
 from envhub.envs.math import pool
-from envhub.envs.math.answers import extract_answer, format_score, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer, format_score
 from envhub.envs.math.latex import plain_digits
 
 

@@ -6,7 +6,8 @@ from collections import Counter
 import pytest
 
 from envhub.envs.math import pool
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer
 from envhub.envs.math.generators import KINDS, gsm_symbolic_tasks, symbolic_math_tasks
 
 

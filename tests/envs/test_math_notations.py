@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from envhub.envs.math import pool
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer
 
 CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_cases.jsonl").open()]
 

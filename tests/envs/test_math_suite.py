@@ -4,7 +4,8 @@ import pytest
 from cpu_time import cpu_seconds
 
 from envhub.envs.math import answers, pool, suite, symbolic
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer, format_score
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -79,7 +80,7 @@ HEDGES = [
 def _read(text: str) -> None:
     """What the environment does with every response: find the answer, score its format."""
     extract_answer(text)
-    answers.format_score(text, "boxed")
+    format_score(text, "boxed")
 
 
 @pytest.mark.parametrize(("text", "gold"), HEDGES)

@@ -24,7 +24,7 @@ from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec, Knob, check_dataset_knobs
 from envhub.types import Message, Task
 
-from . import answers, generators, pool
+from . import answers, extract, generators, pool
 
 GENERATORS: dict[str, Callable[..., list[Task]]] = {
     "gsm_symbolic": generators.gsm_symbolic_tasks,
@@ -125,7 +125,7 @@ class MathEnv(TaskEnv):
         if not task.answer:
             raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
         answers.validate_gold(task.answer)
-        found = answers.extract_answer(response.content)
+        found = extract.extract_answer(response.content)
         correct = False
         if found.answer is not None and not found.hedged:
             correct = answers.is_equivalent(
@@ -133,7 +133,7 @@ class MathEnv(TaskEnv):
             )
         components = {
             "correctness": float(correct),
-            "format": answers.format_score(response.content, self.answer_format),
+            "format": extract.format_score(response.content, self.answer_format),
         }
         details = {"extracted": found.answer, "method": found.method, "hedged": found.hedged}
         return components, details
