@@ -70,14 +70,20 @@ _ACCEPTABLE = re.compile(
 )
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
 possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`retracted`)."""
+_NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
+"""A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
+the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
 _OR_BEFORE = re.compile(
     r"\bor\b(?!\s+[A-Za-z]\s*=)[^.,;\n]{0,12}$"
     r"|(?:[)\]}]|\\infty)\s*(?:[,;/|∨]+|\b(?:vs|versus|else|ou|oder)\b)?\s*$"
-    r"|(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+$",  # "28080 104": two numbers side by side
+    rf"|{_NUMBER_THEN_BLANK}$",  # "28080 104", "5 -3": two numbers side by side
     re.IGNORECASE,
 )
-r"""An "or" right before the last number, or a listed interval or tuple: ``(-\infty, 4) or
-\frac{4}{5}`` and ``(4, \infty), \frac{4}{5}`` offer two answers."""
+r"""Right before the last number: an "or", a listed interval or tuple, or another number:
+``(-\infty, 4) or \frac{4}{5}``, ``(4, \infty), \frac{4}{5}`` and ``28080 104`` offer two
+answers. The last number is a whole token here (spaced thousands, ``1 000``, are one), so any
+number before it with only blanks between is another value; inside one answer
+:data:`_SIDE_BY_SIDE` must leave ``1 000`` alone."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
@@ -101,10 +107,9 @@ def is_hedged(answer: str, after: str) -> bool:
     return bool(_DOUBT.search(clause))
 
 
-_SIDE_BY_SIDE = re.compile(
-    r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])"
-)
-"""Two numbers with only a space between them (``44 0``; not ``1 000`` nor ``2 1/2``)."""
+_SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
+"""Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
+nor ``2 1/2``)."""
 _VERSUS = re.compile(r"\d\s*(?:\b(?:vs\.?|versus|else|oder|ou|или|或)\s|∨)\s*[-−$\\]?\d", re.I)
 """Two values joined by a word of choice (``44 vs 0``, ``44 oder 0``, ``44 ∨ 0``)."""
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
