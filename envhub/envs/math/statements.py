@@ -19,41 +19,31 @@ from collections.abc import Iterator
 from .compare import quick_compare, read, same
 from .hedges import HEDGE_WORDS, offers_value
 from .lastnumber import tidy
+from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
 from .parse import Answer, Items, Seq, Text
 
-_FOREIGN_ANSWER = (
-    r"antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|lösung|solución|soluzione"
-    r"|oplossing|ответ|решение|odpowiedź|wynik|cevap|sonuç|yanıt"
-)
+_EASTERN_WORDS = ("答案", "答え", "정답", "उत्तर")
+""""Answer" in Chinese, Japanese, Korean and Hindi (before 是, は, 은, है or a colon)."""
+_ARABIC_WORDS = ("الإجابة", "الجواب")
+_EASTERN_WORD, _ARABIC_WORD = "|".join(_EASTERN_WORDS), "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
-    rf"(?:answer|correct\s+(?:choice|option)|{_FOREIGN_ANSWER}|答案|答え|정답|उत्तर)"
-    r"\s*(?:ist|is|est|es|é|è|to|是|は|은|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
-    rf"|(?:{_FOREIGN_ANSWER})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
-    r"|(?:الإجابة|الجواب)\s*(?:هي|:)?\s*",
+    rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
+    rf"\s*(?:{IS_WORDS}|是|は|은|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
+    rf"|(?:{ANSWER_WORD})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
+    rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
     re.IGNORECASE,
 )
 """A statement of the answer ("the answer is", "Final answer:", "Antwort:", "La réponse est",
 "La respuesta es", "A resposta é", "La risposta è", "Het antwoord is", "Ответ:", "答案是",
 "الإجابة"; not a word ending in "answer", which :func:`find_statements` checks: a leading ``\b``
 made the scan 4 times slower)."""
-_ANSWER_STEMS = ("answer", "antw", "ponse", "respu", "respo", "rispo", "ответ", "答案", "उत्तर")
-_ANSWER_STEMS += (
-    "lösung",
-    "soluci",
-    "soluzi",
-    "oplos",
-    "решени",
-    "答え",
-    "정답",
-    "الإجابة",
-    "الجواب",
+_ANSWER_STEMS = (
+    "answer",
     "choice",
     "option",
-    "odpowied",
-    "wynik",
-    "cevap",
-    "sonu",
-    "yanıt",
+    *_EASTERN_WORDS,
+    *_ARABIC_WORDS,
+    *ANSWER_WORDS.values(),
 )
 """Substrings one of which every statement of :data:`_ANSWER_IS` holds (a fast first test)."""
 _FILLER = re.compile(
@@ -71,6 +61,8 @@ _HYPOTHESIS = frozenset(
 )  # fmt: skip
 """Words before "the answer is" that make it a hypothesis rather than a commitment."""
 _RESTATED = re.compile(r"(?:the\s+)?(?:final\s+)?answer\s*(?:is|:|=)\s*:?\s*", re.IGNORECASE)
+"""An English "(the final) answer is" right after a statement's opening, skipped: the Minerva
+format writes "Final Answer: The final answer is $8$." (English only, as that format is)."""
 
 
 _LATIN_LETTER = re.compile(r"[A-Za-zÀ-ÿ]")
