@@ -2,9 +2,10 @@ r"""Math environments: ``gsm8k`` (word problems, numeric answers) and ``math`` (
 
 One class serves both; the catalog entry picks the data, the prompt and the answer format.
 Components: ``correctness`` (the extracted final answer equals the gold one, see
-:mod:`envhub.envs.math.answers` for the extraction order and the equivalence rules) and ``format``
-(the answer is given the requested way: ``#### 42`` or ``\\boxed{42}``). A response that
-hedges between different final answers earns no correctness.
+:mod:`envhub.envs.math.extract` for the extraction order and :mod:`envhub.envs.math.answers` for
+the equivalence rules) and ``format`` (the answer is given the requested way: ``#### 42`` or
+``\\boxed{42}``). A response that hedges between different final answers earns no
+correctness.
 
 With ``options.attempts: N`` (default 1) the episode is a retry game of up to N turns: a
 response whose final answer is wrong (or missing, or hedged) is answered "not correct, try
