@@ -72,12 +72,12 @@ def gsm_pairs(n: int) -> list[dict]:
 
 
 def run_envhub(pairs: list[dict]) -> tuple[list, float]:
-    from envhub.envs.math import answers, symbolic
+    from envhub.envs.math import answers, compare, pool, symbolic
 
-    answers.shutdown()
-    answers.warmup()
+    pool.shutdown()
+    pool.warmup()
     answers._gold.cache_clear()
-    answers._read.cache_clear()
+    compare.read.cache_clear()
     symbolic._to_sympy.cache_clear()
     got = []
     start = time.perf_counter()
@@ -140,10 +140,10 @@ def suite_agreement() -> dict:
     """Agreement of both checkers with math-verify's own test labels, side by side."""
     from math_verify import parse, verify
 
-    from envhub.envs.math import answers, suite
+    from envhub.envs.math import pool, suite
 
     cases = suite.load_cases()
-    answers.warmup()
+    pool.warmup()
     t0 = time.perf_counter()
     ours = [suite.envhub_verdict(c) for c in cases]
     t_ours = time.perf_counter() - t0
@@ -450,9 +450,9 @@ def main() -> None:
             compare_checkers("GSM8K-style answers", gsm_pairs(args.gsm_pairs)),
         ]
         report["suite"] = suite_agreement()
-        from envhub.envs.math import answers
+        from envhub.envs.math import pool
 
-        answers.shutdown()
+        pool.shutdown()
     if not args.skip_server:
         levels = [int(x) for x in args.levels.split(",") if x]
         raw_levels = [int(x) for x in args.raw_levels.split(",") if x]

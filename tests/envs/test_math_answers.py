@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from envhub.envs.math import answers
-from envhub.envs.math.answers import extract_answer, format_score, is_equivalent
+from envhub.envs.math import answers, pool
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer, format_score
 from envhub.errors import GoldAnswerError, VerifierTimeout
 
 PAIRS_FILE = Path(__file__).with_name("math_pairs.jsonl")
@@ -18,7 +19,7 @@ PAIRS = [json.loads(line) for line in PAIRS_FILE.read_text().splitlines() if lin
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 # ---------------------------------------------------------------- the hand-checked table
@@ -55,9 +56,9 @@ def test_hand_checked_pair(pair):
     [("1/2", "0.5"), ("1,000", "1000"), ("50%", "0.5"), ("-3", "-3.0"), ("6*7", "42")],
 )
 def test_rational_answers_never_start_the_sympy_workers(pred, gold):
-    answers.shutdown()
+    pool.shutdown()
     assert is_equivalent(pred, gold)
-    assert answers._pool is None
+    assert pool._pool is None
 
 
 # ---------------------------------------------------------------- extraction
@@ -220,7 +221,7 @@ def test_huge_hostile_responses_are_read_in_bounded_time(text):
 
 
 def test_slow_symbolic_check_times_out_and_the_pool_recovers():
-    answers.warmup()
+    pool.warmup()
     start = time.monotonic()
     try:
         verdict = is_equivalent(r"\sqrt{10^{999}+7}", "2", timeout=1.0)
@@ -252,7 +253,7 @@ def _spins(seconds: float, pid_file: str) -> str:
 
 def test_a_loaded_machine_is_not_charged_to_the_answer():
     """The budget is CPU seconds: waiting for a core (here: sleeping) past it is no timeout."""
-    assert answers._run(_waits, (0.8,), timeout=0.3) == "equal"
+    assert pool.run_in_worker(_waits, (0.8,), timeout=0.3) == "equal"
 
 
 def test_an_expensive_comparison_spends_its_cpu_budget_and_the_worker_survives(
@@ -260,13 +261,13 @@ def test_an_expensive_comparison_spends_its_cpu_budget_and_the_worker_survives(
 ):
     import os
 
-    monkeypatch.setattr(answers, "WALL_FACTOR", 50.0)  # the CPU budget, not the backstop, ends it
-    answers.warmup()
+    monkeypatch.setattr(pool, "WALL_FACTOR", 50.0)  # the CPU budget, not the backstop, ends it
+    pool.warmup()
     pid_file = tmp_path / "pid"
     start = time.monotonic()
     with pytest.raises(VerifierTimeout, match="more than 0.3 CPU seconds"):
-        answers._run(_spins, (5.0, str(pid_file)), timeout=0.3)
-    assert time.monotonic() - start < 0.3 * answers.WALL_FACTOR
+        pool.run_in_worker(_spins, (5.0, str(pid_file)), timeout=0.3)
+    assert time.monotonic() - start < 0.3 * pool.WALL_FACTOR
     pid = int(pid_file.read_text())
     assert os.path.exists(f"/proc/{pid}")  # the worker was stopped at its budget, not killed
 
@@ -275,8 +276,8 @@ def test_code_the_cpu_timer_cannot_stop_meets_the_wall_backstop():
     """A call that never yields to the CPU timer is stopped at ``timeout * WALL_FACTOR``."""
     start = time.monotonic()
     with pytest.raises(VerifierTimeout, match="wall time"):
-        answers._run(_waits, (30.0,), timeout=0.2)
-    assert time.monotonic() - start < 0.2 * answers.WALL_FACTOR + 3.0
+        pool.run_in_worker(_waits, (30.0,), timeout=0.2)
+    assert time.monotonic() - start < 0.2 * pool.WALL_FACTOR + 3.0
     assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # a fresh worker answers
 
 
@@ -284,17 +285,19 @@ def test_a_check_queued_behind_others_is_the_machinerys_not_the_models(monkeypat
     """Waiting for a busy worker is no ``timeout``: past the grace it is ``infra_error``."""
     from envhub.errors import InfraError
 
-    answers.warmup()
-    monkeypatch.setattr(answers, "QUEUE_GRACE_S", 0.5)
-    busy = [threading.Thread(target=answers._run, args=(_waits, (3.0,), 2.0)) for _ in range(2)]
+    pool.warmup()
+    monkeypatch.setattr(pool, "QUEUE_GRACE_S", 0.5)
+    busy = [
+        threading.Thread(target=pool.run_in_worker, args=(_waits, (3.0,), 2.0)) for _ in range(2)
+    ]
     for t in busy:
         t.start()
     time.sleep(0.3)  # both workers are now taken
     with pytest.raises(InfraError, match="math workers were busy"):
-        answers._run(_pid, (), timeout=0.1)
+        pool.run_in_worker(_pid, (), timeout=0.1)
     for t in busy:
         t.join()
-    assert answers._run(_waits, (0.0,), timeout=1.0) == "equal"  # free again
+    assert pool.run_in_worker(_waits, (0.0,), timeout=1.0) == "equal"  # free again
 
 
 @pytest.mark.parametrize(
@@ -308,10 +311,10 @@ def test_giant_computations_are_wrong_answers_decided_at_once(pred):
 
 ORPHAN_SCRIPT = """
 import os, threading, time
-from envhub.envs.math import answers
-pids = {answers._run(os.getpid, (), timeout=5) for _ in range(6)}
+from envhub.envs.math import pool
+pids = {pool.run_in_worker(os.getpid, (), timeout=5) for _ in range(6)}
 print(" ".join(map(str, pids)), flush=True)
-threading.Thread(target=answers._run, args=(pow, (10, 10**10), 60), daemon=True).start()
+threading.Thread(target=pool.run_in_worker, args=(pow, (10, 10**10), 60), daemon=True).start()
 time.sleep(1.0)  # a worker is now inside one huge integer power, deaf to every timer
 os._exit(0)  # the parent dies without shutting the pool down
 """
@@ -357,9 +360,7 @@ def test_concurrent_callers_share_the_pool():
 
 
 def _allocate_under_limit(queue):
-    from envhub.envs.math import symbolic
-
-    symbolic.init_worker(64 * 2**20)
+    pool.init_worker(64 * 2**20)
     try:
         block = bytearray(512 * 2**20)
         queue.put(f"allocated {len(block)}")
@@ -451,12 +452,12 @@ def test_a_forked_worker_holds_no_pipe_the_parent_had_open():
 
     read_end, write_end = os.pipe()
     try:
-        answers.shutdown()
-        answers.warmup()  # forks the workers now, with write_end open in this process
+        pool.shutdown()
+        pool.warmup()  # forks the workers now, with write_end open in this process
         os.close(write_end)
         ready, _, _ = select.select([read_end], [], [], 10)
         assert ready and os.read(read_end, 1) == b"", "a math worker kept the pipe open"
         assert is_equivalent(r"2\sqrt{2}", r"\sqrt{8}", timeout=10)  # the workers still answer
     finally:
         os.close(read_end)
-        answers.shutdown()
+        pool.shutdown()

@@ -10,15 +10,16 @@ Each goes through the whole check the environment runs: extraction, hedging, equ
 import pytest
 from cpu_time import cpu_seconds
 
-from envhub.envs.math import answers
-from envhub.envs.math.answers import extract_answer, format_score, is_equivalent
+from envhub.envs.math import pool
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer, format_score
 from envhub.envs.math.latex import plain_digits
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 def _scores(text: str, gold: str, tolerance: float | None = None) -> bool:

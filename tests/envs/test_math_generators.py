@@ -5,15 +5,16 @@ from collections import Counter
 
 import pytest
 
-from envhub.envs.math import answers
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math import pool
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer
 from envhub.envs.math.generators import KINDS, gsm_symbolic_tasks, symbolic_math_tasks
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_symbolic_tasks_cover_every_kind_and_are_deterministic(sym):
 
 def test_symbolic_answers_are_latex_the_checker_reads(sym):
     train, test = sym
-    answers.warmup()
+    pool.warmup()
     for task in train + test:
         assert is_equivalent(task.answer, task.answer, timeout=10), task
         boxed = extract_answer(f"Thus \\boxed{{{task.answer}}}.")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from envhub.envs.math import answers
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math import pool
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer
 
 CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_cases.jsonl").open()]
 
@@ -19,7 +20,7 @@ CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_ca
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 def _scores(text: str, gold: str) -> bool:

@@ -3,14 +3,15 @@
 import pytest
 from cpu_time import cpu_seconds
 
-from envhub.envs.math import answers, suite, symbolic
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math import answers, pool, suite, symbolic
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer, format_score
 
 
 @pytest.fixture(scope="module", autouse=True)
 def _stop_workers():
     yield
-    answers.shutdown()
+    pool.shutdown()
 
 
 def test_agreement_with_math_verify_suite_is_at_least_its_own():
@@ -79,7 +80,7 @@ HEDGES = [
 def _read(text: str) -> None:
     """What the environment does with every response: find the answer, score its format."""
     extract_answer(text)
-    answers.format_score(text, "boxed")
+    format_score(text, "boxed")
 
 
 @pytest.mark.parametrize(("text", "gold"), HEDGES)

@@ -14,7 +14,8 @@ import pytest
 
 import envhub
 from envhub.envs.games.connect4 import parse_column
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer
 from envhub.envs.mcp_tools.grading import as_number
 from envhub.types import Status
 

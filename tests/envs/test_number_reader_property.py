@@ -12,7 +12,8 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from envhub.envs.math.answers import extract_answer, is_equivalent
+from envhub.envs.math.answers import is_equivalent
+from envhub.envs.math.extract import extract_answer
 from envhub.envs.math.units import measure
 
 

@@ -2,12 +2,18 @@
 
 :func:`quick_compare` settles every comparison whose leaves have rational values (the common
 case: GSM8K answers, fractions, decimals, percentages) with :class:`fractions.Fraction`, and
-answers ``None`` when sympy is needed (:mod:`envhub.envs.math.symbolic`).
+answers ``None`` when sympy is needed (:mod:`envhub.envs.math.symbolic`). :func:`same` tells
+whether two written answers of one response are one value (``1/2`` and ``0.5``; a decimal
+comma, ``0,5``, too), and :func:`distinct` drops such repeats from a list of candidates.
 """
 
 from __future__ import annotations
 
-from .parse import Answer, Equation, Expr, Seq, Text, Union
+import re
+from functools import lru_cache
+
+from . import locales
+from .parse import PARSE_ERRORS, Answer, Equation, Expr, Seq, Text, Union, parse_answer
 from .units import scales
 
 
@@ -98,3 +104,40 @@ def matching(table: list[list[bool]]) -> bool:
         return False
 
     return all(place(r, set()) for r in range(len(table)))
+
+
+@lru_cache(maxsize=8192)
+def read(answer: str) -> Answer | str:
+    """Parsed answer, or its whitespace-normalised text when it does not parse."""
+    try:
+        return parse_answer(answer)
+    except PARSE_ERRORS:  # anything unreadable is compared as text
+        return " ".join(answer.split()).lower()
+
+
+def same(a: str, b: str) -> bool:
+    """True when two written answers are the same value, decided exactly and without sympy."""
+    if a.split() == b.split():
+        return True
+    ra, rb = read(a), read(b)
+    if ra == rb:
+        return True
+    if isinstance(ra, str) or isinstance(rb, str):
+        return False
+    if quick_compare(ra, rb) is True:
+        return True
+    comma = _SHORT_DECIMAL_COMMA.search(a) or _SHORT_DECIMAL_COMMA.search(b)
+    return bool(comma) and same(locales.english_notation(a), locales.english_notation(b))
+
+
+_SHORT_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)")
+"""``0,5``: a decimal comma (never ``1,000``), tried when two values are compared for sameness."""
+
+
+def distinct(answers: list[str]) -> list[str]:
+    """``answers`` without repeats of one value (``1/2`` then ``0.5`` is one answer)."""
+    out: list[str] = []
+    for a in answers:
+        if not any(same(a, b) for b in out):
+            out.append(a)
+    return out

@@ -2,9 +2,10 @@ r"""Math environments: ``gsm8k`` (word problems, numeric answers) and ``math`` (
 
 One class serves both; the catalog entry picks the data, the prompt and the answer format.
 Components: ``correctness`` (the extracted final answer equals the gold one, see
-:mod:`envhub.envs.math.answers` for the extraction order and the equivalence rules) and ``format``
-(the answer is given the requested way: ``#### 42`` or ``\\boxed{42}``). A response that
-hedges between different final answers earns no correctness.
+:mod:`envhub.envs.math.extract` for the extraction order and :mod:`envhub.envs.math.answers` for
+the equivalence rules) and ``format`` (the answer is given the requested way: ``#### 42`` or
+``\\boxed{42}``). A response that hedges between different final answers earns no
+correctness.
 
 With ``options.attempts: N`` (default 1) the episode is a retry game of up to N turns: a
 response whose final answer is wrong (or missing, or hedged) is answered "not correct, try
@@ -24,7 +25,7 @@ from envhub.errors import ConfigError, GoldAnswerError
 from envhub.spec import EnvSpec, Knob, check_dataset_knobs
 from envhub.types import Message, Task
 
-from . import answers, generators
+from . import answers, extract, generators, pool
 
 GENERATORS: dict[str, Callable[..., list[Task]]] = {
     "gsm_symbolic": generators.gsm_symbolic_tasks,
@@ -92,7 +93,7 @@ class MathEnv(TaskEnv):
     def warmup(self) -> None:
         """Load the tasks and start the symbolic workers (the first start takes seconds)."""
         super().warmup()
-        answers.warmup()
+        pool.warmup()
 
     def builtin_tasks(self, split: str, size: int | None, seed: int) -> list[Task]:
         """Procedural tasks from the generator named in ``dataset.generator``."""
@@ -125,7 +126,7 @@ class MathEnv(TaskEnv):
         if not task.answer:
             raise GoldAnswerError(f"task {task.task_id!r} has no gold answer")
         answers.validate_gold(task.answer)
-        found = answers.extract_answer(response.content)
+        found = extract.extract_answer(response.content)
         correct = False
         if found.answer is not None and not found.hedged:
             correct = answers.is_equivalent(
@@ -133,7 +134,7 @@ class MathEnv(TaskEnv):
             )
         components = {
             "correctness": float(correct),
-            "format": answers.format_score(response.content, self.answer_format),
+            "format": extract.format_score(response.content, self.answer_format),
         }
         details = {"extracted": found.answer, "method": found.method, "hedged": found.hedged}
         return components, details

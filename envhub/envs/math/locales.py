@@ -23,10 +23,38 @@ from __future__ import annotations
 
 import re
 
+ANSWER_WORDS = {
+    "antwort": "antw",
+    "antwoord": "antw",
+    "r[ée]ponse": "ponse",
+    "respuesta": "respu",
+    "resposta": "respo",
+    "risposta": "rispo",
+    "lösung": "lösung",
+    "solución": "soluci",
+    "soluzione": "soluzi",
+    "oplossing": "oplos",
+    "ответ": "ответ",
+    "решение": "решени",
+    "odpowiedź": "odpowied",
+    "wynik": "wynik",
+    "cevap": "cevap",
+    "sonuç": "sonu",
+    "yanıt": "yanıt",
+}
+"""The words that introduce an answer ("answer", "solution", "result") in the languages that
+write numbers the continental way (German, Dutch, French, Spanish, Portuguese, Italian,
+Russian, Polish, Turkish), each a regular expression, with a part of it that the word holds
+once lower-cased (a fast first test before the regular expression). The one list of them: a
+statement in one of these languages is evidence here (:func:`continental`), and
+:mod:`envhub.envs.math.statements` reads the answer it states."""
+ANSWER_WORD = "|".join(ANSWER_WORDS)
+""":data:`ANSWER_WORDS` as one alternation."""
+IS_WORDS = "ist|is|est|es|é|è|to"
+""""Is" after an answer word in those languages and English ("Antwort ist", "la réponse est",
+"odpowiedź to")."""
 _STATEMENT = re.compile(
-    r"(?:antwort|antwoord|r[ée]ponse|respuesta|resposta|risposta|ответ|lösung|solución"
-    r"|soluzione|oplossing|решение|odpowiedź|wynik|cevap|sonuç|yanıt)\s*"
-    r"(?:ist|is|est|es|é|è|to|:|=)(?![^\W\d_])",
+    rf"(?:{ANSWER_WORD})\s*(?:{IS_WORDS}|:|=)(?![^\W\d_])",
     re.IGNORECASE,
 )
 _CONTINENTAL_NUMBER = re.compile(

@@ -64,6 +64,9 @@ _SIGNS = {
     "TRY": "try",
     "PLN": "pln",
 }
+"""The signs and codes written before an amount (``$5``, ``EUR 5``, ``Rs. 500``; a sign may
+follow it too, ``15 €``: :data:`_AFTER`), each with the name of its currency in
+:data:`envhub.envs.math.units._MONEY`, which reads the names and codes written after one."""
 _SIGN = "|".join(re.escape(s) for s in sorted(_SIGNS, key=len, reverse=True))
 _NUM = r"\d+(?:[,.'’ ]\d+)*"
 """A number with any grouping; the locale rules below read its separators."""

@@ -40,6 +40,8 @@ from .units import Unit, measure, scales
 
 MAX_DIGITS = 5000
 """A value estimated to have more digits than this is rejected as implausible."""
+PARSE_ERRORS = (AnswerSyntaxError, RecursionError, ValueError, ArithmeticError)
+"""What envhub's parser raises on text it cannot read (anything else is a bug)."""
 
 
 class Expr(NamedTuple):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from . import answers
+from . import answers, extract
 
 CASES = Path(__file__).resolve().parents[3] / "tests" / "envs" / "math_verify_cases.jsonl"
 
@@ -40,7 +40,7 @@ def tolerance(case: dict) -> float | None:
 def envhub_verdict(case: dict, timeout: float = 5.0) -> bool | str:
     """Envhub's verdict on one case: True/False, or the name of the error it raised."""
     try:
-        found = answers.extract_answer(case["pred"])
+        found = extract.extract_answer(case["pred"])
         answers.validate_gold(case["gold"])
         if found.answer is None or found.hedged:
             return False

@@ -1,9 +1,10 @@
 r"""The sympy half of the checker. It runs only inside killable worker processes.
 
 :mod:`envhub.envs.math.answers` sends two parsed answers (:mod:`envhub.envs.math.parse` trees) to
-:func:`compare` through a ``pebble`` process pool with a per-call timeout, so a comparison that
-hangs sympy (a huge expansion, a pathological ``simplify``) costs one worker restart, never a
-stuck server. The worker also runs under an address-space limit (:func:`init_worker`).
+:func:`judge` through the worker pool (:mod:`envhub.envs.math.pool`) with a per-call CPU budget,
+so a comparison that hangs sympy (a huge expansion, a pathological ``simplify``) costs one
+worker restart, never a stuck server. The worker also runs under an address-space limit
+(:func:`envhub.envs.math.pool.init_worker`).
 
 Values are built from the already validated Python text by walking its syntax tree into sympy
 objects (numbers become exact ``Integer``/``Rational``; no ``eval`` of arbitrary text).
@@ -33,13 +34,9 @@ anything else is a bug and propagates (the caller reports it, it is never a rewa
 from __future__ import annotations
 
 import ast
-import os
 import random
 import re
-import resource
-import signal
 import string
-import sys
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -48,112 +45,6 @@ from .compare import matching, quick_compare
 from .library import DIFFERENT, EQUAL, GOLD_ERROR  # noqa: F401 (re-exported)
 from .parse import Answer, Equation, Expr, Items, Seq, Text, Union
 from .units import scales
-
-
-def init_worker(memory_bytes: int | None) -> None:
-    """Pool initializer: cap the address space, import sympy and warm the caches.
-
-    The cap is ``memory_bytes`` on top of what the forked worker already maps: a worker forked
-    from a large process (a trainer with torch loaded) starts out with its parent's mappings.
-    The descriptors the fork copied are closed first (:func:`close_inherited_fds`).
-    """
-    close_inherited_fds()
-    _die_with_parent()
-    if memory_bytes:
-        try:
-            with open("/proc/self/statm") as f:
-                mapped = int(f.read().split()[0]) * resource.getpagesize()
-        except OSError:
-            mapped = 0
-        cap = mapped + memory_bytes
-        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-        if hard != resource.RLIM_INFINITY:
-            cap = min(cap, hard)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    signal.signal(signal.SIGPROF, _spent)
-    warm()
-
-
-CPU_SPENT = "cpu_spent"
-"""What :func:`within_cpu` returns for a call stopped at its CPU budget."""
-_budget = {"armed": False}
-
-
-class _CpuBudgetSpent(BaseException):
-    """Raised in a worker by ``SIGPROF``; a ``BaseException``: ``except Exception`` misses it."""
-
-
-def _spent(signum: int, frame: Any) -> None:
-    if _budget["armed"]:
-        raise _CpuBudgetSpent
-
-
-def within_cpu(cpu_s: float, fn: Any, *args: Any) -> Any:
-    """``fn(*args)``, or :data:`CPU_SPENT` once this worker has spent ``cpu_s`` CPU seconds on it.
-
-    The budget is CPU time (``ITIMER_PROF``: user and system time of this process), not wall
-    time: a comparison on a loaded machine waits for a core without spending its budget, so the
-    machine's load is never charged to the model's answer. The timer repeats every 50 ms of CPU
-    until disarmed, so a stray ``except:`` in a library cannot swallow the stop. Code that never
-    returns to the interpreter (one huge integer operation in C) is stopped by the caller's
-    wall-clock backstop instead (``answers.WALL_FACTOR``).
-    """
-    try:
-        _budget["armed"] = True
-        signal.setitimer(signal.ITIMER_PROF, cpu_s, 0.05)
-        try:
-            return fn(*args)
-        finally:
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            _budget["armed"] = False
-    except _CpuBudgetSpent:
-        return CPU_SPENT
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker when the process that started it exits.
-
-    A worker busy in C (one huge integer operation) cannot run Python's exit handlers; without
-    this it outlives its parent when the pool is shut down mid-call, an orphan at 100% CPU.
-    """
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the pool's own shutdown is all there is
-        pass
-
-
-def close_inherited_fds() -> None:
-    """Close every descriptor this forked worker holds except stdio and its pool channel.
-
-    The pool forks from a process whose other threads may hold pipes at that instant: a
-    subprocess's exec-status pipe half-way through its spawn, a child's stdin, a server's
-    socket. A copy kept here for the worker's life means the other end never sees EOF: the
-    parent's ``subprocess`` spawn then waits forever (a trainer driver hung so, spawning agent
-    programs while a worker forked), and a child reading its stdin to the end never finishes.
-    The pool channel is found in the pebble frame that runs the initializer; where it cannot be
-    found (another pebble), nothing is closed.
-    """
-    keep = {0, 1, 2}
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_name != "worker_process":
-        frame = frame.f_back
-    channel = frame.f_locals.get("channel") if frame is not None else None
-    if channel is None:
-        return
-    keep |= {channel.reader.fileno(), channel.writer.fileno()}
-    try:
-        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
-    except OSError:
-        return
-    for fd in fds:
-        if fd not in keep:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 def warm() -> None:
@@ -165,11 +56,6 @@ def warm() -> None:
     from . import library
 
     library.verdict("\\frac{1}{2}", "x \\le 3", gold_read_by_envhub=True, tolerance=None)
-
-
-def ping() -> str:
-    """A no-op task used to wait until a worker is up."""
-    return "pong"
 
 
 def model_errors() -> tuple[type[BaseException], ...]:

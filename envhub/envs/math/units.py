@@ -45,6 +45,30 @@ def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
     return {n: (dimension, Fraction(factor)) for n in names}
 
 
+_MONEY = {
+    **_names("usd", 1, "usd", "dollar", "dollars"),
+    **_names("eur", 1, "eur", "euro", "euros"),
+    **_names("gbp", 1, "gbp"),
+    **_names("gbp", "1/100", "pence", "penny", "pennies"),
+    **_names("jpy", 1, "jpy", "yen"),
+    **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
+    **_names("chf", 1, "chf"),
+    **_names("krona", 1, "kr", "sek", "nok", "dkk"),
+    **_names("try", 1, "tl", "try", "lira", "liras"),
+    **_names("cny", 1, "cny", "rmb", "yuan"),
+    **_names("cny", "1/10", "jiao"),
+    **_names("krw", 1, "krw", "won"),
+    **_names("aed", 1, "aed", "dirham", "dirhams"),
+    **_names("sar", 1, "sar", "riyal", "riyals"),
+    **_names("egp", 1, "egp"),
+    **_names("brl", 1, "brl", "reais"),
+    **_names("pln", 1, "zł", "zl", "pln", "złoty", "zloty"),
+    **_names("rub", 1, "rub", "руб", "рублей", "рубля", "rubles", "roubles"),
+}
+"""Currencies, one dimension each, by their names and codes after an amount (the signs and
+codes written before one, ``$5``, ``EUR 5``, are :data:`envhub.envs.math.numerals._SIGNS`)."""
+CURRENCIES = frozenset(dimension for dimension, _ in _MONEY.values())
+"""The money dimensions; ``cents`` are a hundredth of whichever the other side has."""
 TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "1/1000", "mm", "millimeter", "millimeters", "millimetre", "millimetres"),
     **_names("length", "1/100", "cm", "centimeter", "centimeters", "centimetre", "centimetres"),
@@ -81,25 +105,8 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("frequency", 1000, "khz", "kilohertz"),
     **_names("frequency", 1000000, "mhz", "megahertz"),
     **_names("frequency", 1000000000, "ghz", "gigahertz"),
-    **_names("usd", 1, "usd", "dollar", "dollars"),
-    **_names("eur", 1, "eur", "euro", "euros"),
-    **_names("gbp", 1, "gbp"),
-    **_names("gbp", "1/100", "pence", "penny", "pennies"),
-    **_names("jpy", 1, "jpy", "yen"),
-    **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
-    **_names("chf", 1, "chf"),
-    **_names("krona", 1, "kr", "sek", "nok", "dkk"),
-    **_names("try", 1, "tl", "try", "lira", "liras"),
-    **_names("cny", 1, "cny", "rmb", "yuan"),
-    **_names("cny", "1/10", "jiao"),
-    **_names("krw", 1, "krw", "won"),
-    **_names("aed", 1, "aed", "dirham", "dirhams"),
-    **_names("sar", 1, "sar", "riyal", "riyals"),
-    **_names("egp", 1, "egp"),
-    **_names("brl", 1, "brl", "reais"),
+    **_MONEY,
     **_names("mass", 500, "jin"),
-    **_names("pln", 1, "zł", "zl", "pln", "złoty", "zloty"),
-    **_names("rub", 1, "rub", "руб", "рублей", "рубля", "rubles", "roubles"),
     **_names("temperature", 1, "degc", "celsius"),
     **_names("temperature", "5/9", "degf", "fahrenheit"),
     **_names("temperature", 1, "kelvin", "kelvins", "k"),
@@ -144,11 +151,6 @@ is ``373.15 K``); a temperature *difference* written in another scale is therefo
 _OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
 _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
 """Temperatures in kelvin: ``K = factor * value + offset``."""
-CURRENCIES = frozenset(
-    {"usd", "eur", "gbp", "jpy", "inr", "chf", "krona", "try", "pln", "rub", "cny", "krw", "aed"}
-    | {"sar", "egp", "brl"}
-)
-"""The money dimensions; ``cents`` are a hundredth of whichever the other side has."""
 _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
     **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),

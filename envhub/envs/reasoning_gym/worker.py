@@ -8,7 +8,7 @@ step's deadline never fired. :func:`~.scoring.explosive` refuses every such answ
 this module makes sure that one it misses costs a worker, never the caller.
 
 Every scoring of an answer (with the task's constant floor, the first time) is one call to the
-math checker's worker pool (:func:`envhub.envs.math.answers.run_in_worker`: forked workers
+math checker's worker pool (:func:`envhub.envs.math.pool.run_in_worker`: forked workers
 under an address-space cap that die with their parent): :data:`SCORE_CPU_S` CPU seconds, then
 the step is the model's ``timeout`` (:class:`~envhub.errors.VerifierTimeout`); past the wall
 backstop the worker is killed and replaced. The hop costs about 0.25 ms a verify (up to 1 ms
@@ -56,7 +56,7 @@ def score(job: Job) -> tuple[float, str | None, float]:
         VerifierTimeout: Scoring spent :data:`SCORE_CPU_S` CPU seconds (the model's answer).
         InfraError: The worker died for another reason.
     """
-    from envhub.envs.math.answers import run_in_worker
+    from envhub.envs.math.pool import run_in_worker
 
     return run_in_worker(judge, (job,), SCORE_CPU_S)
 

@@ -1,0 +1,254 @@
+r"""Final-answer extraction: which part of a math response is its answer.
+
+:func:`extract_answer` looks for the final answer in this order and stops at the first rule
+that finds one:
+
+1. ``hash``: GSM8K-style ``#### 42`` lines (with any ``\boxed{}`` beside them);
+2. ``boxed``: ``\boxed{42}`` (or ``\fbox{}``), braces balanced; a "The final answer is ..."
+   written after the last box wins over the boxes (Minerva style);
+3. ``answer_is``: "the answer is 42", "Final answer: 42" (up to the end of the sentence; an
+   aside in parentheses after it, "32 apples (16 pairs)", is dropped);
+4. ``math``: the last ``$...$`` / ``\(...\)`` / ``\[...\]`` span, when the last number is
+   inside it or before it ("Therefore $x \ge 5$."); of a chain ``a = b = c``, ``c``;
+5. ``last_number``: the last number (``-3``, ``1,000``, ``1 000``, ``2.5``, ``2 1/2``,
+   ``\frac{3}{4}``, ``50%``; not a digit glued to a word, ``AZYUK2A``).
+
+Before any rule, digits of every script become ASCII and invisible characters go
+(:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
+
+**Several candidates are one answer: a list.** A response that offers several different
+final answers, in any form, gives all of them, and all of them are compared with the gold:
+several ``####`` lines or boxes that differ, several "the answer is", ``31 or 32``, ``31, 32``,
+``31/32/33``, or an enumeration of numbers joined only by ``,`` ``;`` ``/`` ``or`` ``and``
+that ends the response (``1, 2, ..., 100``). A list equals a gold only when the gold is the
+same list (as a multiset), so against a single-valued gold every hedge scores 0 whichever
+candidate is right, and listing more candidates never helps; a task whose answer *is* a list
+(``\boxed{2} and \boxed{3}`` for the roots 2, 3) is still answered correctly. Repeating one
+value in another form (``\boxed{1/2}`` ... ``\boxed{0.5}``) is one answer. Words of
+uncertainty on the final answer or in the clause right after it (``maybe``, ``perhaps``,
+``possibly``, ``probably``, ``either``, ``alternatively``, ``not sure``; or ``or``/``otherwise``
+followed by a number: ``\boxed{32}, or maybe 31``) mark the response **hedged**: no
+correctness, even against a list gold, and no format point. So does a committed answer
+stated anywhere else that is decisively none of the final ones ("The answer is 5. ... Final
+answer: 7", "The answer is 5. ... #### 7"): two committed answers are a hedge, whichever the
+gold is. A hypothesis ("if the answer is 5"), words ("the answer is the sum of ...") and
+what cannot be decided exactly commit to nothing
+(:func:`~envhub.envs.math.statements.contradicted`). A final answer
+taken back right after it ("#### 5. Actually, 7.") is hedged too, and so is one followed by
+another value offered as also possible ("#### 5. 7 is also acceptable.",
+:func:`~envhub.envs.math.hedges.retracted`).
+
+What hedges an answer is :mod:`envhub.envs.math.hedges`; the statements of rule 3 are read by
+:mod:`envhub.envs.math.statements`; the numbers of running text and the answer the last one
+states, by :mod:`envhub.envs.math.lastnumber`. :func:`format_score` scores the response's form.
+Whether an extracted answer equals the gold is :func:`envhub.envs.math.answers.is_equivalent`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from . import locales
+from .compare import distinct
+from .hedges import HEDGE_WORDS, is_hedged, last_number_hedged, retracted
+from .lastnumber import JOINER, NUMBER, find_numbers, last_number, tidy
+from .latex import boxed_contents, plain_digits
+from .parse import split_top
+from .statements import MAX_CANDIDATES, contradicted, find_statements, stated_value
+
+__all__ = ["Extraction", "extract_answer", "format_score"]
+
+MAX_RESPONSE_CHARS = 100_000
+"""Extraction reads only this many characters from the end of a response."""
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The final answer found in a response."""
+
+    answer: str | None
+    """Final answer text as written (``\\frac{1}{2}``, ``1,000``); None if nothing found."""
+    method: str | None
+    """The rule that found it: ``hash``, ``boxed``, ``answer_is`` or ``last_number``."""
+    hedged: bool
+    """The response gives several different final answers: it earns no correctness."""
+
+
+_HASH = re.compile(r"####[ \t]*([^\n]*)")
+
+
+def _hash_answers(text: str) -> list[str]:
+    return [a for a in (tidy(m.group(1)) for m in _HASH.finditer(text)) if a]
+
+
+_SPAN = re.compile(
+    r"\$\$(.{1,1000}?)\$\$|\$(.{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]", re.DOTALL
+)
+SPAN_WINDOW = 4000
+"""The ``math`` rule looks for its span in this many final characters only."""
+FALLBACK_WINDOW = 10_000
+"""The ``math`` and ``last_number`` rules read only this many final characters."""
+
+
+def _math_span(text: str, after: int) -> tuple[str, int] | None:
+    r"""The last ``$...$`` / ``\(...\)`` / ``\[...\]`` span ending after ``after``.
+
+    Only the last :data:`SPAN_WINDOW` characters are searched, and a span is at most 1000
+    characters, so the search stays linear however many delimiters are left open. Spans
+    joined by ``or``/``and``/``,`` ("$x = -1$ or $x = 4$") are one list answer.
+    """
+    offset = max(0, len(text) - SPAN_WINDOW)
+    spans = list(_SPAN.finditer(text, offset))[-MAX_CANDIDATES:]
+    if not spans or spans[-1].end() <= after:
+        return None
+    joined = [spans[-1]]
+    for m in reversed(spans[:-1]):
+        if not JOINER.fullmatch(text, m.end(), joined[-1].start()):
+            break
+        joined.append(m)
+    contents = [_span_value(m) for m in reversed(joined)]
+    content = ", ".join(c for c in contents if c)
+    return (content, spans[-1].end()) if content else None
+
+
+def _span_value(span: re.Match) -> str:
+    """A span's content; of a chain ``a = b = c``, ``c``."""
+    content = next(g for g in span.groups() if g is not None).strip()
+    chain = split_top(content, "=")
+    if len(chain) >= 3 and "," not in content:  # a chain a = b = c states its value last
+        content = chain[-1]
+    elif len(chain) == 2 and chain[1] and not _LETTER.search(_COMMAND.sub("", chain[0])):
+        content = chain[1]  # 1 \div 3 = 0.\overline{3}: a computation and its value
+    return content
+
+
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
+    """The rule that found explicit answers, the answers, and their span in the text.
+
+    Returns:
+        ``(method, answers, start of the first, end of the last)``, or None.
+    """
+    hashes = list(_HASH.finditer(text))
+    if hashes:
+        found = [a for a in (tidy(m.group(1)) for m in hashes) if a]
+        if "\\boxed" in text or "\\fbox" in text:
+            found += boxed_contents(text)
+        if found:
+            return "hash", found, hashes[0].start(), hashes[-1].end()
+    if "\\boxed" in text or "\\fbox" in text:
+        boxes = boxed_contents(text)
+        end = _end_of_last_box(text)
+        stated_later = list(find_statements(text[end:]))
+        if boxes and not stated_later:  # "The final answer is ..." after the boxes wins
+            first = min(i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0)
+            return "boxed", boxes, first, end
+    stated = list(find_statements(text))
+    if stated:  # the last statement is the answer; any other one must agree (contradicted)
+        start, answer = stated[-1]
+        end = text.find(answer, start)
+        end = len(text) if end < 0 else end + len(answer)
+        return "answer_is", [stated_value(answer)], start, end
+    return None
+
+
+def _end_of_last_box(text: str) -> int:
+    last = text.rfind("\\boxed")
+    depth, i = 0, text.find("{", last)
+    if i < 0:
+        return len(text)
+    for j in range(i, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[j], 0)
+        if depth == 0:
+            return j + 1
+    return len(text)
+
+
+_AMBIGUOUS = re.compile(r"\d\.\d{3}(?!\d)|\d,\d")
+"""A number a locale may read two ways (``1.250``, ``1,5``)."""
+
+
+def extract_answer(text: str) -> Extraction:
+    """Find the final answer of a response (rules and hedging in the module docstring).
+
+    Only the last :data:`MAX_RESPONSE_CHARS` characters are read, with their digits in ASCII
+    (:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``). The
+    answer of a response that writes numbers the continental way has them in English notation
+    (``1.250`` -> ``1250``; :mod:`envhub.envs.math.locales`).
+    """
+    text = plain_digits(text[-MAX_RESPONSE_CHARS:])
+    found = _extract(text)
+    if found.answer and _AMBIGUOUS.search(found.answer) and locales.continental(text):
+        found = replace(found, answer=locales.english_notation(found.answer))
+    return found
+
+
+def _lead(text: str, start: int) -> str:
+    r"""The words right before an explicit answer, in its sentence ("probably \boxed{9}")."""
+    lead = text[max(0, start - 60) : start]
+    return re.split(r"[.!?\n。]", lead)[-1]
+
+
+def _extract(text: str) -> Extraction:
+    explicit = _explicit(text)
+    if explicit:
+        method, found, first, end = explicit
+        if len(set(found)) > MAX_CANDIDATES:  # checked before the quadratic de-duplication
+            return Extraction(found[-1], method, True)
+        different = distinct(found)
+        answer = found[-1] if len(different) == 1 else ", ".join(different)
+        tail = text[end:] if method != "answer_is" else ""
+        between = text[max(first, end - 400) : end] if len(different) > 1 else answer
+        hedged = (
+            is_hedged(between, tail)
+            or bool(HEDGE_WORDS.search(_lead(text, first)))
+            or contradicted(text, different)
+            or (len(different) == 1 and retracted(answer, text[end:]))
+        )
+        return Extraction(answer, method, hedged)
+    tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
+    numbers = find_numbers(tail)
+    number = _last_number(tail, numbers)
+    span = _math_span(tail, numbers[-1].end() if numbers else 0)
+    if span is not None and not (number and "," in number.answer and NUMBER.fullmatch(span[0])):
+        content, end = span
+        return Extraction(content, "math", is_hedged(content, tail[end:]))
+    return number or Extraction(None, None, False)
+
+
+def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:
+    """The rule of last resort: the last number, or the enumeration that it ends."""
+    if not numbers:
+        return None
+    answer, restated = last_number(text, numbers)
+    return Extraction(answer, "last_number", last_number_hedged(text, numbers[-1], restated))
+
+
+def format_score(text: str, style: str) -> float:
+    r"""1.0 when the final answer is given exactly once in ``style`` and unhedged, else 0.0.
+
+    Args:
+        text: The response.
+        style: ``hash`` (``#### 42``) or ``boxed`` (``\boxed{42}``).
+
+    Raises:
+        ValueError: ``style`` is neither.
+    """
+    text = plain_digits(text[-MAX_RESPONSE_CHARS:])
+    if style == "hash":
+        markers = _hash_answers(text)
+    elif style == "boxed":
+        markers = boxed_contents(text)
+    else:
+        raise ValueError(f"format style must be 'hash' or 'boxed', got {style!r}")
+    if len(markers) != 1:
+        return 0.0
+    found = extract_answer(text)
+    marker = tidy(markers[0])
+    if found.answer != marker and locales.continental(text):
+        marker = locales.english_notation(marker)
+    return 0.0 if found.hedged or found.answer != marker else 1.0

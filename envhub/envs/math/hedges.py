@@ -1,0 +1,210 @@
+r"""Hedges: a response that offers more than one final answer, or doubts the one it gives.
+
+A hedged response earns no correctness, even against a list gold, and no format point
+(:attr:`envhub.envs.math.extract.Extraction.hedged`). Read around the final answer that
+:mod:`envhub.envs.math.extract` found, a hedge is:
+
+* a word of uncertainty on the answer or right before it in its sentence (``maybe``,
+  ``perhaps``, ``probably``, ``either``, ``alternatively``, ``not sure``, ``I guess``, and the
+  same in the languages whose answer statements are read: :data:`HEDGE_WORDS`);
+* two values side by side or joined by a word of choice (``44 0``, ``44 vs 0``, ``44 oder 0``,
+  ``44 ∨ 0``), or another number after ``or``/``otherwise``/``maybe`` in the clause right after
+  the answer (``\boxed{32}, or maybe 31``), or doubt there ("but I might have miscounted")
+  (:func:`is_hedged`);
+* the answer taken back, or another value offered as also possible, after it ("#### 5.
+  Actually, 7.", "#### 5. 7 is also acceptable.": :func:`retracted`);
+* for the ``last_number`` rule, a value listed right before the last number (``31 or 32``,
+  ``(4, \infty), \frac{4}{5}``, ``28080 104``: :func:`last_number_hedged`);
+* an aside after a stated answer that offers another value ("15 (though 16 is plausible)":
+  :func:`offers_value`).
+
+The same value said again in another form ("$5, or 500 cents") is no hedge
+(:func:`envhub.envs.math.compare.same`). Two committed answers that disagree ("The answer is
+5. ... #### 7") are found where the statements are read
+(:mod:`envhub.envs.math.extract`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .compare import same
+from .lastnumber import find_numbers, last_number, tidy, unit_after
+
+HEDGE_WORDS = re.compile(
+    r"\b(?:maybe|perhaps(?!\s+(?:un)?surprising)|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
+    r"|i\s+guess"
+    # the same in the languages whose answer statements are read (statements._ANSWER_IS)
+    r"|vielleicht|wahrscheinlich|möglicherweise|eventuell|peut-être|peut\s+être|probablement"
+    r"|quizás?|tal\s+vez|probablemente|posiblemente|forse|probabilmente|talvez|provavelmente"
+    r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद"
+    r"|아마도?|chyba|może|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise"
+    r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless)\b"
+    r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
+    r"|也许|可能|大概|たぶん|多分|おそらく|恐らく"
+    r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
+    r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
+    re.IGNORECASE,
+)
+_OR_ANOTHER = re.compile(
+    r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively|oder|ou|или|أو|या)\b"
+    r"[^.\n]{0,40}?\d",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be"
+    r"|kidding|scratch\s+that|on\s+second\s+thought|misread|misunderstood|instead|rather"
+    r"|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result|solution"
+    r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d))\b",
+    re.IGNORECASE,
+)
+"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
+"Just kidding, 7", "if I misread, 7", "Final: 7", "also 7", "else 7")."""
+_ALSO = re.compile(
+    r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides)\b", re.IGNORECASE
+)
+_ACCEPTABLE = re.compile(
+    r"\b(?:possible|acceptable|valid|correct|right|works?|fine|answers?|solutions?|options?"
+    r"|possibilit(?:y|ies)|candidates?|fits?|holds?|applies|satisf(?:y|ies))\b",
+    re.IGNORECASE,
+)
+"""With :data:`_ALSO`: a sentence after the final answer offering another value as also
+possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`retracted`)."""
+_NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
+"""A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
+the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
+_OR_BEFORE = re.compile(
+    r"\bor\b(?!\s+[A-Za-z]\s*=)[^.,;\n]{0,12}$"
+    r"|(?:[)\]}]|\\infty)\s*(?:[,;/|∨]+|\b(?:vs|versus|else|ou|oder)\b)?\s*$"
+    rf"|{_NUMBER_THEN_BLANK}$",  # "28080 104", "5 -3": two numbers side by side
+    re.IGNORECASE,
+)
+r"""Right before the last number: an "or", a listed interval or tuple, or another number:
+``(-\infty, 4) or \frac{4}{5}``, ``(4, \infty), \frac{4}{5}`` and ``28080 104`` offer two
+answers. The last number is a whole token here (spaced thousands, ``1 000``, are one), so any
+number before it with only blanks between is another value; inside one answer
+:data:`_SIDE_BY_SIDE` must leave ``1 000`` alone."""
+ALSO_WINDOW = 600
+"""Characters after the final answer searched for another value offered as also possible."""
+_CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
+
+
+def is_hedged(answer: str, after: str) -> bool:
+    """True when the final answer, or what follows it in its sentence, offers another one.
+
+    ``after`` is the text right after the answer; only its first clause is read. "or" and the
+    same value again ("$5, or 500 cents") is a restatement, not a second answer; a doubt
+    ("but I might have miscounted") is a hedge.
+    """
+    if HEDGE_WORDS.search(answer) or _DOUBT.search(answer) or "?" in answer:
+        return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
+    if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
+        return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
+    clause = _first_clause(after)
+    other = _OR_ANOTHER.search(clause)
+    if other and not same(tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
+        return True
+    return bool(_DOUBT.search(clause))
+
+
+_SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
+"""Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
+nor ``2 1/2``)."""
+_VERSUS = re.compile(r"\d\s*(?:\b(?:vs\.?|versus|else|oder|ou|или|或)\s|∨)\s*[-−$\\]?\d", re.I)
+"""Two values joined by a word of choice (``44 vs 0``, ``44 oder 0``, ``44 ∨ 0``)."""
+_JOINER_WORD = re.compile(r"^\W*\w+\s*")
+_DOUBT = re.compile(
+    r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*"
+    r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
+    r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt",
+    re.IGNORECASE,
+)
+"""Doubt about the answer just given: a hedge."""
+
+
+def _first_clause(after: str) -> str:
+    """The clause right after an answer; a line holding only a joiner ("or") runs on."""
+    after = after[:300].lstrip(" \t\n*$}).,;:")
+    stop = _CLAUSE_END.search(after)
+    if stop is not None and _JOINER_LINE.fullmatch(after[: stop.start()]):
+        rest = _CLAUSE_END.search(after, stop.end())
+        return after[: rest.start()] if rest else after
+    return after[: stop.start()] if stop else after
+
+
+_JOINER_LINE = re.compile(r"\s*(?:or|else|also|otherwise|alternatively|maybe|perhaps)\s*", re.I)
+
+
+def retracted(answer: str, after: str) -> bool:
+    r"""The clause after the final answer takes it back, or adds another number.
+
+    "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
+    or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
+    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
+    """
+    clause = _first_clause(after)
+    if _CORRECTION.search(clause) and _other_value(clause, answer):
+        return True
+    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
+    if any(_DOUBT.search(sentence) for sentence in sentences):
+        return True  # "\boxed{42}. I'm not sure which one is intended."
+    return any(
+        (_offers_another(sentence) or HEDGE_WORDS.search(sentence))
+        and _other_value(sentence, answer)
+        for sentence in sentences
+    )
+
+
+def _offers_another(sentence: str) -> bool:
+    """The sentence offers a value as also possible ("7 is also acceptable", "another answer")."""
+    return bool(_ALSO.search(sentence) and _ACCEPTABLE.search(sentence))
+
+
+def _other_value(clause: str, answer: str) -> bool:
+    """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
+    found = find_numbers(clause)
+    if not found:
+        return False
+    last, _ = last_number(clause, found)
+    return not (same(found[-1].group(0), answer) or same(last, answer))
+
+
+def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
+    """The answer of the ``last_number`` rule, the number ``last`` of ``text``, is hedged.
+
+    It is read in its sentence (on its line, up to 200 characters before it). A last number
+    that only restates the amount before it (``restated``, "2 hours, or 120 minutes") is
+    hedged by a word of uncertainty there only; any other also by another value in the
+    clause after it, one offered as also possible, or one listed right before it
+    (:data:`_OR_BEFORE`: ``31 or 32``, a listed interval, ``28080 104``).
+    """
+    start = text.rfind("\n", 0, last.start()) + 1
+    sentence = text[max(start, last.start() - 200) : last.start()]
+    if restated:
+        return bool(HEDGE_WORDS.search(sentence))
+    clause = _CLAUSE_END.split(sentence)[-1] + _first_clause(text[last.end() :])
+    return (
+        is_hedged(sentence + last.group(0), text[last.end() :])
+        or _offers_another(clause)
+        or bool(_OR_BEFORE.search(sentence))
+    )
+
+
+_OFFERS = re.compile(
+    r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
+    r"|might|may|if|else)\b",
+    re.IGNORECASE,
+)
+"""Words in an aside that offer its number as another answer: "15 (though 16 is plausible)"."""
+
+
+def offers_value(aside: str, answer: str) -> bool:
+    """An aside offers another value: a cue word and a number that is not the answer again.
+
+    "15 (though 16 is also plausible)" offers 16; "3,50 € (also 350 Cent)" says 3,50 € again.
+    """
+    found = find_numbers(aside)
+    if not found or not _OFFERS.search(aside):
+        return False
+    said = found[-1].group(0) + unit_after(aside, found[-1].end())
+    return not same(said, answer.strip())

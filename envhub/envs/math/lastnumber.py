@@ -1,0 +1,221 @@
+r"""Numbers in a response's running text, and the answer that the last one states.
+
+:func:`find_numbers` finds the numbers of a text, each a whole token (:data:`NUMBER`: ``-3``,
+``1,000``, ``1 000``, ``1,23,456``, ``2.5``, ``2 1/2``, ``\frac{3}{4}``, ``50%``, ``599e+72``,
+``10²``; not a digit glued to a word, ``AZYUK2A``). :func:`last_number` reads the answer that
+the last of them states, for the ``last_number`` rule of :mod:`envhub.envs.math.extract` and
+for the hedges that look for another value (:mod:`envhub.envs.math.hedges`): the enumeration
+it ends (``31 or 32``), the plain-text math around it (``√2``, ``x ≤ 3``), the expression it
+ends (``1+2``), its currency sign and unit (``$15``, ``300 seconds``), an amount before it
+(``12 dollars and 50 cents``), or the amount that it only restates ("2 hours, or 120
+minutes").
+"""
+
+from __future__ import annotations
+
+import re
+
+from .compare import same
+from .parse import compound
+from .units import measure
+
+_POWER = r"(?:[eE][-+]?\d+|\s*(?:\^|\*\*)\s*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+)|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?"
+"""A power or scientific exponent is part of its number: ``599e+72``, ``10^{3}``, ``2**10``,
+``10²`` are one token each, never their last digits."""
+NUMBER = re.compile(
+    r"(?:(?<![\w)])[-\u2212\u2013])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
+    r"|(?:(?<![\w)])[-\u2212\u2013])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"|\d{1,2}(?:,\d\d)+,\d{3}(?:\.\d+)?"  # 1,23,456: lakh and crore
+    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
+    r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"  # 1.234.567, 1.234,5
+    r"|[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?"  # 1'234.5
+    r"|[1-9]\d{0,2}(?: \d{3})+(?:,\d+)?(?!\d|\.\d)"  # 1 000, 12 345,6: spaced thousands
+    r"|(?<![eE][-+])(?<!\^\{)(?<!\^)\d+(?:\.\d+)?(?:/\d+)?" + _POWER + r"|\.\d+)%?(?!\w*\d|_|\.\d)"
+)
+"""A number written as a whole token: no letter, digit, ``_`` or point glued before it, and
+no digits later in its token (``x72``, ``is72``, ``e72``, ``599e72`` and ``A32`` hold no
+number); a word glued after it must be a unit (:func:`find_numbers`). An exponent belongs to its
+number (:data:`_POWER`)."""
+_GLUED_WORD = re.compile(r"[A-Za-z]+")
+
+
+def find_numbers(text: str) -> list[re.Match]:
+    """The numbers of ``text`` (:data:`NUMBER`), each a whole token.
+
+    A number right after ``,`` or ``/`` counts only when a number ends there too: ``31,32``
+    and ``1/2/3`` are numbers, the ``234`` of ``x1,234`` is the tail of a word. A word glued
+    after a number must name a unit (``42cm``, ``1,000.99m²``; not ``72x``, ``1AAA``).
+    """
+    found: list[re.Match] = []
+    end = -1
+    for m in NUMBER.finditer(text):
+        start = m.start()
+        glued = start > 1 and text[start - 1] in ",/" and end != start - 1
+        glued = glued and text[start - 2] not in _UNICODE_MATH  # π/4 is a number
+        word = _GLUED_WORD.match(text, m.end())
+        if not glued and (word is None or measure(word.group(0)) is not None):
+            found.append(m)
+        end = m.end()
+    return found
+
+
+def tidy(answer: str) -> str:
+    """``answer`` without the spaces, bold marks and punctuation around it."""
+    return answer.strip().strip("*").strip().rstrip(".,;:。，；：").strip()
+
+
+JOINER = re.compile(
+    r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+"
+    r"(?:[A-Za-z]\s*=\s*)?"  # x = 2 or x = 3: the roots, one list
+)
+
+
+def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
+    """The numbers of the enumeration that ends with the last one (``31 or 32``, ``1, 2, 3``).
+
+    Numbers count as enumerated when only separators (``,`` ``;`` ``/`` ``or`` ``and``) stand
+    between them; a fraction chain ``31/32/33`` is split into its three numbers.
+    """
+    found = [numbers[-1]]
+    for m in reversed(numbers[:-1]):
+        if not JOINER.fullmatch(text, m.end(), found[-1].start()):
+            break
+        found.append(m)
+    found.reverse()
+    if len(found) == 2 and text[found[0].end() : found[1].start()] == ",":
+        return [text[found[0].start() : found[1].end()]]  # 2,74: a decimal comma
+    chained = len(found) > 1 and any(
+        text[a.end() : b.start()].strip() == "/" for a, b in zip(found, found[1:], strict=False)
+    )
+    return [p for m in found for p in (m.group(0).split("/") if chained else [m.group(0)])]
+
+
+def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
+    """The answer that the last of ``numbers`` (not empty) states, and whether it restates.
+
+    The enumeration it ends (``31 or 32`` gives ``31, 32``), the plain-text math around it
+    (``√2``), the expression it ends (``1+2``), or the number with its currency sign, its unit
+    and an amount right before it (``$15``, ``300 seconds``, ``12 dollars and 50 cents``). A
+    last number that only restates the amount before it ("2 hours, or 120 minutes") gives that
+    amount, and True.
+    """
+    items = _enumeration(text, numbers)
+    last = numbers[-1]
+    if len(items) > 1:
+        return ", ".join(items), False
+    run = _unicode_math(text, last)
+    if run is not None:  # "√2", "2·π·3 = 6π", "(−∞, 3]", "x ≤ 3": the expression, not its digit
+        return run, False
+    arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
+    if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
+        return text[arithmetic.start() : last.end()], False
+    answer = _currency_before(text, last.start()) + items[0] + unit_after(text, last.end())
+    before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
+    if before is not None and compound(text[before.start() : last.start()] + answer):
+        answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
+    said = _said_before(text, numbers, answer)
+    if said is not None:  # "2 hours, or 120 minutes", "1.5 hours (90 minutes)": one value
+        return said, True
+    return answer, False
+
+
+_CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺])\s?$")
+
+
+def _currency_before(text: str, start: int) -> str:
+    """The currency sign written right before a number ("$15 per day"), or ""."""
+    m = _CURRENCY_SIGN.search(text, max(0, start - 3), start)
+    return m.group(0) if m else ""
+
+
+_RUN_CHAR = re.compile(r"[\d.,\s√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
+_UNICODE_MATH = frozenset("√∛∜π∞±∓≤≥×÷·")
+_VARIABLE_BEFORE = re.compile(r"(?:^|\s)([A-Za-z])\s*$")
+
+
+def _unicode_math(text: str, number: re.Match) -> str | None:
+    """The plain-text math around the last number, when it uses Unicode signs; else None.
+
+    "is √2." gives ``√2``, "2·π·3 = 6π." ``6π`` (of a chain, its value), "(−∞, 3]." the
+    interval, "So x ≤ 3." ``x ≤ 3``, "3√5 cm" ``3√5 cm``. ASCII text is left to the other rules.
+    """
+    start, end = number.start(), number.end()
+    while start > 0 and _RUN_CHAR.match(text[start - 1]) and number.start() - start < 200:
+        start -= 1
+    while end < len(text) and _RUN_CHAR.match(text[end]) and end - number.end() < 200:
+        end += 1
+    run = text[start:end]
+    if _UNICODE_MATH.isdisjoint(run):
+        return None
+    run = run.rsplit("=", 1)[-1].strip(" \t\n.,;:")
+    while run[-1:] in (")", "]") and run.count("(") + run.count("[") < run.count(")") + run.count(
+        "]"
+    ):
+        run = run[:-1].rstrip(" .,;:")  # "(... 4.2 × 10¹.)": the aside's bracket
+    if run[:1] in "≤≥<>":
+        variable = _VARIABLE_BEFORE.search(
+            text, 0, start + len(text[start:end]) - len(text[start:end].lstrip())
+        )
+        if variable is None:
+            return None
+        run = f"{variable.group(1)} {run}"
+    return (
+        run + unit_after(text, end - (len(text[start:end]) - len(text[start:end].rstrip())))
+    ) or None
+
+
+def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
+    """The amount before the last one when the last only restates it, else None.
+
+    "2 hours, or 120 minutes" and "1.5 hours (90 minutes)" give the first amount.
+    """
+    if len(numbers) < 2:
+        return None
+    prev, last = numbers[-2], numbers[-1]
+    unit = unit_after(text, prev.end())
+    first = prev.group(0) + unit
+    between = text[
+        prev.end()
+        + len(_UNIT_AFTER.match(text, prev.end()).group(0) if unit else "") : last.start()
+    ]
+    if not _RESTATING.fullmatch(between) or not same(first, answer):
+        return None
+    return first
+
+
+_RESTATING = re.compile(r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)", re.IGNORECASE)
+
+
+_ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
+"""Numbers and operators right before the last number: an expression the number ends. A
+hyphen glued on both sides is a range ("3-5"), not a subtraction."""
+_AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\s*(?:,\s*|and\s+)?$")
+"""An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
+
+
+_NOT_RATE = frozenset({"each", "every", "a"})
+_UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-z€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
+
+
+def unit_after(text: str, end: int) -> str:
+    """The unit written right after the number ending at ``end`` (`` seconds``, `` km/h``), or "".
+
+    The last number of "so it takes 300 seconds." is ``300 seconds``: its unit is part of the
+    answer (``300 minutes`` is another one). The longest run of up to four words that names a
+    unit of :mod:`envhub.envs.math.units` is kept; a word that names none (``apples``) is not.
+    """
+    m = _UNIT_AFTER.match(text, end)
+    if m is None:
+        return ""
+    words = m.group(1).rstrip(". ").split(" ")[:4]
+    cut = next((i for i, w in enumerate(words) if w.lower() in _NOT_RATE), len(words))
+    words = words[:cut]  # "5 km each day" ran 5 km: "each" and "every" start no rate here
+    if words[:1] == ["in"] and len(words) > 1:
+        return ""  # "7 in all": a preposition; "7 in." is inches
+    for n in range(len(words), 0, -1):
+        phrase = " ".join(words[:n]).rstrip(".").replace("²", "^2").replace("³", "^3")
+        if phrase.startswith("°"):
+            phrase = "deg" + phrase[1:].strip().lower()
+        if phrase and measure(phrase) is not None:
+            return " " + phrase
+    return ""
