@@ -126,8 +126,10 @@ def same(a: str, b: str) -> bool:
         return False
     if quick_compare(ra, rb) is True:
         return True
-    comma = _SHORT_DECIMAL_COMMA.search(a) or _SHORT_DECIMAL_COMMA.search(b)
-    return bool(comma) and same(locales.english_notation(a), locales.english_notation(b))
+    if not (_SHORT_DECIMAL_COMMA.search(a) or _SHORT_DECIMAL_COMMA.search(b)):
+        return False
+    a2, b2 = locales.english_notation(a), locales.english_notation(b)
+    return (a2, b2) != (a, b) and same(a2, b2)  # unchanged (1,2,4 is a list): no recursion
 
 
 _SHORT_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
+from .numerals import UNIT_WORD_AFTER
 from .parse import compound
 from .units import measure
 
@@ -174,10 +175,8 @@ def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
     prev, last = numbers[-2], numbers[-1]
     unit = unit_after(text, prev.end())
     first = prev.group(0) + unit
-    between = text[
-        prev.end()
-        + len(_UNIT_AFTER.match(text, prev.end()).group(0) if unit else "") : last.start()
-    ]
+    written = _UNIT_AFTER.match(text, prev.end()) or UNIT_WORD_AFTER.match(text, prev.end())
+    between = text[prev.end() + (len(written.group(0)) if unit and written else 0) : last.start()]
     if not _RESTATING.fullmatch(between) or not same(first, answer):
         return None
     return first
@@ -206,7 +205,8 @@ def unit_after(text: str, end: int) -> str:
     """
     m = _UNIT_AFTER.match(text, end)
     if m is None:
-        return ""
+        word = UNIT_WORD_AFTER.match(text, end)  # 5米, 45 секунд, 7 أمتار
+        return f" {word.group(1)}" if word else ""
     words = m.group(1).rstrip(". ").split(" ")[:4]
     cut = next((i for i, w in enumerate(words) if w.lower() in _NOT_RATE), len(words))
     words = words[:cut]  # "5 km each day" ran 5 km: "each" and "every" start no rate here

@@ -484,13 +484,27 @@ def _is_atom_start(tok: str) -> bool:
     return tok == "(" or tok[0].isdigit() or tok[0] == "." or tok[0].isalpha()
 
 
+MAX_SYMBOLS = 3
+"""The longest run of letters read as a product of one-letter symbols (``xyz``); a longer
+unknown word is words, not math ("Die Fahrt dauert 3" is never ``D*i*e*...*3``)."""
+
+
 def _names(word: str) -> list[str]:
-    """A known name stays whole; any other word is a product of one-letter symbols."""
+    """A known name stays whole; a short word is a product of one-letter symbols.
+
+    Raises:
+        AnswerSyntaxError: A word longer than :data:`MAX_SYMBOLS` letters that names nothing.
+    """
     if word in FUNCTIONS or word in CONSTANTS:
         return [word]
     if len(word) == 1:
         return [{"e": "E", "i": "I"}.get(word, word)]
+    if len(word) > MAX_SYMBOLS:
+        raise AnswerSyntaxError(f"{word[:20]!r} is a word, not a product of symbols")
     return list(word)
+
+
+_TRAILING_NAME = re.compile(r"[A-Za-z]+$")
 
 
 def latex_to_py(s: str) -> str:
@@ -513,6 +527,10 @@ def latex_to_py(s: str) -> str:
         tok = m.group(0)
         if tok.isspace():
             continue
+        if tok[0].isdigit() and m.start() and text[m.start() - 1].isalpha():
+            name = _TRAILING_NAME.search(text, 0, m.start())
+            if name is None or name.group(0) not in FUNCTIONS:  # sin2x is sin(2x)
+                raise AnswerSyntaxError(f"a digit glued after a letter ({text[:20]!r})")
         if tok[0].isdigit():
             whole, dot, frac = tok.partition(".")
             tok = (whole.lstrip("0") or "0") + dot + frac  # Python rejects 05

@@ -212,11 +212,13 @@ _UNIT_WORDS = {
     "साल": "year", "वर्ष": "year",
 }  # fmt: skip
 """Units written in other scripts, as the unit names of :mod:`.units`."""
-_UNIT_WORD = re.compile(
-    r"(\d)\s*("
+UNIT_WORD_AFTER = re.compile(
+    r"[ \t]*("
     + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
     + r")(?![^\W\d_\u3040-\u309f\uac00-\ud7af])"  # a particle may follow: 30ミリです, 5원이
 )
+"""A unit of another script right after a number (group 1: the word)."""
+_UNIT_WORD = re.compile(r"(\d)" + UNIT_WORD_AFTER.pattern)
 
 
 def _unicode(s: str) -> str:

@@ -18,17 +18,19 @@ from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
 from .hedges import HEDGE_WORDS, offers_value
-from .lastnumber import tidy
+from .lastnumber import find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
-from .parse import Answer, Items, Seq, Text
+from .parse import Answer, Expr, Items, Seq, Text
 
-_EASTERN_WORDS = ("答案", "答え", "정답", "उत्तर")
-""""Answer" in Chinese, Japanese, Korean and Hindi (before 是, は, 은, है or a colon)."""
+_EASTERN_WORDS = ("答案", "答え", "정답", "उत्तर", "答", "답")
+""""Answer" in Chinese, Japanese, Korean and Hindi (before 是, は, 은, है or a colon; the
+one-character 答 and 답 of a worked school answer only before a colon: "答：5米。")."""
 _ARABIC_WORDS = ("الإجابة", "الجواب")
-_EASTERN_WORD, _ARABIC_WORD = "|".join(_EASTERN_WORDS), "|".join(_ARABIC_WORDS)
+_EASTERN_WORD = "|".join(w if len(w) > 1 else rf"{w}(?=\s*[:：])" for w in _EASTERN_WORDS)
+_ARABIC_WORD = "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
     rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
-    rf"\s*(?:{IS_WORDS}|是|は|은|है|:|：|=)(?![^\W\d_])\s*[:：]?\s*"
+    rf"\s*(?:(?:{IS_WORDS})(?![^\W\d_])|是|は|은|है|:|：|=)\s*[:：]?\s*"
     rf"|(?:{ANSWER_WORD})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
     rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
     re.IGNORECASE,
@@ -189,7 +191,40 @@ def stated_value(answer: str) -> str:
         restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
         if restated and same(restated.group(1), restated.group(2)):
             answer = restated.group(1)  # "2 km (2000 m)", "$5, or 500 cents": one value
+        answer = _amount_in_words(answer)  # "Die Fahrt dauert 3 Stunden": 3 Stunden
     chain = answer.split("=")
     if len(chain) > 1 and chain[-1].strip() and not re.search(r"[A-Za-z]", "".join(chain[:-1])):
         return chain[-1].strip()
     return answer
+
+
+_WORDS_BEFORE = re.compile(r"[^\W\d_][^\d$€£¥₹₩\\−-]*")
+_BOUND_WORDS = re.compile(
+    r"(?i)\b(?:at\s+(?:least|most)|more|less|fewer|greater|over|under|up\s+to|not|no"
+    r"|mindestens|höchstens|mehr|weniger|plus|moins|más|menos|più|meno|mais|не|менее|более)\b"
+    r"|至少|最多|以上|以下|超过|不到|不是|以内|未満"
+)
+"""Words that make the number after them a bound or a negation ("at least 5", "not 5")."""
+
+
+def _amount_in_words(answer: str) -> str:
+    """The amount a sentence states ("Die Fahrt dauert 3 Stunden", "一共1200人", "需要2小时30分钟").
+
+    Only a statement that is words and then one amount: the words before the first number
+    are dropped when what follows them reads as a value (a compound amount, ``2 h 30 min``,
+    included), or when the statement holds that one number only; never after words of a bound
+    ("at least 5") and never when the words alone would be the answer.
+    """
+    lead = _WORDS_BEFORE.match(answer)
+    if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
+        return answer
+    if lead.group(0)[-1].isalpha() and lead.group(0)[-1] < "\u2e80":
+        return answer  # "A1", "x72": a digit glued to a letter (Han text has no spaces: 一共1200)
+    said = read(answer)
+    if not (isinstance(said, str) or _prose(said)):
+        return answer  # x = 5, \frac{1}{2} apples: a value already
+    rest = answer[lead.end() :]
+    if isinstance(read(rest), Expr):  # one value: never a list ("the sum of 3 and 4")
+        return rest
+    numbers = find_numbers(rest)
+    return last_number(rest, numbers)[0] if len(numbers) == 1 else answer
