@@ -75,7 +75,9 @@ class Extraction:
     """The response gives several different final answers: it earns no correctness."""
 
 
-_HASH = re.compile(r"####[ \t]*([^\n]*)")
+_HASH = re.compile(r"####[ \t]*((?:[^\n.]|\.(?![ \t]+[^\W\d_]))*)")
+"""A ``####`` line's answer, up to the end of its sentence ("#### 5. Actually, 7." gives ``5``
+and leaves "Actually, 7" to be read as what follows the answer)."""
 
 
 def _hash_answers(text: str) -> list[str]:
@@ -211,6 +213,11 @@ def _extract(text: str) -> Extraction:
         )
         return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
+    if _UNFINISHED.search(tail):
+        return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
+    check = _CHECK_AFTER.search(tail)
+    if check is not None and find_numbers(tail[: check.start()]):
+        tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     numbers = find_numbers(tail)
     number = _last_number(tail, numbers)
     span = _math_span(tail, numbers[-1].end() if numbers else 0)
@@ -218,6 +225,18 @@ def _extract(text: str) -> Extraction:
         content, end = span
         return Extraction(content, "math", is_hedged(content, tail[end:]))
     return number or Extraction(None, None, False)
+
+
+_CHECK_AFTER = re.compile(
+    r"\n[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check|proof|probe|prüfung"
+    r"|vérification|comprobación|verifica|проверка|验证|检验|検算)\b"
+    r"(?:(?!\n\s*(?:so|therefore|thus|hence|answer)\b).)*$",
+    re.IGNORECASE | re.DOTALL,
+)
+"""A check of the answer that ends a response ("Check: 2(4) + 3 = 11 ✓"): the last number
+is read before it (a check repeats the problem's numbers, not the answer)."""
+_UNFINISHED = re.compile(r"(?:[=+×*÷/^]|\\times|\\cdot)\s*$")
+"""A response that ends inside an expression: without a stated answer it has none."""
 
 
 def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:

@@ -86,7 +86,7 @@ number before it with only blanks between is another value; inside one answer
 :data:`_SIDE_BY_SIDE` must leave ``1 000`` alone."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
-_CLAUSE_END = re.compile(r"\.(?=\s|$)|\n")
+_CLAUSE_END = re.compile(r"\.(?=\s|$)|\n|[。！？]")
 
 
 def is_hedged(answer: str, after: str) -> bool:
@@ -122,6 +122,19 @@ _DOUBT = re.compile(
 """Doubt about the answer just given: a hedge."""
 
 
+_TAKEN_BACK = re.compile(
+    r"\b(?:that|this|it)(?:'s|’s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+right)"
+    r"|\bI\s+(?:made\s+(?:a|an)\s+(?:mistake|error)|was\s+wrong|miscalculated)"
+    r"|\blet\s+me\s+(?:redo|recalculate|recompute|start\s+over)|\bscratch\s+that"
+    r"|\b(?:das|es)\s+ist\s+falsch|\bc'est\s+faux|\bje\s+me\s+suis\s+tromp"
+    r"|\beso\s+est[áa]\s+mal|\bme\s+equivoqu|\bнеправильно|\bя\s+ошиб"
+    r"|不对|错了|算错|重新计算|間違|やり直",
+    re.IGNORECASE,
+)
+"""The answer just given taken back ("Actually, that's wrong", "不对，我算错了"), with or without
+another value: a hedge (a response that retracts its answer has none)."""
+
+
 def _first_clause(after: str) -> str:
     """The clause right after an answer; a line holding only a joiner ("or") runs on."""
     after = after[:300].lstrip(" \t\n*$}).,;:")
@@ -146,8 +159,8 @@ def retracted(answer: str, after: str) -> bool:
     if _CORRECTION.search(clause) and _other_value(clause, answer):
         return True
     sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
-    if any(_DOUBT.search(sentence) for sentence in sentences):
-        return True  # "\boxed{42}. I'm not sure which one is intended."
+    if any(_DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
+        return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     return any(
         (_offers_another(sentence) or HEDGE_WORDS.search(sentence))
         and _other_value(sentence, answer)
@@ -162,11 +175,19 @@ def _offers_another(sentence: str) -> bool:
 
 def _other_value(clause: str, answer: str) -> bool:
     """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
-    found = find_numbers(clause)
+    found = [n for n in find_numbers(clause) if not _REFERENCE.search(clause, 0, n.start())]
     if not found:
         return False
     last, _ = last_number(clause, found)
     return not (same(found[-1].group(0), answer) or same(last, answer))
+
+
+_REFERENCE = re.compile(
+    r"(?:\b(?:problem|question|exercise|task|step|part|example|chapter|section|page|item|no\.?)"
+    r"|#)\s*$",
+    re.IGNORECASE,
+)
+"""A number that names something ("problem 7", "step 3"), not a value."""
 
 
 def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:

@@ -188,10 +188,11 @@ _RESTATING = re.compile(r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)", 
 _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
-_AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\s*(?:,\s*|and\s+)?$")
+_AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\.?\s*(?:,\s*|and\s+)?$")
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 
 
+_SCALE_AFTER = re.compile(r"[ \t]+(?:thousand|million|billion|trillion)s?\b", re.IGNORECASE)
 _NOT_RATE = frozenset({"each", "every", "a"})
 _UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-z€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
 
@@ -203,6 +204,9 @@ def unit_after(text: str, end: int) -> str:
     answer (``300 minutes`` is another one). The longest run of up to four words that names a
     unit of :mod:`envhub.envs.math.units` is kept; a word that names none (``apples``) is not.
     """
+    scale = _SCALE_AFTER.match(text, end)
+    if scale is not None:  # "$1,200 million", "3 thousand km"
+        return scale.group(0) + unit_after(text, scale.end())
     m = _UNIT_AFTER.match(text, end)
     if m is None:
         word = UNIT_WORD_AFTER.match(text, end)  # 5米, 45 секунд, 7 أمتار

@@ -41,6 +41,11 @@ ANSWER_WORDS = {
     "cevap": "cevap",
     "sonuç": "sonu",
     "yanıt": "yanıt",
+    "ergebnis": "ergebn",
+    "r[ée]sultat": "sultat",
+    "resultado": "resulta",
+    "risultato": "risulta",
+    "resultaat": "resulta",
 }
 """The words that introduce an answer ("answer", "solution", "result") in the languages that
 write numbers the continental way (German, Dutch, French, Spanish, Portuguese, Italian,
@@ -50,9 +55,9 @@ statement in one of these languages is evidence here (:func:`continental`), and
 :mod:`envhub.envs.math.statements` reads the answer it states."""
 ANSWER_WORD = "|".join(ANSWER_WORDS)
 """:data:`ANSWER_WORDS` as one alternation."""
-IS_WORDS = "ist|is|est|es|é|è|to"
+IS_WORDS = "ist|is|est|es|é|è|to|olarak"
 """"Is" after an answer word in those languages and English ("Antwort ist", "la réponse est",
-"odpowiedź to")."""
+"odpowiedź to", "sonuç olarak")."""
 _STATEMENT = re.compile(
     rf"(?:{ANSWER_WORD})\s*(?:{IS_WORDS}|:|=)(?![^\W\d_])",
     re.IGNORECASE,
@@ -60,7 +65,7 @@ _STATEMENT = re.compile(
 _CONTINENTAL_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:\.\d{3})+,(?:\d{1,2}|\d{4,})(?![\d.,])"  # 1.234,5 (,567: a list?)
     r"|(?<![\d.,])\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567
-    r"|\d\s*€"  # 10 €, 2,50 €
+    r"|\d\s*(?:€|₺|TL(?![A-Za-z]))"  # 10 €, 2,50 €, 12.000 TL
 )
 _ENGLISH_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:,\d{3})+\.\d+(?![\d.,])"  # 1,234.5

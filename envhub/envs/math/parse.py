@@ -270,8 +270,8 @@ def _parse(s: str) -> Answer:
 
 
 _COMPOUND = re.compile(
-    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-z]+)\s*(?:,\s*|and\s+)?"
-    r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-z]+)"
+    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-z]+)\.?\s*(?:,\s*|and\s+)?"  # 2 Std. 30 Min.
+    r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-z]+)\.?"
 )
 
 

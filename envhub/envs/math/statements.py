@@ -54,7 +54,8 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
-    r"(?<!\bRs)\.(?=[\s*]|$)|\n|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
+    r"(?<!\bRs)(?:(?<!Std|Min|Sek|hrs|min|sec)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
+    r"|\n|[。！？]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
     re.IGNORECASE,
 )
 _HYPOTHESIS = frozenset(
@@ -170,8 +171,17 @@ _SURELY = re.compile(
     re.IGNORECASE,
 )
 _SUFFIX = re.compile(r"(?<=\d)['’][^\W\d_]{1,4}$")
-_REJECTED = re.compile(r"\s*(?:—|–|--|,|;)\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
-"""A rejected value after the answer: "7 — not 8, as one might think"."""
+_REJECTED = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
+"""A rejected value after the answer: "7 — not 8, as one might think", "8 (not 18, which ..."."""
+_NOT_THIS_BUT = re.compile(
+    r"not\s+[^;,]+[;,]\s*(?:but\s+)?(?:it(?:'s|’s|\s+is)\s+|rather\s+)?(.+)", re.IGNORECASE
+)
+"""A rejected value before the answer: "not 5; it is 6", "not 5, but 6"."""
+_RESTATING_WORD = re.compile(
+    r"^\s*(?:i\.\s?e\.|that\s+is|or|=|es\s+decir|d\.\s?h\.|c'est-à-dire|cioè|ou\s+seja)[,:]?\s*",
+    re.IGNORECASE,
+)
+"""A word that opens a restatement in brackets: "0.5 (i.e., 1/2)"."""
 
 
 def stated_value(answer: str) -> str:
@@ -182,6 +192,9 @@ def stated_value(answer: str) -> str:
     chain of numbers its last value ("3 ÷ 2 = 1.5" states ``1.5``).
     """
     answer = _REJECTED.sub("", answer) or answer  # "7 — not 8"
+    rejected_first = _NOT_THIS_BUT.fullmatch(answer)
+    if rejected_first is not None:
+        answer = rejected_first.group(1)  # "not 5; it is 6"
     answer = _SUFFIX.sub("", answer)  # Turkish "12'dir", "3,5'tir": the number
     answer = _SURELY.sub("", answer) or answer  # "42, no doubt"
     aside = _ASIDE.search(answer)
@@ -189,7 +202,7 @@ def stated_value(answer: str) -> str:
     if not HEDGE_WORDS.search(answer) and not offers:
         answer = _ASIDE.sub("", answer) or answer
         restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
-        if restated and same(restated.group(1), restated.group(2)):
+        if restated and same(restated.group(1), _RESTATING_WORD.sub("", restated.group(2))):
             answer = restated.group(1)  # "2 km (2000 m)", "$5, or 500 cents": one value
         answer = _amount_in_words(answer)  # "Die Fahrt dauert 3 Stunden": 3 Stunden
     chain = answer.split("=")
