@@ -105,8 +105,7 @@ def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside = [f"{gold} or {wrong}", f"{wrong} or {gold}", f"{wrong}, {gold}", f"maybe {gold}"]
     inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
     inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
-    if env_id not in MATH_FORMAT:  # another candidate in words (the math reader: issue 33)
-        inside += [f"{gold} / four", f"{gold}\nseven"]
+    inside += [f"{gold} / four", f"{gold}\nseven", f"{gold} then {wrong}"]  # in words, in turn
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]
     else:

@@ -55,11 +55,12 @@ __all__ = ["is_equivalent", "validate_gold"]
 
 _HARD = ("too large", "too deeply")
 """envhub parse failures that no other parser may overrule: a hostile size or depth (and, for
-a prediction, its length: a gold may be a whole worked solution, a final answer may not)."""
+a prediction, its length: a gold may be a whole worked solution, a final answer may not; and a
+digit glued after a letter, ``v0``, ``H0O``, which math-verify reads as a product, so 0)."""
 
 
 def _hard(error: Exception, *, pred: bool = False) -> bool:
-    hard = _HARD + ("longer than",) if pred else _HARD
+    hard = _HARD + ("longer than", "glued after a letter") if pred else _HARD
     return isinstance(error, RecursionError) or any(h in str(error) for h in hard)
 
 
@@ -164,6 +165,8 @@ def is_equivalent(
     if not isinstance(pred, str) or not pred.strip():
         return False
     pred, gold = plain_digits(pred), plain_digits(gold)
+    if pred.split() == gold.split():
+        return True  # the gold as written, whatever either parser makes of it ("x2")
     gold_ans = _gold(gold)
     try:
         pred_ans: Answer | None = parse_answer(pred)

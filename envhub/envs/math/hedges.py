@@ -30,6 +30,7 @@ import re
 
 from .compare import same
 from .lastnumber import find_numbers, last_number, tidy, unit_after
+from .numerals import number_words
 
 HEDGE_WORDS = re.compile(
     r"\b(?:maybe|perhaps(?!\s+(?:un)?surprising)|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
@@ -53,13 +54,14 @@ _OR_ANOTHER = re.compile(
 )
 _CORRECTION = re.compile(
     r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be"
-    r"|kidding|scratch\s+that|on\s+second\s+thought|misread|misunderstood|instead|rather"
+    r"|kidding|scratch\s+that|on\s+second\s+thought|then\s+again|misread|misunderstood|instead"
+    r"|rather"
     r"|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result|solution"
     r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d))\b",
     re.IGNORECASE,
 )
 """Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
-"Just kidding, 7", "if I misread, 7", "Final: 7", "also 7", "else 7")."""
+"Just kidding, 7", "Then again, 7", "if I misread, 7", "Final: 7", "also 7", "else 7")."""
 _ALSO = re.compile(
     r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides)\b", re.IGNORECASE
 )
@@ -100,7 +102,15 @@ def is_hedged(answer: str, after: str) -> bool:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
     if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
         return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
+    if _LINE_BREAK.search(answer) and "&" not in answer and "begin" not in answer:
+        return True
+    aside = ASIDE.search(answer)
+    if aside is not None and offers_value(aside.group(0), answer[: aside.start()]):
+        return True  # "#### 0 (though 1 is plausible)"
     clause = _first_clause(after)
+    worded = number_words(_LEADING_JOINER.sub("", clause))
+    if worded is not None and not same(str(worded), answer):
+        return True  # "28080 / four", "#### 28080\nseven": another value, in words
     other = _OR_ANOTHER.search(clause)
     if other and not same(tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
         return True
@@ -110,8 +120,13 @@ def is_hedged(answer: str, after: str) -> bool:
 _SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
 """Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
 nor ``2 1/2``)."""
-_VERSUS = re.compile(r"\d\s*(?:\b(?:vs\.?|versus|else|oder|ou|или|或)\s|∨)\s*[-−$\\]?\d", re.I)
-"""Two values joined by a word of choice (``44 vs 0``, ``44 oder 0``, ``44 ∨ 0``)."""
+_VERSUS = re.compile(r"\d\s*(?:\b(?:vs\.?|versus|else|then|oder|ou|или|或)\s|∨)\s*[-−$\\]?\d", re.I)
+"""Two values joined by a word of choice (``44 vs 0``, ``0 then 1``, ``44 oder 0``, ``44 ∨ 0``)."""
+_LINE_BREAK = re.compile(r"\d\s*\\\\\s*[-−]?\d")
+"""Two values on two lines of an answer (``-5 \\ -4``; a matrix's rows are one answer)."""
+_LEADING_JOINER = re.compile(r"^[\s/|,;:&+~-]*(?:(?:or|and|else|then|oder|ou|o|или)\b\s*)?", re.I)
+ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[^\W\d_]{2}[^()]*\)\s*$")
+"""An aside in brackets, with words, after an answer: "32 apples (16 pairs)"."""
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
 _DOUBT = re.compile(
     r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*"

@@ -504,7 +504,7 @@ def _names(word: str) -> list[str]:
     return list(word)
 
 
-_TRAILING_NAME = re.compile(r"[A-Za-z]+$")
+_GLUED = re.compile(r"(?<![^\W\d_])([^\W\d_]+)\d")
 
 
 def latex_to_py(s: str) -> str:
@@ -517,6 +517,9 @@ def latex_to_py(s: str) -> str:
     """
     s = _BARE_POWER_ARG.sub(r"\\\1{\2}", s)
     text = _SCIENTIFIC.sub(r"\1*10**(\2)", _factorials(_convert(s)))
+    for glued in _GLUED.finditer(text):
+        if glued.group(1) not in FUNCTIONS:  # sin2x is sin(2x); v0, H0O, β0 are no products
+            raise AnswerSyntaxError(f"a digit glued after a letter ({glued.group(0)[:20]!r})")
     tokens: list[str] = []
     pos = 0
     while pos < len(text):
@@ -527,10 +530,6 @@ def latex_to_py(s: str) -> str:
         tok = m.group(0)
         if tok.isspace():
             continue
-        if tok[0].isdigit() and m.start() and text[m.start() - 1].isalpha():
-            name = _TRAILING_NAME.search(text, 0, m.start())
-            if name is None or name.group(0) not in FUNCTIONS:  # sin2x is sin(2x)
-                raise AnswerSyntaxError(f"a digit glued after a letter ({text[:20]!r})")
         if tok[0].isdigit():
             whole, dot, frac = tok.partition(".")
             tok = (whole.lstrip("0") or "0") + dot + frac  # Python rejects 05

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
-from .hedges import HEDGE_WORDS, offers_value
+from .hedges import ASIDE, HEDGE_WORDS, offers_value
 from .lastnumber import find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
 from .parse import Answer, Expr, Items, Seq, Text
@@ -125,7 +125,7 @@ def _contradicts(statement: str, finals: list[str]) -> bool:
 
     It is read whole and, of a chain (``6*7 = 42``), as its last value: either may match.
     """
-    whole = _ASIDE.sub("", statement) or statement
+    whole = ASIDE.sub("", statement) or statement
     if any(whole.split() == final.split() for final in finals):
         return False
     last = whole.rsplit("=", 1)[-1].strip()
@@ -152,10 +152,6 @@ def _prose(answer: Answer) -> bool:
     if isinstance(answer, (Items, Seq)):
         return any(_prose(item) for item in answer.items)
     return False
-
-
-_ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[^\W\d_]{2}[^()]*\)\s*$")
-"""An aside in brackets, with words, after an answer: "32 apples (16 pairs)"."""
 
 
 _RESTATEMENT = re.compile(r"(.+?)\s+\(([^()]+)\)\s*")
@@ -197,10 +193,10 @@ def stated_value(answer: str) -> str:
         answer = rejected_first.group(1)  # "not 5; it is 6"
     answer = _SUFFIX.sub("", answer)  # Turkish "12'dir", "3,5'tir": the number
     answer = _SURELY.sub("", answer) or answer  # "42, no doubt"
-    aside = _ASIDE.search(answer)
+    aside = ASIDE.search(answer)
     offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
     if not HEDGE_WORDS.search(answer) and not offers:
-        answer = _ASIDE.sub("", answer) or answer
+        answer = ASIDE.sub("", answer) or answer
         restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
         if restated and same(restated.group(1), _RESTATING_WORD.sub("", restated.group(2))):
             answer = restated.group(1)  # "2 km (2000 m)", "$5, or 500 cents": one value
