@@ -174,6 +174,13 @@ def is_equivalent(
         if _hard(e, pred=True):
             return False  # hostile or broken: a wrong answer, decided here in microseconds
         pred_ans = None  # envhub cannot read it; math-verify may
+    if (
+        pred_ans is None
+        and isinstance(gold_ans, Expr)
+        and gold_ans.unit
+        and _WORD_AFTER.search(pred)
+    ):
+        return False  # "45 giây" facing 45 minutes: an unread word may be another unit
     if isinstance(gold_ans, Expr) and not isinstance(pred_ans, Expr):
         pred, pred_ans = decimal_comma(pred) or (pred, pred_ans)
     elif isinstance(pred_ans, Expr) and isinstance(gold_ans, Items):
@@ -188,6 +195,8 @@ def is_equivalent(
     return verdict == symbolic.EQUAL
 
 
+_WORD_AFTER = re.compile(r"\d\s*[^\W\d_]")
+"""A number with a word after it: math-verify would read the number and drop the word."""
 _DECIMAL_COMMA = re.compile(r"(?<![\d.])(\d+),(\d+)(?![\d.])")
 
 

@@ -228,15 +228,20 @@ def _extract(text: str) -> Extraction:
 
 
 _CHECK_AFTER = re.compile(
-    r"\n[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check|proof|probe|prüfung"
-    r"|vérification|comprobación|verifica|проверка|验证|检验|検算)\b"
+    r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"
+    r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算)\b"
     r"(?:(?!\n\s*(?:so|therefore|thus|hence|answer)\b).)*$",
     re.IGNORECASE | re.DOTALL,
 )
 """A check of the answer that ends a response ("Check: 2(4) + 3 = 11 ✓"): the last number
 is read before it (a check repeats the problem's numbers, not the answer)."""
-_UNFINISHED = re.compile(r"(?:[=+×*÷/^]|\\times|\\cdot)\s*$")
-"""A response that ends inside an expression: without a stated answer it has none."""
+_UNFINISHED = re.compile(
+    r"(?:[=+×*÷/^:]|\\times|\\cdot|\b(?:is|are|be|equals|gives|makes|get|of|to|the))"
+    r"[\s.…]*$",
+    re.IGNORECASE,
+)
+"""A response that ends inside an expression or a sentence ("25 × 2 =", "so it would be",
+"therefore the answer is"): without a stated answer it has none."""
 
 
 def _last_number(text: str, numbers: list[re.Match]) -> Extraction | None:

@@ -142,8 +142,10 @@ _TAKEN_BACK = re.compile(
     r"|\bI\s+(?:made\s+(?:a|an)\s+(?:mistake|error)|was\s+wrong|miscalculated)"
     r"|\blet\s+me\s+(?:redo|recalculate|recompute|start\s+over)|\bscratch\s+that"
     r"|\b(?:das|es)\s+ist\s+falsch|\bc'est\s+faux|\bje\s+me\s+suis\s+tromp"
-    r"|\beso\s+est[áa]\s+mal|\bme\s+equivoqu|\bнеправильно|\bя\s+ошиб"
-    r"|不对|错了|算错|重新计算|間違|やり直",
+    r"|\beso\s+est[áa]\s+mal|\bme\s+equivoqu|\bнеправильно|\bневерно|\bя\s+ошиб"
+    r"|\b(?:das\s+)?stimmt\s+nicht|\bn'est\s+pas\s+(?:juste|correct)|\bno\s+es\s+correcto"
+    r"|\bè\s+sbagliato|\best[áa]\s+errado|\bdat\s+klopt\s+niet|\byanlış|\bsai\s+rồi"
+    r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直",
     re.IGNORECASE,
 )
 """The answer just given taken back ("Actually, that's wrong", "不对，我算错了"), with or without
@@ -198,11 +200,12 @@ def _other_value(clause: str, answer: str) -> bool:
 
 
 _REFERENCE = re.compile(
-    r"(?:\b(?:problem|question|exercise|task|step|part|example|chapter|section|page|item|no\.?)"
-    r"|#)\s*$",
+    r"(?:\b(?:(?:problem|question|exercise|task|step|part|example|chapter|section|page|item)s?"
+    r"|no\.?)"
+    r"|#)\s*(?:\d+\s*[-–—]\s*)?$",
     re.IGNORECASE,
 )
-"""A number that names something ("problem 7", "step 3"), not a value."""
+"""A number that names something ("problem 7", "steps 1–3"), not a value."""
 
 
 def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .numerals import UNIT_WORD_AFTER
+from .numerals import SCALE_WORD, UNIT_WORD_AFTER
 from .parse import compound
 from .units import measure
 
@@ -192,8 +192,10 @@ _AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\.?\s*(?:,\s*|and\s+)?$")
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 
 
-_SCALE_AFTER = re.compile(r"[ \t]+(?:thousand|million|billion|trillion)s?\b", re.IGNORECASE)
+_SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD})(?![^\W\d_])", re.IGNORECASE)
+"""A scale word after a number ("$1,200 million", "₹2.5 lakh", "2 Milliarden")."""
 _NOT_RATE = frozenset({"each", "every", "a"})
+_DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
 _UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-z€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
 
 
@@ -214,12 +216,13 @@ def unit_after(text: str, end: int) -> str:
     words = m.group(1).rstrip(". ").split(" ")[:4]
     cut = next((i for i, w in enumerate(words) if w.lower() in _NOT_RATE), len(words))
     words = words[:cut]  # "5 km each day" ran 5 km: "each" and "every" start no rate here
-    if words[:1] == ["in"] and len(words) > 1:
-        return ""  # "7 in all": a preposition; "7 in." is inches
+    if words[:1] == ["in"] and len(words) > 1 and words[1].lower() not in _DIMENSIONS:
+        return ""  # "7 in all": a preposition; "7 in." and "25 in wide" are inches
     for n in range(len(words), 0, -1):
         phrase = " ".join(words[:n]).rstrip(".").replace("²", "^2").replace("³", "^3")
         if phrase.startswith("°"):
             phrase = "deg" + phrase[1:].strip().lower()
         if phrase and measure(phrase) is not None:
             return " " + phrase
-    return ""
+    word = UNIT_WORD_AFTER.match(text, end)  # 45 giây: letters the Latin run stops inside
+    return f" {word.group(1)}" if word else ""

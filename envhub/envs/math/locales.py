@@ -46,26 +46,29 @@ ANSWER_WORDS = {
     "resultado": "resulta",
     "risultato": "risulta",
     "resultaat": "resulta",
+    "jawaban(?:nya)?": "jawab",
+    "đáp\\s+án": "đáp",
+    "απάντηση": "απάντηση",
 }
 """The words that introduce an answer ("answer", "solution", "result") in the languages that
 write numbers the continental way (German, Dutch, French, Spanish, Portuguese, Italian,
-Russian, Polish, Turkish), each a regular expression, with a part of it that the word holds
-once lower-cased (a fast first test before the regular expression). The one list of them: a
-statement in one of these languages is evidence here (:func:`continental`), and
-:mod:`envhub.envs.math.statements` reads the answer it states."""
+Russian, Polish, Turkish, Indonesian, Vietnamese, Greek), each a regular expression, with a
+part of it that the word holds once lower-cased (a fast first test before the regular
+expression). The one list of them: a statement in one of these languages is evidence here
+(:func:`continental`), and :mod:`envhub.envs.math.statements` reads the answer it states."""
 ANSWER_WORD = "|".join(ANSWER_WORDS)
 """:data:`ANSWER_WORDS` as one alternation."""
-IS_WORDS = "ist|is|est|es|é|è|to|olarak"
+IS_WORDS = "ist|is|est|es|é|è|to|olarak|adalah|là|είναι|lautet"
 """"Is" after an answer word in those languages and English ("Antwort ist", "la réponse est",
 "odpowiedź to", "sonuç olarak")."""
 _STATEMENT = re.compile(
-    rf"(?:{ANSWER_WORD})\s*(?:{IS_WORDS}|:|=)(?![^\W\d_])",
+    rf"(?:{ANSWER_WORD})\s*(?:{IS_WORDS}|:|=)(?![^\W\d_])|(?:{ANSWER_WORD})\s+(?=\d)",
     re.IGNORECASE,
 )
 _CONTINENTAL_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:\.\d{3})+,(?:\d{1,2}|\d{4,})(?![\d.,])"  # 1.234,5 (,567: a list?)
     r"|(?<![\d.,])\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567
-    r"|\d\s*(?:€|₺|TL(?![A-Za-z]))"  # 10 €, 2,50 €, 12.000 TL
+    r"|\d\s*(?:€|₺|TL(?![A-Za-z]))|\bRp\.?\s*\d"  # 10 €, 2,50 €, 12.000 TL, Rp 2.500
 )
 _ENGLISH_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:,\d{3})+\.\d+(?![\d.,])"  # 1,234.5
@@ -81,7 +84,7 @@ _CONTINENTAL_WORDS = frozenset(
     "los las el es entonces tiene con para una del "
     "il che sono quindi della gli "
     "os são então uma com "
-    "het een zijn dus voor totaal".split()
+    "het een zijn dus voor totaal de la le è en".split()
 )
 _ENGLISH_WORDS = frozenset(
     "the and is are so of to with for total that this we each then which".split()

@@ -81,12 +81,14 @@ _SCALES = {
     "mn": 10**6,
     "b": 10**9,
     "bn": 10**9,
+    "lakh": 10**5,
+    "crore": 10**7,
 }
 _SHORT_SCALES = frozenset({"k", "m", "mn", "b", "bn"})
 """Scale letters, read as such only right after a currency amount (``$1.5k``; ``5 m`` is metres)."""
 _BEFORE = re.compile(
     rf"(?P<sign>{_SIGN})\s*(?P<num>[-+]?{_NUM})"
-    rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
+    rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion|lakh|crore)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
 )
 _AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|₩|¢|\\euro|\\pounds)")
 _SCALE_WORD = re.compile(
@@ -107,6 +109,18 @@ _FOREIGN_SCALES = {
 }
 """Scale words of other languages (a lakh is 10**5: corrected below)."""
 _FOREIGN_SCALES.update({"lakh": 10**5, "lakhs": 10**5, "लाख": 10**5})
+_FOREIGN_SCALES.update(dict.fromkeys(["millón", "mio", "mln"], 10**6))
+_FOREIGN_SCALES.update(dict.fromkeys(["milliarde", "mrd", "miliardo", "mld"], 10**9))
+SCALE_WORD = "|".join(
+    sorted(
+        [rf"{w}s?" for w in ("thousand", "million", "billion", "trillion")]
+        + [re.escape(w) for w in _FOREIGN_SCALES if w not in ("mil", "bin")],
+        key=len,
+        reverse=True,
+    )
+)
+"""Scale words in English and the languages of :data:`_FOREIGN_SCALES`, as one alternation
+(``mil`` and ``bin`` left out: ``5 mil`` is also a length, ``bin`` a word)."""
 _INDIAN = re.compile(r"(?<![\d.,])[1-9]\d?(?:,\d\d)+,\d{3}(?:\.\d+)?(?![\d,])")
 """Lakh and crore grouping: ``1,23,456``, ``12,34,567.5``, ``1,50,00,000``."""
 _APOSTROPHE = re.compile(r"(?<![\d.,'’])[1-9]\d{0,2}(?:['’]\d{3})+(?:\.\d+)?(?![\d'’])")
@@ -180,6 +194,11 @@ _UNIT_WORDS = {
     # Korean
     "미터": "m", "킬로미터": "km", "센티미터": "cm", "밀리미터": "mm", "킬로그램": "kg",
     "그램": "g", "리터": "l", "시간": "h", "개월": "month", "원": "krw", "달러": "usd",
+    "분": "min", "초": "s",
+    # Vietnamese
+    "giây": "s", "phút": "min", "giờ": "h", "ngày": "day", "tuần": "week", "tháng": "month",
+    "năm": "year", "mét": "m", "ki-lô-mét": "km", "xăng-ti-mét": "cm", "ki-lô-gam": "kg",
+    "gam": "g", "lít": "l",
     # Russian
     "км": "km", "см": "cm", "мм": "mm", "м": "m", "кг": "kg", "г": "g", "сек": "s", "с": "s",
     "мин": "min", "час": "h", "часа": "h", "часов": "h", "ч": "h", "дней": "day", "дня": "day",
@@ -215,9 +234,10 @@ _UNIT_WORDS = {
 UNIT_WORD_AFTER = re.compile(
     r"[ \t]*("
     + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
-    + r")(?![^\W\d_\u3040-\u309f\uac00-\ud7af])"  # a particle may follow: 30ミリです, 5원이
+    + r")(?!의)[\u3040-\u309f\uac00-\ud7af]*(?![^\W\d_])"  # and a particle: 30ミリです, 3분입니다
 )
-"""A unit of another script right after a number (group 1: the word)."""
+"""A unit of another script right after a number (group 1: the word; a Japanese or Korean
+particle after it is read with it and dropped; ``5분의 1`` is a fifth, no minutes)."""
 _UNIT_WORD = re.compile(r"(\d)" + UNIT_WORD_AFTER.pattern)
 
 

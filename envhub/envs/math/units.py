@@ -231,6 +231,8 @@ def measure(phrase: str, power: str = "") -> Unit | None:
         cut = 0  # "15 per day": a rate of a count
     parts = [words] if cut is None else [words[:cut], words[cut + 1 :]]
     terms = [_term(p) if p else ({}, Fraction(1)) for p in parts]
+    if len(terms) == 2 and terms[0] is None and terms[1] is not None and len(parts[0]) == 1:
+        terms[0] = ({}, Fraction(1))  # 25 pages per hour: a count per a unit (not per day)
     if None in terms:
         return None
     money = None
