@@ -30,7 +30,11 @@ from envhub.envs.math.numerals import han_numbers
         ("1億", "100000000"),
         ("1만 2천 원", "12000 원"),
         ("3만", "30000"),
-        ("5千米", "5000米"),  # 5000 m: the same 5 km
+        ("150千米", "150千米"),  # 千 of 千米 is the unit's prefix: 150 km, never 150000 m
+        ("千二百円", "1200円"),
+        ("三分之二", "(2/3)"),
+        ("百分之五十", "(50/100)"),
+        ("答案是负五。", "答案是-5。"),
     ],
 )
 def test_han_numerals_are_numbers(text, read):

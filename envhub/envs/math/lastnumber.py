@@ -100,8 +100,11 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     last number that only restates the amount before it ("2 hours, or 120 minutes") gives that
     amount, and True.
     """
-    items = _enumeration(text, numbers)
     last = numbers[-1]
+    clock = _clock_ending(text, last)
+    if clock is not None:  # "arrives at 15:45", "at 3:45 PM": the time, not its minutes
+        return clock, False
+    items = _enumeration(text, numbers)
     if len(items) > 1:
         return ", ".join(items), False
     run = _unicode_math(text, last)
@@ -118,6 +121,20 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     if said is not None:  # "2 hours, or 120 minutes", "1.5 hours (90 minutes)": one value
         return said, True
     return answer, False
+
+
+_COLON_RUN = re.compile(
+    r"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b))?"
+)
+
+
+def _clock_ending(text: str, last: re.Match) -> str | None:
+    """The time of day or ratio that the number ``last`` ends (``15:45``, ``3:45 PM``, ``1:2``)."""
+    start = last.start()
+    while start > 0 and (text[start - 1].isdigit() or text[start - 1] == ":"):
+        start -= 1
+    m = _COLON_RUN.match(text, start) if start < last.start() else None
+    return m.group(0).rstrip(".") if m is not None and m.end() >= last.end() else None
 
 
 _CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺])\s?$")

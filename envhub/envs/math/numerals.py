@@ -169,6 +169,8 @@ def normalize(s: str) -> str:
         s = _SPACED_POINT.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " " in s:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
+    if ":" in s or "h" in s:
+        s = _CLOCK.sub(_clock, s)
     if "‰" in s:
         s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
     if "circ" in s or "degree" in s or not s.isascii():
@@ -195,6 +197,10 @@ _UNIT_WORDS = {
     "미터": "m", "킬로미터": "km", "센티미터": "cm", "밀리미터": "mm", "킬로그램": "kg",
     "그램": "g", "리터": "l", "시간": "h", "개월": "month", "원": "krw", "달러": "usd",
     "분": "min", "초": "s",
+    # Greek
+    "χλμ": "km", "χιλιόμετρα": "km", "μέτρα": "m", "εκατοστά": "cm", "κιλά": "kg",
+    "γραμμάρια": "g", "λεπτά": "min", "ώρες": "h", "ώρα": "h", "μέρες": "day", "ημέρες": "day",
+    "ευρώ": "eur", "λίτρα": "l",
     # Vietnamese
     "giây": "s", "phút": "min", "giờ": "h", "ngày": "day", "tuần": "week", "tháng": "month",
     "năm": "year", "mét": "m", "ki-lô-mét": "km", "xăng-ti-mét": "cm", "ki-lô-gam": "kg",
@@ -325,6 +331,30 @@ def _scaled(num: str, scale: str) -> str:
     return format(value.normalize(), "f")
 
 
+_CLOCK = re.compile(
+    r"(?<![\d:.])(?P<h>\d{1,2})(?P<sep>:|h)(?P<m>[0-5]\d)(?![\d:])"
+    r"(?:\s*(?P<mer>[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b))?"
+)
+"""A time of day: ``3:45 PM``, ``15:45``, ``07:05``, ``19h30``, ``15:45 Uhr``."""
+
+
+def _clock(m: re.Match) -> str:
+    """A time of day as minutes after midnight (``3:45 PM`` and ``15:45`` are ``945 clock``).
+
+    Only where it cannot be a ratio or a duration: with AM/PM or "Uhr", an hour past 12, an
+    hour written with a leading zero, or the ``19h30`` form; ``3:45`` alone is left as written.
+    """
+    hour, minute, mer = int(m.group("h")), int(m.group("m")), (m.group("mer") or "").lower()
+    clock = mer or m.group("sep") == "h" or hour > 12 or m.group("h").startswith("0")
+    if not clock or hour > 23 or (mer[:1] in ("a", "p") and not 1 <= hour <= 12):
+        return m.group(0)
+    if mer.startswith("a"):
+        hour %= 12
+    elif mer.startswith("p"):
+        hour = hour % 12 + 12
+    return f"{hour * 60 + minute} clock"
+
+
 _LONE_DEGREE = re.compile(r"[°º]")
 _PER_MILLE = re.compile(r"(\d+(?:\.\d+)?)\s*‰")
 
@@ -411,6 +441,7 @@ _HAN_DIGITS = dict(
     zip("〇零一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)
 )
 _HAN_PLACES = {**dict.fromkeys("十拾십", 10), **dict.fromkeys("百佰백", 100)}
+# 千 of 千米 (km), 千克 (kg), 千瓦 (kW) and 千卡 (kcal) is the unit's prefix: 150千米 is 150 km
 _HAN_PLACES.update(dict.fromkeys("千仟천", 1000))
 _HAN_BIG = {
     **dict.fromkeys("万萬만", 10**4),
@@ -418,14 +449,29 @@ _HAN_BIG = {
     **dict.fromkeys("兆조", 10**12),
 }
 _HAN_UNIT = "".join(_HAN_PLACES) + "".join(_HAN_BIG)
+_HAN_PREFIX = "(?![米克瓦卡])"
 _HAN_DIGIT = "".join(_HAN_DIGITS)
 _HAN_RUN = re.compile(
-    rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}]|十(?=[{_HAN_DIGIT}]))"  # 万一, 千万, 十分 are words
-    rf"(?:[{_HAN_DIGIT}{_HAN_UNIT}]|\d+(?:\.\d+)?|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}]))*"
+    rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}]|[十百千](?=[{_HAN_DIGIT}]))"  # 万一, 千万, 十分: words
+    rf"(?:[{_HAN_DIGIT}]|[{_HAN_UNIT}]{_HAN_PREFIX}|\d+(?:\.\d+)?"
+    rf"|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}]))*"
 )
 _HAN_ANY = re.compile(f"[{_HAN_DIGIT}{_HAN_UNIT}]")
+_HAN_NUMBER = rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}])+"
+_HAN_FRACTION = re.compile(rf"({_HAN_NUMBER})分之({_HAN_NUMBER})")
+_HAN_MINUS = re.compile(rf"[负負](?={_HAN_NUMBER})")
+
+
+def _han_fraction(m: re.Match) -> str:
+    """``三分之二`` -> ``(2/3)``: the part after 分之 over the part before."""
+    over, part = (_han_value(_HAN_TOKEN.findall(g)) for g in m.groups())
+    if over is None or part is None:
+        return m.group(0)
+    return f"({format(part.normalize(), 'f')}/{format(over.normalize(), 'f')})"
+
+
 _HAN_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}]")
-_HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s])$")
+_HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s-])$")
 _HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s]|$")
 
 
@@ -434,14 +480,16 @@ def han_numbers(text: str) -> str:
 
     ``四十二`` is ``42``, ``三百五十`` ``350``, ``一千零五`` ``1005``, ``两千`` ``2000``, ``三千五``
     (spoken short) ``3500``, ``二〇二四`` ``2024``; a scale after digits multiplies them: ``1.5万``
-    is ``15000``, ``1億`` ``100000000``, Korean ``1만 2천`` ``12000``, ``5千米`` ``5000米``. Only a
-    run that starts with a digit (or ``十`` and a digit: ``十五``) and holds a place
-    (``十百千万``...) is a number, or a lone digit that stands alone ("答案是四。"): words
-    that hold a numeral (``一共``, ``一些``, ``万一``, ``十分``, ``千万``, ``第一``) are words,
-    and so are runs of bare digits (``七八个`` is "seven or eight", not 78).
+    is ``15000``, ``1億`` ``100000000``, Korean ``1만 2천`` ``12000`` (``150千米``: 150 km). Only
+    a run that starts with a digit (or ``十百千`` and a digit: ``十五``, ``千二百``) and
+    holds a place (``十百千万``...) is a number, or a lone digit that stands alone
+    ("答案是四。"): words that hold a numeral (``一共``, ``一些``, ``万一``, ``十分``, ``千万``,
+    ``第一``) are words, and so are runs of bare digits (``七八个`` is "seven or eight", not 78).
     """
-    if not _HAN_ANY.search(text):
+    if not _HAN_ANY.search(text) and "分之" not in text:
         return text
+    text = _HAN_FRACTION.sub(_han_fraction, text)  # 三分之二 is 2/3, 百分之五十 50/100
+    text = _HAN_MINUS.sub("-", text)  # 负五 is -5
     return _HAN_RUN.sub(_han_run, text)
 
 

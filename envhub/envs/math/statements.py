@@ -154,7 +154,7 @@ def _prose(answer: Answer) -> bool:
     return False
 
 
-_RESTATEMENT = re.compile(r"(.+?)\s+\(([^()]+)\)\s*")
+_RESTATEMENT = re.compile(r"(.+?)\s*\(([^()]+)\)\s*")
 _SAID_AGAIN = re.compile(
     r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
     r"|c'est-à-dire,?|d\.\s?h\.,?|то\s+есть"
@@ -196,7 +196,7 @@ def stated_value(answer: str) -> str:
     aside = ASIDE.search(answer)
     offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
     if not HEDGE_WORDS.search(answer) and not offers:
-        answer = ASIDE.sub("", answer) or answer
+        answer = tidy(ASIDE.sub("", answer)) or answer  # "5 km** (about 3.1 miles)": 5 km
         restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
         if restated and same(restated.group(1), _RESTATING_WORD.sub("", restated.group(2))):
             answer = restated.group(1)  # "2 km (2000 m)", "$5, or 500 cents": one value
@@ -207,7 +207,7 @@ def stated_value(answer: str) -> str:
     return answer
 
 
-_WORDS_BEFORE = re.compile(r"[^\W\d_][^\d$€£¥₹₩\\−-]*")
+_WORDS_BEFORE = re.compile(r"(?:[^\W\d_]+[\s'’,:]*)+")
 _BOUND_WORDS = re.compile(
     r"(?i)\b(?:at\s+(?:least|most)|more|less|fewer|greater|over|under|up\s+to|not|no"
     r"|mindestens|höchstens|mehr|weniger|plus|moins|más|menos|più|meno|mais|не|менее|более)\b"
@@ -227,6 +227,8 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
+    if not re.search(r"[^\W\d_]{2}", lead.group(0)):
+        return answer  # "x 5": a symbol, not words
     if lead.group(0)[-1].isalpha() and lead.group(0)[-1] < "\u2e80":
         return answer  # "A1", "x72": a digit glued to a letter (Han text has no spaces: 一共1200)
     said = read(answer)

@@ -52,7 +52,8 @@ _MONEY = {
     **_names("gbp", "1/100", "pence", "penny", "pennies"),
     **_names("jpy", 1, "jpy", "yen"),
     **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
-    **_names("chf", 1, "chf"),
+    **_names("inr", "1/100", "paise", "paisa"),
+    **_names("chf", 1, "chf", "fr", "franc", "francs", "franken"),
     **_names("krona", 1, "kr", "sek", "nok", "dkk"),
     **_names("try", 1, "tl", "try", "lira", "liras"),
     **_names("cny", 1, "cny", "rmb", "yuan"),
@@ -72,6 +73,7 @@ CURRENCIES = frozenset(dimension for dimension, _ in _MONEY.values())
 TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "1/1000", "mm", "millimeter", "millimeters", "millimetre", "millimetres"),
     **_names("length", "1/100", "cm", "centimeter", "centimeters", "centimetre", "centimetres"),
+    **_names("length", "1/10", "dm", "decimeter", "decimeters", "decimetre", "decimetres"),
     **_names("length", 1, "m", "meter", "meters", "metre", "metres"),
     **_names("length", 1000, "km", "kilometer", "kilometers", "kilometre", "kilometres"),
     **_names("length", "0.0254", "in", "inch", "inches"),
@@ -90,6 +92,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("time", 604800, "week", "weeks"),
     **_names("time", "1/1000", "ms", "millisecond", "milliseconds"),
     **_names("month", 1, "month", "months"),
+    **_names("clock", 1, "clock"),  # a time of day, in minutes after midnight (numerals)
     **_names("month", 12, "year", "years", "yr", "yrs"),
     **_names("mass", 1000000, "tonne", "tonnes", "t"),
     **_names("power", 1, "w", "watt", "watts"),
