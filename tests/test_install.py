@@ -71,6 +71,7 @@ OWN_ENVIRONMENT = {
     "envhub/interop/verifiers/bridge.py": "runs in the verifiers venv (aiohttp comes with verifiers)",
     "tests/support/vf_guess.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_guess_parity.py": "runs in the verifiers venv envhub makes",
+    "tests/support/vf_strict.py": "runs in the verifiers venv envhub makes",
     "tests/support/vf_bridge_probe.py": "runs in the verifiers venv envhub makes",
     "bench/verifiers_episodes.py": "its body runs in the verifiers venv envhub makes",
 }
