@@ -4,14 +4,9 @@ Each row is what a policy optimising against the reader could write, and what it
 """
 
 import pytest
+from math_scoring import scores
 
-from envhub.envs.math.answers import is_equivalent
 from envhub.envs.math.extract import extract_answer
-
-
-def _scores(text: str, gold: str) -> bool:
-    found = extract_answer(text)
-    return bool(found.answer and not found.hedged and is_equivalent(found.answer, gold))
 
 
 @pytest.mark.parametrize(
@@ -102,7 +97,7 @@ def _scores(text: str, gold: str) -> bool:
     ],
 )
 def test_attack(text, gold, paid):
-    assert _scores(text, gold) is paid, extract_answer(text)
+    assert scores(text, gold) is paid, extract_answer(text)
 
 
 @pytest.mark.parametrize("text", [r"\boxed{done} \boxed{1,2,4}", "#### 1,2,4\n#### done"])

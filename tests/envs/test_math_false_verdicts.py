@@ -9,6 +9,7 @@ Each goes through the whole check the environment runs: extraction, hedging, equ
 
 import pytest
 from cpu_time import cpu_seconds
+from math_scoring import scores
 
 from envhub.envs.math import pool
 from envhub.envs.math.answers import is_equivalent
@@ -20,14 +21,6 @@ from envhub.envs.math.latex import plain_digits
 def _stop_workers():
     yield
     pool.shutdown()
-
-
-def _scores(text: str, gold: str, tolerance: float | None = None) -> bool:
-    """What the environment pays for correctness."""
-    found = extract_answer(text)
-    if not found.answer or found.hedged:
-        return False
-    return is_equivalent(found.answer, gold, timeout=10.0, tolerance=tolerance)
 
 
 # ---------------------------------------------------------------- false positives: rounding
@@ -50,7 +43,7 @@ def _read(text: str) -> None:
     ],
 )
 def test_an_exact_answer_must_round_to_a_decimal_gold_at_its_own_precision(pred, gold):
-    assert not _scores(rf"\boxed{{{pred}}}", gold)
+    assert not scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(
@@ -64,7 +57,7 @@ def test_an_exact_answer_must_round_to_a_decimal_gold_at_its_own_precision(pred,
     ],
 )
 def test_a_task_tolerance_never_makes_two_exact_values_equal(pred, gold, tolerance):
-    assert not _scores(rf"\boxed{{{pred}}}", gold, tolerance)
+    assert not scores(rf"\boxed{{{pred}}}", gold, tolerance)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +77,7 @@ def test_a_task_tolerance_never_makes_two_exact_values_equal(pred, gold, toleran
     ],
 )
 def test_an_exact_gold_never_accepts_an_approximation(pred, gold):
-    assert not _scores(rf"\boxed{{{pred}}}", gold)
+    assert not scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(
@@ -96,7 +89,7 @@ def test_an_exact_gold_never_accepts_an_approximation(pred, gold):
     ],
 )
 def test_an_exact_decimal_still_passes_where_math_verify_reads_it(pred, gold):
-    assert _scores(rf"\boxed{{{pred}}}", gold)
+    assert scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(
@@ -114,7 +107,7 @@ def test_an_exact_decimal_still_passes_where_math_verify_reads_it(pred, gold):
     ],
 )
 def test_rounding_that_the_rules_allow_still_passes(pred, gold, tolerance):
-    assert _scores(rf"\boxed{{{pred}}}", gold, tolerance)
+    assert scores(rf"\boxed{{{pred}}}", gold, tolerance)
 
 
 def test_the_environment_applies_the_task_tolerance_only_to_a_written_decimal():
@@ -150,8 +143,8 @@ def test_the_environment_applies_the_task_tolerance_only_to_a_written_decimal():
     ],
 )
 def test_a_different_unit_is_a_different_answer(pred, gold):
-    assert not _scores(rf"The length is \boxed{{{pred}}}.", gold)
-    assert not _scores(f"#### {pred}", gold)
+    assert not scores(rf"The length is \boxed{{{pred}}}.", gold)
+    assert not scores(f"#### {pred}", gold)
 
 
 # ---------------------------------------------------------------- false positives: hedges
@@ -175,7 +168,7 @@ def test_a_different_unit_is_a_different_answer(pred, gold):
 def test_two_conflicting_committed_answers_are_a_hedge(text, gold):
     found = extract_answer(text)
     assert found.hedged, found
-    assert not _scores(text, gold)
+    assert not scores(text, gold)
     assert format_score(text, "hash") == format_score(text, "boxed") == 0.0
 
 
@@ -192,7 +185,7 @@ def test_two_conflicting_committed_answers_are_a_hedge(text, gold):
 )
 def test_a_final_answer_taken_back_right_after_is_a_hedge(text, gold):
     assert extract_answer(text).hedged
-    assert not _scores(text, gold)
+    assert not scores(text, gold)
 
 
 @pytest.mark.parametrize(
@@ -204,7 +197,7 @@ def test_a_final_answer_taken_back_right_after_is_a_hedge(text, gold):
     ],
 )
 def test_a_check_after_the_final_answer_is_not_a_retraction(text):
-    assert _scores(text, "12")
+    assert scores(text, "12")
 
 
 @pytest.mark.parametrize(
@@ -229,7 +222,7 @@ def test_a_check_after_the_final_answer_is_not_a_retraction(text):
 )
 def test_one_answer_stated_in_several_places_is_not_a_hedge(text, gold):
     assert not extract_answer(text).hedged
-    assert _scores(text, gold)
+    assert scores(text, gold)
 
 
 def test_many_conflicting_statements_stay_bounded():
@@ -241,7 +234,7 @@ def test_many_conflicting_statements_stay_bounded():
     for text in texts:
         found = extract_answer(text)
         assert cpu_seconds(_read, text) < 2.0
-        assert found.hedged or not _scores(text, "7")
+        assert found.hedged or not scores(text, "7")
 
 
 # ---------------------------------------------------------------- false negatives: digits
@@ -263,7 +256,7 @@ def test_many_conflicting_statements_stay_bounded():
     ],
 )
 def test_digits_of_any_script_and_invisible_characters_are_read(text):
-    assert _scores(text, "123")
+    assert scores(text, "123")
 
 
 @pytest.mark.parametrize(
@@ -276,7 +269,7 @@ def test_other_scripts_keep_their_value(pred, gold):
 
 
 def test_digits_of_other_scripts_still_hedge():
-    assert extract_answer("it is ٣١ or ٣٢").hedged or not _scores("it is ٣١ or ٣٢", "32")
+    assert extract_answer("it is ٣١ or ٣٢").hedged or not scores("it is ٣١ or ٣٢", "32")
     assert extract_answer("#### ٣٢ or ma\u200bybe ٣١").hedged
 
 
@@ -313,7 +306,7 @@ def test_superscripts_are_powers_not_digits():
     ],
 )
 def test_interval_notation_matches_the_inequality(pred, gold):
-    assert _scores(rf"\boxed{{{pred}}}", gold)
+    assert scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(
@@ -327,7 +320,7 @@ def test_interval_notation_matches_the_inequality(pred, gold):
     ],
 )
 def test_a_different_interval_stays_different(pred, gold):
-    assert not _scores(rf"\boxed{{{pred}}}", gold)
+    assert not scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(
@@ -341,8 +334,8 @@ def test_a_different_interval_stays_different(pred, gold):
     ],
 )
 def test_plus_minus_is_the_two_roots(pred):
-    assert _scores(rf"\boxed{{{pred}}}", r"1+\sqrt{2}, 1-\sqrt{2}")
-    assert not _scores(rf"\boxed{{{pred}}}", r"1+\sqrt{2}")  # one root is not both
+    assert scores(rf"\boxed{{{pred}}}", r"1+\sqrt{2}, 1-\sqrt{2}")
+    assert not scores(rf"\boxed{{{pred}}}", r"1+\sqrt{2}")  # one root is not both
 
 
 def test_plus_minus_binds_as_a_sign():
@@ -368,7 +361,7 @@ def test_plus_minus_binds_as_a_sign():
     ],
 )
 def test_a_converted_unit_is_the_same_answer(pred, gold):
-    assert _scores(rf"\boxed{{{pred}}}", gold)
+    assert scores(rf"\boxed{{{pred}}}", gold)
 
 
 @pytest.mark.parametrize(
@@ -395,4 +388,4 @@ def test_a_converted_unit_is_the_same_answer(pred, gold):
     ],
 )
 def test_the_decimal_comma_rule(pred, gold, equal):
-    assert _scores(rf"\boxed{{{pred}}}", gold) is equal
+    assert scores(rf"\boxed{{{pred}}}", gold) is equal

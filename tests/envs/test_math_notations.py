@@ -9,10 +9,9 @@ import json
 from pathlib import Path
 
 import pytest
+from math_scoring import scores
 
 from envhub.envs.math import pool
-from envhub.envs.math.answers import is_equivalent
-from envhub.envs.math.extract import extract_answer
 
 CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_cases.jsonl").open()]
 
@@ -21,11 +20,6 @@ CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_ca
 def _stop_workers():
     yield
     pool.shutdown()
-
-
-def _scores(text: str, gold: str) -> bool:
-    found = extract_answer(text)
-    return bool(found.answer and not found.hedged and is_equivalent(found.answer, gold))
 
 
 @pytest.mark.parametrize(
@@ -69,7 +63,7 @@ def _scores(text: str, gold: str) -> bool:
     ],
 )
 def test_units_and_money(text, gold, paid):
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid
 
 
 @pytest.mark.parametrize(
@@ -104,7 +98,7 @@ def test_units_and_money(text, gold, paid):
     ],
 )
 def test_number_locales(text, gold, paid):
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid
 
 
 @pytest.mark.parametrize(
@@ -132,7 +126,7 @@ def test_number_locales(text, gold, paid):
     ],
 )
 def test_other_scripts_and_words(text, gold, paid):
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid
 
 
 @pytest.mark.parametrize(
@@ -149,7 +143,7 @@ def test_other_scripts_and_words(text, gold, paid):
     ],
 )
 def test_a_hedge_in_any_language_earns_nothing(text):
-    assert not _scores(text, "31")
+    assert not scores(text, "31")
 
 
 def test_the_independent_notation_sets():
@@ -167,7 +161,7 @@ def test_the_independent_notation_sets():
     }
     wrong, false_positives = [], []
     for case in CASES:
-        paid = _scores(case["pred"], case["gold"])
+        paid = scores(case["pred"], case["gold"])
         if paid is case["expected"]:
             continue
         wrong.append(case)
@@ -197,7 +191,7 @@ def test_the_independent_notation_sets():
 )
 def test_another_value_after_the_final_answer_is_a_hedge(text):
     """A second value offered after the answer earns nothing, whichever is the gold."""
-    assert not _scores(text, "5") and not _scores(text, "7")
+    assert not scores(text, "5") and not scores(text, "7")
 
 
 @pytest.mark.parametrize(
@@ -225,7 +219,7 @@ def test_another_value_after_the_final_answer_is_a_hedge(text):
 )
 def test_plain_text_math_is_read_whole(text, gold, paid):
     """Unicode math written outside LaTeX is the answer, never the digit at its end."""
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid
 
 
 @pytest.mark.parametrize(
@@ -251,7 +245,7 @@ def test_plain_text_math_is_read_whole(text, gold, paid):
     ],
 )
 def test_hedges_and_restatements(text, gold, paid):
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid
 
 
 @pytest.mark.parametrize(
@@ -290,7 +284,7 @@ def test_hedges_and_restatements(text, gold, paid):
 )
 def test_a_fourth_round(text, gold, paid):
     """What a fourth blind set found: rates, per mille, en-dash minus, hedges in more languages."""
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid
 
 
 @pytest.mark.parametrize(
@@ -317,4 +311,4 @@ def test_a_fourth_round(text, gold, paid):
 )
 def test_a_fifth_round(text, gold, paid):
     """What a fifth blind set found: units in other scripts, scale words, doubts, conditionals."""
-    assert _scores(text, gold) is paid
+    assert scores(text, gold) is paid

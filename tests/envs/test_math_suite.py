@@ -2,6 +2,7 @@
 
 import pytest
 from cpu_time import cpu_seconds
+from math_scoring import scores
 
 from envhub.envs.math import answers, pool, suite, symbolic
 from envhub.envs.math.answers import is_equivalent
@@ -27,12 +28,6 @@ def test_agreement_with_math_verify_suite_is_at_least_its_own():
     missed = [c["id"] for g, c in zip(got, cases, strict=True) if g is not c["expected"]]
     print(f"\nenvhub agrees with {agree} of math-verify's {len(cases)} labelled cases")
     assert agree >= 263, (agree, missed)
-
-
-def _scores(text: str, gold: str) -> bool:
-    """What the environment pays for correctness."""
-    found = extract_answer(text)
-    return bool(found.answer and not found.hedged and is_equivalent(found.answer, gold))
 
 
 HEDGES = [
@@ -85,7 +80,7 @@ def _read(text: str) -> None:
 
 @pytest.mark.parametrize(("text", "gold"), HEDGES)
 def test_hedging_earns_nothing(text, gold):
-    assert not _scores(text, gold)
+    assert not scores(text, gold)
 
 
 @pytest.mark.parametrize(
@@ -105,7 +100,7 @@ def test_hedging_earns_nothing(text, gold):
     ],
 )
 def test_legitimate_answers_still_pass(text, gold):
-    assert _scores(text, gold)
+    assert scores(text, gold)
 
 
 @pytest.mark.parametrize(
