@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .numerals import SCALE_WORD, UNIT_WORD_AFTER
+from .numerals import MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER
 from .parse import compound
 from .units import measure
 
@@ -123,9 +123,7 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     return answer, False
 
 
-_COLON_RUN = re.compile(
-    r"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b))?"
-)
+_COLON_RUN = re.compile(rf"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:{MERIDIEM}))?")
 
 
 def _clock_ending(text: str, last: re.Match) -> str | None:
@@ -227,10 +225,16 @@ def unit_after(text: str, end: int) -> str:
     if scale is not None:  # "$1,200 million", "3 thousand km"
         return scale.group(0) + unit_after(text, scale.end())
     m = _UNIT_AFTER.match(text, end)
-    if m is None:
-        word = UNIT_WORD_AFTER.match(text, end)  # 5米, 45 секунд, 7 أمتار
-        return f" {word.group(1)}" if word else ""
-    words = m.group(1).rstrip(". ").split(" ")[:4]
+    latin = _latin_unit(m.group(1)) if m is not None else None
+    if latin is not None:
+        return latin
+    word = UNIT_WORD_AFTER.match(text, end)  # 5米, 45 секунд, 7 أمتار, 45 giây
+    return f" {word.group(1)}" if word else ""
+
+
+def _latin_unit(run: str) -> str | None:
+    """The unit named by the words of ``run`` (" km/h"), "" for a preposition, None for none."""
+    words = run.rstrip(". ").split(" ")[:4]
     cut = next((i for i, w in enumerate(words) if w.lower() in _NOT_RATE), len(words))
     words = words[:cut]  # "5 km each day" ran 5 km: "each" and "every" start no rate here
     if words[:1] == ["in"] and len(words) > 1 and words[1].lower() not in _DIMENSIONS:
@@ -241,5 +245,4 @@ def unit_after(text: str, end: int) -> str:
             phrase = "deg" + phrase[1:].strip().lower()
         if phrase and measure(phrase) is not None:
             return " " + phrase
-    word = UNIT_WORD_AFTER.match(text, end)  # 45 giây: letters the Latin run stops inside
-    return f" {word.group(1)}" if word else ""
+    return None

@@ -331,9 +331,10 @@ def _scaled(num: str, scale: str) -> str:
     return format(value.normalize(), "f")
 
 
+MERIDIEM = r"[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b"
+"""What may follow a time of day: AM, p.m., Uhr."""
 _CLOCK = re.compile(
-    r"(?<![\d:.])(?P<h>\d{1,2})(?P<sep>:|h)(?P<m>[0-5]\d)(?![\d:])"
-    r"(?:\s*(?P<mer>[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b))?"
+    rf"(?<![\d:.])(?P<h>\d{{1,2}})(?P<sep>:|h)(?P<m>[0-5]\d)(?![\d:])(?:\s*(?P<mer>{MERIDIEM}))?"
 )
 """A time of day: ``3:45 PM``, ``15:45``, ``07:05``, ``19h30``, ``15:45 Uhr``."""
 
