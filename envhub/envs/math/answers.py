@@ -48,6 +48,7 @@ from . import library, symbolic
 from .compare import distinct, quick_compare
 from .extract import MAX_RESPONSE_CHARS
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
+from .numerals import MERIDIEM
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
 from .pool import run_in_worker
 
@@ -167,6 +168,7 @@ def is_equivalent(
     pred, gold = plain_digits(pred), plain_digits(gold)
     if pred.split() == gold.split():
         return True  # the gold as written, whatever either parser makes of it ("x2")
+    pred, gold = facing(pred, gold), facing(gold, pred)
     gold_ans = _gold(gold)
     try:
         pred_ans: Answer | None = parse_answer(pred)
@@ -193,6 +195,38 @@ def is_equivalent(
     if verdict.startswith(symbolic.GOLD_ERROR):
         raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be evaluated: {verdict}")
     return verdict == symbolic.EQUAL
+
+
+_BARE_TIME = re.compile(r"\s*(\d{1,2}):([0-5]\d)\s*\.?")
+_TIME_OF_DAY = re.compile(rf"\d:[0-5]\d\s*(?:{MERIDIEM})|[点點時时시]")
+_DEGREES = re.compile(
+    r"\s*(-?\d+(?:\.\d+)?)\s*(?:°|º|\^\s*\{?\s*\\circ\s*\}?|\\degree|degrees?)\s*"
+)
+_BARE_SET = re.compile(r"\s*\{[^{}\\]*\}\s*")
+_RADIANS = re.compile(r"π|\\pi(?![A-Za-z])")
+_RADIAN_WORD = re.compile(r"\s*(?:\\(?:text|mathrm)\{\s*)?\b(?:rad|radians?)\b\.?\}?\s*$")
+
+
+def facing(answer: str, other: str) -> str:
+    r"""``answer`` as read beside ``other``, where a notation's meaning depends on it.
+
+    A bare ``10:50`` facing a time of day (``10:50 AM``, ``下午3点``) is one too, on the 24-hour
+    clock (``3:45`` is not ``3:45 PM``); alone it may be a ratio or a duration. Degrees facing
+    an angle in radians (``30°`` beside ``\frac{\pi}{6}``) are converted to radians, and
+    ``{2}`` facing the set ``\{2\}`` is that set (alone, braces only group).
+    """
+    time = _BARE_TIME.fullmatch(answer)
+    if time is not None and _TIME_OF_DAY.search(other):
+        hour, minute = int(time.group(1)), int(time.group(2))
+        return f"{hour * 60 + minute} clock" if hour < 24 else answer
+    if _BARE_SET.fullmatch(answer) and other.strip().startswith("\\{"):
+        return f"\\{{{answer.strip()[1:-1]}\\}}"  # {2} facing \{2\}: a set
+    if _RADIANS.search(answer):  # π/2 rad: the unit of an angle, no product r·a·d
+        answer = _RADIAN_WORD.sub("", answer)
+    degrees = _DEGREES.fullmatch(answer.strip().strip("$"))
+    if degrees is not None and _RADIANS.search(other):
+        return f"\\frac{{{degrees.group(1)} \\pi}}{{180}}"
+    return answer
 
 
 _WORD_AFTER = re.compile(r"\d\s*[^\W\d_]")

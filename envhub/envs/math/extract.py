@@ -49,7 +49,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from . import locales
+from . import locales, spelled
 from .compare import distinct
 from .hedges import HEDGE_WORDS, is_hedged, last_number_hedged, retracted
 from .lastnumber import JOINER, NUMBER, find_numbers, last_number, tidy
@@ -219,6 +219,14 @@ def _extract(text: str) -> Extraction:
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     numbers = find_numbers(tail)
+    cut = numbers[-1].start() if numbers else 0
+    if _LETTER_AFTER.search(tail, numbers[-1].end() if numbers else 0):
+        # "She had 3 bags, so twelve apples.": 12, in the text's language
+        tail = tail[:cut] + spelled.as_digits(tail[cut:], spelled.language(tail))
+        numbers = find_numbers(tail)
+    plain = _plain_math(tail, numbers)
+    if plain is not None:  # "The volume is π².", "A ∩ B = {2}.", "The range is (−∞, ∞)."
+        return Extraction(plain, "math", False)
     number = _last_number(tail, numbers)
     span = _math_span(tail, numbers[-1].end() if numbers else 0)
     if span is not None and not (number and "," in number.answer and NUMBER.fullmatch(span[0])):
@@ -227,6 +235,28 @@ def _extract(text: str) -> Extraction:
     return number or Extraction(None, None, False)
 
 
+_PLAIN_MATH = re.compile(r"(?:=|\bis\b|:)[ \t]*(?P<value>[^=:\n]{1,80}?)[ \t]*[.。]?[ \t]*$")
+_UNICODE_VALUE = re.compile(r"[π∞∅√⁰¹²³⁴⁵⁶⁷⁸⁹]|^\{[^{}]*\}$")
+_TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
+
+
+def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
+    """A value in Unicode math ending the response (``π²``, ``x⁵``, ``{2}``, ``∅``), else None.
+
+    Only after ``=``, "is" or ``:``, without words, and holding every number after it.
+    """
+    m = _PLAIN_MATH.search(text, max(0, len(text) - 100))
+    if m is None:
+        return None
+    value = m.group("value").strip()
+    if not _UNICODE_VALUE.search(value) or _TWO_LETTERS.search(value):
+        return None
+    if numbers and numbers[-1].start() < m.start("value"):
+        return None
+    return value
+
+
+_LETTER_AFTER = re.compile(r"[^\W\d_]{3}")
 _CHECK_AFTER = re.compile(
     r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"
     r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算)\b"

@@ -30,7 +30,7 @@ import re
 
 from .compare import same
 from .lastnumber import find_numbers, last_number, tidy, unit_after
-from .numerals import number_words
+from .spelled import words_value
 
 HEDGE_WORDS = re.compile(
     r"\b(?:maybe|perhaps(?!\s+(?:un)?surprising)|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
@@ -108,7 +108,7 @@ def is_hedged(answer: str, after: str) -> bool:
     if aside is not None and offers_value(aside.group(0), answer[: aside.start()]):
         return True  # "#### 0 (though 1 is plausible)"
     clause = _first_clause(after)
-    worded = number_words(_LEADING_JOINER.sub("", clause))
+    worded = words_value(_LEADING_JOINER.sub("", clause))
     if worded is not None and not same(str(worded), answer):
         return True  # "28080 / four", "#### 28080\nseven": another value, in words
     other = _OR_ANOTHER.search(clause)

@@ -54,10 +54,15 @@ def find_numbers(text: str) -> list[re.Match]:
         glued = start > 1 and text[start - 1] in ",/" and end != start - 1
         glued = glued and text[start - 2] not in _UNICODE_MATH  # π/4 is a number
         word = _GLUED_WORD.match(text, m.end())
-        if not glued and (word is None or measure(word.group(0)) is not None):
+        if not glued and (word is None or _glued_unit(word.group(0))):
             found.append(m)
         end = m.end()
     return found
+
+
+def _glued_unit(word: str) -> bool:
+    """A word glued after a number that names a unit: ``cm``, ``kg``, the pence of ``85p``."""
+    return word == "p" or measure(word) is not None
 
 
 def tidy(answer: str) -> str:
@@ -104,6 +109,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     clock = _clock_ending(text, last)
     if clock is not None:  # "arrives at 15:45", "at 3:45 PM": the time, not its minutes
         return clock, False
+    written = _written_whole(text, last)
+    if written is not None:  # 6'2", 5 °C below zero: one amount
+        return written, False
     items = _enumeration(text, numbers)
     if len(items) > 1:
         return ", ".join(items), False
@@ -133,6 +141,24 @@ def _clock_ending(text: str, last: re.Match) -> str | None:
         start -= 1
     m = _COLON_RUN.match(text, start) if start < last.start() else None
     return m.group(0).rstrip(".") if m is not None and m.end() >= last.end() else None
+
+
+_FEET_BEFORE = re.compile(r"(?<![\d.])\d+\s*['′]\s*$")
+_INCHES_AFTER = re.compile(r"\s*(?:\"|″|''|”)")
+_BELOW_ZERO_AFTER = re.compile(
+    r"[ \t]*(?:°|º|degrees?)?[ \t]*(?:[CF]\b|Celsius|Fahrenheit)?[ \t]+below[ \t]+zero\b",
+    re.IGNORECASE,
+)
+
+
+def _written_whole(text: str, last: re.Match) -> str | None:
+    """Feet and inches with primes (``6'2"``) or a temperature below zero that ``last`` ends."""
+    feet = _FEET_BEFORE.search(text, max(0, last.start() - 12), last.start())
+    inches = _INCHES_AFTER.match(text, last.end())
+    if feet is not None and inches is not None:
+        return text[feet.start() : inches.end()]
+    below = _BELOW_ZERO_AFTER.match(text, last.end())
+    return text[last.start() : below.end()] if below is not None else None
 
 
 _CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺])\s?$")
@@ -209,6 +235,7 @@ _AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\.?\s*(?:,\s*|and\s+)?$")
 
 _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD})(?![^\W\d_])", re.IGNORECASE)
 """A scale word after a number ("$1,200 million", "₹2.5 lakh", "2 Milliarden")."""
+_PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
 _UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-z€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
@@ -221,6 +248,8 @@ def unit_after(text: str, end: int) -> str:
     answer (``300 minutes`` is another one). The longest run of up to four words that names a
     unit of :mod:`envhub.envs.math.units` is kept; a word that names none (``apples``) is not.
     """
+    if _PENCE.match(text, end):  # 85p
+        return "p"
     scale = _SCALE_AFTER.match(text, end)
     if scale is not None:  # "$1,200 million", "3 thousand km"
         return scale.group(0) + unit_after(text, scale.end())

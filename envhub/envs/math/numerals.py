@@ -157,6 +157,14 @@ def normalize(s: str) -> str:
         or _LATIN_SCALE.search(s)
     ):
         s = _SCALE_WORD.sub(_scale_word, s)
+    if not s.isascii():  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
+        s = _CJK_CLOCK.sub(_cjk_clock, s)
+    if s.endswith("p"):  # 85p: pence
+        s = _PENCE.sub(r"\1 pence", s)
+    if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
+        s = _FEET_INCHES.sub(r"\1 ft \2 in", s)
+    if "below" in s or "zero" in s:  # 5 °C below zero
+        s = _BELOW_ZERO.sub(r"-\1", s)
     if not s.isascii():  # 150米, 45秒, 15 м
         s = _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)
     if "," in s:
@@ -169,8 +177,12 @@ def normalize(s: str) -> str:
         s = _SPACED_POINT.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " " in s:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
+    if " h " in s:  # 2 h 30: hours and minutes
+        s = _HOURS_MINUTES.sub(r"\1 h \2 min", s)
     if ":" in s or "h" in s:
         s = _CLOCK.sub(_clock, s)
+    if "'" in s or "’" in s:  # 1,2 million d'euros
+        s = _ELISION.sub(" ", s)
     if "‰" in s:
         s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
     if "circ" in s or "degree" in s or not s.isascii():
@@ -356,6 +368,41 @@ def _clock(m: re.Match) -> str:
     return f"{hour * 60 + minute} clock"
 
 
+_MORNING, _AFTERNOON = "上午|早上|早晨|凌晨|午前|오전", "下午|晚上|傍晚|午後|오후"
+_CJK_CLOCK = re.compile(
+    rf"(?:(?P<mer>{_MORNING}|{_AFTERNOON}|中午)\s*)?(?P<h>\d{{1,2}})\s*[点點時时시]"
+    r"(?:\s*(?P<m>[0-5]?\d)\s*[分분]|(?P<half>半|반))?(?:钟|鐘)?"
+)
+"""A time of day in Chinese, Japanese or Korean: ``下午3点45分``, ``午後3時半``, ``오후 3시 45분``
+(an hour alone with no half of the day, ``3点``, may be points: left as written)."""
+
+
+def _cjk_clock(m: re.Match) -> str:
+    """``下午3点45分`` -> ``3:45 PM`` (read on by :data:`_CLOCK`), ``15時30分`` -> ``15:30``."""
+    mer, minute = m.group("mer"), m.group("m") or ("30" if m.group("half") else None)
+    if mer is None and minute is None:
+        return m.group(0)
+    hour = int(m.group("h"))
+    suffix = ""
+    if mer is not None and 1 <= hour <= 12:
+        suffix = " AM" if re.fullmatch(_MORNING, mer) or (mer == "中午" and hour < 12) else " PM"
+    return f"{hour}:{int(minute or 0):02d}{suffix}"
+
+
+_HOURS_MINUTES = re.compile(r"(?<![\d:.])(\d+) h ([0-5]\d)(?![\w.:]|\s*[^\W\d_])")
+"""A duration in the French way, ``2 h 30`` (``19h30``, glued, is a time of day)."""
+_ELISION = re.compile(r"(?<=\w) [dD]['’](?=[^\W\d_])")
+"""French and Italian elision before a unit: ``1,2 million d'euros``."""
+_PENCE = re.compile(r"^(\s*\d+(?:\.\d+)?)p$")
+"""An amount in pence, ``85p``: the whole answer (``3p + 1`` is algebra)."""
+_FEET_INCHES = re.compile(r"(?<![\d.])(\d+)\s*['′]\s*(\d+(?:\.\d+)?)\s*(?:\"|″|''|”)")
+"""Feet and inches with primes: ``6'2"``, ``6′ 2″``."""
+_BELOW_ZERO = re.compile(
+    r"(?<![-\d.])(\d+(?:\.\d+)?\s*(?:°|º|\^\s*\\circ|degrees?)\s*(?:[CF]|Celsius|Fahrenheit)?)"
+    r"\s+below\s+zero",
+    re.IGNORECASE,
+)
+"""A temperature below zero: ``5 °C below zero`` is ``-5 °C``."""
 _LONE_DEGREE = re.compile(r"[°º]")
 _PER_MILLE = re.compile(r"(\d+(?:\.\d+)?)\s*‰")
 

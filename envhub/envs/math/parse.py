@@ -35,7 +35,7 @@ from .latex import (
     latex_to_py,
     plain_digits,
 )
-from .numerals import number_words
+from .spelled import words_value
 from .units import Unit, measure, scales
 
 MAX_DIGITS = 5000
@@ -95,10 +95,14 @@ Answer = Expr | Text | Equation | Items | Seq | Union
 
 _OPEN, _CLOSE = "([{", ")]}"
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
+_LINKS = frozenset({"of", "in", "on", "at", "to", "a", "an"})
+"""Short words a label may hold after its first word: "6 bags of rice"."""
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+\s+(?=\d+/))?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?"
     r"|[-+]?(?:\d+\s*)?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"(?P<gap>\s*)(?P<unit>[A-Za-zµμÀ-ÿ][A-Za-zµμÀ-ÿ. /]*?)\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
+    r"(?P<gap>\s*)(?P<unit>[A-Za-zµμÀ-ÿ][A-Za-zµμÀ-ÿ. /]*?"
+    r"(?:(?<=[A-Za-zµμÀ-ÿ]{3} )[A-Za-zµμÀ-ÿ. /]*?[A-Za-z]+\d+[A-Za-zµμÀ-ÿ\d. /]*?)?)"
+    r"\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
     re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
 _PLAIN = re.compile(
@@ -275,16 +279,23 @@ _COMPOUND = re.compile(
 )
 
 
-def _spelled(s: str) -> Expr | None:
-    """A number in words (``twenty-five``) or a compound quantity (``2 hours 15 minutes``).
+_WORDED = re.compile(r"[^\W\d_](?:[^\W\d_]|[' -])*")
+
+
+def _spelled(s: str) -> Answer | None:
+    """A number in words (``quarante-deux``, ``two weeks``) or a compound (``2 hours 15 min``).
 
     Both are read before lists are split, where ``and`` would part them. A compound is two
     amounts of one dimension, the larger unit first; its value is in the base unit.
     """
-    if _WORDS.fullmatch(s):
-        value = number_words(s)
-        return None if value is None else Expr(f"({value})", False, False, value)
-    return compound(s)
+    if not _WORDED.fullmatch(s):
+        return compound(s)
+    value = words_value(s)
+    if value is not None:
+        return Expr(f"({value})", False, False, value)
+    head, _, unit = s.rpartition(" ")  # twenty-eight dollars, two weeks
+    value = words_value(head) if head and measure(unit) is not None else None
+    return None if value is None else _parse(f"{value} {unit}")
 
 
 def compound(s: str) -> Expr | None:
@@ -323,9 +334,10 @@ def _units(s: str) -> tuple[str, Unit | None]:
         return m.group("num"), unit
     if not m.group("gap"):
         return s, None  # 1AAA, 42dollars: a word glued to the number is no label
-    for w in words:
+    for i, w in enumerate(words):
         lw = w.lower()
-        if lw in _NOT_UNITS or len(lw) < 3 or "/" in lw:
+        short = i > 0 and (lw in _LINKS or any(c.isdigit() for c in lw))  # 6 bags of CO2
+        if lw in _NOT_UNITS or (len(lw) < 3 and not short) or "/" in lw:
             return s, None
     return m.group("num"), None
 

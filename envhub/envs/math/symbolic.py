@@ -128,7 +128,7 @@ _BIG = re.compile(r"\d{5,}|10\s*\^\s*\{?\s*(?:\d{2,}|[5-9])|\d\s*\^\s*\{?\s*\d{3
 def _explosive(text: str) -> bool:
     r"""A prediction envhub cannot read that asks math-verify for a giant computation.
 
-    ``\Gamma(10^{7})``, ``(10^{10})!``, ``inom{10^{8}}{5 \cdot 10^{7}}``: a fast-growing
+    ``\Gamma(10^{7})``, ``(10^{10})!``, ``\binom{10^{8}}{5 \cdot 10^{7}}``: a fast-growing
     operation beside a number of five digits or more (or a power of ten past ``10^4``, or a
     three-digit exponent). sympy would build the value in C, where no timer can stop it; an
     answer so large is no real final answer, so it is a wrong one, decided at once.

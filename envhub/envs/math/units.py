@@ -10,8 +10,8 @@ do (``200 cm`` is ``2 m``, ``90 min`` is ``1.5 hours``); different dimensions ne
 
 The table is length, area and volume (through length; litres, US customary measures, hectares
 and acres), mass, time, months/years (a month has no fixed number of days, so they convert only
-to each other), power, energy, frequency, money (one dimension per currency) and temperature
-(one dimension per scale). Exact factors; a unit is
+to each other), force, pressure, power, energy, frequency, money (one dimension per currency)
+and temperature (one dimension per scale). Exact factors; a unit is
 ``name``, ``square``/``sq``/``cubic name``, ``name^2``/``name^3``, or ``A/B`` / ``A per B``
 (also ``A an B``: ``60 miles an hour``). sympy's ``physics.units`` would do the same with a
 lookup we would still have to whitelist (its ``c`` is the speed of light, ``G`` the
@@ -104,6 +104,11 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("energy", 3600000, "kwh"),
     **_names("energy", "4.184", "cal", "calorie", "calories"),
     **_names("energy", 4184, "kcal", "kilocalorie", "kilocalories"),
+    **_names("force", 1, "n", "newton", "newtons"),
+    **_names("force", 1000, "kn", "kilonewton", "kilonewtons"),
+    **_names("pressure", 1, "pa", "pascal", "pascals"),
+    **_names("pressure", 1000, "kpa", "kilopascal", "kilopascals"),
+    **_names("pressure", 1000000, "mpa", "megapascal", "megapascals"),
     **_names("frequency", 1, "hz", "hertz"),
     **_names("frequency", 1000, "khz", "kilohertz"),
     **_names("frequency", 1000000, "mhz", "megahertz"),

@@ -1,0 +1,194 @@
+"""Numbers written in words, in English and six continental languages, read with text2num.
+
+Two uses:
+
+* :func:`words_value`: an answer that is a number in words (``twenty-five``, ``quarante-deux``,
+  ``cuarenta y dos``, ``zweiundvierzig``, ``dertig``), for the parser.
+* :func:`as_digits`: the number words of running text written as digits, for the last-number
+  rule ("Il y a 7 paquets de 10 : soixante-dix bonbons." ends with 70, not 10), in the
+  response's language (:func:`language`).
+
+`text2num <https://github.com/allo-media/text2num>`_ does the reading. What it would also
+rewrite is kept as written: ordinals (``third`` is no 3, ``der dritte`` no ``3.``), a count of
+fractions (``three quarters``), a scale word after digits (``2 million``), and the words for
+one that are also articles or pronouns (``one``, ``un``, ``ein``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from fractions import Fraction
+
+from text_to_num import alpha2digit, text2num
+
+from .numerals import number_words
+
+LANGUAGES = ("en", "fr", "es", "de", "nl", "it", "pt")
+_STOPWORDS = {
+    "de": "und der die das ist sind nicht mit von für auf insgesamt also ein eine hat",
+    "fr": "et est sont les des une du avec pour donc il elle ils au sur chaque",
+    "es": "el los las es son del con para por entonces tiene hay cada total",
+    "it": "il che sono della gli per con è quindi ha ogni totale",
+    "pt": "os são uma com para então tem não do da é cada",
+    "nl": "het een zijn dus voor totaal van met en er heeft elke",
+    "en": "the and is are so of to with for total that this we each then which has",
+}
+_STOPWORD_SETS = {lang: frozenset(words.split()) for lang, words in _STOPWORDS.items()}
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def language(text: str) -> str | None:
+    """The language of ``text`` among :data:`LANGUAGES` by its common words.
+
+    English on a tie, or when the text has any of its common words and no other language has
+    more than one; None when the text has too few common words to tell.
+    """
+    words = [w.lower() for w in _WORD.findall(text[-3000:])]
+    counts = {lang: sum(w in stop for w in words) for lang, stop in _STOPWORD_SETS.items()}
+    best = max(counts, key=lambda lang: (counts[lang], lang == "en"))
+    if counts[best] >= 2 and counts[best] > counts["en"]:
+        return best
+    return "en" if counts["en"] else None
+
+
+_FALSE_FRIENDS = re.compile(r"(?i)\b(?:once|elf|cents?|sept|mil|miles)\b")
+"""English words (and abbreviations) that are numbers in another language (Spanish ``once``
+is 11, ``miles`` thousands): a text of no known language that holds one is not read for
+numbers in words, nor is an answer that holds one read in another language."""
+
+
+def words_value(text: str) -> Fraction | None:
+    """The value of ``text`` when it is one number in words, in any of :data:`LANGUAGES`.
+
+    English first (:func:`~envhub.envs.math.numerals.number_words`: also ``a dozen``, ``three
+    quarters``, ``one and a half``); then the languages in which text2num reads it, which must
+    agree on its value.
+    """
+    value = number_words(text)
+    if value is not None or _FALSE_FRIENDS.search(text):
+        return value
+    if text.strip().lower() in _SCALES:
+        return None  # "million" after "1,200" is its scale, not another value
+    values = set()
+    for lang in LANGUAGES[1:]:
+        try:
+            values.add(Fraction(text2num(text.strip().lower(), lang)))
+        except ValueError:
+            continue
+    return values.pop() if len(values) == 1 else None
+
+
+_SCALES = frozenset(
+    "million millions milliard milliards billion billions mille mila cent cento cien ciento "
+    "tausend hundert duizend honderd miljoen millón millones milhão milhões milione milioni".split()
+)
+_TOKEN = re.compile(r"[^\W_]+|\s+|[^\w\s]|_")
+_INTEGER = re.compile(r"\d+")
+_ONE = frozenset("one un une uno una ein eine einen einem einer een um uma".split())
+_DETERMINERS = frozenset(
+    "the these those its their his her our my your both all "
+    "le la les ces ses leurs der die das den dem des diese el los las estos sus "
+    "il lo gli i questi het deze o os as estes".split()
+)
+"""Words before a number that make it name something already given ("the two days")."""
+_CLOCK_WORDS = frozenset("quarter half five ten twenty twenty-five".split())
+_NEGATIVE = frozenset("negative minus moins menos meno menos negativ".split())
+_FRACTION_WORDS = frozenset(
+    "half halves third thirds quarter quarters fourth fourths fifth fifths eighth eighths "
+    "demi demie tiers quart quarts medio media tercio tercios cuarto cuartos "
+    "halb halbe hälfte drittel viertel helft derde kwart mezzo terzo terzi quarto quarti "
+    "meio meia terço terços".split()
+)
+
+
+def as_digits(text: str, lang: str | None) -> str:
+    """``text`` with its numbers in words written as digits (see the module docstring).
+
+    In ``lang``; when it is None (:func:`language` cannot tell), in the one language that
+    reads a number in ``text``, or none when several do.
+    """
+    if lang is not None:
+        return _as_digits(text, lang)
+    if _FALSE_FRIENDS.search(text):
+        return text
+    readings = {_as_digits(text, lang) for lang in LANGUAGES} - {text}
+    return readings.pop() if len(readings) == 1 else text
+
+
+def _as_digits(text: str, lang: str) -> str:
+    tokens = _TOKEN.findall(text)
+    pieces, done = [], 0
+    for start, end in _runs(tokens):
+        pieces.append("".join(tokens[done:start]))
+        pieces.append(_run_as_digits(tokens, start, end, lang))
+        done = end
+    pieces.append("".join(tokens[done:]))
+    return "".join(pieces)
+
+
+MAX_RUN = 48
+"""Tokens of words read at once: their alignment is quadratic in a run's length."""
+
+
+def _runs(tokens: list[str]) -> list[tuple[int, int]]:
+    """Index ranges of ``tokens`` that are words joined by blanks, hyphens and apostrophes."""
+    runs, start = [], None
+    for i, t in enumerate([*tokens, "\n"]):
+        joins = start is not None and (t in ("-", "'", "’") or (t.isspace() and "\n" not in t))
+        if t.isalpha() and start is None:
+            start = i
+        elif not t.isalpha() and not joins and start is not None:
+            runs.extend((a, min(a + MAX_RUN, i)) for a in range(start, i, MAX_RUN))
+            start = None
+    return runs
+
+
+def _run_as_digits(tokens: list[str], start: int, end: int, lang: str) -> str:
+    """The words ``tokens[start:end]``, with the numbers :func:`_reads` allows as digits."""
+    run = tokens[start:end]
+    text = "".join(run)
+    try:
+        converted = alpha2digit(text, lang, threshold=0)
+    except ValueError:  # a language text2num does not know
+        return text
+    if converted == text:
+        return text
+    after = _TOKEN.findall(converted)
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, run, after, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal" or not _reads(tokens, start + i1, start + i2, after[j1:j2]):
+            out.extend(run[i1:i2])
+            continue
+        sign = len(out) >= 2 and out[-1].isspace() and out[-2].lower() in _NEGATIVE
+        out[-2:] = ["-"] if sign else out[-2:]  # negative five: -5
+        out.extend(after[j1:j2])
+    return "".join(out)
+
+
+def _reads(tokens: list[str], i1: int, i2: int, written: list[str]) -> bool:
+    """Whether the words ``tokens[i1:i2]`` may be read as the one number ``written``."""
+    words = "".join(tokens[i1:i2]).strip().lower()
+    if len(written) != 1 or not _INTEGER.fullmatch(written[0]) or not words:
+        return False
+    if any(c.isdigit() for c in words) or words in _ONE:
+        return False
+    prev, prev2 = _words(reversed(tokens[max(0, i1 - 4) : i1]))
+    following, following2 = _words(tokens[i2 : i2 + 4])
+    if prev == "past" or (prev == "to" and prev2 in _CLOCK_WORDS):
+        return False  # quarter to four, ten to eleven, half past three: a time of day
+    if following in ("to", "past") and following2.isalpha():
+        return False
+    if prev[-1:].isdigit() or prev in _DETERMINERS:
+        return False  # 2 million; "each of the two days" names a given
+    if prev in ("below", "above", "sous", "bajo", "unter", "sotto", "onder"):
+        return False  # 5 °C below zero: a temperature
+    return following not in _FRACTION_WORDS
+
+
+def _words(tokens: Iterable[str]) -> tuple[str, str]:
+    """The first two tokens that are not blanks, in lower case ("" for none)."""
+    found = [t.lower() for t in tokens if not t.isspace()] + ["", ""]
+    return found[0], found[1]

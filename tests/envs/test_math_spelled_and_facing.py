@@ -1,0 +1,106 @@
+"""Round 7 of the math reader: numbers in words, times, angles, feet and pence.
+
+Each row is a response, a gold and what it must earn: the class's correct answers are paid,
+and its near misses (another value, unit or reading) are not.
+"""
+
+import pytest
+from math_scoring import scores
+
+from envhub.envs.math.answers import facing
+from envhub.envs.math.spelled import as_digits, language, words_value
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # a number in words after the last digits is the answer, in the response's language
+        ("She had 3 bags, so twelve apples.", "12", True),
+        ("She had 3 bags, so twelve apples.", "3", False),
+        ("Il y a 7 paquets de 10 : soixante-dix bonbons.", "70", True),
+        ("Il y a 7 paquets de 10 : soixante-dix bonbons.", "10", False),
+        ("Er zijn 5 dozen met 6 eieren: dertig eieren.", "30", True),
+        ("Er zijn 5 dozen met 6 eieren: dertig eieren.", "6", False),
+        ("The result is negative five.", "-5", True),
+        ("The result is negative five.", "5", False),
+        # ... unless it names a given, a fraction, a scale or an article
+        ("So each friend gets 8 cookies, one for each of the two days.", "8", True),
+        ("So he walks 5 km, a third of the way.", "5", True),
+        ("He paid $3 million, two thirds of it cash.", "3000000", True),
+        ("She has 3 apples. The last one is red.", "3", True),
+        # an answer in words, in six languages, with a unit
+        ("Réponse : quarante-deux", "42", True),
+        ("La respuesta es cuarenta y dos.", "42", True),
+        ("La respuesta es veintidós.", "22", True),
+        ("La réponse est quatre-vingts.", "80", True),
+        ("La réponse est quatre-vingts.", "4", False),
+        ("Antwort: zweiundvierzig", "42", True),
+        ("Answer: twenty-eight dollars", "\\$28", True),
+        ("Answer: twenty-eight dollars", "28 €", False),
+        ("Answer: two weeks", "14 days", True),
+        ("Answer: two weeks", "2 days", False),
+        # another value in words after the answer hedges, in any of those languages
+        ("#### 42\nquarante-trois", "42", False),
+        # times of day in Chinese, Japanese and Korean; a bare time facing one
+        ("答：下午3点45分", "3:45 PM", True),
+        ("答：下午3点45分", "3:45 AM", False),
+        ("答：下午3点45分", "15:45", True),
+        ("午後3時半です。\n答え：午後3時半", "15:30", True),
+        ("정답: 오후 3시 45분", "15:45", True),
+        ("答：3点", "3", True),  # an hour alone may be points: left as written
+        ("Answer: 10:50", "10:50 AM", True),
+        ("Answer: 10:50", "10:50 PM", False),
+        ("Answer: 3:45", "3:45 PM", False),  # on the 24-hour clock, 3:45 is in the morning
+        ("Answer: 2:4", "1:2", True),  # no time of day beside it: a ratio still
+        # degrees facing radians
+        ("Answer: 30°", "\\frac{\\pi}{6}", True),
+        ("Answer: $30^\\circ$", "\\frac{\\pi}{6}", True),
+        ("Answer: 60°", "\\frac{\\pi}{6}", False),
+        ("Answer: π/2 rad", "90°", True),
+        ("Answer: π/3 rad", "90°", False),
+        ("Answer: 30", "\\frac{\\pi}{6}", False),  # a bare number is no angle in degrees
+        # feet and inches with primes, below zero, pence, newtons, French durations
+        ("He was 5 ft 10 in and grew 4 in.\nHe is now 6'2\".", "74 inches", True),
+        ("He was 5 ft 10 in and grew 4 in.\nHe is now 6'2\".", "2", False),
+        ("Answer: 6′2″", "6 ft 2 in", True),
+        ("3 − 8 = −5, so the temperature fell to 5 °C below zero.", "-5", True),
+        ("3 − 8 = −5, so the temperature fell to 5 °C below zero.", "5", False),
+        ("Four buns at 85p: 4 × 85 = 340p.\n\nAnswer: 340p", "£3.40", True),
+        ("So it costs 240p.", "£2.40", True),
+        ("So it costs 240p.", "$2.40", False),
+        ("The answer is 2p + 1.", "2p+1", True),  # algebra, not pence
+        ("F = ma = 3 kg × 4 m/s² = 12 N.\n\nThe answer is 12 N.", "12", True),
+        ("The answer is 12 N.", "12 kg", False),
+        ("The answer is 1.2 kN.", "1200 N", True),
+        ("Le trajet dure 1 h 45 puis 45 minutes.\n**Réponse :** 2 h 30", "150 minutes", True),
+        ("Le trajet dure 1 h 45 puis 45 minutes.\n**Réponse :** 2 h 30", "230 minutes", False),
+        ("Réponse : 1,2 million d'euros", "1200000", True),
+        ("Réponse : 1,2 million d'euros", "1.2", False),
+        # a label may name a thing with digits in it; a product may not hide in one
+        ("The answer is 6 molecules of CO2.", "6", True),
+        ("The answer is 6 molecules of CO2.", "2", False),
+        ("The answer is 3 bags of rice.", "3", True),
+        ("The answer is 6 times x.", "6", False),
+        ("The answer is 6 bags of x.", "6", False),
+        ("The answer is 5 cm2.", "5", False),
+    ],
+)
+def test_attack(text, gold, paid):
+    assert scores(text, gold) is paid
+
+
+def test_a_text_of_no_known_language_reads_no_false_friend():
+    """``once`` is 11 in Spanish, ``elf`` in German, ``cent`` 100 in French."""
+    assert language("Once more.") is None
+    assert as_digits("Once more.", None) == "Once more."
+    assert as_digits("Each cent counts.", language("Each cent counts.")) == "Each cent counts."
+    assert words_value("once") is None
+    assert words_value("quarante-deux") == 42
+    assert words_value("the answer") is None
+
+
+def test_facing_rewrites_only_beside_its_counterpart():
+    assert facing("10:50", "10:50 AM") == "650 clock"
+    assert facing("10:50", "1:5") == "10:50"
+    assert facing("30°", "\\pi/6") == "\\frac{30 \\pi}{180}"
+    assert facing("30°", "0.5") == "30°"
