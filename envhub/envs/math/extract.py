@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from . import locales, spelled
 from .compare import distinct
 from .hedges import HEDGE_WORDS, is_hedged, last_number_hedged, retracted
-from .lastnumber import JOINER, NUMBER, find_numbers, last_number, tidy
+from .lastnumber import JOINER, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
 from .statements import MAX_CANDIDATES, contradicted, find_statements, stated_value
@@ -218,12 +218,12 @@ def _extract(text: str) -> Extraction:
     check = _CHECK_AFTER.search(tail)
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
-    numbers = find_numbers(tail)
+    numbers = _values(tail)
     cut = numbers[-1].start() if numbers else 0
     if _LETTER_AFTER.search(tail, numbers[-1].end() if numbers else 0):
         # "She had 3 bags, so twelve apples.": 12, in the text's language
         tail = tail[:cut] + spelled.as_digits(tail[cut:], spelled.language(tail))
-        numbers = find_numbers(tail)
+        numbers = _values(tail)
     plain = _plain_math(tail, numbers)
     if plain is not None:  # "The volume is π².", "A ∩ B = {2}.", "The range is (−∞, ∞)."
         return Extraction(plain, "math", False)
@@ -240,6 +240,14 @@ _UNICODE_VALUE = re.compile(r"[π∞∅√⁰¹²³⁴⁵⁶⁷⁸⁹]|^\{[^{}]*
 _TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
 
 
+def _values(text: str) -> list[re.Match]:
+    """The numbers of ``text`` but those that end it naming something ("as in Exercise 12")."""
+    numbers = find_numbers(text)
+    while numbers and REFERENCE.search(text, max(0, numbers[-1].start() - 30), numbers[-1].start()):
+        numbers.pop()
+    return numbers
+
+
 def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
     """A value in Unicode math ending the response (``π²``, ``x⁵``, ``{2}``, ``∅``), else None.
 
@@ -249,7 +257,7 @@ def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
     if m is None:
         return None
     value = m.group("value").strip()
-    if not _UNICODE_VALUE.search(value) or _TWO_LETTERS.search(value):
+    if not _UNICODE_VALUE.search(value) or _TWO_LETTERS.search(value) or "$" in value:
         return None
     if numbers and numbers[-1].start() < m.start("value"):
         return None

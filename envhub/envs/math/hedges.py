@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .lastnumber import find_numbers, last_number, tidy, unit_after
+from .lastnumber import REFERENCE, find_numbers, last_number, tidy, unit_after
 from .spelled import words_value
 
 HEDGE_WORDS = re.compile(
@@ -42,7 +42,9 @@ HEDGE_WORDS = re.compile(
     r"|아마도?|chyba|może|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise"
     r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless)\b"
     r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
-    r"|也许|可能|大概|たぶん|多分|おそらく|恐らく"
+    r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
+    r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
+    r"|\bnot\s+100\s*%\s+(?:sure|certain)"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
     re.IGNORECASE,
@@ -192,20 +194,11 @@ def _offers_another(sentence: str) -> bool:
 
 def _other_value(clause: str, answer: str) -> bool:
     """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
-    found = [n for n in find_numbers(clause) if not _REFERENCE.search(clause, 0, n.start())]
+    found = [n for n in find_numbers(clause) if not REFERENCE.search(clause, 0, n.start())]
     if not found:
         return False
     last, _ = last_number(clause, found)
     return not (same(found[-1].group(0), answer) or same(last, answer))
-
-
-_REFERENCE = re.compile(
-    r"(?:\b(?:(?:problem|question|exercise|task|step|part|example|chapter|section|page|item)s?"
-    r"|no\.?)"
-    r"|#)\s*(?:\d+\s*[-–—]\s*)?$",
-    re.IGNORECASE,
-)
-"""A number that names something ("problem 7", "steps 1–3"), not a value."""
 
 
 def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:

@@ -40,6 +40,15 @@ number (:data:`_POWER`)."""
 _GLUED_WORD = re.compile(r"[A-Za-z]+")
 
 
+REFERENCE = re.compile(
+    r"(?:\b(?:(?:problem|question|exercise|task|step|part|example|chapter|section|page|item)s?"
+    r"|no\.?)"
+    r"|#)\s*(?:\d+\s*[-–—]\s*)?$",
+    re.IGNORECASE,
+)
+"""A number that names something ("problem 7", "steps 1–3"), not a value."""
+
+
 def find_numbers(text: str) -> list[re.Match]:
     """The numbers of ``text`` (:data:`NUMBER`), each a whole token.
 
@@ -71,7 +80,7 @@ def tidy(answer: str) -> str:
 
 
 JOINER = re.compile(
-    r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\})[\s$]*)+"
+    r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\}|\.{3}|…|\\l?dots)[\s$]*)+"
     r"(?:[A-Za-z]\s*=\s*)?"  # x = 2 or x = 3: the roots, one list
 )
 
@@ -118,6 +127,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     run = _unicode_math(text, last)
     if run is not None:  # "√2", "2·π·3 = 6π", "(−∞, 3]", "x ≤ 3": the expression, not its digit
         return run, False
+    span = _RANGE_BEFORE.search(text, max(0, last.start() - 20), last.start())
+    if span is not None:  # "between 3-5 hours": both ends, never the upper one alone
+        return f"{span.group(1)}, {last.group(0)}", False
     arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
         return text[arithmetic.start() : last.end()], False
@@ -161,12 +173,12 @@ def _written_whole(text: str, last: re.Match) -> str | None:
     return text[last.start() : below.end()] if below is not None else None
 
 
-_CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺])\s?$")
+_CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺]|\b(?:CHF|EUR|USD|GBP|INR|Rs\.?) )\s?$")
 
 
 def _currency_before(text: str, start: int) -> str:
     """The currency sign written right before a number ("$15 per day"), or ""."""
-    m = _CURRENCY_SIGN.search(text, max(0, start - 3), start)
+    m = _CURRENCY_SIGN.search(text, max(0, start - 6), start)
     return m.group(0) if m else ""
 
 
@@ -229,6 +241,8 @@ _RESTATING = re.compile(r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)", 
 _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
+_RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
+"""A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\.?\s*(?:,\s*|and\s+)?$")
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 
@@ -238,7 +252,7 @@ _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD})(?![^\W\d_])", re.IGNORECASE)
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
-_UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-z€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
+_UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-zµμ€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
 
 
 def unit_after(text: str, end: int) -> str:

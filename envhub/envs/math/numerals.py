@@ -90,7 +90,9 @@ _BEFORE = re.compile(
     rf"(?P<sign>{_SIGN})\s*(?P<num>[-+]?{_NUM})"
     rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion|lakh|crore)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
 )
-_AFTER = re.compile(r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|₩|¢|\\euro|\\pounds)")
+_AFTER = re.compile(
+    r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|₩|¢|\\euro|\\pounds|\$(?![\w$]))"
+)
 _SCALE_WORD = re.compile(
     r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
     r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[^\W\d_]+))",
@@ -241,6 +243,23 @@ _UNIT_WORDS = {
     "جرامات": "g", "لتر": "l", "لترات": "l", "درهم": "aed", "دراهم": "aed", "ريال": "sar",
     "ريالات": "sar", "جنيه": "egp", "جنيهات": "egp", "دولار": "usd", "دولارات": "usd",
     "يورو": "eur",
+    # Ukrainian, Persian, Thai, Bengali, Hebrew and Telugu
+    "секунди": "s", "хвилина": "min", "хвилини": "min", "хвилин": "min", "година": "h",
+    "години": "h", "годин": "h", "днів": "day", "дні": "day", "метрів": "m", "метри": "m",
+    "кілометр": "km", "кілометри": "km", "кілометрів": "km", "сантиметрів": "cm",
+    "кілограм": "kg", "кілограми": "kg", "кілограмів": "kg", "грамів": "g", "гривень": "uah",
+    "гривні": "uah", "гривня": "uah", "грн": "uah",
+    "ثانیه": "s", "دقیقه": "min", "ساعت": "h", "روز": "day", "هفته": "week", "کیلومتر": "km",
+    "سانتیمتر": "cm", "کیلوگرم": "kg", "گرم": "g", "لیتر": "l", "تومان": "irt",
+    "วินาที": "s", "นาที": "min", "ชั่วโมง": "h", "วัน": "day", "สัปดาห์": "week", "เมตร": "m",
+    "กิโลเมตร": "km", "เซนติเมตร": "cm", "กิโลกรัม": "kg", "กรัม": "g", "ลิตร": "l", "บาท": "thb",
+    "সেকেন্ড": "s", "মিনিট": "min", "ঘণ্টা": "h", "দিন": "day", "মিটার": "m",
+    "কিলোমিটার": "km", "সেন্টিমিটার": "cm", "কিলোগ্রাম": "kg", "গ্রাম": "g", "লিটার": "l",
+    "টাকা": "bdt", "ডলার": "usd",
+    "שניות": "s", "דקות": "min", "שעות": "h", "ימים": "day", "מטר": "m", "מטרים": "m",
+    "גרם": "g", "ליטר": "l", "שקלים": "ils", "קילומטר": "km", "קילוגרם": "kg",
+    "సెకన్లు": "s", "నిమిషాలు": "min", "గంటలు": "h", "రోజులు": "day", "మీటర్లు": "m",
+    "కిలోమీటర్లు": "km", "కిలోలు": "kg", "గ్రాములు": "g", "రూపాయలు": "inr",
     # Hindi
     "रुपये": "inr", "रुपए": "inr", "रुपया": "inr", "पैसे": "cents", "मीटर": "m",
     "किलोमीटर": "km", "सेंटीमीटर": "cm", "मिलीमीटर": "mm", "ग्राम": "g", "किलोग्राम": "kg",
@@ -252,7 +271,7 @@ _UNIT_WORDS = {
 UNIT_WORD_AFTER = re.compile(
     r"[ \t]*("
     + "|".join(sorted(map(re.escape, _UNIT_WORDS), key=len, reverse=True))
-    + r")(?!의)[\u3040-\u309f\uac00-\ud7af]*(?![^\W\d_])"  # and a particle: 30ミリです, 3분입니다
+    + r")(?!의)[\u3040-\u309f\uac00-\ud7af]*(?:(?<=[\u4e00-\u9fff])|(?![^\W\d_]))"
 )
 """A unit of another script right after a number (group 1: the word; a Japanese or Korean
 particle after it is read with it and dropped; ``5분의 1`` is a fifth, no minutes)."""
@@ -311,7 +330,14 @@ def _money(s: str) -> str:
 
     s = _SWISS_ROUND.sub("", s)  # CHF 80.–: a whole amount
     s = _BEFORE.sub(before, s)
-    return _AFTER.sub(lambda m: f"{m.group('num')} {_SIGNS.get(m.group('sign'), 'cents')}", s)
+
+    def after(m: re.Match) -> str:
+        sign = m.group("sign")
+        if sign == "$" and not bare_is_sign:
+            return m.group(0)
+        return f"{m.group('num')} {_SIGNS.get(sign, 'cents')}"
+
+    return _AFTER.sub(after, s)
 
 
 _SWISS_ROUND = re.compile(r"(?<=\d)\.(?:–|—|-{1,2})(?![\w.])")

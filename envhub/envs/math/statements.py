@@ -22,15 +22,19 @@ from .lastnumber import find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
 from .parse import Answer, Expr, Items, Seq, Text
 
-_EASTERN_WORDS = ("答案", "答え", "정답", "उत्तर", "答", "답")
-""""Answer" in Chinese, Japanese, Korean and Hindi (before 是, は, 은, है or a colon; the
-one-character 答 and 답 of a worked school answer only before a colon: "答：5米。")."""
+_EASTERN_WORDS = (
+    *("答案", "答え", "정답", "उत्तर", "答", "답"),
+    *("উত্তর", "సమాధానం", "คำตอบ", "پاسخ", "תשובה", "jibu", r"ang\s+sagot"),
+)
+""""Answer" in Chinese, Japanese, Korean, Hindi, Bengali, Telugu, Thai, Persian, Hebrew,
+Swahili and Tagalog (before 是, は, 은, है, คือ, "ni", "ay" or a colon; the one-character 答
+and 답 of a worked school answer only before a colon: "答：5米。")."""
 _ARABIC_WORDS = ("الإجابة", "الجواب")
 _EASTERN_WORD = "|".join(w if len(w) > 1 else rf"{w}(?=\s*[:：])" for w in _EASTERN_WORDS)
 _ARABIC_WORD = "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
     rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
-    rf"\s*(?:(?:{IS_WORDS})(?![^\W\d_])|是|は|은|है|:|：|=)\s*[:：]?\s*"
+    rf"\s*(?:(?:{IS_WORDS}|ni|ay)(?![^\W\d_])|是|は|은|है|คือ|:|：|=)\s*[:：]?\s*"
     rf"|(?:{ANSWER_WORD})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
     rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
     re.IGNORECASE,
@@ -43,7 +47,7 @@ _ANSWER_STEMS = (
     "answer",
     "choice",
     "option",
-    *_EASTERN_WORDS,
+    *(w.rsplit("+", 1)[-1] for w in _EASTERN_WORDS),
     *_ARABIC_WORDS,
     *ANSWER_WORDS.values(),
 )
@@ -55,7 +59,7 @@ _FILLER = re.compile(
 )
 _SENTENCE_END = re.compile(
     r"(?<!\bRs)(?:(?<!Std|Min|Sek|hrs|min|sec)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
-    r"|\n|[。！？]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
+    r"|\n|[。！？।]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
     re.IGNORECASE,
 )
 _HYPOTHESIS = frozenset(
@@ -207,6 +211,7 @@ def stated_value(answer: str) -> str:
     return answer
 
 
+_CURRENCY_LEAD = re.compile(r"\b(?:CHF|EUR|USD|GBP|JPY|INR|CNY|Rs|Rp|SEK|NOK|DKK|PLN|TL)\.?\s*$")
 _WORDS_BEFORE = re.compile(r"(?:[^\W\d_]+[\s'’,:]*)+")
 _BOUND_WORDS = re.compile(
     r"(?i)\b(?:at\s+(?:least|most)|more|less|fewer|greater|over|under|up\s+to|not|no"
@@ -235,6 +240,9 @@ def _amount_in_words(answer: str) -> str:
     if not (isinstance(said, str) or _prose(said)):
         return answer  # x = 5, \frac{1}{2} apples: a value already
     rest = answer[lead.end() :]
+    currency = _CURRENCY_LEAD.search(lead.group(0))
+    if currency is not None:  # "Total: CHF 50": the code is the amount's
+        rest = currency.group(0).strip() + " " + rest
     if isinstance(read(rest), Expr):  # one value: never a list ("the sum of 3 and 4")
         return rest
     numbers = find_numbers(rest)
