@@ -78,7 +78,8 @@ def test_rational_answers_never_start_the_sympy_workers(pred, gold):
         ("Final Answer: The final answer is $8$. I hope it is correct.", "$8$", "answer_is"),
         (r"The final answer is $\frac{3}{4}$.", r"$\frac{3}{4}$", "answer_is"),
         ("She has 3 apples and buys 4 more, so 7 in all", "7", "last_number"),
-        ("The range is 3-5", "5", "last_number"),
+        ("The range is 3-5", "3, 5", "last_number"),  # both ends: never the upper one alone
+        ("So x = 3-5 = -2", "-2", "last_number"),
         ("It costs -4 degrees", "-4", "last_number"),
         ("Total 1,234,567 units", "1,234,567", "last_number"),
         (r"so it is \frac{3}{4}", r"\frac{3}{4}", "last_number"),

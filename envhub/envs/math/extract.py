@@ -154,6 +154,8 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         start, answer = stated[-1]
         end = text.find(answer, start)
         end = len(text) if end < 0 else end + len(answer)
+        if not any(c.isdigit() for c in answer):  # "Sie hat zweiundvierzig Bonbons": 42
+            answer = spelled.as_digits(answer, spelled.language(text))
         return "answer_is", [stated_value(answer)], start, end
     return None
 
@@ -213,7 +215,7 @@ def _extract(text: str) -> Extraction:
         )
         return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
-    if _UNFINISHED.search(tail):
+    if _UNFINISHED.search(tail) or _CUT_OFF.search(tail, max(0, len(tail) - 300)):
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
     check = _CHECK_AFTER.search(tail)
     if check is not None and find_numbers(tail[: check.start()]):
@@ -236,16 +238,28 @@ def _extract(text: str) -> Extraction:
 
 
 _PLAIN_MATH = re.compile(r"(?:=|\bis\b|:)[ \t]*(?P<value>[^=:\n]{1,80}?)[ \t]*[.。]?[ \t]*$")
-_UNICODE_VALUE = re.compile(r"[π∞∅√⁰¹²³⁴⁵⁶⁷⁸⁹]|^\{[^{}]*\}$")
+_UNICODE_VALUE = re.compile(r"[π∞∅√]|(?<![\d\s])[A-Za-zπ)][⁰¹²³⁴⁵⁶⁷⁸⁹]|^\{[^{}]*\}$")
+"""Unicode math that no number reader reads: π, ∞, ∅, roots, ``x⁵`` (not the ``m²`` of a unit)."""
 _TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
 
 
 def _values(text: str) -> list[re.Match]:
-    """The numbers of ``text`` but those that end it naming something ("as in Exercise 12")."""
+    """The numbers of ``text``, without those ending it that name or reject a value.
+
+    "as in Exercise 12" names an exercise; "gives 7 — not 8, since ..." rejects 8.
+    """
     numbers = find_numbers(text)
-    while numbers and REFERENCE.search(text, max(0, numbers[-1].start() - 30), numbers[-1].start()):
+    while numbers:
+        last = numbers[-1]
+        named = REFERENCE.search(text, max(0, last.start() - 30), last.start())
+        before = numbers[-2].end() if len(numbers) > 1 else last.start()
+        if not (named or _REJECTED_BEFORE.fullmatch(text, before, last.start())):
+            break
         numbers.pop()
     return numbers
+
+
+_REJECTED_BEFORE = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not\s+", re.IGNORECASE)
 
 
 def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
@@ -264,6 +278,11 @@ def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
     return value
 
 
+_CUT_OFF = re.compile(
+    r"(?:[.!?。।:]\s|\n)\s*(?:[^\W\d_]+[ \t,'’-]+){2,}[^\W\d_]+[ \t]*$",
+)
+"""A response that breaks off in a sentence of words ("12 × 3 = 36. Luego restamos los que"):
+with no stated answer, it has none (generations cut at their token limit end so)."""
 _LETTER_AFTER = re.compile(r"[^\W\d_]{3}")
 _CHECK_AFTER = re.compile(
     r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"

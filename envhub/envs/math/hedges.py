@@ -181,10 +181,19 @@ def retracted(answer: str, after: str) -> bool:
     if any(_DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     return any(
-        (_offers_another(sentence) or HEDGE_WORDS.search(sentence))
+        (_offers_another(sentence) or HEDGE_WORDS.search(sentence) or _WOULD_BE.search(sentence))
         and _other_value(sentence, answer)
         for sentence in sentences
     )
+
+
+_WOULD_BE = re.compile(
+    r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)\s+would\s+be\b"
+    r"|\b(?:answer|result|total|it)\s+would\s+be\b.*\bif\b",
+    re.IGNORECASE,
+)
+"""Another answer under another reading: "(If the boxes were not all full, the answer would be
+36.)", "if Tom also counts himself, it would be 16"."""
 
 
 def _offers_another(sentence: str) -> bool:

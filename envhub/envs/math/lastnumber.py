@@ -20,12 +20,14 @@ from .numerals import MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER
 from .parse import compound
 from .units import measure
 
-_POWER = r"(?:[eE][-+]?\d+|\s*(?:\^|\*\*)\s*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+)|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?"
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
+"""Kana, Han and Hangul: scripts written without spaces, so a number may follow a word (是42)."""
+_POWER = r"(?:[eE][-+]?\d+|[ \t]*(?:\^|\*\*)[ \t]*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+)|[⁰¹²³⁴⁵⁶⁷⁸⁹⁻]+)?"
 """A power or scientific exponent is part of its number: ``599e+72``, ``10^{3}``, ``2**10``,
 ``10²`` are one token each, never their last digits."""
 NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212\u2013])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
-    r"|(?:(?<![\w)])[-\u2212\u2013])?(?<![\w.])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"  # 2 1/2
+    r"|(?:(?<![\w)])[-\u2212\u2013])?(?<!\.)(?<![^\W" + _CJK + r"])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"
     r"|\d{1,2}(?:,\d\d)+,\d{3}(?:\.\d+)?"  # 1,23,456: lakh and crore
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
     r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"  # 1.234.567, 1.234,5
@@ -80,7 +82,7 @@ def tidy(answer: str) -> str:
 
 
 JOINER = re.compile(
-    r"[\s$]*(?:(?:,|;|/|\bor\b|\band\b|\bnor\b|\\text\{\s*or\s*\}|\.{3}|…|\\l?dots)[\s$]*)+"
+    r"[\s$]*(?:(?:,|;|/|\b(?:or|and|nor|und|oder|et|ou|y)\b|\\text\{\s*or\s*\}|\.{3}|…|\\l?dots)[\s$]*)+"
     r"(?:[A-Za-z]\s*=\s*)?"  # x = 2 or x = 3: the roots, one list
 )
 
@@ -122,6 +124,10 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     if written is not None:  # 6'2", 5 °C below zero: one amount
         return written, False
     items = _enumeration(text, numbers)
+    if len(items) == 2:  # "$5, or 500 cents": one value said twice, no list
+        said = _said_before(text, numbers, last.group(0) + unit_after(text, last.end()))
+        if said is not None:
+            return said, True
     if len(items) > 1:
         return ", ".join(items), False
     run = _unicode_math(text, last)
@@ -134,6 +140,8 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
         return text[arithmetic.start() : last.end()], False
     answer = _currency_before(text, last.start()) + items[0] + unit_after(text, last.end())
+    if _MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
+        answer = "-" + answer  # "minus 5 degrees Celsius"
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
     if before is not None and compound(text[before.start() : last.start()] + answer):
         answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
@@ -163,6 +171,9 @@ _BELOW_ZERO_AFTER = re.compile(
 )
 
 
+_MERIDIEM_AFTER = re.compile(rf"[ \t]?(?:{MERIDIEM})")
+
+
 def _written_whole(text: str, last: re.Match) -> str | None:
     """Feet and inches with primes (``6'2"``) or a temperature below zero that ``last`` ends."""
     feet = _FEET_BEFORE.search(text, max(0, last.start() - 12), last.start())
@@ -170,7 +181,14 @@ def _written_whole(text: str, last: re.Match) -> str | None:
     if feet is not None and inches is not None:
         return text[feet.start() : inches.end()]
     below = _BELOW_ZERO_AFTER.match(text, last.end())
-    return text[last.start() : below.end()] if below is not None else None
+    if below is not None:
+        return text[last.start() : below.end()]
+    meridiem = _MERIDIEM_AFTER.match(text, last.end())  # 11 a.m.
+    return (
+        text[last.start() : meridiem.end()]
+        if meridiem and ":" not in text[last.start() - 1 : last.start()]
+        else None
+    )
 
 
 _CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺]|\b(?:CHF|EUR|USD|GBP|INR|Rs\.?) )\s?$")
@@ -182,7 +200,7 @@ def _currency_before(text: str, start: int) -> str:
     return m.group(0) if m else ""
 
 
-_RUN_CHAR = re.compile(r"[\d.,\s√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
+_RUN_CHAR = re.compile(r"[\d., \t√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
 _UNICODE_MATH = frozenset("√∛∜π∞±∓≤≥×÷·")
 _VARIABLE_BEFORE = re.compile(r"(?:^|\s)([A-Za-z])\s*$")
 
@@ -201,7 +219,7 @@ def _unicode_math(text: str, number: re.Match) -> str | None:
     run = text[start:end]
     if _UNICODE_MATH.isdisjoint(run):
         return None
-    run = run.rsplit("=", 1)[-1].strip(" \t\n.,;:")
+    run = run.rsplit("=", 1)[-1].strip(" \t\n.,;:*")
     while run[-1:] in (")", "]") and run.count("(") + run.count("[") < run.count(")") + run.count(
         "]"
     ):
@@ -227,7 +245,7 @@ def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
         return None
     prev, last = numbers[-2], numbers[-1]
     unit = unit_after(text, prev.end())
-    first = prev.group(0) + unit
+    first = _currency_before(text, prev.start()) + prev.group(0) + unit
     written = _UNIT_AFTER.match(text, prev.end()) or UNIT_WORD_AFTER.match(text, prev.end())
     between = text[prev.end() + (len(written.group(0)) if unit and written else 0) : last.start()]
     if not _RESTATING.fullmatch(between) or not same(first, answer):
@@ -235,19 +253,24 @@ def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
     return first
 
 
-_RESTATING = re.compile(r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)", re.IGNORECASE)
+_RESTATING = re.compile(
+    r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)(?:\*\*|__)?", re.IGNORECASE
+)
 
 
 _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
+_MINUS_WORD = re.compile(r"(?i)\b(?:minus|negative|moins|menos|минус)\s+$")
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
-_AMOUNT_BEFORE = re.compile(r"\d+(?:\.\d+)?\s*[A-Za-z]+\.?\s*(?:,\s*|and\s+)?$")
+_AMOUNT_BEFORE = re.compile(
+    r"\d+(?:\.\d+)?\s*[A-Za-zÀ-ÿ]+\.?\s*(?:,\s*|(?:and|und|et|y|e|en)\s+)?$"
+)
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 
 
-_SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD})(?![^\W\d_])", re.IGNORECASE)
+_SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD}|dozens?)(?![^\W\d_])", re.IGNORECASE)
 """A scale word after a number ("$1,200 million", "₹2.5 lakh", "2 Milliarden")."""
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})

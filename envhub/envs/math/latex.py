@@ -186,6 +186,9 @@ class _PlainTable(dict):
             value = _SEPARATORS[cp]
         elif _INVISIBLE.match(ch):
             value = None
+        elif 0x1D400 <= cp <= 0x1D7CB:  # mathematical italic, bold, ...: 𝑥 is x
+            plain = unicodedata.normalize("NFKC", ch)
+            value = plain if len(plain) == 1 else cp
         if len(self) < 4096:
             self[cp] = value
         return value
@@ -211,14 +214,16 @@ def plain_digits(text: str) -> str:
 
     ``１２３``, ``١٢٣``, ``۱۲۳`` and ``1\u200d23`` all read ``123``: a digit is a digit in any
     script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
-    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``). A vulgar fraction is
-    written out (``½`` is ``1/2``, ``3½`` is ``3 1/2``), and so are circled numbers (``⑫``) and
+    fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``), and a mathematical letter
+    its letter (``𝑥`` is ``x``). A vulgar fraction is written out (``½`` is ``1/2``, ``3½`` is
+    ``3 1/2``, ``⁵⁄₈`` is ``(5/8)``), and so are circled numbers (``⑫``) and
     Han numerals (``四十二``, ``1.5万``: :func:`~envhub.envs.math.numerals.han_numbers`). A no-op
     on ASCII text.
     """
     if text.isascii():
         return text
     text = numerals.han_numbers(numerals.circled(text.translate(_DIGIT_TABLE)))
+    text = numerals.slashed(text)  # ⁵⁄₈: 5/8
     return _VULGAR.sub(_vulgar, text) if _VULGAR.search(text) else text
 
 

@@ -63,6 +63,12 @@ _SIGNS = {
     "RUB": "rub",
     "TRY": "try",
     "PLN": "pln",
+    "Rp.": "idr",
+    "Rp": "idr",
+    "IDR": "idr",
+    "₫": "vnd",
+    "VND": "vnd",
+    "₱": "php",
 }
 """The signs and codes written before an amount (``$5``, ``EUR 5``, ``Rs. 500``; a sign may
 follow it too, ``15 €``: :data:`_AFTER`), each with the name of its currency in
@@ -95,9 +101,12 @@ _AFTER = re.compile(
 )
 _SCALE_WORD = re.compile(
     r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
-    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[^\W\d_]+))",
+    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[^\W\d_]+))"
+    r"(?P<of>\.?(?:\s+(?:de|di|of)\b|\s+d['’](?=[^\W\d_])))?",
     re.IGNORECASE,
 )
+"""A number and a scale word, and the "of" that may follow it (``1,5 millones de entradas``,
+``2,5 Mio. €``, ``1,2 million d'euros``)."""
 _FOREIGN_SCALES = {
     **dict.fromkeys(
         ["tausend", "mille", "mil", "тысяч", "тысячи", "тысяча", "bin", "tysięcy"], 1000
@@ -113,6 +122,11 @@ _FOREIGN_SCALES = {
 _FOREIGN_SCALES.update({"lakh": 10**5, "lakhs": 10**5, "लाख": 10**5})
 _FOREIGN_SCALES.update(dict.fromkeys(["millón", "mio", "mln"], 10**6))
 _FOREIGN_SCALES.update(dict.fromkeys(["milliarde", "mrd", "miliardo", "mld"], 10**9))
+_FOREIGN_SCALES.update(
+    dict.fromkeys(["mila", "tys", "tysiące", "tisíc", "ribu", "nghìn", "ngàn"], 1000)
+)
+_FOREIGN_SCALES.update(dict.fromkeys(["miliona", "milionu", "milionů", "juta", "triệu"], 10**6))
+_FOREIGN_SCALES.update(dict.fromkeys(["miliar", "tỷ", "miliardy", "miliardů"], 10**9))
 SCALE_WORD = "|".join(
     sorted(
         [rf"{w}s?" for w in ("thousand", "million", "billion", "trillion")]
@@ -151,7 +165,9 @@ def normalize(s: str) -> str:
     s = s.replace("{,}", ",")
     if not s.isascii():
         s = _unicode(s)
-    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs", s):
+    if _LATIN_SCALE.search(s):  # Rp 2,5 juta: the scale word before the currency's sign
+        s = _SCALE_WORD.sub(_scale_word, s)
+    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp", s):
         s = _money(s)
     if (
         re.search(r"(?i)thousand|million|billion|trillion|dozen", s)
@@ -160,7 +176,7 @@ def normalize(s: str) -> str:
     ):
         s = _SCALE_WORD.sub(_scale_word, s)
     if not s.isascii():  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
-        s = _CJK_CLOCK.sub(_cjk_clock, s)
+        s = CJK_CLOCK.sub(_cjk_clock, s)
     if s.endswith("p"):  # 85p: pence
         s = _PENCE.sub(r"\1 pence", s)
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
@@ -181,6 +197,8 @@ def normalize(s: str) -> str:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " h " in s:  # 2 h 30: hours and minutes
         s = _HOURS_MINUTES.sub(r"\1 h \2 min", s)
+    if "m" in s.lower():  # 11 a.m.: 11:00 AM
+        s = _HOUR_MERIDIEM.sub(r"\1:00 \2", s)
     if ":" in s or "h" in s:
         s = _CLOCK.sub(_clock, s)
     if "'" in s or "’" in s:  # 1,2 million d'euros
@@ -255,7 +273,7 @@ _UNIT_WORDS = {
     "กิโลเมตร": "km", "เซนติเมตร": "cm", "กิโลกรัม": "kg", "กรัม": "g", "ลิตร": "l", "บาท": "thb",
     "সেকেন্ড": "s", "মিনিট": "min", "ঘণ্টা": "h", "দিন": "day", "মিটার": "m",
     "কিলোমিটার": "km", "সেন্টিমিটার": "cm", "কিলোগ্রাম": "kg", "গ্রাম": "g", "লিটার": "l",
-    "টাকা": "bdt", "ডলার": "usd",
+    "টাকা": "bdt", "ডলার": "usd", "কেজি": "kg", "কিমি": "km", "সেমি": "cm",
     "שניות": "s", "דקות": "min", "שעות": "h", "ימים": "day", "מטר": "m", "מטרים": "m",
     "גרם": "g", "ליטר": "l", "שקלים": "ils", "קילומטר": "km", "קילוגרם": "kg",
     "సెకన్లు": "s", "నిమిషాలు": "min", "గంటలు": "h", "రోజులు": "day", "మీటర్లు": "m",
@@ -302,6 +320,11 @@ def _closing(s: str, start: int) -> int | None:
     return None
 
 
+def slashed(text: str) -> str:
+    """``text`` with fractions of superscript and subscript digits written out (``⁵⁄₈``)."""
+    return _SLASHED.sub(_slashed, text) if "/" in text or "⁄" in text else text
+
+
 def _slashed(m: re.Match) -> str:
     """``⁵⁄₈`` -> ``(5/8)``."""
     return f"({m.group(1).translate(_SUPER_TO_ASCII)}/{m.group(2).translate(_SUB_TO_ASCII)})"
@@ -342,18 +365,20 @@ def _money(s: str) -> str:
 
 _SWISS_ROUND = re.compile(r"(?<=\d)\.(?:–|—|-{1,2})(?![\w.])")
 _LATIN_SCALE = re.compile(
-    r"(?i)\d\s*(?:tausend|mille|mil|bin|lakhs?|crore|millio|miljoen|milliard|milyar|milyon|milion)"
+    r"(?i)\d\s*(?:tausend|mille|mil|bin|lakhs?|crore|millio|miljoen|milliard|milyar|milyon|milion"
+    r"|mio|mrd|tys|tisíc|ribu|juta|miliar|nghìn|ngàn|triệu|tỷ)"
 )
 
 
 def _scale_word(m: re.Match) -> str:
     """``1.5 million``, ``1,5 Millionen`` (read after the locale), ``1.5万``: the number."""
+    of = " " if m.group("of") else ""
     if m.group("scale"):
-        return _scaled(m.group("num"), m.group("scale"))
+        return _scaled(m.group("num"), m.group("scale")) + of
     factor = _FOREIGN_SCALES.get(m.group("word").lower())
     if factor is None:
         return m.group(0)
-    return format((Decimal(m.group("num").replace(",", "")) * factor).normalize(), "f")
+    return format((Decimal(m.group("num").replace(",", "")) * factor).normalize(), "f") + of
 
 
 def _scaled(num: str, scale: str) -> str:
@@ -395,7 +420,7 @@ def _clock(m: re.Match) -> str:
 
 
 _MORNING, _AFTERNOON = "上午|早上|早晨|凌晨|午前|오전", "下午|晚上|傍晚|午後|오후"
-_CJK_CLOCK = re.compile(
+CJK_CLOCK = re.compile(
     rf"(?:(?P<mer>{_MORNING}|{_AFTERNOON}|中午)\s*)?(?P<h>\d{{1,2}})\s*[点點時时시]"
     r"(?:\s*(?P<m>[0-5]?\d)\s*[分분]|(?P<half>半|반))?(?:钟|鐘)?"
 )
@@ -415,6 +440,8 @@ def _cjk_clock(m: re.Match) -> str:
     return f"{hour}:{int(minute or 0):02d}{suffix}"
 
 
+_HOUR_MERIDIEM = re.compile(r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp]\.?\s?[Mm]\.?)(?![A-Za-z])")
+"""An hour with AM or PM and no minutes: ``11 a.m.``, ``7pm``."""
 _HOURS_MINUTES = re.compile(r"(?<![\d:.])(\d+) h ([0-5]\d)(?![\w.:]|\s*[^\W\d_])")
 """A duration in the French way, ``2 h 30`` (``19h30``, glued, is a time of day)."""
 _ELISION = re.compile(r"(?<=\w) [dD]['’](?=[^\W\d_])")

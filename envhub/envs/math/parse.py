@@ -35,7 +35,7 @@ from .latex import (
     latex_to_py,
     plain_digits,
 )
-from .spelled import words_value
+from .spelled import leading_words_value, words_value
 from .units import Unit, measure, scales
 
 MAX_DIGITS = 5000
@@ -95,13 +95,13 @@ Answer = Expr | Text | Equation | Items | Seq | Union
 
 _OPEN, _CLOSE = "([{", ")]}"
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
-_LINKS = frozenset({"of", "in", "on", "at", "to", "a", "an"})
-"""Short words a label may hold after its first word: "6 bags of rice"."""
+_LINKS = frozenset({"of", "in", "on", "at", "to", "a", "an", "de", "di", "du", "da"})
+"""Short words a label may hold: "6 bags of rice", "3/4 of the pizza", "1000000 de personas"."""
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+\s+(?=\d+/))?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?"
     r"|[-+]?(?:\d+\s*)?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"(?P<gap>\s*)(?P<unit>[A-Za-zµμÀ-ÿ][A-Za-zµμÀ-ÿ. /]*?"
-    r"(?:(?<=[A-Za-zµμÀ-ÿ]{3} )[A-Za-zµμÀ-ÿ. /]*?[A-Za-z]+\d+[A-Za-zµμÀ-ÿ\d. /]*?)?)"
+    r"(?P<gap>\s*)(?P<unit>[A-Za-zµμÀ-ɏḀ-ỿ][A-Za-zµμÀ-ɏḀ-ỿ. /]*?"
+    r"(?:(?<=[A-Za-zµμÀ-ɏḀ-ỿ]{3} )[A-Za-zµμÀ-ɏḀ-ỿ. /]*?[A-Za-z]+\d+[A-Za-zµμÀ-ɏḀ-ỿ\d. /]*?)?)"
     r"\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
     re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
@@ -267,18 +267,20 @@ def _parse(s: str) -> Answer:
             return Seq(s[0], tuple(_parse(p) for p in parts), s[-1])
         if s[0] == "(" and s[-1] == ")":
             return _parse(parts[0])
-    parts = [p for part in split_top(s, ",") for p in re.split(r"\s+(?:or|and)\s+", part)]
+    parts = [p for part in split_top(s, ",") for p in _AND_OR.split(part)]
     if len(parts) > 1:
         return Items(tuple(_parse(p) for p in parts))
     return _leaf(s)
 
 
 _COMPOUND = re.compile(
-    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-z]+)\.?\s*(?:,\s*|and\s+)?"  # 2 Std. 30 Min.
-    r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-z]+)\.?"
+    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-zÀ-ÿ]+)\.?\s*(?:,\s*|(?:and|und|et|y|e|en)\s+)?"
+    r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-zÀ-ÿ]+)\.?"  # 2 Std. 30 Min., 2 heures et 30
 )
 
 
+_AND_OR = re.compile(r"\s+(?:or|and|und|oder|et|ou|y|o)\s+")
+"""Words that join the items of a list answer ("x = 3 und x = 5")."""
 _WORDED = re.compile(r"[^\W\d_](?:[^\W\d_]|[' -])*")
 
 
@@ -293,9 +295,11 @@ def _spelled(s: str) -> Answer | None:
     value = words_value(s)
     if value is not None:
         return Expr(f"({value})", False, False, value)
-    head, _, unit = s.rpartition(" ")  # twenty-eight dollars, two weeks
-    value = words_value(head) if head and measure(unit) is not None else None
-    return None if value is None else _parse(f"{value} {unit}")
+    leading = leading_words_value(s)  # twenty-eight dollars, two weeks, quarantadue matite
+    if leading is None or not leading[1]:
+        return None
+    amount, rest = leading
+    return _parse(f"{amount} {rest}")
 
 
 def compound(s: str) -> Expr | None:
@@ -336,14 +340,14 @@ def _units(s: str) -> tuple[str, Unit | None]:
         return s, None  # 1AAA, 42dollars: a word glued to the number is no label
     for i, w in enumerate(words):
         lw = w.lower()
-        short = i > 0 and (lw in _LINKS or any(c.isdigit() for c in lw))  # 6 bags of CO2
+        short = (i > 0 or len(words) > 1) and (lw in _LINKS or any(c.isdigit() for c in lw))
         if lw in _NOT_UNITS or (len(lw) < 3 and not short) or "/" in lw:
             return s, None
     return m.group("num"), None
 
 
 _VALUE_UNIT = re.compile(
-    r"(?P<value>.*?(?:[\d}]|\\pi))\s+(?P<unit>[A-Za-zµμÀ-ÿ][A-Za-zµμÀ-ÿ /]*?)"
+    r"(?P<value>.*?(?:[\d}]|\\pi))\s+(?P<unit>[A-Za-zµμÀ-ɏḀ-ỿ][A-Za-zµμÀ-ɏḀ-ỿ /]*?)"
     r"\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
 )
 

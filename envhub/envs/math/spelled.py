@@ -59,6 +59,27 @@ is 11, ``miles`` thousands): a text of no known language that holds one is not r
 numbers in words, nor is an answer that holds one read in another language."""
 
 
+def leading_words_value(text: str) -> tuple[Fraction, str] | None:
+    """A number in words that starts ``text``, and the words after it ("quarantadue matite").
+
+    The longest run of leading words that :func:`words_value` reads; None when the words after
+    it hold another number or a word that joins one ("twelve or thirteen").
+    """
+    words = text.split()
+    for cut in range(min(len(words), 8), 0, -1):
+        value = words_value(" ".join(words[:cut]))
+        if value is None:
+            continue
+        rest = words[cut:]
+        if any(w.lower() in _JOINERS or words_value(w) is not None for w in rest):
+            return None
+        return value, " ".join(rest)
+    return None
+
+
+_JOINERS = frozenset("or and oder und ou et o y e of ili или أو".split())
+
+
 def words_value(text: str) -> Fraction | None:
     """The value of ``text`` when it is one number in words, in any of :data:`LANGUAGES`.
 
@@ -67,7 +88,7 @@ def words_value(text: str) -> Fraction | None:
     agree on its value.
     """
     value = number_words(text)
-    if value is not None or _FALSE_FRIENDS.search(text):
+    if value is not None or _FALSE_FRIENDS.fullmatch(text.strip()):
         return value
     if text.strip().lower() in _SCALES:
         return None  # "million" after "1,200" is its scale, not another value
@@ -117,7 +138,24 @@ def as_digits(text: str, lang: str | None) -> str:
     return readings.pop() if len(readings) == 1 else text
 
 
+_ENGLISH_PHRASES = {
+    r"half\s+a\s+dozen": "6",
+    r"(?:a|one)\s+dozen": "12",
+    r"(?:a|one)\s+quarter\s+of\s+an\s+hour": "15 minutes",
+    r"three\s+quarters\s+of\s+an\s+hour": "45 minutes",
+    r"half\s+an\s+hour": "30 minutes",
+    r"an\s+hour\s+and\s+a\s+half": "90 minutes",
+}
+_PHRASE = re.compile(r"(?i)\b(" + "|".join(_ENGLISH_PHRASES) + r")\b")
+
+
+def _phrase(m: re.Match) -> str:
+    return next(v for k, v in _ENGLISH_PHRASES.items() if re.fullmatch(k, m.group(0), re.I))
+
+
 def _as_digits(text: str, lang: str) -> str:
+    if lang == "en" and _PHRASE.search(text):  # a dozen, half an hour
+        text = _PHRASE.sub(_phrase, text)
     tokens = _TOKEN.findall(text)
     pieces, done = [], 0
     for start, end in _runs(tokens):

@@ -20,6 +20,7 @@ from .compare import quick_compare, read, same
 from .hedges import ASIDE, HEDGE_WORDS, offers_value
 from .lastnumber import find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
+from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
 
 _EASTERN_WORDS = (
@@ -162,7 +163,7 @@ _RESTATEMENT = re.compile(r"(.+?)\s*\(([^()]+)\)\s*")
 _SAID_AGAIN = re.compile(
     r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
     r"|c'est-à-dire,?|d\.\s?h\.,?|то\s+есть"
-    r"|das\s+heißt,?|ou\s+seja,?|cioè,?)\s+(.+)",
+    r"|das\s+heißt,?|ou\s+seja,?|o\s+sea,?|cioè,?|dus,?)\s+(.+)",
     re.IGNORECASE,
 )
 """The answer said again another way ("$5, or 500 cents", "0,5, es decir, 1/2")."""
@@ -191,6 +192,12 @@ def stated_value(answer: str) -> str:
     if ...)", kept so that it is read as a hedge) or restates it ("2 km (2000 m)"), and of a
     chain of numbers its last value ("3 ÷ 2 = 1.5" states ``1.5``).
     """
+    bold, _, after_bold = answer.strip().strip("*").partition("**")
+    if after_bold and not re.search(r"\d", after_bold) and not HEDGE_WORDS.search(after_bold):
+        answer = bold  # "**Answer: 500 g** of nuts in total": the bold part
+    clock = CJK_CLOCK.search(answer)
+    if clock is not None and (clock.group("mer") or clock.group("m") or clock.group("half")):
+        return clock.group(0)  # "下午3点45分到达": the time of day
     answer = _REJECTED.sub("", answer) or answer  # "7 — not 8"
     rejected_first = _NOT_THIS_BUT.fullmatch(answer)
     if rejected_first is not None:
