@@ -140,6 +140,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
         return text[arithmetic.start() : last.end()], False
     answer = _currency_before(text, last.start()) + items[0] + unit_after(text, last.end())
+    before = UNIT_BEFORE.search(text, max(0, last.start() - 20), last.start())
+    if before is not None and answer == items[0]:  # Swahili "kilomita 12": 12 km
+        answer = f"{answer} {before.group(1)}"
     if _MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
         answer = "-" + answer  # "minus 5 degrees Celsius"
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
@@ -261,6 +264,8 @@ _RESTATING = re.compile(
 _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
+UNIT_BEFORE = re.compile(r"(?i)\b(kilomita|mita|sentimita|dakika|sekunde|siku|gramu|lita)\s+$")
+"""A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
 _MINUS_WORD = re.compile(r"(?i)\b(?:minus|negative|moins|menos|минус)\s+$")
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""

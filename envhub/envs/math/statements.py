@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
 from .hedges import ASIDE, HEDGE_WORDS, offers_value
-from .lastnumber import find_numbers, last_number, tidy
+from .lastnumber import UNIT_BEFORE, find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
 from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
@@ -247,6 +247,9 @@ def _amount_in_words(answer: str) -> str:
     if not (isinstance(said, str) or _prose(said)):
         return answer  # x = 5, \frac{1}{2} apples: a value already
     rest = answer[lead.end() :]
+    unit = UNIT_BEFORE.search(lead.group(0))
+    if unit is not None:  # "Jibu ni kilomita 12": 12 km
+        rest = f"{rest} {unit.group(1)}"
     currency = _CURRENCY_LEAD.search(lead.group(0))
     if currency is not None:  # "Total: CHF 50": the code is the amount's
         rest = currency.group(0).strip() + " " + rest

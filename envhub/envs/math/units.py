@@ -155,7 +155,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("time", 86400, "dzień", "dni", "dny", "dní", "dagar", "gün", "hari", "araw", "siku"),
     **_names("time", 604800, "tydzień", "tygodnie", "tygodni", "týden", "týdny", "vecka", "veckor"),
     **_names("time", 604800, "hafta", "minggu"),
-    **_names("length", 1, "metry", "metrów", "metrů", "metre", "mita"),
+    **_names("length", 1, "metry", "metrów", "metrů", "metre", "mita", "metr"),
     **_names("length", 1000, "kilometry", "kilometrów", "kilometrů", "kilometre", "kilomita"),
     **_names("length", "1/100", "centymetr", "centymetry", "centymetrów", "centimetry"),
     **_names("length", "1/100", "centimetrů", "santimetre", "sentimeter", "sentimita"),
@@ -183,7 +183,7 @@ _OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
 _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
 """Temperatures in kelvin: ``K = factor * value + offset``."""
 _VOLUME = {
-    **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres"),
+    **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres", "lita", "litr"),
     **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),
     **_names("length", "0.003785411784", "gal", "gallon", "gallons"),
     **_names("length", "0.000946352946", "qt", "quart", "quarts"),
