@@ -148,6 +148,16 @@ from envhub.envs.math.spelled import as_digits, language, words_value
         ("La respuesta es 0,25, o sea 1/4.", "0.25", True),
         ("所以总数是42。", "42", True),  # a number after a Han word is no glued token
         ("总共有x72个", "72", False),
+        # blind set K (round 7)
+        ("\\boxed{44 \\text{ vs } 0}", "0", False),
+        ("Δt = 500 ns, which in microseconds is \\boxed{0.5\\ \\mu\\text{s}}", "500 ns", True),
+        ("After mixing, the room is at 25℃.", "298.15 K", True),
+        ("U = IR = 2 A × 6 Ω = 12 V", "12 V", True),
+        ("U = IR = 2 A × 6 Ω = 12 V", "12 kV", False),
+        ("The answer is 1/2, i.e. 0.5.", "0.5", True),
+        ("下午3点45分到达。", "15:45", True),
+        ("午後3時半に到着します。", "15:30", True),
+        ("오후 3시 45분에 도착합니다.", "3:45 PM", True),
     ],
 )
 def test_attack(text, gold, paid):

@@ -122,7 +122,11 @@ def is_hedged(answer: str, after: str) -> bool:
 _SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
 """Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
 nor ``2 1/2``)."""
-_VERSUS = re.compile(r"\d\s*(?:\b(?:vs\.?|versus|else|then|oder|ou|или|或)\s|∨)\s*[-−$\\]?\d", re.I)
+_VERSUS = re.compile(
+    r"\d\s*(?:\\(?:text|mathrm|textrm)\{\s*)?(?:\b(?:vs\.?|versus|else|then|oder|ou|или|或)(?:\s|\})|∨)"
+    r"\s*\}?\s*[-−$\\]?\d",
+    re.I,
+)
 """Two values joined by a word of choice (``44 vs 0``, ``0 then 1``, ``44 oder 0``, ``44 ∨ 0``)."""
 _LINE_BREAK = re.compile(r"\d\s*\\\\\s*[-−]?\d")
 """Two values on two lines of an answer (``-5 \\ -4``; a matrix's rows are one answer)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .numerals import MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER
+from .numerals import CJK_CLOCK, MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER
 from .parse import compound
 from .units import measure
 
@@ -186,6 +186,10 @@ def _written_whole(text: str, last: re.Match) -> str | None:
     below = _BELOW_ZERO_AFTER.match(text, last.end())
     if below is not None:
         return text[last.start() : below.end()]
+    clock = CJK_CLOCK.search(text, max(0, last.start() - 8), last.end() + 6)
+    if clock is not None and clock.start() <= last.start() < clock.end():
+        if clock.group("mer") or clock.group("m") or clock.group("half"):
+            return clock.group(0)  # 下午3点45分, 午後3時半: a time of day
     meridiem = _MERIDIEM_AFTER.match(text, last.end())  # 11 a.m.
     return (
         text[last.start() : meridiem.end()]
@@ -292,6 +296,8 @@ def unit_after(text: str, end: int) -> str:
     """
     if _PENCE.match(text, end):  # 85p
         return "p"
+    if text[end : end + 1] in ("℃", "℉"):  # 25℃
+        return text[end]
     scale = _SCALE_AFTER.match(text, end)
     if scale is not None:  # "$1,200 million", "3 thousand km"
         return scale.group(0) + unit_after(text, scale.end())

@@ -205,6 +205,8 @@ def normalize(s: str) -> str:
         s = _ELISION.sub(" ", s)
     if "‰" in s:
         s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
+    if "\\mu" in s:  # 0.5\ \mu\text{s}: a micro prefix
+        s = _MICRO.sub("µ", s)
     if "circ" in s or "degree" in s or not s.isascii():
         s = _TEMPERATURE.sub(_temperature, s)
         s = _LONE_DEGREE.sub(r"^\\circ ", s)  # an angle: \sin 30° is in degrees
@@ -440,6 +442,8 @@ def _cjk_clock(m: re.Match) -> str:
     return f"{hour}:{int(minute or 0):02d}{suffix}"
 
 
+_MICRO = re.compile(r"\\mu\s*(?=\\(?:text|mathrm)\{|[A-Za-z])")
+"""LaTeX ``\\mu`` before a unit: the micro prefix (``\\mu\text{s}``, ``\\mu m``)."""
 _HOUR_MERIDIEM = re.compile(r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([AaPp]\.?\s?[Mm]\.?)(?![A-Za-z])")
 """An hour with AM or PM and no minutes: ``11 a.m.``, ``7pm``."""
 _HOURS_MINUTES = re.compile(r"(?<![\d:.])(\d+) h ([0-5]\d)(?![\w.:]|\s*[^\W\d_])")

@@ -59,7 +59,7 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
-    r"(?<!\bRs)(?:(?<!Std|Min|Sek|hrs|min|sec)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
+    r"(?<!\bRs)(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
     r"|\n|[。！？।]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
     re.IGNORECASE,
 )
