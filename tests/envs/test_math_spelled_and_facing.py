@@ -148,6 +148,20 @@ from envhub.envs.math.spelled import as_digits, language, words_value
         ("La respuesta es 0,25, o sea 1/4.", "0.25", True),
         ("所以总数是42。", "42", True),  # a number after a Han word is no glued token
         ("总共有x72个", "72", False),
+        # the gold spelled in a language no reader here parses (num2words), and nothing else
+        ("Odpowiedź: czterdzieści dwa jabłka.", "42", True),
+        ("Odpowiedź: czterdzieści trzy jabłka.", "42", False),
+        ("Odpowiedź: czterdzieści dwa lub czterdzieści trzy.", "42", False),
+        ("Ответ: сорок два карандаша.", "42", True),
+        ("Ответ: сорок два метра.", "42 m", True),
+        ("Ответ: сорок два метра.", "42 km", False),
+        ("Odpowiedź: trzy godziny.", "3 hours", True),
+        ("Odpowiedź: trzy godziny.", "3 minutes", False),
+        ("Sonuç olarak on iki kalemi olur.", "12", True),
+        ("Sonuç olarak on iki kalemi olur.", "10", False),  # "on" alone is 10
+        ("Jadi jawabannya adalah dua belas permen.", "2", False),
+        ("Vậy đáp án là bốn mươi hai quả táo.", "42", True),
+        ("정답은 오십 개입니다.", "50", True),
         # blind set K (round 7)
         ("\\boxed{44 \\text{ vs } 0}", "0", False),
         ("Δt = 500 ns, which in microseconds is \\boxed{0.5\\ \\mu\\text{s}}", "500 ns", True),

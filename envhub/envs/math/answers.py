@@ -51,6 +51,7 @@ from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
 from .pool import run_in_worker
+from .spelled import gold_in_words
 
 __all__ = ["is_equivalent", "validate_gold"]
 
@@ -176,6 +177,9 @@ def is_equivalent(
         if _hard(e, pred=True):
             return False  # hostile or broken: a wrong answer, decided here in microseconds
         pred_ans = None  # envhub cannot read it; math-verify may
+    spelled_out = _gold_spelled(pred, gold_ans)
+    if spelled_out is not None:  # "czterdzieści dwa jabłka" facing 42
+        pred, pred_ans = spelled_out
     if (
         pred_ans is None
         and isinstance(gold_ans, Expr)
@@ -227,6 +231,28 @@ def facing(answer: str, other: str) -> str:
     if degrees is not None and _RADIANS.search(other):
         return f"\\frac{{{degrees.group(1)} \\pi}}{{180}}"
     return answer
+
+
+def _gold_spelled(pred: str, gold: Answer | None) -> tuple[str, Answer] | None:
+    """``pred`` read with the gold's value for its words, or None.
+
+    When it starts with the gold in words in a language no parser here reads
+    (:func:`envhub.envs.math.spelled.gold_in_words`); the words after are its unit, or a label.
+    """
+    if not isinstance(gold, Expr) or gold.value is None or gold.value.denominator != 1:
+        return None
+    rest = gold_in_words(pred, int(gold.value))
+    if rest is None:
+        return None
+    readings = [f"{gold.value} {rest}".strip()]
+    if rest and not gold.unit:  # a label in another script: the value alone
+        readings.append(str(gold.value))  # (facing a unit, an unread word may be another unit)
+    for text in readings:
+        try:
+            return text, parse_answer(text)
+        except PARSE_ERRORS:
+            continue
+    return None
 
 
 _WORD_AFTER = re.compile(r"\d\s*[^\W\d_]")

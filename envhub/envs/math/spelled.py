@@ -20,7 +20,9 @@ import difflib
 import re
 from collections.abc import Iterable
 from fractions import Fraction
+from functools import lru_cache
 
+from num2words import num2words
 from text_to_num import alpha2digit, text2num
 
 from .numerals import number_words
@@ -230,3 +232,54 @@ def _words(tokens: Iterable[str]) -> tuple[str, str]:
     """The first two tokens that are not blanks, in lower case ("" for none)."""
     found = [t.lower() for t in tokens if not t.isspace()] + ["", ""]
     return found[0], found[1]
+
+
+SPELLED_LANGUAGES = (
+    *("pl", "cs", "sk", "sl", "ru", "uk", "tr", "sv", "da", "no", "fi", "hu", "ro", "lt", "lv"),
+    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar", "am"),
+)
+"""Languages whose number words text2num does not read, spelled by num2words (gold-directed)."""
+MAX_SPELLED = 10**7
+_GOLD_JOINERS = frozenset(
+    "or and lub albo i или и veya ve eller och tai sekä vagy sau arba ar atau dan hoặc và".split()
+)
+
+
+def gold_in_words(text: str, value: int) -> str | None:
+    """What follows ``value`` written in words at the start of ``text``, or None.
+
+    For the languages of :data:`SPELLED_LANGUAGES`, whose number words no reader here parses,
+    the gold's own value is spelled (num2words) and looked for: "czterdzieści dwa jabłka" against
+    42 leaves ``jabłka``, a label. Only the gold's spelling is ever matched, so another value
+    in words stays unpaid; the words after it may not join another value ("or", "i").
+    """
+    if not 0 <= value < MAX_SPELLED or any(c.isdigit() for c in text):
+        return None
+    plain = text.strip().lower()
+    for lang in SPELLED_LANGUAGES:
+        m = _spelling(value, lang).match(plain)
+        if m is None:
+            continue
+        rest = plain[m.end() :].strip(" .,;:!。")
+        words = rest.split()
+        if words and words[0] in _number_words(lang):
+            continue  # "on iki" is 12, not 10 and a label
+        if not any(w in _GOLD_JOINERS for w in words) and len(words) <= 4:
+            return rest
+    return None
+
+
+@lru_cache(maxsize=64)
+def _number_words(lang: str) -> frozenset[str]:
+    """The words num2words writes numbers with in ``lang`` (0-100, hundreds, thousands)."""
+    values = [*range(101), *range(200, 1001, 100), 2000, 10**4, 10**5, 10**6, 10**9]
+    return frozenset(
+        w for n in values for w in re.split(r"[\s\-‐]+", num2words(n, lang=lang).lower())
+    )
+
+
+@lru_cache(maxsize=2048)
+def _spelling(value: int, lang: str) -> re.Pattern:
+    """``value`` in words in ``lang`` as a pattern that allows or drops blanks and hyphens."""
+    letters = re.sub(r"[\s\-‐]+", "", num2words(value, lang=lang).lower())
+    return re.compile("".join(re.escape(c) + r"[\s\-‐]*" for c in letters) + r"(?![^\W\d_])")
