@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 
+from . import spelled
 from .compare import same
 from .lastnumber import REFERENCE, find_numbers, last_number, tidy, unit_after
 from .spelled import words_value
@@ -44,7 +45,7 @@ HEDGE_WORDS = re.compile(
     r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
     r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
-    r"|\bnot\s+100\s*%\s+(?:sure|certain)"
+    r"|\bnot\s+100\s*%\s+(?:sure|certain)|có\s+lẽ|можливо|شاید|\b(?:možná|kanske|måske)\b"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
     re.IGNORECASE,
@@ -135,7 +136,8 @@ ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[^\W\d_]{2}[^()]*\)\s*$")
 """An aside in brackets, with words, after an answer: "32 apples (16 pairs)"."""
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
 _DOUBT = re.compile(
-    r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten)|\bmiscount\w*"
+    r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten|confused|swapped|misread|mixed)"
+    r"|\b(?:might|may|could)\s+be\s+(?:wrong|off|mistaken|incorrect)|\bmiscount\w*"
     r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
     r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt",
     re.IGNORECASE,
@@ -192,7 +194,8 @@ def retracted(answer: str, after: str) -> bool:
 
 
 _WOULD_BE = re.compile(
-    r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)\s+would\s+be\b"
+    r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)"
+    r"(?:\s+would\s+be|'s|’s|\s+is|'d\s+be)\b"
     r"|\b(?:answer|result|total|it)\s+would\s+be\b.*\bif\b",
     re.IGNORECASE,
 )
@@ -207,6 +210,7 @@ def _offers_another(sentence: str) -> bool:
 
 def _other_value(clause: str, answer: str) -> bool:
     """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
+    clause = spelled.as_digits(clause, spelled.language(clause) or "en")  # "or forty-six"
     found = [n for n in find_numbers(clause) if not REFERENCE.search(clause, 0, n.start())]
     if not found:
         return False
@@ -248,8 +252,8 @@ def offers_value(aside: str, answer: str) -> bool:
 
     "15 (though 16 is also plausible)" offers 16; "3,50 € (also 350 Cent)" says 3,50 € again.
     """
-    found = find_numbers(aside)
+    found = find_numbers(spelled.as_digits(aside, spelled.language(aside) or "en"))
     if not found or not _OFFERS.search(aside):
         return False
-    said = found[-1].group(0) + unit_after(aside, found[-1].end())
+    said = found[-1].group(0) + unit_after(found[-1].string, found[-1].end())
     return not same(said, answer.strip())

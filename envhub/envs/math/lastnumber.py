@@ -129,6 +129,10 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         if said is not None:
             return said, True
     if len(items) > 1:
+        pairs = _BRACKETED.finditer(text, max(0, last.start() - 200), last.end() + 3)
+        pair = next((p for p in pairs if p.start() < last.start() < p.end()), None)
+        if pair is not None:  # "is (2, 3).": an ordered pair, "[1, 4)" an interval
+            return pair.group(0), False
         return ", ".join(items), False
     run = _unicode_math(text, last)
     if run is not None:  # "√2", "2·π·3 = 6π", "(−∞, 3]", "x ≤ 3": the expression, not its digit
@@ -270,6 +274,8 @@ _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
 UNIT_BEFORE = re.compile(r"(?i)\b(kilomita|mita|sentimita|dakika|sekunde|siku|gramu|lita)\s+$")
 """A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
+_BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
+"""A tuple or interval of numbers: ``(2, 3)``, ``[1, 4)``."""
 _MINUS_WORD = re.compile(r"(?i)\b(?:minus|negative|moins|menos|минус)\s+$")
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""

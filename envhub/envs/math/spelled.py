@@ -147,6 +147,9 @@ _ENGLISH_PHRASES = {
     r"three\s+quarters\s+of\s+an\s+hour": "45 minutes",
     r"half\s+an\s+hour": "30 minutes",
     r"an\s+hour\s+and\s+a\s+half": "90 minutes",
+    r"one\s+and\s+a\s+half": "1.5",
+    r"two\s+and\s+a\s+half": "2.5",
+    r"three\s+and\s+a\s+half": "3.5",
 }
 _PHRASE = re.compile(r"(?i)\b(" + "|".join(_ENGLISH_PHRASES) + r")\b")
 
@@ -236,7 +239,7 @@ def _words(tokens: Iterable[str]) -> tuple[str, str]:
 
 SPELLED_LANGUAGES = (
     *("pl", "cs", "sk", "sl", "ru", "uk", "tr", "sv", "da", "no", "fi", "hu", "ro", "lt", "lv"),
-    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar", "am"),
+    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar"),
 )
 """Languages whose number words text2num does not read, spelled by num2words (gold-directed)."""
 MAX_SPELLED = 10**7
@@ -269,17 +272,29 @@ def gold_in_words(text: str, value: int) -> str | None:
     return None
 
 
+def _spelled_in(value: int, lang: str) -> str:
+    """num2words' spelling of ``value`` in ``lang``, lower-cased; "" where it has none.
+
+    Its converters raise what they raise (Amharic's a ``TypeError`` from ``clean``): a
+    spelling it cannot give matches nothing, and is never a checker error.
+    """
+    try:
+        return num2words(value, lang=lang).lower()
+    except Exception:  # noqa: BLE001 - a converter's own failure
+        return ""
+
+
 @lru_cache(maxsize=64)
 def _number_words(lang: str) -> frozenset[str]:
     """The words num2words writes numbers with in ``lang`` (0-100, hundreds, thousands)."""
     values = [*range(101), *range(200, 1001, 100), 2000, 10**4, 10**5, 10**6, 10**9]
-    return frozenset(
-        w for n in values for w in re.split(r"[\s\-‐]+", num2words(n, lang=lang).lower())
-    )
+    return frozenset(w for n in values for w in re.split(r"[\s\-‐]+", _spelled_in(n, lang)))
 
 
 @lru_cache(maxsize=2048)
 def _spelling(value: int, lang: str) -> re.Pattern:
     """``value`` in words in ``lang`` as a pattern that allows or drops blanks and hyphens."""
-    letters = re.sub(r"[\s\-‐]+", "", num2words(value, lang=lang).lower())
+    letters = re.sub(r"[\s\-‐]+", "", _spelled_in(value, lang))
+    if not letters:
+        return re.compile(r"(?!)")  # spells nothing: matches nothing
     return re.compile("".join(re.escape(c) + r"[\s\-‐]*" for c in letters) + r"(?![^\W\d_])")

@@ -88,7 +88,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "0.0254", "in", "inch", "inches"),
     **_names("length", "0.3048", "ft", "foot", "feet"),
     **_names("length", "0.9144", "yd", "yard", "yards"),
-    **_names("length", "1609.344", "mi", "mile", "miles"),
+    **_names("length", "1609.344", "mi", "mile", "miles", "mijl", "mijlen", "milla", "millas"),
     **_names("mass", "1/1000", "mg", "milligram", "milligrams"),
     **_names("mass", 1, "g", "gram", "grams"),
     **_names("mass", 1000, "kg", "kilogram", "kilograms", "kilo", "kilos"),
@@ -139,7 +139,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "1/1000000", "µm", "μm", "micrometer", "micrometers", "micron", "microns"),
     **_names("length", "1/1000000000", "nm", "nanometer", "nanometers", "nanometre"),
     **_names("mass", "1/1000000", "µg", "μg", "mcg", "microgram", "micrograms"),
-    **_names("cents", 1, "cent", "cents", "¢", "centavos", "céntimos"),
+    **_names("cents", 1, "cent", "cents", "¢", "centavos", "céntimos", "centimes", "centesimi"),
     # the same units in German, French, Spanish, Italian, Portuguese and Dutch
     **_names("time", 1, "sekunde", "sekunden", "seconde", "secondes", "secondi", "segundos"),
     **_names("time", 60, "minuten", "minuto", "minutos", "minuti", "minuut"),
@@ -191,7 +191,11 @@ _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180
 """Temperatures in kelvin: ``K = factor * value + offset``."""
 _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres", "lita", "litr"),
+    **_names("length", "1/1000", "litros", "litro", "litri", "liters", "literů", "litrów"),
+    **_names("length", "1/100000", "cl", "centiliter", "centiliters", "centilitre", "centilitres"),
     **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),
+    **_names("length", "1/1000000", "millilitres", "mililiter", "mililitr", "mililitros"),
+    **_names("length", "1/1000000", "millilitri", "millilitro", "millilitres"),
     **_names("length", "0.003785411784", "gal", "gallon", "gallons"),
     **_names("length", "0.000946352946", "qt", "quart", "quarts"),
     **_names("length", "0.000473176473", "pt", "pint", "pints"),
@@ -219,6 +223,17 @@ _PHRASES = {
     "fl oz": "floz",
     "metric tons": "tonnes",
     "metric ton": "tonne",
+    # square and cubic metres in French, Spanish, Italian, Portuguese, German
+    "mètres carrés": "square m",
+    "mètre carré": "square m",
+    "metros cuadrados": "square m",
+    "metro cuadrado": "square m",
+    "metri quadrati": "square m",
+    "metro quadrato": "square m",
+    "metros quadrados": "square m",
+    "mètres cubes": "cubic m",
+    "metros cúbicos": "cubic m",
+    "metri cubi": "cubic m",
 }
 """Units written in two words, read as one."""
 _POWERS = {"square": 2, "sq": 2, "cubic": 3}
