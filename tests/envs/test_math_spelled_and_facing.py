@@ -5,10 +5,13 @@ and its near misses (another value, unit or reading) are not.
 """
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from math_scoring import scores
 
-from envhub.envs.math.answers import facing
-from envhub.envs.math.spelled import as_digits, language, words_value
+from envhub.envs.math.answers import facing, is_equivalent
+from envhub.envs.math.extract import extract_answer
+from envhub.envs.math.spelled import as_digits, gold_in_words, language, words_value
 
 
 @pytest.mark.parametrize(
@@ -216,3 +219,26 @@ def test_facing_rewrites_only_beside_its_counterpart():
     assert facing("10:50", "1:5") == "10:50"
     assert facing("30°", "\\pi/6") == "\\frac{30 \\pi}{180}"
     assert facing("30°", "0.5") == "30°"
+
+
+_VOCABULARY = (
+    "one two twelve twenty forty-two hundred thousand million a dozen half quarter third and or "
+    "the of minus negative once elf cent sept mil miles un une deux mille cinq cents quatre-vingt "
+    "dix-sept cuarenta y dos ciento zweiundvierzig tausend dertig quarantadue duzentas e cinquenta "
+    "czterdzieści dwa lub on iki dua belas сорок два 오십 bốn mươi hai apples km hours . , : ( ) 7 "
+    "42 3.5 1,000 #### \\boxed{ } Answer: La réponse est Antwort: 答："
+).split()
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_VOCABULARY), max_size=40), st.sampled_from(["42", "12", "0"]))
+def test_number_words_never_crash_the_reader(words, gold):
+    """Any mix of number words, false friends and answer markers is read without an error."""
+    text = " ".join(words)
+    found = extract_answer(text)
+    if found.answer:
+        is_equivalent(found.answer, gold)
+    assert as_digits(text, language(text)) is not None
+    words_value(text)
+    for n in (0, 7, 42, 2500, 10**6):
+        gold_in_words(text, n)
