@@ -3,12 +3,13 @@
 An HTTP client's timeout bounds each read, not the reply: a server that trickles its answer
 at 2 bytes a second never trips it, and one that sends 100 MB is read whole. Here the
 deadline covers connecting, the headers and every byte of the body (:func:`post_json`), and
-a body over :func:`reply_limit` is refused unread. Whose fault each outcome is follows the
-bridges' one rule (``envhub/interop/README.md``): no whole answer in time (a slow server, or
-one that trickles its headers or its body), an unreachable server, a 5xx or a 429 (refused
-for capacity) is ``infra_error``; another 4xx, a body over the bound, or one that is not the
-JSON object asked for is ``env_error``. None is the model's (``invalid_action``,
-``timeout``).
+a body over :func:`~envhub.client.reading.reply_limit` is refused unread (the bound and the
+bounded read are :mod:`envhub.client.reading`'s, the same for envhub's own runners). Whose
+fault each outcome is follows the bridges' one rule (``envhub/interop/README.md``): no whole
+answer in time (a slow server, or one that trickles its headers or its body), an unreachable
+server, a 5xx or a 429 (refused for capacity) is ``infra_error``; another 4xx, a body over
+the bound, or one that is not the JSON object asked for is ``env_error``. None is the
+model's (``invalid_action``, ``timeout``).
 """
 
 from __future__ import annotations
@@ -19,16 +20,9 @@ from typing import Any
 
 import httpx
 
+from envhub.client.reading import body_within, reply_limit
 from envhub.deadline import DeadlineExceeded, call_within
 from envhub.errors import EpisodeError, InfraError
-
-MIN_REPLY_BYTES = 16 * 2**20
-"""A reply may always be this long; one that echoes its request may be four times that."""
-
-
-def reply_limit(request_bytes: int) -> int:
-    """The longest reply read for a request of ``request_bytes`` (servers echo requests)."""
-    return max(MIN_REPLY_BYTES, 4 * request_bytes)
 
 
 def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -37,8 +31,8 @@ def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any
     Raises:
         InfraError: No whole answer within ``timeout_s`` (a trickle too), the server cannot
             be reached, or it answers 5xx or 429 (refused for capacity).
-        EpisodeError: It answers another 4xx (or 3xx), over :func:`reply_limit`, or not a
-            JSON object.
+        EpisodeError: It answers another 4xx (or 3xx), over
+            :func:`~envhub.client.reading.reply_limit`, or not a JSON object.
     """
     content = json.dumps(body).encode()
     deadline = time.monotonic() + timeout_s
@@ -58,21 +52,9 @@ def post_json(url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any
 
 def _read(url: str, content: bytes, deadline: float, timeout_s: float) -> tuple[int, bytes]:
     """The status and body, read to the deadline and the size bound."""
-    limit = reply_limit(len(content))
     headers = {"content-type": "application/json"}
     with httpx.stream("POST", url, content=content, headers=headers, timeout=timeout_s) as resp:
-        declared = resp.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
-            raise EpisodeError(f"{url} answered {declared} bytes, over the {limit} read")
-        chunks, size = [], 0
-        for chunk in resp.iter_bytes():  # decoded: a compressed bomb counts whole
-            size += len(chunk)
-            if size > limit:
-                raise EpisodeError(f"{url} answered over {limit} bytes; the rest was not read")
-            if time.monotonic() > deadline:
-                raise DeadlineExceeded(f"{url} was still answering after {timeout_s:g} s")
-            chunks.append(chunk)
-        return resp.status_code, b"".join(chunks)
+        return resp.status_code, body_within(resp, reply_limit(len(content)), deadline, url)
 
 
 def json_object(who: str, raw: str | bytes) -> dict[str, Any]:
