@@ -3,7 +3,10 @@
 Gold and a random policy play ``--episodes`` seeded episodes in-process; the model row runs
 ``envhub eval`` as a command (minutes per environment on a CPU; set ``OMP_NUM_THREADS=1`` on a
 busy machine). Each entry records its date, settings, command and the envhub commit, and is
-merged into the file under a lock, so several measuring processes may share it. Then
+merged into the file under a lock, so several measuring processes may share it. An entry's
+``measured`` and ``envhub_commit`` are those of its gold and random rows; a model row carries
+its own, so a re-measure that skips the model (``--model none``) keeps the stored model row,
+still dated when and by which commit it was measured. Then
 ``envhub cards --readme docs/environments/index.md`` rewrites the docs' table from the file::
 
     python scripts/measure_cards.py                 # the whole catalog
@@ -111,12 +114,35 @@ def measure_card(
     if cards.needs_data(spec):
         return {"needs_data": True}
     out = cards.policy_scores(spec, episodes, seed)
+    stamp = {
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "envhub_commit": envhub_commit(),
+    }
     if run is not None:
-        out[run.model] = model_scores(spec, run)
-    out["measured"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
-    out["envhub_commit"] = envhub_commit()
-    out["seed"] = seed
-    return out
+        out[run.model] = {**model_scores(spec, run), **stamp}
+    return {**out, **stamp, "seed": seed}
+
+
+STAMP = ("measured", "envhub_commit")
+"""An entry's date and commit: its gold and random rows' (a model row carries its own)."""
+
+
+def _merged(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """``new``, with the model rows of ``old`` that it did not measure, each dated as it was.
+
+    A row kept from an entry written before model rows carried their own date and commit gets
+    the old entry's, which were its own then.
+    """
+    if not old or new.get("needs_data"):
+        return new
+    kept = {
+        name: {**{k: old[k] for k in STAMP if k in old}, **row}
+        for name, row in old.items()
+        if name not in new and isinstance(row, dict) and "pass@1" in row
+    }
+    meta = {k: new[k] for k in (*STAMP, "seed") if k in new}
+    rows = {k: v for k, v in new.items() if k not in meta}
+    return {**rows, **kept, **meta}
 
 
 def measure_all(
@@ -137,10 +163,14 @@ def measure_all(
 
 
 def _store(path: Path, env_id: str, entry: dict[str, Any]) -> None:
-    """Merge one entry into ``path`` under a lock (several measuring processes may share it)."""
+    """Merge one entry into ``path`` under a lock (several measuring processes may share it).
+
+    The stored entry's model rows that ``entry`` did not measure are kept (:func:`_merged`).
+    """
     with open(Path(tempfile.gettempdir()) / "envhub-cards.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        stored = {**cards.reference_scores(path), env_id: entry}
+        stored = cards.reference_scores(path)
+        stored[env_id] = _merged(stored.get(env_id), entry)
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(_document(stored), indent=2) + "\n")
         tmp.replace(path)
@@ -150,9 +180,10 @@ def _document(envs: dict[str, Any]) -> dict[str, Any]:
     return {
         "about": (
             "Reference scores of the catalog, written by `python scripts/measure_cards.py`. "
-            "gold and random: `episodes` seeded episodes each; the model: `envhub eval` (see "
-            "each entry's command). Re-measure one environment with "
-            "`python scripts/measure_cards.py NAME`."
+            "gold and random: `episodes` seeded episodes each, dated by the entry's `measured` "
+            "and `envhub_commit`; the model: `envhub eval` (see each model row's command, and "
+            "its own `measured` and `envhub_commit` where it has them, else the entry's). "
+            "Re-measure one environment with `python scripts/measure_cards.py NAME`."
         ),
         "environments": dict(sorted(envs.items())),
     }

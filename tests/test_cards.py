@@ -141,6 +141,41 @@ def test_measure_cards_script_measures_with_envhub_eval(tmp_path, monkeypatch):
     assert "tiny        pass@1 0.0, pass@2 0.0" in render(card(spec("echo")))
 
 
+def test_a_re_measure_without_the_model_keeps_its_row_and_its_date(tmp_path, monkeypatch):
+    """`--model none` re-measures gold and random; the stored model row stays, dated as it was."""
+    measure_cards = load_script("measure_cards.py")
+    store = tmp_path / "cards.json"
+    monkeypatch.setattr(cards, "REFERENCE", store)
+    monkeypatch.setattr(measure_cards, "envhub_commit", lambda: "new1234")
+    model = {"pass@1": 0.25, "pass@4": 0.5, "mean_reward": 0.3, "tasks": 20, "k": 4,
+             "split": "train", "command": "envhub eval --model smollm2 ..."}  # fmt: skip
+    old = {"gold": {"mean_reward": 0.0, "solved": 0.0, "episodes": 1},
+           "random": {"mean_reward": 0.0, "solved": 0.0, "episodes": 1}, "smollm2": model,
+           "measured": "2026-01-01 00:00 UTC", "envhub_commit": "old5678", "seed": 0}  # fmt: skip
+    other = {**old, "measured": "2026-02-02 00:00 UTC"}
+    store.write_text(json.dumps({"environments": {"echo-v1": old, "other-v1": other}}))
+    reg = Registry.load([BUILTIN_REGISTRY, Path(__file__).parent / "support" / "dummy.yaml"])
+
+    measure_cards.measure_all([reg.spec("echo")], episodes=4, run=None, echo=lambda _: None)
+
+    got = json.loads(store.read_text())["environments"]
+    entry = got["echo-v1"]
+    assert entry["gold"] == {"mean_reward": entry["gold"]["mean_reward"], "solved": 1.0,
+                             "episodes": 4}  # fmt: skip
+    assert entry["envhub_commit"] == "new1234" and entry["measured"] != old["measured"]
+    assert entry["smollm2"] == {**model, "measured": old["measured"], "envhub_commit": "old5678"}
+    assert got["other-v1"] == other  # entries not measured are untouched
+    # a second re-measure keeps the row's own date, not the entry's of the first re-measure
+    measure_cards.measure_all([reg.spec("echo")], episodes=4, run=None, echo=lambda _: None)
+    again = json.loads(store.read_text())["environments"]["echo-v1"]
+    assert again["smollm2"] == entry["smollm2"]
+    # readers: the card shows the model row with its own date, the table its pass@k
+    monkeypatch.setattr(cards, "scores_of", lambda s: again)
+    text = render(card(reg.spec("echo")))
+    assert "smollm2     pass@1 0.25, pass@4 0.5" in text and old["measured"] in text
+    assert "0.25 / 0.50 (k=4, 20 tasks)" in table([reg.spec("echo")])
+
+
 def test_write_readme_replaces_only_the_table(tmp_path):
     readme = tmp_path / "README.md"
     readme.write_text(f"intro\n{README_BEGIN}\nold\n{README_END}\nrest\n")

@@ -192,9 +192,10 @@ def measure(spec: EnvSpec, episodes: int = 20, seed: int = 0) -> dict[str, Any]:
 
 def _model_line(name: str, m: dict[str, Any]) -> str:
     k = f"pass@{m['k']}"
+    when = f", {m['measured']}" if "measured" in m else ""  # a model row's own date, if stored
     return (
         f"{name:<11} pass@1 {m['pass@1']}, {k} {m[k]}, mean reward {m['mean_reward']} "
-        f"({m['tasks']} tasks x {m['k']}, split {m['split']}: {m['command']})"
+        f"({m['tasks']} tasks x {m['k']}, split {m['split']}: {m['command']}{when})"
     )
 
 

@@ -5,7 +5,8 @@ protocol of :mod:`~envhub.client.transport` (:class:`Wire`, with the :class:`Ses
 carries), spoken over the HTTP routes (:mod:`~envhub.client.http_wire`) or a WebSocket
 (:mod:`~envhub.client.ws_wire`, its sockets in :mod:`~envhub.client.ws_socket`). Every call is
 a plan (:mod:`~envhub.client.plan`), written once and driven blocking or awaited over the
-connections that forks share (:mod:`~envhub.client.pool`). :mod:`~envhub.client.child_server`
-is the ``envhub serve`` child that ``make(runner="http")`` starts when no URL is given. It
-stands on the contract alone.
+connections that forks share (:mod:`~envhub.client.pool`); every answer is read within one
+bound and a deadline (:mod:`~envhub.client.reading`, the bridges' too).
+:mod:`~envhub.client.child_server` is the ``envhub serve`` child that ``make(runner="http")``
+starts when no URL is given. It stands on the contract alone.
 """

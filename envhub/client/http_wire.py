@@ -6,17 +6,21 @@ call a saturated server refused unstarted (``overloaded``) is sent again within 
 wait, uncounted; a dropped connection or another 429/503 within ``retries`` (see
 :class:`envhub.wire.Backoff`); past them it raises :class:`~envhub.wire.Transient`. A body over
 the server's limit is sent as its size alone (``oversized``), which the server answers as the
-model's ``invalid_action``.
+model's ``invalid_action``. Every answer is read within a bound and a deadline (the pool's,
+:mod:`envhub.client.reading`), and one that is over the bound or not the body asked for is
+the server's fault: :class:`~envhub.errors.EpisodeError`, ``env_error``.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel
 
 from ..core import valid_unicode
+from ..errors import EpisodeError
 from ..types import Message, ResetResult, Score, StepResult, Task
 from ..wire import (
     OVERLOADED,
@@ -36,9 +40,11 @@ from ..wire import (
 )
 from .plan import Http, Pause, Plan
 from .pool import Pool
+from .reading import parsed
 from .transport import Items, Limits, Session
 
 _JSON = {"content-type": "application/json"}
+M = TypeVar("M", bound=BaseModel)
 
 
 class HttpWire:
@@ -106,12 +112,12 @@ class HttpWire:
             seed=seed, task_id=task_id, close_session=close, close_secret=close and s.secret
         )
         resp = yield from self._post("/reset", body.model_dump_json(exclude_none=True).encode())
-        return s.opened(ResetResponse.model_validate_json(resp.content))
+        return s.opened(self._parsed(ResetResponse, resp, "/reset"))
 
     def step(self, message_json: str, aio: bool = False) -> Plan[StepResult]:
         """``POST /step`` with the message already serialised (as on the WebSocket)."""
         resp = yield from self._post("/step", self._step_body(message_json))
-        return self.session.stepped(StepResult.model_validate_json(resp.content))
+        return self.session.stepped(self._parsed(StepResult, resp, "/step"))
 
     def _step_body(self, message_json: str) -> bytes:
         """The ``/step`` body; over the server's limit, the stand-in that gives its size."""
@@ -128,7 +134,7 @@ class HttpWire:
         s = self.session
         body = FinishRequest(session_id=s.id, session_secret=s.secret)
         resp = yield from self._post("/finish", body.model_dump_json().encode())
-        return s.stepped(StepResult.model_validate_json(resp.content))
+        return s.stepped(self._parsed(StepResult, resp, "/finish"))
 
     def close(self) -> None:
         """``POST /close`` for the episode under way, if any (best effort, not retried)."""
@@ -136,9 +142,10 @@ class HttpWire:
         if s.live:
             s.end()
             body = CloseRequest(session_id=s.id, session_secret=s.secret)
+            content = body.model_dump_json().encode()
             try:
-                self.pool.client.post("/close", content=body.model_dump_json(), headers=_JSON)
-            except httpx.HTTPError:
+                self.pool.fetch(Http("POST", "/close", {"content": content, "headers": _JSON}))
+            except (httpx.HTTPError, EpisodeError, Transient):
                 pass
 
     # ------------------------------------------------------------------ beside the episode
@@ -146,7 +153,11 @@ class HttpWire:
     def verify(self, items: Items) -> Plan[list[Score]]:
         """``POST /verify``: one score per item, in order."""
         resp = yield from self._post("/verify", self._verify_body(items))
-        return VerifyResponse.model_validate_json(resp.content).scores
+        return self._parsed(VerifyResponse, resp, "/verify").scores
+
+    def _parsed(self, model: type[M], resp: httpx.Response, path: str) -> M:
+        """``resp``'s body as ``model``; any other answer is the server's (``env_error``)."""
+        return parsed(model, resp.content, f"the server at {self.pool.url} ({path})")
 
     def _verify_body(self, items: Items) -> bytes:
         """The ``/verify`` body; an item over the server's limit goes as its size."""

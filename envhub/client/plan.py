@@ -39,10 +39,14 @@ class Http:
 
 @dataclass(slots=True)
 class WsOpen:
-    """Open a WebSocket to ``url`` (handshake within ``timeout``); the outcome is the socket."""
+    """Open a WebSocket to ``url`` (handshake within ``timeout``); the outcome is the socket.
+
+    A message longer than ``max_size`` bytes is refused (``env_error``), the rest unread.
+    """
 
     url: str
     timeout: float
+    max_size: int
 
 
 @dataclass(slots=True)

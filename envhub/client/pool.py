@@ -5,6 +5,11 @@ pools (one blocking client, one async client per event loop), the server's descr
 (``/info``), the bound on calls in flight, and the I/O of a plan's steps (:meth:`Pool.perform`
 blocking, :meth:`Pool.aperform` awaited). Which wire carries the calls is the handle's choice
 (:class:`~envhub.client.remote_env.Wires`), not the pool's.
+
+An HTTP answer is streamed and read within :func:`~envhub.client.reading.reply_limit` and the
+call's deadline over the whole body (:mod:`envhub.client.reading`): a server that answers
+100 MB, or an endless body, is refused as ``env_error`` with the rest unread, and one still
+sending its body at the deadline is a :class:`~envhub.wire.Transient` (``infra_error``).
 """
 
 from __future__ import annotations
@@ -12,16 +17,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import queue
+import time
 import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 
-from ..errors import TransportError
+from ..deadline import DeadlineExceeded
+from ..errors import EpisodeError, TransportError
 from ..spec import EnvSpec
 from ..wire import EnvInfo, Transient
 from .plan import Call, Http, Op, Pause, WsCall, acall, asleep, call, sleep
+from .reading import abody_within, answered, body_within, reply_limit
 
 MAX_QUEUE_S = 60.0
 """The most of a server's stated queue bound (``queue_timeout_s``) a client adds to its deadline."""
@@ -43,9 +51,9 @@ class Pool:
         )
         self.max_concurrency = max_concurrency
         try:
-            resp = self.client.get("/info")
+            resp = self.fetch(Http("GET", "/info", {}))
             resp.raise_for_status()
-        except httpx.HTTPError as e:
+        except (httpx.HTTPError, EpisodeError, Transient) as e:
             self.client.close()
             raise TransportError(f"cannot reach envhub server at {url}: {e}") from e
         self.info = EnvInfo.model_validate_json(resp.content)
@@ -69,7 +77,7 @@ class Pool:
             if isinstance(op, WsCall):  # the hot one: a step
                 return op.sock.call(op.text, op.timeout)
             if isinstance(op, Http):
-                return self.client.request(op.method, op.path, **op.kwargs)
+                return self.fetch(op)
             from .ws_socket import connect
 
             return connect(op)
@@ -84,10 +92,43 @@ class Pool:
             if isinstance(op, WsCall):
                 return await op.sock.call(op.text, op.timeout)
             if isinstance(op, Http):
-                return await self.async_client().request(op.method, op.path, **op.kwargs)
+                return await self.afetch(op)
             from .ws_socket import aconnect
 
             return await aconnect(op)
+
+    def fetch(self, op: Http) -> httpx.Response:
+        """``op`` sent (outside the call slots); its answer, read within the bound and deadline.
+
+        Raises:
+            EpisodeError: The answer is over :func:`~envhub.client.reading.reply_limit`.
+            Transient: It was still arriving at the deadline (``timeout``).
+            httpx.HTTPError: The request failed (the plan decides: sent again or not).
+        """
+        deadline, limit = time.monotonic() + self.timeout, _limit(op)
+        request = self.client.build_request(op.method, op.path, **op.kwargs)
+        resp = self.client.send(request, stream=True)
+        try:
+            return answered(resp, body_within(resp, limit, deadline, self._who(op)))
+        except DeadlineExceeded as e:
+            raise Transient(f"{e} ({self.timeout:g} s)") from e
+        finally:
+            resp.close()
+
+    async def afetch(self, op: Http) -> httpx.Response:
+        """Async :meth:`fetch`."""
+        deadline, limit = time.monotonic() + self.timeout, _limit(op)
+        client = self.async_client()
+        resp = await client.send(client.build_request(op.method, op.path, **op.kwargs), stream=True)
+        try:
+            return answered(resp, await abody_within(resp, limit, deadline, self._who(op)))
+        except DeadlineExceeded as e:
+            raise Transient(f"{e} ({self.timeout:g} s)") from e
+        finally:
+            await resp.aclose()
+
+    def _who(self, op: Http) -> str:
+        return f"the server at {self.url} ({op.method} {op.path})"
 
     @contextlib.contextmanager
     def slot(self, timeout: float) -> Iterator[None]:
@@ -124,6 +165,11 @@ class Pool:
             except RuntimeError:  # no loop running: let the sockets close with the process
                 pass
         self._async.clear()
+
+
+def _limit(op: Http) -> int:
+    """The longest answer read for ``op`` (:func:`~envhub.client.reading.reply_limit`)."""
+    return reply_limit(len(op.kwargs.get("content") or b""))
 
 
 class _Slots:

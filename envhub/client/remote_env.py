@@ -2,8 +2,11 @@
 
 It behaves exactly like the in-process environment: the same types come back, and failures of
 the server or the network become ``infra_error`` results of the step or the verification
-(never a silent reward of 0). Client mistakes (unknown task, step after the episode ended) are
-raised as the same exceptions the in-process environment raises. A call a saturated server
+(never a silent reward of 0). An answer the server should not have given (over the reply
+bound of :mod:`envhub.client.reading`, or not the body asked for) is the environment's
+``env_error`` (a reset raises the :class:`~envhub.errors.EpisodeError` that says so). Client
+mistakes (unknown task, step after the episode ended) are raised as the same exceptions the
+in-process environment raises. A call a saturated server
 refused unstarted (``overloaded``) is sent again, within ``admission_wait`` and uncounted:
 waiting for a turn is never the model's (see :class:`envhub.wire.Backoff`). A step over the
 server's body limit is sent as its size alone and answered as the model's ``invalid_action``.
@@ -37,7 +40,7 @@ from typing import Any, ClassVar, Literal, Protocol
 
 from ..core import Env, valid_unicode
 from ..deadline import ADMISSION_WAIT_S
-from ..errors import ConfigError, EpisodeStateError, TransportError
+from ..errors import ConfigError, EpisodeError, EpisodeStateError, TransportError
 from ..types import Info, Message, ResetResult, Score, Status, StepResult, Task
 from ..wire import Transient
 from .http_wire import HttpWire
@@ -190,7 +193,9 @@ class RemoteEnv(Env):
         try:
             return (yield from self._wire.step(message, aio))
         except (Transient, WsRefused) as e:  # a refused reconnect mid-episode is the machinery's
-            return self._infra_step(e)
+            return self._lost_step(e)
+        except EpisodeError as e:  # an answer over the bound, or not a step's: the server's
+            return self._lost_step(e, e.status)
 
     def step(self, action: Message | str) -> StepResult:
         """Send one assistant message; server failures come back as ``infra_error``."""
@@ -208,9 +213,10 @@ class RemoteEnv(Env):
             return json.dumps(action)
         return valid_unicode(Message.coerce(action)).model_dump_json(exclude_none=True)
 
-    def _infra_step(self, error: Exception) -> StepResult:
+    def _lost_step(self, error: Exception, status: Status = Status.INFRA_ERROR) -> StepResult:
+        """The episode ended by a failure that is not the model's (``status``)."""
         self._wire.session.end()
-        info = Info(task_id="", status=Status.INFRA_ERROR, error=str(error))
+        info = Info(task_id="", status=status, error=str(error))
         return StepResult(messages=[], reward=0.0, terminated=False, truncated=True, info=info)
 
     def _finish(self, aio: bool) -> Plan[StepResult]:
@@ -219,7 +225,9 @@ class RemoteEnv(Env):
         try:
             return (yield from self._wire.finish(aio))
         except Transient as e:
-            return self._infra_step(e)
+            return self._lost_step(e)
+        except EpisodeError as e:
+            return self._lost_step(e, e.status)
 
     def finish(self) -> StepResult:
         """End the episode from outside (on the episode's wire); see :meth:`Env.finish`."""
@@ -236,6 +244,8 @@ class RemoteEnv(Env):
             return (yield from self._wire.verify(items))
         except Transient as e:
             return [Score(reward=0.0, status=Status.INFRA_ERROR, error=str(e))] * len(items)
+        except EpisodeError as e:  # an answer over the bound, or not the scores: the server's
+            return [Score(reward=0.0, status=e.status, error=str(e))] * len(items)
 
     def verify_batch(self, items: Items) -> list[Score]:
         """Verify many pairs in one request."""

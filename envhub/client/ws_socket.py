@@ -23,15 +23,14 @@ import struct
 import time
 
 from websockets.client import ClientProtocol
+from websockets.exceptions import PayloadTooBig
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Response
 from websockets.uri import parse_uri
 
+from ..errors import EpisodeError
 from .plan import WsOpen
 from .transport import WsRefused
-
-MAX_MESSAGE = 64 * 2**20
-"""Largest answer accepted, in bytes (a long transcript of tool results fits)."""
 
 
 class LoopGone(ConnectionError):
@@ -44,9 +43,10 @@ class LoopGone(ConnectionError):
 class _Framing:
     """``websockets``' sans-I/O client protocol, reduced to what a session needs."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, max_size: int) -> None:
         self.uri = parse_uri(url)
-        self.proto = ClientProtocol(self.uri, max_size=MAX_MESSAGE)
+        self.max_size = max_size
+        self.proto = ClientProtocol(self.uri, max_size=max_size)
         self.proto.send_request(self.proto.connect())
         self._parts: list[bytes] = []
         self.open = False
@@ -64,6 +64,11 @@ class _Framing:
             self.proto.receive_eof()
             raise ConnectionError("the server closed the connection")
         self.proto.receive_data(data)
+        if isinstance(self.proto.parser_exc, PayloadTooBig):  # the server's, not the network's
+            raise EpisodeError(
+                f"the server at {self.uri.host}:{self.uri.port} answered a message over the "
+                f"{self.max_size}-byte reply bound; the rest was not read"
+            )
         for event in self.proto.events_received():
             if isinstance(event, Response):
                 if self.proto.handshake_exc is not None:
@@ -88,8 +93,8 @@ class _SyncSocket:
     threads is most of a step's client CPU.
     """
 
-    def __init__(self, url: str, timeout: float) -> None:
-        self.framing = _Framing(url)
+    def __init__(self, url: str, timeout: float, max_size: int) -> None:
+        self.framing = _Framing(url, max_size)
         uri = self.framing.uri
         self.sock = socket.create_connection((uri.host, uri.port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -167,8 +172,8 @@ class _AsyncSocket(asyncio.Protocol):
         self.handshaking = True
 
     @classmethod
-    async def open(cls, url: str, timeout: float) -> _AsyncSocket:
-        framing = _Framing(url)
+    async def open(cls, url: str, timeout: float, max_size: int) -> _AsyncSocket:
+        framing = _Framing(url, max_size)
         loop = asyncio.get_running_loop()
         async with asyncio.timeout(timeout):
             _, self = await loop.create_connection(
@@ -255,9 +260,9 @@ class _AsyncSocket(asyncio.Protocol):
 
 def connect(op: WsOpen) -> _SyncSocket:
     """A blocking connection for a plan's :class:`~envhub.client.plan.WsOpen`."""
-    return _SyncSocket(op.url, op.timeout)
+    return _SyncSocket(op.url, op.timeout, op.max_size)
 
 
 async def aconnect(op: WsOpen) -> _AsyncSocket:
     """An asyncio connection for a plan's :class:`~envhub.client.plan.WsOpen`."""
-    return await _AsyncSocket.open(op.url, op.timeout)
+    return await _AsyncSocket.open(op.url, op.timeout, op.max_size)

@@ -14,16 +14,21 @@ event loop; the sockets are :mod:`envhub.client.ws_socket`'s.
 * a handshake the server or a proxy refuses raises
   :class:`~envhub.client.transport.WsRefused` (the environment falls back to the HTTP wire);
   every other failure raises :class:`~envhub.wire.Transient`, which the environment turns into
-  ``infra_error`` for that episode only.
+  ``infra_error`` for that episode only;
+* an answer over :func:`~envhub.client.reading.reply_limit` (of the server's body limit), or
+  one that is not the body asked for, is the server's: :class:`~envhub.errors.EpisodeError`,
+  ``env_error``, and the connection is closed.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
 from websockets.exceptions import WebSocketException
 
+from ..errors import EpisodeError
 from ..types import ResetResult, Score, StepResult, Task
 from ..wire import (
     OVERLOADED,
@@ -36,8 +41,11 @@ from ..wire import (
 )
 from .http_wire import HttpWire
 from .plan import Pause, Plan, WsCall, WsOpen
+from .reading import parsed, reply_limit
 from .transport import Items, Limits, Session
 from .ws_socket import LoopGone
+
+M = TypeVar("M", bound=BaseModel)
 
 _DROPPED = (OSError, EOFError, WebSocketException)
 """What a dropped connection raises (socket errors, a closed stream, a protocol EOF)."""
@@ -125,6 +133,8 @@ class Channel:
         """A channel to ``url`` (``ws://host:port/ws``) within ``limits``, in ``session``."""
         self.url, self.limits, self.session = url, limits, session
         self.timeout = limits.timeout
+        self.max_size = reply_limit(limits.max_body)
+        """The longest answer read (:func:`~envhub.client.reading.reply_limit`)."""
         self._sock: Any = None
         self.attached: str | None = None
         """The session id this connection drives on the server (set by reset and resume)."""
@@ -135,7 +145,7 @@ class Channel:
         while True:
             try:
                 if self._sock is None:
-                    self._sock = yield WsOpen(self.url, self.timeout)
+                    self._sock = yield WsOpen(self.url, self.timeout, self.max_size)
                 s = self.session
                 if s.live and self.attached != s.id:
                     error = yield from self._attach()
@@ -145,6 +155,9 @@ class Channel:
             except LoopGone:
                 self.close_socket()
                 continue  # nothing was sent: a connection on this loop, at once
+            except EpisodeError:  # an answer over the bound: the rest of it is not read
+                self.close_socket()
+                raise
             except TimeoutError as e:
                 self.close_socket()
                 raise _failure(e, self.timeout) from e
@@ -171,7 +184,7 @@ class Channel:
     def reset(self, seed: int | None, task_id: str | None) -> Plan[ResetResult]:
         """Start an episode (the server closes the connection's previous session)."""
         text = yield from self._call(_frame("reset", seed=seed, task_id=task_id), False)
-        result = self.session.opened(ResetResponse.model_validate_json(text))
+        result = self.session.opened(self._parsed(ResetResponse, text, "reset"))
         self.attached = self.session.id
         return result
 
@@ -188,12 +201,16 @@ class Channel:
         if self.limits.max_body and len(frame) > self.limits.max_body:
             frame = _frame("step", seq=seq, oversized=len(frame.encode()))
         text = yield from self._call(frame, True)
-        return self.session.stepped(StepResult.model_validate_json(text))
+        return self.session.stepped(self._parsed(StepResult, text, "step"))
 
     def finish(self) -> Plan[StepResult]:
         """End the episode from outside (``Env.finish``): its final accounting."""
         text = yield from self._call(_frame("finish"), True)
-        return self.session.stepped(StepResult.model_validate_json(text))
+        return self.session.stepped(self._parsed(StepResult, text, "finish"))
+
+    def _parsed(self, model: type[M], text: str, op: str) -> M:
+        """``text`` as ``model``; any other answer is the server's (``env_error``)."""
+        return parsed(model, text, f"the server at {self.url} ({op})")
 
     def _pause(self, text: str, backoff: Backoff | None) -> tuple[Backoff | None, float | None]:
         """``(backoff, None)`` if ``text`` is the answer, else the pause before sending again.

@@ -133,7 +133,7 @@ class DockerEnv(RemoteEnv):
         return self._ended(Status.TIMEOUT, f"{_told(death)} while it ran this call: {BLAMED}")
 
     def _ended(self, status: Status, error: str) -> StepResult:
-        self._infra_step(TransportError(error))  # ends the session
+        self._lost_step(TransportError(error))  # ends the session
         rubric = Rubric(weights=dict(self.spec.reward.weights))
         components = rubric.truncation({}) if status is Status.TIMEOUT else {}  # as truncated
         info = Info(task_id=self._task_id, status=status, components=components, error=error)

@@ -62,6 +62,17 @@ def _huge(handler: BaseHTTPRequestHandler, declared: bool) -> None:
     handler.wfile.write(tail)
 
 
+READS = 64 * 1024
+"""What the ``reads-64k`` server reads: a longer request is refused with 413, as a proxy does."""
+
+
+def _reads_64k(handler: BaseHTTPRequestHandler) -> None:
+    if handler.body_size > READS:
+        _send(handler, 413, b'{"detail": "Request Entity Too Large"}')
+    else:
+        _send(handler, 200, b'{"reward": 1.0}')
+
+
 MODES = {
     "html": lambda h: _send(h, 200, b"<html><body>502 Bad Gateway</body></html>"),
     "array": lambda h: _send(h, 200, b"[1.0]"),
@@ -78,13 +89,14 @@ MODES = {
     "huge-declared": lambda h: _huge(h, True),
     "huge-undeclared": lambda h: _huge(h, False),
     "fine": lambda h: _send(h, 200, b'{"reward": 1.0}'),
+    "reads-64k": _reads_64k,
 }
 """Each misbehaviour, by the path prefix that asks for it."""
 
 
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", "0")))
+        self.body_size = len(self.rfile.read(int(self.headers.get("content-length", "0"))))
         mode = self.path.strip("/").split("/")[0]
         try:
             MODES[mode](self)

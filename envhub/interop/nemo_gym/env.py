@@ -15,6 +15,14 @@ reached, answers 5xx or 429 (capacity) or gives no whole answer within ``timeout
 or trickling its headers or body) is ``infra_error``; one that rejects the row (another 4xx),
 answers no JSON object, a ``reward`` that is no finite number, or a body over the bound is
 ``env_error`` (the row or the server is wrong, not the model) (:mod:`envhub.interop.replies`).
+
+The model's answer is bounded twice before it is sent: by the environment's
+``max_message_chars`` (256,000 characters, :data:`envhub.core.MAX_MESSAGE_CHARS`), and, where
+the entry states what its server (or a proxy before it) reads, by ``options.max_body_bytes``
+(the whole request, as JSON). A request over it is not sent, and one the server refuses as
+too large (413) is charged by :func:`envhub.interop.replies.too_large`: the model's
+``invalid_action`` when its answer is most of the request, else the environment's
+``env_error`` (the row alone is too large for the server).
 """
 
 from __future__ import annotations
@@ -64,12 +72,26 @@ class NemoGymEnv(TaskEnv):
     components = frozenset({"reward"})
     primary_component = "reward"
 
-    def __init__(self, spec: EnvSpec, *, base_url: str, timeout_s: float = 60.0) -> None:
-        """Verify through the NeMo Gym resources server at ``base_url``."""
+    def __init__(
+        self,
+        spec: EnvSpec,
+        *,
+        base_url: str,
+        timeout_s: float = 60.0,
+        max_body_bytes: int | None = None,
+    ) -> None:
+        """Verify through the NeMo Gym resources server at ``base_url``.
+
+        ``max_body_bytes``: the most the server reads, where known; a longer request is not
+        sent (see the module's docstring for whose it is).
+        """
         super().__init__(spec)
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"{spec.name}: options.base_url must be http(s)://HOST:PORT")
+        if max_body_bytes is not None and (type(max_body_bytes) is not int or max_body_bytes < 1):
+            raise ConfigError(f"{spec.name}: options.max_body_bytes must be a positive integer")
         self.base_url, self.timeout_s = base_url.rstrip("/"), timeout_s
+        self.max_body_bytes = max_body_bytes
 
     def row_to_task(self, row: dict[str, Any], index: int, split: str) -> Task:
         """A NeMo Gym row: its messages open the episode; the whole row goes to ``/verify``."""
@@ -91,5 +113,5 @@ class NemoGymEnv(TaskEnv):
         """Post the row and the answer to ``/verify``; its reward is the component."""
         body = {**task.metadata["nemo_gym_row"], "response": responses_object(response.content)}
         url = f"{self.base_url}/verify"
-        reply = post_json(url, body, self.timeout_s)
+        reply = post_json(url, body, self.timeout_s, response.content, self.max_body_bytes)
         return {"reward": finite_number(url, reply, "reward")}, {}
