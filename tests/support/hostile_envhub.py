@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
+from serving import LoopbackHTTPServer
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import serve
 
@@ -119,18 +120,11 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class HostileEnvhub:
+class HostileEnvhub(LoopbackHTTPServer):
     """The HTTP server on a free port; :attr:`url` + ``/<mode>`` is one misbehaving base URL."""
 
     def __init__(self) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(_Handler)
 
 
 def _info_over_http(connection, request):

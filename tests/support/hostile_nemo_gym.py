@@ -6,9 +6,10 @@ mode's misbehaviour (:data:`MODES`), so one server serves every attack of a test
 
 from __future__ import annotations
 
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from serving import LoopbackHTTPServer
 
 MB = 2**20
 
@@ -107,15 +108,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
 
-class HostileServer:
+class HostileServer(LoopbackHTTPServer):
     """The server, on a free port; :attr:`url` + ``/<mode>`` is one misbehaving base URL."""
 
     def __init__(self) -> None:
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(_Handler)

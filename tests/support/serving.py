@@ -1,4 +1,5 @@
-"""Run an ASGI app with uvicorn in a background thread on a free loopback port."""
+"""Run a server in a background thread on a free loopback port: an ASGI app with uvicorn
+(:func:`running`), or a plain ``http.server`` handler (:class:`LoopbackHTTPServer`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import asyncio
 import contextlib
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import uvicorn
@@ -79,3 +81,18 @@ async def all_at_once(url, sessions, *, task_id="train/0", message="yes"):
             f.close()
         root.close()
     return steps, elapsed
+
+
+class LoopbackHTTPServer:
+    """``handler`` served on 127.0.0.1 in a daemon thread; :attr:`url` is its base URL."""
+
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        """Stop serving and release the port."""
+        self.server.shutdown()
+        self.server.server_close()
