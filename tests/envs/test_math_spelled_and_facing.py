@@ -4,6 +4,8 @@ Each row is a response, a gold and what it must earn: the class's correct answer
 and its near misses (another value, unit or reading) are not.
 """
 
+import threading
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -188,6 +190,7 @@ from envhub.envs.math.spelled import as_digits, gold_in_words, language, words_v
         ("The intersection point is (2, 3).", "(2, 3)", True),
         ("x is in [1, 4).", "(1, 4)", False),
         ("So it lasts one and a half hours.", "90 minutes", True),
+        ("La respuesta es las 15:45.", "3:45 PM", True),
         # blind set K (round 7)
         ("\\boxed{44 \\text{ vs } 0}", "0", False),
         ("Δt = 500 ns, which in microseconds is \\boxed{0.5\\ \\mu\\text{s}}", "500 ns", True),
@@ -212,6 +215,24 @@ def test_a_text_of_no_known_language_reads_no_false_friend():
     assert words_value("once") is None
     assert words_value("quarante-deux") == 42
     assert words_value("the answer") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "5 abc " + "a" * 900 + "1" * 300 + "!",  # a label with a digit: was cubic in its length
+        "5 " + "ab " * 300 + "x1 y!",
+        "5 " + "a/" * 400 + "!",
+        "x. " + "-".join(["a"] * 400) + " 5.",  # a cut-off sentence: was exponential in its words
+        "x. " + "'".join(["ab"] * 400) + " ,",
+    ],
+)
+def test_hostile_words_after_a_number_are_read_in_linear_time(text):
+    """The unit-or-label reader and the cut-off rule have no nested ambiguous repetition."""
+    thread = threading.Thread(target=scores, args=(text, "5"), daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "reading took over 10 s: a regular expression backtracks"
 
 
 def test_facing_rewrites_only_beside_its_counterpart():

@@ -201,7 +201,10 @@ def is_equivalent(
     return verdict == symbolic.EQUAL
 
 
-_BARE_TIME = re.compile(r"\s*(\d{1,2})\s?(?::|h)\s?([0-5]\d)\s*\.?")
+_BARE_TIME = re.compile(
+    r"\s*(?:(?:at|à|a\s+las|las|la|um|om|alle|às)\s+)?(\d{1,2})\s?(?::|h)\s?([0-5]\d)\s*\.?",
+    re.IGNORECASE,
+)
 _TIME_OF_DAY = re.compile(rf"\d:[0-5]\d\s*(?:{MERIDIEM})|[点點時时시]")
 _DEGREES = re.compile(
     r"\s*(-?\d+(?:\.\d+)?)\s*(?:°|º|\^\s*\{?\s*\\circ\s*\}?|\\degree|degrees?)\s*"

@@ -279,7 +279,8 @@ def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
 
 
 _CUT_OFF = re.compile(
-    r"(?:[.!?。।:]\s|\n)\s*(?:[^\W\d_][^\s\d.!?,;:]*[ \t,'’-]+)+[^\W\d_][^\s\d.!?,;:]*[ \t]*$",
+    r"(?:[.!?。।:]\s|\n)\s*(?:[^\W\d_][^\s\d.!?,;:'’-]*[ \t,'’-]+)+"
+    r"[^\W\d_][^\s\d.!?,;:'’-]*[ \t]*$",
 )
 """A response that breaks off in a sentence of words ("12 × 3 = 36. Luego restamos los que"):
 with no stated answer, it has none (generations cut at their token limit end so)."""

@@ -97,14 +97,18 @@ _OPEN, _CLOSE = "([{", ")]}"
 _NOT_UNITS = FUNCTIONS | CONSTANTS | {"infty", "frac", "sqrt", "cup", "and", "or"}
 _LINKS = frozenset({"of", "in", "on", "at", "to", "a", "an", "de", "di", "du", "da"})
 """Short words a label may hold: "6 bags of rice", "3/4 of the pizza", "1000000 de personas"."""
+_LETTERS = "A-Za-zµμÀ-ɏḀ-ỿ"
+_LETTER = f"[{_LETTERS}]"
 _UNIT_TAIL = re.compile(
     r"(?P<num>[-+]?(?:\d+\s+(?=\d+/))?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?%?"
     r"|[-+]?(?:\d+\s*)?\\frac\{[-+]?\d+\}\{\d+\})"
-    r"(?P<gap>\s*)(?P<unit>[A-Za-zµμÀ-ɏḀ-ỿ][A-Za-zµμÀ-ɏḀ-ỿ. /]*?"
-    r"(?:(?<=[A-Za-zµμÀ-ɏḀ-ỿ]{3} )[A-Za-zµμÀ-ɏḀ-ỿ. /]*?[A-Za-z]+\d+[A-Za-zµμÀ-ɏḀ-ỿ\d. /]*?)?)"
+    rf"(?P<gap>\s*)(?P<unit>{_LETTER}[{_LETTERS}.]*+(?:[ /]++{_LETTER}[{_LETTERS}\d.]*+)*+)"
     r"\s*(?:\^\s*\{?(?P<power>[23])\}?)?",
     re.ASCII,  # digits are ASCII: Python (and sympy) read no others
 )
+"""A number and the words after it: its unit or a label (``200 cm``, ``km / h``, ``6 molecules
+of CO2``). Words are parted by blanks or ``/`` and every quantifier is possessive, so a
+hostile answer is read in linear time."""
 _PLAIN = re.compile(
     r"\s*(\\?\$\s*)?([-+\u2212]?)([1-9]\d{0,2}(?:,\d{3})+|[1-9]\d{0,2}(?: \d{3})+|\d+)"
     r"(\.\d+)?\s*(\\?%)?[.\s]*",
@@ -340,7 +344,8 @@ def _units(s: str) -> tuple[str, Unit | None]:
         return s, None  # 1AAA, 42dollars: a word glued to the number is no label
     for i, w in enumerate(words):
         lw = w.lower()
-        short = (i > 0 or len(words) > 1) and (lw in _LINKS or any(c.isdigit() for c in lw))
+        named = any(c.isdigit() for c in lw) and len(words[0]) >= 3  # 6 molecules of CO2
+        short = (i > 0 or len(words) > 1) and (lw in _LINKS or named)
         if lw in _NOT_UNITS or (len(lw) < 3 and not short) or "/" in lw:
             return s, None
     return m.group("num"), None
