@@ -191,6 +191,20 @@ from envhub.envs.math.spelled import as_digits, gold_in_words, language, words_v
         ("x is in [1, 4).", "(1, 4)", False),
         ("So it lasts one and a half hours.", "90 minutes", True),
         ("La respuesta es las 15:45.", "3:45 PM", True),
+        # blind set M (round 7)
+        ("Step 2: So far she has spent $24 on books and", "24", False),  # cut off
+        ("So she spends 320p, or £3.20.", "£3.20", True),
+        ("Le train arrive à 15 h 45.", "15:45", True),
+        ("Le train arrive à 15 h 45.", "45", False),
+        ("Antwort: Jedes Kind bekommt 2,5 kg Äpfel.", "2.5 kg", True),
+        ("Antwort: Die Fahrt dauert 2,5 Stunden.", "150 minutes", True),
+        ("La réponse est 1/4 ou 0,25.", "0.25", True),
+        ("La réponse est 1/4 ou 0,3.", "0.25", False),
+        ("Therefore, the average speed is $\\boxed{5 \\mathrm{~m} / \\mathrm{s}}$.", "5 m/s", True),
+        ("پاسخ: ۱۲۵ هزار تومان", "125000", True),
+        ("الإجابة: ١٥ ألف ريال", "15000", True),
+        ("答：晚上的气温是零下5℃。", "-5 °C", True),
+        ("答：晚上的气温是零下5℃。", "5 °C", False),
         # blind set K (round 7)
         ("\\boxed{44 \\text{ vs } 0}", "0", False),
         ("Δt = 500 ns, which in microseconds is \\boxed{0.5\\ \\mu\\text{s}}", "500 ns", True),

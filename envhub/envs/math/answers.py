@@ -205,7 +205,9 @@ _BARE_TIME = re.compile(
     r"\s*(?:(?:at|à|a\s+las|las|la|um|om|alle|às)\s+)?(\d{1,2})\s?(?::|h)\s?([0-5]\d)\s*\.?",
     re.IGNORECASE,
 )
-_TIME_OF_DAY = re.compile(rf"\d:[0-5]\d\s*(?:{MERIDIEM})|[点點時时시]")
+_TIME_OF_DAY = re.compile(
+    rf"\d:[0-5]\d\s*(?:{MERIDIEM})|(?<!\d)(?:1[3-9]|2[0-3]|0\d):[0-5]\d|[点點時时시]"
+)
 _DEGREES = re.compile(
     r"\s*(-?\d+(?:\.\d+)?)\s*(?:°|º|\^\s*\{?\s*\\circ\s*\}?|\\degree|degrees?)\s*"
 )

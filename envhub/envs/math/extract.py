@@ -294,7 +294,8 @@ _CHECK_AFTER = re.compile(
 """A check of the answer that ends a response ("Check: 2(4) + 3 = 11 ✓"): the last number
 is read before it (a check repeats the problem's numbers, not the answer)."""
 _UNFINISHED = re.compile(
-    r"(?:[=+×÷/^:]|(?<!\*)\*|\\times|\\cdot|\b(?:is|are|be|equals|gives|makes|get|of|to|the))"
+    r"(?:[=+×÷/^:]|(?<!\*)\*|\\times|\\cdot"
+    r"|\b(?:is|are|be|equals|gives|makes|get|of|to|the|and|or|but|with|by|from|than))"
     r"[\s.…]*$",
     re.IGNORECASE,
 )

@@ -125,7 +125,8 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         return written, False
     items = _enumeration(text, numbers)
     if len(items) == 2:  # "$5, or 500 cents": one value said twice, no list
-        said = _said_before(text, numbers, last.group(0) + unit_after(text, last.end()))
+        restating = _currency_before(text, last.start()) + last.group(0)
+        said = _said_before(text, numbers, restating + unit_after(text, last.end()))
         if said is not None:
             return said, True
     if len(items) > 1:
@@ -159,10 +160,15 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
 
 
 _COLON_RUN = re.compile(rf"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:{MERIDIEM}))?")
+_H_BEFORE = re.compile(r"(?<![\d:.])(?:[01]?\d|2[0-3]) ?h ?$")
+"""The hour of a French time of day before its minutes: ``15 h 45``, ``19h30``."""
 
 
 def _clock_ending(text: str, last: re.Match) -> str | None:
     """The time of day or ratio that the number ``last`` ends (``15:45``, ``3:45 PM``, ``1:2``)."""
+    french = _H_BEFORE.search(text, max(0, last.start() - 6), last.start())
+    if french is not None and re.fullmatch(r"[0-5]\d", last.group(0)):
+        return text[french.start() : last.end()]  # 15 h 45
     start = last.start()
     while start > 0 and (text[start - 1].isdigit() or text[start - 1] == ":"):
         start -= 1
@@ -258,7 +264,8 @@ def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
     unit = unit_after(text, prev.end())
     first = _currency_before(text, prev.start()) + prev.group(0) + unit
     written = _UNIT_AFTER.match(text, prev.end()) or UNIT_WORD_AFTER.match(text, prev.end())
-    between = text[prev.end() + (len(written.group(0)) if unit and written else 0) : last.start()]
+    end = last.start() - len(_currency_before(text, last.start()))  # "320p, or £3.20"
+    between = text[prev.end() + (len(written.group(0)) if unit and written else 0) : end]
     if not _RESTATING.fullmatch(between) or not same(first, answer):
         return None
     return first
@@ -276,7 +283,7 @@ UNIT_BEFORE = re.compile(r"(?i)\b(kilomita|mita|sentimita|dakika|sekunde|siku|gr
 """A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
 """A tuple or interval of numbers: ``(2, 3)``, ``[1, 4)``."""
-_MINUS_WORD = re.compile(r"(?i)\b(?:minus|negative|moins|menos|минус)\s+$")
+_MINUS_WORD = re.compile(r"(?i)(?:\b(?:minus|negative|moins|menos|минус)\s+|零下\s*)$")
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(

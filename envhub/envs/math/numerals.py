@@ -127,6 +127,8 @@ _FOREIGN_SCALES.update(
 )
 _FOREIGN_SCALES.update(dict.fromkeys(["miliona", "milionu", "milionů", "juta", "triệu"], 10**6))
 _FOREIGN_SCALES.update(dict.fromkeys(["miliar", "tỷ", "miliardy", "miliardů"], 10**9))
+_FOREIGN_SCALES.update(dict.fromkeys(["هزار", "ألف", "آلاف", "हज़ार", "हजार"], 1000))
+_FOREIGN_SCALES.update(dict.fromkeys(["میلیون", "مليون", "ملايين"], 10**6))
 SCALE_WORD = "|".join(
     sorted(
         [rf"{w}s?" for w in ("thousand", "million", "billion", "trillion")]
@@ -205,6 +207,10 @@ def normalize(s: str) -> str:
         s = _ELISION.sub(" ", s)
     if "‰" in s:
         s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
+    if "~" in s:  # 5 \mathrm{~m}: a LaTeX space
+        s = s.replace("~", " ")
+    if "零下" in s:  # 零下5℃: below zero
+        s = re.sub(r"零下\s*(?=\d)", "-", s)
     if "\\mu" in s:  # 0.5\ \mu\text{s}: a micro prefix
         s = _MICRO.sub("µ", s)
     if "circ" in s or "degree" in s or not s.isascii():

@@ -1,17 +1,25 @@
-"""Numbers written in words, in English and six continental languages, read with text2num.
+"""Numbers written in words.
 
-Two uses:
+Three uses:
 
 * :func:`words_value`: an answer that is a number in words (``twenty-five``, ``quarante-deux``,
-  ``cuarenta y dos``, ``zweiundvierzig``, ``dertig``), for the parser.
+  ``cuarenta y dos``, ``zweiundvierzig``, ``dertig``), for the parser; with a label after it,
+  :func:`leading_words_value` ("quarantadue matite").
 * :func:`as_digits`: the number words of running text written as digits, for the last-number
-  rule ("Il y a 7 paquets de 10 : soixante-dix bonbons." ends with 70, not 10), in the
-  response's language (:func:`language`).
+  rule and the hedges ("Il y a 7 paquets de 10 : soixante-dix bonbons." ends with 70, not 10;
+  "(or forty-six if ...)" offers another value), in the response's language
+  (:func:`language`).
+* :func:`gold_in_words`: the gold's own value spelled in one of 26 languages that no reader
+  here parses ("czterdzieści dwa jabłka" against 42), for the comparison.
 
-`text2num <https://github.com/allo-media/text2num>`_ does the reading. What it would also
-rewrite is kept as written: ordinals (``third`` is no 3, ``der dritte`` no ``3.``), a count of
-fractions (``three quarters``), a scale word after digits (``2 million``), and the words for
-one that are also articles or pronouns (``one``, ``un``, ``ein``).
+`text2num <https://github.com/allo-media/text2num>`_ reads English, French, Spanish, German,
+Dutch, Italian and Portuguese. What it would also rewrite is kept as written: ordinals
+(``third`` is no 3, ``der dritte`` no ``3.``), a count of fractions (``three quarters``), a
+scale word after digits (``2 million``), the words for one that are also articles or pronouns
+(``one``, ``un``, ``ein``), a number that names a given ("each of the two days"), and times
+("ten to eleven"). `num2words <https://github.com/savoirfairelinux/num2words>`_ spells the
+gold for the other languages: only the gold's spelling is ever matched, so no value in words
+is paid that is not the gold.
 """
 
 from __future__ import annotations
@@ -58,7 +66,7 @@ def language(text: str) -> str | None:
 _FALSE_FRIENDS = re.compile(r"(?i)\b(?:once|elf|cents?|sept|mil|miles)\b")
 """English words (and abbreviations) that are numbers in another language (Spanish ``once``
 is 11, ``miles`` thousands): a text of no known language that holds one is not read for
-numbers in words, nor is an answer that holds one read in another language."""
+numbers in words, and an answer that is one alone is not read in another language."""
 
 
 def leading_words_value(text: str) -> tuple[Fraction, str] | None:

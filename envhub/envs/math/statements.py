@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from .compare import quick_compare, read, same
 from .hedges import ASIDE, HEDGE_WORDS, offers_value
 from .lastnumber import UNIT_BEFORE, find_numbers, last_number, tidy
-from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS
+from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
 
@@ -161,7 +161,7 @@ def _prose(answer: Answer) -> bool:
 
 _RESTATEMENT = re.compile(r"(.+?)\s*\(([^()]+)\)\s*")
 _SAID_AGAIN = re.compile(
-    r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
+    r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|ou|oder|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
     r"|c'est-à-dire,?|d\.\s?h\.,?|то\s+есть"
     r"|das\s+heißt,?|ou\s+seja,?|o\s+sea,?|cioè,?|dus,?)\s+(.+)",
     re.IGNORECASE,
@@ -218,6 +218,7 @@ def stated_value(answer: str) -> str:
     return answer
 
 
+_MINUS_LEAD = re.compile(r"(?:零下|\b(?:minus|negative))\s*$", re.IGNORECASE)
 _CURRENCY_LEAD = re.compile(r"\b(?:CHF|EUR|USD|GBP|JPY|INR|CNY|Rs|Rp|SEK|NOK|DKK|PLN|TL)\.?\s*$")
 _WORDS_BEFORE = re.compile(r"(?:[^\W\d_]+[\s'’,:]*)+")
 _BOUND_WORDS = re.compile(
@@ -247,13 +248,15 @@ def _amount_in_words(answer: str) -> str:
     if not (isinstance(said, str) or _prose(said)):
         return answer  # x = 5, \frac{1}{2} apples: a value already
     rest = answer[lead.end() :]
+    if _MINUS_LEAD.search(lead.group(0)):  # "气温是零下5℃": below zero
+        rest = "-" + rest
     unit = UNIT_BEFORE.search(lead.group(0))
     if unit is not None:  # "Jibu ni kilomita 12": 12 km
         rest = f"{rest} {unit.group(1)}"
     currency = _CURRENCY_LEAD.search(lead.group(0))
     if currency is not None:  # "Total: CHF 50": the code is the amount's
         rest = currency.group(0).strip() + " " + rest
-    if isinstance(read(rest), Expr):  # one value: never a list ("the sum of 3 and 4")
+    if isinstance(read(english_notation(rest)), Expr):  # one value, never a list (3 and 4)
         return rest
     numbers = find_numbers(rest)
     return last_number(rest, numbers)[0] if len(numbers) == 1 else answer
