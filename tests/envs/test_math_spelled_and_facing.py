@@ -205,6 +205,18 @@ from envhub.envs.math.spelled import as_digits, gold_in_words, language, words_v
         ("الإجابة: ١٥ ألف ريال", "15000", True),
         ("答：晚上的气温是零下5℃。", "-5 °C", True),
         ("答：晚上的气温是零下5℃。", "5 °C", False),
+        # blind set L (round 7)
+        ("The boat travels 5 nautical miles.", "5 miles", False),
+        ("Total: R$ 45,00", "\\$45", False),
+        ("Antwort: 20 Grad Fahrenheit", "20 °C", False),
+        ("The defect rate is 5‰.", "5\\%", False),
+        ("The defect rate is 5‰.", "0.5\\%", True),
+        ("Antwort: 1.250 (oder 1.200, falls man die Kinder nicht zählt).", "1250", False),
+        ("התשובה היא אולי 42.", "42", False),
+        ("So she has $180 saved by June 30.", "30", False),
+        ("So she has $180 saved by June 30.", "$180", True),
+        ("She has 12 apples and then she buys", "12", False),  # cut off
+        ("So she has 12 apples left over in her basket", "12", True),
         # blind set K (round 7)
         ("\\boxed{44 \\text{ vs } 0}", "0", False),
         ("Δt = 500 ns, which in microseconds is \\boxed{0.5\\ \\mu\\text{s}}", "500 ns", True),

@@ -221,6 +221,8 @@ def _extract(text: str) -> Extraction:
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     numbers = _values(tail)
+    if numbers and _GOES_ON.match(tail, numbers[-1].end()):
+        return Extraction(None, None, False)  # "She has 12 apples and then she buys": cut off
     cut = numbers[-1].start() if numbers else 0
     if _LETTER_AFTER.search(tail, numbers[-1].end() if numbers else 0):
         # "She had 3 bags, so twelve apples.": 12, in the text's language
@@ -252,6 +254,8 @@ def _values(text: str) -> list[re.Match]:
     while numbers:
         last = numbers[-1]
         named = REFERENCE.search(text, max(0, last.start() - 30), last.start())
+        named = named or _MONTH_BEFORE.search(text, max(0, last.start() - 12), last.start())
+        named = named or _MONTH_AFTER.match(text, last.end())  # "by June 30", "on 30 June"
         before = numbers[-2].end() if len(numbers) > 1 else last.start()
         if not (named or _REJECTED_BEFORE.fullmatch(text, before, last.start())):
             break
@@ -259,6 +263,13 @@ def _values(text: str) -> list[re.Match]:
     return numbers
 
 
+_MONTHS = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+_MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$")
+_MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}\b")
+"""A day of a date names a day, not a value ("saved by June 30", "on 30 June")."""
 _REJECTED_BEFORE = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not\s+", re.IGNORECASE)
 
 
@@ -278,6 +289,13 @@ def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
     return value
 
 
+_GOES_ON = re.compile(
+    r"(?=(?:[^\S\n]*[^\W\d_]+){4})[^.!?;:\n\d]*\b(?:and|then|so|but|because|which|while|when"
+    r"|after|before|if)\b[^.!?;:\n\d]*[^\W\d_][ \t]*$",
+    re.IGNORECASE,
+)
+"""After the last number, a clause that goes on and breaks off without a stop ("12 apples and
+then she buys"): the response was cut off."""
 _CUT_OFF = re.compile(
     r"(?:[.!?。।:]\s|\n)\s*(?:[^\W\d_][^\s\d.!?,;:'’-]*[ \t,'’-]+)+"
     r"[^\W\d_][^\s\d.!?,;:'’-]*[ \t]*$",

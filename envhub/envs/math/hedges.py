@@ -46,6 +46,7 @@ HEDGE_WORDS = re.compile(
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
     r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
     r"|\bnot\s+100\s*%\s+(?:sure|certain)|có\s+lẽ|можливо|شاید|\b(?:možná|kanske|måske)\b"
+    r"|אולי|כנראה|ίσως|πιθανόν|\b(?:siguro|marahil)\b"
     r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
     r"|\(\s*(?:or|otherwise)\b",  # 32 (or 31)
     re.IGNORECASE,
@@ -241,7 +242,7 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
 
 _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
-    r"|might|may|if|else)\b",
+    r"|might|may|if|else|oder|falls|ou|si|o|lub|of|или|если)\b|أو|或|如果",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)"."""

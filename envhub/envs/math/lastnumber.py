@@ -144,7 +144,8 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand
         return text[arithmetic.start() : last.end()], False
-    answer = _currency_before(text, last.start()) + items[0] + unit_after(text, last.end())
+    first = numbers[-2] if items[0] != last.group(0) and len(numbers) > 1 else last  # 45,00
+    answer = _currency_before(text, first.start()) + items[0] + unit_after(text, last.end())
     before = UNIT_BEFORE.search(text, max(0, last.start() - 20), last.start())
     if before is not None and answer == items[0]:  # Swahili "kilomita 12": 12 km
         answer = f"{answer} {before.group(1)}"
@@ -208,7 +209,9 @@ def _written_whole(text: str, last: re.Match) -> str | None:
     )
 
 
-_CURRENCY_SIGN = re.compile(r"(?:\\\$|[$€£¥₹₺]|\b(?:CHF|EUR|USD|GBP|INR|Rs\.?) )\s?$")
+_CURRENCY_SIGN = re.compile(
+    r"(?:R\$|US\$|\\\$|[$€£¥₹₺₩₽₫₱]|\b(?:CHF|EUR|USD|GBP|INR|BRL|Rs\.?) )\s?$"
+)
 
 
 def _currency_before(text: str, start: int) -> str:
@@ -309,7 +312,7 @@ def unit_after(text: str, end: int) -> str:
     """
     if _PENCE.match(text, end):  # 85p
         return "p"
-    if text[end : end + 1] in ("℃", "℉"):  # 25℃
+    if text[end : end + 1] in ("℃", "℉", "‰"):  # 25℃, 5‰
         return text[end]
     scale = _SCALE_AFTER.match(text, end)
     if scale is not None:  # "$1,200 million", "3 thousand km"

@@ -89,6 +89,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "0.3048", "ft", "foot", "feet"),
     **_names("length", "0.9144", "yd", "yard", "yards"),
     **_names("length", "1609.344", "mi", "mile", "miles", "mijl", "mijlen", "milla", "millas"),
+    **_names("length", 1852, "nmi"),
     **_names("mass", "1/1000", "mg", "milligram", "milligrams"),
     **_names("mass", 1, "g", "gram", "grams"),
     **_names("mass", 1000, "kg", "kilogram", "kilograms", "kilo", "kilos"),
@@ -212,6 +213,16 @@ _AREAS = {
 """Areas: squares of length."""
 _SPEEDS = {"mph": "mi/h", "kph": "km/h", "kmh": "km/h"}
 _PHRASES = {
+    "nautical miles": "nmi",
+    "nautical mile": "nmi",
+    "grad celsius": "degc",
+    "grad fahrenheit": "degf",
+    "degrés celsius": "degc",
+    "degrés fahrenheit": "degf",
+    "grados celsius": "degc",
+    "grados fahrenheit": "degf",
+    "gradi celsius": "degc",
+    "gradi fahrenheit": "degf",
     "degrees celsius": "degc",
     "degree celsius": "degc",
     "degrees c": "degc",
