@@ -90,13 +90,20 @@ def test_descriptor_limit_holds(box):
 
 
 def test_many_processes_cannot_sum_past_the_run_memory_cap(box):
+    """Four children that each hold 200 MB at once: the 300 MB cap lets one live.
+
+    Each child holds its memory for 3 s before it exits, so the four overlap however the
+    machine schedules them (on a loaded machine two once ran one after the other and both
+    fitted).
+    """
     code = (
-        "import os\n"
+        "import os, time\n"
         "for i in range(4):\n"
         "    if os.fork() == 0:\n"
         "        x = bytearray(200 << 20)\n"
         "        for j in range(0, len(x), 4096):\n"
         "            x[j] = 1\n"
+        "        time.sleep(3)\n"
         "        os._exit(0)\n"
         "print(sorted(os.wait()[1] for _ in range(4)))\n"
     )
