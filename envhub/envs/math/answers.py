@@ -224,14 +224,16 @@ def facing(answer: str, other: str) -> str:
     an angle in radians (``30°`` beside ``\frac{\pi}{6}``) are converted to radians, and
     ``{2}`` facing the set ``\{2\}`` is that set (alone, braces only group).
     """
-    time = _BARE_TIME.fullmatch(answer)
+    time = _BARE_TIME.fullmatch(answer) if ":" in answer or "h" in answer else None
     if time is not None and _TIME_OF_DAY.search(other):
         hour, minute = int(time.group(1)), int(time.group(2))
         return f"{hour * 60 + minute} clock" if hour < 24 else answer
-    if _BARE_SET.fullmatch(answer) and other.strip().startswith("\\{"):
+    if "{" in answer and _BARE_SET.fullmatch(answer) and other.strip().startswith("\\{"):
         return f"\\{{{answer.strip()[1:-1]}\\}}"  # {2} facing \{2\}: a set
-    if _RADIANS.search(answer):  # π/2 rad: the unit of an angle, no product r·a·d
+    if "π" in answer or "pi" in answer:  # π/2 rad: the unit of an angle, no product r·a·d
         answer = _RADIAN_WORD.sub("", answer)
+    if not ("π" in other or "pi" in other):
+        return answer  # (the rest reads degrees beside radians only)
     degrees = _DEGREES.fullmatch(answer.strip().strip("$"))
     if degrees is not None and _RADIANS.search(other):
         return f"\\frac{{{degrees.group(1)} \\pi}}{{180}}"

@@ -224,7 +224,8 @@ def _extract(text: str) -> Extraction:
     if numbers and _GOES_ON.match(tail, numbers[-1].end()):
         return Extraction(None, None, False)  # "She has 12 apples and then she buys": cut off
     cut = numbers[-1].start() if numbers else 0
-    if _LETTER_AFTER.search(tail, numbers[-1].end() if numbers else 0):
+    after = numbers[-1].end() if numbers else 0
+    if _LETTER_AFTER.search(tail, after) and spelled.has_number_word(tail[after:]):
         # "She had 3 bags, so twelve apples.": 12, in the text's language
         tail = tail[:cut] + spelled.as_digits(tail[cut:], spelled.language(tail))
         numbers = _values(tail)

@@ -98,8 +98,8 @@ def words_value(text: str) -> Fraction | None:
     agree on its value.
     """
     value = number_words(text)
-    if value is not None or _FALSE_FRIENDS.fullmatch(text.strip()):
-        return value
+    if value is not None or _FALSE_FRIENDS.fullmatch(text.strip()) or not has_number_word(text):
+        return value  # (most clauses after an answer, read at every hedge check, hold none)
     if text.strip().lower() in _SCALES:
         return None  # "million" after "1,200" is its scale, not another value
     values = set()
@@ -134,12 +134,45 @@ _FRACTION_WORDS = frozenset(
 )
 
 
+@lru_cache(maxsize=1)
+def _number_tokens() -> tuple[frozenset[str], tuple[str, ...]]:
+    """The words of the numbers up to 100 and of the scales in :data:`LANGUAGES`.
+
+    And the longer of them, which longer compounds hold (``dreihundertzwei``).
+    """
+    values = [*range(101), *range(200, 1001, 100), 10**6]
+    words = {
+        w
+        for lang in LANGUAGES
+        for n in values
+        for w in re.split(r"[\s\-‐]+", num2words(n, lang=lang).lower())
+        if w
+    }
+    words |= {"dozen", "half", "quarter", "hour"}
+    return frozenset(words), tuple(sorted(w for w in words if len(w) >= 4))
+
+
+def has_number_word(text: str) -> bool:
+    """Whether ``text`` may hold a number in words.
+
+    A cheap first test, so that text without one is never aligned (:func:`_as_digits`) nor
+    read by text2num.
+    """
+    words, pieces = _number_tokens()
+    return any(
+        t in words or (len(t) > 8 and any(p in t for p in pieces))
+        for t in _WORD.findall(text.lower())
+    )
+
+
 def as_digits(text: str, lang: str | None) -> str:
     """``text`` with its numbers in words written as digits (see the module docstring).
 
     In ``lang``; when it is None (:func:`language` cannot tell), in the one language that
     reads a number in ``text``, or none when several do.
     """
+    if not has_number_word(text):
+        return text
     if lang is not None:
         return _as_digits(text, lang)
     if _FALSE_FRIENDS.search(text):
