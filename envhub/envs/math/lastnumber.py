@@ -149,7 +149,7 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     before = UNIT_BEFORE.search(text, max(0, last.start() - 20), last.start())
     if before is not None and answer == items[0]:  # Swahili "kilomita 12": 12 km
         answer = f"{answer} {before.group(1)}"
-    if _MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
+    if MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
         answer = "-" + answer  # "minus 5 degrees Celsius"
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
     if before is not None and compound(text[before.start() : last.start()] + answer):
@@ -286,7 +286,8 @@ UNIT_BEFORE = re.compile(r"(?i)\b(kilomita|mita|sentimita|dakika|sekunde|siku|gr
 """A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
 """A tuple or interval of numbers: ``(2, 3)``, ``[1, 4)``."""
-_MINUS_WORD = re.compile(r"(?i)(?:\b(?:minus|negative|moins|menos|минус)\s+|零下\s*)$")
+MINUS_WORD = re.compile(r"(?i)(?:\b(?:minus|negative|moins|menos|минус)\s+|零下\s*)$")
+"""A word of sign right before a number: "minus 5 degrees", "零下5℃"."""
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(

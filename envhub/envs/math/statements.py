@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
 from .hedges import ASIDE, HEDGE_WORDS, offers_value
-from .lastnumber import UNIT_BEFORE, find_numbers, last_number, tidy
+from .lastnumber import MINUS_WORD, UNIT_BEFORE, find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
@@ -218,7 +218,6 @@ def stated_value(answer: str) -> str:
     return answer
 
 
-_MINUS_LEAD = re.compile(r"(?:零下|\b(?:minus|negative))\s*$", re.IGNORECASE)
 _CURRENCY_LEAD = re.compile(r"\b(?:CHF|EUR|USD|GBP|JPY|INR|CNY|Rs|Rp|SEK|NOK|DKK|PLN|TL)\.?\s*$")
 _WORDS_BEFORE = re.compile(r"(?:[^\W\d_]+[\s'’,:]*)+")
 _BOUND_WORDS = re.compile(
@@ -248,7 +247,7 @@ def _amount_in_words(answer: str) -> str:
     if not (isinstance(said, str) or _prose(said)):
         return answer  # x = 5, \frac{1}{2} apples: a value already
     rest = answer[lead.end() :]
-    if _MINUS_LEAD.search(lead.group(0)):  # "气温是零下5℃": below zero
+    if MINUS_WORD.search(lead.group(0)):  # "气温是零下5℃": below zero
         rest = "-" + rest
     unit = UNIT_BEFORE.search(lead.group(0))
     if unit is not None:  # "Jibu ni kilomita 12": 12 km
