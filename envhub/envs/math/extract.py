@@ -51,7 +51,7 @@ from dataclasses import dataclass, replace
 
 from . import locales, spelled
 from .compare import distinct
-from .hedges import HEDGE_WORDS, is_hedged, last_number_hedged, retracted
+from .hedges import HEDGE_WORDS, is_hedged, last_number_hedged, offers_value, retracted
 from .lastnumber import JOINER, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
@@ -217,10 +217,14 @@ def _extract(text: str) -> Extraction:
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
     if _UNFINISHED.search(tail) or _CUT_OFF.search(tail, max(0, len(tail) - 300)):
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
+    tail = _CITATION.sub("", _FOOTNOTES.sub("", tail))  # "150 km [1].\n\n[1] Assuming ...": 150 km
     check = _CHECK_AFTER.search(tail)
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     numbers = _values(tail)
+    spoken = _without_aside(tail, numbers)
+    if spoken != tail:  # "She has 12 apples (3 of them red).": 12
+        tail, numbers = spoken, _values(spoken)
     if numbers and _GOES_ON.match(tail, numbers[-1].end()):
         return Extraction(None, None, False)  # "She has 12 apples and then she buys": cut off
     cut = numbers[-1].start() if numbers else 0
@@ -238,6 +242,33 @@ def _extract(text: str) -> Extraction:
         content, end = span
         return Extraction(content, "math", is_hedged(content, tail[end:]))
     return number or Extraction(None, None, False)
+
+
+_FOOTNOTES = re.compile(r"(?:\n[ \t]*\[\d{1,2}\][^\n]*)+\s*$")
+_CITATION = re.compile(r"(?:(?<=[\d.%])[ \t]?|(?<=[^\W\d_])[ \t])\[\d{1,2}\]")
+"""Footnotes that end a response and the markers that cite them: never the answer."""
+_TRAILING_ASIDE = re.compile(r"[ \t]+\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!。]?\s*)$")
+_ASIDE_WORD = re.compile(r"[^\W\d_]{2}")
+
+
+def _without_aside(text: str, numbers: list[re.Match]) -> str:
+    """``text`` without the bracketed aside that ends it after a value, unless it offers another.
+
+    "12 apples (3 of them red).", "$20 (after a 10% discount).", "x = 4 (since 2·4 = 8)." and
+    "x ≡ 3 (mod 7)" state 12, $20, 4 and 3; "5 (or 6 if it rains)" offers 6, and is kept to
+    hedge. An aside without words ("15 (10 + 5)", "(2, 3)") is kept: it may be the value.
+    """
+    aside = _TRAILING_ASIDE.search(text, max(0, len(text) - 400))
+    if aside is None or not numbers or numbers[-1].start() < aside.start():
+        return text
+    body = aside.group("body")
+    said = [m for m in numbers if m.end() <= aside.start()]
+    if not said or not _ASIDE_WORD.search(body) or HEDGE_WORDS.search(body):
+        return text
+    between = text[said[-1].end() : aside.start()]
+    if len(between) > 40 or "\n" in between or offers_value(body, said[-1].group(0) + between):
+        return text
+    return text[: aside.start()] + aside.group("stop")
 
 
 _PLAIN_MATH = re.compile(r"(?:=|\bis\b|:)[ \t]*(?P<value>[^=:\n]{1,80}?)[ \t]*[.。]?[ \t]*$")

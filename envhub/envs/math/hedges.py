@@ -79,13 +79,20 @@ possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`re
 _NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
 """A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
 the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
+_OR_WORD = (
+    r"\b(?:or|oder|ou|lub|albo|nebo|eller|veya|atau|hoặc|или|або)\b"
+    r"|或者?|または|또는|아니면|หรือ|أو|או"
+)
+"""The word "or" of the languages whose answers are read; the short ones that are also other
+words ("o", "of", "या") only after a number, in :data:`_OR_BEFORE`."""
 _OR_BEFORE = re.compile(
-    r"\bor\b(?!\s+[A-Za-z]\s*=)[^.,;\n]{0,12}$"
+    rf"(?:{_OR_WORD})(?!\s+[A-Za-z]\s*=)[^.,;\n]{{0,12}}$"
+    r"|\d[^.;\n\d]{0,40}(?:\b[oOή]|(?:^|\s)(?:या|یا)|[(,]\s*of)\s+$"  # "12 (o 15 si llueve)"
     r"|(?:[)\]}]|\\infty)\s*(?:[,;/|∨]+|\b(?:vs|versus|else|ou|oder)\b)?\s*$"
     rf"|{_NUMBER_THEN_BLANK}$",  # "28080 104", "5 -3": two numbers side by side
     re.IGNORECASE,
 )
-r"""Right before the last number: an "or", a listed interval or tuple, or another number:
+r"""Right before the last number: an "or" in any language, a listed interval or tuple, or another number:
 ``(-\infty, 4) or \frac{4}{5}``, ``(4, \infty), \frac{4}{5}`` and ``28080 104`` offer two
 answers. The last number is a whole token here (spaced thousands, ``1 000``, are one), so any
 number before it with only blanks between is another value; inside one answer
@@ -242,10 +249,12 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
 
 _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
-    r"|might|may|if|else|oder|falls|ou|si|o|lub|of|или|если)\b|أو|或|如果",
+    r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если)\b|أو|或|如果",
     re.IGNORECASE,
 )
-"""Words in an aside that offer its number as another answer: "15 (though 16 is plausible)"."""
+"""Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".
+Dutch "of" (or) only where it opens the aside or a clause: in English it is "3 of them red"."""
+_DUTCH_OR = re.compile(r"(?i)(?:^|,)\s*of\b")
 
 
 def offers_value(aside: str, answer: str) -> bool:
@@ -254,7 +263,7 @@ def offers_value(aside: str, answer: str) -> bool:
     "15 (though 16 is also plausible)" offers 16; "3,50 € (also 350 Cent)" says 3,50 € again.
     """
     found = find_numbers(spelled.as_digits(aside, spelled.language(aside) or "en"))
-    if not found or not _OFFERS.search(aside):
+    if not found or not (_OFFERS.search(aside) or _DUTCH_OR.search(aside.strip("() "))):
         return False
     said = found[-1].group(0) + unit_after(found[-1].string, found[-1].end())
     return not same(said, answer.strip())

@@ -123,6 +123,11 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     written = _written_whole(text, last)
     if written is not None:  # 6'2", 5 °C below zero: one amount
         return written, False
+    out_of = _OUT_OF.search(text, max(0, last.start() - 30), last.start())
+    if out_of is not None:  # "3 out of 5 passed": the count, or 3/5 when a chance is asked
+        line = text[text.rfind("\n", 0, last.start()) + 1 : last.start()]
+        count = out_of.group(1)
+        return (f"{count}/{last.group(0)}" if _CHANCE.search(line) else count), False
     items = _enumeration(text, numbers)
     if len(items) == 2:  # "$5, or 500 cents": one value said twice, no list
         restating = _currency_before(text, last.start()) + last.group(0)
@@ -160,6 +165,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     return answer, False
 
 
+_OUT_OF = re.compile(r"(?<![\w.])(\d+)\s+out\s+of\s+$", re.IGNORECASE)
+_CHANCE = re.compile(r"(?i)\b(?:probability|chance|likelihood|fraction|proportion)\b")
+""""3 out of 5" is a count, never the 5; in a sentence of chance, the fraction 3/5."""
 _COLON_RUN = re.compile(rf"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:{MERIDIEM}))?")
 _H_BEFORE = re.compile(r"(?<![\d:.])(?:[01]?\d|2[0-3]) ?h ?$")
 """The hour of a French time of day before its minutes: ``15 h 45``, ``19h30``."""
