@@ -92,10 +92,10 @@ _OR_BEFORE = re.compile(
     rf"|{_NUMBER_THEN_BLANK}$",  # "28080 104", "5 -3": two numbers side by side
     re.IGNORECASE,
 )
-r"""Right before the last number: an "or" in any language, a listed interval or tuple, or another number:
-``(-\infty, 4) or \frac{4}{5}``, ``(4, \infty), \frac{4}{5}`` and ``28080 104`` offer two
-answers. The last number is a whole token here (spaced thousands, ``1 000``, are one), so any
-number before it with only blanks between is another value; inside one answer
+r"""Right before the last number: an "or" in any language, a listed interval or tuple, or
+another number: ``(-\infty, 4) or \frac{4}{5}``, ``(4, \infty), \frac{4}{5}`` and ``28080 104``
+offer two answers. The last number is a whole token here (spaced thousands, ``1 000``, are
+one), so any number before it with only blanks between is another value; inside one answer
 :data:`_SIDE_BY_SIDE` must leave ``1 000`` alone."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
