@@ -185,9 +185,13 @@ def extract_answer(text: str) -> Extraction:
     (``1.250`` -> ``1250``; :mod:`envhub.envs.math.locales`).
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
+    if "[" in text:  # "150 km [1].\n\n[1] Assuming ...": 150 km
+        text = _CITATION.sub("", _FOOTNOTES.sub("", text))
     found = _extract(text)
     if found.answer and _AMBIGUOUS.search(found.answer) and locales.continental(text):
         found = replace(found, answer=locales.english_notation(found.answer))
+    if found.answer and locales.LONG_SCALE.search(found.answer) and locales.continental(text):
+        found = replace(found, answer=locales.long_scale(found.answer))  # "2 billions": 2e12
     return found
 
 
@@ -217,7 +221,6 @@ def _extract(text: str) -> Extraction:
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
     if _UNFINISHED.search(tail) or _CUT_OFF.search(tail, max(0, len(tail) - 300)):
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
-    tail = _CITATION.sub("", _FOOTNOTES.sub("", tail))  # "150 km [1].\n\n[1] Assuming ...": 150 km
     check = _CHECK_AFTER.search(tail)
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
@@ -225,6 +228,10 @@ def _extract(text: str) -> Extraction:
     spoken = _without_aside(tail, numbers)
     if spoken != tail:  # "She has 12 apples (3 of them red).": 12
         tail, numbers = spoken, _values(spoken)
+    none = _NO_VALUE.search(tail, numbers[-1].end() if numbers else max(0, len(tail) - 300))
+    if none is not None and not _CLAUSE_STOP.search(tail, none.end()):
+        said = none.group("what") or none.group("none") or "does not exist"
+        return Extraction(said.lower(), "last_number", False)  # "so it is undefined."
     if numbers and _GOES_ON.match(tail, numbers[-1].end()):
         return Extraction(None, None, False)  # "She has 12 apples and then she buys": cut off
     cut = numbers[-1].start() if numbers else 0
@@ -244,19 +251,28 @@ def _extract(text: str) -> Extraction:
     return number or Extraction(None, None, False)
 
 
+_NO_VALUE = re.compile(
+    r"(?i)\b(?:is|are|be|becomes)\s+(?P<what>undefined|indeterminate)\b"
+    r"|\b(?:there\s+(?:is|are)|has|have|with)\s+(?P<none>no\s+(?:real\s+)?solutions?)\b"
+    r"|\b(?P<dne>does\s+not|doesn['’]t)\s+exist\b"
+)
+"""A last sentence that answers with no value: "so the expression is undefined", "there is no
+solution" (a number before it, "x = 3 is extraneous", is not the answer)."""
+_CLAUSE_STOP = re.compile(r"[.!?;:\n][^\n]*[^\W_]")
 _FOOTNOTES = re.compile(r"(?:\n[ \t]*\[\d{1,2}\][^\n]*)+\s*$")
 _CITATION = re.compile(r"(?:(?<=[\d.%])[ \t]?|(?<=[^\W\d_])[ \t])\[\d{1,2}\]")
 """Footnotes that end a response and the markers that cite them: never the answer."""
-_TRAILING_ASIDE = re.compile(r"[ \t]+\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!。]?\s*)$")
+_TRAILING_ASIDE = re.compile(r"\s+\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!。]?\s*)$")
 _ASIDE_WORD = re.compile(r"[^\W\d_]{2}")
 
 
 def _without_aside(text: str, numbers: list[re.Match]) -> str:
-    """``text`` without the bracketed aside that ends it after a value, unless it offers another.
+    r"""``text`` without the bracketed aside that ends it after a value, unless it offers another.
 
-    "12 apples (3 of them red).", "$20 (after a 10% discount).", "x = 4 (since 2·4 = 8)." and
-    "x ≡ 3 (mod 7)" state 12, $20, 4 and 3; "5 (or 6 if it rains)" offers 6, and is kept to
-    hedge. An aside without words ("15 (10 + 5)", "(2, 3)") is kept: it may be the value.
+    "12 apples (3 of them red).", "$20 (after a 10% discount).", "x = 4 (since 2·4 = 8).",
+    "x ≡ 3 (mod 7)" and "18 remain.\n(The class had 24.)" state 12, $20, 4, 3 and 18; "5 (or 6
+    if it rains)" offers 6, and is kept to hedge. An aside without words ("15 (10 + 5)",
+    "(2, 3)") is kept: it may be the value.
     """
     aside = _TRAILING_ASIDE.search(text, max(0, len(text) - 400))
     if aside is None or not numbers or numbers[-1].start() < aside.start():
@@ -265,8 +281,11 @@ def _without_aside(text: str, numbers: list[re.Match]) -> str:
     said = [m for m in numbers if m.end() <= aside.start()]
     if not said or not _ASIDE_WORD.search(body) or HEDGE_WORDS.search(body):
         return text
-    between = text[said[-1].end() : aside.start()]
-    if len(between) > 40 or "\n" in between or offers_value(body, said[-1].group(0) + between):
+    between = text[said[-1].end() : aside.start("body") - 1]
+    own_line = between.rstrip(" \t").endswith("\n")  # a note of its own after the answer's line
+    if not own_line and (len(between) > 40 or "\n" in between):
+        return text
+    if offers_value(body, said[-1].group(0) + between.strip()):
         return text
     return text[: aside.start()] + aside.group("stop")
 

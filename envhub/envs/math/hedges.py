@@ -41,7 +41,9 @@ HEDGE_WORDS = re.compile(
     r"|quizás?|tal\s+vez|probablemente|posiblemente|forse|probabilmente|talvez|provavelmente"
     r"|misschien|waarschijnlijk|wellicht|может\s+быть|наверное|возможно|ربما|يحتمل|शायद"
     r"|아마도?|chyba|może|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise"
-    r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless)\b"
+    r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless"
+    r"|ehkä|luultavasti|talán|valószínűleg|kanskje|võib-olla|poate|probabil)\b"
+    r"|かもしれ|ஒருவேளை|ምናልባት"
     r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
     r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
@@ -61,11 +63,16 @@ _CORRECTION = re.compile(
     r"|kidding|scratch\s+that|on\s+second\s+thought|then\s+again|misread|misunderstood|instead"
     r"|rather"
     r"|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result|solution"
-    r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d))\b",
+    r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d)"
+    r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
+    r"|aspetta|in\s+realtà|wacht|eigenlijk|подожди|постойте?|на\s+самом\s+деле|czekaj"
+    r"|właściwie|bekle|aslında|tunggu|sebenarnya|khoan|thực\s+ra|espere|na\s+verdade)\b"
+    r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल",
     re.IGNORECASE,
 )
 """Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
-"Just kidding, 7", "Then again, 7", "if I misread, 7", "Final: 7", "also 7", "else 7")."""
+"Just kidding, 7", "Then again, 7", "if I misread, 7", "Final: 7", "also 7", "else 7"), and
+the same in the languages whose answers are read ("Attendez, non : 45", "Warte, 45", "等等，45")."""
 _ALSO = re.compile(
     r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides)\b", re.IGNORECASE
 )
@@ -109,7 +116,7 @@ def is_hedged(answer: str, after: str) -> bool:
     same value again ("$5, or 500 cents") is a restatement, not a second answer; a doubt
     ("but I might have miscounted") is a hedge.
     """
-    if HEDGE_WORDS.search(answer) or _DOUBT.search(answer) or "?" in answer:
+    if HEDGE_WORDS.search(answer) or DOUBT.search(answer) or "?" in answer:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
     if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
         return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
@@ -125,7 +132,7 @@ def is_hedged(answer: str, after: str) -> bool:
     other = _OR_ANOTHER.search(clause)
     if other and not same(tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
         return True
-    return bool(_DOUBT.search(clause))
+    return bool(DOUBT.search(clause))
 
 
 _SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
@@ -140,17 +147,23 @@ _VERSUS = re.compile(
 _LINE_BREAK = re.compile(r"\d\s*\\\\\s*[-−]?\d")
 """Two values on two lines of an answer (``-5 \\ -4``; a matrix's rows are one answer)."""
 _LEADING_JOINER = re.compile(r"^[\s/|,;:&+~-]*(?:(?:or|and|else|then|oder|ou|o|или)\b\s*)?", re.I)
-ASIDE = re.compile(r"(?<=\S)\s+\([^()]*[^\W\d_]{2}[^()]*\)\s*$")
-"""An aside in brackets, with words, after an answer: "32 apples (16 pairs)"."""
+ASIDE = re.compile(r"(?<=\S)\s+\([^()]*(?:[^\W\d_]{2}|\b[a-z]\.[a-z]\.)[^()]*\)\s*$")
+"""An aside in brackets, with words, after an answer: "32 apples (16 pairs)", "(e.g. 1234)"."""
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
-_DOUBT = re.compile(
+DOUBT = re.compile(
     r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten|confused|swapped|misread|mixed)"
     r"|\b(?:might|may|could)\s+be\s+(?:wrong|off|mistaken|incorrect)|\bmiscount\w*"
     r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
-    r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt",
+    r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt"
+    r"|\b(?:nicht\s+(?:ganz\s+)?sicher|pas\s+(?:tout\s+à\s+fait\s+)?(?:sûr|certain)e?"
+    r"|no\s+(?:estoy|estar)\s+(?:muy\s+)?segur[oa]|non\s+(?:sono\s+)?(?:del\s+tutto\s+)?sicur[oa]"
+    r"|não\s+(?:tenho\s+certeza|estou\s+(?:muito\s+)?segur[oa])|niet\s+(?:helemaal\s+)?zeker"
+    r"|не\s+(?:совсем\s+)?уверен[аы]?|nie\s+jestem\s+pewn[ya]|emin\s+değilim|tidak\s+yakin"
+    r"|không\s+chắc|inte\s+säker|ikke\s+sikker|en\s+ole\s+varma)\b"
+    r"|確かではない|自信がない|확실하지|自信がありません",
     re.IGNORECASE,
 )
-"""Doubt about the answer just given: a hedge."""
+"""Doubt about the answer just given, in the languages whose answers are read: a hedge."""
 
 
 _TAKEN_BACK = re.compile(
@@ -170,7 +183,7 @@ another value: a hedge (a response that retracts its answer has none)."""
 
 def _first_clause(after: str) -> str:
     """The clause right after an answer; a line holding only a joiner ("or") runs on."""
-    after = after[:300].lstrip(" \t\n*$}).,;:")
+    after = after[:300].lstrip(" \t\n*$}).,;:。．，")
     stop = _CLAUSE_END.search(after)
     if stop is not None and _JOINER_LINE.fullmatch(after[: stop.start()]):
         rest = _CLAUSE_END.search(after, stop.end())
@@ -192,7 +205,7 @@ def retracted(answer: str, after: str) -> bool:
     if _CORRECTION.search(clause) and _other_value(clause, answer):
         return True
     sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
-    if any(_DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
+    if any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     return any(
         (_offers_another(sentence) or HEDGE_WORDS.search(sentence) or _WOULD_BE.search(sentence))

@@ -40,6 +40,7 @@ no digits later in its token (``x72``, ``is72``, ``e72``, ``599e72`` and ``A32``
 number); a word glued after it must be a unit (:func:`find_numbers`). An exponent belongs to its
 number (:data:`_POWER`)."""
 _GLUED_WORD = re.compile(r"[A-Za-z]+")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
 REFERENCE = re.compile(
@@ -64,6 +65,7 @@ def find_numbers(text: str) -> list[re.Match]:
         start = m.start()
         glued = start > 1 and text[start - 1] in ",/" and end != start - 1
         glued = glued and text[start - 2] not in _UNICODE_MATH  # π/4 is a number
+        glued = glued and not _CJK_CHAR.match(text, start - 2)  # 等等，13: a comma of Han text
         word = _GLUED_WORD.match(text, m.end())
         if not glued and (word is None or _glued_unit(word.group(0))):
             found.append(m)
@@ -140,6 +142,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         if pair is not None:  # "is (2, 3).": an ordered pair, "[1, 4)" an interval
             return pair.group(0), False
         return ", ".join(items), False
+    bound = _BOUND_BEFORE.search(text, max(0, last.start() - 40), last.start())
+    if bound is not None:  # "So x > 5.": the interval, never the number 5
+        return _SIGNS.sub(lambda m: _SIGN_OF[m.group(0)], bound.group(0)) + last.group(0), False
     run = _unicode_math(text, last)
     if run is not None:  # "√2", "2·π·3 = 6π", "(−∞, 3]", "x ≤ 3": the expression, not its digit
         return run, False
@@ -229,6 +234,12 @@ def _currency_before(text: str, start: int) -> str:
 
 
 _RUN_CHAR = re.compile(r"[\d., \t√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
+_BOUND_BEFORE = re.compile(
+    r"(?:(?<![\w.])-?\d+(?:\.\d+)?\s*<=?\s*)?(?<![\w\\])[A-Za-z]\s*(?:<=|>=|=<|=>|<|>)\s*$"
+)
+"""A variable and an ASCII inequality sign before the last number: ``x > 5``, ``-3 < x <= 5``."""
+_SIGNS = re.compile(r"<=|>=|=<|=>")
+_SIGN_OF = {"<=": "≤", ">=": "≥", "=<": "≤", "=>": "≥"}
 _UNICODE_MATH = frozenset("√∛∜π∞±∓≤≥×÷·")
 _VARIABLE_BEFORE = re.compile(r"(?:^|\s)([A-Za-z])\s*$")
 
@@ -309,6 +320,7 @@ _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD}|dozens?)(?![^\W\d_])", re.IGN
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
+_SIGN_AFTER = re.compile(r"[ \t]?([€£¥₹₩₽₺₪₫₱฿₦])(?![^\W\d_])")
 _UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-zµμ€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
 
 
@@ -323,6 +335,9 @@ def unit_after(text: str, end: int) -> str:
         return "p"
     if text[end : end + 1] in ("℃", "℉", "‰"):  # 25℃, 5‰
         return text[end]
+    sign = _SIGN_AFTER.match(text, end)
+    if sign is not None:  # "15 £", "3000 ₽": the currency (a "$" after a number closes math)
+        return " " + sign.group(1)
     scale = _SCALE_AFTER.match(text, end)
     if scale is not None:  # "$1,200 million", "3 thousand km"
         return scale.group(0) + unit_after(text, scale.end())

@@ -131,3 +131,12 @@ def english_notation(answer: str) -> str:
     if decimals and ";" in out:
         out = out.replace(";", ",")
     return out
+
+
+LONG_SCALE = re.compile(r"\b(?:billions?|Billion)\b")
+"""A "billion" that a French or German response means as 10**12 (the long scale)."""
+
+
+def long_scale(answer: str) -> str:
+    """A continental answer's "billion" read on the long scale: ``2 billions`` is 2 * 10**12."""
+    return LONG_SCALE.sub("trillion", answer)

@@ -101,7 +101,8 @@ _AFTER = re.compile(
 )
 _SCALE_WORD = re.compile(
     r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
-    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b|(?P<word>[^\W\d_]+))"
+    r"(?:(?P<scale>thousand|million|billion|trillion|dozen)s?\b"
+    r"|(?P<word>(?:[^\W\d_]|[\u0900-\u0dff\u0e00-\u0eff])+))"  # with Indic and Thai marks
     r"(?P<of>\.?(?:\s+(?:de|di|of)\b|\s+d['’](?=[^\W\d_])))?",
     re.IGNORECASE,
 )
@@ -129,6 +130,16 @@ _FOREIGN_SCALES.update(dict.fromkeys(["miliona", "milionu", "milionů", "juta", 
 _FOREIGN_SCALES.update(dict.fromkeys(["miliar", "tỷ", "miliardy", "miliardů"], 10**9))
 _FOREIGN_SCALES.update(dict.fromkeys(["هزار", "ألف", "آلاف", "हज़ार", "हजार"], 1000))
 _FOREIGN_SCALES.update(dict.fromkeys(["میلیون", "مليون", "ملايين"], 10**6))
+_FOREIGN_SCALES.update(dict.fromkeys(["লাখ", "لاکھ", "லட்சம்", "లక్ష", "લાખ", "लक्ष"], 10**5))
+_FOREIGN_SCALES.update(dict.fromkeys(["करोड", "কোটি", "کروڑ", "கோடி", "కోటి", "કરોડ", "कोटी"], 10**7))
+_FOREIGN_SCALES.update(dict.fromkeys(["হাজার", "ہزار", "ஆயிரம்", "వేల", "હજાર"], 1000))
+_FOREIGN_SCALES.update(dict.fromkeys(["अरब", "bilhão", "bilhões"], 10**9))
+_FOREIGN_SCALES.update(
+    dict.fromkeys(["billón", "billones", "biljoen", "bilion", "biliony", "bilionów"], 10**12)
+)
+_FOREIGN_SCALES["billionen"] = 10**12
+"""The long scale: a Spanish billón, Dutch biljoen, Polish bilion and German Billion are
+10**12 (a French or German "billion" is read so by :func:`locales.long_scale`)."""
 SCALE_WORD = "|".join(
     sorted(
         [rf"{w}s?" for w in ("thousand", "million", "billion", "trillion")]
@@ -376,7 +387,8 @@ def _money(s: str) -> str:
 _SWISS_ROUND = re.compile(r"(?<=\d)\.(?:–|—|-{1,2})(?![\w.])")
 _LATIN_SCALE = re.compile(
     r"(?i)\d\s*(?:tausend|mille|mil|bin|lakhs?|crore|millio|miljoen|milliard|milyar|milyon|milion"
-    r"|mio|mrd|tys|tisíc|ribu|juta|miliar|nghìn|ngàn|triệu|tỷ)"
+    r"|mio|mrd|tys|tisíc|ribu|juta|miliar|nghìn|ngàn|triệu|tỷ|billón|billones|biljoen|bilion"
+    r"|bilh|billionen)"
 )
 
 

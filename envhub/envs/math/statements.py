@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
-from .hedges import ASIDE, HEDGE_WORDS, offers_value
+from .hedges import ASIDE, DOUBT, HEDGE_WORDS, offers_value
 from .lastnumber import MINUS_WORD, UNIT_BEFORE, find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
@@ -206,7 +206,7 @@ def stated_value(answer: str) -> str:
     answer = _SURELY.sub("", answer) or answer  # "42, no doubt"
     aside = ASIDE.search(answer)
     offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
-    if not HEDGE_WORDS.search(answer) and not offers:
+    if not (HEDGE_WORDS.search(answer) or DOUBT.search(answer) or offers):
         answer = tidy(ASIDE.sub("", answer)) or answer  # "5 km** (about 3.1 miles)": 5 km
         restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
         if restated and same(restated.group(1), _RESTATING_WORD.sub("", restated.group(2))):
