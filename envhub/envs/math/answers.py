@@ -47,6 +47,7 @@ from envhub.errors import GoldAnswerError, VerifierTimeout
 from . import library, symbolic
 from .compare import distinct, quick_compare
 from .extract import MAX_RESPONSE_CHARS
+from .lastnumber import UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
@@ -187,6 +188,8 @@ def is_equivalent(
         and _WORD_AFTER.search(pred)
     ):
         return False  # "45 giây" facing 45 minutes: an unread word may be another unit
+    if pred_ans is None and not (isinstance(gold_ans, Expr) and gold_ans.unit):
+        pred, pred_ans = _without_label(pred) or (pred, pred_ans)  # "₹1,25,000 है"
     if isinstance(gold_ans, Expr) and not isinstance(pred_ans, Expr):
         pred, pred_ans = decimal_comma(pred) or (pred, pred_ans)
     elif isinstance(pred_ans, Expr) and isinstance(gold_ans, Items):
@@ -260,6 +263,24 @@ def _gold_spelled(pred: str, gold: Answer | None) -> tuple[str, Answer] | None:
         except PARSE_ERRORS:
             continue
     return None
+
+
+def _without_label(pred: str) -> tuple[str, Answer] | None:
+    """``pred`` without the word of another alphabet that ends it, read, or None.
+
+    "₹1,25,000 है" is ₹1,25,000 facing a gold without a unit ("है" is "is"); facing a gold with
+    one, an unread word may be another unit and is never dropped.
+    """
+    word = UNREAD_WORD_AFTER.search(pred, max(0, len(pred) - 60))
+    while word is not None and word.end() != len(pred.rstrip()):
+        word = UNREAD_WORD_AFTER.search(pred, word.end())
+    if word is None or not pred[: word.start()].strip():
+        return None
+    bare = pred[: word.start()].strip()
+    try:
+        return bare, parse_answer(bare)
+    except PARSE_ERRORS:
+        return None
 
 
 _WORD_AFTER = re.compile(r"\d\s*[^\W\d_]")

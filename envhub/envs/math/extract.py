@@ -364,7 +364,8 @@ _CHECK_AFTER = re.compile(
 is read before it (a check repeats the problem's numbers, not the answer)."""
 _UNFINISHED = re.compile(
     r"(?:[=+×÷/^:]|(?<!\*)\*|\\times|\\cdot"
-    r"|\b(?:is|are|be|equals|gives|makes|get|of|to|the|and|or|but|with|by|from|than))"
+    r"|\b(?:is|are|be|equals|gives|makes|get|of|to|the|and|or|but|with|by|from|than)"
+    r"|答案[是为為]|答えは|정답은|답은)"
     r"[\s.…]*$",
     re.IGNORECASE,
 )

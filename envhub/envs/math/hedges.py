@@ -43,7 +43,7 @@ HEDGE_WORDS = re.compile(
     r"|아마도?|chyba|może|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise"
     r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless"
     r"|ehkä|luultavasti|talán|valószínűleg|kanskje|võib-olla|poate|probabil)\b"
-    r"|かもしれ|ஒருவேளை|ምናልባት"
+    r"|かもしれ|ஒருவேளை|இருக்கலாம்|ምናልባት|احتمالا|कदाचित|सायद|કદાચ|ອາດຈະ|ប្រហែល|ဖြစ်နိုင်"
     r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
     r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
@@ -67,7 +67,8 @@ _CORRECTION = re.compile(
     r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
     r"|aspetta|in\s+realtà|wacht|eigenlijk|подожди|постойте?|на\s+самом\s+деле|czekaj"
     r"|właściwie|bekle|aslında|tunggu|sebenarnya|khoan|thực\s+ra|espere|na\s+verdade)\b"
-    r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल",
+    r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
+    r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)",
     re.IGNORECASE,
 )
 """Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
@@ -106,6 +107,7 @@ one), so any number before it with only blanks between is another value; inside 
 :data:`_SIDE_BY_SIDE` must leave ``1 000`` alone."""
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
+_SENTENCE_END = re.compile(r"[.!?。！？۔।။\n]")
 _CLAUSE_END = re.compile(r"\.(?=\s|$)|\n|[。！？]")
 
 
@@ -132,6 +134,8 @@ def is_hedged(answer: str, after: str) -> bool:
     other = _OR_ANOTHER.search(clause)
     if other and not same(tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
         return True
+    if HEDGE_WORDS.search(_SENTENCE_END.split(after[:200], maxsplit=1)[0]):
+        return True  # "12 apples, probably.", "၁၂ ဖြစ်နိုင်သည်": a hedge word after it
     return bool(DOUBT.search(clause))
 
 
@@ -160,7 +164,8 @@ DOUBT = re.compile(
     r"|não\s+(?:tenho\s+certeza|estou\s+(?:muito\s+)?segur[oa])|niet\s+(?:helemaal\s+)?zeker"
     r"|не\s+(?:совсем\s+)?уверен[аы]?|nie\s+jestem\s+pewn[ya]|emin\s+değilim|tidak\s+yakin"
     r"|không\s+chắc|inte\s+säker|ikke\s+sikker|en\s+ole\s+varma)\b"
-    r"|確かではない|自信がない|확실하지|自信がありません",
+    r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
+    r"|यकीन\s+नहीं|निश्चित\s+नहीं",
     re.IGNORECASE,
 )
 """Doubt about the answer just given, in the languages whose answers are read: a hedge."""
@@ -174,7 +179,9 @@ _TAKEN_BACK = re.compile(
     r"|\beso\s+est[áa]\s+mal|\bme\s+equivoqu|\bнеправильно|\bневерно|\bя\s+ошиб"
     r"|\b(?:das\s+)?stimmt\s+nicht|\bn'est\s+pas\s+(?:juste|correct)|\bno\s+es\s+correcto"
     r"|\bè\s+sbagliato|\best[áa]\s+errado|\bdat\s+klopt\s+niet|\byanlış|\bsai\s+rồi"
-    r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直",
+    r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直"
+    r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|تప్పు|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
+    r"|\b(?:salah|sbagliato|fout|błąd|pomyliłem)\b",
     re.IGNORECASE,
 )
 """The answer just given taken back ("Actually, that's wrong", "不对，我算错了"), with or without
@@ -253,10 +260,12 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
     if restated:
         return bool(HEDGE_WORDS.search(sentence))
     clause = _CLAUSE_END.split(sentence)[-1] + _first_clause(text[last.end() :])
+    later = text[last.end() : last.end() + ALSO_WINDOW]
     return (
         is_hedged(sentence + last.group(0), text[last.end() :])
         or _offers_another(clause)
         or bool(_OR_BEFORE.search(sentence))
+        or bool(_TAKEN_BACK.search(later))  # "So 12 apples. That's wrong, let me redo this."
     )
 
 

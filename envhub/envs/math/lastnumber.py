@@ -223,7 +223,7 @@ def _written_whole(text: str, last: re.Match) -> str | None:
 
 
 _CURRENCY_SIGN = re.compile(
-    r"(?:R\$|US\$|\\\$|[$€£¥₹₺₩₽₫₱]|\b(?:CHF|EUR|USD|GBP|INR|BRL|Rs\.?) )\s?$"
+    r"(?:R\$|US\$|\\\$|[$€£¥₹₺₩₽₫₱₪฿₦₴₸₾₭៛৳₨]|\b(?:CHF|EUR|USD|GBP|INR|BRL|Rs\.?) )\s?$"
 )
 
 
@@ -320,7 +320,18 @@ _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD}|dozens?)(?![^\W\d_])", re.IGN
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
-_SIGN_AFTER = re.compile(r"[ \t]?([€£¥₹₩₽₺₪₫₱฿₦])(?![^\W\d_])")
+_SIGN_AFTER = re.compile(r"[ \t]?([€£¥₹₩₽₺₪₫₱฿₦₴₸₾₭៛৳₨])(?![^\W\d_])")
+UNREAD_WORD_AFTER = re.compile(
+    r"[ \t]?((?:(?![A-Za-z\u00c0-\u024f\u1e00-\u1eff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
+    r"[^\W\d_]|[\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff])+)"
+)
+"""A word of another alphabet (not Latin, not Han, kana or Hangul, whose counters ``个`` ``人``
+are words) right after a number, that no table here reads."""
+_COPULAS = frozenset(
+    "है हैं था थी थे होगा होगी होंगे ہے ہیں تھا تھی ہوگا است هست بود হবে হয় আছে ஆகும் ஆக உள்ளது"
+    " ఉంది అవుతుంది છે હશે आहे आहेत ነው ናቸው ครับ ค่ะ ပါ သည် គឺ ແມ່ນ это είναι هو هي".split()
+)
+"""Words for "is" (and polite particles) that follow an answer in other scripts: no unit."""
 _UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-zµμ€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
 
 
@@ -346,7 +357,12 @@ def unit_after(text: str, end: int) -> str:
     if latin is not None:
         return latin
     word = UNIT_WORD_AFTER.match(text, end)  # 5米, 45 секунд, 7 أمتار, 45 giây
-    return f" {word.group(1)}" if word else ""
+    if word is not None:
+        return f" {word.group(1)}"
+    unread = UNREAD_WORD_AFTER.match(text, end)  # "75 روپے", "5000 រៀល": kept, so that a word
+    if unread is None or unread.group(1) in _COPULAS:  # that may be a unit never pays a unit
+        return ""
+    return f" {unread.group(1)}"
 
 
 def _latin_unit(run: str) -> str | None:

@@ -42,6 +42,16 @@ _SIGNS = {
     "₹": "inr",
     "₺": "try",
     "₽": "rub",
+    "₪": "ils",
+    "฿": "thb",
+    "₦": "ngn",
+    "₴": "uah",
+    "₸": "kzt",
+    "₾": "gel",
+    "₭": "lak",
+    "៛": "khr",
+    "৳": "bdt",
+    "₨": "inr",
     "USD": "usd",
     "US$": "usd",
     "EUR": "eur",
@@ -97,7 +107,8 @@ _BEFORE = re.compile(
     rf"(?:\s*(?P<scale>(?:thousand|million|billion|trillion|lakh|crore)s?\b|(?:k|K|M|mn|bn|B)(?![A-Za-z])))?"
 )
 _AFTER = re.compile(
-    r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*(?P<sign>€|£|¥|₹|₺|₽|₩|¢|\\euro|\\pounds|\$(?![\w$]))"
+    r"(?P<num>\d(?:[\d,.'’ ]*\d)?)\s*"
+    r"(?P<sign>€|£|¥|₹|₺|₽|₩|₪|฿|₦|₴|₸|₾|₭|៛|৳|₨|¢|\\euro|\\pounds|\$(?![\w$]))"
 )
 _SCALE_WORD = re.compile(
     r"(?<![\d.,])(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)\s*"
@@ -138,6 +149,7 @@ _FOREIGN_SCALES.update(
     dict.fromkeys(["billón", "billones", "biljoen", "bilion", "biliony", "bilionów"], 10**12)
 )
 _FOREIGN_SCALES["billionen"] = 10**12
+_FOREIGN_SCALES.update({"тыс": 1000, "тис": 1000, "млн": 10**6, "млрд": 10**9})
 """The long scale: a Spanish billón, Dutch biljoen, Polish bilion and German Billion are
 10**12 (a French or German "billion" is read so by :func:`locales.long_scale`)."""
 SCALE_WORD = "|".join(
@@ -282,6 +294,20 @@ _UNIT_WORDS = {
     "ريالات": "sar", "جنيه": "egp", "جنيهات": "egp", "دولار": "usd", "دولارات": "usd",
     "كم/ساعة": "km/h",
     "يورو": "eur",
+    "ریال": "irr", "دينار": "dinar", "دنانير": "dinar", "ليرة": "lira",
+    # Urdu, Marathi, Gujarati, Tamil, Lao, Khmer, Myanmar and Amharic
+    "روپے": "inr", "روپیہ": "inr", "روپئے": "inr", "منٹ": "min", "گھنٹے": "h", "گھنٹہ": "h",
+    "میٹر": "m", "کلومیٹر": "km", "کلو": "kg",
+    "तास": "h", "मिनिटे": "min", "रु": "inr",
+    "રૂપિયા": "inr", "મિનિટ": "min", "કલાક": "h", "કિલોમીટર": "km", "મીટર": "m", "કિલો": "kg",
+    "ரூபாய்": "inr", "நிமிடங்கள்": "min", "நிமிடம்": "min", "மணி": "h", "கிலோமீட்டர்": "km",
+    "மீட்டர்": "m", "கிலோ": "kg",
+    "ກີບ": "lak", "ນາທີ": "min", "ຊົ່ວໂມງ": "h", "ກິໂລແມັດ": "km", "ແມັດ": "m",
+    "រៀល": "khr", "នាទី": "min", "ម៉ោង": "h", "គីឡូម៉ែត្រ": "km", "ម៉ែត្រ": "m",
+    "ကျပ်": "mmk", "မိနစ်": "min", "နာရီ": "h", "ကီလိုမီတာ": "km", "မီတာ": "m",
+    "ብር": "etb", "ደቂቃ": "min", "ሰዓት": "h", "ኪሎ": "kg", "ኪሎ ሜትር": "km", "ኪሎሜትር": "km", "ሜትር": "m",
+    "שקל": "ils", "ש\"ח": "ils", "דולר": "usd", "евро": "eur", "доллар": "usd",
+    "долларов": "usd", "доллара": "usd", "тенге": "kzt",
     # Ukrainian, Persian, Thai, Bengali, Hebrew and Telugu
     "секунди": "s", "хвилина": "min", "хвилини": "min", "хвилин": "min", "година": "h",
     "години": "h", "годин": "h", "днів": "day", "дні": "day", "метрів": "m", "метри": "m",
