@@ -301,7 +301,10 @@ _RESTATING = re.compile(
 _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
-UNIT_BEFORE = re.compile(r"(?i)\b(kilomita|mita|sentimita|dakika|sekunde|siku|gramu|lita)\s+$")
+UNIT_BEFORE = re.compile(
+    r"(?i)\b(kilomita|milimita|mita|sentimita|dakika|sekunde|siku|wiki|kilogramu|gramu|mililita"
+    r"|lita|shilingi)\s+$"
+)
 """A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
 """A tuple or interval of numbers: ``(2, 3)``, ``[1, 4)``."""

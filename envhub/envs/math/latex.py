@@ -155,13 +155,17 @@ direction marks, BOM, soft hyphen (Unicode's format characters that occur in tex
 _SEPARATORS = {
     0x066B: ".",
     0x066C: ",",
+    0x060C: ",",
+    0x061B: ";",
+    0x06D4: ".",
     0x00A0: " ",
     0x2007: " ",
     0x2009: " ",
     0x202F: " ",
     0x2044: "/",
 }
-"""The Arabic decimal and thousands separators (``٫``, ``٬``), the spaces that separate
+"""The Arabic decimal and thousands separators (``٫``, ``٬``), the Arabic comma, semicolon and
+Urdu full stop (``،`` ``؛`` ``۔``: ``٢، ٣`` is the list ``2, 3``), the spaces that separate
 thousands in many locales (no-break, figure, thin and narrow no-break: ``1 000``) as a space,
 and the fraction slash (``3⁄4``) as ``/``."""
 

@@ -65,7 +65,8 @@ IS_WORDS = "ist|is|est|es|é|è|to|olarak|adalah|là|είναι|lautet"
 """"Is" after an answer word in those languages and English ("Antwort ist", "la réponse est",
 "odpowiedź to", "sonuç olarak")."""
 _STATEMENT = re.compile(
-    rf"(?:{ANSWER_WORD})\s*(?:{IS_WORDS}|:|=)(?![^\W\d_])|(?:{ANSWER_WORD})\s+(?=\d)",
+    rf"(?:{ANSWER_WORD})(?:\s+(?:final|finale|finales|définitive|definitiva|finaal))?\**\s*"
+    rf"(?:{IS_WORDS}|:|=)(?![^\W\d_])|(?:{ANSWER_WORD})\s+(?=\d)",
     re.IGNORECASE,
 )
 _CONTINENTAL_NUMBER = re.compile(
@@ -111,7 +112,7 @@ def continental(text: str) -> bool:
 
 
 _DOT_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.])")
-_COMMA_DECIMAL = re.compile(r"(?<![\d,.])(\d+),(\d+)(?![\d,])")
+_COMMA_DECIMAL = re.compile(r"(?<![\d,.])(\d+),(\d+)(?![\d,]|\.\d)")  # never 1,250.50
 
 
 _SPACE_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?: \d{3})+(?=,\d)")

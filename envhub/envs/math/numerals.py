@@ -133,7 +133,7 @@ _FOREIGN_SCALES = {
 """Scale words of other languages (a lakh is 10**5: corrected below)."""
 _FOREIGN_SCALES.update({"lakh": 10**5, "lakhs": 10**5, "लाख": 10**5})
 _FOREIGN_SCALES.update(dict.fromkeys(["millón", "mio", "mln"], 10**6))
-_FOREIGN_SCALES.update(dict.fromkeys(["milliarde", "mrd", "miliardo", "mld"], 10**9))
+_FOREIGN_SCALES.update(dict.fromkeys(["milliarde", "milliard", "mrd", "miliardo", "mld"], 10**9))
 _FOREIGN_SCALES.update(
     dict.fromkeys(["mila", "tys", "tysiące", "tisíc", "ribu", "nghìn", "ngàn"], 1000)
 )
@@ -185,11 +185,32 @@ _EXPONENT = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 _ROOT = re.compile(r"(?:(?P<index>[²³⁴])\s*√|(?P<sign>[∛∜√]))\s*(?P<arg>\d+(?:\.\d+)?)?")
 
 
+_INDIC_SCALES = {
+    **dict.fromkeys(["लाख", "লাখ", "لاکھ", "லட்சம்", "లక్ష", "લાખ", "लक्ष"], "lakh"),
+    **dict.fromkeys(["करोड़", "करोड", "কোটি", "کروڑ", "கோடி", "కోటి", "કરોડ", "कोटी"], "crore"),
+}
+_INDIC_SCALE = re.compile("|".join(sorted(_INDIC_SCALES, key=len, reverse=True)))
+_THAI_SCALES = {"พัน": 1000, "หมื่น": 10**4, "แสน": 10**5, "ล้าน": 10**6}
+_THAI_SCALE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(พัน|หมื่น|แสน|ล้าน)")
+_CJK_SPEED = re.compile(
+    r"(?:時速|时速|每小时|每小時)\s*(?:行|走|跑|行驶|行駛)?\s*(\d+(?:\.\d+)?)\s*"
+    r"(?:キロメートル|キロ|千米|公里|km)(?:です|。)?"
+)
+
+
+def _thai_scale(m: re.Match) -> str:
+    """``2.5 ล้าน`` -> ``2500000 ``: the number times its Thai scale."""
+    value = Decimal(m.group(1)) * _THAI_SCALES[m.group(2)]
+    return format(value.normalize(), "f") + " "
+
+
 def normalize(s: str) -> str:
     """``s`` with the notations of the module docstring rewritten (a no-op on most answers)."""
     s = s.replace("{,}", ",")
     if not s.isascii():
         s = _unicode(s)
+    if not s.isascii():  # ₹1.2 करोड़: the scales of Indian languages by their English names
+        s = _INDIC_SCALE.sub(lambda m: _INDIC_SCALES[m.group(0)], s)
     if _LATIN_SCALE.search(s):  # Rp 2,5 juta: the scale word before the currency's sign
         s = _SCALE_WORD.sub(_scale_word, s)
     if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp", s):
@@ -208,6 +229,10 @@ def normalize(s: str) -> str:
         s = _FEET_INCHES.sub(r"\1 ft \2 in", s)
     if "below" in s or "zero" in s:  # 5 °C below zero
         s = _BELOW_ZERO.sub(r"-\1", s)
+    if not s.isascii():  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
+        s = _THAI_SCALE.sub(_thai_scale, s)
+    if not s.isascii():  # 時速60キロ, 每小时60千米: a speed
+        s = _CJK_SPEED.sub(r"\1 km/h", s)
     if not s.isascii():  # 150米, 45秒, 15 м
         s = _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)
     if "," in s:
@@ -294,7 +319,16 @@ _UNIT_WORDS = {
     "ريالات": "sar", "جنيه": "egp", "جنيهات": "egp", "دولار": "usd", "دولارات": "usd",
     "كم/ساعة": "km/h",
     "يورو": "eur",
-    "ریال": "irr", "دينار": "dinar", "دنانير": "dinar", "ليرة": "lira",
+    "ریال": "irr", "دينار": "dinar", "دنانير": "dinar", "ليرة": "lira", "كلم": "km",
+    "دولارًا": "usd", "دولارا": "usd", "درهمًا": "aed", "درهما": "aed", "ريالًا": "sar",
+    "ريالا": "sar", "جنيهًا": "egp", "جنيها": "egp", "كيلومترًا": "km", "كيلومترا": "km",
+    "م^{2}": "m^2", "م^{3}": "m^3", "سم^{2}": "cm^2", "سم^{3}": "cm^3", "درجة مئوية": "°C",
+    "درجات مئوية": "°C", "درجة فهرنهايت": "°F",
+    "کیلومتر بر ساعت": "km/h", "کیلومتر در ساعت": "km/h", "डिग्री सेल्सियस": "°C",
+    "डिग्री फारेनहाइट": "°F", "องศาเซลเซียส": "°C", "องศาฟาเรนไฮต์": "°F", "กม./ชม.": "km/h",
+    "กม./ชม": "km/h", "กม.": "km", "กม": "km", "கி.மீ/மணி": "km/h", "கி.மீ": "km",
+    "కి.మీ": "km", "किमी/घंटा": "km/h", "किमी": "km", "ミリリットル": "ml", "га": "ha",
+    "°С": "°C",
     # Urdu, Marathi, Gujarati, Tamil, Lao, Khmer, Myanmar and Amharic
     "روپے": "inr", "روپیہ": "inr", "روپئے": "inr", "منٹ": "min", "گھنٹے": "h", "گھنٹہ": "h",
     "میٹر": "m", "کلومیٹر": "km", "کلو": "kg",
