@@ -187,6 +187,10 @@ def extract_answer(text: str) -> Extraction:
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     if "[" in text:  # "150 km [1].\n\n[1] Assuming ...": 150 km
         text = _CITATION.sub("", _FOOTNOTES.sub("", text))
+    if ".–" in text or ".-" in text:  # Fr. 1'250.–: whole francs
+        text = _WHOLE_FRANCS.sub(r"\1", text)
+    if "Uhr" in text or "น." in text or "pukul" in text:  # 15.45 Uhr, pukul 15.45: 15:45
+        text = _DOTTED_CLOCK.sub(lambda m: ":".join(g for g in m.groups() if g), text)
     found = _extract(text)
     if found.answer and _AMBIGUOUS.search(found.answer) and locales.continental(text):
         found = replace(found, answer=locales.english_notation(found.answer))
@@ -259,6 +263,12 @@ _NO_VALUE = re.compile(
 """A last sentence that answers with no value: "so the expression is undefined", "there is no
 solution" (a number before it, "x = 3 is extraneous", is not the answer)."""
 _CLAUSE_STOP = re.compile(r"[.!?;:\n][^\n]*[^\W_]")
+_WHOLE_FRANCS = re.compile(r"(\d)\.[–-](?=\s|$|[,;:!?)])")
+_DOTTED_CLOCK = re.compile(
+    r"(?<=\bpukul )(?P<h>[01]?\d|2[0-3])\.(?P<m>[0-5]\d)(?!\d)"
+    r"|(?<![\d.])(?P<h2>[01]?\d|2[0-3])\.(?P<m2>[0-5]\d)(?=\s*(?:Uhr\b|น\.))"
+)
+"""A time of day written with a dot: "15.45 Uhr", "๑๕.๔๕ น.", "pukul 15.45"."""
 _FOOTNOTES = re.compile(r"(?:\n[ \t]*\[\d{1,2}\][^\n]*)+\s*$")
 _CITATION = re.compile(r"(?:(?<=[\d.%])[ \t]?|(?<=[^\W\d_])[ \t])\[\d{1,2}\]")
 """Footnotes that end a response and the markers that cite them: never the answer."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .numerals import CJK_CLOCK, MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER
+from .numerals import CJK_CLOCK, MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER, normalize
 from .parse import compound
 from .units import measure
 
@@ -162,7 +162,7 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     if MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
         answer = "-" + answer  # "minus 5 degrees Celsius"
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
-    if before is not None and compound(text[before.start() : last.start()] + answer):
+    if before is not None and compound(normalize(text[before.start() : last.start()] + answer)):
         answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
     said = _said_before(text, numbers, answer)
     if said is not None:  # "2 hours, or 120 minutes", "1.5 hours (90 minutes)": one value
@@ -313,7 +313,8 @@ MINUS_WORD = re.compile(r"(?i)(?:\b(?:minus|negative|moins|menos|минус)\s+|
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(
-    r"\d+(?:\.\d+)?\s*[A-Za-zÀ-ÿ]+\.?\s*(?:,\s*|(?:and|und|et|y|e|en)\s+)?$"
+    r"\d+(?:\.\d+)?\s*(?:[^\W\d_]|[\u0900-\u0dff])+\.?\s*"
+    r"(?:,\s*|(?:and|und|et|y|e|en|и|і|و|और|અને)\s+)?$"
 )
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 

@@ -61,6 +61,8 @@ _SIGNS = {
     "Rs.": "inr",
     "Rs": "inr",
     "CHF": "chf",
+    "Fr.": "chf",
+    "SFr.": "chf",
     "₩": "krw",
     "KRW": "krw",
     "R$": "brl",
@@ -185,6 +187,19 @@ _EXPONENT = re.compile(r"[⁻⁺]?[⁰¹²³⁴⁵⁶⁷⁸⁹]+")
 _ROOT = re.compile(r"(?:(?P<index>[²³⁴])\s*√|(?P<sign>[∛∜√]))\s*(?P<arg>\d+(?:\.\d+)?)?")
 
 
+_YUAN = re.compile(
+    r"(?<![\d.])(\d+)\s*[元块塊](?:\s*(\d)\s*[角毛](?:\s*(\d)\s*分)?|(\d)(?=$|[。．.，,！!？?\s]))"
+)
+"""Yuan with its tenths and hundredths: ``2元3角5分`` is 2.35 yuan, ``12块8`` (spoken) 12.8."""
+
+
+def _yuan(m: re.Match) -> str:
+    yuan, jiao, fen, spoken = m.groups()
+    value = Decimal(yuan) + Decimal(jiao or spoken or 0) / 10 + Decimal(fen or 0) / 100
+    return f"{value.normalize():f} cny"
+
+
+_THOUSANDS_OF = re.compile(r"(?<![\d.,])(\d+(?:\.\d+)?)\s*k([€$])")
 _INDIC_SCALES = {
     **dict.fromkeys(["लाख", "লাখ", "لاکھ", "லட்சம்", "లక్ష", "લાખ", "लक्ष"], "lakh"),
     **dict.fromkeys(["करोड़", "करोड", "কোটি", "کروڑ", "கோடி", "కోటి", "કરોડ", "कोटी"], "crore"),
@@ -209,11 +224,13 @@ def normalize(s: str) -> str:
     s = s.replace("{,}", ",")
     if not s.isascii():
         s = _unicode(s)
+    if "k€" in s or "k$" in s:  # 2,5 k€: thousands of euros
+        s = _THOUSANDS_OF.sub(lambda m: f"{Decimal(m.group(1)) * 1000:f} {m.group(2)}", s)
     if not s.isascii():  # ₹1.2 करोड़: the scales of Indian languages by their English names
         s = _INDIC_SCALE.sub(lambda m: _INDIC_SCALES[m.group(0)], s)
     if _LATIN_SCALE.search(s):  # Rp 2,5 juta: the scale word before the currency's sign
         s = _SCALE_WORD.sub(_scale_word, s)
-    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp", s):
+    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp|Fr\.", s):
         s = _money(s)
     if (
         re.search(r"(?i)thousand|million|billion|trillion|dozen", s)
@@ -229,6 +246,8 @@ def normalize(s: str) -> str:
         s = _FEET_INCHES.sub(r"\1 ft \2 in", s)
     if "below" in s or "zero" in s:  # 5 °C below zero
         s = _BELOW_ZERO.sub(r"-\1", s)
+    if not s.isascii():  # 12块8, 2元3角5分: yuan, jiao and fen
+        s = _YUAN.sub(_yuan, s)
     if not s.isascii():  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
         s = _THAI_SCALE.sub(_thai_scale, s)
     if not s.isascii():  # 時速60キロ, 每小时60千米: a speed
@@ -476,8 +495,8 @@ def _scaled(num: str, scale: str) -> str:
     return format(value.normalize(), "f")
 
 
-MERIDIEM = r"[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b"
-"""What may follow a time of day: AM, p.m., Uhr."""
+MERIDIEM = r"[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b|นาฬิกา|น\.?|مساء[ًا]*|صباح[ًا]*"
+"""What may follow a time of day: AM, p.m., Uhr, Thai น. (o'clock), مساءً (p.m.), صباحًا (a.m.)."""
 _CLOCK = re.compile(
     rf"(?<![\d:.])(?P<h>\d{{1,2}})(?P<sep>:|h)(?P<m>[0-5]\d)(?![\d:])(?:\s*(?P<mer>{MERIDIEM}))?"
 )
@@ -492,8 +511,10 @@ def _clock(m: re.Match) -> str:
     """
     hour, minute, mer = int(m.group("h")), int(m.group("m")), (m.group("mer") or "").lower()
     clock = mer or m.group("sep") == "h" or hour > 12 or m.group("h").startswith("0")
-    if not clock or hour > 23 or (mer[:1] in ("a", "p") and not 1 <= hour <= 12):
+    if not clock or hour > 23 or (mer[:1] in ("a", "p", "م", "ص") and not 1 <= hour <= 12):
         return m.group(0)
+    if mer[:1] in ("م", "ص"):  # مساءً, صباحًا
+        mer = "pm" if mer.startswith("م") else "am"
     if mer.startswith("a"):
         hour %= 12
     elif mer.startswith("p"):
@@ -639,7 +660,7 @@ _HAN_DIGIT = "".join(_HAN_DIGITS)
 _HAN_RUN = re.compile(
     rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}]|[十百千](?=[{_HAN_DIGIT}]))"  # 万一, 千万, 十分: words
     rf"(?:[{_HAN_DIGIT}]|[{_HAN_UNIT}]{_HAN_PREFIX}|\d+(?:\.\d+)?"
-    rf"|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}]))*"
+    rf"|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}])|(?<=\d) (?=[{''.join(_HAN_BIG)}]))*"
 )
 _HAN_ANY = re.compile(f"[{_HAN_DIGIT}{_HAN_UNIT}]")
 _HAN_NUMBER = rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}])+"

@@ -278,7 +278,7 @@ def _parse(s: str) -> Answer:
 
 
 _COMPOUND = re.compile(
-    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-zÀ-ÿ]+)\.?\s*(?:,\s*|(?:and|und|et|y|e|en)\s+)?"
+    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-zÀ-ÿ]+)\.?\s*(?:,\s*|(?:and|und|et|y|e|en|и|і|و|और|અને)\s+)?"
     r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-zÀ-ÿ]+)\.?"  # 2 Std. 30 Min., 2 heures et 30
 )
 

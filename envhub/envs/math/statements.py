@@ -59,7 +59,8 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
-    r"(?<!\bRs)(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
+    r"(?<!\bRs)(?<!\bFr)"  # Rs. 50, Fr. 1'250: the currency's abbreviation
+    r"(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
     r"|\n|[。！？।]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
     re.IGNORECASE,
 )
@@ -218,7 +219,9 @@ def stated_value(answer: str) -> str:
     return answer
 
 
-_CURRENCY_LEAD = re.compile(r"\b(?:CHF|EUR|USD|GBP|JPY|INR|CNY|Rs|Rp|SEK|NOK|DKK|PLN|TL)\.?\s*$")
+_CURRENCY_LEAD = re.compile(
+    r"\b(?:CHF|EUR|USD|GBP|JPY|INR|CNY|Rs|Rp|SEK|NOK|DKK|PLN|TL|S?Fr)\.?\s*$"
+)
 _WORDS_BEFORE = re.compile(r"(?:[^\W\d_]+[\s'’,:]*)+")
 _BOUND_WORDS = re.compile(
     r"(?i)\b(?:at\s+(?:least|most)|more|less|fewer|greater|over|under|up\s+to|not|no"
@@ -239,8 +242,8 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
-    if not re.search(r"[^\W\d_]{2}", lead.group(0)):
-        return answer  # "x 5": a symbol, not words
+    if not re.search(r"[^\W\d_]{2}|[\u4e00-\u9fff]", lead.group(0)):
+        return answer  # "x 5": a symbol, not words (one Han character is a word: 共)
     if lead.group(0)[-1].isalpha() and lead.group(0)[-1] < "\u2e80":
         return answer  # "A1", "x72": a digit glued to a letter (Han text has no spaces: 一共1200)
     said = read(answer)
