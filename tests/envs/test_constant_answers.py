@@ -101,11 +101,21 @@ read a prefix (the first number, the first fraction, moves up to the solved stat
 ``28080 / 44``, ``5 days 00:34:28`` and ``$\\dfrac{79}{173}$ oder 138/583`` in full."""
 
 
+OTHER_NUMERALS = ["LXXIII", "七十三", "/ setenta y tres", "семьдесят три", "yetmiş üç", "Ⅻ"]
+"""Another candidate beside the gold in Roman numerals, CJK numerals, or words of another
+language: scorers that read the first number (``gsm_symbolic``) or a prefix of rows
+(``kakurasu``, ``survo``) paid ``28080 LXXIII`` and ``28080 七十三`` in full. Tried beside a gold
+with digits (a move string has no numbers among its candidates); the math checker's reader has
+its own tests."""
+
+
 def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside = [f"{gold} or {wrong}", f"{wrong} or {gold}", f"{wrong}, {gold}", f"maybe {gold}"]
     inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
     inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
     inside += [f"{gold} / four", f"{gold}\nseven", f"{gold} then {wrong}"]  # in words, in turn
+    if env_id not in MATH_FORMAT and any(c.isdigit() for c in gold):  # numbers of other forms
+        inside += [f"{gold} {other}" for other in OTHER_NUMERALS]
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]
     else:
@@ -351,3 +361,13 @@ def test_a_list_of_more_candidates_than_are_checked_earns_nothing(env_id, pick):
     for form in (lambda g: f"{g.replace(', ', ' , ')}, {others}", lambda g: f"{g}.0, {others}"):
         info = _step(env_id, lambda g, form=form: f"<answer>{form(g)}</answer>", pick)
         assert info.components["correctness"] == 0.0, info
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["28080", "28080 dollars", "x = 28080", "28080 cm", "28080 mm", "28080 I think", "$28080"],
+)
+def test_a_label_or_unit_beside_a_number_gold_is_no_other_candidate(answer):
+    """Capitals ``I``, units ``cm`` and ``mm`` are no Roman numerals; a label is no number."""
+    info = _step("rg-gsm_symbolic-v1", lambda g: f"<answer>{answer.replace('28080', g)}</answer>")
+    assert info.components["correctness"] == 1.0, (answer, info.why)

@@ -32,6 +32,7 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -162,7 +163,8 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
 
     * the gold's text (case and blanks aside: ``9e99`` holds ``E9``) and earns only partial
       credit (reasoning-gym's default scorer pays ``len(gold)/len(answer)`` for that), or
-      holds beside it more of what the gold is made of (digits, letters): another candidate.
+      holds beside it more of what the gold is made of (letters, or a number in any form:
+      digits, numerals of any script, Roman numerals, words): another candidate.
       ``x = 3`` for ``3`` is no list; ``3 4`` is;
     * more pieces (:data:`_PIECE`) of the gold's kind than the gold has, and a run of as many
       pieces as the gold has that alone earns ``value`` or more (``\frac{7}{9} 13/58``), or
@@ -172,12 +174,11 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
     gold = str(entry.get("answer") or "").strip()
     if not gold or _is_gold(answer, gold):
         return None
-    said, meant = _folded(answer), _folded(gold)
-    if meant in said:
-        rest = said.replace(meant, " ")
+    rest = _beside(answer, gold)
+    if rest is not None:
         if value < 1.0:
             return "hedged: the gold inside a longer answer (its partial credit is not paid)"
-        if _kinds(rest) & _kinds(meant):
+        if _kinds(rest) & _kinds(gold):
             return f"hedged: the gold and more beside it ({' '.join(rest.split())[:40]!r})"
     pieces, kinds = list(_PIECE.finditer(answer)), _kinds(gold)
     size = max(1, len(_PIECE.findall(gold)))
@@ -192,9 +193,11 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
     return None
 
 
-def _folded(text: str) -> str:
-    """``text`` without case, its blanks one space (for finding the gold inside an answer)."""
-    return " ".join(text.casefold().split())
+def _beside(answer: str, gold: str) -> str | None:
+    """What ``answer`` holds beside the gold's text (case and blanks aside), or None without it."""
+    said, meant = " ".join(answer.split()), " ".join(gold.split())
+    found = re.compile(re.escape(meant), re.IGNORECASE)
+    return found.sub(" ", said) if found.search(said) else None
 
 
 _NUMBER_WORD = re.compile(
@@ -203,12 +206,56 @@ _NUMBER_WORD = re.compile(
     r"|seventy|eighty|ninety|hundred|thousand|million|billion|half|twice|double)\b",
     re.IGNORECASE,
 )
-"""A number written in words: another candidate beside a gold in digits (``28080 / four``)."""
+"""A number written in English words: another candidate beside a gold in digits (``28080 /
+four``); other languages' in :func:`_number_words`."""
+_ROMAN = re.compile(
+    r"\b(?=[MDCLXVI]{2,}\b)M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b"
+    r"(?<=[MDCLXVI]{2})"
+)
+"""A number in Roman numerals of two letters or more, in capitals (``LXXIII``; ``I``, ``cm`` and
+``mm`` are words and units)."""
+_WORD = re.compile(r"[^\W\d_]+")
+MIN_FOREIGN_WORD = 4
+"""Letters of the shortest number word of another language counted as a number (shorter ones
+are English words too: ``due``, ``sei``, ``pet``)."""
+
+
+@functools.cache
+def _number_words() -> frozenset[str]:
+    """Number words of every language the math checker knows (``setenta``, ``семьдесят``).
+
+    The words num2words spells 0-100, the hundreds and the scales with, of
+    :data:`MIN_FOREIGN_WORD` letters or more.
+    """
+    from num2words import num2words
+
+    from envhub.envs.math.spelled import LANGUAGES, SPELLED_LANGUAGES
+
+    values = [*range(101), *range(200, 1001, 100), 10**6, 10**9]
+    words = set()
+    for lang in dict.fromkeys(("en", *LANGUAGES, *SPELLED_LANGUAGES)):
+        for n in values:
+            try:
+                words.update(_WORD.findall(num2words(n, lang=lang).lower()))
+            except Exception:  # noqa: BLE001 - a converter's own failure spells nothing
+                continue
+    return frozenset(w for w in words if len(w) >= MIN_FOREIGN_WORD)
+
+
+def _has_number(text: str) -> bool:
+    """Whether ``text`` writes a number, in any form.
+
+    In digits or numerals of any script (``٧٣``, ``七十三``, ``Ⅻ``), in Roman numerals, or in
+    words of any language the math checker knows.
+    """
+    if any(c.isnumeric() for c in text) or _NUMBER_WORD.search(text) or _ROMAN.search(text):
+        return True
+    return not _number_words().isdisjoint(w.lower() for w in _WORD.findall(text))
 
 
 def _kinds(text: str) -> set[str]:
-    """What ``text`` is made of: ``digit`` (digits, or a number in words), ``letter``."""
-    digit = any(c.isdigit() for c in text) or bool(_NUMBER_WORD.search(text))
+    """What ``text`` is made of: ``digit`` (a number, :func:`_has_number`), ``letter``."""
+    digit = _has_number(text)
     letter = any(c.isalpha() for c in text)
     return {kind for kind, has in (("digit", digit), ("letter", letter)) if has}
 
