@@ -371,3 +371,43 @@ def test_a_label_or_unit_beside_a_number_gold_is_no_other_candidate(answer):
     """Capitals ``I``, units ``cm`` and ``mm`` are no Roman numerals; a label is no number."""
     info = _step("rg-gsm_symbolic-v1", lambda g: f"<answer>{answer.replace('28080', g)}</answer>")
     assert info.components["correctness"] == 1.0, (answer, info.why)
+
+
+@pytest.mark.parametrize(
+    "env_id", ["rg-gsm_symbolic-v1", "rg-chain_sum-v1", "rg-products-v1", "rg-leg_counting-v1"]
+)
+def test_a_minus_before_a_number_gold_earns_nothing(env_id):
+    """gsm_symbolic reads its first number with ``\\b-?\\d+``, which skips a sign that starts
+    the text: ``-28080`` earned full marks for 28080 (issue 33, item 1)."""
+    env = _env(env_id)
+    for task in env.tasks()[:TASKS]:
+        gold = str(task.answer)
+        for sign in ("-", "−", "- ", "minus ", "negative ", "-("):
+            attack = f"{sign}{gold}" + (")" if sign.endswith("(") else "")
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        assert _correctness(env, task, f"<answer>{gold}</answer>") == 1.0
+    env.close()
+
+
+def test_text_glued_after_a_fraction_or_the_question_copied_earns_nothing():
+    """fraction_simplification reads a leading ``\\frac{a}{b}`` and ignores the rest (another
+    fraction, a power, a digit glued on earned full marks), and pays 0.1 for the question's own
+    numerator or denominator (its fraction copied back)."""
+    env = _env("rg-fraction_simplification-v1")
+    for task in env.tasks()[:TASKS]:
+        rg = task.metadata["rg"]
+        a, b = rg["simplified_numerator"], rg["simplified_denominator"]
+        n, d = rg["numerator"], rg["denominator"]
+        for glued in (r"\frac{1}{2}", "^2", "9", "+1", " x"):
+            attack = rf"\frac{{{a}}}{{{b}}}{glued}"
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        for copied in (f"{n}/{d}", rf"\frac{{{n}}}{{{d}}}", f"{n}/1", f"1/{d}"):
+            assert _correctness(env, task, f"<answer>{copied}</answer>") == 0.0, copied
+        for right in (
+            f"{a}/{b}",
+            f" {a} / {b} ",
+            rf"$\frac{{{a}}}{{{b}}}$",
+            rf"\dfrac{{ {a} }}{{{b}}}",
+        ):
+            assert _correctness(env, task, f"<answer>{right}</answer>") == 1.0, right
+    env.close()

@@ -15,6 +15,9 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
   ("28080 / 44"), or a list of candidates of which one alone earns as much
   (:func:`_candidates`);
 * a value too large to compute earns 0 before any scorer sees it (:func:`explosive`);
+* a number gold's text with a minus before it earns 0 (a scorer that reads digits drops the
+  sign), and so does text beyond the one answer that a scorer reading only the start of the
+  answer reads (:data:`WHOLE_ANSWER`);
 * a constant answer that is not the gold (``0``, ``nan``, ``true``: :data:`CONSTANTS`) earns
   0, and so does a partial credit no higher than what an answer made without solving earns on
   the task (:func:`constant_floor`: the constants, the gold's shape filled with one value,
@@ -92,6 +95,7 @@ def correctness(
     *,
     floor: float = 0.0,
     full_only: bool = False,
+    whole: re.Pattern[str] | None = None,
 ) -> tuple[float, str | None]:
     """Correctness of a reading (the rules in the module docstring) and why it is 0, if so.
 
@@ -102,6 +106,8 @@ def correctness(
         floor: What a constant answer earns on this task (:func:`constant_floor`): a score
             no higher is not paid.
         full_only: Pay the scorer's full marks only (its partial credit is a constant's).
+        whole: The form the whole answer must have, for a scorer that reads only its start
+            (:data:`WHOLE_ANSWER`).
     """
     if reading.answer is None:
         return 0.0, "no <answer>...</answer> block"
@@ -114,6 +120,8 @@ def correctness(
     refused = (
         _alternatives(reading.answer, gold)
         or _constant(reading.answer, gold)
+        or _negated(reading.answer, gold)
+        or _not_whole(reading.answer, gold, whole)
         or (None if _normal(reading.answer) == _normal(gold) else explosive(reading.answer))
     )  # the gold's own text costs the scorer what the gold does
     if refused:
@@ -145,6 +153,51 @@ def _alternatives(answer: str, gold: str) -> str | None:
     meant = {" ".join(w.lower().split()) for w in _ALTERNATIVE.findall(gold)}
     extra = sorted(said - meant)
     return f"hedged: the answer offers alternatives ({extra[0]!r})" if extra else None
+
+
+_MINUS = r"(?:[-−–‒﹣－]|\b(?:minus|negative|negativ|negativo|moins|menos|meno)\b)"
+"""A minus sign or word before a number."""
+
+
+def _negated(answer: str, gold: str) -> str | None:
+    r"""Why ``answer`` is a number gold's text with a minus before it, or None.
+
+    A scorer that reads the first run of digits drops the sign: ``-28080`` earned full marks for
+    28080 on ``gsm_symbolic`` (its pattern's ``\b-?`` cannot match a sign that starts the
+    text).
+    """
+    said, meant = " ".join(answer.split()), " ".join(gold.split())
+    if not _is_number(meant):
+        return None
+    if re.search(_MINUS + r"\s*\(?\s*" + re.escape(meant), said, re.IGNORECASE) is None:
+        return None
+    return "a minus before the gold's number: another value"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+WHOLE_ANSWER: dict[str, re.Pattern[str]] = {
+    "fraction_simplification": re.compile(
+        r"\$?\s*(?:\\d?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\}|\d+\s*/\s*\d+)\s*\$?",
+        re.IGNORECASE,
+    ),
+}
+"""Generators whose scorer reads the start of the answer and ignores the rest, and the form the
+whole answer must have: ``fraction_simplification`` reads a leading ``\\frac{a}{b}``, so
+``\\frac{79}{173}\\frac{1}{2}`` (another candidate) and ``\\frac{79}{173}^2`` earned full marks."""
+
+
+def _not_whole(answer: str, gold: str, whole: re.Pattern[str] | None) -> str | None:
+    """Why ``answer`` is not of the form ``whole`` that its scorer reads, or None."""
+    if whole is None or whole.fullmatch(answer.strip()) or _is_gold(answer, gold):
+        return None
+    return "more than the one answer its scorer reads (it reads the start, ignores the rest)"
 
 
 _PIECE = re.compile(r"[^\s,;/&|∨]+")
