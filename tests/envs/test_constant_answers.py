@@ -378,11 +378,11 @@ def test_a_label_or_unit_beside_a_number_gold_is_no_other_candidate(answer):
 )
 def test_a_minus_before_a_number_gold_earns_nothing(env_id):
     """gsm_symbolic reads its first number with ``\\b-?\\d+``, which skips a sign that starts
-    the text: ``-28080`` earned full marks for 28080 (issue 33, item 1)."""
+    the text: ``-28080`` and ``not 28080`` earned full marks for 28080 (issue 33, item 1)."""
     env = _env(env_id)
     for task in env.tasks()[:TASKS]:
         gold = str(task.answer)
-        for sign in ("-", "−", "- ", "minus ", "negative ", "-("):
+        for sign in ("-", "−", "- ", "minus ", "negative ", "-(", "not ", "~", "¬"):
             attack = f"{sign}{gold}" + (")" if sign.endswith("(") else "")
             assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
         assert _correctness(env, task, f"<answer>{gold}</answer>") == 1.0
@@ -409,5 +409,21 @@ def test_text_glued_after_a_fraction_or_the_question_copied_earns_nothing():
             rf"$\frac{{{a}}}{{{b}}}$",
             rf"\dfrac{{ {a} }}{{{b}}}",
         ):
+            assert _correctness(env, task, f"<answer>{right}</answer>") == 1.0, right
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ["rg-gsm_symbolic-v1", "rg-kakurasu-v1", "rg-survo-v1"])
+def test_the_gold_glued_to_a_sign_or_letter_earns_nothing(env_id):
+    """Scorers that read numbers out of the text ignore what touches them: ``√28080``,
+    ``28080!``, ``28080‰`` (gsm_symbolic) and a grid's last cell with ``!`` or ``j``
+    (kakurasu, survo) earned full marks (issue 33, item 1)."""
+    env = _env(env_id)
+    for task in env.tasks()[:TASKS]:
+        gold = str(task.answer)
+        for attack in (f"√{gold}", f"{gold}!", f"{gold}‰", f"{gold}°", f"{gold}j", f"{gold}?"):
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        framed = (f"**{gold}**", f"({gold})", f"{gold}.", f'"{gold}"')  # what gsm_symbolic reads
+        for right in framed if env_id == "rg-gsm_symbolic-v1" else (gold,):
             assert _correctness(env, task, f"<answer>{right}</answer>") == 1.0, right
     env.close()

@@ -155,31 +155,23 @@ def _alternatives(answer: str, gold: str) -> str | None:
     return f"hedged: the answer offers alternatives ({extra[0]!r})" if extra else None
 
 
-_MINUS = r"(?:[-−–‒﹣－]|\b(?:minus|negative|negativ|negativo|moins|menos|meno)\b)"
-"""A minus sign or word before a number."""
+_NEGATION = r"(?:[-−–‒﹣－¬~!]|\b(?:minus|negative|negativ|negativo|moins|menos|meno|not)\b)"
+"""A minus sign or word, or a negation, before a number (``-``, ``minus``, ``not``)."""
 
 
 def _negated(answer: str, gold: str) -> str | None:
-    r"""Why ``answer`` is a number gold's text with a minus before it, or None.
+    r"""Why ``answer`` is the text of a gold with digits, with a minus or 'not' before it, or None.
 
-    A scorer that reads the first run of digits drops the sign: ``-28080`` earned full marks for
-    28080 on ``gsm_symbolic`` (its pattern's ``\b-?`` cannot match a sign that starts the
-    text).
+    A scorer that reads the first run of digits drops the sign: ``-28080`` and ``not 28080``
+    earned full marks for 28080 on ``gsm_symbolic`` (its pattern's ``\b-?`` cannot match a
+    sign that starts the text).
     """
     said, meant = " ".join(answer.split()), " ".join(gold.split())
-    if not _is_number(meant):
+    if not any(c.isdigit() for c in meant):
         return None
-    if re.search(_MINUS + r"\s*\(?\s*" + re.escape(meant), said, re.IGNORECASE) is None:
+    if re.search(_NEGATION + r"\s*\(?\s*" + re.escape(meant), said, re.IGNORECASE) is None:
         return None
-    return "a minus before the gold's number: another value"
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
+    return "a minus or a negation before the gold's number: another value"
 
 
 WHOLE_ANSWER: dict[str, re.Pattern[str]] = {
@@ -233,6 +225,8 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
             return "hedged: the gold inside a longer answer (its partial credit is not paid)"
         if _kinds(rest) & _kinds(gold):
             return f"hedged: the gold and more beside it ({' '.join(rest.split())[:40]!r})"
+        if _glued(answer, gold):
+            return "the gold's text glued to a letter, digit or sign: another value"
     pieces, kinds = list(_PIECE.finditer(answer)), _kinds(gold)
     size = max(1, len(_PIECE.findall(gold)))
     if sum(1 for p in pieces if _kinds(p.group()) & kinds) <= size:
@@ -244,6 +238,27 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
     if any(safe_score(scorer, run, entry)[0] >= value for run in runs):
         return "hedged: a list of candidates, one of which alone earns as much"
     return None
+
+
+BEFORE_TOKEN = frozenset("=:$€£¥₹([{\"'«“‘*#")
+AFTER_TOKEN = frozenset(".,;:)]}\"'»”’*%")
+"""What may touch the gold's text inside a longer answer, besides blanks: a label, a currency,
+brackets, quotes, markdown's ``**``, a full stop, a percent sign."""
+
+
+def _glued(answer: str, gold: str) -> bool:
+    """Whether the gold's text in ``answer`` (case and blanks aside) is no whole token anywhere.
+
+    A scorer that reads a number or a grid out of the text ignores what touches it: ``√28080``,
+    ``28080!``, ``28080‰`` earned full marks for 28080 on ``gsm_symbolic``, a grid with ``!`` or
+    ``j`` on its last cell on ``kakurasu``.
+    """
+    said, meant = " ".join(answer.split()), " ".join(gold.split())
+    for found in re.finditer(re.escape(meant), said, re.IGNORECASE):
+        before, after = said[found.start() - 1 : found.start()], said[found.end() : found.end() + 1]
+        if before in ("", " ", *BEFORE_TOKEN) and after in ("", " ", *AFTER_TOKEN):
+            return False
+    return True
 
 
 def _beside(answer: str, gold: str) -> str | None:
