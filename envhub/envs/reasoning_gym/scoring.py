@@ -15,9 +15,10 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
   ("28080 / 44"), or a list of candidates of which one alone earns as much
   (:func:`_candidates`);
 * a value too large to compute earns 0 before any scorer sees it (:func:`explosive`);
-* a number gold's text with a minus before it earns 0 (a scorer that reads digits drops the
-  sign), and so does text beyond the one answer that a scorer reading only the start of the
-  answer reads (:data:`WHOLE_ANSWER`);
+* the gold's text is a whole token: with a minus or ``not`` before it (a scorer that reads
+  digits drops the sign) or glued to a letter, digit or sign (``√28080``, ``28080!``) it earns
+  0, and so does text beyond the one answer that a scorer reading only the start of the answer
+  reads (:data:`WHOLE_ANSWER`);
 * a constant answer that is not the gold (``0``, ``nan``, ``true``: :data:`CONSTANTS`) earns
   0, and so does a partial credit no higher than what an answer made without solving earns on
   the task (:func:`constant_floor`: the constants, the gold's shape filled with one value,
