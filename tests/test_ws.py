@@ -316,3 +316,19 @@ def test_finish_on_the_ws_wire_is_a_frame_and_answers_what_http_does(dummy_regis
     assert paths.count("/finish") == 1
     dumped = {k: r.model_dump() for k, r in results.items()}
     assert dumped["ws", False] == dumped["ws", True] == dumped["http", False]
+
+
+def test_a_lone_surrogate_in_a_step_is_scored_on_ws_as_on_http(dummy_registry):
+    """A third-party client's frame may escape a lone surrogate in the model's text: pydantic's
+    JSON parser refused it (``invalid_request``) where the HTTP routes score it as U+FFFD; a
+    frame no parser reads is still refused."""
+    with running(_app("echo")) as url, connect(url.replace("http", "ws") + "/ws") as raw:
+        raw.send('{"op": "reset", "seed": 0}')
+        raw.recv(timeout=10)
+        raw.send('{"op": "step", "message": "alpha \\ud800"}')
+        step = json.loads(raw.recv(timeout=10))
+        assert step["info"]["status"] == "ok", step
+        raw.send('{"op": "reset", "seed": 0}')
+        raw.recv(timeout=10)
+        raw.send('{"op": "step", "message": ' + "[" * 5000 + '"\\ud800"' + "]" * 5000 + "}")
+        assert json.loads(raw.recv(timeout=10))["code"] == 422

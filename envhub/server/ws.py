@@ -14,7 +14,9 @@ table, so after a drop the client reconnects and sends ``resume`` with its sessi
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -117,6 +119,29 @@ def _error(exc: Exception, deadline_s: float, metrics: Counter[str]) -> dict[str
     raise exc
 
 
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _request(text: str) -> WsRequest:
+    r"""The call a text frame holds.
+
+    A lone surrogate escaped in it (``"\ud800"``, which a model's text may hold) is refused by
+    pydantic's JSON parser but not by Python's: read so, it is U+FFFD by the time the step
+    applies (``envhub.core.valid_unicode``), as on the HTTP routes, where such a step was
+    scored while ``/ws`` answered it ``invalid_request``.
+    """
+    try:
+        return WsRequest.model_validate_json(text)
+    except ValidationError as e:
+        if e.errors()[0]["type"] != "json_invalid" or not _SURROGATE_ESCAPE.search(text):
+            raise
+        try:
+            fields = json.loads(text)
+        except (ValueError, RecursionError):
+            raise e from None  # no JSON to Python either: pydantic's answer stands
+        return WsRequest.model_validate(fields)
+
+
 def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
     """Add ``/ws`` to ``app``; limits come from ``app.state.settings``."""
     settings = app.state.settings
@@ -131,7 +156,7 @@ def install(app: FastAPI, episodes: Episodes, metrics: Counter[str]) -> None:
         try:
             if len(text) > conn.limit:
                 return await conn.oversized(text)
-            req = WsRequest.model_validate_json(text)
+            req = _request(text)
             return await conn.ops[req.op](req)
         except Exception as e:  # noqa: BLE001 - client errors answered; a bug is re-raised below
             try:

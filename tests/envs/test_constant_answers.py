@@ -101,11 +101,21 @@ read a prefix (the first number, the first fraction, moves up to the solved stat
 ``28080 / 44``, ``5 days 00:34:28`` and ``$\\dfrac{79}{173}$ oder 138/583`` in full."""
 
 
+OTHER_NUMERALS = ["LXXIII", "七十三", "/ setenta y tres", "семьдесят три", "yetmiş üç", "Ⅻ"]
+"""Another candidate beside the gold in Roman numerals, CJK numerals, or words of another
+language: scorers that read the first number (``gsm_symbolic``) or a prefix of rows
+(``kakurasu``, ``survo``) paid ``28080 LXXIII`` and ``28080 七十三`` in full. Tried beside a gold
+with digits (a move string has no numbers among its candidates); the math checker's reader has
+its own tests."""
+
+
 def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside = [f"{gold} or {wrong}", f"{wrong} or {gold}", f"{wrong}, {gold}", f"maybe {gold}"]
     inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
     inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
     inside += [f"{gold} / four", f"{gold}\nseven", f"{gold} then {wrong}"]  # in words, in turn
+    if env_id not in MATH_FORMAT and any(c.isdigit() for c in gold):  # numbers of other forms
+        inside += [f"{gold} {other}" for other in OTHER_NUMERALS]
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]
     else:
@@ -351,3 +361,69 @@ def test_a_list_of_more_candidates_than_are_checked_earns_nothing(env_id, pick):
     for form in (lambda g: f"{g.replace(', ', ' , ')}, {others}", lambda g: f"{g}.0, {others}"):
         info = _step(env_id, lambda g, form=form: f"<answer>{form(g)}</answer>", pick)
         assert info.components["correctness"] == 0.0, info
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["28080", "28080 dollars", "x = 28080", "28080 cm", "28080 mm", "28080 I think", "$28080"],
+)
+def test_a_label_or_unit_beside_a_number_gold_is_no_other_candidate(answer):
+    """Capitals ``I``, units ``cm`` and ``mm`` are no Roman numerals; a label is no number."""
+    info = _step("rg-gsm_symbolic-v1", lambda g: f"<answer>{answer.replace('28080', g)}</answer>")
+    assert info.components["correctness"] == 1.0, (answer, info.why)
+
+
+@pytest.mark.parametrize(
+    "env_id", ["rg-gsm_symbolic-v1", "rg-chain_sum-v1", "rg-products-v1", "rg-leg_counting-v1"]
+)
+def test_a_minus_before_a_number_gold_earns_nothing(env_id):
+    """gsm_symbolic reads its first number with ``\\b-?\\d+``, which skips a sign that starts
+    the text: ``-28080`` and ``not 28080`` earned full marks for 28080 (issue 33, item 1)."""
+    env = _env(env_id)
+    for task in env.tasks()[:TASKS]:
+        gold = str(task.answer)
+        for sign in ("-", "−", "- ", "minus ", "negative ", "-(", "not ", "~", "¬"):
+            attack = f"{sign}{gold}" + (")" if sign.endswith("(") else "")
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        assert _correctness(env, task, f"<answer>{gold}</answer>") == 1.0
+    env.close()
+
+
+def test_text_glued_after_a_fraction_or_the_question_copied_earns_nothing():
+    """fraction_simplification reads a leading ``\\frac{a}{b}`` and ignores the rest (another
+    fraction, a power, a digit glued on earned full marks), and pays 0.1 for the question's own
+    numerator or denominator (its fraction copied back)."""
+    env = _env("rg-fraction_simplification-v1")
+    for task in env.tasks()[:TASKS]:
+        rg = task.metadata["rg"]
+        a, b = rg["simplified_numerator"], rg["simplified_denominator"]
+        n, d = rg["numerator"], rg["denominator"]
+        for glued in (r"\frac{1}{2}", "^2", "9", "+1", " x"):
+            attack = rf"\frac{{{a}}}{{{b}}}{glued}"
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        for copied in (f"{n}/{d}", rf"\frac{{{n}}}{{{d}}}", f"{n}/1", f"1/{d}"):
+            assert _correctness(env, task, f"<answer>{copied}</answer>") == 0.0, copied
+        for right in (
+            f"{a}/{b}",
+            f" {a} / {b} ",
+            rf"$\frac{{{a}}}{{{b}}}$",
+            rf"\dfrac{{ {a} }}{{{b}}}",
+        ):
+            assert _correctness(env, task, f"<answer>{right}</answer>") == 1.0, right
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", ["rg-gsm_symbolic-v1", "rg-kakurasu-v1", "rg-survo-v1"])
+def test_the_gold_glued_to_a_sign_or_letter_earns_nothing(env_id):
+    """Scorers that read numbers out of the text ignore what touches them: ``√28080``,
+    ``28080!``, ``28080‰`` (gsm_symbolic) and a grid's last cell with ``!`` or ``j``
+    (kakurasu, survo) earned full marks (issue 33, item 1)."""
+    env = _env(env_id)
+    for task in env.tasks()[:TASKS]:
+        gold = str(task.answer)
+        for attack in (f"√{gold}", f"{gold}!", f"{gold}‰", f"{gold}°", f"{gold}j", f"{gold}?"):
+            assert _correctness(env, task, f"<answer>{attack}</answer>") == 0.0, attack
+        framed = (f"**{gold}**", f"({gold})", f"{gold}.", f'"{gold}"')  # what gsm_symbolic reads
+        for right in framed if env_id == "rg-gsm_symbolic-v1" else (gold,):
+            assert _correctness(env, task, f"<answer>{right}</answer>") == 1.0, right
+    env.close()

@@ -193,3 +193,31 @@ def test_a_verification_envhub_cannot_make_is_a_503_never_a_zero_reward(monkeypa
         assert 400 <= garbage.status_code < 500, garbage.text
         answer = httpx.post(url + "/verify", json={**body, "task_id": good.task_id}, timeout=60)
         assert answer.status_code == 200 and answer.json()["reward"] > 0
+
+
+def test_a_lone_surrogate_in_the_models_text_is_verified_and_a_text_no_string_is_the_callers():
+    """The model's text may escape a lone surrogate: echoing it failed the answer (a 422 the
+    caller charges to itself, NeMo Gym's bridge as env_error), where envhub's own routes verify
+    such text as U+FFFD. An ``output_text`` whose text is null or a number crashed the route
+    (500); it is the caller's malformed request (422, naming it)."""
+    from serving import running
+
+    from envhub.server.app import ServerSettings, create_app
+
+    env = envhub.make("gsm8k")
+    good = env.tasks()[0]
+    body = json.loads((DATA / "nemo_gym_verify_request.json").read_text())
+    part = body["response"]["output"][0]["content"][0]
+    app = create_app(env, ServerSettings(answers=True), dialect="nemo-gym")
+    with running(app) as url:
+        part["text"] = f"#### {good.answer} \ud800"
+        raw = json.dumps({**body, "task_id": good.task_id}).encode()  # "\ud800" escaped
+        headers = {"content-type": "application/json"}
+        answer = httpx.post(url + "/verify", content=raw, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["envhub"]["status"] == "ok"
+        assert answer.json()["response"]["output"][0]["content"][0]["text"].endswith("\ufffd")
+        for text in (None, 5):
+            part["text"] = text
+            wrong = httpx.post(url + "/verify", json={**body, "task_id": good.task_id}, timeout=60)
+            assert wrong.status_code == 422 and "not a string" in wrong.text, wrong.text

@@ -69,6 +69,8 @@ CLOSENESS_CREDIT = {
     "mini_sudoku": "credit per matching cell: one fixed grid earned 0.25 a task on average",
     "sudoku": "credit per matching cell: one fixed grid earned 0.13 a task on average",
     "futoshiki": "credit per matching cell: a fixed grid earns some on every task",
+    "fraction_simplification": "0.1 for the question's own numerator or denominator: the "
+    "question's fraction copied back earns it",
     "prime_factorization": "0.5 for any factors whose product is the number: '1 × N' earns it",
     "calendar_arithmetic": "0.1 for any weekday's name, exp(-5 x relative error) for a count "
     "of days",

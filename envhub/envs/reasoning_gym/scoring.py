@@ -15,6 +15,10 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
   ("28080 / 44"), or a list of candidates of which one alone earns as much
   (:func:`_candidates`);
 * a value too large to compute earns 0 before any scorer sees it (:func:`explosive`);
+* the gold's text is a whole token: with a minus or ``not`` before it (a scorer that reads
+  digits drops the sign) or glued to a letter, digit or sign (``√28080``, ``28080!``) it earns
+  0, and so does text beyond the one answer that a scorer reading only the start of the answer
+  reads (:data:`WHOLE_ANSWER`);
 * a constant answer that is not the gold (``0``, ``nan``, ``true``: :data:`CONSTANTS`) earns
   0, and so does a partial credit no higher than what an answer made without solving earns on
   the task (:func:`constant_floor`: the constants, the gold's shape filled with one value,
@@ -32,6 +36,7 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -91,6 +96,7 @@ def correctness(
     *,
     floor: float = 0.0,
     full_only: bool = False,
+    whole: re.Pattern[str] | None = None,
 ) -> tuple[float, str | None]:
     """Correctness of a reading (the rules in the module docstring) and why it is 0, if so.
 
@@ -101,6 +107,8 @@ def correctness(
         floor: What a constant answer earns on this task (:func:`constant_floor`): a score
             no higher is not paid.
         full_only: Pay the scorer's full marks only (its partial credit is a constant's).
+        whole: The form the whole answer must have, for a scorer that reads only its start
+            (:data:`WHOLE_ANSWER`).
     """
     if reading.answer is None:
         return 0.0, "no <answer>...</answer> block"
@@ -113,6 +121,8 @@ def correctness(
     refused = (
         _alternatives(reading.answer, gold)
         or _constant(reading.answer, gold)
+        or _negated(reading.answer, gold)
+        or _not_whole(reading.answer, gold, whole)
         or (None if _normal(reading.answer) == _normal(gold) else explosive(reading.answer))
     )  # the gold's own text costs the scorer what the gold does
     if refused:
@@ -146,6 +156,43 @@ def _alternatives(answer: str, gold: str) -> str | None:
     return f"hedged: the answer offers alternatives ({extra[0]!r})" if extra else None
 
 
+_NEGATION = r"(?:[-−–‒﹣－¬~!]|\b(?:minus|negative|negativ|negativo|moins|menos|meno|not)\b)"
+"""A minus sign or word, or a negation, before a number (``-``, ``minus``, ``not``)."""
+
+
+def _negated(answer: str, gold: str) -> str | None:
+    r"""Why ``answer`` is the text of a gold with digits, with a minus or 'not' before it, or None.
+
+    A scorer that reads the first run of digits drops the sign: ``-28080`` and ``not 28080``
+    earned full marks for 28080 on ``gsm_symbolic`` (its pattern's ``\b-?`` cannot match a
+    sign that starts the text).
+    """
+    said, meant = " ".join(answer.split()), " ".join(gold.split())
+    if not any(c.isdigit() for c in meant):
+        return None
+    if re.search(_NEGATION + r"\s*\(?\s*" + re.escape(meant), said, re.IGNORECASE) is None:
+        return None
+    return "a minus or a negation before the gold's number: another value"
+
+
+WHOLE_ANSWER: dict[str, re.Pattern[str]] = {
+    "fraction_simplification": re.compile(
+        r"\$?\s*(?:\\d?frac\s*\{\s*\d+\s*\}\s*\{\s*\d+\s*\}|\d+\s*/\s*\d+)\s*\$?",
+        re.IGNORECASE,
+    ),
+}
+"""Generators whose scorer reads the start of the answer and ignores the rest, and the form the
+whole answer must have: ``fraction_simplification`` reads a leading ``\\frac{a}{b}``, so
+``\\frac{79}{173}\\frac{1}{2}`` (another candidate) and ``\\frac{79}{173}^2`` earned full marks."""
+
+
+def _not_whole(answer: str, gold: str, whole: re.Pattern[str] | None) -> str | None:
+    """Why ``answer`` is not of the form ``whole`` that its scorer reads, or None."""
+    if whole is None or whole.fullmatch(answer.strip()) or _is_gold(answer, gold):
+        return None
+    return "more than the one answer its scorer reads (it reads the start, ignores the rest)"
+
+
 _PIECE = re.compile(r"[^\s,;/&|∨]+")
 """A piece of a list: text between blanks and separators (``, ; / & |``, tabs, lines)."""
 MAX_PARTS = 16
@@ -162,7 +209,8 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
 
     * the gold's text (case and blanks aside: ``9e99`` holds ``E9``) and earns only partial
       credit (reasoning-gym's default scorer pays ``len(gold)/len(answer)`` for that), or
-      holds beside it more of what the gold is made of (digits, letters): another candidate.
+      holds beside it more of what the gold is made of (letters, or a number in any form:
+      digits, numerals of any script, Roman numerals, words): another candidate.
       ``x = 3`` for ``3`` is no list; ``3 4`` is;
     * more pieces (:data:`_PIECE`) of the gold's kind than the gold has, and a run of as many
       pieces as the gold has that alone earns ``value`` or more (``\frac{7}{9} 13/58``), or
@@ -172,13 +220,14 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
     gold = str(entry.get("answer") or "").strip()
     if not gold or _is_gold(answer, gold):
         return None
-    said, meant = _folded(answer), _folded(gold)
-    if meant in said:
-        rest = said.replace(meant, " ")
+    rest = _beside(answer, gold)
+    if rest is not None:
         if value < 1.0:
             return "hedged: the gold inside a longer answer (its partial credit is not paid)"
-        if _kinds(rest) & _kinds(meant):
+        if _kinds(rest) & _kinds(gold):
             return f"hedged: the gold and more beside it ({' '.join(rest.split())[:40]!r})"
+        if _glued(answer, gold):
+            return "the gold's text glued to a letter, digit or sign: another value"
     pieces, kinds = list(_PIECE.finditer(answer)), _kinds(gold)
     size = max(1, len(_PIECE.findall(gold)))
     if sum(1 for p in pieces if _kinds(p.group()) & kinds) <= size:
@@ -192,9 +241,32 @@ def _candidates(scorer: Callable, answer: str, entry: dict[str, Any], value: flo
     return None
 
 
-def _folded(text: str) -> str:
-    """``text`` without case, its blanks one space (for finding the gold inside an answer)."""
-    return " ".join(text.casefold().split())
+BEFORE_TOKEN = frozenset("=:$€£¥₹([{\"'«“‘*#")
+AFTER_TOKEN = frozenset(".,;:)]}\"'»”’*%")
+"""What may touch the gold's text inside a longer answer, besides blanks: a label, a currency,
+brackets, quotes, markdown's ``**``, a full stop, a percent sign."""
+
+
+def _glued(answer: str, gold: str) -> bool:
+    """Whether the gold's text in ``answer`` (case and blanks aside) is no whole token anywhere.
+
+    A scorer that reads a number or a grid out of the text ignores what touches it: ``√28080``,
+    ``28080!``, ``28080‰`` earned full marks for 28080 on ``gsm_symbolic``, a grid with ``!`` or
+    ``j`` on its last cell on ``kakurasu``.
+    """
+    said, meant = " ".join(answer.split()), " ".join(gold.split())
+    for found in re.finditer(re.escape(meant), said, re.IGNORECASE):
+        before, after = said[found.start() - 1 : found.start()], said[found.end() : found.end() + 1]
+        if before in ("", " ", *BEFORE_TOKEN) and after in ("", " ", *AFTER_TOKEN):
+            return False
+    return True
+
+
+def _beside(answer: str, gold: str) -> str | None:
+    """What ``answer`` holds beside the gold's text (case and blanks aside), or None without it."""
+    said, meant = " ".join(answer.split()), " ".join(gold.split())
+    found = re.compile(re.escape(meant), re.IGNORECASE)
+    return found.sub(" ", said) if found.search(said) else None
 
 
 _NUMBER_WORD = re.compile(
@@ -203,12 +275,56 @@ _NUMBER_WORD = re.compile(
     r"|seventy|eighty|ninety|hundred|thousand|million|billion|half|twice|double)\b",
     re.IGNORECASE,
 )
-"""A number written in words: another candidate beside a gold in digits (``28080 / four``)."""
+"""A number written in English words: another candidate beside a gold in digits (``28080 /
+four``); other languages' in :func:`_number_words`."""
+_ROMAN = re.compile(
+    r"\b(?=[MDCLXVI]{2,}\b)M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b"
+    r"(?<=[MDCLXVI]{2})"
+)
+"""A number in Roman numerals of two letters or more, in capitals (``LXXIII``; ``I``, ``cm`` and
+``mm`` are words and units)."""
+_WORD = re.compile(r"[^\W\d_]+")
+MIN_FOREIGN_WORD = 4
+"""Letters of the shortest number word of another language counted as a number (shorter ones
+are English words too: ``due``, ``sei``, ``pet``)."""
+
+
+@functools.cache
+def _number_words() -> frozenset[str]:
+    """Number words of every language the math checker knows (``setenta``, ``семьдесят``).
+
+    The words num2words spells 0-100, the hundreds and the scales with, of
+    :data:`MIN_FOREIGN_WORD` letters or more.
+    """
+    from num2words import num2words
+
+    from envhub.envs.math.spelled import LANGUAGES, SPELLED_LANGUAGES
+
+    values = [*range(101), *range(200, 1001, 100), 10**6, 10**9]
+    words = set()
+    for lang in dict.fromkeys(("en", *LANGUAGES, *SPELLED_LANGUAGES)):
+        for n in values:
+            try:
+                words.update(_WORD.findall(num2words(n, lang=lang).lower()))
+            except Exception:  # noqa: BLE001 - a converter's own failure spells nothing
+                continue
+    return frozenset(w for w in words if len(w) >= MIN_FOREIGN_WORD)
+
+
+def _has_number(text: str) -> bool:
+    """Whether ``text`` writes a number, in any form.
+
+    In digits or numerals of any script (``٧٣``, ``七十三``, ``Ⅻ``), in Roman numerals, or in
+    words of any language the math checker knows.
+    """
+    if any(c.isnumeric() for c in text) or _NUMBER_WORD.search(text) or _ROMAN.search(text):
+        return True
+    return not _number_words().isdisjoint(w.lower() for w in _WORD.findall(text))
 
 
 def _kinds(text: str) -> set[str]:
-    """What ``text`` is made of: ``digit`` (digits, or a number in words), ``letter``."""
-    digit = any(c.isdigit() for c in text) or bool(_NUMBER_WORD.search(text))
+    """What ``text`` is made of: ``digit`` (a number, :func:`_has_number`), ``letter``."""
+    digit = _has_number(text)
     letter = any(c.isalpha() for c in text)
     return {kind for kind, has in (("digit", digit), ("letter", letter)) if has}
 

@@ -69,7 +69,12 @@ def judge(job: Job) -> tuple[float, str | None, float]:
     if floor is None:
         floor = scoring.constant_floor(scorer, job.entry, job.others)
     value, why = scoring.correctness(
-        scorer, job.reading, job.entry, floor=floor, full_only=source in catalog.CLOSENESS_CREDIT
+        scorer,
+        job.reading,
+        job.entry,
+        floor=floor,
+        full_only=source in catalog.CLOSENESS_CREDIT,
+        whole=scoring.WHOLE_ANSWER.get(source),
     )
     return value, why, floor
 

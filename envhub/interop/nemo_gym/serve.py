@@ -29,11 +29,13 @@ imported: nemo-gym needs Python 3.12 and pins ``mcp<2``, which envhub's MCP extr
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from envhub.core import fix_surrogates
 from envhub.server.app import _verify_items
 from envhub.server.errors import error_response
 from envhub.types import Status, Task
@@ -45,6 +47,7 @@ ORACLES = frozenset({"/verify"})
 """Its paths that grade guesses: refused unless the server serves answers (``--answers``)."""
 
 MACHINERY = frozenset({Status.INFRA_ERROR, Status.ENV_ERROR})
+JSON = "application/json"
 
 
 class NemoGymVerifyRequest(BaseModel):
@@ -84,7 +87,14 @@ def response_text(response: dict[str, Any]) -> str:
     parts = messages[-1].get("content") or []
     if isinstance(parts, str):
         return parts
-    return "".join(p.get("text", "") for p in parts if p.get("type") == "output_text")
+    texts = [p.get("text", "") for p in parts if p.get("type") == "output_text"]
+    wrong = [t for t in texts if not isinstance(t, str)]
+    if wrong:
+        raise ValueError(
+            f"an output_text part's text is {type(wrong[0]).__name__}, not a string: send the "
+            "Responses object as the model server wrote it"
+        )
+    return "".join(texts)
 
 
 def _item(body: NemoGymVerifyRequest) -> VerifyItem:
@@ -96,6 +106,16 @@ def _item(body: NemoGymVerifyRequest) -> VerifyItem:
         )
     text = response_text(body.response)
     return VerifyItem(task_id=body.task_id, task=body.task, gold=gold, response=text)
+
+
+def _reply(answer: dict[str, Any]) -> Response:
+    r"""``answer`` as JSON, lone surrogates in the echoed request replaced by U+FFFD.
+
+    The model's text may escape one (``"\ud800"``): no JSON reply can carry it, so echoing it
+    failed the answer (a 422 the caller charged to itself); envhub's runners send such text as
+    U+FFFD (``envhub.core.valid_unicode``).
+    """
+    return Response(fix_surrogates(json.dumps(answer, ensure_ascii=False)), media_type=JSON)
 
 
 def install(app: FastAPI, server: Any) -> frozenset[str]:
@@ -116,11 +136,13 @@ def install(app: FastAPI, server: Any) -> frozenset[str]:
                 **{"Retry-After": "1"},
             )  # fmt: skip
         verdict = EnvhubVerdict(status=score.status, components=score.components, error=score.error)
-        return {
-            **body.model_dump(mode="json", exclude_unset=True),
-            "reward": score.reward,
-            "envhub": verdict,
-        }
+        return _reply(
+            {
+                **body.model_dump(mode="json", exclude_unset=True),
+                "reward": score.reward,
+                "envhub": verdict.model_dump(mode="json"),
+            }
+        )
 
     app.add_api_route("/seed_session", seed_session, methods=["POST"])
     app.add_api_route("/verify", verify, methods=["POST"])
