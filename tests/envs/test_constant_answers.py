@@ -104,9 +104,9 @@ read a prefix (the first number, the first fraction, moves up to the solved stat
 OTHER_NUMERALS = ["LXXIII", "七十三", "/ setenta y tres", "семьдесят три", "yetmiş üç", "Ⅻ"]
 """Another candidate beside the gold in Roman numerals, CJK numerals, or words of another
 language: scorers that read the first number (``gsm_symbolic``) or a prefix of rows
-(``kakurasu``, ``survo``) paid ``28080 LXXIII`` and ``28080 七十三`` in full. Tried beside a gold
-with digits (a move string has no numbers among its candidates); the math checker's reader has
-its own tests."""
+(``kakurasu``, ``survo``) paid ``28080 LXXIII`` and ``28080 七十三`` in full, and so did the math
+checker on ``gsm8k`` and ``math`` (``#### 28080 LXXIII``). Tried beside a gold with digits (a move
+string has no numbers among its candidates)."""
 
 
 def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
@@ -114,7 +114,7 @@ def _hedges(env_id: str, gold: str, wrong: str) -> list[str]:
     inside += [f"{gold}{sep}{wrong}" for sep in SEPARATORS] + [f"[{gold}, {wrong}]"]
     inside += [f"{wrong}{sep}{gold}" for sep in SEPARATORS]
     inside += [f"{gold} / four", f"{gold}\nseven", f"{gold} then {wrong}"]  # in words, in turn
-    if env_id not in MATH_FORMAT and any(c.isdigit() for c in gold):  # numbers of other forms
+    if any(c.isdigit() for c in gold):  # numbers of other forms
         inside += [f"{gold} {other}" for other in OTHER_NUMERALS]
     if env_id in MATH_FORMAT:
         tagged = [f"The result: {h}" for h in inside] + [f"#### {h}" for h in inside]

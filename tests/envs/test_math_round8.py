@@ -205,6 +205,19 @@ from math_scoring import scores
         ("1.2 + 1.15 = 2.35元\n答：2元3角5分。", "2.35", True),
         ("35000元即3.5萬元。\n答案是 3.5 萬元", "35000", True),
         ("12000 = 1万2千\n答：共1万2千元。", "12000", True),
+        # another value beside the answer in Roman numerals, Han digits or any language's words
+        ("#### 28080 LXXIII", "28080", False),
+        ("The result: 28080 семьдесят три", "28080", False),
+        ("#### 28080 yetmiş üç", "28080", False),
+        ("#### 28080 Ⅻ", "28080", False),
+        ("#### 28080\nсемьдесят три", "28080", False),
+        ("#### 12\nTrece manzanas en total.", "12", False),
+        ("#### 12\nDoce manzanas en total.", "12", True),
+        ("Die Antwort ist 12 oder, anders geschrieben, zwölf.", "12", True),
+        ("A resposta é 1,5 milhão.", "1500000", True),
+        ("Die Antwort ist 2 Millionen.", "2000000", True),
+        ("The answer is 5 CM.", "5 cm", True),
+        ("**Answer:** 5 °C below zero", "-5 °C", True),
     ],
 )
 def test_attack(text, gold, paid):

@@ -32,6 +32,7 @@ from . import spelled
 from .compare import same
 from .lastnumber import REFERENCE, find_numbers, last_number, tidy, unit_after
 from .spelled import words_value
+from .units import measure
 
 HEDGE_WORDS = re.compile(
     r"\b(?:maybe|perhaps(?!\s+(?:un)?surprising)|possibly|probably|either(?!\s+way)|alternatively|or\s+so|not\s+sure|unsure"
@@ -131,6 +132,17 @@ def is_hedged(answer: str, after: str) -> bool:
     worded = words_value(_LEADING_JOINER.sub("", clause))
     if worded is not None and not same(str(worded), answer):
         return True  # "28080 / four", "#### 28080\nseven": another value, in words
+    numbers = find_numbers(answer)
+    if numbers and _number_follows(answer[numbers[-1].end() :]):
+        return True  # "28080 LXXIII", "28080 / setenta y tres", "28080 Ⅻ": two values
+    last_word = answer.rsplit(maxsplit=1)
+    if len(last_word) == 2 and numbers and _numeral(last_word[1].strip(".,;:!?)]}*")):
+        return True  # "(-\infty, 4) \cup (5, \infty) Ⅻ"
+    leading = spelled.leading_words_value(_LEADING_JOINER.sub("", clause))
+    if worded is None and leading is None and _number_follows(clause):
+        return True  # "#### 28080\nсемьдесят три" (not "#### 12\nDoce manzanas")
+    if leading is not None and not same(str(leading[0]), answer):
+        return True
     other = _OR_ANOTHER.search(clause)
     if other and not same(tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
         return True
@@ -277,6 +289,33 @@ _OFFERS = re.compile(
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".
 Dutch "of" (or) only where it opens the aside or a clause: in English it is "3 of them red"."""
 _DUTCH_OR = re.compile(r"(?i)(?:^|,)\s*of\b")
+
+
+def _number_follows(text: str) -> bool:
+    """``text``, what follows an answer's value, opens with another number in any form.
+
+    In Roman numerals (``LXXIII``, ``Ⅻ``), Han digits (``七十三``) or the words of any language
+    num2words spells (``setenta``, ``семьдесят``, ``yetmiş``); a scale (``2 Millionen``, ``3
+    hundred``, ``1,5 milhão``: :func:`~envhub.envs.math.spelled.scale_words`) is the same
+    number's.
+    """
+    first = _LEADING_JOINER.sub("", text).split(maxsplit=1)
+    if not first:
+        return False
+    token = first[0].strip(".,;:!?)]}*")
+    word = token.lower()
+    return _numeral(token) or (
+        word in spelled.any_number_words() and word not in spelled.scale_words()
+    )
+
+
+def _numeral(token: str) -> bool:
+    """``token`` is a number in Roman numerals (``LXXIII``, ``Ⅻ``; ``CM`` is a unit) or Han."""
+    roman = spelled.ROMAN.fullmatch(token) and measure(token.lower()) is None
+    return bool(roman) or token[:1] in _OTHER_NUMERALS
+
+
+_OTHER_NUMERALS = frozenset("ⅠⅡⅢⅣⅤⅥⅦⅧⅨⅩⅪⅫⅬⅭⅮⅯⅰⅱⅲⅳⅴⅵⅶⅷⅸⅹⅺⅻ一二三四五六七八九两〇零")
 
 
 def offers_value(aside: str, answer: str) -> bool:

@@ -125,7 +125,9 @@ _FOREIGN_SCALES = {
     **dict.fromkeys(
         ["tausend", "mille", "mil", "тысяч", "тысячи", "тысяча", "bin", "tysięcy"], 1000
     ),
-    **dict.fromkeys(["millionen", "millions", "millones", "milioni", "milhões", "miljoen"], 10**6),
+    **dict.fromkeys(
+        ["millionen", "millions", "millones", "milioni", "milhões", "milhão", "miljoen"], 10**6
+    ),
     **dict.fromkeys(["миллион", "миллиона", "миллионов", "milion", "miliony", "milionów"], 10**6),
     **dict.fromkeys(["milyon", "lakh", "lakhs", "लाख"], 10**6),
     **dict.fromkeys(["milliarden", "milliards", "miliardi", "миллиарда", "milyar"], 10**9),

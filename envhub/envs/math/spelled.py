@@ -339,3 +339,46 @@ def _spelling(value: int, lang: str) -> re.Pattern:
     if not letters:
         return re.compile(r"(?!)")  # spells nothing: matches nothing
     return re.compile("".join(re.escape(c) + r"[\s\-‐]*" for c in letters) + r"(?![^\W\d_])")
+
+
+ROMAN = re.compile(
+    r"\b(?=[MDCLXVI]{2,}\b)M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b"
+    r"(?<=[MDCLXVI]{2})"
+)
+"""A number in Roman numerals of two letters or more, in capitals (``LXXIII``; ``I``, ``cm`` and
+``mm`` are words and units)."""
+MIN_FOREIGN_WORD = 4
+"""Letters of the shortest number word of another language counted as a number (shorter ones
+are English words too: ``due``, ``sei``, ``pet``)."""
+
+
+@lru_cache(maxsize=1)
+def any_number_words() -> frozenset[str]:
+    """Number words of every language read here (``setenta``, ``семьдесят``, ``yetmiş``).
+
+    The words num2words spells 0-100, the hundreds and the scales with, in :data:`LANGUAGES`
+    and :data:`SPELLED_LANGUAGES`, of :data:`MIN_FOREIGN_WORD` letters or more.
+    """
+    words = _spelled_words([*range(101), *range(200, 1001, 100), 10**6, 10**9])
+    return frozenset(w for w in words if len(w) >= MIN_FOREIGN_WORD)
+
+
+@lru_cache(maxsize=1)
+def scale_words() -> frozenset[str]:
+    """The words of :func:`any_number_words` that only scale a number (``hundred``, ``milhão``,
+    ``millions``, ``тысячи``): none of 1 to 99 holds them.
+    """
+    scales = [k * 10**e for k in (1, 2, 5) for e in (2, 3, 6, 9)]
+    return frozenset(_spelled_words(scales) - _spelled_words(range(100)))
+
+
+def _spelled_words(values: Iterable[int]) -> set[str]:
+    """The words num2words spells ``values`` with, in every language read here."""
+    words = set()
+    for lang in dict.fromkeys((*LANGUAGES, *SPELLED_LANGUAGES)):
+        for n in values:
+            try:
+                words.update(_WORD.findall(num2words(n, lang=lang).lower()))
+            except Exception:  # noqa: BLE001 - a converter's own failure spells nothing
+                continue
+    return words

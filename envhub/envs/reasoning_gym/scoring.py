@@ -36,7 +36,6 @@ inside it is not read); the answer is the text of the closed ``<answer>`` blocks
 from __future__ import annotations
 
 import ast
-import functools
 import math
 import re
 from collections.abc import Callable, Sequence
@@ -44,6 +43,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from envhub.envs.math.spelled import ROMAN, any_number_words
 from envhub.tags import block_text, tag_blocks, without_thinking
 
 from .evaluated import FUNCTIONS
@@ -276,39 +276,8 @@ _NUMBER_WORD = re.compile(
     re.IGNORECASE,
 )
 """A number written in English words: another candidate beside a gold in digits (``28080 /
-four``); other languages' in :func:`_number_words`."""
-_ROMAN = re.compile(
-    r"\b(?=[MDCLXVI]{2,}\b)M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})\b"
-    r"(?<=[MDCLXVI]{2})"
-)
-"""A number in Roman numerals of two letters or more, in capitals (``LXXIII``; ``I``, ``cm`` and
-``mm`` are words and units)."""
+four``); other languages' in :func:`envhub.envs.math.spelled.any_number_words`."""
 _WORD = re.compile(r"[^\W\d_]+")
-MIN_FOREIGN_WORD = 4
-"""Letters of the shortest number word of another language counted as a number (shorter ones
-are English words too: ``due``, ``sei``, ``pet``)."""
-
-
-@functools.cache
-def _number_words() -> frozenset[str]:
-    """Number words of every language the math checker knows (``setenta``, ``семьдесят``).
-
-    The words num2words spells 0-100, the hundreds and the scales with, of
-    :data:`MIN_FOREIGN_WORD` letters or more.
-    """
-    from num2words import num2words
-
-    from envhub.envs.math.spelled import LANGUAGES, SPELLED_LANGUAGES
-
-    values = [*range(101), *range(200, 1001, 100), 10**6, 10**9]
-    words = set()
-    for lang in dict.fromkeys(("en", *LANGUAGES, *SPELLED_LANGUAGES)):
-        for n in values:
-            try:
-                words.update(_WORD.findall(num2words(n, lang=lang).lower()))
-            except Exception:  # noqa: BLE001 - a converter's own failure spells nothing
-                continue
-    return frozenset(w for w in words if len(w) >= MIN_FOREIGN_WORD)
 
 
 def _has_number(text: str) -> bool:
@@ -317,9 +286,9 @@ def _has_number(text: str) -> bool:
     In digits or numerals of any script (``٧٣``, ``七十三``, ``Ⅻ``), in Roman numerals, or in
     words of any language the math checker knows.
     """
-    if any(c.isnumeric() for c in text) or _NUMBER_WORD.search(text) or _ROMAN.search(text):
+    if any(c.isnumeric() for c in text) or _NUMBER_WORD.search(text) or ROMAN.search(text):
         return True
-    return not _number_words().isdisjoint(w.lower() for w in _WORD.findall(text))
+    return not any_number_words().isdisjoint(w.lower() for w in _WORD.findall(text))
 
 
 def _kinds(text: str) -> set[str]:
