@@ -365,8 +365,9 @@ def any_number_words() -> frozenset[str]:
 
 @lru_cache(maxsize=1)
 def scale_words() -> frozenset[str]:
-    """The words of :func:`any_number_words` that only scale a number (``hundred``, ``milhão``,
-    ``millions``, ``тысячи``): none of 1 to 99 holds them.
+    """The words of :func:`any_number_words` that only scale a number.
+
+    ``hundred``, ``milhão``, ``millions``, ``тысячи``: none of 1 to 99 holds them.
     """
     scales = [k * 10**e for k in (1, 2, 5) for e in (2, 3, 6, 9)]
     return frozenset(_spelled_words(scales) - _spelled_words(range(100)))
