@@ -188,6 +188,14 @@ def is_equivalent(
         and _WORD_AFTER.search(pred)
     ):
         return False  # "45 giây" facing 45 minutes: an unread word may be another unit
+    if (
+        isinstance(pred_ans, Expr)
+        and pred_ans.unit is None
+        and isinstance(gold_ans, Expr)
+        and gold_ans.unit
+        and _LABEL_AFTER.search(pred)
+    ):
+        return False  # "1050 dólares" facing 1050 euros: a word read as a label may be a unit
     if pred_ans is None and not (isinstance(gold_ans, Expr) and gold_ans.unit):
         pred, pred_ans = _without_label(pred) or (pred, pred_ans)  # "₹1,25,000 है"
     if isinstance(gold_ans, Expr) and not isinstance(pred_ans, Expr):
@@ -284,6 +292,8 @@ def _without_label(pred: str) -> tuple[str, Answer] | None:
 
 
 _WORD_AFTER = re.compile(r"\d\s*[^\W\d_]")
+_LABEL_AFTER = re.compile(r"\d\s+[^\W\d_]{2}")
+"""A number and a word after it, which the parser dropped as a label (``42 apples``)."""
 """A number with a word after it: math-verify would read the number and drop the word."""
 _DECIMAL_COMMA = re.compile(r"(?<![\d.])(\d+),(\d+)(?![\d.])")
 

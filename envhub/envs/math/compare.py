@@ -132,8 +132,9 @@ def same(a: str, b: str) -> bool:
     return (a2, b2) != (a, b) and same(a2, b2)  # unchanged (1,2,4 is a list): no recursion
 
 
-_SHORT_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)")
-"""``0,5``: a decimal comma (never ``1,000``), tried when two values are compared for sameness."""
+_SHORT_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)|(?<![\d.,])0,\d+")
+"""``0,5``, ``0,375``: a decimal comma (never ``1,000``), tried when two values are compared for
+sameness."""
 
 
 def distinct(answers: list[str]) -> list[str]:

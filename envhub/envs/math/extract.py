@@ -51,11 +51,20 @@ from dataclasses import dataclass, replace
 
 from . import locales, spelled
 from .compare import distinct
-from .hedges import HEDGE_WORDS, is_hedged, last_number_hedged, offers_value, retracted
+from .hedges import (
+    HEDGE_WORDS,
+    is_hedged,
+    last_number_hedged,
+    offered_before,
+    offers_value,
+    other_value,
+    retracted,
+)
 from .lastnumber import JOINER, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
 from .statements import MAX_CANDIDATES, contradicted, find_statements, stated_value
+from .units import measure
 
 __all__ = ["Extraction", "extract_answer", "format_score"]
 
@@ -148,6 +157,9 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         stated_later = list(find_statements(text[end:]))
         if boxes and not stated_later:  # "The final answer is ..." after the boxes wins
             first = min(i for i in (text.find("\\boxed"), text.find("\\fbox")) if i >= 0)
+            unit = _unit_after_box(text, end)
+            if unit and not re.search(r"[^\W\d_]", boxes[-1]):
+                boxes[-1] = f"{boxes[-1]} {unit}"  # \boxed{42}\text{ minutes}
             return "boxed", boxes, first, end
     stated = list(find_statements(text))
     if stated:  # the last statement is the answer; any other one must agree (contradicted)
@@ -158,6 +170,23 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
             answer = spelled.as_digits(answer, spelled.language(text))
         return "answer_is", [stated_value(answer)], start, end
     return None
+
+
+_UNIT_AFTER_BOX = re.compile(
+    r"\s*(?:\\(?:text|mathrm|textrm|mbox)\s*\{([^{}\n]{1,30})\}|[ \t]+([A-Za-z]{1,15})\b)"
+)
+"""A unit written right after the last box: ``\boxed{42}\text{ minutes}``, ``\boxed{42} km``."""
+
+
+def _unit_after_box(text: str, end: int) -> str:
+    """The unit written right after the box that ends at ``end``, or ""."""
+    m = _UNIT_AFTER_BOX.match(text, end)
+    word = (m.group(1) or m.group(2)).strip() if m else ""
+    return word if word.lower() not in _NOT_UNIT and measure(word) else ""
+
+
+_NOT_UNIT = frozenset({"in", "at", "a", "s"})
+"""Words after a box that are no unit there ("\boxed{5} in total")."""
 
 
 def _end_of_last_box(text: str) -> int:
@@ -185,6 +214,11 @@ def extract_answer(text: str) -> Extraction:
     (``1.250`` -> ``1250``; :mod:`envhub.envs.math.locales`).
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
+    hidden = _COMMENT.findall(text) if "<!--" in text else []
+    if hidden:  # "42 hours <!-- 42 minutes -->": read what is shown; what is hidden may hedge
+        text = _COMMENT.sub(" ", text)
+    if "](" in text:  # "![the answer is 43](solution.png)": the link's text
+        text = _MARKDOWN_LINK.sub(r"\1", text)
     if "[" in text:  # "150 km [1].\n\n[1] Assuming ...": 150 km
         text = _CITATION.sub("", _FOOTNOTES.sub("", text))
     if ".–" in text or ".-" in text:  # Fr. 1'250.–: whole francs
@@ -196,6 +230,8 @@ def extract_answer(text: str) -> Extraction:
         found = replace(found, answer=locales.english_notation(found.answer))
     if found.answer and locales.LONG_SCALE.search(found.answer) and locales.continental(text):
         found = replace(found, answer=locales.long_scale(found.answer))  # "2 billions": 2e12
+    if found.answer and any(other_value(c, found.answer) for c in hidden):
+        found = replace(found, hedged=True)  # another value in a comment: a hidden candidate
     return found
 
 
@@ -218,12 +254,14 @@ def _extract(text: str) -> Extraction:
         hedged = (
             is_hedged(between, tail)
             or bool(HEDGE_WORDS.search(_lead(text, first)))
+            or offered_before(_lead(text, first), answer)
             or contradicted(text, different)
             or (len(different) == 1 and retracted(answer, text[end:]))
         )
         return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
-    if _UNFINISHED.search(tail) or _CUT_OFF.search(tail, max(0, len(tail) - 300)):
+    unfinished = _UNFINISHED.search(tail) or _CUT_OFF.search(tail, max(0, len(tail) - 300))
+    if unfinished or tail.count("```") % 2 or _OPEN_CALL.search(tail, max(0, len(tail) - 200)):
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
     check = _CHECK_AFTER.search(tail)
     if check is not None and find_numbers(tail[: check.start()]):
@@ -255,6 +293,9 @@ def _extract(text: str) -> Extraction:
     return number or Extraction(None, None, False)
 
 
+_OPEN_CALL = re.compile(r"[A-Za-z_]\([^()\n]*$")
+"""A response that ends inside a call, ``print(cookies``: cut off (and so is one inside an
+unclosed code fence)."""
 _NO_VALUE = re.compile(
     r"(?i)\b(?:is|are|be|becomes)\s+(?P<what>undefined|indeterminate)\b"
     r"|\b(?:there\s+(?:is|are)|has|have|with)\s+(?P<none>no\s+(?:real\s+)?solutions?)\b"
@@ -263,6 +304,9 @@ _NO_VALUE = re.compile(
 """A last sentence that answers with no value: "so the expression is undefined", "there is no
 solution" (a number before it, "x = 3 is extraneous", is not the answer)."""
 _CLAUSE_STOP = re.compile(r"[.!?;:\n][^\n]*[^\W_]")
+_COMMENT = re.compile(r"<!--(.{0,2000}?)-->", re.DOTALL)
+_MARKDOWN_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\([^()\n]{0,500}\)")
+"""HTML comments (hidden when rendered) and Markdown links and images (shown as their text)."""
 _WHOLE_FRANCS = re.compile(r"(\d)\.[–-](?=\s|$|[,;:!?)])")
 _DOTTED_CLOCK = re.compile(
     r"(?<=\bpukul )(?P<h>[01]?\d|2[0-3])\.(?P<m>[0-5]\d)(?!\d)"

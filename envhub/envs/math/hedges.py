@@ -45,6 +45,7 @@ HEDGE_WORDS = re.compile(
     r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless"
     r"|ehkä|luultavasti|talán|valószínűleg|kanskje|võib-olla|poate|probabil)\b"
     r"|かもしれ|ஒருவேளை|இருக்கலாம்|ምናልባት|احتمالا|कदाचित|सायद|કદાચ|ອາດຈະ|ប្រហែល|ဖြစ်နိုင်"
+    r"|হয়তো|হয়তো"
     r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
     r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
@@ -64,12 +65,15 @@ _CORRECTION = re.compile(
     r"|kidding|scratch\s+that|on\s+second\s+thought|then\s+again|misread|misunderstood|instead"
     r"|rather"
     r"|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result|solution"
-    r"|(?:also|or|else)(?=\s*[:=,]?\s*[-\u2212]?\d)"
+    r"|(?:also|or|else|oder|ou|или)(?=(?:\s+[^\W\d_]+)?\s*[:=,]?\s*[-\u2212]?\d)"
+    r"|(?:no|нет|nein|non|não|nee|hapana|subiri)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|subiri"
     r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
+    r"|podría\s+ser|pourrait\s+être|könnte\s+(?:auch\s+)?\w*\s*sein|potrebbe\s+essere"
+    r"|poderia\s+ser|могло\s+бы\s+быть|может\s+быть|zou\s+(?:ook\s+)?\w*\s*kunnen\s+zijn"
     r"|aspetta|in\s+realtà|wacht|eigenlijk|подожди|постойте?|на\s+самом\s+деле|czekaj"
     r"|właściwie|bekle|aslında|tunggu|sebenarnya|khoan|thực\s+ra|espere|na\s+verdade)\b"
     r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
-    r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)",
+    r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|দাঁড়াও|দাঁড়াও|আসলে|కాదు",
     re.IGNORECASE,
 )
 """Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
@@ -133,6 +137,8 @@ def is_hedged(answer: str, after: str) -> bool:
     if worded is not None and not same(str(worded), answer):
         return True  # "28080 / four", "#### 28080\nseven": another value, in words
     numbers = find_numbers(answer)
+    if numbers and BOUND.search(answer, max(0, numbers[-1].start() - 30), numbers[-1].start()):
+        return True  # "не менее 42", "at least 3 kg": a bound, not a value
     if numbers and _number_follows(answer[numbers[-1].end() :]):
         return True  # "28080 LXXIII", "28080 / setenta y tres", "28080 Ⅻ": two values
     last_word = answer.rsplit(maxsplit=1)
@@ -177,6 +183,7 @@ DOUBT = re.compile(
     r"|не\s+(?:совсем\s+)?уверен[аы]?|nie\s+jestem\s+pewn[ya]|emin\s+değilim|tidak\s+yakin"
     r"|không\s+chắc|inte\s+säker|ikke\s+sikker|en\s+ole\s+varma)\b"
     r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
+    r"|\bsina\s+uhakika|\bsijui\b"
     r"|यकीन\s+नहीं|निश्चित\s+नहीं",
     re.IGNORECASE,
 )
@@ -193,7 +200,8 @@ _TAKEN_BACK = re.compile(
     r"|\bè\s+sbagliato|\best[áa]\s+errado|\bdat\s+klopt\s+niet|\byanlış|\bsai\s+rồi"
     r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直"
     r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|تప్పు|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
-    r"|\b(?:salah|sbagliato|fout|błąd|pomyliłem)\b",
+    r"|\b(?:salah|sbagliato|fout|błąd|pomyliłem)\b|違います|\bsi\s+sahihi|\bwait,?\s+no\b"
+    r"|\bI\s+forgot\b|\bnicht\s+richtig|\bpas\s+correct",
     re.IGNORECASE,
 )
 """The answer just given taken back ("Actually, that's wrong", "不对，我算错了"), with or without
@@ -221,18 +229,27 @@ def retracted(answer: str, after: str) -> bool:
     the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
     """
     clause = _first_clause(after)
-    if _CORRECTION.search(clause) and _other_value(clause, answer):
+    if _CORRECTION.search(clause) and other_value(clause, answer):
         return True
     sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
     if any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     return any(
-        (_offers_another(sentence) or HEDGE_WORDS.search(sentence) or _WOULD_BE.search(sentence))
-        and _other_value(sentence, answer)
+        (
+            _offers_another(sentence)
+            or HEDGE_WORDS.search(sentence)
+            or _WOULD_BE.search(sentence)
+            or _IF_AFTER_VALUE.search(sentence)
+        )
+        and other_value(sentence, answer)
         for sentence in sentences
     )
 
 
+_IF_AFTER_VALUE = re.compile(
+    r"(?i)\d[^.\n\d]{0,25}?\b(?:if|when|unless|wenn|falls|si|se|если)\b|\d[^.\n\d]{0,10}?如果"
+)
+"""A value and a condition right after it: "(43 if counting the driver.)", another answer."""
 _WOULD_BE = re.compile(
     r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)"
     r"(?:\s+would\s+be|'s|’s|\s+is|'d\s+be)\b"
@@ -243,12 +260,35 @@ _WOULD_BE = re.compile(
 36.)", "if Tom also counts himself, it would be 16"."""
 
 
+BOUND = re.compile(
+    r"(?i)(?:\b(?:at\s+(?:least|most)|(?:no\s+)?(?:more|less|fewer|greater)\s+than|mindestens"
+    r"|höchstens|mehr\s+als|weniger\s+als|au\s+(?:moins|plus)|plus\s+de|moins\s+de"
+    r"|al\s+(?:menos|máximo)|más\s+de|menos\s+de|almeno|pelo\s+menos|no\s+máximo|mais\s+de"
+    r"|не\s+(?:менее|более|меньше|больше)|менее|более|минимум|максимум)\s+"
+    r"|至少|最多|不少于|不超过|超过|少なくとも|最低|최소|최대)[$€£¥₹]?$"
+)
+"""Words of a bound right before a number ("at least 3 kg", "не менее 42", "至少5"): the
+number is no answer's value."""
+
+
+def offered_before(lead: str, answer: str) -> bool:
+    r"""The words before the final answer in its sentence offer another value.
+
+    "It could also be 43, but I'll say \boxed{42}", "43 or perhaps \boxed{42}".
+    """
+    offers = _OR_ANOTHER.search(lead) or _MIGHT_BE.search(lead)
+    return bool(offers) and other_value(lead, answer)
+
+
+_MIGHT_BE = re.compile(r"(?i)\b(?:could|might|may)\s+(?:also\s+|well\s+)?be\b")
+
+
 def _offers_another(sentence: str) -> bool:
     """The sentence offers a value as also possible ("7 is also acceptable", "another answer")."""
     return bool(_ALSO.search(sentence) and _ACCEPTABLE.search(sentence))
 
 
-def _other_value(clause: str, answer: str) -> bool:
+def other_value(clause: str, answer: str) -> bool:
     """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
     clause = spelled.as_digits(clause, spelled.language(clause) or "en")  # "or forty-six"
     found = [n for n in find_numbers(clause) if not REFERENCE.search(clause, 0, n.start())]
@@ -278,6 +318,7 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
         or _offers_another(clause)
         or bool(_OR_BEFORE.search(sentence))
         or bool(_TAKEN_BACK.search(later))  # "So 12 apples. That's wrong, let me redo this."
+        or bool(BOUND.search(text, max(0, last.start() - 30), last.start()))  # "at least 3 kg"
     )
 
 

@@ -303,7 +303,7 @@ _ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
 UNIT_BEFORE = re.compile(
     r"(?i)\b(kilomita|milimita|mita|sentimita|dakika|sekunde|siku|wiki|kilogramu|gramu|mililita"
-    r"|lita|shilingi)\s+$"
+    r"|lita|shilingi|dola)\s+$"
 )
 """A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
@@ -324,6 +324,7 @@ _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD}|dozens?)(?![^\W\d_])", re.IGN
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
+_DEGREE_SIGN = re.compile(r"[ \t]?([℃℉‰])")
 _SIGN_AFTER = re.compile(r"[ \t]?([€£¥₹₩₽₺₪₫₱฿₦₴₸₾₭៛৳₨])(?![^\W\d_])")
 UNREAD_WORD_AFTER = re.compile(
     r"[ \t]?((?:(?![A-Za-z\u00c0-\u024f\u1e00-\u1eff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"
@@ -348,8 +349,9 @@ def unit_after(text: str, end: int) -> str:
     """
     if _PENCE.match(text, end):  # 85p
         return "p"
-    if text[end : end + 1] in ("℃", "℉", "‰"):  # 25℃, 5‰
-        return text[end]
+    degree = _DEGREE_SIGN.match(text, end)
+    if degree is not None:  # 25℃, 42 ℃, 5‰
+        return degree.group(1)
     sign = _SIGN_AFTER.match(text, end)
     if sign is not None:  # "15 £", "3000 ₽": the currency (a "$" after a number closes math)
         return " " + sign.group(1)

@@ -35,6 +35,7 @@ _EASTERN_WORD = "|".join(w if len(w) > 1 else rf"{w}(?=\s*[:：])" for w in _EAS
 _ARABIC_WORD = "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
     rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
+    r"(?:\s+(?:final|finale|finales|définitive|definitiva|finaal|final[ae]))?"  # respuesta final
     rf"\s*(?:(?:{IS_WORDS}|ni|ay)(?![^\W\d_])|是|は|은|है|คือ|:|：|=)\s*[:：]?\s*"
     rf"|(?:{ANSWER_WORD})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
     rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
@@ -164,7 +165,7 @@ _RESTATEMENT = re.compile(r"(.+?)\s*\(([^()]+)\)\s*")
 _SAID_AGAIN = re.compile(
     r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|ou|oder|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
     r"|c'est-à-dire,?|d\.\s?h\.,?|то\s+есть"
-    r"|das\s+heißt,?|ou\s+seja,?|o\s+sea,?|cioè,?|dus,?)\s+(.+)",
+    r"|das\s+heißt,?|ou\s+seja,?|o\s+sea,?|cioè,?|dus,?|soit,?|also,?)\s+(.+)",
     re.IGNORECASE,
 )
 """The answer said again another way ("$5, or 500 cents", "0,5, es decir, 1/2")."""

@@ -46,7 +46,8 @@ def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
 
 
 _MONEY = {
-    **_names("usd", 1, "usd", "dollar", "dollars"),
+    **_names("usd", 1, "usd", "dollar", "dollars", "dólar", "dólares", "dola", "bucks"),
+    **_names("peso", 1, "peso", "pesos", "mxn", "ars", "cop", "clp"),
     **_names("eur", 1, "eur", "euro", "euros"),
     **_names("gbp", 1, "gbp"),
     **_names("gbp", "1/100", "pence", "penny", "pennies"),
