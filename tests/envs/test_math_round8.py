@@ -269,6 +269,36 @@ from math_scoring import scores
         ("Jibu ni dola 750.", "750 shillings", False),
         ("Jibu ni dola 750.", "$750", True),
         ("The answer is 42 apples.", "42", True),
+        # a check after the answer is no correction; an answer called approximate is none
+        ("12 ÷ 4 = 3.\n#### 3\n\nWait, let me check: 3 × 4 = 12 ✓", "3", True),
+        ("#### 5. Wait, no: 7.", "5", False),
+        ("Answer: 42 (approximately)", "42", False),
+        ("The answer is approximately 3.14.", "3.14", True),
+        ("The answer is 42.[^1]\n\n[^1]: Or 43, depending on rounding.", "42", False),
+        ("The answer is 42.[^1]\n\n[^1]: Six boxes times seven apples.", "42", True),
+        # notations: {:} in LaTeX, a chain with ≤, \times, degrees, keycaps, subunits, unions
+        ("$\\boxed{10{:}50\\text{ AM}}$", "10:50 AM", True),
+        ("From |x − 1| ≤ 4 we get −3 ≤ x ≤ 5.\n\nSo −3 ≤ x ≤ 5.", "[-3, 5]", True),
+        ("From |x − 1| ≤ 4 we get −3 ≤ x ≤ 5.\n\nSo −3 ≤ x ≤ 5.", "5", False),
+        ("4.2 \\times 10^1 \\text{ km}", "42 km", True),
+        ("The interior angle is 30°.", "\\frac{\\pi}{6}", True),
+        ("The interior angle is 30°.", "60", False),
+        ("The answer is 4️⃣2️⃣.", "42", True),
+        ("উত্তর: 500 পয়সা", "5 taka", True),
+        ("คำตอบคือ 500 สตางค์", "5 baht", True),
+        ("คำตอบคือ 500 สตางค์", "500 baht", False),
+        ("సమాధానం: 2 లక్షల రూపాయలు", "200000", True),
+        ("సమాధానం: 1 గంట 30 నిమిషాలు", "90 minutes", True),
+        (
+            "so the solution is $\\boxed{x < -10 \\text{ or } x > 4}$.",
+            "(-\\infty, -10) \\cup (4, \\infty)",
+            True,
+        ),
+        (
+            "so the solution is $\\boxed{x < -10 \\text{ or } x > 5}$.",
+            "(-\\infty, -10) \\cup (4, \\infty)",
+            False,
+        ),
     ],
 )
 def test_attack(text, gold, paid):

@@ -219,8 +219,12 @@ def extract_answer(text: str) -> Extraction:
         text = _COMMENT.sub(" ", text)
     if "](" in text:  # "![the answer is 43](solution.png)": the link's text
         text = _MARKDOWN_LINK.sub(r"\1", text)
-    if "[" in text:  # "150 km [1].\n\n[1] Assuming ...": 150 km
-        text = _CITATION.sub("", _FOOTNOTES.sub("", text))
+    notes = _FOOTNOTES.search(text) if "[" in text else None
+    if notes is not None:  # "150 km [1].\n\n[1] Assuming ...": 150 km; a note may hedge
+        hidden.append(notes.group(0))
+        text = text[: notes.start()]
+    if "[" in text:
+        text = _CITATION.sub("", text)
     if ".–" in text or ".-" in text:  # Fr. 1'250.–: whole francs
         text = _WHOLE_FRANCS.sub(r"\1", text)
     if "Uhr" in text or "น." in text or "pukul" in text:  # 15.45 Uhr, pukul 15.45: 15:45
@@ -230,9 +234,21 @@ def extract_answer(text: str) -> Extraction:
         found = replace(found, answer=locales.english_notation(found.answer))
     if found.answer and locales.LONG_SCALE.search(found.answer) and locales.continental(text):
         found = replace(found, answer=locales.long_scale(found.answer))  # "2 billions": 2e12
-    if found.answer and any(other_value(c, found.answer) for c in hidden):
-        found = replace(found, hedged=True)  # another value in a comment: a hidden candidate
+    if found.answer and hidden and _hidden_hedge(hidden, found.answer):
+        found = replace(found, hedged=True)  # another value in a comment or a footnote
     return found
+
+
+def _hidden_hedge(hidden: list[str], answer: str) -> bool:
+    """A comment holds another value, or a footnote offers or takes back one."""
+    comments = [h for h in hidden if not h.lstrip().startswith("[")]
+    notes = [h for h in hidden if h.lstrip().startswith("[")]
+    return any(other_value(c, answer) for c in comments) or any(
+        retracted(answer, _NOTE_MARK.sub(" ", n)) for n in notes
+    )
+
+
+_NOTE_MARK = re.compile(r"\[\^?\d{1,2}\]:?")
 
 
 def _lead(text: str, start: int) -> str:
@@ -313,8 +329,8 @@ _DOTTED_CLOCK = re.compile(
     r"|(?<![\d.])(?P<h2>[01]?\d|2[0-3])\.(?P<m2>[0-5]\d)(?=\s*(?:Uhr\b|น\.))"
 )
 """A time of day written with a dot: "15.45 Uhr", "๑๕.๔๕ น.", "pukul 15.45"."""
-_FOOTNOTES = re.compile(r"(?:\n[ \t]*\[\d{1,2}\][^\n]*)+\s*$")
-_CITATION = re.compile(r"(?:(?<=[\d.%])[ \t]?|(?<=[^\W\d_])[ \t])\[\d{1,2}\]")
+_FOOTNOTES = re.compile(r"(?:\n[ \t]*\[\^?\d{1,2}\][^\n]*)+\s*$")
+_CITATION = re.compile(r"(?:(?<=[\d.%])[ \t]?|(?<=[^\W\d_])[ \t])\[\^?\d{1,2}\]")
 """Footnotes that end a response and the markers that cite them: never the answer."""
 _TRAILING_ASIDE = re.compile(r"\s+\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!。]?\s*)$")
 _ASIDE_WORD = re.compile(r"[^\W\d_]{2}")

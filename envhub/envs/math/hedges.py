@@ -45,7 +45,7 @@ HEDGE_WORDS = re.compile(
     r"|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unless"
     r"|ehkä|luultavasti|talán|valószínűleg|kanskje|võib-olla|poate|probabil)\b"
     r"|かもしれ|ஒருவேளை|இருக்கலாம்|ምናልባት|احتمالا|कदाचित|सायद|કદાચ|ອາດຈະ|ប្រហែល|ဖြစ်နိုင်"
-    r"|হয়তো|হয়তো"
+    r"|হয়তো|হয়তো"  # decomposed and precomposed
     r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-−$\d\\]"  # "might be 42"
     r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
     r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|\b(?:mungkin|barangkali|labda|pengine)\b"
@@ -73,7 +73,7 @@ _CORRECTION = re.compile(
     r"|aspetta|in\s+realtà|wacht|eigenlijk|подожди|постойте?|на\s+самом\s+деле|czekaj"
     r"|właściwie|bekle|aslında|tunggu|sebenarnya|khoan|thực\s+ra|espere|na\s+verdade)\b"
     r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
-    r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|দাঁড়াও|দাঁড়াও|আসলে|కాదు",
+    r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|দাঁড়াও|দাঁড়াও|আসলে|కాదు",
     re.IGNORECASE,
 )
 """Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
@@ -125,6 +125,8 @@ def is_hedged(answer: str, after: str) -> bool:
     """
     if HEDGE_WORDS.search(answer) or DOUBT.search(answer) or "?" in answer:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
+    if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
+        return True  # "42 (approximately)"
     if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
         return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
     if _LINE_BREAK.search(answer) and "&" not in answer and "begin" not in answer:
@@ -229,7 +231,7 @@ def retracted(answer: str, after: str) -> bool:
     the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
     """
     clause = _first_clause(after)
-    if _CORRECTION.search(clause) and other_value(clause, answer):
+    if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
         return True
     sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
     if any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
@@ -250,6 +252,10 @@ _IF_AFTER_VALUE = re.compile(
     r"(?i)\d[^.\n\d]{0,25}?\b(?:if|when|unless|wenn|falls|si|se|если)\b|\d[^.\n\d]{0,10}?如果"
 )
 """A value and a condition right after it: "(43 if counting the driver.)", another answer."""
+APPROXIMATE = re.compile(r"(?i)\s*\(\s*(?:approx(?:imately|\.)?|roughly|about|circa|ca\.)\s*\)")
+"""An answer that calls itself approximate, ``42 (approximately)``: not the exact value."""
+_CHECKING = re.compile(r"(?i)\b(?:let\s+me\s+)?(?:check|verify|confirm)\w*\b|[✓✔]")
+"""A check of the answer after it ("Wait, let me check: 3 × 4 = 12 ✓"): no correction."""
 _WOULD_BE = re.compile(
     r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)"
     r"(?:\s+would\s+be|'s|’s|\s+is|'d\s+be)\b"

@@ -235,7 +235,7 @@ def _currency_before(text: str, start: int) -> str:
 
 _RUN_CHAR = re.compile(r"[\d., \t√∛∜π∞±∓≤≥<>=×÷·−+*/^()\[\]²³⁰¹⁴⁵⁶⁷⁸⁹⁻]")
 _BOUND_BEFORE = re.compile(
-    r"(?:(?<![\w.])-?\d+(?:\.\d+)?\s*<=?\s*)?(?<![\w\\])[A-Za-z]\s*(?:<=|>=|=<|=>|<|>)\s*$"
+    r"(?:(?<![\w.])[-−]?\d+(?:\.\d+)?\s*(?:<=?|≤)\s*)?(?<![\w\\])[A-Za-z]\s*(?:<=|>=|=<|=>|[<>≤≥])\s*$"
 )
 """A variable and an ASCII inequality sign before the last number: ``x > 5``, ``-3 < x <= 5``."""
 _SIGNS = re.compile(r"<=|>=|=<|=>")
@@ -298,7 +298,9 @@ _RESTATING = re.compile(
 )
 
 
-_ARITHMETIC_BEFORE = re.compile(r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*[+*×·÷]\s*|\s+-\s*|-\s+))+$")
+_ARITHMETIC_BEFORE = re.compile(
+    r"(?<![\w.])(?:\d+(?:\.\d+)?(?:\s*(?:[+*×·÷]|\\times|\\cdot)\s*|\s+-\s*|-\s+))+$"
+)
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
 UNIT_BEFORE = re.compile(
@@ -324,7 +326,7 @@ _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD}|dozens?)(?![^\W\d_])", re.IGN
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
-_DEGREE_SIGN = re.compile(r"[ \t]?([℃℉‰])")
+_DEGREE_SIGN = re.compile(r"[ \t]?([℃℉‰]|°(?![ \t]?[CF]))")
 _SIGN_AFTER = re.compile(r"[ \t]?([€£¥₹₩₽₺₪₫₱฿₦₴₸₾₭៛৳₨])(?![^\W\d_])")
 UNREAD_WORD_AFTER = re.compile(
     r"[ \t]?((?:(?![A-Za-z\u00c0-\u024f\u1e00-\u1eff\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af])"

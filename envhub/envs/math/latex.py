@@ -148,10 +148,12 @@ r"""Python's tokens; digits are ASCII (``\d`` would take ``\u0664`` and Python w
 
 
 _INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]"
+    "[\u00ad\u034f\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+    "\ufe0f\u20e3]"
 )
 """Invisible characters: zero-width space and joiners, word joiner, invisible operators,
-direction marks, BOM, soft hyphen (Unicode's format characters that occur in text)."""
+direction marks, BOM, soft hyphen (Unicode's format characters that occur in text), and the
+emoji selector and keycap of ``4️⃣``."""
 _SEPARATORS = {
     0x066B: ".",
     0x066C: ",",

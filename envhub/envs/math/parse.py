@@ -122,6 +122,7 @@ _INEQ = re.compile(r"^([A-Za-z])\s*(<|>|\\le|\\ge)\s*(.+)$")
 _INEQ_FLIP = re.compile(r"^(.+?)\s*(<|>|\\le|\\ge)\s*([A-Za-z])$")
 _CHAIN = re.compile(r"^(.+?)\s*(<|\\le)\s*([A-Za-z])\s*(<|\\le)\s*(.+)$")
 _CHAIN_DOWN = re.compile(r"^(.+?)\s*(>|\\ge)\s*([A-Za-z])\s*(>|\\ge)\s*(.+)$")
+_DISJUNCTION = re.compile(r"\s+(?:or|\\lor|\\vee)\s+|\s*(?:\\lor|\\vee)\s*")
 _CONJUNCTION = re.compile(r"\s+(?:and|\\land|\\wedge)\s+|\s*(?:\\land|\\wedge)\s*")
 _SET_BUILDER = re.compile(r"^\\\{\s*([A-Za-z])\s*(?:\\mid|\||:)\s*(.+?)\s*\\\}$")
 
@@ -197,6 +198,13 @@ def _inequality(s: str) -> str:
     ``x \le 3`` -> ``(-\infty, 3]``; ``1 < x \le 2``, ``2 \ge x > 1``, ``x > 1 \text{ and }
     x \le 2`` and ``\{x \mid 1 < x \le 2\}`` -> ``(1, 2]``.
     """
+    either = _DISJUNCTION.split(s)
+    if len(either) > 1:  # x < -10 or x > 4: the union of the two intervals
+        halves = [_inequality(p.strip()) for p in either]
+        variables = {_bounds(p.strip())[0] for p in either if _bounds(p.strip())}
+        if len(variables) == 1 and all(h[:1] in "([" for h in halves):
+            return " \\cup ".join(halves)
+        return s
     builder = _SET_BUILDER.match(s)
     parts = [_bounds(p.strip()) for p in _CONJUNCTION.split(builder.group(2) if builder else s)]
     names = {p[0] for p in parts if p is not None} | ({builder.group(1)} if builder else set())

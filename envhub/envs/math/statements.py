@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
-from .hedges import ASIDE, DOUBT, HEDGE_WORDS, offers_value
+from .hedges import APPROXIMATE, ASIDE, DOUBT, HEDGE_WORDS, offers_value
 from .lastnumber import MINUS_WORD, UNIT_BEFORE, find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
@@ -173,7 +173,7 @@ _SURELY = re.compile(
     r"\s*,?\s*(?:no\s+doubt(?:\s+about\s+it)?|for\s+sure|definitely|certainly|of\s+course)\W*$",
     re.IGNORECASE,
 )
-_SUFFIX = re.compile(r"(?<=\d)['’][^\W\d_]{1,4}$")
+_SUFFIX = re.compile(r"(?<=\d)['’][^\W\d_]{1,4}$|(?<=\S)(?:です|でした|である|だ)$")
 _REJECTED = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
 """A rejected value after the answer: "7 — not 8, as one might think", "8 (not 18, which ..."."""
 _NOT_THIS_BUT = re.compile(
@@ -208,7 +208,9 @@ def stated_value(answer: str) -> str:
     answer = _SURELY.sub("", answer) or answer  # "42, no doubt"
     aside = ASIDE.search(answer)
     offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
-    if not (HEDGE_WORDS.search(answer) or DOUBT.search(answer) or offers):
+    if not (
+        HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer) or offers
+    ):
         answer = tidy(ASIDE.sub("", answer)) or answer  # "5 km** (about 3.1 miles)": 5 km
         restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
         if restated and same(restated.group(1), _RESTATING_WORD.sub("", restated.group(2))):
