@@ -276,7 +276,8 @@ def _extract(text: str) -> Extraction:
         )
         return Extraction(answer, method, hedged)
     tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
-    unfinished = _UNFINISHED.search(tail) or _CUT_OFF.search(tail, max(0, len(tail) - 300))
+    end = tail[-300:]  # both patterns end at the end of the text
+    unfinished = _UNFINISHED.search(end) or _CUT_OFF.search(end)
     if unfinished or tail.count("```") % 2 or _OPEN_CALL.search(tail, max(0, len(tail) - 200)):
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
     check = _CHECK_AFTER.search(tail)
