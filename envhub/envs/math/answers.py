@@ -170,6 +170,8 @@ def is_equivalent(
     pred, gold = plain_digits(pred), plain_digits(gold)
     if pred.split() == gold.split():
         return True  # the gold as written, whatever either parser makes of it ("x2")
+    if _not_a_value(pred, gold):
+        return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
     pred, gold = facing(pred, gold), facing(gold, pred)
     gold_ans = _gold(gold)
     try:
@@ -181,21 +183,8 @@ def is_equivalent(
     spelled_out = _gold_spelled(pred, gold_ans)
     if spelled_out is not None:  # "czterdzieści dwa jabłka" facing 42
         pred, pred_ans = spelled_out
-    if (
-        pred_ans is None
-        and isinstance(gold_ans, Expr)
-        and gold_ans.unit
-        and _WORD_AFTER.search(pred)
-    ):
-        return False  # "45 giây" facing 45 minutes: an unread word may be another unit
-    if (
-        isinstance(pred_ans, Expr)
-        and pred_ans.unit is None
-        and isinstance(gold_ans, Expr)
-        and gold_ans.unit
-        and _LABEL_AFTER.search(pred)
-    ):
-        return False  # "1050 dólares" facing 1050 euros: a word read as a label may be a unit
+    if _maybe_another_unit(pred, pred_ans, gold_ans):
+        return False  # "45 giây" facing 45 minutes, "1050 dólares" facing 1050 euros
     if pred_ans is None and not (isinstance(gold_ans, Expr) and gold_ans.unit):
         pred, pred_ans = _without_label(pred) or (pred, pred_ans)  # "₹1,25,000 है"
     if isinstance(gold_ans, Expr) and not isinstance(pred_ans, Expr):
@@ -271,6 +260,49 @@ def _gold_spelled(pred: str, gold: Answer | None) -> tuple[str, Answer] | None:
         except PARSE_ERRORS:
             continue
     return None
+
+
+def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:
+    """Facing a gold with a unit, ``pred`` holds a word that may be another unit.
+
+    A word the parser cannot read ("45 giây"), or one it read as a label ("1050 dólares").
+    """
+    if not (isinstance(gold_ans, Expr) and gold_ans.unit):
+        return False
+    if pred_ans is None:
+        return bool(_WORD_AFTER.search(pred))
+    return isinstance(pred_ans, Expr) and pred_ans.unit is None and bool(_LABEL_AFTER.search(pred))
+
+
+def _not_a_value(pred: str, gold: str) -> bool:
+    r"""``pred`` is a relation, a one-sided limit, a number in another base or a cut decimal.
+
+    ``\neq 5``, ``> 42``, ``\approx 42``, ``x \to 42`` say something of a number, not that it
+    is the answer; ``42^+`` and ``42-`` are one side of it; ``42_8`` is 34 and ``1011_3`` is
+    not ``1011_2``; ``3.14...`` goes on (never a gold written as a finite decimal).
+    """
+    bare = pred.strip().strip("$").strip()
+    if _RELATION_FIRST.match(bare) and not _RELATION_FIRST.match(gold.strip().strip("$")):
+        return True
+    if _ONE_SIDED.search(bare) and not _ONE_SIDED.search(gold):
+        return True
+    pred_base, gold_base = _BASE.search(bare), _BASE.search(gold.strip().strip("$"))
+    if (pred_base or gold_base) and (
+        (pred_base.group(1) if pred_base else "10") != (gold_base.group(1) if gold_base else "10")
+    ):
+        return True
+    return bool(_GOES_ON_DIGITS.search(bare)) and bool(_FINITE.fullmatch(gold.strip()))
+
+
+_RELATION_FIRST = re.compile(
+    r"(?:\\(?:neq|ne|not|le|leq|ge|geq|lt|gt|approx|sim|simeq|lesssim|gtrsim|ll|gg|propto|equiv"
+    r"|to|rightarrow|mapsto)(?![A-Za-z])|[<>≤≥≠≈~∼→]|!=)"
+    r"|[a-zA-Z]\s*(?:\\to|\\rightarrow|→)"  # x \to 42: a limit
+)
+_ONE_SIDED = re.compile(r"\d\s*(?:\^\s*\{?\s*[+\-−]\s*\}?|[+\-−])\s*$")
+_BASE = re.compile(r"(?<=\d)_\{?\s*(\d+)\s*\}?\s*$")
+_GOES_ON_DIGITS = re.compile(r"\d\s*(?:\\[lc]?dots|\.{3}|…)\s*$")
+_FINITE = re.compile(r"[-−]?\d+(?:[.,]\d+)?")
 
 
 def _without_label(pred: str) -> tuple[str, Answer] | None:

@@ -260,31 +260,40 @@ def _lead(text: str, start: int) -> str:
 def _extract(text: str) -> Extraction:
     explicit = _explicit(text)
     if explicit:
-        method, found, first, end = explicit
-        if len(set(found)) > MAX_CANDIDATES:  # checked before the quadratic de-duplication
-            return Extraction(found[-1], method, True)
-        different = distinct(found)
-        answer = found[-1] if len(different) == 1 else ", ".join(different)
-        tail = text[end:] if method != "answer_is" else ""
-        between = text[max(first, end - 400) : end] if len(different) > 1 else answer
-        hedged = (
-            is_hedged(between, tail)
-            or bool(HEDGE_WORDS.search(_lead(text, first)))
-            or offered_before(_lead(text, first), answer)
-            or contradicted(text, different)
-            or (len(different) == 1 and retracted(answer, text[end:]))
-        )
-        return Extraction(answer, method, hedged)
-    tail = text[-FALLBACK_WINDOW:]  # the last-resort rules read only the end of the response
+        return _stated(text, *explicit)
+    return _last_resort(text[-FALLBACK_WINDOW:])  # these rules read only the response's end
+
+
+def _stated(text: str, method: str, found: list[str], first: int, end: int) -> Extraction:
+    """The answer that ``found`` (explicit answers, ``text[first:end]``) states, and its hedging."""
+    if len(set(found)) > MAX_CANDIDATES:  # checked before the quadratic de-duplication
+        return Extraction(found[-1], method, True)
+    different = distinct(found)
+    answer = found[-1] if len(different) == 1 else ", ".join(different)
+    tail = text[end:] if method != "answer_is" else ""
+    between = text[max(first, end - 400) : end] if len(different) > 1 else answer
+    hedged = (
+        is_hedged(between, tail)
+        or bool(HEDGE_WORDS.search(_lead(text, first)))
+        or offered_before(_lead(text, first), answer)
+        or contradicted(text, different)
+        or (len(different) == 1 and retracted(answer, text[end:]))
+    )
+    return Extraction(answer, method, hedged)
+
+
+def _last_resort(tail: str) -> Extraction:
+    """The ``math`` and ``last_number`` rules, on the end of a response with no stated answer."""
     end = tail[-300:]  # both patterns end at the end of the text
     unfinished = _UNFINISHED.search(end) or _CUT_OFF.search(end)
-    if unfinished or tail.count("```") % 2 or _OPEN_CALL.search(tail, max(0, len(tail) - 200)):
+    opened = _OPEN_CALL.search(end) or _OPEN_BOX.search(end)  # "print(cookies", "\boxed{42"
+    if unfinished or tail.count("```") % 2 or opened:
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
     check = _CHECK_AFTER.search(tail)
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     numbers = _values(tail)
-    spoken = _without_aside(tail, numbers)
+    spoken, offered = _without_aside(tail, numbers)
     if spoken != tail:  # "She has 12 apples (3 of them red).": 12
         tail, numbers = spoken, _values(spoken)
     none = _NO_VALUE.search(tail, numbers[-1].end() if numbers else max(0, len(tail) - 300))
@@ -293,6 +302,12 @@ def _extract(text: str) -> Extraction:
         return Extraction(said.lower(), "last_number", False)  # "so it is undefined."
     if numbers and _GOES_ON.match(tail, numbers[-1].end()):
         return Extraction(None, None, False)  # "She has 12 apples and then she buys": cut off
+    found = _last_value(tail, numbers)
+    return replace(found, hedged=True) if offered and found.answer else found
+
+
+def _last_value(tail: str, numbers: list[re.Match]) -> Extraction:
+    """The last value of ``tail``: plain-text math, a math span, or the last number."""
     cut = numbers[-1].start() if numbers else 0
     after = numbers[-1].end() if numbers else 0
     if _LETTER_AFTER.search(tail, after) and spelled.has_number_word(tail[after:]):
@@ -311,6 +326,7 @@ def _extract(text: str) -> Extraction:
 
 
 _OPEN_CALL = re.compile(r"[A-Za-z_]\([^()\n]*$")
+_OPEN_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{[^{}]*$")
 """A response that ends inside a call, ``print(cookies``: cut off (and so is one inside an
 unclosed code fence)."""
 _NO_VALUE = re.compile(
@@ -337,28 +353,30 @@ _TRAILING_ASIDE = re.compile(r"\s+\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!
 _ASIDE_WORD = re.compile(r"[^\W\d_]{2}")
 
 
-def _without_aside(text: str, numbers: list[re.Match]) -> str:
-    r"""``text`` without the bracketed aside that ends it after a value, unless it offers another.
+def _without_aside(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
+    r"""``text`` without the aside in brackets that ends it after a value; whether it offers one.
 
     "12 apples (3 of them red).", "$20 (after a 10% discount).", "x = 4 (since 2·4 = 8).",
     "x ≡ 3 (mod 7)" and "18 remain.\n(The class had 24.)" state 12, $20, 4, 3 and 18; "5 (or 6
-    if it rains)" offers 6, and is kept to hedge. An aside without words ("15 (10 + 5)",
-    "(2, 3)") is kept: it may be the value.
+    if it rains)", "12 (should be 13)" and "12 (13 with the teacher)" state 5 and 12 and offer
+    another: a hedge. An aside without words ("15 (10 + 5)", "(2, 3)") is kept: it may be the
+    value.
     """
     aside = _TRAILING_ASIDE.search(text, max(0, len(text) - 400))
     if aside is None or not numbers or numbers[-1].start() < aside.start():
-        return text
+        return text, False
     body = aside.group("body")
     said = [m for m in numbers if m.end() <= aside.start()]
-    if not said or not _ASIDE_WORD.search(body) or HEDGE_WORDS.search(body):
-        return text
+    if not said or not _ASIDE_WORD.search(body):
+        return text, False
     between = text[said[-1].end() : aside.start("body") - 1]
     own_line = between.rstrip(" \t").endswith("\n")  # a note of its own after the answer's line
     if not own_line and (len(between) > 40 or "\n" in between):
-        return text
-    if offers_value(body, said[-1].group(0) + between.strip()):
-        return text
-    return text[: aside.start()] + aside.group("stop")
+        return text, False
+    offered = bool(HEDGE_WORDS.search(body)) or offers_value(
+        body, said[-1].group(0) + between.strip()
+    )
+    return text[: aside.start()] + aside.group("stop"), offered
 
 
 _PLAIN_MATH = re.compile(r"(?:=|\bis\b|:)[ \t]*(?P<value>[^=:\n]{1,80}?)[ \t]*[.。]?[ \t]*$")
@@ -436,7 +454,7 @@ is read before it (a check repeats the problem's numbers, not the answer)."""
 _UNFINISHED = re.compile(
     r"(?:[=+×÷/^:]|(?<!\*)\*|\\times|\\cdot"
     r"|\b(?:is|are|be|equals|gives|makes|get|of|to|the|and|or|but|with|by|from|than)"
-    r"|答案[是为為]|答えは|정답은|답은)"
+    r"|答案[是为為]|答えは|정답은|답은|\b(?:plus|minus|times|divided\s+by)|\s[-−]|[,{\\])"
     r"[\s.…]*$",
     re.IGNORECASE,
 )

@@ -95,15 +95,19 @@ _CORRECTION = Words(
         r"|(?:no|nein|non|nee|hapana)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|subiri"
         r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
         r"|pourrait|potrebbe\s+essere|poderia\s+ser|zou\s+(?:ook\s+)?\w*\s*kunnen\s+zijn"
-        r"|aspetta|wacht|eigenlijk|czekaj|bekle|tunggu|sebenarnya|khoan|espere|na\s+verdade)\b"
+        r"|aspetta|wacht|eigenlijk|czekaj|bekle|tunggu|sebenarnya|khoan|espere|na\s+verdade"
+        r"|hmm+|hold\s+on|nope|sorry|my\s+(?:mistake|bad)|however|on\s+reflection"
+        r"|after\s+re-?checking|erratum|errata|edit|update|fix|corrected|typo|recomputed"
+        r"|should\s+(?:be|say|read)|wrong|korrektur|quatsch|fehler|oups|perd[oó]n)\b"
         r"|\bk\w*nnte\s+(?:auch\s+)?\w*\s*sein\b"
     ),
     other=(
         r"\b(?:или(?=(?:\s+[^\W\d_]+)?\s*[:=,]?\s*[-\u2212]?\d)"
         r"|(?:нет|não)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|podría\s+ser|могло\s+бы\s+быть"
         r"|может\s+быть|in\s+realtà|подожди|постойте?|на\s+самом\s+деле|właściwie|aslında"
-        r"|thực\s+ra)\b"
+        r"|thực\s+ra|ой|исправление|perdón)\b"
         r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
+        r"|不[，,]\s*是|应该是|應該是|更正|訂正"
         r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|আসলে|కాదు"
         r"|দাঁড়াও|দাঁড়াও"  # দাঁড়াও
     ),
@@ -369,7 +373,8 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
 
 _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
-    r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если)\b|أو|或|如果",
+    r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
+    r"|typo|think|with|including|counting|instead|rather|actually|really)\b|أو|或|如果",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".

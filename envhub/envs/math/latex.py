@@ -157,6 +157,12 @@ emoji selector and keycap of ``4️⃣``."""
 _SEPARATORS = {
     0x066B: ".",
     0x066C: ",",
+    0x2010: "-",
+    0x2011: "-",
+    0x2012: "-",
+    0xFE63: "-",
+    0x2796: "-",
+    0x02D7: "-",
     0x060C: ",",
     0x061B: ";",
     0x06D4: ".",
@@ -166,7 +172,9 @@ _SEPARATORS = {
     0x202F: " ",
     0x2044: "/",
 }
-"""The Arabic decimal and thousands separators (``٫``, ``٬``), the Arabic comma, semicolon and
+"""Dashes that write a minus (hyphen, non-breaking hyphen, figure dash, small and heavy minus,
+modifier minus: ``‐5`` is -5, never 5), the Arabic decimal and thousands separators (``٫``,
+``٬``), the Arabic comma, semicolon and
 Urdu full stop (``،`` ``؛`` ``۔``: ``٢، ٣`` is the list ``2, 3``), the spaces that separate
 thousands in many locales (no-break, figure, thin and narrow no-break: ``1 000``) as a space,
 and the fraction slash (``3⁄4``) as ``/``."""

@@ -221,6 +221,15 @@ def _thai_scale(m: re.Match) -> str:
     return format(value.normalize(), "f") + " "
 
 
+def _other_scripts(s: str) -> str:
+    """The times, money, scales and units written in other scripts, rewritten."""
+    s = CJK_CLOCK.sub(_cjk_clock, s)  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
+    s = _YUAN.sub(_yuan, s)  # 12块8, 2元3角5分: yuan, jiao and fen
+    s = _THAI_SCALE.sub(_thai_scale, s)  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
+    s = _CJK_SPEED.sub(r"\1 km/h", s)  # 時速60キロ, 每小时60千米: a speed
+    return _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)  # 150米, 15 м
+
+
 def normalize(s: str) -> str:
     """``s`` with the notations of the module docstring rewritten (a no-op on most answers)."""
     s = s.replace("{,}", ",").replace("{:}", ":")
@@ -240,22 +249,14 @@ def normalize(s: str) -> str:
         or _LATIN_SCALE.search(s)
     ):
         s = _SCALE_WORD.sub(_scale_word, s)
-    if not s.isascii():  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
-        s = CJK_CLOCK.sub(_cjk_clock, s)
+    if not s.isascii():
+        s = _other_scripts(s)
     if s.endswith("p"):  # 85p: pence
         s = _PENCE.sub(r"\1 pence", s)
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
         s = _FEET_INCHES.sub(r"\1 ft \2 in", s)
     if "below" in s or "zero" in s:  # 5 °C below zero
         s = _BELOW_ZERO.sub(r"-\1", s)
-    if not s.isascii():  # 12块8, 2元3角5分: yuan, jiao and fen
-        s = _YUAN.sub(_yuan, s)
-    if not s.isascii():  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
-        s = _THAI_SCALE.sub(_thai_scale, s)
-    if not s.isascii():  # 時速60キロ, 每小时60千米: a speed
-        s = _CJK_SPEED.sub(r"\1 km/h", s)
-    if not s.isascii():  # 150米, 45秒, 15 м
-        s = _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)
     if "," in s:
         s = _INDIAN.sub(lambda m: m.group(0).replace(",", ""), s)
     if "'" in s or "’" in s:

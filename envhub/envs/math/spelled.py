@@ -285,7 +285,8 @@ SPELLED_LANGUAGES = (
 """Languages whose number words text2num does not read, spelled by num2words (gold-directed)."""
 MAX_SPELLED = 10**7
 _GOLD_JOINERS = frozenset(
-    "or and lub albo i или и veya ve eller och tai sekä vagy sau arba ar atau dan hoặc và".split()
+    "or and lub albo i или и veya ve eller och tai sekä vagy sau arba ar atau dan hoặc và ya"
+    " yahut yada czy bądź либо ataupun או أو 또는 혹은 hay nebo anebo".split()
 )
 
 
@@ -305,12 +306,41 @@ def gold_in_words(text: str, value: int) -> str | None:
         if m is None:
             continue
         rest = plain[m.end() :].strip(" .,;:!。")
-        words = rest.split()
+        words = _WORD.findall(rest)
         if words and words[0] in _number_words(lang):
             continue  # "on iki" is 12, not 10 and a label
+        if _another_number(plain[: m.end()], words):
+            continue  # "sto dwa" is 102, "dwa dzieścia" 20, "två miljoner" 2000000
         if not any(w in _GOLD_JOINERS for w in words) and len(words) <= 4:
             return rest
     return None
+
+
+def _another_number(spelled: str, words: list[str]) -> bool:
+    """The ``words`` after a spelled gold make it another number, in any language.
+
+    One of them is a number, scale or decimal-point word of any language read here ("sto
+    dwa", "dwa przecinek pięć"), or the first one ends the gold's last word ("dwa dzieścia").
+    """
+    every = _all_number_words()
+    if any(w in every or w in _POINT_WORDS for w in words):
+        return True
+    glued = _WORD.findall(spelled)[-1:] + words[:1]
+    return len(glued) == 2 and "".join(glued) in every
+
+
+@lru_cache(maxsize=1)
+def _all_number_words() -> frozenset[str]:
+    """Every word of three letters or more that num2words spells 0-100 or a scale with."""
+    words = _spelled_words([*range(101), *(k * 10**e for k in (1, 2) for e in (2, 3, 6, 9))])
+    return frozenset(w for w in words if len(w) >= 3)
+
+
+_POINT_WORDS = frozenset(
+    "przecinek virgül koma phẩy komma pilkku целых virgola vírgula virgule coma point punto"
+    " comma tečka čárka pont".split()
+)
+"""Words for the decimal point: "dwa przecinek pięć" is 2.5."""
 
 
 def _spelled_in(value: int, lang: str) -> str:

@@ -320,6 +320,8 @@ def _allowance(pred: Expr, gold: Expr, tolerance: float | None) -> Near:
     return Near(absolute, relative)
 
 
+MIN_ROUNDED_DIGITS = 2
+"""Significant digits a decimal gold needs to be read as a rounding of an exact value."""
 FLOAT_DIGITS = 15
 """A decimal with this many significant digits is a double printed in full, not a rounding."""
 
@@ -333,10 +335,14 @@ def _significant(py: str) -> int:
 def _rounded(gold: Expr) -> float | None:
     r"""Half a unit in the last place of a gold that is one decimal number, relative to it.
 
-    ``1.41`` -> 0.005 / 1.41; None when the gold is not one rational decimal (``2.5\pi``).
+    ``1.41`` -> 0.005 / 1.41; None when the gold is not one rational decimal (``2.5\pi``), or
+    has one significant digit: ``0.5`` is no rounding of ``\pi/6`` (0.52), ``0.9`` none of
+    ``\sqrt{3}/2`` (0.87); a band of a tenth of the value is a guess's, not a rounding's.
     """
     literals = re.findall(r"\d*\.\d+", gold.py)
     if not gold.decimal or gold.value is None or len(literals) != 1:
+        return None
+    if _significant(literals[0]) < MIN_ROUNDED_DIGITS:
         return None
     written = Fraction(literals[0])
     half = Fraction(1, 2 * 10 ** len(literals[0].split(".")[1]))
