@@ -40,6 +40,7 @@ exception in the checker is a bug and propagates. Values too large to be real an
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from envhub.errors import GoldAnswerError, VerifierTimeout
@@ -52,7 +53,7 @@ from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
 from .pool import run_in_worker
-from .spelled import gold_in_words
+from .spelled import ROMAN, gold_in_words
 
 __all__ = ["is_equivalent", "validate_gold"]
 
@@ -172,6 +173,7 @@ def is_equivalent(
         return True  # the gold as written, whatever either parser makes of it ("x2")
     if _not_a_value(pred, gold):
         return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
+    pred = _roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
     pred, gold = facing(pred, gold), facing(gold, pred)
     gold_ans = _gold(gold)
     try:
@@ -183,7 +185,9 @@ def is_equivalent(
     spelled_out = _gold_spelled(pred, gold_ans)
     if spelled_out is not None:  # "czterdzieści dwa jabłka" facing 42
         pred, pred_ans = spelled_out
-    if _maybe_another_unit(pred, pred_ans, gold_ans):
+    if _maybe_another_unit(pred, pred_ans, gold_ans) or _gold_label_unread(
+        gold, pred_ans, gold_ans
+    ):
         return False  # "45 giây" facing 45 minutes, "1050 dólares" facing 1050 euros
     if pred_ans is None and not (isinstance(gold_ans, Expr) and gold_ans.unit):
         pred, pred_ans = _without_label(pred) or (pred, pred_ans)  # "₹1,25,000 है"
@@ -262,6 +266,25 @@ def _gold_spelled(pred: str, gold: Answer | None) -> tuple[str, Answer] | None:
     return None
 
 
+def _roman_value(pred: str) -> str | None:
+    """``pred`` as digits when it is one number in Roman numerals (``XLII``, ``Ⅻ``), else None.
+
+    Two letters or more in capitals (a lone ``I``, ``V`` or ``C`` is a letter), or the Unicode
+    numerals.
+    """
+    bare = pred.strip().strip("$").strip()
+    if bare and all("\u2160" <= c <= "\u217f" for c in bare):
+        return str(int(sum(unicodedata.numeric(c) for c in bare)))
+    if not ROMAN.fullmatch(bare):
+        return None
+    values = [_ROMAN_DIGITS[c] for c in bare]
+    total = sum(-v if v < w else v for v, w in zip(values, [*values[1:], 0], strict=True))
+    return str(total)
+
+
+_ROMAN_DIGITS = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+
+
 def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:
     """Facing a gold with a unit, ``pred`` holds a word that may be another unit.
 
@@ -272,6 +295,21 @@ def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | N
     if pred_ans is None:
         return bool(_WORD_AFTER.search(pred))
     return isinstance(pred_ans, Expr) and pred_ans.unit is None and bool(_LABEL_AFTER.search(pred))
+
+
+def _gold_label_unread(gold: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:
+    """``gold`` holds a word no table reads ("10 knots" once) and ``pred`` names a unit.
+
+    The word may be a unit too (``10 mph`` is no answer to it); a label the prediction
+    repeats was already matched as written.
+    """
+    return (
+        isinstance(gold_ans, Expr)
+        and gold_ans.unit is None
+        and isinstance(pred_ans, Expr)
+        and pred_ans.unit is not None
+        and bool(_LABEL_AFTER.search(gold))
+    )
 
 
 def _not_a_value(pred: str, gold: str) -> bool:

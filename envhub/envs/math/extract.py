@@ -59,11 +59,18 @@ from .hedges import (
     offers_value,
     other_value,
     retracted,
+    weighed_before,
 )
 from .lastnumber import JOINER, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
-from .statements import MAX_CANDIDATES, contradicted, find_statements, stated_value
+from .statements import (
+    MAX_CANDIDATES,
+    contradicted,
+    contradicts,
+    find_statements,
+    stated_value,
+)
 from .units import measure
 
 __all__ = ["Extraction", "extract_answer", "format_score"]
@@ -243,11 +250,14 @@ def _hidden_hedge(hidden: list[str], answer: str) -> bool:
     """A comment holds another value, or a footnote offers or takes back one."""
     comments = [h for h in hidden if not h.lstrip().startswith("[")]
     notes = [h for h in hidden if h.lstrip().startswith("[")]
-    return any(other_value(c, answer) for c in comments) or any(
-        retracted(answer, _NOTE_MARK.sub(" ", n)) for n in notes
+    return any(other_value(c.replace("#", " "), answer) for c in comments) or any(
+        retracted(answer, _NOTE_MARK.sub(" ", n)) or _COMMITS.search(n) and other_value(n, answer)
+        for n in notes
     )
 
 
+_COMMITS = re.compile(r"(?i)\b(?:answer|result|total|value|correct)\b")
+"""Words of a footnote that states an answer: "[1] The answer is 160." hedges 150."""
 _NOTE_MARK = re.compile(r"\[\^?\d{1,2}\]:?")
 
 
@@ -276,10 +286,28 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
         is_hedged(between, tail)
         or bool(HEDGE_WORDS.search(_lead(text, first)))
         or offered_before(_lead(text, first), answer)
+        or weighed_before(text[max(0, first - 300) : first], answer)
         or contradicted(text, different)
+        or (method == "answer_is" and _overridden_box(text[:first], answer))
         or (len(different) == 1 and retracted(answer, text[end:]))
     )
     return Extraction(answer, method, hedged)
+
+
+def _overridden_box(before: str, answer: str) -> bool:
+    r"""The box right before a final statement holds another value.
+
+    "\\boxed{43}\n\nThe answer is 42" commits twice. A box of a step, with more working
+    after it ("\\boxed{255} So $10,200 + $255 = $10,455. The final answer is $10,455$"), and
+    one that reads ``\$16,\!386.20`` beside ``16,\!386.20``, are no rival.
+    """
+    if "\\boxed" not in before and "\\fbox" not in before:
+        return False
+    boxes = boxed_contents(before)
+    working = before[_end_of_last_box(before) :]
+    if not boxes or any(c.isdigit() for c in working):
+        return False
+    return contradicts(boxes[-1].replace("\\$", ""), [answer.replace("\\$", "")])
 
 
 def _last_resort(tail: str) -> Extraction:

@@ -78,7 +78,7 @@ HEDGE_WORDS = Words(
         r"|ربما|يحتمل|शायद|かもしれ|ஒருவேளை|இருக்கலாம்|ምናልባት|احتمالا|कदाचित|सायद|કદાચ|ອາດຈະ"
         r"|ប្រហែល|ဖြစ်နိုင်|হয়তো|হয়তো"  # হয়তো, both ways
         r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
-        r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|ไม่แน่ใจ|شاید|אולי|כנראה|ίσως|πιθανόν"
+        r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|น่าจะ|ไม่แน่ใจ|شاید|אולי|כנראה|ίσως|πιθανόν"
     ),
 )
 _OR_ANOTHER = re.compile(
@@ -177,6 +177,8 @@ def is_hedged(answer: str, after: str) -> bool:
     numbers = find_numbers(answer)
     if numbers and BOUND.search(answer, max(0, numbers[-1].start() - 30), numbers[-1].start()):
         return True  # "не менее 42", "at least 3 kg": a bound, not a value
+    if numbers and _BOUND_AFTER.match(answer + after[:40], numbers[-1].end()):
+        return True  # "42 or more", "42 at most"
     if numbers and _number_follows(answer[numbers[-1].end() :]):
         return True  # "28080 LXXIII", "28080 / setenta y tres", "28080 Ⅻ": two values
     last_word = answer.rsplit(maxsplit=1)
@@ -309,11 +311,50 @@ _WOULD_BE = re.compile(
 36.)", "if Tom also counts himself, it would be 16"."""
 
 
+def weighed_before(before: str, answer: str) -> bool:
+    r"""The sentence before the final answer weighs it against another value.
+
+    "It takes about 40 minutes, maybe 45 if the lights are red.\n#### 45 minutes", "It's either
+    12 or 13 hours.\n#### 12 hours": the answer is one of two values offered (a hedge), though
+    the marker names one. Numbers joined otherwise ("add 20 or multiply 2 by 21") are none.
+    """
+    said = find_numbers(answer)
+    if not said:
+        return False
+    value = said[0].group(0)
+    sentences = [s for s in _STOPS.split(before[-300:]) if any(c.isdigit() for c in s)]
+    sentence = sentences[-1] if sentences else ""
+    for pair in _WEIGHED.finditer(sentence):
+        a = pair.group("a") + unit_after(sentence, pair.end("a"))
+        b = pair.group("b") + unit_after(sentence, pair.end("b"))
+        later = find_numbers(sentence[pair.end() :])
+        if not later and (same(a, value) or same(b, value) or same(b, answer)) and not same(a, b):
+            return True  # the two values end the sentence: no working after them settles it
+    return False
+
+
+_STOPS = re.compile(r"\.(?=\s|$)|[!?。！？۔।။\n]")
+_PAIR_NUMBER = r"[$€£¥]?\d+(?:[.,]\d+)?"
+_WEIGHED = re.compile(
+    rf"(?P<a>{_PAIR_NUMBER})(?:[ \t]+[^\W\d_]+){{0,4}}?,?[ \t]+"
+    r"(?:or|maybe|perhaps|possibly)(?:[ \t]+(?:maybe|perhaps|possibly|even))?"
+    rf"(?:[ \t]+[^\W\d_]+)?[ \t]+(?P<b>{_PAIR_NUMBER})",
+    re.IGNORECASE,
+)
+"""Two values weighed: "40 minutes, maybe 45", "4 kg, or maybe 4.5", "$45 or $50"."""
+
+
+_BOUND_AFTER = re.compile(
+    r"(?i)(?:\s*[^\W\d_]{1,12}){0,2}?\s*,?\s*(?:or\s+(?:more|less|fewer|greater|above|below)"
+    r"|at\s+(?:most|least|the\s+most)|and\s+(?:up|above|more)|or\s+so)\b"
+)
+"""Words of a bound after a number: "42 or more", "42 apples at most", "42 and up"."""
 BOUND = re.compile(
     r"(?i)(?:\b(?:at\s+(?:least|most)|(?:no\s+)?(?:more|less|fewer|greater)\s+than|mindestens"
     r"|höchstens|mehr\s+als|weniger\s+als|au\s+(?:moins|plus)|plus\s+de|moins\s+de"
     r"|al\s+(?:menos|máximo)|más\s+de|menos\s+de|almeno|pelo\s+menos|no\s+máximo|mais\s+de"
     r"|не\s+(?:менее|более|меньше|больше)|менее|более|минимум|максимум)\s+"
+    r"|just\s+(?:under|over|below|above)\s+|(?:under|over|below|above)\s+"
     r"|至少|最多|不少于|不超过|超过|少なくとも|最低|최소|최대)[$€£¥₹]?$"
 )
 """Words of a bound right before a number ("at least 3 kg", "не менее 42", "至少5"): the

@@ -202,6 +202,13 @@ def _yuan(m: re.Match) -> str:
 
 
 _THOUSANDS_OF = re.compile(r"(?<![\d.,])(\d+(?:\.\d+)?)\s*k([€$])")
+_PER_WORDS = re.compile(r"(?i)(?<=\d)\s*(?:per\s+cent|per\s*mille|permille)\b")
+"""Percent and per mille in words: "15 per cent" is 15%, "3 per mille" 0.3%."""
+_HOURS_AND_A_HALF = re.compile(
+    r"(?i)(?<![\d.])(\d+)\s*(?:hours?|horas?|heures?|ore|uur|時間|小时|小時|個小時)\s*"
+    r"(?:(?:and|y|e|et|und)\s+)?(?:a\s+half|media|meia|demie|mezza|半)(?![^\W\d_])"
+)
+"""Hours and a half: "3 hours and a half", "3 horas e meia", "3時間半" are 3.5 hours."""
 _INDIC_SCALES = {
     **dict.fromkeys(["लाख", "লাখ", "لاکھ", "லட்சம்", "లక్షల", "లక్ష", "લાખ", "लक्ष"], "lakh"),
     **dict.fromkeys(["करोड़", "करोड", "কোটি", "کروڑ", "கோடி", "కోట్ల", "కోటి", "કરોડ", "कोटी"], "crore"),
@@ -221,8 +228,20 @@ def _thai_scale(m: re.Match) -> str:
     return format(value.normalize(), "f") + " "
 
 
+def _amount_words(s: str) -> str:
+    """Hours and a half, per cent and per mille in words, and the ‰ sign, rewritten."""
+    if "half" in s or "media" in s or "meia" in s or "demie" in s:  # 3 horas e meia: 3.5 h
+        s = _HOURS_AND_A_HALF.sub(r"\1.5 h", s)
+    if "per " in s.lower() or "permille" in s.lower():  # 15 per cent, 3 per mille
+        s = _PER_WORDS.sub(lambda m: "percent" if m.group(0)[-1] in "tT" else "‰", s)
+    if "‰" in s:
+        s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
+    return s
+
+
 def _other_scripts(s: str) -> str:
     """The times, money, scales and units written in other scripts, rewritten."""
+    s = _HOURS_AND_A_HALF.sub(r"\1.5 h", s)  # 3時間半, 3小时半: three and a half hours
     s = CJK_CLOCK.sub(_cjk_clock, s)  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
     s = _YUAN.sub(_yuan, s)  # 12块8, 2元3角5分: yuan, jiao and fen
     s = _THAI_SCALE.sub(_thai_scale, s)  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
@@ -257,6 +276,7 @@ def normalize(s: str) -> str:
         s = _FEET_INCHES.sub(r"\1 ft \2 in", s)
     if "below" in s or "zero" in s:  # 5 °C below zero
         s = _BELOW_ZERO.sub(r"-\1", s)
+    s = _amount_words(s)
     if "," in s:
         s = _INDIAN.sub(lambda m: m.group(0).replace(",", ""), s)
     if "'" in s or "’" in s:
@@ -275,8 +295,6 @@ def normalize(s: str) -> str:
         s = _CLOCK.sub(_clock, s)
     if "'" in s or "’" in s:  # 1,2 million d'euros
         s = _ELISION.sub(" ", s)
-    if "‰" in s:
-        s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
     if "~" in s:  # 5 \mathrm{~m}: a LaTeX space
         s = s.replace("~", " ")
     if "零下" in s:  # 零下5℃: below zero
@@ -350,7 +368,8 @@ _UNIT_WORDS = {
     "डिग्री फारेनहाइट": "°F", "องศาเซลเซียส": "°C", "องศาฟาเรนไฮต์": "°F", "กม./ชม.": "km/h",
     "กม./ชม": "km/h", "กม.": "km", "กม": "km", "கி.மீ/மணி": "km/h", "கி.மீ": "km",
     "కి.మీ": "km", "किमी/घंटा": "km/h", "किमी": "km", "ミリリットル": "ml", "га": "ha",
-    "°С": "°C",
+    "°С": "°C", "ريالاً": "sar", "مل": "ml", "米/秒": "m/s", "千米/小时": "km/h",
+    "公里/小时": "km/h", "人民币": "cny",
     # Urdu, Marathi, Gujarati, Tamil, Lao, Khmer, Myanmar and Amharic
     "روپے": "inr", "روپیہ": "inr", "روپئے": "inr", "منٹ": "min", "گھنٹے": "h", "گھنٹہ": "h",
     "میٹر": "m", "کلومیٹر": "km", "کلو": "kg",
@@ -651,6 +670,10 @@ def _integer_words(words: list[str]) -> Fraction | None:
 _HAN_DIGITS = dict(
     zip("〇零一二两兩三四五六七八九", (0, 0, 1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True)
 )
+_HAN_DIGITS.update(
+    zip("壹贰貳叁參肆伍陆陸柒捌玖", (1, 2, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9), strict=True)
+)
+"""Han digits, with the financial forms of receipts and cheques (壹仟贰佰叁拾肆 is 1234)."""
 _HAN_PLACES = {**dict.fromkeys("十拾십", 10), **dict.fromkeys("百佰백", 100)}
 # 千 of 千米 (km), 千克 (kg), 千瓦 (kW) and 千卡 (kcal) is the unit's prefix: 150千米 is 150 km
 _HAN_PLACES.update(dict.fromkeys("千仟천", 1000))

@@ -62,7 +62,7 @@ _FILLER = re.compile(
 _SENTENCE_END = re.compile(
     r"(?<!\bRs)(?<!\bFr)"  # Rs. 50, Fr. 1'250: the currency's abbreviation
     r"(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
-    r"|\n|[。！？।]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)",
+    r"|\n|[。！？।]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)|\s*#{3,}",
     re.IGNORECASE,
 )
 _HYPOTHESIS = frozenset(
@@ -118,7 +118,7 @@ def contradicted(text: str, finals: list[str]) -> bool:
         (supposed.append if _hypothetical(text, start) else stated.add)(stated_value(answer))
     if len(supposed) > 1 and not stated:  # "if order matters, 12; if not, the answer is 6"
         stated.update(supposed[:-1])
-    return any(_contradicts(a, finals) for a in stated)
+    return any(contradicts(a, finals) for a in stated)
 
 
 def _hypothetical(text: str, start: int) -> bool:
@@ -127,7 +127,7 @@ def _hypothetical(text: str, start: int) -> bool:
     return not _HYPOTHESIS.isdisjoint(re.findall(r"[a-z]+", clause))
 
 
-def _contradicts(statement: str, finals: list[str]) -> bool:
+def contradicts(statement: str, finals: list[str]) -> bool:
     """``statement`` is decisively none of ``finals``.
 
     It is read whole and, of a chain (``6*7 = 42``), as its last value: either may match.

@@ -102,11 +102,20 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "0.9144", "yd", "yard", "yards"),
     **_names("length", "1609.344", "mi", "mile", "miles", "mijl", "mijlen", "milla", "millas"),
     **_names("length", 1852, "nmi"),
+    **_names("data", 1, "bit", "bits"),
+    **_names("data", 8, "byte", "bytes"),
     **_names("mass", "1/1000", "mg", "milligram", "milligrams"),
     **_names("mass", 1, "g", "gram", "grams"),
     **_names("mass", 1000, "kg", "kilogram", "kilograms", "kilo", "kilos"),
     **_names("mass", "28.349523125", "oz", "ounce", "ounces"),
     **_names("mass", "453.59237", "lb", "lbs", "pound", "pounds"),
+    **_names("mass", "6350.29318", "stone", "stones", "st"),
+    **_names("amount", 1, "mol", "mole", "moles"),
+    **_names("data", 8000, "kb", "kilobyte", "kilobytes"),
+    **_names("data", 8000000, "mb", "megabyte", "megabytes"),
+    **_names("data", 8000000000, "gb", "gigabyte", "gigabytes"),
+    **_names("data", 8000000000000, "tb", "terabyte", "terabytes"),
+    **_names("energy", 1000000, "mj", "megajoule", "megajoules"),
     **_names("time", 1, "s", "sec", "secs", "second", "seconds"),
     **_names("time", 60, "min", "mins", "minute", "minutes"),
     **_names("time", 3600, "h", "hr", "hrs", "hour", "hours"),
@@ -210,7 +219,7 @@ _VOLUME = {
     **_names("length", "1/1000", "l", "liter", "liters", "litre", "litres", "lita", "litr"),
     **_names("length", "1/1000", "litros", "litro", "litri", "liters", "literů", "litrów"),
     **_names("length", "1/100000", "cl", "centiliter", "centiliters", "centilitre", "centilitres"),
-    **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre"),
+    **_names("length", "1/1000000", "ml", "milliliter", "milliliters", "millilitre", "cc"),
     **_names("length", "1/1000000", "millilitres", "mililiter", "mililitr", "mililitros"),
     **_names("length", "1/1000000", "millilitri", "millilitro", "millilitres"),
     **_names("length", "0.003785411784", "gal", "gallon", "gallons"),
@@ -227,7 +236,15 @@ _AREAS = {
     **_names("length", "4046.8564224", "acre", "acres"),
 }
 """Areas: squares of length."""
-_SPEEDS = {"mph": "mi/h", "kph": "km/h", "kmh": "km/h"}
+_SPEEDS = {
+    "mph": "mi/h",
+    "kph": "km/h",
+    "kmh": "km/h",
+    "knot": "nmi/h",
+    "knots": "nmi/h",
+    "mpg": "mi/gal",
+    "wpm": "words/min",
+}
 _PHRASES = {
     "nautical miles": "nmi",
     "nautical mile": "nmi",
