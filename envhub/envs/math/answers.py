@@ -325,10 +325,11 @@ def _not_a_value(pred: str, gold: str) -> bool:
     if _ONE_SIDED.search(bare) and not _ONE_SIDED.search(gold):
         return True
     pred_base, gold_base = _BASE.search(bare), _BASE.search(gold.strip().strip("$"))
-    if (pred_base or gold_base) and (
-        (pred_base.group(1) if pred_base else "10") != (gold_base.group(1) if gold_base else "10")
-    ):
-        return True
+    if pred_base and (gold_base.group(1) if gold_base else "10") != pred_base.group(1):
+        return True  # (1011 facing 1011_2 is the base the question asked for)
+    apostrophes = _APOSTROPHE_IN.finditer(bare) if "'" in bare or "’" in bare else ()
+    if any(not _GROUPED.fullmatch(g.group(0)) for g in apostrophes):
+        return True  # 1'23, 12'5: no thousands group and no height in feet and inches
     return bool(_GOES_ON_DIGITS.search(bare)) and bool(_FINITE.fullmatch(gold.strip()))
 
 
@@ -340,6 +341,9 @@ _RELATION_FIRST = re.compile(
 _ONE_SIDED = re.compile(r"\d\s*(?:\^\s*\{?\s*[+\-−]\s*\}?|[+\-−])\s*$")
 _BASE = re.compile(r"(?<=\d)_\{?\s*(\d+)\s*\}?\s*$")
 _GOES_ON_DIGITS = re.compile(r"\d\s*(?:\\[lc]?dots|\.{3}|…)\s*$")
+_APOSTROPHE_IN = re.compile(r"(?<!\d)\d++['’′]\d++")
+_GROUPED = re.compile(r"\d{1,3}['’]\d{3}|\d['’′](?:1[01]|\d)")
+"""Digits around an apostrophe: a Swiss group (``1'234``), or feet and inches (``5'11``)."""
 _FINITE = re.compile(r"[-−]?\d+(?:[.,]\d+)?")
 
 

@@ -221,12 +221,10 @@ def extract_answer(text: str) -> Extraction:
     (``1.250`` -> ``1250``; :mod:`envhub.envs.math.locales`).
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
-    hidden = _COMMENT.findall(text) if "<!--" in text else []
-    if hidden:  # "42 hours <!-- 42 minutes -->": read what is shown; what is hidden may hedge
-        text = _COMMENT.sub(" ", text)
+    text, hidden = _without_comments(text) if "<!--" in text else (text, [])
     if "](" in text:  # "![the answer is 43](solution.png)": the link's text
         text = _MARKDOWN_LINK.sub(r"\1", text)
-    notes = _FOOTNOTES.search(text) if "[" in text else None
+    notes = _FOOTNOTES.search(text, max(0, len(text) - 2000)) if "[" in text else None
     if notes is not None:  # "150 km [1].\n\n[1] Assuming ...": 150 km; a note may hedge
         hidden.append(notes.group(0))
         text = text[: notes.start()]
@@ -244,6 +242,22 @@ def extract_answer(text: str) -> Extraction:
     if found.answer and hidden and _hidden_hedge(hidden, found.answer):
         found = replace(found, hedged=True)  # another value in a comment or a footnote
     return found
+
+
+def _without_comments(text: str) -> tuple[str, list[str]]:
+    """``text`` without its HTML comments (hidden when rendered), and the comments.
+
+    "42 hours <!-- 42 minutes -->" shows 42 hours; what is hidden may hedge. Linear in the
+    text: an unclosed ``<!--`` hides the rest.
+    """
+    shown, hidden, start = [], [], 0
+    while (open_at := text.find("<!--", start)) >= 0:
+        close = text.find("-->", open_at + 4)
+        shown.append(text[start:open_at])
+        hidden.append(text[open_at + 4 : close if close >= 0 else len(text)])
+        start = close + 3 if close >= 0 else len(text)
+    shown.append(text[start:])
+    return " ".join(shown), hidden[-MAX_CANDIDATES:]
 
 
 def _hidden_hedge(hidden: list[str], answer: str) -> bool:
@@ -365,9 +379,8 @@ _NO_VALUE = re.compile(
 """A last sentence that answers with no value: "so the expression is undefined", "there is no
 solution" (a number before it, "x = 3 is extraneous", is not the answer)."""
 _CLAUSE_STOP = re.compile(r"[.!?;:\n][^\n]*[^\W_]")
-_COMMENT = re.compile(r"<!--(.{0,2000}?)-->", re.DOTALL)
 _MARKDOWN_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\([^()\n]{0,500}\)")
-"""HTML comments (hidden when rendered) and Markdown links and images (shown as their text)."""
+"""Markdown links and images: shown as their text."""
 _WHOLE_FRANCS = re.compile(r"(\d)\.[–-](?=\s|$|[,;:!?)])")
 _DOTTED_CLOCK = re.compile(
     r"(?<=\bpukul )(?P<h>[01]?\d|2[0-3])\.(?P<m>[0-5]\d)(?!\d)"

@@ -273,7 +273,7 @@ def normalize(s: str) -> str:
     if s.endswith("p"):  # 85p: pence
         s = _PENCE.sub(r"\1 pence", s)
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
-        s = _FEET_INCHES.sub(r"\1 ft \2 in", s)
+        s = _FEET_INCHES.sub(lambda m: "{} ft {} in".format(*(g for g in m.groups() if g)), s)
     if "below" in s or "zero" in s:  # 5 °C below zero
         s = _BELOW_ZERO.sub(r"-\1", s)
     s = _amount_words(s)
@@ -577,8 +577,12 @@ _ELISION = re.compile(r"(?<=\w) [dD]['’](?=[^\W\d_])")
 """French and Italian elision before a unit: ``1,2 million d'euros``."""
 _PENCE = re.compile(r"^(\s*\d+(?:\.\d+)?)p$")
 """An amount in pence, ``85p``: the whole answer (``3p + 1`` is algebra)."""
-_FEET_INCHES = re.compile(r"(?<![\d.])(\d+)\s*['′]\s*(\d+(?:\.\d+)?)\s*(?:\"|″|''|”)")
-"""Feet and inches with primes: ``6'2"``, ``6′ 2″``."""
+_FEET_INCHES = re.compile(
+    r"(?<![\d.])(\d+)\s*['′]\s*(\d+(?:\.\d+)?)\s*(?:\"|″|''|”)"
+    r"|(?<![\d.'’])(\d)['′]\s*(1[01]|[0-9])(?![\d'’.,])"
+)
+"""Feet and inches with primes: ``6'2"``, ``6′ 2″``, and a height without the inch mark,
+``5'11`` (never a Swiss thousands group, whose groups have three digits)."""
 _BELOW_ZERO = re.compile(
     r"(?<![-\d.])(\d+(?:\.\d+)?\s*(?:°|º|\^\s*\\circ|degrees?)\s*(?:[CF]|Celsius|Fahrenheit)?)"
     r"\s+below\s+zero",

@@ -236,6 +236,7 @@ _AREAS = {
     **_names("length", "4046.8564224", "acre", "acres"),
 }
 """Areas: squares of length."""
+_POWER_WORDS = {"squared": "2", "cubed": "3"}
 _SPEEDS = {
     "mph": "mi/h",
     "kph": "km/h",
@@ -321,6 +322,8 @@ def measure(phrase: str, power: str = "") -> Unit | None:
     words = text.replace("/", " / ").split()
     if not words:
         return None
+    if len(words) > 1 and words[-1] in _POWER_WORDS and not power:  # 5 kilometers squared
+        power = _POWER_WORDS[words.pop()]
     if power:
         words[-1] = f"{words[-1]}^{power}"
     cut = next((i for i, w in enumerate(words) if w in _PER and 0 < i < len(words) - 1), None)
