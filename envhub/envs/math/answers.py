@@ -48,7 +48,7 @@ from envhub.errors import GoldAnswerError, VerifierTimeout
 from . import library, symbolic
 from .compare import distinct, quick_compare
 from .extract import MAX_RESPONSE_CHARS
-from .lastnumber import UNREAD_WORD_AFTER
+from .lastnumber import MONTHS, UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
@@ -327,6 +327,13 @@ def _not_a_value(pred: str, gold: str) -> bool:
     pred_base, gold_base = _BASE.search(bare), _BASE.search(gold.strip().strip("$"))
     if pred_base and (gold_base.group(1) if gold_base else "10") != pred_base.group(1):
         return True  # (1011 facing 1011_2 is the base the question asked for)
+    if bool(_DATE.search(bare)) is not bool(_DATE.search(gold)):
+        return True  # "March 15" is a day of a date, never a count of 15 days (nor the reverse)
+    if _ACCOUNTING.fullmatch(bare) and not _ACCOUNTING.fullmatch(gold.strip()):
+        return True  # "(500)" in accounts is -500
+    left, gold_left = _LEFT_SIDE.match(bare), _LEFT_SIDE.match(gold.strip().strip("$"))
+    if left and gold_left and left.group(1) != gold_left.group(1):
+        return True  # x = 3 is not the line y = 3
     apostrophes = _APOSTROPHE_IN.finditer(bare) if "'" in bare or "’" in bare else ()
     if any(not _GROUPED.fullmatch(g.group(0)) for g in apostrophes):
         return True  # 1'23, 12'5: no thousands group and no height in feet and inches
@@ -341,6 +348,10 @@ _RELATION_FIRST = re.compile(
 _ONE_SIDED = re.compile(r"\d\s*(?:\^\s*\{?\s*[+\-−]\s*\}?|[+\-−])\s*$")
 _BASE = re.compile(r"(?<=\d)_\{?\s*(\d+)\s*\}?\s*$")
 _GOES_ON_DIGITS = re.compile(r"\d\s*(?:\\[lc]?dots|\.{3}|…)\s*$")
+_DATE = re.compile(rf"\b{MONTHS}\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTHS}")
+_ACCOUNTING = re.compile(r"\(\s*[$€£]?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\s*\)")
+"""One amount in brackets, as accounts write a loss: ``(500)``, ``($1,200.50)``; never ``(3,2)``."""
+_LEFT_SIDE = re.compile(r"\s*([a-zA-Z])\s*=(?!=)")
 _APOSTROPHE_IN = re.compile(r"(?<!\d)\d++['’′]\d++")
 _GROUPED = re.compile(r"\d{1,3}['’]\d{3}|\d['’′](?:1[01]|\d)")
 """Digits around an apostrophe: a Swiss group (``1'234``), or feet and inches (``5'11``)."""

@@ -61,7 +61,7 @@ from .hedges import (
     retracted,
     weighed_before,
 )
-from .lastnumber import JOINER, NUMBER, REFERENCE, find_numbers, last_number, tidy
+from .lastnumber import JOINER, MONTHS, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
 from .statements import (
@@ -444,12 +444,8 @@ def _values(text: str) -> list[re.Match]:
     return numbers
 
 
-_MONTHS = (
-    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
-    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
-)
-_MONTH_BEFORE = re.compile(rf"\b{_MONTHS}\.?\s+$")
-_MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTHS}\b")
+_MONTH_BEFORE = re.compile(rf"\b{MONTHS}\.?\s+$")
+_MONTH_AFTER = re.compile(rf"(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTHS}")
 """A day of a date names a day, not a value ("saved by June 30", "on 30 June")."""
 _REJECTED_BEFORE = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not\s+", re.IGNORECASE)
 
@@ -486,7 +482,8 @@ with no stated answer, it has none (generations cut at their token limit end so)
 _LETTER_AFTER = re.compile(r"[^\W\d_]{3}")
 _CHECK_AFTER = re.compile(
     r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"
-    r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算)\b"
+    r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算"
+    r"|remember|recall|note\s+that|as\s+a\s+reminder|originally|initially)\b"
     r"(?:(?!\n\s*(?:so|therefore|thus|hence|answer)\b).)*$",
     re.IGNORECASE | re.DOTALL,
 )

@@ -220,13 +220,14 @@ DOUBT = Words(
         r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt"
         r"|\b(?:nicht\s+(?:ganz\s+)?sicher|no\s+(?:estoy|estar)\s+(?:muy\s+)?segur[oa]"
         r"|non\s+(?:sono\s+)?(?:del\s+tutto\s+)?sicur[oa]|niet\s+(?:helemaal\s+)?zeker"
-        r"|nie\s+jestem\s+pewn[ya]|tidak\s+yakin|ikke\s+sikker|en\s+ole\s+varma"
+        r"|nie\s+jestem\s+pewn[ya]|tidak\s+yakin|ikke\s+(?:helt\s+)?sikker|en\s+ole\s+varma"
         r"|sina\s+uhakika|sijui)\b"
     ),
     other=(
         r"\b(?:pas\s+(?:tout\s+à\s+fait\s+)?(?:sûr|certain)e?"
         r"|não\s+(?:tenho\s+certeza|estou\s+(?:muito\s+)?segur[oa])"
-        r"|не\s+(?:совсем\s+)?уверен[аы]?|emin\s+değilim|không\s+chắc|inte\s+säker)\b"
+        r"|не\s+(?:совсем\s+)?уверен[аы]?|не\s+(?:зовсім\s+)?впевнен\w*|emin\s+değilim|không\s+chắc"
+        r"|inte\s+(?:helt\s+)?säker|ikke\s+(?:helt\s+)?sikker)\b|לא\s+בטוח|לא\s+בטוחה"
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
         r"|यकीन\s+नहीं|निश्चित\s+नहीं"
     ),
@@ -242,12 +243,14 @@ _TAKEN_BACK = Words(
         r"|\b(?:das|es)\s+ist\s+falsch|\bc'est\s+faux|\bje\s+me\s+suis\s+tromp"
         r"|\bme\s+equivoqu|\b(?:das\s+)?stimmt\s+nicht|\bn'est\s+pas\s+(?:juste|correct)"
         r"|\bno\s+es\s+correcto|\bdat\s+klopt\s+niet|\bsi\s+sahihi|\bwait,?\s+no\b"
-        r"|\b(?:salah|sbagliato|fout|pomyli\w*)\b|\bnicht\s+richtig|\bpas\s+correct"
+        r"|\b(?:salah|sbagliato|fout|pomyli\w*|forkert|feil|fel|gresit|spatne)\b|\bnicht\s+richtig"
+        r"|\bpas\s+correct|\bnej,?\s+vent"
     ),
     other=(
         r"\beso\s+est[áa]\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
         r"|\best[áa]\s+errado|\byanlış|\bsai\s+rồi|\bbłąd\b"
-        r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います"
+        r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います|違う|計算し直|väärin|hibás"
+        r"|greșit|špatně|неправильн|невірн|не\s+так|לא\s+נכון|טעות"
         r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
     ),
 )

@@ -43,9 +43,14 @@ _GLUED_WORD = re.compile(r"[A-Za-z]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 
 
+MONTHS = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)(?![A-Za-z])"
+)
+"""The names of the months, English, as a pattern: a day of a date is no amount."""
 REFERENCE = re.compile(
     r"(?:\b(?:(?:problem|question|exercise|task|step|part|example|chapter|section|page|item)s?"
-    r"|no\.?)"
+    r"|no\.?|(?:the\s+)?(?:original|initial|starting)(?:\s+[^\W\d_]+)?)"
     r"|#)\s*(?:\d+\s*[-–—]\s*)?$",
     re.IGNORECASE,
 )
@@ -339,7 +344,7 @@ _COPULAS = frozenset(
     " ఉంది అవుతుంది છે હશે आहे आहेत ነው ናቸው ครับ ค่ะ ပါ သည် គឺ ແມ່ນ это είναι هو هي".split()
 )
 """Words for "is" (and polite particles) that follow an answer in other scripts: no unit."""
-_UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-zµμ€£¥₹¢])[A-Za-z/^23²³. ]{0,40})")
+_UNIT_AFTER = re.compile(r"[ \t]*((?:°\s*[CF]|[A-Za-zÀ-ÿµμ€£¥₹¢])[A-Za-zÀ-ÿ/^23²³. ]{0,40})")
 
 
 def unit_after(text: str, end: int) -> str:

@@ -61,7 +61,7 @@ expression). The one list of them: a statement in one of these languages is evid
 (:func:`continental`), and :mod:`envhub.envs.math.statements` reads the answer it states."""
 ANSWER_WORD = "|".join(ANSWER_WORDS)
 """:data:`ANSWER_WORDS` as one alternation."""
-IS_WORDS = "ist|is|est|es|é|è|to|olarak|adalah|là|είναι|lautet"
+IS_WORDS = "ist|is|est|es|é|è|to|olarak|adalah|là|είναι|lautet|är|er"
 """"Is" after an answer word in those languages and English ("Antwort ist", "la réponse est",
 "odpowiedź to", "sonuç olarak")."""
 _STATEMENT = re.compile(

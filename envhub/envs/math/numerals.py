@@ -61,7 +61,17 @@ _SIGNS = {
     "Rs.": "inr",
     "Rs": "inr",
     "CHF": "chf",
+    "A$": "aud",
+    "AU$": "aud",
+    "NZ$": "nzd",
+    "C$": "cad",
+    "CA$": "cad",
+    "HK$": "hkd",
+    "S$": "sgd",
+    "MX$": "peso",
     "Fr.": "chf",
+    "kr ": "sek",
+    "kr.": "sek",
     "SFr.": "chf",
     "₩": "krw",
     "KRW": "krw",
@@ -202,6 +212,7 @@ def _yuan(m: re.Match) -> str:
 
 
 _THOUSANDS_OF = re.compile(r"(?<![\d.,])(\d+(?:\.\d+)?)\s*k([€$])")
+_BASIS_POINTS = re.compile(r"(?i)(?<![\d.])(\d+(?:\.\d+)?)\s*(?:basis\s+points?|bps?)\b")
 _PER_WORDS = re.compile(r"(?i)(?<=\d)\s*(?:per\s+cent|per\s*mille|permille)\b")
 """Percent and per mille in words: "15 per cent" is 15%, "3 per mille" 0.3%."""
 _HOURS_AND_A_HALF = re.compile(
@@ -232,6 +243,8 @@ def _amount_words(s: str) -> str:
     """Hours and a half, per cent and per mille in words, and the ‰ sign, rewritten."""
     if "half" in s or "media" in s or "meia" in s or "demie" in s:  # 3 horas e meia: 3.5 h
         s = _HOURS_AND_A_HALF.sub(r"\1.5 h", s)
+    if "basis" in s or "bp" in s:  # 50 basis points: 0.5%
+        s = _BASIS_POINTS.sub(r"(\1/10000)", s)
     if "per " in s.lower() or "permille" in s.lower():  # 15 per cent, 3 per mille
         s = _PER_WORDS.sub(lambda m: "percent" if m.group(0)[-1] in "tT" else "‰", s)
     if "‰" in s:
@@ -260,7 +273,7 @@ def normalize(s: str) -> str:
         s = _INDIC_SCALE.sub(lambda m: _INDIC_SCALES[m.group(0)], s)
     if _LATIN_SCALE.search(s):  # Rp 2,5 juta: the scale word before the currency's sign
         s = _SCALE_WORD.sub(_scale_word, s)
-    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp|Fr\.", s):
+    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp|Fr\.|kr[ .]", s):
         s = _money(s)
     if (
         re.search(r"(?i)thousand|million|billion|trillion|dozen", s)
@@ -368,8 +381,10 @@ _UNIT_WORDS = {
     "डिग्री फारेनहाइट": "°F", "องศาเซลเซียส": "°C", "องศาฟาเรนไฮต์": "°F", "กม./ชม.": "km/h",
     "กม./ชม": "km/h", "กม.": "km", "กม": "km", "கி.மீ/மணி": "km/h", "கி.மீ": "km",
     "కి.మీ": "km", "किमी/घंटा": "km/h", "किमी": "km", "ミリリットル": "ml", "га": "ha",
-    "°С": "°C", "ريالاً": "sar", "مل": "ml", "米/秒": "m/s", "千米/小时": "km/h",
-    "公里/小时": "km/h", "人民币": "cny",
+    "°С": "°C", "英里": "mi", "英尺": "ft", "英寸": "in", "磅": "lb", "盎司": "oz", "加仑": "gal",
+    "海里": "nmi", "公顷": "ha", "マイル": "mi", "フィート": "ft", "インチ": "in", "ポンド": "lb",
+    "ريالاً": "sar", "مل": "ml", "米/秒": "m/s", "千米/小时": "km/h", "公里/小时": "km/h",
+    "人民币": "cny",
     # Urdu, Marathi, Gujarati, Tamil, Lao, Khmer, Myanmar and Amharic
     "روپے": "inr", "روپیہ": "inr", "روپئے": "inr", "منٹ": "min", "گھنٹے": "h", "گھنٹہ": "h",
     "میٹر": "m", "کلومیٹر": "km", "کلو": "kg",

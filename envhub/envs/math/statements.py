@@ -18,7 +18,7 @@ from collections.abc import Iterator
 
 from .compare import quick_compare, read, same
 from .hedges import APPROXIMATE, ASIDE, DOUBT, HEDGE_WORDS, offers_value
-from .lastnumber import MINUS_WORD, UNIT_BEFORE, find_numbers, last_number, tidy
+from .lastnumber import MINUS_WORD, MONTHS, UNIT_BEFORE, find_numbers, last_number, tidy
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
@@ -234,6 +234,9 @@ _BOUND_WORDS = re.compile(
 """Words that make the number after them a bound or a negation ("at least 5", "not 5")."""
 
 
+_MONTH_LAST = re.compile(rf"\b{MONTHS}\.?\s*$")
+
+
 def _amount_in_words(answer: str) -> str:
     """The amount a sentence states ("Die Fahrt dauert 3 Stunden", "一共1200人", "需要2小时30分钟").
 
@@ -245,6 +248,8 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
+    if _MONTH_LAST.search(lead.group(0)):
+        return answer  # "March 15": a date, not the amount 15
     if not re.search(r"[^\W\d_]{2}|[\u4e00-\u9fff]", lead.group(0)):
         return answer  # "x 5": a symbol, not words (one Han character is a word: 共)
     if lead.group(0)[-1].isalpha() and lead.group(0)[-1] < "\u2e80":
