@@ -8,6 +8,8 @@ takes the last number pays: a number in an aside after the answer, a second valu
 import pytest
 from math_scoring import scores
 
+from envhub.envs.math.answers import is_equivalent
+
 
 @pytest.mark.parametrize(
     ("text", "gold", "paid"),
@@ -430,3 +432,24 @@ from math_scoring import scores
 )
 def test_attack(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "paid"),
+    [
+        ("1 June", "June 1", True),
+        ("June 29th", "June 29", True),
+        ("June 29th", "June 30", False),
+        ("(500)", "-500", True),
+        ("(500)", "500", False),
+        ("(B) 3", "3", True),
+        ("]2 ; 5]", "(2, 5]", True),
+        ("]2 ; 5]", "[2, 5]", False),
+        ("x ∈ [−1, 4)", "[-1, 4)", True),
+        ("3000 years", "3 millennia", True),
+        ("2.5 tys", "2500 zł", True),
+    ],
+)
+def test_one_value_written_another_way(pred, gold, paid):
+    """Notations of one value the comparison reads: dates, accounts, options, French intervals."""
+    assert is_equivalent(pred, gold) is paid

@@ -50,7 +50,7 @@ from .compare import distinct, quick_compare
 from .extract import MAX_RESPONSE_CHARS
 from .lastnumber import MONTHS, UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
-from .numerals import MERIDIEM
+from .numerals import MERIDIEM, normalize
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
 from .pool import run_in_worker
 from .spelled import ROMAN, gold_in_words
@@ -174,6 +174,10 @@ def is_equivalent(
     if _not_a_value(pred, gold):
         return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
     pred = _roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
+    dates = _date_value(pred), _date_value(gold)
+    if None not in dates:
+        return dates[0] == dates[1]  # "1 June", "June 1st" and "June 1" are one day
+    pred, gold = _written_plainly(pred), _written_plainly(gold)
     pred, gold = facing(pred, gold), facing(gold, pred)
     gold_ans = _gold(gold)
     try:
@@ -285,6 +289,47 @@ def _roman_value(pred: str) -> str | None:
 _ROMAN_DIGITS = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
 
 
+def _date_value(text: str) -> tuple[int, int] | None:
+    """(month, day) of a date written as one ("June 1", "1 June", "June 29th"), else None."""
+    m = _ONE_DATE.fullmatch(text.strip().strip("$").strip().rstrip("."))
+    if m is None:
+        return None
+    month = (m.group("m1") or m.group("m2"))[:3].lower()
+    return _MONTH_INDEX[month], int(m.group("d1") or m.group("d2"))
+
+
+_ONE_DATE = re.compile(
+    rf"(?:\\text\{{)?(?:(?P<m1>{MONTHS})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?"
+    rf"|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>{MONTHS})\.?)\}}?"
+)
+_MONTH_INDEX = {
+    m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())
+}
+
+
+def _written_plainly(answer: str) -> str:
+    r"""``answer`` with notations of one value rewritten.
+
+    Accounts' ``(500)`` is -500, an option's letter goes (``(B) 3`` is 3), a French interval
+    ``]2 ; 5]`` is ``(2, 5]``, ``∈`` is ``\in``.
+    """
+    bare = answer.strip()
+    accounting = _ACCOUNTING.fullmatch(bare)
+    if accounting:
+        return "-" + bare[1:-1].strip()
+    bare = _OPTION.sub("", bare)
+    french = _FRENCH_INTERVAL.fullmatch(bare)
+    if french:
+        left = "(" if french.group(1) == "]" else "["
+        right = ")" if french.group(4) == "[" else "]"
+        return f"{left}{french.group(2)}, {french.group(3)}{right}"
+    return bare.replace("∈", "\\in ")
+
+
+_OPTION = re.compile(r"^\(?[A-E]\)\s+(?=[-−$\d\\])")
+_FRENCH_INTERVAL = re.compile(r"([\]\[])\s*([^;\[\]]+?)\s*;\s*([^;\[\]]+?)\s*([\]\[])")
+
+
 def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:
     """Facing a gold with a unit, ``pred`` holds a word that may be another unit.
 
@@ -294,7 +339,8 @@ def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | N
         return False
     if pred_ans is None:
         return bool(_WORD_AFTER.search(pred))
-    return isinstance(pred_ans, Expr) and pred_ans.unit is None and bool(_LABEL_AFTER.search(pred))
+    words = _LABEL_AFTER.search(normalize(pred))  # a scale word is no label: 2,5 tys. zł
+    return isinstance(pred_ans, Expr) and pred_ans.unit is None and bool(words)
 
 
 def _gold_label_unread(gold: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:
@@ -329,8 +375,6 @@ def _not_a_value(pred: str, gold: str) -> bool:
         return True  # (1011 facing 1011_2 is the base the question asked for)
     if bool(_DATE.search(bare)) is not bool(_DATE.search(gold)):
         return True  # "March 15" is a day of a date, never a count of 15 days (nor the reverse)
-    if _ACCOUNTING.fullmatch(bare) and not _ACCOUNTING.fullmatch(gold.strip()):
-        return True  # "(500)" in accounts is -500
     left, gold_left = _LEFT_SIDE.match(bare), _LEFT_SIDE.match(gold.strip().strip("$"))
     if left and gold_left and left.group(1) != gold_left.group(1):
         return True  # x = 3 is not the line y = 3
@@ -348,7 +392,10 @@ _RELATION_FIRST = re.compile(
 _ONE_SIDED = re.compile(r"\d\s*(?:\^\s*\{?\s*[+\-−]\s*\}?|[+\-−])\s*$")
 _BASE = re.compile(r"(?<=\d)_\{?\s*(\d+)\s*\}?\s*$")
 _GOES_ON_DIGITS = re.compile(r"\d\s*(?:\\[lc]?dots|\.{3}|…)\s*$")
-_DATE = re.compile(rf"\b{MONTHS}\.?\s+\d{{1,2}}\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTHS}")
+_DATE = re.compile(
+    rf"\b{MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
+    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTHS}"
+)
 _ACCOUNTING = re.compile(r"\(\s*[$€£]?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\s*\)")
 """One amount in brackets, as accounts write a loss: ``(500)``, ``($1,200.50)``; never ``(3,2)``."""
 _LEFT_SIDE = re.compile(r"\s*([a-zA-Z])\s*=(?!=)")

@@ -140,6 +140,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("month", 12, "year", "years", "yr", "yrs"),
     **_names("month", 120, "decade", "decades"),
     **_names("month", 1200, "century", "centuries"),
+    **_names("month", 12000, "millennium", "millennia", "millenniums"),
     **_names("mass", 1000000, "tonne", "tonnes", "t"),
     **_names("power", 1, "w", "watt", "watts"),
     **_names("power", 1000, "kw", "kilowatt", "kilowatts"),
