@@ -147,7 +147,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Twenty-four sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Twenty-five sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but the six in ``known``, each with its reason (a response with no sign of
     its locale, one with no stated answer, two temperature changes read as readings, a Danish

@@ -428,6 +428,14 @@ from envhub.envs.math.answers import is_equivalent
         ("#### 1'23", "123", False),
         ("\\boxed{1011}", "1011_2", True),
         ("#### 5 kilometers squared", "5 km", False),
+        # set Y: a pair weighed after another value, Portuguese doubt, a Han digit before 度
+        (
+            "The pool holds 12 m³ of water, or about 12,000 L, maybe 12,500 L.\n#### 12,500 L",
+            "12500 L",
+            False,
+        ),
+        ("5 × 6 = 30\nA resposta é 30, mas posso ter errado.", "30", False),
+        ("温度从3度下降8度，3−8=−5。\n答：负五度", "-5", True),
     ],
 )
 def test_attack(text, gold, paid):

@@ -221,12 +221,14 @@ DOUBT = Words(
         r"|\b(?:nicht\s+(?:ganz\s+)?sicher|no\s+(?:estoy|estar)\s+(?:muy\s+)?segur[oa]"
         r"|non\s+(?:sono\s+)?(?:del\s+tutto\s+)?sicur[oa]|niet\s+(?:helemaal\s+)?zeker"
         r"|nie\s+jestem\s+pewn[ya]|tidak\s+yakin|ikke\s+(?:helt\s+)?sikker|en\s+ole\s+varma"
-        r"|sina\s+uhakika|sijui)\b"
+        r"|sina\s+uhakika|sijui|posso\s+ter\s+errado|puedo\s+haberme\s+equivocado"
+        r"|ich\s+k\w+nnte\s+mich\s+irren|potrei\s+sbagliar\w*)\b"
     ),
     other=(
         r"\b(?:pas\s+(?:tout\s+à\s+fait\s+)?(?:sûr|certain)e?"
         r"|não\s+(?:tenho\s+certeza|estou\s+(?:muito\s+)?segur[oa])"
         r"|не\s+(?:совсем\s+)?уверен[аы]?|не\s+(?:зовсім\s+)?впевнен\w*|emin\s+değilim|không\s+chắc"
+        r"|podría\s+estar\s+equivocad[oa]|je\s+peux\s+me\s+tromper"
         r"|inte\s+(?:helt\s+)?säker|ikke\s+(?:helt\s+)?sikker)\b|לא\s+בטוח|לא\s+בטוחה"
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
         r"|यकीन\s+नहीं|निश्चित\s+नहीं"
@@ -327,7 +329,8 @@ def weighed_before(before: str, answer: str) -> bool:
     value = said[0].group(0)
     sentences = [s for s in _STOPS.split(before[-300:]) if any(c.isdigit() for c in s)]
     sentence = sentences[-1] if sentences else ""
-    for pair in _WEIGHED.finditer(sentence):
+    starts = (m.start() for m in re.finditer(r"(?<![\d.,])[$€£¥]?\d", sentence))
+    for pair in filter(None, (_WEIGHED.match(sentence, start) for start in starts)):
         a = pair.group("a") + unit_after(sentence, pair.end("a"))
         b = pair.group("b") + unit_after(sentence, pair.end("b"))
         later = find_numbers(sentence[pair.end() :])
