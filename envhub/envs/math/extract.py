@@ -331,13 +331,16 @@ def _last_resort(tail: str) -> Extraction:
     opened = _OPEN_CALL.search(end) or _OPEN_BOX.search(end)  # "print(cookies", "\boxed{42"
     if unfinished or tail.count("```") % 2 or opened:
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
-    check = _CHECK_AFTER.search(tail)
+    check = _CHECK_AFTER.search(tail) or _REASON_AFTER.search(tail, max(0, len(tail) - 200))
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     numbers = _values(tail)
     spoken, offered = _without_aside(tail, numbers)
     if spoken != tail:  # "She has 12 apples (3 of them red).": 12
         tail, numbers = spoken, _values(spoken)
+    roman = _ROMAN_ENDING.search(tail) if not numbers else None
+    if roman is not None:  # "So the answer in Roman numerals is **XIV**."
+        return Extraction(roman.group(1), "last_number", False)
     none = _NO_VALUE.search(tail, numbers[-1].end() if numbers else max(0, len(tail) - 300))
     if none is not None and not _CLAUSE_STOP.search(tail, none.end()):
         said = none.group("what") or none.group("none") or "does not exist"
@@ -367,6 +370,8 @@ def _last_value(tail: str, numbers: list[re.Match]) -> Extraction:
     return number or Extraction(None, None, False)
 
 
+_ROMAN_ENDING = re.compile(r"(?:\bis|:)\s*\**\s*([MDCLXVI]{2,})\s*\**\s*[.!]?\s*$")
+"""A response with no digits that ends on a number in Roman numerals: ``... is **XIV**.``."""
 _OPEN_CALL = re.compile(r"[A-Za-z_]\([^()\n]*$")
 _OPEN_BOX = re.compile(r"\\(?:boxed|fbox)\s*\{[^{}]*$")
 """A response that ends inside a call, ``print(cookies``: cut off (and so is one inside an
@@ -480,6 +485,9 @@ _CUT_OFF = re.compile(
 """A response that breaks off in a sentence of words ("12 × 3 = 36. Luego restamos los que"):
 with no stated answer, it has none (generations cut at their token limit end so)."""
 _LETTER_AFTER = re.compile(r"[^\W\d_]{3}")
+_REASON_AFTER = re.compile(r"(?<=[\w,])[ \t]+(?:since|because)\b[^.\n\d]*\d[^.\n]*[.!]?\s*$")
+"""A reason after the answer that ends the response: "42 apples in total, since each basket
+holds 7." gives 42, not the given 7."""
 _CHECK_AFTER = re.compile(
     r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"
     r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算"

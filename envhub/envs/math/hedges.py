@@ -66,7 +66,8 @@ HEDGE_WORDS = Words(
         r"|vielleicht|wahrscheinlich|eventuell|probablement|tal\s+vez|probablemente|posiblemente"
         r"|forse|probabilmente|talvez|provavelmente|misschien|waarschijnlijk|wellicht|chyba"
         r"|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise|luultavasti|kanskje|poate"
-        r"|probabil|mungkin|barangkali|labda|pengine|kanske|siguro|marahil)\b"
+        r"|probabil|mungkin|barangkali|labda|pengine|kanske|siguro|marahil|vermutlich|sanirim"
+        r"|my\s+(?:best\s+)?guess)\b"
         r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-\u2212$\d\\]"  # "might be 42"
         r"|\bnot\s+100\s*%\s+(?:sure|certain)"
         r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
@@ -74,7 +75,8 @@ HEDGE_WORDS = Words(
     ),
     other=(
         r"\b(?:quizás?|möglicherweise|peut-être|peut\s+être|может\s+быть|наверное|возможно"
-        r"|아마도?|może|ehkä|talán|valószínűleg|võib-olla|možná|måske|có\s+lẽ|можливо)\b"
+        r"|아마도?|może|ehkä|talán|valószínűleg|võib-olla|možná|måske|có\s+lẽ|можливо|förmodligen"
+        r"|μάλλον|мабуть|sanırım)\b"
         r"|ربما|يحتمل|शायद|かもしれ|ஒருவேளை|இருக்கலாம்|ምናልባት|احتمالا|कदाचित|सायद|કદાચ|ອາດຈະ"
         r"|ប្រហែល|ဖြစ်နိုင်|হয়তো|হয়তো"  # হয়তো, both ways
         r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
@@ -95,6 +97,7 @@ _CORRECTION = Words(
         r"|(?:no|nein|non|nee|hapana)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|subiri"
         r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
         r"|pourrait|potrebbe\s+essere|poderia\s+ser|zou\s+(?:ook\s+)?\w*\s*kunnen\s+zijn"
+        r"|hetkinen|i\s+get|spravne\s+je"
         r"|aspetta|wacht|eigenlijk|czekaj|bekle|tunggu|sebenarnya|khoan|espere|na\s+verdade"
         r"|hmm+|hold\s+on|nope|sorry|my\s+(?:mistake|bad)|however|on\s+reflection"
         r"|after\s+re-?checking|erratum|errata|edit|update|fix|corrected|typo|recomputed"
@@ -108,7 +111,7 @@ _CORRECTION = Words(
         r"|thực\s+ra|ой|исправление|perdón)\b"
         r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
         r"|不[，,]\s*是|应该是|應該是|更正|訂正"
-        r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|আসলে|కాదు"
+        r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|আসলে|కాదు|várj|όχι|רגע|správně\s+je|הנכונה"
         r"|দাঁড়াও|দাঁড়াও"  # দাঁড়াও
     ),
 )
@@ -220,7 +223,7 @@ DOUBT = Words(
         r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt"
         r"|\b(?:nicht\s+(?:ganz\s+)?sicher|no\s+(?:estoy|estar)\s+(?:muy\s+)?segur[oa]"
         r"|non\s+(?:sono\s+)?(?:del\s+tutto\s+)?sicur[oa]|niet\s+(?:helemaal\s+)?zeker"
-        r"|nie\s+jestem\s+pewn[ya]|tidak\s+yakin|ikke\s+(?:helt\s+)?sikker|en\s+ole\s+varma"
+        r"|nie\s+jestem\s+pew(?:ien|na|ny)|tidak\s+yakin|ikke\s+(?:helt\s+)?sikker|en\s+ole\s+varma"
         r"|sina\s+uhakika|sijui|posso\s+ter\s+errado|puedo\s+haberme\s+equivocado"
         r"|ich\s+k\w+nnte\s+mich\s+irren|potrei\s+sbagliar\w*)\b"
     ),
@@ -246,13 +249,14 @@ _TAKEN_BACK = Words(
         r"|\bme\s+equivoqu|\b(?:das\s+)?stimmt\s+nicht|\bn'est\s+pas\s+(?:juste|correct)"
         r"|\bno\s+es\s+correcto|\bdat\s+klopt\s+niet|\bsi\s+sahihi|\bwait,?\s+no\b"
         r"|\b(?:salah|sbagliato|fout|pomyli\w*|forkert|feil|fel|gresit|spatne)\b|\bnicht\s+richtig"
-        r"|\bpas\s+correct|\bnej,?\s+vent"
+        r"|\bpas\s+correct|\bnej,?\s+vent|\bei\s+taida\s+olla\s+oikein|\bspletl\s+jsem\s+se"
+        r"|\bmali\s+pala|\btamang\s+sagot"
     ),
     other=(
         r"\beso\s+est[áa]\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
         r"|\best[áa]\s+errado|\byanlış|\bsai\s+rồi|\bbłąd\b"
         r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います|違う|計算し直|väärin|hibás"
-        r"|greșit|špatně|неправильн|невірн|не\s+так|לא\s+נכון|טעות"
+        r"|greșit|špatně|неправильн|невірн|не\s+так|לא\s+נכון|טעות|טעיתי|elszámoltam|λάθος"
         r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
     ),
 )
@@ -421,7 +425,8 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
 _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
     r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
-    r"|typo|think|with|including|counting|instead|rather|actually|really)\b|أو|或|如果",
+    r"|typo|think|with|including|counting|instead|rather|actually|really|hoặc|atau|veya|eller"
+    r"|albo|nebo|або)\b|أو|或|如果|または|또는|หรือ|או",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".

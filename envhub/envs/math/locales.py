@@ -22,6 +22,7 @@ Without evidence a response is English: ``1.250`` stays 1.25.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 ANSWER_WORDS = {
     "antwort": "antw",
@@ -50,7 +51,7 @@ ANSWER_WORDS = {
     "risultato": "risulta",
     "resultaat": "resulta",
     "jawaban(?:nya)?": "jawab",
-    "đáp\\s+án": "đáp",
+    "đáp\\s+(?:án|số)": "đáp",
     "απάντηση": "απάντηση",
 }
 """The words that introduce an answer ("answer", "solution", "result") in the languages that
@@ -103,12 +104,51 @@ def continental(text: str) -> bool:
     statements = list(_STATEMENT.finditer(text))
     if statements:
         return True
+    worked = _worked_out(text)
+    if worked is not None:  # "2.400 g + 600 g = 3.000 g" holds only as 2400 + 600 = 3000
+        return worked
     if _CONTINENTAL_NUMBER.search(text):
         return not _ENGLISH_NUMBER.search(text)
     words = [w.lower() for w in _WORD.findall(text)]
     ours = sum(w in _CONTINENTAL_WORDS for w in words)
     theirs = sum(w in _ENGLISH_WORDS for w in words)
     return ours >= 3 and ours > theirs and not _ENGLISH_NUMBER.search(text)
+
+
+def _worked_out(text: str) -> bool | None:
+    """Which way the response's arithmetic holds: True continental, False English, None either.
+
+    The first sum or product that holds one way only decides (``3 × 5.000 = 15.000``).
+    """
+    for m in _WORKING.finditer(text):
+        a, op, b, c = m.groups()
+        readings = [_holds(op, *(_read(n, way) for n in (a, b, c))) for way in ("en", "eu")]
+        if readings[0] != readings[1]:
+            return readings[1]
+    return None
+
+
+_NUM = r"\d{1,3}(?:[.,]\d{3})+|\d+(?:[.,]\d+)?"
+_WORKING = re.compile(
+    rf"(?<![\d.,])({_NUM})[^\S\n]*(?:[a-zA-Zµ]{{1,3}}[^\S\n]*)?([+×x*·])[^\S\n]*({_NUM})"
+    rf"[^\S\n]*(?:[a-zA-Zµ]{{1,3}}[^\S\n]*)?=[^\S\n]*({_NUM})(?![\d]|[.,]\d)"
+)
+"""A sum or product with its result, units allowed after the numbers: ``3 × 5.000 = 15.000``."""
+
+
+def _read(number: str, way: str) -> Fraction | None:
+    """``number`` read the English way (``1,234.5``) or the continental way (``1.234,5``)."""
+    thousands, point = (",", ".") if way == "en" else (".", ",")
+    try:
+        return Fraction(number.replace(thousands, "").replace(point, "."))
+    except ValueError:  # 1.234.567 the English way: no number
+        return None
+
+
+def _holds(op: str, a: Fraction | None, b: Fraction | None, c: Fraction | None) -> bool:
+    if a is None or b is None or c is None:
+        return False
+    return (a + b if op == "+" else a * b) == c
 
 
 _DOT_GROUPS = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.])")

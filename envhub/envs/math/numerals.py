@@ -163,6 +163,7 @@ _FOREIGN_SCALES.update(
     dict.fromkeys(["billón", "billones", "biljoen", "bilion", "biliony", "bilionów"], 10**12)
 )
 _FOREIGN_SCALES["billionen"] = 10**12
+_FOREIGN_SCALES.update(dict.fromkeys(["miljard", "miljarden"], 10**9))
 _FOREIGN_SCALES.update({"тыс": 1000, "тис": 1000, "млн": 10**6, "млрд": 10**9})
 """The long scale: a Spanish billón, Dutch biljoen, Polish bilion and German Billion are
 10**12 (a French or German "billion" is read so by :func:`locales.long_scale`)."""
@@ -213,11 +214,12 @@ def _yuan(m: re.Match) -> str:
 
 _THOUSANDS_OF = re.compile(r"(?<![\d.,])(\d+(?:\.\d+)?)\s*k([€$])")
 _BASIS_POINTS = re.compile(r"(?i)(?<![\d.])(\d+(?:\.\d+)?)\s*(?:basis\s+points?|bps?)\b")
-_PER_WORDS = re.compile(r"(?i)(?<=\d)\s*(?:per\s+cent|per\s*mille|permille)\b")
+_PER_WORDS = re.compile(r"(?i)(?<=\d)\s*(?:per\s+cent|per\s*mille|permille|promille|por\s+mil)\b")
 """Percent and per mille in words: "15 per cent" is 15%, "3 per mille" 0.3%."""
 _HOURS_AND_A_HALF = re.compile(
-    r"(?i)(?<![\d.])(\d+)\s*(?:hours?|horas?|heures?|ore|uur|時間|小时|小時|個小時)\s*"
+    r"(?i)(?<![\d.])(\d+)\s*(?:(?:hours?|horas?|heures?|ore|uur|時間|小时|小時|個小時)\s*"
     r"(?:(?:and|y|e|et|und)\s+)?(?:a\s+half|media|meia|demie|mezza|半)(?![^\W\d_])"
+    r"|[个個]半(?:小时|小時|钟头|鐘頭))"
 )
 """Hours and a half: "3 hours and a half", "3 horas e meia", "3時間半" are 3.5 hours."""
 _INDIC_SCALES = {
@@ -245,7 +247,7 @@ def _amount_words(s: str) -> str:
         s = _HOURS_AND_A_HALF.sub(r"\1.5 h", s)
     if "basis" in s or "bp" in s:  # 50 basis points: 0.5%
         s = _BASIS_POINTS.sub(r"(\1/10000)", s)
-    if "per " in s.lower() or "permille" in s.lower():  # 15 per cent, 3 per mille
+    if "per " in s.lower() or "mille" in s.lower() or "por mil" in s.lower():  # 15 per cent
         s = _PER_WORDS.sub(lambda m: "percent" if m.group(0)[-1] in "tT" else "‰", s)
     if "‰" in s:
         s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
@@ -381,7 +383,8 @@ _UNIT_WORDS = {
     "डिग्री फारेनहाइट": "°F", "องศาเซลเซียส": "°C", "องศาฟาเรนไฮต์": "°F", "กม./ชม.": "km/h",
     "กม./ชม": "km/h", "กม.": "km", "กม": "km", "கி.மீ/மணி": "km/h", "கி.மீ": "km",
     "కి.మీ": "km", "किमी/घंटा": "km/h", "किमी": "km", "ミリリットル": "ml", "га": "ha",
-    "°С": "°C", "英里": "mi", "英尺": "ft", "英寸": "in", "磅": "lb", "盎司": "oz", "加仑": "gal",
+    "°С": "°C", "cây số": "km", "里": "li", "dặm": "mi", "英里": "mi", "英尺": "ft", "英寸": "in",
+    "磅": "lb", "盎司": "oz", "加仑": "gal",
     "海里": "nmi", "公顷": "ha", "マイル": "mi", "フィート": "ft", "インチ": "in", "ポンド": "lb",
     "ريالاً": "sar", "مل": "ml", "米/秒": "m/s", "千米/小时": "km/h", "公里/小时": "km/h",
     "人民币": "cny",
@@ -709,7 +712,10 @@ _HAN_RUN = re.compile(
     rf"(?:[{_HAN_DIGIT}]|[{_HAN_UNIT}]{_HAN_PREFIX}|\d+(?:\.\d+)?"
     rf"|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}])|(?<=\d) (?=[{''.join(_HAN_BIG)}]))*"
 )
-_HAN_ANY = re.compile(f"[{_HAN_DIGIT}{_HAN_UNIT}]")
+_HAN_TENS_OF = {"廿": "二十", "卅": "三十", "卌": "四十"}
+_HAN_TENS = re.compile("[廿卅卌]")
+_KOREAN_FRACTION = re.compile(r"(\d+)\s*분의\s*(\d+)")
+_HAN_ANY = re.compile(f"[{_HAN_DIGIT}{_HAN_UNIT}廿卅卌]")
 _HAN_NUMBER = rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}])+"
 _HAN_FRACTION = re.compile(rf"({_HAN_NUMBER})分之({_HAN_NUMBER})")
 _HAN_MINUS = re.compile(rf"[负負](?={_HAN_NUMBER})")
@@ -739,8 +745,10 @@ def han_numbers(text: str) -> str:
     ("答案是四。"): words that hold a numeral (``一共``, ``一些``, ``万一``, ``十分``, ``千万``,
     ``第一``) are words, and so are runs of bare digits (``七八个`` is "seven or eight", not 78).
     """
-    if not _HAN_ANY.search(text) and "分之" not in text:
+    if not _HAN_ANY.search(text) and "分之" not in text and "분의" not in text:
         return text
+    text = _HAN_TENS.sub(lambda m: _HAN_TENS_OF[m.group(0)], text)  # 廿五 is 二十五, 卅二 三十二
+    text = _KOREAN_FRACTION.sub(r"(\2/\1)", text)  # 3분의 2 is 2/3
     text = _HAN_FRACTION.sub(_han_fraction, text)  # 三分之二 is 2/3, 百分之五十 50/100
     text = _HAN_MINUS.sub("-", text)  # 负五 is -5
     return _HAN_RUN.sub(_han_run, text)

@@ -25,11 +25,12 @@ from .parse import Answer, Expr, Items, Seq, Text
 
 _EASTERN_WORDS = (
     *("答案", "答え", "정답", "उत्तर", "答", "답"),
-    *("উত্তর", "సమాధానం", "คำตอบ", "پاسخ", "תשובה", "jibu", r"ang\s+sagot"),
+    *("উত্তর", "సమాధానం", "คำตอบ", "پاسخ", "תשובה", "jibu", r"ang\s+sagot", "sagot"),
+    *("vastaus", "válasz"),
 )
 """"Answer" in Chinese, Japanese, Korean, Hindi, Bengali, Telugu, Thai, Persian, Hebrew,
-Swahili and Tagalog (before 是, は, 은, है, คือ, "ni", "ay" or a colon; the one-character 答
-and 답 of a worked school answer only before a colon: "答：5米。")."""
+Swahili, Tagalog, Finnish and Hungarian (before 是, は, 은, है, คือ, "ni", "ay" or a colon;
+the one-character 答 and 답 of a worked school answer only before a colon: "答：5米。")."""
 _ARABIC_WORDS = ("الإجابة", "الجواب")
 _EASTERN_WORD = "|".join(w if len(w) > 1 else rf"{w}(?=\s*[:：])" for w in _EASTERN_WORDS)
 _ARABIC_WORD = "|".join(_ARABIC_WORDS)
@@ -62,7 +63,8 @@ _FILLER = re.compile(
 _SENTENCE_END = re.compile(
     r"(?<!\bRs)(?<!\bFr)"  # Rs. 50, Fr. 1'250: the currency's abbreviation
     r"(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
-    r"|\n|[。！？।]|\s+(?:because|since|which|as)\b|;\s+(?=if\b|otherwise\b)|\s*#{3,}",
+    r"|\n|[。！？।]|\s+(?:because|since|which|as|denn|weil|car|porque|perché|omdat)\b"
+    r"|;\s+(?=if\b|otherwise\b)|\s*#{3,}",
     re.IGNORECASE,
 )
 _HYPOTHESIS = frozenset(
@@ -234,6 +236,7 @@ _BOUND_WORDS = re.compile(
 """Words that make the number after them a bound or a negation ("at least 5", "not 5")."""
 
 
+_RATE_LEAD = re.compile(r"(?:每小时|每小時|時速|时速)\s*$")
 _MONTH_LAST = re.compile(rf"\b{MONTHS}\.?\s*$")
 
 
@@ -248,8 +251,8 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
-    if _MONTH_LAST.search(lead.group(0)):
-        return answer  # "March 15": a date, not the amount 15
+    if _MONTH_LAST.search(lead.group(0)) or _RATE_LEAD.search(lead.group(0)):
+        return answer  # "March 15": a date, not the amount 15; "每小时60公里": a speed
     if not re.search(r"[^\W\d_]{2}|[\u4e00-\u9fff]", lead.group(0)):
         return answer  # "x 5": a symbol, not words (one Han character is a word: 共)
     if lead.group(0)[-1].isalpha() and lead.group(0)[-1] < "\u2e80":

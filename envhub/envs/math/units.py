@@ -110,6 +110,8 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "0.3048", "ft", "foot", "feet"),
     **_names("length", "0.9144", "yd", "yard", "yards"),
     **_names("length", "1609.344", "mi", "mile", "miles", "mijl", "mijlen", "milla", "millas"),
+    **_names("length", "1609.344", "mailia", "maili", "mailin", "meile", "meilen"),
+    **_names("length", 500, "li"),
     **_names("length", 1852, "nmi"),
     **_names("length", "1.8288", "fathom", "fathoms"),
     **_names("length", "201.168", "furlong", "furlongs"),
@@ -271,6 +273,9 @@ _PHRASES = {
     "nautical miles": "nmi",
     "nautical mile": "nmi",
     "grad celsius": "degc",
+    "stopni celsjusza": "degc",
+    "stopnie celsjusza": "degc",
+    "stopni fahrenheita": "degf",
     "grad fahrenheit": "degf",
     "degrés celsius": "degc",
     "degrés fahrenheit": "degf",
@@ -303,7 +308,7 @@ _PHRASES = {
 }
 """Units written in two words, read as one."""
 _POWERS = {"square": 2, "sq": 2, "cubic": 3}
-_PER = frozenset({"/", "per", "an", "a", "each", "every"})
+_PER = frozenset({"/", "per", "an", "a", "each", "every", "pro", "par", "por", "al", "je"})
 
 
 def _term(words: list[str]) -> tuple[dict[str, int], Fraction] | None:
