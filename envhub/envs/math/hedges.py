@@ -327,6 +327,9 @@ def weighed_before(before: str, answer: str) -> bool:
     12 or 13 hours.\n#### 12 hours": the answer is one of two values offered (a hedge), though
     the marker names one. Numbers joined otherwise ("add 20 or multiply 2 by 21") are none.
     """
+    window = before[-300:].lower()
+    if not any(word in window for word in (" or ", "maybe", "perhaps", "possibly")):
+        return False  # a cheap first test: most responses weigh nothing
     said = find_numbers(answer)
     if not said:
         return False
