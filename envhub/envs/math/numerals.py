@@ -731,7 +731,7 @@ def _han_fraction(m: re.Match) -> str:
 
 _HAN_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}]")
 _HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s-])$")
-_HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s度人个個]|$")
+_HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s度]|$")
 
 
 def han_numbers(text: str) -> str:
