@@ -298,10 +298,13 @@ def _date_value(text: str) -> tuple[int, int] | None:
     return _MONTH_INDEX[month], int(m.group("d1") or m.group("d2"))
 
 
-_ONE_DATE = re.compile(
-    rf"(?:\\text\{{)?(?:(?P<m1>{MONTHS})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?"
-    rf"|(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>{MONTHS})\.?)\}}?"
+_DATE_TEXT = (
+    rf"(?:\b(?P<m1>{MONTHS})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?\b"
+    rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>{MONTHS})\.?)"
 )
+"""A day of a month: "June 1", "1 June", "June 29th", "the 3rd of May"."""
+_DATE = re.compile(_DATE_TEXT)
+_ONE_DATE = re.compile(rf"(?:\\text\{{)?{_DATE_TEXT}\}}?")
 _MONTH_INDEX = {
     m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())
 }
@@ -392,10 +395,6 @@ _RELATION_FIRST = re.compile(
 _ONE_SIDED = re.compile(r"\d\s*(?:\^\s*\{?\s*[+\-−]\s*\}?|[+\-−])\s*$")
 _BASE = re.compile(r"(?<=\d)_\{?\s*(\d+)\s*\}?\s*$")
 _GOES_ON_DIGITS = re.compile(r"\d\s*(?:\\[lc]?dots|\.{3}|…)\s*$")
-_DATE = re.compile(
-    rf"\b{MONTHS}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b"
-    rf"|\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{MONTHS}"
-)
 _ACCOUNTING = re.compile(r"\(\s*[$€£]?\s*\d{1,3}(?:,\d{3})*(?:\.\d+)?\s*\)")
 """One amount in brackets, as accounts write a loss: ``(500)``, ``($1,200.50)``; never ``(3,2)``."""
 _LEFT_SIDE = re.compile(r"\s*([a-zA-Z])\s*=(?!=)")
