@@ -149,20 +149,13 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 def test_the_independent_notation_sets():
     """Twenty-six sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
-    No false positive but those in ``known``, each with its reason (a response with no sign of
-    its locale, one with no stated answer, two temperature changes read as readings, a Danish
-    number word, a table's last cell, Tamil tens, "about 42"); at most 1% false negatives. Five cases of set F and one
-    of G are relabeled (``relabeled``): a self-correction is two committed answers, and doubt on
-    the answer is a hedge.
+    No false positive but those in ``known``, each with its reason (a response with no stated
+    answer, "about 42"); at most 1% false negatives. Five cases of set F and one of G are
+    relabeled (``relabeled``): a self-correction is two committed answers, and doubt on the
+    answer is a hedge.
     """
     known = {
-        "#### 1.500 kg": "German dots with no German word: read the English way",
         "There were 4 friends in total.": "no stated answer: the last number is the answer",
-        "Answer: the temperature rose by 50 °F.": "a rise read as a reading: no rule tells them",
-        "Answer: it dropped by 68 °F": "the same: 20 °C is 68 °F as a reading, 36 °F as a drop",
-        "Svaret er tres æbler.": "Danish 'tres' is 60, Spanish 3: Danish words are not read",
-        "| **Total** | **7** | **$15** |": "a table's last cell after the stated answer",
-        "விடை: ௰௨": "Tamil numerals of tens (௰ ௱ ௲) are not read; its digit ௨ is",
         "Antwort: etwa 42 Eier.": "'about 42' is read as 42: a rounding task's answer is that",
         "答：大约42个。": "the same, in Chinese",
     }

@@ -71,7 +71,7 @@ from .statements import (
     find_statements,
     stated_value,
 )
-from .units import measure
+from .units import CHANGE, measure
 
 __all__ = ["Extraction", "extract_answer", "format_score"]
 
@@ -241,7 +241,28 @@ def extract_answer(text: str) -> Extraction:
         found = replace(found, answer=locales.long_scale(found.answer))  # "2 billions": 2e12
     if found.answer and hidden and _hidden_hedge(hidden, found.answer):
         found = replace(found, hedged=True)  # another value in a comment or a footnote
+    if found.answer and _TEMPERATURE.search(found.answer) and _called_a_change(text, found.answer):
+        found = replace(found, answer=f"{found.answer} {CHANGE}")  # "it rose by 18 °F"
     return found
+
+
+_TEMPERATURE = re.compile(
+    r"[°º℃℉]|\\circ|\bdeg(?:rees?\s+(?:[CF]\b|Celsius|Fahrenheit)|[cf]\b)", re.I
+)
+_CHANGE_BEFORE = re.compile(
+    r"(?i)(?:\b(?:rose|risen|rises|fell|fallen|falls|dropped|drops|increased|decreased|changed"
+    r"|climbed|warmed|cooled|went\s+(?:up|down))\s+by"
+    r"|\b(?:rise|drop|fall|increase|decrease|change|difference)\s+(?:in\s+temperature\s+)?"
+    r"(?:of|is|was|=|:))[\s*$]*(?:\\boxed\{)?$"
+)
+"""The words before a temperature that make it a change: "rose by 18 °F", "a drop of 20 °C"."""
+
+
+def _called_a_change(text: str, answer: str) -> bool:
+    """The response calls the temperature ``answer`` a change ("it dropped by 68 °F")."""
+    number = NUMBER.search(answer)
+    at = text.rfind(number.group(0)) if number else -1
+    return at > 0 and bool(_CHANGE_BEFORE.search(text, max(0, at - 60), at))
 
 
 def _without_comments(text: str) -> tuple[str, list[str]]:
@@ -334,6 +355,8 @@ def _last_resort(tail: str) -> Extraction:
     check = _CHECK_AFTER.search(tail) or _REASON_AFTER.search(tail, max(0, len(tail) - 200))
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
+    if tail.rstrip().endswith("|"):
+        tail = _before_table(tail)
     numbers = _values(tail)
     spoken, offered = _without_aside(tail, numbers)
     if spoken != tail:  # "She has 12 apples (3 of them red).": 12
@@ -370,6 +393,25 @@ def _last_value(tail: str, numbers: list[re.Match]) -> Extraction:
     return number or Extraction(None, None, False)
 
 
+def _before_table(tail: str) -> str:
+    r"""``tail`` without the markdown table that ends it, when a conclusion comes right before.
+
+    "So she bought 7 items.\n\n| Item | Qty | Cost |\n...\n| **Total** | **7** | **$15** |"
+    states 7; the table sums up the working. A table after no conclusion keeps its last cell.
+    """
+    lines = tail.rstrip().split("\n")
+    while lines and lines[-1].strip().startswith("|"):
+        lines.pop()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if lines and _CONCLUSION.match(lines[-1]) and find_numbers(lines[-1]):
+        return "\n".join(lines)
+    return tail
+
+
+_CONCLUSION = re.compile(
+    r"(?i)[ \t>*_#-]*(?:so|thus|therefore|hence|in\s+total|altogether|overall|in\s+all)\b"
+)
 _ROMAN_ENDING = re.compile(r"(?:\bis|:)\s*\**\s*([MDCLXVI]{2,})\s*\**\s*[.!]?\s*$")
 """A response with no digits that ends on a number in Roman numerals: ``... is **XIV**.``."""
 _OPEN_CALL = re.compile(r"[A-Za-z_]\([^()\n]*$")

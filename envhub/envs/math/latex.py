@@ -230,13 +230,14 @@ def plain_digits(text: str) -> str:
     script (Unicode category Nd; superscripts such as ``²`` are not digits and stay), and
     fullwidth punctuation is its ASCII self (``１２．５`` is ``12.5``), and a mathematical letter
     its letter (``𝑥`` is ``x``). A vulgar fraction is written out (``½`` is ``1/2``, ``3½`` is
-    ``3 1/2``, ``⁵⁄₈`` is ``(5/8)``), and so are circled numbers (``⑫``) and
-    Han numerals (``四十二``, ``1.5万``: :func:`~envhub.envs.math.numerals.han_numbers`). A no-op
-    on ASCII text.
+    ``3 1/2``, ``⁵⁄₈`` is ``(5/8)``), and so are circled numbers (``⑫``), Tamil and
+    Ethiopic numerals (``௰௨``, ``፲፪``) and Han numerals (``四十二``, ``1.5万``:
+    :func:`~envhub.envs.math.numerals.han_numbers`). A no-op on ASCII text.
     """
     if text.isascii():
         return text
-    text = numerals.han_numbers(numerals.circled(text.translate(_DIGIT_TABLE)))
+    text = numerals.additive_numerals(numerals.circled(text.translate(_DIGIT_TABLE)))
+    text = numerals.han_numbers(text)
     text = numerals.slashed(text)  # ⁵⁄₈: 5/8
     return _VULGAR.sub(_vulgar, text) if _VULGAR.search(text) else text
 

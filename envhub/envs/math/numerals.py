@@ -799,6 +799,36 @@ def _han_value(tokens: list[str]) -> Decimal | None:
     return total + section + (current or 0)
 
 
+_ADDITIVE_PLACES = {"௰": 10, "௱": 100, "௲": 1000, "፻": 100, "፼": 10_000}
+_ADDITIVE = re.compile(r"(?<![\d.,])(?:[1-9]?[௰௱௲])+[1-9]?(?![\d.,])|[\u1369-\u137c]+")
+"""Numerals that are no place-value digits: Tamil tens, hundreds and thousands (``௰௨``, with
+its digits already in ASCII: ``௰2``) and every Ethiopic numeral (``፲፪``, ``፳፻፳፫``)."""
+
+
+def additive_numerals(text: str) -> str:
+    """``text`` with Tamil (``௨௰௩``) and Ethiopic (``፳፻፳፫``) numerals in digits (23, 2023).
+
+    A digit or an Ethiopic ten before a place multiplies it (``௨௰`` is 20, ``፳፻`` 2000); one
+    after adds to it (``௰௨`` is 12, ``፻፳፫`` 123); ``፼`` multiplies all before it.
+    """
+    if not _ADDITIVE.search(text):
+        return text
+
+    def value(m: re.Match) -> str:
+        total = section = small = 0
+        for ch in m.group(0):
+            place = _ADDITIVE_PLACES.get(ch)
+            if place == 10_000:
+                total, section, small = total + ((section + small) or 1) * place, 0, 0
+            elif place:
+                section, small = section + (small or 1) * place, 0
+            else:
+                small += int(unicodedata.numeric(ch))
+        return str(total + section + small)
+
+    return _ADDITIVE.sub(value, text)
+
+
 _CIRCLED = re.compile("[\u2460-\u2473\u24ea-\u24ff\u2776-\u2793\u3251-\u325f\u32b1-\u32bf]")
 """Circled and negative-circled numbers: ``①``, ``⑫``, ``⓿``, ``❸``, ``㉑``, ``㊿``."""
 

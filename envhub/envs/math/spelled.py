@@ -108,7 +108,21 @@ def words_value(text: str) -> Fraction | None:
             values.add(Fraction(text2num(text.strip().lower(), lang)))
         except ValueError:
             continue
-    return values.pop() if len(values) == 1 else None
+    if len(values) != 1 or _one_word_values().get(text.strip().lower(), values) != values:
+        return None  # Danish "tres" is 60, Spanish "tres" 3: no language tells which
+    return values.pop()
+
+
+@lru_cache(maxsize=1)
+def _one_word_values() -> dict[str, set[Fraction]]:
+    """The numbers 0-100 that one word spells in :data:`SPELLED_LANGUAGES` (``tres``: 60)."""
+    spelled: dict[str, set[Fraction]] = {}
+    for lang in SPELLED_LANGUAGES:
+        for n in range(101):
+            word = _spelled_in(n, lang)
+            if word and _WORD.fullmatch(word):
+                spelled.setdefault(word, set()).add(Fraction(n))
+    return spelled
 
 
 _SCALES = frozenset(
@@ -350,9 +364,10 @@ def _spelled_in(value: int, lang: str) -> str:
     spelling it cannot give matches nothing, and is never a checker error.
     """
     try:
-        return num2words(value, lang=lang).lower()
+        spelled = num2words(value, lang=lang).lower()
     except Exception:  # noqa: BLE001 - a converter's own failure
         return ""
+    return spelled.replace("treds", "tres") if lang == "da" else spelled  # modern Danish 60
 
 
 @lru_cache(maxsize=64)

@@ -39,6 +39,8 @@ class Unit(NamedTuple):
     """Added after the factor: a temperature's zero (``0 °C`` is 273.15 K)."""
     money: tuple[tuple[tuple[str, int], ...], Fraction] | None = None
     """Of a rate in money (``$15 per hour``), the money alone: it matches a plain amount."""
+    change: bool = False
+    """A temperature change (``50 °F change``: "it rose by 50 °F"): converted without offset."""
 
 
 def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
@@ -232,8 +234,11 @@ Money is a unit too, one dimension per currency (``300 cents`` is ``$3``; ``€5
 :func:`envhub.envs.math.latex.clean`. A rate in money (``$15 per hour``) matches a plain amount
 (``$15``) but not another rate (``$15 per day``).
 Temperatures convert through kelvin with an offset (:data:`_OFFSETS`: ``100 °C`` is ``212 °F``
-is ``373.15 K``); a temperature *difference* written in another scale is therefore not matched.
+is ``373.15 K``). A temperature *change* (``rose by 18 °F``, read ``18 °F change``) converts
+without them: 18 °F of change is 10 °C of change, and 50 °F of change is not 10 °C.
 """
+CHANGE = "change"
+"""The word after a temperature that the response calls a change (see :func:`measure`)."""
 _OFFSETS = {"degc": Fraction(27315, 100), "celsius": Fraction(27315, 100)}
 _OFFSETS.update({"degf": Fraction(45967, 180), "fahrenheit": Fraction(45967, 180)})
 """Temperatures in kelvin: ``K = factor * value + offset``."""
@@ -346,6 +351,9 @@ def measure(phrase: str, power: str = "") -> Unit | None:
         if words in text:
             text = re.sub(rf"\b{words}\b", name, text)
     words = text.replace("/", " / ").split()
+    change = len(words) == 2 and words[1] == CHANGE and words[0] in _OFFSETS
+    if change:
+        words.pop()
     if not words:
         return None
     if len(words) > 1 and words[-1] in _POWER_WORDS and not power:  # 5 kilometers squared
@@ -374,7 +382,7 @@ def measure(phrase: str, power: str = "") -> Unit | None:
     letter = phrase.strip() if len(phrase.strip()) == 1 and not power else ""
     offset = _OFFSETS.get(words[0], Fraction(0)) if len(words) == 1 else Fraction(0)
     dimension = tuple(sorted((q, p) for q, p in powers.items() if p))
-    return Unit(dimension, factor, letter, offset, money)
+    return Unit(dimension, factor, letter, offset, money, change)
 
 
 Scale = tuple[Fraction, Fraction]
@@ -401,4 +409,6 @@ def scales(a: Unit | None, b: Unit | None) -> tuple[Scale, Scale] | None:
         b = Unit(a.dimension, b.factor / 100)
     if a.dimension != b.dimension:
         return None
+    if a.change or b.change:  # a change against a reading: the gold names a change too
+        return (a.factor, Fraction(0)), (b.factor, Fraction(0))
     return (a.factor, a.offset), (b.factor, b.offset)
