@@ -147,7 +147,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Twenty-six sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Thirty sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
     answer, "about 42"); at most 1% false negatives. Five cases of set F and one of G are

@@ -68,7 +68,143 @@ from math_scoring import scores
             "$15",
             True,
         ),
+        ("| Case | Answer |\n|---|---|\n| with tax | 44 |\n| without tax | 42 |", "42", False),
+        ("| Step | Value |\n|---|---|\n| Bought | 42 |\n| **Answer** | **40** |", "40", True),
     ],
 )
 def test_attack(text, gold, paid):
+    assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # the same value said again another way is one answer; another value is a hedge
+        ("#### ४२ (forty-three)", "42", False),
+        ("#### ४२ (forty-two)", "42", True),
+        ("#### 42 (quarante-trois)", "42", False),
+        ("#### 42 (quarante-deux)", "42", True),
+        ("#### 42 (٤٢)", "42", True),
+        ("#### 42 (٤٣)", "42", False),
+        ("#### 90 min (1.5 h)", "90 minutes", True),
+        ("#### 90 min (2 h)", "90 minutes", False),
+        ("The film runs 2.5 hours (2 hours 50 minutes).", "150 minutes", False),
+        ("The film runs 2.5 hours (2 hours 30 minutes).", "150 minutes", True),
+        ("#### 42 / forty-three", "42", False),
+        ("#### 42 / forty-two", "42", True),
+        ("#### 42\n\n(In words: forty-four.)", "42", False),
+        ("#### 42\n\n(In words: forty-two.)", "42", True),
+        ("The answer is 12. In Roman numerals: XIII.", "12", False),
+        ("The answer is 12. In Roman numerals: XII.", "12", True),
+        ("\\boxed{0.75}, also written as $\\frac{3}{5}$", "0.75", False),
+        ("\\boxed{0.75}, also written as $\\frac{3}{4}$", "0.75", True),
+        ("The answer is 1.500 (that is, one thousand five hundred).", "1.5", False),
+        ("The answer is 1.500 (that is, one thousand five hundred).", "1500", True),
+        ("Ответ: 10 соток, то есть 1000 м².", "1000 m²", True),
+        ("She has 12 apples (3 of them red).", "12", True),
+        ("He earns $20 (3 hours of work).", "$20", True),
+        ("答案是51.60元 (5,160 分)。", "51.60", True),
+        # other hedges: "most likely", a range, a condition, a footnote's condition
+        ("Most likely the answer is 42.", "42", False),
+        ("The answer is likely 42.", "42", False),
+        (
+            "Each outcome is equally likely, so the probability is \\boxed{\\frac{1}{6}}.",
+            "1/6",
+            True,
+        ),
+        ("The most likely sum is 7.", "7", True),
+        ("Somewhere from 40 to 45 marbles.", "45", False),
+        ("It takes between 5 and 6 hours.", "6 hours", False),
+        ("إذن يحتاج العامل ما بين ٥ و ٦ ساعات.", "6", False),
+        ("The difference between 40 and 45 is 5.", "5", True),
+        ("If Tom is counted, 42; otherwise 41.", "41", False),
+        ("#### 42\n\n[^1]: If the teacher is counted, 43.", "42", False),
+        ("#### 42\n\n[^1]: The teacher is not counted.", "42", True),
+        ("Final answer: 42. (Though 48 is also plausible.)", "42", False),
+        (
+            "Das Ergebnis ist 1.000 Schrauben; wahrscheinlich eher 1.200.\nAntwort: 1.200",
+            "1200",
+            False,
+        ),
+        ("غالباً جواب ۴۸ ہے۔", "48", False),
+        ("답은 3만 원 정도일 것 같습니다.", "30000", False),
+        ("답은 3만 원입니다.", "30000", True),
+        ("အဖြေက ၁၅ လို့ ထင်ပါတယ်၊ ဒါပေမယ့် သေချာမသိပါ။", "15", False),
+        ("விடை ௧௬ அல்லது ௧௮", "18", False),
+        ("उत्तर: ४८ (मला खात्री नाही)", "48", False),
+        ("答：每天能赚１８美元（或者２０美元）。", "18", False),
+        # a self-correction is two committed answers, in every language read
+        ("جواب ۲۰ است. نه، صبر کنید، اشتباه کردم: ۵ × ۵ = ۲۵. جواب درست ۲۵ است.", "25", False),
+        ("উত্তর ২৮। না, দাঁড়াও, আবার হিসাব করি: ৭ × ৫ = ৩৫। তাই উত্তর ৩৫।", "35", False),
+        ("جواب ۳۲ ہے۔ نہیں، ٹھہریں: ۱۸ + ۱۶ = ۳۴۔ صحیح جواب ۳۴ ہے۔", "34", False),
+        ("အဖြေ - ၂၄။ မဟုတ်ဘူး၊ ခဏနေပါ၊ ပြန်တွက်ရင် ၆ × ၅ = ၃၀။ အဖြေ - ၃၀", "30", False),
+        (
+            "답은 64입니다. 아니, 잠깐만요. 다시 계산하면 8 × 9 = 72이므로 답은 72입니다.",
+            "72",
+            False,
+        ),
+        ("جواب ۴۸ ہے۔", "48", True),
+        ("তাই উত্তর ৩৫।", "35", True),
+        ("အဖြေ - ၃၀", "30", True),
+        ("답은 72입니다.", "72", True),
+        ("उत्तर ४८ है।", "48", True),
+        # a name is no value; a rejected value is no second answer
+        ("Final answer: see Table 42.", "42", False),
+        ("The answer is in Figure 3.", "3", False),
+        ("La réponse est 7 — pas 8.", "7", True),
+        ("Die Antwort ist 7, nicht 8.", "7", True),
+        ("La réponse est 7 — pas 8.", "8", False),
+    ],
+)
+def test_said_again_or_hedged(text, gold, paid):
+    assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        ("2x + 3 = 11, so 2x = 8 and x = 4.\nCheck: 2(4) + 3 = 11 ✓", "4", True),
+        ("So x = 2 or x = 3.", "2, 3", True),
+        (
+            "Cada camiseta cuesta $250 y compra 6: 6 × 250 = 1,500.\nRespuesta: $1,500 pesos",
+            "1500",
+            True,
+        ),
+        (
+            "Cada camiseta cuesta $250 y compra 6: 6 × 250 = 1,500.\nRespuesta: $1,500 pesos",
+            "1.5",
+            False,
+        ),
+        ("答：汽车的速度是每秒20米。", "72 km/h", True),
+        ("答：汽车的速度是每秒20米。", "20 km/h", False),
+        ("答：汽车的速度是每小时20千米。", "20 km/h", True),
+        ("คำตอบคือ 5,000 มิลลิลิตร", "5 L", True),
+        ("答え：１５００ｍ", "1.5 km", True),
+        ("The answer is 6m.", "6 m", True),
+        ("The answer is 2x.", "2 m", False),
+        ("答：需要两小时十五分钟。", "135 minutes", True),
+        ("这是一个问题。答案是5。", "5", True),
+        ("The solution set is $x < -10$ or $x > 4$.", "(-\\infty, -10) \\cup (4, \\infty)", True),
+        ("$\\boxed{x<-10 \\text{ or } x>4}$", "(-\\infty, -10) \\cup (4, \\infty)", True),
+        ("$\\boxed{x<-10 \\text{ or } x>5}$", "(-\\infty, -10) \\cup (4, \\infty)", False),
+        ("$\\boxed{2 \\le x < 5}$", "[2, 5)", True),
+        ("$\\boxed{2 < x < 5}$", "[2, 5)", False),
+        ("Jadi, total harga yang harus dibayar adalah Rp12.500.", "12500", True),
+        ("Jadi, harga motor itu Rp15,5 juta.", "15500000", True),
+        ("Vậy tổng số tiền là 45.000 đồng.", "45000", True),
+        ("Cevap: %25", "25", True),
+        ("Απάντηση: 120 λεπτά", "2 hours", True),
+        ("The answer is 2π.", "2\\pi", True),
+        ("الجواب: ٥ درجات تحت الصفر", "-5", True),
+        ("الجواب: ٥ درجات تحت الصفر", "5", False),
+        ("答：每天能赚１８美元（卖出９个鸡蛋）。", "18", True),
+        ("したがって、太郎は全部で４２枚のカードを配りました（６枚ずつ７人分）。", "42", True),
+        (
+            "3 × 5.000 = 15.000\nJadi, jawabannya Rp15.000.\nIngat, harga satu buku Rp5.000.",
+            "15000",
+            True,
+        ),
+    ],
+)
+def test_read_right(text, gold, paid):
     assert scores(text, gold) is paid

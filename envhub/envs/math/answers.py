@@ -40,7 +40,6 @@ exception in the checker is a bug and propagates. Values too large to be real an
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
 from envhub.errors import GoldAnswerError, VerifierTimeout
@@ -48,12 +47,14 @@ from envhub.errors import GoldAnswerError, VerifierTimeout
 from . import library, symbolic
 from .compare import distinct, quick_compare
 from .extract import MAX_RESPONSE_CHARS
-from .lastnumber import MONTHS, UNREAD_WORD_AFTER
+from .lastnumber import MONTHS, REFERENCE, UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM, normalize
 from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
 from .pool import run_in_worker
-from .spelled import ROMAN, gold_in_words
+from .relations import relations_as_intervals
+from .spelled import gold_in_words, roman_value
+from .units import measure
 
 __all__ = ["is_equivalent", "validate_gold"]
 
@@ -173,13 +174,14 @@ def is_equivalent(
         return True  # the gold as written, whatever either parser makes of it ("x2")
     if _not_a_value(pred, gold):
         return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
-    pred = _roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
+    pred = roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
     dates = _date_value(pred), _date_value(gold)
     if None not in dates:
         return dates[0] == dates[1]  # "1 June", "June 1st" and "June 1" are one day
     pred, gold = _written_plainly(pred), _written_plainly(gold)
     pred, gold = facing(pred, gold), facing(gold, pred)
     gold_ans = _gold(gold)
+    pred = _as_gold_writes(pred, gold, gold_ans)
     try:
         pred_ans: Answer | None = parse_answer(pred)
     except PARSE_ERRORS as e:
@@ -270,23 +272,8 @@ def _gold_spelled(pred: str, gold: Answer | None) -> tuple[str, Answer] | None:
     return None
 
 
-def _roman_value(pred: str) -> str | None:
-    """``pred`` as digits when it is one number in Roman numerals (``XLII``, ``Ⅻ``), else None.
-
-    Two letters or more in capitals (a lone ``I``, ``V`` or ``C`` is a letter), or the Unicode
-    numerals.
-    """
-    bare = pred.strip().strip("$").strip()
-    if bare and all("\u2160" <= c <= "\u217f" for c in bare):
-        return str(int(sum(unicodedata.numeric(c) for c in bare)))
-    if not ROMAN.fullmatch(bare):
-        return None
-    values = [_ROMAN_DIGITS[c] for c in bare]
-    total = sum(-v if v < w else v for v, w in zip(values, [*values[1:], 0], strict=True))
-    return str(total)
-
-
-_ROMAN_DIGITS = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+_INTERVAL = re.compile(r"^\s*\$?\s*(?:\\left)?[\[(].*,.*[\])]|\\infty|\\cup|∪")
+r"""A gold written as intervals: ``(-\infty, -10) \cup (4, \infty)``, ``[2, 5)``."""
 
 
 def _date_value(text: str) -> tuple[int, int] | None:
@@ -333,6 +320,23 @@ _OPTION = re.compile(r"^\(?[A-E]\)\s+(?=[-−$\d\\])")
 _FRENCH_INTERVAL = re.compile(r"([\]\[])\s*([^;\[\]]+?)\s*;\s*([^;\[\]]+?)\s*([\]\[])")
 
 
+_GLUED_UNIT = re.compile(r"\s*([-−]?\d[\d.,]*)([A-Za-zµ]{1,3}(?:/[A-Za-z]{1,3})?)\s*")
+
+
+def _as_gold_writes(pred: str, gold: str, gold_ans: Answer | None) -> str:
+    """``pred`` in the gold's notation where it has two readings.
+
+    A unit glued to its number (``1500m``, alone a product) facing a gold with a unit is that
+    unit; inequalities ("x < -10 or x > 4") facing intervals are those intervals.
+    """
+    glued = _GLUED_UNIT.fullmatch(pred)
+    if glued and isinstance(gold_ans, Expr) and gold_ans.unit and measure(glued.group(2)):
+        return f"{glued.group(1)} {glued.group(2)}"
+    if _INTERVAL.search(gold):
+        return relations_as_intervals(pred) or pred
+    return pred
+
+
 def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:
     """Facing a gold with a unit, ``pred`` holds a word that may be another unit.
 
@@ -366,7 +370,8 @@ def _not_a_value(pred: str, gold: str) -> bool:
 
     ``\neq 5``, ``> 42``, ``\approx 42``, ``x \to 42`` say something of a number, not that it
     is the answer; ``42^+`` and ``42-`` are one side of it; ``42_8`` is 34 and ``1011_3`` is
-    not ``1011_2``; ``3.14...`` goes on (never a gold written as a finite decimal).
+    not ``1011_2``; ``3.14...`` goes on (never a gold written as a finite decimal); "see Table
+    42" names a table.
     """
     bare = pred.strip().strip("$").strip()
     if _RELATION_FIRST.match(bare) and not _RELATION_FIRST.match(gold.strip().strip("$")):
@@ -378,6 +383,9 @@ def _not_a_value(pred: str, gold: str) -> bool:
         return True  # (1011 facing 1011_2 is the base the question asked for)
     if bool(_DATE.search(bare)) is not bool(_DATE.search(gold)):
         return True  # "March 15" is a day of a date, never a count of 15 days (nor the reverse)
+    named = re.search(r"\d", bare)
+    if named and REFERENCE.search(bare, 0, named.start()) and not REFERENCE.search(gold):
+        return True  # "see Table 42" names a table
     left, gold_left = _LEFT_SIDE.match(bare), _LEFT_SIDE.match(gold.strip().strip("$"))
     if left and gold_left and left.group(1) != gold_left.group(1):
         return True  # x = 3 is not the line y = 3

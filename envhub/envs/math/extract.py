@@ -58,6 +58,7 @@ from .hedges import (
     offered_before,
     offers_value,
     other_value,
+    restated,
     retracted,
     weighed_before,
 )
@@ -314,11 +315,12 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
     if len(set(found)) > MAX_CANDIDATES:  # checked before the quadratic de-duplication
         return Extraction(found[-1], method, True)
     different = distinct(found)
-    answer = found[-1] if len(different) == 1 else ", ".join(different)
+    answer, other = restated(found[-1]) if len(different) == 1 else (", ".join(different), False)
     tail = text[end:] if method != "answer_is" else ""
     between = text[max(first, end - 400) : end] if len(different) > 1 else answer
     hedged = (
-        is_hedged(between, tail)
+        other  # "#### 42 (forty-three)"
+        or is_hedged(between, tail)
         or bool(HEDGE_WORDS.search(_lead(text, first)))
         or offered_before(_lead(text, first), answer)
         or weighed_before(text[max(0, first - 300) : first], answer)
@@ -356,7 +358,9 @@ def _last_resort(tail: str) -> Extraction:
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     if tail.rstrip().endswith("|"):
-        tail = _before_table(tail)
+        tail, answers = _before_table(tail)
+        if answers > 1:  # "| Case | Answer |" with a row for each case: several answers
+            return Extraction(None, None, True)
     numbers = _values(tail)
     spoken, offered = _without_aside(tail, numbers)
     if spoken != tail:  # "She has 12 apples (3 of them red).": 12
@@ -393,20 +397,28 @@ def _last_value(tail: str, numbers: list[re.Match]) -> Extraction:
     return number or Extraction(None, None, False)
 
 
-def _before_table(tail: str) -> str:
-    r"""``tail`` without the markdown table that ends it, when a conclusion comes right before.
+def _before_table(tail: str) -> tuple[str, int]:
+    r"""``tail`` without its closing markdown table if a conclusion precedes; the table's answers.
 
     "So she bought 7 items.\n\n| Item | Qty | Cost |\n...\n| **Total** | **7** | **$15** |"
     states 7; the table sums up the working. A table after no conclusion keeps its last cell.
+    A table whose head names an answer ("| Case | Answer |") gives one for each row below it.
     """
     lines = tail.rstrip().split("\n")
+    table = []
     while lines and lines[-1].strip().startswith("|"):
-        lines.pop()
+        table.append(lines.pop())
+    rows = [r for r in table[::-1] if not _RULE_ROW.fullmatch(r.strip())]
+    answers = len(rows) - 1 if rows and _ANSWER_HEAD.search(rows[0]) else 0
     while lines and not lines[-1].strip():
         lines.pop()
     if lines and _CONCLUSION.match(lines[-1]) and find_numbers(lines[-1]):
-        return "\n".join(lines)
-    return tail
+        return "\n".join(lines), answers
+    return tail, answers
+
+
+_RULE_ROW = re.compile(r"\|(?:\s*:?-+:?\s*\|)+")
+_ANSWER_HEAD = re.compile(r"(?i)\|\s*\**answers?\**\s*\|")
 
 
 _CONCLUSION = re.compile(
@@ -437,7 +449,10 @@ _DOTTED_CLOCK = re.compile(
 _FOOTNOTES = re.compile(r"(?:\n[ \t]*\[\^?\d{1,2}\][^\n]*)+\s*$")
 _CITATION = re.compile(r"(?:(?<=[\d.%])[ \t]?|(?<=[^\W\d_])[ \t])\[\^?\d{1,2}\]")
 """Footnotes that end a response and the markers that cite them: never the answer."""
-_TRAILING_ASIDE = re.compile(r"\s+\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!。]?\s*)$")
+_TRAILING_ASIDE = re.compile(
+    r"(?:\s+|(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]))"  # no space in CJK text
+    r"\((?P<body>[^()\n]{1,300})\)(?P<stop>[ \t]*[.!。]?\s*)$"
+)
 _ASIDE_WORD = re.compile(r"[^\W\d_]{2}")
 
 
@@ -461,8 +476,10 @@ def _without_aside(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     own_line = between.rstrip(" \t").endswith("\n")  # a note of its own after the answer's line
     if not own_line and (len(between) > 40 or "\n" in between):
         return text, False
-    offered = bool(HEDGE_WORDS.search(body)) or offers_value(
-        body, said[-1].group(0) + between.strip()
+    offered = (
+        bool(HEDGE_WORDS.search(body))
+        or offers_value(body, said[-1].group(0) + between.strip())
+        or restated(text[said[-1].start() :])[1]  # "2.5 hours (2 hours 50 minutes)."
     )
     return text[: aside.start()] + aside.group("stop"), offered
 
@@ -533,7 +550,7 @@ holds 7." gives 42, not the given 7."""
 _CHECK_AFTER = re.compile(
     r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"
     r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算"
-    r"|remember|recall|note\s+that|as\s+a\s+reminder|originally|initially)\b"
+    r"|remember|recall|note\s+that|as\s+a\s+reminder|originally|initially|ingat|catatan)\b"
     r"(?:(?!\n\s*(?:so|therefore|thus|hence|answer)\b).)*$",
     re.IGNORECASE | re.DOTALL,
 )

@@ -30,8 +30,10 @@ import re
 import sys
 
 from . import spelled
-from .compare import same
+from .compare import read, same
 from .lastnumber import REFERENCE, find_numbers, last_number, tidy, unit_after
+from .locales import english_notation
+from .relations import relations_as_intervals
 from .spelled import words_value
 from .units import measure
 
@@ -68,6 +70,10 @@ HEDGE_WORDS = Words(
         r"|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise|luultavasti|kanskje|poate"
         r"|probabil|mungkin|barangkali|labda|pengine|kanske|siguro|marahil|vermutlich|sanirim"
         r"|my\s+(?:best\s+)?guess)\b"
+        r"|(?<!equally\s)(?<!more\s)(?<!less\s)(?<!as\s)\b(?:most\s+)?likely"
+        r"(?=\s*,|\s+(?:the\s*)?$|\s+(?:the\s+)?(?:answer|result|total|it|this|that)\b"
+        r"|\s+(?:be\s+)?[-\u2212$\d\\])"
+        r"|\b(?:some(?:where|thing)\s+(?:from|between|around|like|near)|anywhere\s+(?:from|between))\b"
         r"|\b(?:might|could|may)\s+be\s+(?:about\s+|around\s+)?[-\u2212$\d\\]"  # "might be 42"
         r"|\bnot\s+100\s*%\s+(?:sure|certain)"
         r"|\\(?:vee|lor)(?![a-zA-Z])|\d\s*\|\s*\d"  # 31 \vee 32, 31 | 32: alternatives
@@ -81,6 +87,7 @@ HEDGE_WORDS = Words(
         r"|ប្រហែល|ဖြစ်နိုင်|হয়তো|হয়তো"  # হয়তো, both ways
         r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
         r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|น่าจะ|ไม่แน่ใจ|شاید|אולי|כנראה|ίσως|πιθανόν"
+        r"|غالباً|غالبا|것\s*같|정도일|ထင်ပါတယ်|ထင်တယ်|ምናልባትም"
     ),
 )
 _OR_ANOTHER = re.compile(
@@ -123,6 +130,7 @@ _ALSO = re.compile(
 )
 _ACCEPTABLE = re.compile(
     r"\b(?:possible|acceptable|valid|correct|right|works?|fine|answers?|solutions?|options?"
+    r"|plausible|reasonable"
     r"|possibilit(?:y|ies)|candidates?|fits?|holds?|applies|satisf(?:y|ies))\b",
     re.IGNORECASE,
 )
@@ -132,8 +140,9 @@ _NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
 """A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
 the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
 _OR_WORD = (
-    r"\b(?:or|oder|ou|lub|albo|nebo|eller|veya|atau|hoặc|или|або)\b"
-    r"|或者?|または|또는|아니면|หรือ|أو|או"
+    r"\b(?:or|oder|ou|lub|albo|nebo|eller|veya|atau|hoặc|или|або"
+    r"|otherwise|else|sonst|sinon|altrimenti|senão|иначе)\b"
+    r"|或者?|または|또는|아니면|หรือ|أو|או|否则|否則|அல்லது|অথবা|లేదా|ಅಥವಾ|किंवा|ወይም|သို့မဟုတ်"
 )
 """The word "or" of the languages whose answers are read; the short ones that are also other
 words ("o", "of", "या") only after a number, in :data:`_OR_BEFORE`."""
@@ -162,6 +171,8 @@ def is_hedged(answer: str, after: str) -> bool:
     same value again ("$5, or 500 cents") is a restatement, not a second answer; a doubt
     ("but I might have miscounted") is a hedge.
     """
+    if relations_as_intervals(answer):
+        return False  # "x < -10 \\text{ or } x > 4": one set, in two pieces
     if HEDGE_WORDS.search(answer) or DOUBT.search(answer) or "?" in answer:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
     if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
@@ -182,7 +193,7 @@ def is_hedged(answer: str, after: str) -> bool:
         return True  # "не менее 42", "at least 3 kg": a bound, not a value
     if numbers and _BOUND_AFTER.match(answer + after[:40], numbers[-1].end()):
         return True  # "42 or more", "42 at most"
-    if numbers and _number_follows(answer[numbers[-1].end() :]):
+    if numbers and _number_follows(answer[numbers[-1].end() :]) and not _said_again(answer):
         return True  # "28080 LXXIII", "28080 / setenta y tres", "28080 Ⅻ": two values
     last_word = answer.rsplit(maxsplit=1)
     if len(last_word) == 2 and numbers and _numeral(last_word[1].strip(".,;:!?)]}*")):
@@ -212,7 +223,10 @@ _VERSUS = re.compile(
 _LINE_BREAK = re.compile(r"\d\s*\\\\\s*[-−]?\d")
 """Two values on two lines of an answer (``-5 \\ -4``; a matrix's rows are one answer)."""
 _LEADING_JOINER = re.compile(r"^[\s/|,;:&+~-]*(?:(?:or|and|else|then|oder|ou|o|или)\b\s*)?", re.I)
-ASIDE = re.compile(r"(?<=\S)\s+\([^()]*(?:[^\W\d_]{2}|\b[a-z]\.[a-z]\.)[^()]*\)\s*$")
+ASIDE = re.compile(
+    r"(?:(?<=\S)\s+|(?<=[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]))"  # no space in CJK text
+    r"\([^()]*(?:[^\W\d_]{2}|\b[a-z]\.[a-z]\.)[^()]*\)\s*$"
+)
 """An aside in brackets, with words, after an answer: "32 apples (16 pairs)", "(e.g. 1234)"."""
 _JOINER_WORD = re.compile(r"^\W*\w+\s*")
 DOUBT = Words(
@@ -234,7 +248,7 @@ DOUBT = Words(
         r"|podría\s+estar\s+equivocad[oa]|je\s+peux\s+me\s+tromper"
         r"|inte\s+(?:helt\s+)?säker|ikke\s+(?:helt\s+)?sikker)\b|לא\s+בטוח|לא\s+בטוחה"
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
-        r"|यकीन\s+नहीं|निश्चित\s+नहीं"
+        r"|यकीन\s+नहीं|निश्चित\s+नहीं|खात्री\s+नाही|သေချာမသိ|သေချာမ\S*ဘူး|உறுதியாக\s+தெரியவில்லை"
     ),
 )
 """Doubt about the answer just given, in the languages whose answers are read: a hedge."""
@@ -296,10 +310,31 @@ def retracted(answer: str, after: str) -> bool:
             or HEDGE_WORDS.search(sentence)
             or _WOULD_BE.search(sentence)
             or _IF_AFTER_VALUE.search(sentence)
+            or _IF_BEFORE_VALUE.match(sentence)
+            or _RESTATES.search(sentence)
         )
-        and other_value(sentence, answer)
+        and other_value(_roman_as_digits(sentence), answer)
         for sentence in sentences
     )
+
+
+_IF_BEFORE_VALUE = re.compile(
+    r"(?i)\W*(?:if|when|unless|assuming|counting|including|excluding|without|wenn|falls|si|se"
+    r"|если)\b[^.\n]{0,80}[,:]\s*[-\u2212$€£]?\d"
+)
+"""A condition, then a value: "If the teacher is counted, 43." offers another answer."""
+_RESTATES = re.compile(
+    r"(?i)\b(?:in\s+(?:words|roman\s+numerals|digits|figures)|(?:also\s+)?written\s+(?:as|out)"
+    r"|that\s+is|i\.\s?e\.|equivalently|in\s+other\s+words|en\s+lettres|in\s+Worten"
+    r"|en\s+palabras|то\s+есть|прописью)\b"
+)
+"""Words that say the answer again in another form ("In words: forty-two", "In Roman numerals:
+XLII", "also written as 3/4"): another value there is a second answer."""
+
+
+def _roman_as_digits(text: str) -> str:
+    """``text`` with its numbers in Roman numerals in digits ("In Roman numerals: XIII": 13)."""
+    return spelled.ROMAN.sub(lambda m: spelled.roman_value(m.group(0)) or m.group(0), text)
 
 
 _IF_AFTER_VALUE = re.compile(
@@ -328,7 +363,7 @@ def weighed_before(before: str, answer: str) -> bool:
     the marker names one. Numbers joined otherwise ("add 20 or multiply 2 by 21") are none.
     """
     window = before[-300:].lower()
-    if not any(word in window for word in (" or ", "maybe", "perhaps", "possibly")):
+    if not any(word in window for word in _WEIGHING_WORDS):
         return False  # a cheap first test: most responses weigh nothing
     said = find_numbers(answer)
     if not said:
@@ -346,11 +381,18 @@ def weighed_before(before: str, answer: str) -> bool:
     return False
 
 
+_WEIGHING_WORDS = (
+    *(" or ", "maybe", "perhaps", "possibly", "probabl", "likely", "rather", "vielleicht"),
+    *("wahrscheinlich", "eher", " oder ", " ou ", "plutôt", "quizás"),
+)
+"""A cheap first test of :func:`weighed_before`: one of these in the 300 characters before."""
 _STOPS = re.compile(r"\.(?=\s|$)|[!?。！？۔।။\n]")
 _PAIR_NUMBER = r"[$€£¥]?\d+(?:[.,]\d+)?"
 _WEIGHED = re.compile(
-    rf"(?P<a>{_PAIR_NUMBER})(?:[ \t]+[^\W\d_]+){{0,4}}?,?[ \t]+"
-    r"(?:or|maybe|perhaps|possibly)(?:[ \t]+(?:maybe|perhaps|possibly|even))?"
+    rf"(?P<a>{_PAIR_NUMBER})(?:[ \t]+[^\W\d_]+){{0,4}}?[,;]?[ \t]+"
+    r"(?:or|oder|ou|maybe|perhaps|possibly|probably|likely|rather|vielleicht|wahrscheinlich"
+    r"|eher|probablement|plutôt|quizás|probablemente)"
+    r"(?:[ \t]+(?:maybe|perhaps|possibly|even|eher|rather|more|plutôt))?"
     rf"(?:[ \t]+[^\W\d_]+)?[ \t]+(?P<b>{_PAIR_NUMBER})",
     re.IGNORECASE,
 )
@@ -380,6 +422,8 @@ def offered_before(lead: str, answer: str) -> bool:
     "It could also be 43, but I'll say \boxed{42}", "43 or perhaps \boxed{42}".
     """
     offers = _OR_ANOTHER.search(lead) or _MIGHT_BE.search(lead)
+    if offers and relations_as_intervals(answer):
+        return False  # "$x<-10$ or $x>4$: \\boxed{x<-10 \\text{ or } x>4}": the set's pieces
     return bool(offers) and other_value(lead, answer)
 
 
@@ -419,12 +463,18 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
     return (
         is_hedged(sentence + last.group(0), text[last.end() :])
         or _offers_another(clause)
+        or bool(_BETWEEN.search(sentence, max(0, len(sentence) - 60)))  # "between 5 and 6"
         or bool(_OR_BEFORE.search(sentence, max(0, len(sentence) - 80)))  # it ends the sentence
         or bool(_TAKEN_BACK.search(later))  # "So 12 apples. That's wrong, let me redo this."
         or bool(BOUND.search(text, max(0, last.start() - 30), last.start()))  # "at least 3 kg"
     )
 
 
+_BETWEEN = re.compile(
+    r"(?i)(?:\bbetween|\bentre|\bzwischen|между|بين)\s+[-\u2212$€£]?\d[\d.,]*"
+    r"(?:\s*[^\W\d_]+)?\s*(?:and|et|und|y|e|и|و|-|–)\s*[$€£]?$"
+)
+"""A range before the last number: "between 5 and 6 hours", "ما بين ٥ و ٦"."""
 _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
     r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
@@ -449,10 +499,80 @@ def _number_follows(text: str) -> bool:
     if not first:
         return False
     token = first[0].strip(".,;:!?)]}*")
-    word = token.lower()
+    word = token.lower().split("-")[0]  # forty-three, quarante-trois
     return _numeral(token) or (
         word in spelled.any_number_words() and word not in spelled.scale_words()
     )
+
+
+def _said_again(answer: str) -> bool:
+    """``answer`` is a value and the same in words or numerals after it ("42 / forty-two")."""
+    main, other = restated(answer)
+    return main != answer and not other
+
+
+_THAT_IS = (
+    r"(?:that\s+is|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently|c'est-à-dire|d\.\s?h\.|das\s+heißt"
+    r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即)"
+)
+_SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
+_RESTATED = re.compile(
+    rf"(?i)(?:(?<=[^\W_]|[%²³}}])\s*\(\s*(?P<lead>{_SAYING_AGAIN}|=\s*)?"
+    rf"|\s*[,;—–]?\s+(?P<said>{_SAYING_AGAIN})|\s+[/|]\s+)"
+    r"(?P<value>[^()=]{1,60}?)\s*\)?\s*[.!]?\s*$"
+)
+"""What may say an answer's value again: an aside ("(٤٢)", "(i.e. 1/2)"), a word of saying
+it again ("or 500 cents", ", то есть 1000 м²"), or a spaced slash ("42 / forty-two")."""
+_WHOLE_VALUE = re.compile(
+    r"[-\u2212]?[$€£¥]?(?:\d[\d.,]*(?:\s*/\s*\d+)?|\\frac\{\d+\}\{\d+\})"
+    r"(?:\s*(?P<u1>[^\W\d_]{1,12})\.?[²³]?)?"
+    r"(?:\s+\d[\d.,]*\s*(?P<u2>[^\W\d_]{1,12})\.?[²³]?)?"
+)
+
+
+def restated(answer: str) -> tuple[str, bool]:
+    """``answer`` without its value said again after it; whether what follows says another.
+
+    "42 (٤٢)", "90 min (1.5 h)", "42 / forty-two", "10 соток, то есть 1000 м²" say one value
+    (the first two read ``42`` and ``90 min``; the last, whose first value is unread, ``1000
+    м²``); "42 (forty-three)", "2.5 hours (2 hours 50 minutes)" say two: a hedge. A continental
+    number the words settle is read their way ("1.500 (that is, one thousand five hundred)":
+    1500). Anything else after the value ("12 apples (3 of them red)") is left as it is.
+    """
+    found = _RESTATED.search(answer, max(0, len(answer) - 90))
+    if found is None or not find_numbers(answer[: found.start()]):
+        return answer, False
+    main, text = answer[: found.start()].strip(), found.group("value")
+    if same(main, text):
+        return main, False
+    said = _value_of(text)
+    if said is None:
+        return answer, False
+    if same(main, said):
+        return main, False
+    if same(english_notation(main), said):
+        return said, False
+    if _value_of(main) is None:  # "10 соток, то есть 1000 м²": the value read is the second
+        lead = found.group("lead") or found.group("said") or ""
+        return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
+    return answer, _dimension(main) == _dimension(said)  # "$20 (3 hours)" is an aside
+
+
+def _dimension(value: str) -> tuple | None:
+    """What ``value`` measures (its unit's dimension), None for a plain number."""
+    unit = getattr(read(value), "unit", None)
+    return unit.dimension if unit is not None else None
+
+
+def _value_of(text: str) -> str | None:
+    """``text`` as a value: digits with a unit, words of any language read here, Roman."""
+    text = text.strip()
+    if not re.search(r"[^\W\d_]", text.replace("\\frac", "")):
+        return text  # digits and signs only: "10²", "3/4", "10 + 5"
+    if _WHOLE_VALUE.fullmatch(text):  # a unit, not a label: "1000 м²", not "3 red"
+        return text if getattr(read(text), "unit", None) is not None else None
+    worded = words_value(text)
+    return str(worded) if worded is not None else spelled.roman_value(text)
 
 
 def _numeral(token: str) -> bool:

@@ -27,7 +27,10 @@ _POWER = r"(?:[eE][-+]?\d+|[ \t]*(?:\^|\*\*)[ \t]*(?:\{\s*[-+]?\d+\s*\}|[-+]?\d+
 ``10²`` are one token each, never their last digits."""
 NUMBER = re.compile(
     r"(?:(?<![\w)])[-\u2212\u2013])?\\[dt]?frac\{[-\u2212]?\d+\}\{\d+\}"
-    r"|(?:(?<![\w)])[-\u2212\u2013])?(?<!\.)(?<![^\W" + _CJK + r"])(?:(?<![,/])\d+ \d+/\d+(?![\d/])"
+    r"|(?:(?<![\w)])[-\u2212\u2013])?(?<!\.)(?:(?<![^\W"
+    + _CJK
+    + r"])|(?<=\bRp)|(?<=\bRs)|(?<=\bRM)"
+    r"|(?<=\bKSh))(?:(?<![,/])\d+ \d+/\d+(?![\d/])"
     r"|\d{1,2}(?:,\d\d)+,\d{3}(?:\.\d+)?"  # 1,23,456: lakh and crore
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?"
     r"|\d{1,3}(?:\.\d{3}){2,}(?:,\d+)?|\d{1,3}(?:\.\d{3})+,\d+"  # 1.234.567, 1.234,5
@@ -35,7 +38,8 @@ NUMBER = re.compile(
     r"|[1-9]\d{0,2}(?: \d{3})+(?:,\d+)?(?!\d|\.\d)"  # 1 000, 12 345,6: spaced thousands
     r"|(?<![eE][-+])(?<!\^\{)(?<!\^)\d+(?:\.\d+)?(?:/\d+)?" + _POWER + r"|\.\d+)%?(?!\w*\d|_|\.\d)"
 )
-"""A number written as a whole token: no letter, digit, ``_`` or point glued before it, and
+"""A number written as a whole token: no letter, digit, ``_`` or point glued before it (but
+a currency's letters: ``Rp12.500``, ``Rs500``, ``RM20``, ``KSh300``), and
 no digits later in its token (``x72``, ``is72``, ``e72``, ``599e72`` and ``A32`` hold no
 number); a word glued after it must be a unit (:func:`find_numbers`). An exponent belongs to its
 number (:data:`_POWER`)."""
@@ -49,7 +53,8 @@ MONTHS = (
 )
 """The names of the months, English, as a pattern: a day of a date is no amount."""
 REFERENCE = re.compile(
-    r"(?:\b(?:(?:problem|question|exercise|task|step|part|example|chapter|section|page|item)s?"
+    r"(?:\b(?:(?:problem|question|exercise|task|step|part|example|chapter|section|page|item"
+    r"|table|figure|fig|appendix|equation|eq|theorem|lemma|slide|line)s?"
     r"|no\.?|(?:the\s+)?(?:original|initial|starting)(?:\s+[^\W\d_]+)?)"
     r"|#)\s*(?:\d+\s*[-–—]\s*)?$",
     re.IGNORECASE,
@@ -94,6 +99,10 @@ JOINER = re.compile(
 )
 
 
+_NAMED_BEFORE = re.compile(r"(?<![\w.])[A-Za-z]\s*=\s*$")
+"""A bare variable and "=" before a value: ``x = 2`` (not ``2x = 8``)."""
+
+
 def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
     """The numbers of the enumeration that ends with the last one (``31 or 32``, ``1, 2, 3``).
 
@@ -102,8 +111,13 @@ def _enumeration(text: str, numbers: list[re.Match]) -> list[str]:
     """
     found = [numbers[-1]]
     for m in reversed(numbers[:-1]):
-        if not JOINER.fullmatch(text, m.end(), found[-1].start()):
+        joiner = JOINER.fullmatch(text, m.end(), found[-1].start())
+        if not joiner:
             break
+        if "=" in joiner.group(0) and not _NAMED_BEFORE.search(
+            text, max(0, m.start() - 8), m.start()
+        ):
+            break  # "2x = 8 and x = 4": a step, then the root
         found.append(m)
     found.reverse()
     if len(found) == 2 and text[found[0].end() : found[1].start()] == ",":

@@ -109,6 +109,8 @@ _UNICODE = {
     "\u2213": "\\mp ",
     "\u2205": "\\{\\}",  # ∅
 }
+_PI = re.compile(r"(?<![\u0370-\u03ff])π|π(?![\u0370-\u03ff])")
+"""π alone, not a letter of a Greek word (``λεπτά`` is minutes)."""
 _SUBS = [
     (re.compile(r"\\\$"), ""),  # \$ (currency)
     (re.compile(r"\$|\\\(|\\\)|\\\[|\\\]"), ""),  # math delimiters
@@ -346,7 +348,7 @@ def clean(s: str) -> str:
         raise AnswerSyntaxError(f"answer longer than {MAX_ANSWER_CHARS} characters")
     for k, v in _UNICODE.items():
         if k in s:
-            s = s.replace(k, v)
+            s = s.replace(k, v) if k != "π" else _PI.sub(r"\\pi ", s)
     if "overline" in s or "dot" in s:
         s = _REPEATING.sub(_repeating, s)
     boxes = boxed_contents(s)

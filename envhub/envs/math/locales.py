@@ -8,12 +8,14 @@ answer of such a response the way the parser reads numbers (``1.250`` -> ``1250`
 
 The evidence, in order:
 
-1. the answer is introduced in one of those languages ("Antwort:", "La réponse est", "La
+1. its arithmetic: the first sum or product that holds one way only (``3 × 5.000 = 15.000``
+   is continental, ``6 × 250 = 1,500`` English, whatever the language: Mexico writes 1,500);
+2. the answer is introduced in one of those languages ("Antwort:", "La réponse est", "La
    respuesta es", "A resposta é", "La risposta è", "Het antwoord is", "Ответ:");
-2. the response's numbers: one written only the continental way (``1.234,5``,
+3. the response's numbers: one written only the continental way (``1.234,5``,
    ``1.234.567``, ``2,50 €``, ``10 €``) and none written only the English way (``1,234.5``,
    ``1,234,567``, ``2.5``, ``$10``);
-3. its words: at least three function words of those languages and more of them than
+4. its words: at least three function words of those languages and more of them than
    English ones.
 
 Without evidence a response is English: ``1.250`` stays 1.25.
@@ -73,7 +75,7 @@ _STATEMENT = re.compile(
 _CONTINENTAL_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:\.\d{3})+,(?:\d{1,2}|\d{4,})(?![\d.,])"  # 1.234,5 (,567: a list?)
     r"|(?<![\d.,])\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567
-    r"|\d\s*(?:€|₺|TL(?![A-Za-z]))|\bRp\.?\s*\d"  # 10 €, 2,50 €, 12.000 TL, Rp 2.500
+    r"|\d\s*(?:€|₺|TL(?![A-Za-z])|₫|đồng|VND)|\bRp\.?\s*\d"  # 10 €, 12.000 TL, Rp 2.500, 45.000 ₫
 )
 _ENGLISH_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:,\d{3})+\.\d+(?![\d.,])"  # 1,234.5
@@ -101,12 +103,11 @@ TAIL = 3000
 def continental(text: str) -> bool:
     """True when ``text`` writes numbers the continental way (see the module docstring)."""
     text = text[-TAIL:]
-    statements = list(_STATEMENT.finditer(text))
-    if statements:
-        return True
     worked = _worked_out(text)
     if worked is not None:  # "2.400 g + 600 g = 3.000 g" holds only as 2400 + 600 = 3000
-        return worked
+        return worked  # (first: "6 × 250 = 1,500" in Mexican Spanish is English notation)
+    if _STATEMENT.search(text):
+        return True
     if _CONTINENTAL_NUMBER.search(text):
         return not _ENGLISH_NUMBER.search(text)
     words = [w.lower() for w in _WORD.findall(text)]

@@ -230,9 +230,17 @@ _INDIC_SCALE = re.compile("|".join(sorted(_INDIC_SCALES, key=len, reverse=True))
 _THAI_SCALES = {"พัน": 1000, "หมื่น": 10**4, "แสน": 10**5, "ล้าน": 10**6}
 _THAI_SCALE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*(พัน|หมื่น|แสน|ล้าน)")
 _CJK_SPEED = re.compile(
-    r"(?:時速|时速|每小时|每小時)\s*(?:行|走|跑|行驶|行駛)?\s*(\d+(?:\.\d+)?)\s*"
-    r"(?:キロメートル|キロ|千米|公里|km)(?:です|。)?"
+    r"(?P<per>時速|时速|秒速|分速|每小时|每小時|每秒钟?|每秒鐘|每分钟|每分鐘)\s*(?:行|走|跑|行驶|行駛)?"
+    r"\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>キロメートル|キロ|千米|公里|km|メートル|米|公尺|m)(?:です|。)?"
 )
+_CJK_PER = {"時": "h", "时": "h", "小": "h", "秒": "s", "分": "min"}
+
+
+def _cjk_speed(m: re.Match) -> str:
+    """``時速60キロ``, ``每小时60千米``, ``每秒20米`` -> ``60 km/h``, ``20 m/s``: a speed."""
+    per = _CJK_PER[m.group("per")[1] if m.group("per")[0] == "每" else m.group("per")[0]]
+    unit = "km" if m.group("unit") in ("キロメートル", "キロ", "千米", "公里", "km") else "m"
+    return f"{m.group('n')} {unit}/{per}"
 
 
 def _thai_scale(m: re.Match) -> str:
@@ -251,6 +259,8 @@ def _amount_words(s: str) -> str:
         s = _PER_WORDS.sub(lambda m: "percent" if m.group(0)[-1] in "tT" else "‰", s)
     if "‰" in s:
         s = _PER_MILLE.sub(r"(\1/1000)", s)  # 5‰ is 0.005, never 5%
+    if "%" in s:
+        s = _PERCENT_FIRST.sub(r"\1%", s)  # Turkish %25: 25%
     return s
 
 
@@ -260,7 +270,7 @@ def _other_scripts(s: str) -> str:
     s = CJK_CLOCK.sub(_cjk_clock, s)  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
     s = _YUAN.sub(_yuan, s)  # 12块8, 2元3角5分: yuan, jiao and fen
     s = _THAI_SCALE.sub(_thai_scale, s)  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
-    s = _CJK_SPEED.sub(r"\1 km/h", s)  # 時速60キロ, 每小时60千米: a speed
+    s = _CJK_SPEED.sub(_cjk_speed, s)  # 時速60キロ, 每小时60千米, 每秒20米: a speed
     return _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)  # 150米, 15 м
 
 
@@ -289,7 +299,7 @@ def normalize(s: str) -> str:
         s = _PENCE.sub(r"\1 pence", s)
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
         s = _FEET_INCHES.sub(lambda m: "{} ft {} in".format(*(g for g in m.groups() if g)), s)
-    if "below" in s or "zero" in s:  # 5 °C below zero
+    if "below" in s or "zero" in s or "الصفر" in s:  # 5 °C below zero
         s = _BELOW_ZERO.sub(r"-\1", s)
     s = _amount_words(s)
     if "," in s:
@@ -383,6 +393,7 @@ _UNIT_WORDS = {
     "डिग्री फारेनहाइट": "°F", "องศาเซลเซียส": "°C", "องศาฟาเรนไฮต์": "°F", "กม./ชม.": "km/h",
     "กม./ชม": "km/h", "กม.": "km", "กม": "km", "கி.மீ/மணி": "km/h", "கி.மீ": "km",
     "కి.మీ": "km", "किमी/घंटा": "km/h", "किमी": "km", "ミリリットル": "ml", "га": "ha",
+    "λεπτό": "min", "δευτερόλεπτα": "s", "درجات": "°", "درجة": "°",
     "°С": "°C", "cây số": "km", "里": "li", "dặm": "mi", "英里": "mi", "英尺": "ft", "英寸": "in",
     "磅": "lb", "盎司": "oz", "加仑": "gal",
     "海里": "nmi", "公顷": "ha", "マイル": "mi", "フィート": "ft", "インチ": "in", "ポンド": "lb",
@@ -411,6 +422,7 @@ _UNIT_WORDS = {
     "سانتیمتر": "cm", "کیلوگرم": "kg", "گرم": "g", "لیتر": "l", "تومان": "irt",
     "วินาที": "s", "นาที": "min", "ชั่วโมง": "h", "วัน": "day", "สัปดาห์": "week", "เมตร": "m",
     "กิโลเมตร": "km", "เซนติเมตร": "cm", "กิโลกรัม": "kg", "กรัม": "g", "ลิตร": "l", "บาท": "thb",
+    "มิลลิลิตร": "ml", "มิลลิเมตร": "mm", "มล.": "ml",
     "সেকেন্ড": "s", "মিনিট": "min", "ঘণ্টা": "h", "দিন": "day", "মিটার": "m",
     "পয়সা": "cents", "పైసలు": "cents", "పైసా": "cents", "สตางค์": "cents",
     "గంట": "h", "గంటలు": "h", "నిమిషాలు": "min", "నిమిషం": "min",
@@ -602,13 +614,15 @@ _FEET_INCHES = re.compile(
 """Feet and inches with primes: ``6'2"``, ``6′ 2″``, and a height without the inch mark,
 ``5'11`` (never a Swiss thousands group, whose groups have three digits)."""
 _BELOW_ZERO = re.compile(
-    r"(?<![-\d.])(\d+(?:\.\d+)?\s*(?:°|º|\^\s*\\circ|degrees?)\s*(?:[CF]|Celsius|Fahrenheit)?)"
-    r"\s+below\s+zero",
+    r"(?<![-\d.])(\d+(?:\.\d+)?\s*(?:°|º|\^\s*\\circ|degrees?|درجات|درجة)\s*"
+    r"(?:[CF]|Celsius|Fahrenheit|مئوية)?)\s+(?:below\s+zero|تحت\s+الصفر)",
     re.IGNORECASE,
 )
-"""A temperature below zero: ``5 °C below zero`` is ``-5 °C``."""
+"""A temperature below zero: ``5 °C below zero``, ``٥ درجات تحت الصفر`` are ``-5 °C``."""
 _LONE_DEGREE = re.compile(r"[°º]")
 _PER_MILLE = re.compile(r"(\d+(?:\.\d+)?)\s*‰")
+_PERCENT_FIRST = re.compile(r"(?<![\w%)])%\s?(\d+(?:[.,]\d+)?)(?![\d%])")
+"""A per cent sign before its number, as Turkish writes it: ``%25`` is 25%."""
 
 
 def _temperature(m: re.Match) -> str:
@@ -732,6 +746,10 @@ def _han_fraction(m: re.Match) -> str:
 _HAN_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}]")
 _HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s-])$")
 _HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s度]|$")
+_HAN_UNIT_AFTER = re.compile(
+    "小时|小時|分钟|分鐘|秒钟|秒鐘|个月|個月|公里|千米|厘米|千克|公斤|岁|歲"
+)
+"""Units that make a lone Han digit before them a count, wherever it stands ("需要两小时")."""
 
 
 def han_numbers(text: str) -> str:
@@ -760,9 +778,10 @@ def _han_run(m: re.Match) -> str:
     if not any(t in _HAN_DIGITS or t in _HAN_PLACES or t in _HAN_BIG for t in tokens):
         return run  # plain digits
     if not any(t in _HAN_PLACES or t in _HAN_BIG for t in tokens):
-        alone = len(tokens) == 1 and (
+        alone = len(tokens) == 1 and bool(
             _HAN_ALONE_BEFORE.search(m.string[: m.start()])
             and _HAN_ALONE_AFTER.match(m.string, m.end())
+            or _HAN_UNIT_AFTER.match(m.string, m.end())
         )
         dated = len(tokens) > 1 and any(t in "〇零" for t in tokens)  # 二〇二四
         if not (alone or dated):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import unicodedata
 from collections.abc import Iterable
 from fractions import Fraction
 from functools import lru_cache
@@ -392,6 +393,25 @@ ROMAN = re.compile(
 )
 """A number in Roman numerals of two letters or more, in capitals (``LXXIII``; ``I``, ``cm`` and
 ``mm`` are words and units)."""
+_ROMAN_DIGITS = {"I": 1, "V": 5, "X": 10, "L": 50, "C": 100, "D": 500, "M": 1000}
+
+
+def roman_value(text: str) -> str | None:
+    """``text`` as digits when it is one number in Roman numerals (``XLII``, ``Ⅻ``), else None.
+
+    Two letters or more in capitals (a lone ``I``, ``V`` or ``C`` is a letter), or the Unicode
+    numerals.
+    """
+    bare = text.strip().strip("$").strip()
+    if bare and all("\u2160" <= c <= "\u217f" for c in bare):
+        return str(int(sum(unicodedata.numeric(c) for c in bare)))
+    if not ROMAN.fullmatch(bare):
+        return None
+    values = [_ROMAN_DIGITS[c] for c in bare]
+    total = sum(-v if v < w else v for v, w in zip(values, [*values[1:], 0], strict=True))
+    return str(total)
+
+
 MIN_FOREIGN_WORD = 4
 """Letters of the shortest number word of another language counted as a number (shorter ones
 are English words too: ``due``, ``sei``, ``pet``)."""

@@ -16,9 +16,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .compare import quick_compare, read, same
-from .hedges import APPROXIMATE, ASIDE, DOUBT, HEDGE_WORDS, offers_value
-from .lastnumber import MINUS_WORD, MONTHS, UNIT_BEFORE, find_numbers, last_number, tidy
+from .compare import quick_compare, read
+from .hedges import APPROXIMATE, ASIDE, DOUBT, HEDGE_WORDS, offers_value, restated
+from .lastnumber import (
+    MINUS_WORD,
+    MONTHS,
+    REFERENCE,
+    UNIT_BEFORE,
+    find_numbers,
+    last_number,
+    tidy,
+)
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
@@ -26,19 +34,20 @@ from .parse import Answer, Expr, Items, Seq, Text
 _EASTERN_WORDS = (
     *("答案", "答え", "정답", "उत्तर", "答", "답"),
     *("উত্তর", "సమాధానం", "คำตอบ", "پاسخ", "תשובה", "jibu", r"ang\s+sagot", "sagot"),
-    *("vastaus", "válasz"),
+    *("vastaus", "válasz", "جواب", "အဖြေ", "விடை"),
 )
 """"Answer" in Chinese, Japanese, Korean, Hindi, Bengali, Telugu, Thai, Persian, Hebrew,
-Swahili, Tagalog, Finnish and Hungarian (before 是, は, 은, है, คือ, "ni", "ay" or a colon;
+Swahili, Tagalog, Finnish, Hungarian, Urdu and Persian, Burmese and Tamil (before 是, は, 은,
+है, คือ, "ni", "ay", a colon or a number: "جواب ۳۲ ہے", "অতএব উত্তর ২৮।", "အဖြေ - ၂၄";
 the one-character 答 and 답 of a worked school answer only before a colon: "答：5米。")."""
 _ARABIC_WORDS = ("الإجابة", "الجواب")
-_EASTERN_WORD = "|".join(w if len(w) > 1 else rf"{w}(?=\s*[:：])" for w in _EASTERN_WORDS)
+_EASTERN_WORD = "|".join(w if len(w) > 1 else rf"{w}(?=\s*[:：]|은)" for w in _EASTERN_WORDS)
 _ARABIC_WORD = "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
     rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
-    r"(?:\s+(?:final|finale|finales|définitive|definitiva|finaal|final[ae]))?"  # respuesta final
+    r"(?:\s+(?:final|finale|finales|définitive|definitiva|finaal|final[ae]|نهایی|النهائية))?"
     rf"\s*(?:(?:{IS_WORDS}|ni|ay)(?![^\W\d_])|是|は|은|है|คือ|:|：|=)\s*[:：]?\s*"
-    rf"|(?:{ANSWER_WORD})\s+(?=[-−+$€£¥₹\\\d(\[])"  # "Also ist die Antwort 42"
+    rf"|(?:{ANSWER_WORD}|{_EASTERN_WORD})\s*(?:[-–]\s*)?\s(?=[-−+$€£¥₹\\\d(\[])"  # "die Antwort 42"
     rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
     re.IGNORECASE,
 )
@@ -63,7 +72,7 @@ _FILLER = re.compile(
 _SENTENCE_END = re.compile(
     r"(?<!\bRs)(?<!\bFr)"  # Rs. 50, Fr. 1'250: the currency's abbreviation
     r"(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
-    r"|\n|[。！？।]|\s+(?:because|since|which|as|denn|weil|car|porque|perché|omdat)\b"
+    r"|\n|[。！？।။۔።]|\s+(?:because|since|which|as|denn|weil|car|porque|perché|omdat)\b"
     r"|;\s+(?=if\b|otherwise\b)|\s*#{3,}",
     re.IGNORECASE,
 )
@@ -163,30 +172,24 @@ def _prose(answer: Answer) -> bool:
     return False
 
 
-_RESTATEMENT = re.compile(r"(.+?)\s*\(([^()]+)\)\s*")
-_SAID_AGAIN = re.compile(
-    r"(.+?)\s*,?\s*(?:or(?:\s+equivalently)?|ou|oder|equivalently|i\.\s?e\.,?|that\s+is,?|es\s+decir,?"
-    r"|c'est-à-dire,?|d\.\s?h\.,?|то\s+есть"
-    r"|das\s+heißt,?|ou\s+seja,?|o\s+sea,?|cioè,?|dus,?|soit,?|also,?)\s+(.+)",
-    re.IGNORECASE,
-)
-"""The answer said again another way ("$5, or 500 cents", "0,5, es decir, 1/2")."""
 _SURELY = re.compile(
     r"\s*,?\s*(?:no\s+doubt(?:\s+about\s+it)?|for\s+sure|definitely|certainly|of\s+course)\W*$",
     re.IGNORECASE,
 )
-_SUFFIX = re.compile(r"(?<=\d)['’][^\W\d_]{1,4}$|(?<=\S)(?:です|でした|である|だ)$")
-_REJECTED = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not\s+[^.]*$", re.IGNORECASE)
-"""A rejected value after the answer: "7 — not 8, as one might think", "8 (not 18, which ..."."""
+_SUFFIX = re.compile(
+    r"(?<=\d)['’][^\W\d_]{1,4}$|(?<=\S)(?:です|でした|である|だ|입니다|이다|예요|이에요)$"
+    r"|(?<=\S)\s+(?:है|ہے|است|ነው)$"  # Hindi, Urdu, Persian, Amharic "is" after the value
+)
+_REJECTED = re.compile(
+    r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?(?:not|nicht|pas|non|no|niet|не|não)\s+[^.]*$",
+    re.IGNORECASE,
+)
+"""A rejected value after the answer: "7 — not 8, as one might think", "8 (not 18, which ...",
+"7, nicht 8", "7 — pas 8"."""
 _NOT_THIS_BUT = re.compile(
     r"not\s+[^;,]+[;,]\s*(?:but\s+)?(?:it(?:'s|’s|\s+is)\s+|rather\s+)?(.+)", re.IGNORECASE
 )
 """A rejected value before the answer: "not 5; it is 6", "not 5, but 6"."""
-_RESTATING_WORD = re.compile(
-    r"^\s*(?:i\.\s?e\.|that\s+is|or|=|es\s+decir|d\.\s?h\.|c'est-à-dire|cioè|ou\s+seja)[,:]?\s*",
-    re.IGNORECASE,
-)
-"""A word that opens a restatement in brackets: "0.5 (i.e., 1/2)"."""
 
 
 def stated_value(answer: str) -> str:
@@ -213,10 +216,11 @@ def stated_value(answer: str) -> str:
     if not (
         HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer) or offers
     ):
-        answer = tidy(ASIDE.sub("", answer)) or answer  # "5 km** (about 3.1 miles)": 5 km
-        restated = _RESTATEMENT.fullmatch(answer) or _SAID_AGAIN.fullmatch(answer)
-        if restated and same(restated.group(1), _RESTATING_WORD.sub("", restated.group(2))):
-            answer = restated.group(1)  # "2 km (2000 m)", "$5, or 500 cents": one value
+        said, other = restated(answer)
+        if said == answer and not other:
+            answer = tidy(ASIDE.sub("", answer)) or answer  # "5 km** (about 3.1 miles)": 5 km
+        elif not other:
+            answer = said  # "2 km (2000 m)", "$5, or 500 cents": one value
         answer = _amount_in_words(answer)  # "Die Fahrt dauert 3 Stunden": 3 Stunden
     chain = answer.split("=")
     if len(chain) > 1 and chain[-1].strip() and not re.search(r"[A-Za-z]", "".join(chain[:-1])):
@@ -236,7 +240,7 @@ _BOUND_WORDS = re.compile(
 """Words that make the number after them a bound or a negation ("at least 5", "not 5")."""
 
 
-_RATE_LEAD = re.compile(r"(?:每小时|每小時|時速|时速)\s*$")
+_RATE_LEAD = re.compile(r"(?:每小时|每小時|時速|时速|秒速|分速|每秒钟?|每秒鐘|每分钟|每分鐘)\s*$")
 _MONTH_LAST = re.compile(rf"\b{MONTHS}\.?\s*$")
 
 
@@ -251,8 +255,13 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
-    if _MONTH_LAST.search(lead.group(0)) or _RATE_LEAD.search(lead.group(0)):
-        return answer  # "March 15": a date, not the amount 15; "每小时60公里": a speed
+    rate = _RATE_LEAD.search(lead.group(0))
+    if rate is not None:
+        return answer[rate.start() :]  # "速度是每小时60公里": the speed, 每小时60公里
+    if _MONTH_LAST.search(lead.group(0)):
+        return answer  # "March 15": a date, not the amount 15
+    if REFERENCE.search(lead.group(0)):
+        return answer  # "see Table 42": a name, not the amount 42
     if not re.search(r"[^\W\d_]{2}|[\u4e00-\u9fff]", lead.group(0)):
         return answer  # "x 5": a symbol, not words (one Han character is a word: 共)
     if lead.group(0)[-1].isalpha() and lead.group(0)[-1] < "\u2e80":
