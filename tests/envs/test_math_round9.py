@@ -208,3 +208,49 @@ def test_said_again_or_hedged(text, gold, paid):
 )
 def test_read_right(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        (
+            "4 · 90 = 360.\nИтак, Маша потратила 360 рублей, купив 4 тетради по 90 рублей.",
+            "360",
+            True,
+        ),
+        (
+            "4 · 90 = 360.\nИтак, Маша потратила 360 рублей, купив 4 тетради по 90 рублей.",
+            "90",
+            False,
+        ),
+        (
+            "12 × Rp3.000 = Rp36.000.\nJadi Budi mendapat Rp36.000 dari menjual 12 buku.",
+            "36000",
+            True,
+        ),
+        (
+            "12 × 50 = 600.\nKwa hiyo Amina alipata shilingi 600 kwa kuuza machungwa 12.",
+            "600",
+            True,
+        ),
+        ("٨ × ١٢ = ٩٦.\nإذن يكسب خالد ٩٦ دولاراً في اليوم مقابل ٨ ساعات عمل.", "96", True),
+        ("१२ × ८ = ९६ टाका।\nअतः वह ९६ रुपये कमाता है, प्रतिदिन १२ रुपये की दर से।", "96", True),
+        # no conclusion, a hedge, an equation or a time in the last sentence: the rule stands aside
+        (
+            "90 ÷ 60 = 1.5.\n\nSo it takes 1.5 hours, or maybe 2 hours if they take a break.",
+            "1.5 hours",
+            False,
+        ),
+        (
+            "90 ÷ 60 = 1.5.\n\nSo it takes 1.5 hours, or maybe 2 hours if they take a break.",
+            "2 hours",
+            False,
+        ),
+        ("19:30 + 2:45 = 22:15\n\nSo it ends at 22:15.", "22:15", True),
+        ("3 × 4 = 12.\nSo after 12 days she has 40 apples.", "40", True),
+        ("3 × 4 = 12.\nShe spent 12 dollars on 4 books.", "4", True),
+    ],
+)
+def test_the_result_before_its_givens(text, gold, paid):
+    """A conclusion that states the working's result, then the givens it came from."""
+    assert scores(text, gold) is paid

@@ -50,9 +50,8 @@ from .extract import MAX_RESPONSE_CHARS
 from .lastnumber import MONTHS, REFERENCE, UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM, normalize
-from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer
+from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer, relations_as_intervals
 from .pool import run_in_worker
-from .relations import relations_as_intervals
 from .spelled import gold_in_words, roman_value
 from .units import measure
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, replace
 
 from . import locales, spelled
 from .compare import distinct
+from .conclusion import before_table, result_first
 from .hedges import (
     HEDGE_WORDS,
     is_hedged,
@@ -358,7 +359,7 @@ def _last_resort(tail: str) -> Extraction:
     if check is not None and find_numbers(tail[: check.start()]):
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     if tail.rstrip().endswith("|"):
-        tail, answers = _before_table(tail)
+        tail, answers = before_table(tail)
         if answers > 1:  # "| Case | Answer |" with a row for each case: several answers
             return Extraction(None, None, True)
     numbers = _values(tail)
@@ -374,6 +375,10 @@ def _last_resort(tail: str) -> Extraction:
         return Extraction(said.lower(), "last_number", False)  # "so it is undefined."
     if numbers and _GOES_ON.match(tail, numbers[-1].end()):
         return Extraction(None, None, False)  # "She has 12 apples and then she buys": cut off
+    stated = result_first(tail, numbers)
+    if stated is not None:  # "Итак, она потратила 360 рублей, купив 4 тетради по 90 рублей."
+        tail = tail[:stated]
+        numbers = _values(tail)
     found = _last_value(tail, numbers)
     return replace(found, hedged=True) if offered and found.answer else found
 
@@ -397,33 +402,6 @@ def _last_value(tail: str, numbers: list[re.Match]) -> Extraction:
     return number or Extraction(None, None, False)
 
 
-def _before_table(tail: str) -> tuple[str, int]:
-    r"""``tail`` without its closing markdown table if a conclusion precedes; the table's answers.
-
-    "So she bought 7 items.\n\n| Item | Qty | Cost |\n...\n| **Total** | **7** | **$15** |"
-    states 7; the table sums up the working. A table after no conclusion keeps its last cell.
-    A table whose head names an answer ("| Case | Answer |") gives one for each row below it.
-    """
-    lines = tail.rstrip().split("\n")
-    table = []
-    while lines and lines[-1].strip().startswith("|"):
-        table.append(lines.pop())
-    rows = [r for r in table[::-1] if not _RULE_ROW.fullmatch(r.strip())]
-    answers = len(rows) - 1 if rows and _ANSWER_HEAD.search(rows[0]) else 0
-    while lines and not lines[-1].strip():
-        lines.pop()
-    if lines and _CONCLUSION.match(lines[-1]) and find_numbers(lines[-1]):
-        return "\n".join(lines), answers
-    return tail, answers
-
-
-_RULE_ROW = re.compile(r"\|(?:\s*:?-+:?\s*\|)+")
-_ANSWER_HEAD = re.compile(r"(?i)\|\s*\**answers?\**\s*\|")
-
-
-_CONCLUSION = re.compile(
-    r"(?i)[ \t>*_#-]*(?:so|thus|therefore|hence|in\s+total|altogether|overall|in\s+all)\b"
-)
 _ROMAN_ENDING = re.compile(r"(?:\bis|:)\s*\**\s*([MDCLXVI]{2,})\s*\**\s*[.!]?\s*$")
 """A response with no digits that ends on a number in Roman numerals: ``... is **XIV**.``."""
 _OPEN_CALL = re.compile(r"[A-Za-z_]\([^()\n]*$")

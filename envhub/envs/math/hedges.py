@@ -33,7 +33,7 @@ from . import spelled
 from .compare import read, same
 from .lastnumber import REFERENCE, find_numbers, last_number, tidy, unit_after
 from .locales import english_notation
-from .relations import relations_as_intervals
+from .parse import relations_as_intervals
 from .spelled import words_value
 from .units import measure
 

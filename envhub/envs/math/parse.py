@@ -218,6 +218,33 @@ def _inequality(s: str) -> str:
     return f"{'[' if low[1] else '('}{low[0]}, {high[0]}{']' if high[1] else ')'}"
 
 
+_SET_JOIN = re.compile(r"\s*(?:,|;|\\text\{\s*or\s*\}|\bor\b|\\lor|\\vee|∨|\\cup|∪)\s*")
+_RELATION_SPELLING = {
+    "\\leq": "\\le",
+    "\\geq": "\\ge",
+    "≤": "\\le",
+    "≥": "\\ge",
+    "\\lt": "<",
+    "\\gt": ">",
+}
+
+
+def relations_as_intervals(text: str) -> str | None:
+    r"""``text`` as intervals when it is inequalities on one variable, listed or joined by "or".
+
+    ``x < -10, x > 4`` and ``x<-10 \text{ or } x>4`` are ``(-\infty, -10) \cup (4, \infty)``:
+    one set in pieces, not two answers. Anything else is None.
+    """
+    text = text.replace("$", "").strip()
+    for written, read in _RELATION_SPELLING.items():
+        text = text.replace(written, read)
+    parts = _SET_JOIN.split(text)
+    bounds = [_bounds(p) for p in parts]
+    if None in bounds or len({b[0] for b in bounds if b}) != 1:
+        return None
+    return " \\cup ".join(_inequality(p) for p in parts)
+
+
 # ---------------------------------------------------------------- parsing
 
 
