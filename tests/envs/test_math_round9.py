@@ -254,3 +254,73 @@ def test_read_right(text, gold, paid):
 def test_the_result_before_its_givens(text, gold, paid):
     """A conclusion that states the working's result, then the givens it came from."""
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # a note after the answer that offers another value, at once or under a condition
+        ("#### ٤٢\n\nP.S. 𝟒𝟑", "42", False),
+        ("Answer: 18\n\nTL;DR — 19", "18", False),
+        ("#### 14\n\n(Second thoughts: 15.)", "14", False),
+        ("La réponse est 42.\n\nRectification : 43.", "42", False),
+        ("La respuesta es 42.\n\nFe de erratas: 43.", "42", False),
+        ("#### ٤٢\n\n修正：四十三", "42", False),
+        ("The answer is 36.\n\nNote: if the question means full dozens only, 24.", "36", False),
+        ("The answer is 72.\n\nAddendum: strictly speaking, 70.", "72", False),
+        ("#### 12\n\nFootnote: 12 assumes no breakage; with breakage, 11.", "12", False),
+        ("#### ४२\n\nनोट: अगर शिक्षक को गिनें तो ४३।", "42", False),
+        ("#### 500 g\n\nP.S. The scale might read 520 g.", "500 g", False),
+        ("#### 27\n\nP.P.S. Twenty-eight if the jar was full at the start.", "27", False),
+        ("#### 75\n\nNote: 75 = 3 × 25, consistent with the three 25-minute sessions.", "75", True),
+        ("#### 42\n\nNote: each box holds 7 eggs.", "42", True),
+        # another value alone after the answer, or said equal to it
+        ("#### 42\n\n四十三", "42", False),
+        ("#### 42\n\n43", "42", False),
+        ("#### 42\n\n42", "42", True),
+        ("\\boxed{\\frac{3}{4}} = 0.34", "\\frac{3}{4}", False),
+        ("\\boxed{\\frac{3}{4}} = 0.75", "\\frac{3}{4}", True),
+        ("\\boxed{\\frac{1}{3}} = 0.333...", "\\frac{1}{3}", True),
+        ("\\boxed{12} = 3 \\times 4", "12", True),
+        ('#### 42\n\n```json\n{"answer": 43}\n```', "42", False),
+        ('#### 42\n\n```json\n{"answer": 42}\n```', "42", True),
+        (
+            "The answer is 64.\n\n| Quantity | Value |\n|---|---|\n| Final answer | 65 |",
+            "64",
+            False,
+        ),
+        ("| Answer | Explanation |\n|---|---|\n| 42 | six times seven |", "42", True),
+        ("#### 99\n\n\\iffalse 100 \\fi", "99", False),
+        ("#### 99\n\n\\iffalse 99 \\fi", "99", True),
+        ("#### 13\n\nThat said, 14 is also defensible.", "13", False),
+        # doubt, guesses and bounds in more forms and languages
+        ("I'm fairly sure the total is 42, but I wouldn't bet on it.\n#### 42", "42", False),
+        ("If I had to pick one, I'd say 13.\n#### 13", "13", False),
+        ("Возможно, проще сначала сложить: 4 + 6 = 10. Ответ: 10.", "10", True),
+        ("Tentative answer: 88", "88", False),
+        ("Answer: 81\n\nConfidence: low", "81", False),
+        ("#### 256 (unverified)", "256", False),
+        ("The answer is 64, give or take a couple.", "64", False),
+        ("It takes upwards of 8 hours.", "8", False),
+        ("Het antwoord is hooguit 7.", "7", False),
+        ("Het antwoord is ten minste 5.", "5", False),
+        ("答えは42以上です。", "42", False),
+        ("답은 42 이상입니다.", "42", False),
+        ("الإجابة: على الأقل ٤٢", "42", False),
+        ("उत्तर: कम से कम ४२", "42", False),
+        ("Svaret är troligen 45.", "45", False),
+        ("Risposta: 3,14 (oppure 3,15)", "3.14", False),
+        ("პასუხი ალბათ 42.", "42", False),
+        ("Պատասխանը գուցե 42 է։", "42", False),
+        # an aside or a rejected value on a #### line
+        ("#### 45 minutes (3 of them late)", "45 minutes", True),
+        ("#### 12 cm, not 12 mm", "12 cm", True),
+        ("#### 7 — not 8", "7", True),
+        ("#### 42 — não tenho certeza.", "42", False),
+        ("Die Antwort ist 1.250, nicht 1.520.", "1250", True),
+        ("الإجابة هي ٤٢، وليست ٤٣.", "42", True),
+        ("42 — forty-two — is the answer.", "42", True),
+    ],
+)
+def test_what_follows_the_answer(text, gold, paid):
+    assert scores(text, gold) is paid

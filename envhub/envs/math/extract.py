@@ -54,23 +54,25 @@ from .compare import distinct
 from .conclusion import before_table, result_first
 from .hedges import (
     HEDGE_WORDS,
+    doubted_before,
     is_hedged,
     last_number_hedged,
     offered_before,
     offers_value,
     other_value,
-    restated,
     retracted,
     weighed_before,
 )
 from .lastnumber import JOINER, MONTHS, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
+from .restating import restated
 from .statements import (
     MAX_CANDIDATES,
     contradicted,
     contradicts,
     find_statements,
+    marked_value,
     stated_value,
 )
 from .units import CHANGE, measure
@@ -155,7 +157,7 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
     """
     hashes = list(_HASH.finditer(text))
     if hashes:
-        found = [a for a in (tidy(m.group(1)) for m in hashes) if a]
+        found = [marked_value(a) for a in (tidy(m.group(1)) for m in hashes) if a]
         if "\\boxed" in text or "\\fbox" in text:
             found += boxed_contents(text)
         if found:
@@ -224,6 +226,9 @@ def extract_answer(text: str) -> Extraction:
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     text, hidden = _without_comments(text) if "<!--" in text else (text, [])
+    if "\\iffalse" in text:  # LaTeX's own hidden text: "\\iffalse 100 \\fi"
+        text, latex_hidden = _without_comments(text, "\\iffalse", "\\fi")
+        hidden += latex_hidden
     if "](" in text:  # "![the answer is 43](solution.png)": the link's text
         text = _MARKDOWN_LINK.sub(r"\1", text)
     notes = _FOOTNOTES.search(text, max(0, len(text) - 2000)) if "[" in text else None
@@ -267,18 +272,20 @@ def _called_a_change(text: str, answer: str) -> bool:
     return at > 0 and bool(_CHANGE_BEFORE.search(text, max(0, at - 60), at))
 
 
-def _without_comments(text: str) -> tuple[str, list[str]]:
-    """``text`` without its HTML comments (hidden when rendered), and the comments.
+def _without_comments(
+    text: str, opening: str = "<!--", closing: str = "-->"
+) -> tuple[str, list[str]]:
+    r"""``text`` without its HTML comments (hidden when rendered), and the comments.
 
     "42 hours <!-- 42 minutes -->" shows 42 hours; what is hidden may hedge. Linear in the
-    text: an unclosed ``<!--`` hides the rest.
+    text: an unclosed ``<!--`` hides the rest. (``\iffalse ... \fi`` too, with those marks.)
     """
     shown, hidden, start = [], [], 0
-    while (open_at := text.find("<!--", start)) >= 0:
-        close = text.find("-->", open_at + 4)
+    while (open_at := text.find(opening, start)) >= 0:
+        close = text.find(closing, open_at + len(opening))
         shown.append(text[start:open_at])
-        hidden.append(text[open_at + 4 : close if close >= 0 else len(text)])
-        start = close + 3 if close >= 0 else len(text)
+        hidden.append(text[open_at + len(opening) : close if close >= 0 else len(text)])
+        start = close + len(closing) if close >= 0 else len(text)
     shown.append(text[start:])
     return " ".join(shown), hidden[-MAX_CANDIDATES:]
 
@@ -325,6 +332,7 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
         or bool(HEDGE_WORDS.search(_lead(text, first)))
         or offered_before(_lead(text, first), answer)
         or weighed_before(text[max(0, first - 300) : first], answer)
+        or doubted_before(text[max(0, first - 300) : first], answer)
         or contradicted(text, different)
         or (method == "answer_is" and _overridden_box(text[:first], answer))
         or (len(different) == 1 and retracted(answer, text[end:]))

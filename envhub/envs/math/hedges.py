@@ -30,10 +30,10 @@ import re
 import sys
 
 from . import spelled
-from .compare import read, same
+from .compare import same
 from .lastnumber import REFERENCE, find_numbers, last_number, tidy, unit_after
-from .locales import english_notation
 from .parse import relations_as_intervals
+from .restating import restated
 from .spelled import words_value
 from .units import measure
 
@@ -69,7 +69,8 @@ HEDGE_WORDS = Words(
         r"|forse|probabilmente|talvez|provavelmente|misschien|waarschijnlijk|wellicht|chyba"
         r"|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise|luultavasti|kanskje|poate"
         r"|probabil|mungkin|barangkali|labda|pengine|kanske|siguro|marahil|vermutlich|sanirim"
-        r"|my\s+(?:best\s+)?guess)\b"
+        r"|my\s+(?:best\s+)?guess|tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)"
+        r"|i['’]?d\s+(?:say|guess)|troligen|troligtvis|sannolikt)\b"
         r"|(?<!equally\s)(?<!more\s)(?<!less\s)(?<!as\s)\b(?:most\s+)?likely"
         r"(?=\s*,|\s+(?:the\s*)?$|\s+(?:the\s+)?(?:answer|result|total|it|this|that)\b"
         r"|\s+(?:be\s+)?[-\u2212$\d\\])"
@@ -87,7 +88,7 @@ HEDGE_WORDS = Words(
         r"|ប្រហែល|ဖြစ်နိုင်|হয়তো|হয়তো"  # হয়তো, both ways
         r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
         r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|น่าจะ|ไม่แน่ใจ|شاید|אולי|כנראה|ίσως|πιθανόν"
-        r"|غالباً|غالبا|것\s*같|정도일|ထင်ပါတယ်|ထင်တယ်|ምናልባትም"
+        r"|غالباً|غالبا|것\s*같|정도일|ထင်ပါတယ်|ထင်တယ်|ምናልባትም|ალბათ|შეიძლება|գուցե|հավանաբար"
     ),
 )
 _OR_ANOTHER = re.compile(
@@ -130,7 +131,7 @@ _ALSO = re.compile(
 )
 _ACCEPTABLE = re.compile(
     r"\b(?:possible|acceptable|valid|correct|right|works?|fine|answers?|solutions?|options?"
-    r"|plausible|reasonable"
+    r"|plausible|reasonable|defensible|arguable|justifiable|sensible"
     r"|possibilit(?:y|ies)|candidates?|fits?|holds?|applies|satisf(?:y|ies))\b",
     re.IGNORECASE,
 )
@@ -140,7 +141,7 @@ _NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
 """A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
 the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
 _OR_WORD = (
-    r"\b(?:or|oder|ou|lub|albo|nebo|eller|veya|atau|hoặc|или|або"
+    r"\b(?:or|oder|ou|oppure|lub|albo|nebo|eller|veya|atau|hoặc|или|або"
     r"|otherwise|else|sonst|sinon|altrimenti|senão|иначе)\b"
     r"|或者?|または|또는|아니면|หรือ|أو|או|否则|否則|அல்லது|অথবা|లేదా|ಅಥವಾ|किंवा|ወይም|သို့မဟုတ်"
 )
@@ -177,6 +178,9 @@ def is_hedged(answer: str, after: str) -> bool:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
     if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
         return True  # "42 (approximately)"
+    equals = _EQUALS_AFTER.match(after)
+    if equals is not None and not same(equals.group(1), answer):
+        return True  # "\\boxed{\\frac{3}{4}} = 0.34": another value, said equal
     if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
         return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
     if _LINE_BREAK.search(answer) and "&" not in answer and "begin" not in answer:
@@ -211,6 +215,10 @@ def is_hedged(answer: str, after: str) -> bool:
     return bool(DOUBT.search(clause))
 
 
+_EQUALS_AFTER = re.compile(
+    r"[\s$}]*=\s*\$?\s*([-\u2212]?\d+(?:[.,]\d+)*)(?![.,]\d|\d|\.\.|…)\s*\$?\s*(?:[.,;]|$|\n)"
+)
+"""``= value`` right after the answer, ending its clause (not ``= 3 × 4``, nor ``= 0.333...``)."""
 _SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
 """Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
 nor ``2 1/2``)."""
@@ -233,6 +241,8 @@ DOUBT = Words(
     ascii=(
         r"\b(?:might|may|could)\s+have\s+(?:mis\w*|made|got|gotten|confused|swapped|misread|mixed)"
         r"|\b(?:might|may|could)\s+be\s+(?:wrong|off|mistaken|incorrect)|\bmiscount\w*"
+        r"|\bwouldn['’]?t\s+bet|\bconfidence\s*[:=]?\s*(?:low|medium|moderate)\b"
+        r"|\b(?:unverified|unconfirmed|unchecked|not\s+(?:yet\s+)?(?:verified|checked))\b"
         r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
         r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt"
         r"|\b(?:nicht\s+(?:ganz\s+)?sicher|no\s+(?:estoy|estar)\s+(?:muy\s+)?segur[oa]"
@@ -301,6 +311,8 @@ def retracted(answer: str, after: str) -> bool:
     clause = _first_clause(after)
     if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
         return True
+    if _afterthought(answer, after[:ALSO_WINDOW]) or _lone_value(answer, after):
+        return True  # "P.S. 43", "Note: if the train is late, 200 minutes", "#### 42\n\n43"
     sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
     if any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
@@ -315,6 +327,65 @@ def retracted(answer: str, after: str) -> bool:
         )
         and other_value(_roman_as_digits(sentence), answer)
         for sentence in sentences
+    )
+
+
+_AFTERTHOUGHT = Words(
+    ascii=(
+        r"(?:^|\n|\()[ \t>*_#-]*(?:notes?|n\.\s?b\.|p\.\s?(?:p\.\s?)?s\.?|addendum|footnote"
+        r"|errat(?:um|a)|fe\s+de\s+erratas|rectification|correction|corrigendum|update|edit"
+        r"|tl;?\s?dr|summary"
+        r"|second\s+thoughts?|remarque|nota|anmerkung|hinweis|nachtrag|berichtigung)\b\W*"
+    ),
+    other=r"(?:^|\n|\()[ \t>*_#-]*(?:修正|注意?|备注|注記|नोट|ملاحظة|примечание|поправка)\W*",
+)
+"""A note after the answer: "Note:", "P.S.", "Addendum:", "TL;DR —", "Rectification :", "修正："."""
+_NOTE_OFFERS = re.compile(
+    r"(?i)\b(?:if|when|unless|assuming|with|without|strictly\s+speaking|otherwise|counting"
+    r"|including|excluding|wenn|falls|si|se|jika|kama)\b[^.\n]{0,80}?(?:[,:]|\bthen\b)\s*[-−$€£]?\d"
+    r"|(?:अगर|यदि|если|如果|若|もし|만약|ถ้า)[^.\n।]{0,80}?(?:[,:，]|तो|то)?\s*[-−$€£]?\d"
+    r"|\b(?:might|could|may)\s+(?:\w+\s+){0,2}[-−$€£]?\d"
+)
+"""A value a note offers under a condition ("if the train is late, 200 minutes", "strictly
+speaking, 70", "अगर ... तो ४३") or as possible ("might read 520 g")."""
+_LONE_VALUE = re.compile(r"[-\u2212$€£¥]?\d[\d.,/]*(?:\s*[^\W\d_]{1,12})?")
+
+
+def _afterthought(answer: str, after: str) -> bool:
+    """A note after the answer offers another value, at once or under a condition.
+
+    "P.S. 43", "TL;DR — 19", "Note: if the train is late, 200 minutes", "Addendum: strictly
+    speaking, 70"; "Note: each box holds 7 eggs." offers none.
+    """
+    for note in _notes(after):
+        line_end = after.find("\n", note.end())
+        body = after[note.end() : line_end if line_end >= 0 else len(after)]
+        if not other_value(body, answer):
+            continue
+        body = spelled.as_digits(body, spelled.language(body) or "en")  # "Twenty-eight if ..."
+        alone = _LONE_VALUE.fullmatch(body.strip(" \t.)—–-:"))  # "P.S. 43", "TL;DR — 19"
+        offers = _NOTE_OFFERS.search(body) or _IF_AFTER_VALUE.search(body)
+        if alone or offers or HEDGE_WORDS.search(body):
+            return True
+    return False
+
+
+def _notes(after: str) -> list[re.Match]:
+    """The notes of :data:`_AFTERTHOUGHT` in ``after``."""
+    found = list(_AFTERTHOUGHT.ascii.finditer(after))
+    if not after.isascii():
+        found += _AFTERTHOUGHT.other.finditer(after)
+    return found
+
+
+def _lone_value(answer: str, after: str) -> bool:
+    r"""All that follows the answer is another value ("#### 42\n\n43", "#### 42\n\n四十三")."""
+    rest = after.strip(" \t\n.*")
+    return (
+        bool(rest)
+        and len(rest) <= 24
+        and bool(_LONE_VALUE.fullmatch(rest))
+        and not same(rest, answer)
     )
 
 
@@ -353,6 +424,26 @@ _WOULD_BE = re.compile(
 )
 """Another answer under another reading: "(If the boxes were not all full, the answer would be
 36.)", "if Tom also counts himself, it would be 16"."""
+
+
+_GUESS = re.compile(
+    r"(?i)\b(?:tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)|i['’]?d\s+(?:say|guess)"
+    r"|my\s+(?:best\s+)?guess)\b"
+)
+
+
+def doubted_before(before: str, answer: str) -> bool:
+    r"""The sentence right before the final answer gives its value with doubt or a guess.
+
+    "I'm fairly sure the total is 42, but I wouldn't bet on it.\n#### 42", "If I had to pick
+    one, I'd say 13.\n#### 13".
+    """
+    sentences = [s for s in _STOPS.split(before[-300:]) if s.strip()]
+    sentence = sentences[-1] if sentences else ""
+    if not (DOUBT.search(sentence) or _GUESS.search(sentence)):
+        return False  # ("Perhaps it is easier to add first: 4 + 6 = 10." is no doubt on 10)
+    value = find_numbers(answer)
+    return bool(value) and any(same(n.group(0), value[0].group(0)) for n in find_numbers(sentence))
 
 
 def weighed_before(before: str, answer: str) -> bool:
@@ -401,14 +492,17 @@ _WEIGHED = re.compile(
 
 _BOUND_AFTER = re.compile(
     r"(?i)(?:\s*[^\W\d_]{1,12}){0,2}?\s*,?\s*(?:or\s+(?:more|less|fewer|greater|above|below)"
-    r"|at\s+(?:most|least|the\s+most)|and\s+(?:up|above|more)|or\s+so)\b"
+    r"|at\s+(?:most|least|the\s+most)|and\s+(?:up|above|more)|or\s+so|give\s+or\s+take"
+    r"|or\s+thereabouts|plus\s+or\s+minus)\b|\s*(?:以上|以下|未満|超|이상|이하|미만|초과|±)"
 )
-"""Words of a bound after a number: "42 or more", "42 apples at most", "42 and up"."""
+"""Words of a bound after a number: "42 or more", "42 apples at most", "42 and up", "64, give
+or take", "42以上", "42 이상"."""
 BOUND = re.compile(
     r"(?i)(?:\b(?:at\s+(?:least|most)|(?:no\s+)?(?:more|less|fewer|greater)\s+than|mindestens"
     r"|höchstens|mehr\s+als|weniger\s+als|au\s+(?:moins|plus)|plus\s+de|moins\s+de"
     r"|al\s+(?:menos|máximo)|más\s+de|menos\s+de|almeno|pelo\s+menos|no\s+máximo|mais\s+de"
-    r"|не\s+(?:менее|более|меньше|больше)|менее|более|минимум|максимум)\s+"
+    r"|не\s+(?:менее|более|меньше|больше)|менее|более|минимум|максимум|hooguit|ten\s+minste"
+    r"|minstens|upwards\s+of|على\s+الأقل|कम\s+से\s+कम|अधिकतम)\s+"
     r"|just\s+(?:under|over|below|above)\s+|(?:under|over|below|above)\s+"
     r"|至少|最多|不少于|不超过|超过|少なくとも|最低|최소|최대)[$€£¥₹]?$"
 )
@@ -479,7 +573,7 @@ _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
     r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
     r"|typo|think|with|including|counting|instead|rather|actually|really|hoặc|atau|veya|eller"
-    r"|albo|nebo|або)\b|أو|或|如果|または|또는|หรือ|או",
+    r"|albo|nebo|або|oppure)\b|أو|或|如果|または|또는|หรือ|או",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".
@@ -509,70 +603,6 @@ def _said_again(answer: str) -> bool:
     """``answer`` is a value and the same in words or numerals after it ("42 / forty-two")."""
     main, other = restated(answer)
     return main != answer and not other
-
-
-_THAT_IS = (
-    r"(?:that\s+is|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently|c'est-à-dire|d\.\s?h\.|das\s+heißt"
-    r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即)"
-)
-_SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
-_RESTATED = re.compile(
-    rf"(?i)(?:(?<=[^\W_]|[%²³}}])\s*\(\s*(?P<lead>{_SAYING_AGAIN}|=\s*)?"
-    rf"|\s*[,;—–]?\s+(?P<said>{_SAYING_AGAIN})|\s+[/|]\s+)"
-    r"(?P<value>[^()=]{1,60}?)\s*\)?\s*[.!]?\s*$"
-)
-"""What may say an answer's value again: an aside ("(٤٢)", "(i.e. 1/2)"), a word of saying
-it again ("or 500 cents", ", то есть 1000 м²"), or a spaced slash ("42 / forty-two")."""
-_WHOLE_VALUE = re.compile(
-    r"[-\u2212]?[$€£¥]?(?:\d[\d.,]*(?:\s*/\s*\d+)?|\\frac\{\d+\}\{\d+\})"
-    r"(?:\s*(?P<u1>[^\W\d_]{1,12})\.?[²³]?)?"
-    r"(?:\s+\d[\d.,]*\s*(?P<u2>[^\W\d_]{1,12})\.?[²³]?)?"
-)
-
-
-def restated(answer: str) -> tuple[str, bool]:
-    """``answer`` without its value said again after it; whether what follows says another.
-
-    "42 (٤٢)", "90 min (1.5 h)", "42 / forty-two", "10 соток, то есть 1000 м²" say one value
-    (the first two read ``42`` and ``90 min``; the last, whose first value is unread, ``1000
-    м²``); "42 (forty-three)", "2.5 hours (2 hours 50 minutes)" say two: a hedge. A continental
-    number the words settle is read their way ("1.500 (that is, one thousand five hundred)":
-    1500). Anything else after the value ("12 apples (3 of them red)") is left as it is.
-    """
-    found = _RESTATED.search(answer, max(0, len(answer) - 90))
-    if found is None or not find_numbers(answer[: found.start()]):
-        return answer, False
-    main, text = answer[: found.start()].strip(), found.group("value")
-    if same(main, text):
-        return main, False
-    said = _value_of(text)
-    if said is None:
-        return answer, False
-    if same(main, said):
-        return main, False
-    if same(english_notation(main), said):
-        return said, False
-    if _value_of(main) is None:  # "10 соток, то есть 1000 м²": the value read is the second
-        lead = found.group("lead") or found.group("said") or ""
-        return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
-    return answer, _dimension(main) == _dimension(said)  # "$20 (3 hours)" is an aside
-
-
-def _dimension(value: str) -> tuple | None:
-    """What ``value`` measures (its unit's dimension), None for a plain number."""
-    unit = getattr(read(value), "unit", None)
-    return unit.dimension if unit is not None else None
-
-
-def _value_of(text: str) -> str | None:
-    """``text`` as a value: digits with a unit, words of any language read here, Roman."""
-    text = text.strip()
-    if not re.search(r"[^\W\d_]", text.replace("\\frac", "")):
-        return text  # digits and signs only: "10²", "3/4", "10 + 5"
-    if _WHOLE_VALUE.fullmatch(text):  # a unit, not a label: "1000 м²", not "3 red"
-        return text if getattr(read(text), "unit", None) is not None else None
-    worded = words_value(text)
-    return str(worded) if worded is not None else spelled.roman_value(text)
 
 
 def _numeral(token: str) -> bool:

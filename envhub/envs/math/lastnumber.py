@@ -168,7 +168,7 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     if run is not None:  # "√2", "2·π·3 = 6π", "(−∞, 3]", "x ≤ 3": the expression, not its digit
         return run, False
     span = _RANGE_BEFORE.search(text, max(0, last.start() - 20), last.start())
-    if span is not None:  # "between 3-5 hours": both ends, never the upper one alone
+    if span is not None and span.group(1) != last.group(0):  # "3-5 hours": both ends
         return f"{span.group(1)}, {last.group(0)}", False
     arithmetic = _ARITHMETIC_BEFORE.search(text, max(0, last.start() - 80), last.start())
     if arithmetic is not None:  # "the total is 1+2": the sum, never its last operand

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 
 from .compare import quick_compare, read
-from .hedges import APPROXIMATE, ASIDE, DOUBT, HEDGE_WORDS, offers_value, restated
+from .hedges import APPROXIMATE, ASIDE, BOUND, DOUBT, HEDGE_WORDS, offers_value
 from .lastnumber import (
     MINUS_WORD,
     MONTHS,
@@ -30,6 +30,7 @@ from .lastnumber import (
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
 from .parse import Answer, Expr, Items, Seq, Text
+from .restating import restated
 
 _EASTERN_WORDS = (
     *("答案", "答え", "정답", "उत्तर", "答", "답"),
@@ -46,12 +47,13 @@ _ARABIC_WORD = "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
     rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
     r"(?:\s+(?:final|finale|finales|définitive|definitiva|finaal|final[ae]|نهایی|النهائية))?"
-    rf"\s*(?:(?:{IS_WORDS}|ni|ay)(?![^\W\d_])|是|は|은|है|คือ|:|：|=)\s*[:：]?\s*"
+    rf"[\"']?\s*(?:(?:{IS_WORDS}|ni|ay)(?![^\W\d_])|是|は|은|है|คือ|:|：|=|\|(?=\s*\**[-−+$€£¥\d\\(]))\s*[:：]?\s*"
     rf"|(?:{ANSWER_WORD}|{_EASTERN_WORD})\s*(?:[-–]\s*)?\s(?=[-−+$€£¥₹\\\d(\[])"  # "die Antwort 42"
     rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
     re.IGNORECASE,
 )
-"""A statement of the answer ("the answer is", "Final answer:", "Antwort:", "La réponse est",
+"""A statement of the answer ("the answer is", "Final answer:", ``"answer": 43``, ``| Final
+answer | 65 |``, "Antwort:", "La réponse est",
 "La respuesta es", "A resposta é", "La risposta è", "Het antwoord is", "Ответ:", "答案是",
 "الإجابة"; not a word ending in "answer", which :func:`find_statements` checks: a leading ``\b``
 made the scan 4 times slower)."""
@@ -102,7 +104,7 @@ def find_statements(text: str) -> Iterator[tuple[int, str]]:
         if filler:
             answer = answer[filler.end() :]
         stop = _SENTENCE_END.search(answer)
-        answer = tidy(answer[: stop.start()] if stop else answer)
+        answer = tidy((answer[: stop.start()] if stop else answer).strip(" |*}\"'"))
         if answer:
             yield m.start(), answer
 
@@ -181,11 +183,12 @@ _SUFFIX = re.compile(
     r"|(?<=\S)\s+(?:है|ہے|است|ነው)$"  # Hindi, Urdu, Persian, Amharic "is" after the value
 )
 _REJECTED = re.compile(
-    r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?(?:not|nicht|pas|non|no|niet|не|não)\s+[^.]*$",
+    r"\s*(?:—|–|--|,|;|\(|،)\s*(?:and\s+|but\s+)?(?:not|nicht|pas|non|no|niet|не|não|وليست|وليس"
+    r"|ليست|ليس)\s+(?=[-−$€£¥]?\d)(?:[^.]|\.(?=\d))*$",
     re.IGNORECASE,
 )
 """A rejected value after the answer: "7 — not 8, as one might think", "8 (not 18, which ...",
-"7, nicht 8", "7 — pas 8"."""
+"7, nicht 8", "7 — pas 8" (a value: "42 — não tenho certeza" is doubt, not a rejection)."""
 _NOT_THIS_BUT = re.compile(
     r"not\s+[^;,]+[;,]\s*(?:but\s+)?(?:it(?:'s|’s|\s+is)\s+|rather\s+)?(.+)", re.IGNORECASE
 )
@@ -211,21 +214,37 @@ def stated_value(answer: str) -> str:
         answer = rejected_first.group(1)  # "not 5; it is 6"
     answer = _SUFFIX.sub("", answer)  # Turkish "12'dir", "3,5'tir": the number
     answer = _SURELY.sub("", answer) or answer  # "42, no doubt"
-    aside = ASIDE.search(answer)
-    offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
-    if not (
-        HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer) or offers
-    ):
-        said, other = restated(answer)
-        if said == answer and not other:
-            answer = tidy(ASIDE.sub("", answer)) or answer  # "5 km** (about 3.1 miles)": 5 km
-        elif not other:
-            answer = said  # "2 km (2000 m)", "$5, or 500 cents": one value
+    answer, plain = _without_aside(answer)
+    if plain:
         answer = _amount_in_words(answer)  # "Die Fahrt dauert 3 Stunden": 3 Stunden
     chain = answer.split("=")
     if len(chain) > 1 and chain[-1].strip() and not re.search(r"[A-Za-z]", "".join(chain[:-1])):
         return chain[-1].strip()
     return answer
+
+
+def marked_value(answer: str) -> str:
+    """The value of a ``####`` answer: without a rejected value or an aside that offers none.
+
+    "#### 12 cm, not 12 mm" is 12 cm, "#### 45 minutes (3 of them late)" 45 minutes.
+    """
+    return _without_aside(_REJECTED.sub("", answer) or answer)[0]
+
+
+def _without_aside(answer: str) -> tuple[str, bool]:
+    """``answer`` without an aside that offers no other value; whether it hedges in no way.
+
+    An aside that says the value again goes ("2 km (2000 m)", "$5, or 500 cents"); one that
+    says another stays, to be read as a hedge ("42 (forty-three)", "5 (or 6 if ...)").
+    """
+    aside = ASIDE.search(answer)
+    offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
+    if HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer) or offers:
+        return answer, False
+    said, other = restated(answer)
+    if said == answer and not other:
+        return tidy(ASIDE.sub("", answer)) or answer, True  # "5 km** (about 3.1 miles)": 5 km
+    return (answer, False) if other else (said, True)
 
 
 _CURRENCY_LEAD = re.compile(
@@ -254,6 +273,8 @@ def _amount_in_words(answer: str) -> str:
     """
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
+        return answer
+    if BOUND.search(lead.group(0)):  # "hooguit 7", "على الأقل ٤٢": a bound, kept to hedge
         return answer
     rate = _RATE_LEAD.search(lead.group(0))
     if rate is not None:

@@ -1,0 +1,80 @@
+r"""An answer's value said again after it: the same value is one answer, another is two.
+
+"42 (٤٢)", "90 min (1.5 h)", "42 / forty-two", "$5, or 500 cents" and "10 соток, то есть 1000
+м²" say one value; "42 (forty-three)", "42 / forty-three" and "2.5 hours (2 hours 50
+minutes)" say two, a hedge (:mod:`envhub.envs.math.hedges`). Read for stated answers, ``####``
+answers and the last number's aside alike.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import spelled
+from .compare import read, same
+from .lastnumber import find_numbers
+from .locales import english_notation
+from .spelled import words_value
+
+_THAT_IS = (
+    r"(?:that\s+is|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently|c'est-à-dire|d\.\s?h\.|das\s+heißt"
+    r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即)"
+)
+_SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
+_RESTATED = re.compile(
+    rf"(?i)(?:(?<=[^\W_]|[%²³}}])\s*\(\s*(?P<lead>{_SAYING_AGAIN}|=\s*)?"
+    rf"|\s*[,;—–]?\s+(?P<said>{_SAYING_AGAIN})|\s+[/|]\s+)"
+    r"(?P<value>[^()=]{1,60}?)\s*\)?\s*[.!]?\s*$"
+)
+"""What may say an answer's value again: an aside ("(٤٢)", "(i.e. 1/2)"), a word of saying
+it again ("or 500 cents", ", то есть 1000 м²"), or a spaced slash ("42 / forty-two")."""
+_WHOLE_VALUE = re.compile(
+    r"[-\u2212]?[$€£¥]?(?:\d[\d.,]*(?:\s*/\s*\d+)?|\\frac\{\d+\}\{\d+\})"
+    r"(?:\s*(?P<u1>[^\W\d_]{1,12})\.?[²³]?)?"
+    r"(?:\s+\d[\d.,]*\s*(?P<u2>[^\W\d_]{1,12})\.?[²³]?)?"
+)
+
+
+def restated(answer: str) -> tuple[str, bool]:
+    """``answer`` without its value said again after it; whether what follows says another.
+
+    "42 (٤٢)", "90 min (1.5 h)", "42 / forty-two", "10 соток, то есть 1000 м²" say one value
+    (the first two read ``42`` and ``90 min``; the last, whose first value is unread, ``1000
+    м²``); "42 (forty-three)", "2.5 hours (2 hours 50 minutes)" say two: a hedge. A continental
+    number the words settle is read their way ("1.500 (that is, one thousand five hundred)":
+    1500). Anything else after the value ("12 apples (3 of them red)") is left as it is.
+    """
+    found = _RESTATED.search(answer, max(0, len(answer) - 90))
+    if found is None or not find_numbers(answer[: found.start()]):
+        return answer, False
+    main, text = answer[: found.start()].strip(), found.group("value")
+    if same(main, text):
+        return main, False
+    said = _value_of(text)
+    if said is None:
+        return answer, False
+    if same(main, said):
+        return main, False
+    if same(english_notation(main), said):
+        return said, False
+    if _value_of(main) is None:  # "10 соток, то есть 1000 м²": the value read is the second
+        lead = found.group("lead") or found.group("said") or ""
+        return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
+    return answer, _dimension(main) == _dimension(said)  # "$20 (3 hours)" is an aside
+
+
+def _dimension(value: str) -> tuple | None:
+    """What ``value`` measures (its unit's dimension), None for a plain number."""
+    unit = getattr(read(value), "unit", None)
+    return unit.dimension if unit is not None else None
+
+
+def _value_of(text: str) -> str | None:
+    """``text`` as a value: digits with a unit, words of any language read here, Roman."""
+    text = text.strip()
+    if not re.search(r"[^\W\d_]", text.replace("\\frac", "")):
+        return text  # digits and signs only: "10²", "3/4", "10 + 5"
+    if _WHOLE_VALUE.fullmatch(text):  # a unit, not a label: "1000 м²", not "3 red"
+        return text if getattr(read(text), "unit", None) is not None else None
+    worded = words_value(text)
+    return str(worded) if worded is not None else spelled.roman_value(text)
