@@ -324,3 +324,85 @@ def test_the_result_before_its_givens(text, gold, paid):
 )
 def test_what_follows_the_answer(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        (
+            "$2x + 3 = 11$, so $x = 4$.\n\nCheck: $2(4) + 3 = 12$, not 11, so $x = 4$ is wrong. Let me redo this.",
+            "4",
+            False,
+        ),
+        ("$2x + 3 = 11$, so $x = 4$.\n\nCheck: $2(4) + 3 = 11$ ✓", "4", True),
+        ("Each box weighs 500 g, so 4 boxes weigh 2000 g or 2 kg.", "2 kg", True),
+        ("Each box weighs 500 g, so 4 boxes weigh 2000 g or 3 kg.", "2 kg", False),
+        ("Elle vend 9 œufs à 2 $ : 9 × 2 = 18.\nDonc Janet gagne 18 $ par jour.", "18", True),
+        ("合計：１００円 × ５ ＝ ５００円\n答え：￥５００", "500", True),
+    ],
+)
+def test_checks_currency_signs_and_restatements(text, gold, paid):
+    assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # MGSM's languages: the result named, then the givens; Swahili numbers and units
+        (
+            "15 × 3 = 45 $.\n\nJanet verdient also 45 Dollar pro Tag, wenn sie 15 Eier zu je 3 Dollar verkauft.",
+            "45",
+            True,
+        ),
+        (
+            "9 × 980 = 8.820 Euro.\n\nDie Schule zahlt also 8.820 Euro für 9 Stühle zu je 980 Euro.",
+            "8820",
+            True,
+        ),
+        (
+            "Cada silla cuesta 4.000 euros y la escuela compra 12 sillas.\n12 × 4.000 = 48.000 euros.\n\nLa escuela paga 48.000 euros en total por 12 sillas de 4.000 euros.",
+            "48000",
+            True,
+        ),
+        (
+            "6 × 643 = 3\u202f858 euros.\n\nL’école paie donc 3\u202f858 euros pour 6 chaises à 643 euros.",
+            "3858",
+            True,
+        ),
+        (
+            "১০ × ৫ = ৫০ ডলার।\n\nসুতরাং, জ্যানেট প্রতিদিন ৫০ ডলার আয় করে, কারণ সে ৫ ডলার দরে ১০টি ডিম বিক্রি করে।",
+            "50",
+            True,
+        ),
+        (
+            "౯ × ౫ = ౪౫ డాలర్లు.\n\nకాబట్టి, జానెట్ రోజుకు ౪౫ డాలర్లు సంపాదిస్తుంది, ఎందుకంటే ఆమె ౯ గుడ్లను అమ్ముతుంది.",
+            "45",
+            True,
+        ),
+        ("Kwa hiyo, jibu ni thelathini.", "30", True),
+        ("Kwa hiyo, jibu ni tisini na sita.", "96", True),
+        ("Jibu ni mia tatu na hamsini.", "350", True),
+        ("Jibu: mayai arobaini na mbili.", "42", True),
+        ("Jibu ni kumi na mbili.", "21", False),
+        (
+            "9 × 3 = 27.\n\nKwa hiyo, Janet anapata dola ishirini na saba au thelathini na sita kila siku.",
+            "36",
+            False,
+        ),
+        (
+            "9 × 3 = 27.\n\nKwa hiyo, Janet anapata dola ishirini na saba au thelathini na sita kila siku.",
+            "27",
+            False,
+        ),
+        ("Il y a 12 pommes au total.", "12", True),
+        ("Jibu: maili 240", "240 km", False),
+        ("Kwa hiyo, jibu ni maili 240.", "240 miles", True),
+        ("Kwa jumla anahitaji saa 90.", "90 minutes", False),
+        # doubt and retraction in German, Japanese and Telugu
+        ("Antwort: 11,25. Moment, nein – ich habe mich verrechnet, es sind 11,75.", "11.25", False),
+        ("答えは５３だと思いますが、確かではありません。", "53", False),
+        ("నా అంచనా ప్రకారం సమాధానం ౧౭, కానీ నాకు పూర్తి నమ్మకం లేదు.", "17", False),
+    ],
+)
+def test_the_languages_of_mgsm(text, gold, paid):
+    assert scores(text, gold) is paid

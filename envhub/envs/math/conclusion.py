@@ -17,13 +17,18 @@ import re
 from .hedges import last_number_hedged
 from .lastnumber import find_numbers
 
-_CONCLUSION = re.compile(
-    r"(?i)[ \t>*_#-]*(?:so|thus|therefore|hence|in\s+total|altogether|overall|in\s+all|итак"
-    r"|таким\s+образом|значит|jadi|kwa\s+hiyo|hivyo|vậy|do\s+đó|donc|also|daher|somit|por\s+lo\s+tanto"
-    r"|entonces|así\s+que|portanto|então|quindi|dunque|dus|zatem|więc|takže|bu\s+yüzden"
-    r"|dolayısıyla)\b|\s*(?:ดังนั้น|अतः|इसलिए|অতএব|তাই|إذن|لذلك|したがって|よって|所以|因此|따라서|그러므로)"
+_CONCLUDING = (
+    r"\b(?:so|thus|therefore|hence|in\s+total|altogether|overall|in\s+all|итак|таким\s+образом"
+    r"|en\s+total|au\s+total|insgesamt|in\s+totale|no\s+total|всего|итого"
+    r"|значит|jadi|kwa\s+hiyo|hivyo|vậy|do\s+đó|donc|also|daher|somit|por\s+lo\s+tanto|entonces"
+    r"|así\s+que|portanto|então|quindi|dunque|dus|zatem|więc|takže|bu\s+yüzden|dolayısıyla|yani)\b"
+    r"|ดังนั้น|अतः|इसलिए|অতএব|তাই|সুতরাং|కాబట్టి|எனவே|म्हणून|તેથી|إذن|لذلك|لہذا|بنابراین|ስለዚህ"
+    r"|したがって|よって|所以|因此|따라서|그러므로"
 )
-"""Words that open a conclusion ("So", "Итак", "Jadi", "ดังนั้น", "अतः", "إذن", "所以")."""
+_CONCLUSION = re.compile(rf"(?i)[ \t>*_#-]*(?:{_CONCLUDING})")
+"""A line that opens with a conclusion ("So", "Итак", "Jadi", "ดังนั้น", "अतः", "إذن", "所以")."""
+_CONCLUDES = re.compile(rf"(?i){_CONCLUDING}")
+"""A conclusion word anywhere ("Janet verdient also 45 Dollar", "Janet gagne donc 27")."""
 _RULE_ROW = re.compile(r"\|(?:\s*:?-+:?\s*\|)+")
 _ANSWER_HEAD = re.compile(r"(?i)\|\s*\**answers?\**\s*\|")
 
@@ -49,23 +54,25 @@ def before_table(tail: str) -> tuple[str, int]:
 
 
 _SENTENCE_BREAK = re.compile(r"[.!?。।](?=\s|$)|\n")
-_RESULT = re.compile(r"=\s*(?:[$€£¥₹]|Rp\.?|Rs\.?)?\s*(\d[\d.,]*\d|\d)(?![\d:/])")
+_RESULT = re.compile(
+    r"=\s*(?:[$€£¥₹]|Rp\.?|Rs\.?)?\s*(\d{1,3}(?:[ \u00a0\u202f]\d{3})+|\d[\d.,]*\d|\d)(?![\d:/])"
+)
 """The result of a step of the working: the number after ``=`` (``4 · 90 = 360``)."""
 
 
 def result_first(tail: str, numbers: list[re.Match]) -> int | None:
     """Where to end ``tail`` when its last sentence states the working's result, then givens.
 
-    The last sentence opens with a conclusion (:data:`_CONCLUSION`), has no ``=`` and no
-    hedge, and holds the last result of the working (the value after its last ``=``) and
-    after it only numbers that the working already wrote: the end of that result, else None.
+    The last sentence has a conclusion word before the last result of the working (the value
+    after its last ``=``), no ``=`` and no hedge, and after that result only numbers the
+    working already wrote: the end of that result, else None.
     """
     if len(numbers) < 2:
         return None
     breaks = [m.end() for m in _SENTENCE_BREAK.finditer(tail, 0, numbers[-1].start())]
     start = breaks[-1] if breaks else 0
     results = _RESULT.findall(tail, 0, start)
-    if not results or not _CONCLUSION.match(tail, start) or "=" in tail[start:]:
+    if not results or "=" in tail[start:]:
         return None
     if last_number_hedged(tail, numbers[-1], restated=False):
         return None  # "So it takes 1.5 hours, or maybe 2 hours": the hedge stands
@@ -74,6 +81,8 @@ def result_first(tail: str, numbers: list[re.Match]) -> int | None:
     for i, number in enumerate(said[:-1]):
         if number.group(0) != results[-1]:
             continue
+        if not _CONCLUDES.search(tail, start, number.end() + 20):  # "48.000 euros en total"
+            return None  # no conclusion: the last number stands
         rest = said[i + 1 :]
         return number.end() if all(_written_in(n.group(0), earlier) for n in rest) else None
     return None

@@ -61,6 +61,7 @@ from .hedges import (
     offers_value,
     other_value,
     retracted,
+    taken_back,
     weighed_before,
 )
 from .lastnumber import JOINER, MONTHS, NUMBER, REFERENCE, find_numbers, last_number, tidy
@@ -105,7 +106,8 @@ def _hash_answers(text: str) -> list[str]:
 
 
 _SPAN = re.compile(
-    r"\$\$(.{1,1000}?)\$\$|\$(.{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]", re.DOTALL
+    r"\$\$(.{1,1000}?)\$\$|\$([^$\n]{1,1000}?)\$|\\\((.{1,1000}?)\\\)|\\\[(.{1,1000}?)\\\]",
+    re.DOTALL,
 )
 SPAN_WINDOW = 4000
 """The ``math`` rule looks for its span in this many final characters only."""
@@ -365,6 +367,8 @@ def _last_resort(tail: str) -> Extraction:
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
     check = _CHECK_AFTER.search(tail) or _REASON_AFTER.search(tail, max(0, len(tail) - 200))
     if check is not None and find_numbers(tail[: check.start()]):
+        if taken_back(tail[check.start() :]):  # "Check: ... 12, not 11, so x = 4 is wrong."
+            return Extraction(None, None, True)
         tail = tail[: check.start()]  # "Therefore x = 4.\n\nCheck: 2(4) + 3 = 11 ✓": 4
     if tail.rstrip().endswith("|"):
         tail, answers = before_table(tail)

@@ -89,6 +89,7 @@ HEDGE_WORDS = Words(
         r"|也许|可能|大概|たぶん|多分|おそらく|恐らく|不太确定|不确定|সম্ভবত|নিশ্চিত\s+নই|على\s+الأرجح"
         r"|لست\s+متأكد|బహుశా|తెలియదు|บางที|อาจจะ|น่าจะ|ไม่แน่ใจ|شاید|אולי|כנראה|ίσως|πιθανόν"
         r"|غالباً|غالبا|것\s*같|정도일|ထင်ပါတယ်|ထင်တယ်|ምናልባትም|ალბათ|შეიძლება|գուցե|հավանաբար"
+        r"|నా\s+అంచనా"
     ),
 )
 _OR_ANOTHER = re.compile(
@@ -146,10 +147,10 @@ _OR_WORD = (
     r"|或者?|または|또는|아니면|หรือ|أو|או|否则|否則|அல்லது|অথবা|లేదా|ಅಥವಾ|किंवा|ወይም|သို့မဟုတ်"
 )
 """The word "or" of the languages whose answers are read; the short ones that are also other
-words ("o", "of", "या") only after a number, in :data:`_OR_BEFORE`."""
+words ("o", "of", "या", Swahili "au") only after a number, in :data:`_OR_BEFORE`."""
 _OR_BEFORE = re.compile(
     rf"(?:{_OR_WORD})(?!\s+[A-Za-z]\s*=)[^.,;\n]{{0,12}}$"
-    r"|\d[^.;\n\d]{0,40}(?:\b[oOή]|(?:^|\s)(?:या|یا)|[(,]\s*of)\s+$"  # "12 (o 15 si llueve)"
+    r"|\d[^.;\n\d]{0,40}(?:\b[oOή]|\bau|(?:^|\s)(?:या|یا)|[(,]\s*of)\s+$"  # "12 (o 15 si llueve)"
     r"|(?:[)\]}]|\\infty)\s*(?:[,;/|∨]+|\b(?:vs|versus|else|ou|oder)\b)?\s*$"
     rf"|{_NUMBER_THEN_BLANK}$",  # "28080 104", "5 -3": two numbers side by side
     re.IGNORECASE,
@@ -258,6 +259,7 @@ DOUBT = Words(
         r"|podría\s+estar\s+equivocad[oa]|je\s+peux\s+me\s+tromper"
         r"|inte\s+(?:helt\s+)?säker|ikke\s+(?:helt\s+)?sikker)\b|לא\s+בטוח|לא\s+בטוחה"
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
+        r"|確かではありません|確信がありません|నమ్మకం\s+లేదు|ఖచ్చితంగా\s+తెలియదు"
         r"|यकीन\s+नहीं|निश्चित\s+नहीं|खात्री\s+नाही|သေချာမသိ|သေချာမ\S*ဘူး|உறுதியாக\s+தெரியவில்லை"
     ),
 )
@@ -273,6 +275,7 @@ _TAKEN_BACK = Words(
         r"|\bme\s+equivoqu|\b(?:das\s+)?stimmt\s+nicht|\bn'est\s+pas\s+(?:juste|correct)"
         r"|\bno\s+es\s+correcto|\bdat\s+klopt\s+niet|\bsi\s+sahihi|\bwait,?\s+no\b"
         r"|\b(?:salah|sbagliato|fout|pomyli\w*|forkert|feil|fel|gresit|spatne)\b|\bnicht\s+richtig"
+        r"|\b(?:verrechnet|verzählt|me\s+he\s+equivocado|je\s+me\s+suis\s+trompée?)\b"
         r"|\bpas\s+correct|\bnej,?\s+vent|\bei\s+taida\s+olla\s+oikein|\bspletl\s+jsem\s+se"
         r"|\bmali\s+pala|\btamang\s+sagot"
     ),
@@ -301,6 +304,12 @@ def _first_clause(after: str) -> str:
 _JOINER_LINE = re.compile(r"\s*(?:or|else|also|otherwise|alternatively|maybe|perhaps)\s*", re.I)
 
 
+def taken_back(after: str) -> bool:
+    """What follows an answer doubts it or takes it back ("That's wrong. Let me redo this.")."""
+    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
+    return any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences)
+
+
 def retracted(answer: str, after: str) -> bool:
     r"""The clause after the final answer takes it back, or adds another number.
 
@@ -313,9 +322,9 @@ def retracted(answer: str, after: str) -> bool:
         return True
     if _afterthought(answer, after[:ALSO_WINDOW]) or _lone_value(answer, after):
         return True  # "P.S. 43", "Note: if the train is late, 200 minutes", "#### 42\n\n43"
-    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
-    if any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences):
+    if taken_back(after):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
+    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
     return any(
         (
             _offers_another(sentence)

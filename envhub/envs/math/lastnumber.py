@@ -306,7 +306,11 @@ def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
     first = _currency_before(text, prev.start()) + prev.group(0) + unit
     written = _UNIT_AFTER.match(text, prev.end()) or UNIT_WORD_AFTER.match(text, prev.end())
     end = last.start() - len(_currency_before(text, last.start()))  # "320p, or £3.20"
-    between = text[prev.end() + (len(written.group(0)) if unit and written else 0) : end]
+    between = text[prev.end() : end]
+    if unit and between.startswith(unit):  # "2000 g or 2 kg"
+        between = between[len(unit) :]
+    elif unit and written:
+        between = text[prev.end() + len(written.group(0)) : end]
     if not _RESTATING.fullmatch(between) or not same(first, answer):
         return None
     return first
@@ -324,7 +328,7 @@ _ARITHMETIC_BEFORE = re.compile(
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
 UNIT_BEFORE = re.compile(
     r"(?i)\b(kilomita|milimita|mita|sentimita|dakika|sekunde|siku|wiki|kilogramu|gramu|mililita"
-    r"|lita|shilingi|dola)\s+$"
+    r"|lita|shilingi|dola|maili|saa)\s+$"
 )
 """A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")

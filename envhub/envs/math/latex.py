@@ -198,6 +198,8 @@ class _PlainTable(dict):
             value = str(unicodedata.decimal(ch))
         elif 0xFF01 <= cp <= 0xFF5E:
             value = cp - 0xFEE0
+        elif 0xFFE0 <= cp <= 0xFFE6:  # fullwidth ￥, ￡, ￠: the signs
+            value = unicodedata.normalize("NFKC", ch)
         elif cp in _SEPARATORS:
             value = _SEPARATORS[cp]
         elif _INVISIBLE.match(ch):

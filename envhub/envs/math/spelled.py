@@ -99,6 +99,7 @@ def words_value(text: str) -> Fraction | None:
     agree on its value.
     """
     value = number_words(text)
+    value = swahili_words(text) if value is None else value
     if value is not None or _FALSE_FRIENDS.fullmatch(text.strip()) or not has_number_word(text):
         return value  # (most clauses after an answer, read at every hedge check, hold none)
     if text.strip().lower() in _SCALES:
@@ -112,6 +113,57 @@ def words_value(text: str) -> Fraction | None:
     if len(values) != 1 or _one_word_values().get(text.strip().lower(), values) != values:
         return None  # Danish "tres" is 60, Spanish "tres" 3: no language tells which
     return values.pop()
+
+
+_SWAHILI_UNITS = dict(
+    zip("sifuri moja mbili tatu nne tano sita saba nane tisa".split(), range(10), strict=True)
+)
+_SWAHILI_TENS = dict(
+    zip(
+        "kumi ishirini thelathini arobaini hamsini sitini sabini themanini tisini".split(),
+        range(10, 100, 10),
+        strict=True,
+    )
+)
+_SWAHILI_SCALES = {"mia": 100, "elfu": 1000}
+
+
+def swahili_words(text: str) -> Fraction | None:
+    """A number in Swahili words ("tisini na sita" 96, "mia tatu na hamsini" 350), else None.
+
+    No library here reads Swahili, an MGSM language: its numbers are tens and units joined by
+    ``na``, after ``mia`` (hundreds) and ``elfu`` (thousands) with their count.
+    """
+    words = [w for w in text.lower().replace(",", " ").split() if w != "na"]
+    if not words or words[0] not in (*_SWAHILI_UNITS, *_SWAHILI_TENS, *_SWAHILI_SCALES):
+        return None
+    total, i = 0, 0
+    while i < len(words):
+        word = words[i]
+        if word in _SWAHILI_SCALES:  # "mia tatu": 300, "elfu moja": 1000
+            after = words[i + 1] if i + 1 < len(words) else ""
+            count = _SWAHILI_UNITS.get(after) or _SWAHILI_TENS.get(after)
+            if not count:
+                return None
+            total, i = total + count * _SWAHILI_SCALES[word], i + 2
+            continue
+        value = _SWAHILI_TENS.get(word, _SWAHILI_UNITS.get(word))
+        if value is None:
+            return None
+        total, i = total + value, i + 1
+    return Fraction(total)
+
+
+_SWAHILI_WORD = "|".join([*_SWAHILI_UNITS, *_SWAHILI_TENS, *_SWAHILI_SCALES])
+_SWAHILI_RUN = re.compile(rf"(?i)\b(?:{_SWAHILI_WORD})(?:\s+(?:na\s+)?(?:{_SWAHILI_WORD}))*\b")
+_SWAHILI_CUE = re.compile(rf"(?i)\b(?:{'|'.join([*_SWAHILI_TENS, *_SWAHILI_SCALES])})\b")
+"""A Swahili ten or scale: a run of Swahili number words in running text holds one (a unit
+alone, "sita", "tano", is read only as a whole answer)."""
+
+
+def _swahili_run(m: re.Match) -> str:
+    value = swahili_words(m.group(0)) if _SWAHILI_CUE.search(m.group(0)) else None
+    return m.group(0) if value is None else str(value)
 
 
 @lru_cache(maxsize=1)
@@ -177,7 +229,7 @@ def has_number_word(text: str) -> bool:
     return any(
         t in words or (len(t) > 8 and any(p in t for p in pieces))
         for t in _WORD.findall(text.lower())
-    )
+    ) or bool(_SWAHILI_CUE.search(text))
 
 
 def as_digits(text: str, lang: str | None) -> str:
@@ -186,6 +238,8 @@ def as_digits(text: str, lang: str | None) -> str:
     In ``lang``; when it is None (:func:`language` cannot tell), in the one language that
     reads a number in ``text``, or none when several do.
     """
+    if _SWAHILI_CUE.search(text):  # "dola ishirini na saba": 27 (no library reads Swahili)
+        text = _SWAHILI_RUN.sub(_swahili_run, text)
     if not has_number_word(text):
         return text
     if lang is not None:

@@ -204,7 +204,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("time", 1, "sekunda", "sekundy", "sekund", "sekunder", "saniye", "detik", "sekunde"),
     **_names("time", 60, "minuta", "minuty", "minut", "minuter", "dakika", "menit"),
     **_names("time", 3600, "godzina", "godziny", "godzin", "hodina", "hodiny", "hodin", "timme"),
-    **_names("time", 3600, "timmar", "saat", "jam", "oras"),
+    **_names("time", 3600, "timmar", "saat", "jam", "oras", "saa"),
     **_names("time", 86400, "dzień", "dni", "dny", "dní", "dagar", "gün", "hari", "araw", "siku"),
     **_names("time", 604800, "tydzień", "tygodnie", "tygodni", "týden", "týdny", "vecka", "veckor"),
     **_names("time", 604800, "hafta", "minggu"),
