@@ -147,10 +147,10 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Thirty sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Thirty-four sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
-    answer, "about 42"); at most 1% false negatives. Five cases of set F and one of G are
+    answer, "about 42", three shapes of the last adversarial set); at most 1% false negatives. Five cases of set F and one of G are
     relabeled (``relabeled``): a self-correction is two committed answers, and doubt on the
     answer is a hedge.
     """
@@ -158,6 +158,9 @@ def test_the_independent_notation_sets():
         "There were 4 friends in total.": "no stated answer: the last number is the answer",
         "Antwort: etwa 42 Eier.": "'about 42' is read as 42: a rounding task's answer is that",
         "答：大约42个。": "the same, in Chinese",
+        "| m | 250 |": "a conversion table after the answer: its rows are read as working",
+        "(in englischer Schreibweise 1.25)": "an aside that names a second reading in words",
+        "- Method B: 8": "a list after the answer whose items give values: read as a recap",
     }
     wrong, false_positives = [], []
     for case in CASES:

@@ -406,3 +406,22 @@ def test_checks_currency_signs_and_restatements(text, gold, paid):
 )
 def test_the_languages_of_mgsm(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        ("#### 45 minutes (half an hour)", "45 minutes", False),
+        ("#### 45 minutes (three quarters of an hour)", "45 minutes", True),
+        ("\\boxed{12} (a dozen and a half)", "12", False),
+        ("\\boxed{18} (a dozen and a half)", "18", True),
+        ("\\boxed{12} (3 of them red)", "12", True),
+        (
+            "Obtenemos $x = 1{,}5$ e $y = 2$.\n\nLa solución es $\\boxed{(1{,}5;\\ 2)}$.",
+            "(1.5, 2)",
+            True,
+        ),
+    ],
+)
+def test_words_and_braced_commas_said_again(text, gold, paid):
+    assert scores(text, gold) is paid

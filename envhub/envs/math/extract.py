@@ -214,7 +214,7 @@ def _end_of_last_box(text: str) -> int:
     return len(text)
 
 
-_AMBIGUOUS = re.compile(r"\d\.\d{3}(?!\d)|\d,\d")
+_AMBIGUOUS = re.compile(r"\d\.\d{3}(?!\d)|\d,\d|\d\{,\}\d")
 """A number a locale may read two ways (``1.250``, ``1,5``)."""
 
 

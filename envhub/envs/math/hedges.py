@@ -179,6 +179,9 @@ def is_hedged(answer: str, after: str) -> bool:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
     if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
         return True  # "42 (approximately)"
+    aside = _ASIDE_AFTER.match(after)
+    if aside is not None and restated(answer + aside.group(0))[1]:
+        return True  # "\\boxed{12} (a dozen and a half)": another value, said again
     equals = _EQUALS_AFTER.match(after)
     if equals is not None and not same(equals.group(1), answer):
         return True  # "\\boxed{\\frac{3}{4}} = 0.34": another value, said equal
@@ -216,6 +219,7 @@ def is_hedged(answer: str, after: str) -> bool:
     return bool(DOUBT.search(clause))
 
 
+_ASIDE_AFTER = re.compile(r"[\s$}]*\([^()\n]{1,60}\)")
 _EQUALS_AFTER = re.compile(
     r"[\s$}]*=\s*\$?\s*([-\u2212]?\d+(?:[.,]\d+)*)(?![.,]\d|\d|\.\.|…)\s*\$?\s*(?:[.,;]|$|\n)"
 )

@@ -166,7 +166,7 @@ def english_notation(answer: str) -> str:
     digits becomes the decimal point, and a ``;`` that separates items becomes ``,``
     (``(1,5; 2)``).
     """
-    out = _DOT_GROUPS.sub(lambda m: m.group(0).replace(".", ""), answer)
+    out = _DOT_GROUPS.sub(lambda m: m.group(0).replace(".", ""), answer.replace("{,}", ","))
     out = _SPACE_GROUPS.sub(lambda m: m.group(0).replace(" ", ""), out)
     decimals = _COMMA_DECIMAL.search(out) is not None
     out = _COMMA_DECIMAL.sub(r"\1.\2", out)

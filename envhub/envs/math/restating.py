@@ -77,4 +77,9 @@ def _value_of(text: str) -> str | None:
     if _WHOLE_VALUE.fullmatch(text):  # a unit, not a label: "1000 м²", not "3 red"
         return text if getattr(read(text), "unit", None) is not None else None
     worded = words_value(text)
-    return str(worded) if worded is not None else spelled.roman_value(text)
+    if worded is not None:
+        return str(worded)
+    phrased = spelled.as_digits(text, "en")  # "half an hour": 30 minutes
+    if phrased != text and _WHOLE_VALUE.fullmatch(phrased):
+        return phrased
+    return spelled.roman_value(text)

@@ -251,6 +251,7 @@ def as_digits(text: str, lang: str | None) -> str:
 
 
 _ENGLISH_PHRASES = {
+    r"(?:a|one)\s+dozen\s+and\s+a\s+half": "18",
     r"half\s+a\s+dozen": "6",
     r"(?:a|one)\s+dozen": "12",
     r"(?:a|one)\s+quarter\s+of\s+an\s+hour": "15 minutes",
