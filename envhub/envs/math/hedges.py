@@ -439,10 +439,13 @@ _WOULD_BE = re.compile(
 36.)", "if Tom also counts himself, it would be 16"."""
 
 
-_GUESS = re.compile(
+_DOUBT_BEFORE = re.compile(
     r"(?i)\b(?:tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)|i['’]?d\s+(?:say|guess)"
-    r"|my\s+(?:best\s+)?guess)\b"
+    r"|my\s+(?:best\s+)?guess|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unsure|doubt"
+    r"|wouldn['’]?t\s+bet)\b"
 )
+"""Doubt or a guess in the sentence before a final answer (English: one short pattern, as it is
+read before every ``####`` answer)."""
 
 
 def doubted_before(before: str, answer: str) -> bool:
@@ -453,7 +456,7 @@ def doubted_before(before: str, answer: str) -> bool:
     """
     sentences = [s for s in _STOPS.split(before[-300:]) if s.strip()]
     sentence = sentences[-1] if sentences else ""
-    if not (DOUBT.search(sentence) or _GUESS.search(sentence)):
+    if not _DOUBT_BEFORE.search(sentence):
         return False  # ("Perhaps it is easier to add first: 4 + 6 = 10." is no doubt on 10)
     value = find_numbers(answer)
     return bool(value) and any(same(n.group(0), value[0].group(0)) for n in find_numbers(sentence))

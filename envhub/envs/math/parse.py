@@ -218,6 +218,7 @@ def _inequality(s: str) -> str:
     return f"{'[' if low[1] else '('}{low[0]}, {high[0]}{']' if high[1] else ')'}"
 
 
+_RELATION_SIGN = re.compile(r"[<>≤≥]|\\[lg][et]")
 _SET_JOIN = re.compile(r"\s*(?:,|;|\\text\{\s*or\s*\}|\bor\b|\\lor|\\vee|∨|\\cup|∪)\s*")
 _RELATION_SPELLING = {
     "\\leq": "\\le",
@@ -235,6 +236,8 @@ def relations_as_intervals(text: str) -> str | None:
     ``x < -10, x > 4`` and ``x<-10 \text{ or } x>4`` are ``(-\infty, -10) \cup (4, \infty)``:
     one set in pieces, not two answers. Anything else is None.
     """
+    if not _RELATION_SIGN.search(text):
+        return None  # (read before every answer's hedges: the common case costs one search)
     text = text.replace("$", "").strip()
     for written, read in _RELATION_SPELLING.items():
         text = text.replace(written, read)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from .compare import quick_compare, read
 from .hedges import APPROXIMATE, ASIDE, BOUND, DOUBT, HEDGE_WORDS, offers_value
@@ -91,8 +92,23 @@ format writes "Final Answer: The final answer is $8$." (English only, as that fo
 _LATIN_LETTER = re.compile(r"[A-Za-zÀ-ÿ]")
 
 
-def find_statements(text: str) -> Iterator[tuple[int, str]]:
-    """Each "the answer is ..." statement: where it starts, and the answer it states."""
+def find_statements(text: str) -> tuple[tuple[int, str], ...]:
+    """Each "the answer is ..." statement: where it starts, and the answer it states.
+
+    Read once per text (the final answer's rule and the hedge check both ask).
+    """
+    lower = text.lower()
+    if not any(stem in lower for stem in _ANSWER_STEMS):
+        return ()  # a fast first test: most last-number responses state nothing
+    return _statements(text)
+
+
+@lru_cache(maxsize=8)
+def _statements(text: str) -> tuple[tuple[int, str], ...]:
+    return tuple(_each_statement(text))
+
+
+def _each_statement(text: str) -> Iterator[tuple[int, str]]:
     for m in _ANSWER_IS.finditer(text):
         if m.start() and _LATIN_LETTER.match(text[m.start() - 1]):
             continue  # "reanswer is" (but 所以答案是 9 is a statement)
@@ -121,9 +137,6 @@ def contradicted(text: str, finals: list[str]) -> bool:
     committed; one that cannot be read, or not decided exactly (``\sqrt{2}`` beside
     ``1.414``), is given the benefit of the doubt.
     """
-    lower = text.lower()
-    if not any(stem in lower for stem in _ANSWER_STEMS):
-        return False
     stated, supposed = set(), []
     for count, (start, answer) in enumerate(find_statements(text)):
         if count == MAX_CANDIDATES:
@@ -223,11 +236,16 @@ def stated_value(answer: str) -> str:
     return answer
 
 
+_PLAIN_NUMBER = re.compile(r"[-−]?[$€£¥]?\d[\d.,]*%?")
+
+
 def marked_value(answer: str) -> str:
     """The value of a ``####`` answer: without a rejected value or an aside that offers none.
 
     "#### 12 cm, not 12 mm" is 12 cm, "#### 45 minutes (3 of them late)" 45 minutes.
     """
+    if _PLAIN_NUMBER.fullmatch(answer):
+        return answer  # "#### 42": nothing to drop (most answers)
     return _without_aside(_REJECTED.sub("", answer) or answer)[0]
 
 
