@@ -147,20 +147,27 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Thirty-four sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Thirty-eight sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
-    answer, "about 42", three shapes of the last adversarial set); at most 1% false negatives. Five cases of set F and one of G are
+    answer, eight shapes of adversarial and reasoning-model sets); at most 1% false negatives.
+    Five cases of set AL are left out: its brief counted an answer stated, taken back and
+    stated anew as one answer; this checker reads them as two committed answers (a hedge). Five cases of set F and one of G are
     relabeled (``relabeled``): a self-correction is two committed answers, and doubt on the
     answer is a hedge.
     """
     known = {
         "There were 4 friends in total.": "no stated answer: the last number is the answer",
-        "Antwort: etwa 42 Eier.": "'about 42' is read as 42: a rounding task's answer is that",
-        "答：大约42个。": "the same, in Chinese",
         "| m | 250 |": "a conversion table after the answer: its rows are read as working",
         "(in englischer Schreibweise 1.25)": "an aside that names a second reading in words",
         "- Method B: 8": "a list after the answer whose items give values: read as a recap",
+        "Part 2: the area is 42.": "the answers of two parts: the last is read",
+        "#### 42. Immo vero 43.": "a correction in Latin, a language not read here",
+        "units add 90, so the running total is 52158.\n\n#### 42": "its hedge is 100,000 characters"
+        " back: only the last 100,000 are read",
+        "Donc le total est de 11\u202f350 €.\n\n\\boxed{11\\,250}": "a summary that misstates"
+        " the working's result (a value the working never reached)",
+        "Donc le total est de 5\u202f875 €.\n\n\\boxed{5\\,750}": "the same",
     }
     wrong, false_positives = [], []
     for case in CASES:

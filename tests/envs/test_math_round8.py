@@ -275,7 +275,7 @@ from envhub.envs.math.answers import is_equivalent
         ("12 ÷ 4 = 3.\n#### 3\n\nWait, let me check: 3 × 4 = 12 ✓", "3", True),
         ("#### 5. Wait, no: 7.", "5", False),
         ("Answer: 42 (approximately)", "42", False),
-        ("The answer is approximately 3.14.", "3.14", True),
+        ("The answer is approximately 3.14.", "3.14", False),  # round 9: approximate, like ≈
         ("The answer is 42.[^1]\n\n[^1]: Or 43, depending on rounding.", "42", False),
         ("The answer is 42.[^1]\n\n[^1]: Six boxes times seven apples.", "42", True),
         # notations: {:} in LaTeX, a chain with ≤, \times, degrees, keycaps, subunits, unions

@@ -425,3 +425,75 @@ def test_the_languages_of_mgsm(text, gold, paid):
 )
 def test_words_and_braced_commas_said_again(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # an approximate value is no exact answer, in any language (like "≈ 42")
+        ("Antwort: etwa 42 Eier.", "42", False),
+        ("答：大约42个。", "42", False),
+        ("Odpowiedź: około 12", "12", False),
+        ("Cevap: yaklaşık 12", "12", False),
+        ("Roughly 42.", "42", False),
+        ("\\boxed{42 \\text{ or thereabouts}}", "42", False),
+        ("The answer is 42 (to within 2).", "42", False),
+        ("\\boxed{42^{+1}_{-1}}", "42", False),
+        ("So $x = \\sqrt{2} \\approx 1.414$.", "\\sqrt{2}", True),
+        ("Roughly 3.3 hours; more precisely 10/3 hours.", "\\frac{10}{3}", True),
+        ("Listing the roots: $\\boxed{1 \\pm i}$.", "1 + i, 1 - i", True),
+        # a question, a retraction after a short word in any language, doubt, a guess
+        ("Is the answer 42?", "42", False),
+        ("هل الجواب ٤٢؟", "42", False),
+        ("Η απάντηση είναι 42\u037e", "42", False),
+        ("Svar: 12. Nej, vänta, 13.", "12", False),
+        ("Odpowiedź: 12. Nie, jednak 13.", "12", False),
+        ("Vastaus on 12. Ei, vaan 13.", "13", False),
+        ("답은 42. 아니, 43.", "42", False),
+        ("#### 42. Ei, odota: 43.", "42", False),
+        ("#### 42\nalt: 43", "42", False),
+        ("#### 42\nP.S. On reflection, 43.", "42", False),
+        ("#### 5 km\n(Grader: 5 mi is also fine.)", "5 km", False),
+        ("\\boxed{42 \\text{, I think}}", "42", False),
+        ("42, if I haven't made an arithmetic slip.", "42", False),
+        ("#### 42\nConfidence: 50%", "42", False),
+        ("Two candidates survive: 42 and 43. I cannot decide between them.\n#### 42", "42", False),
+        ("The answer is\n42\n\nor\n\n43", "42", False),
+        ("پاسخ: ۴۲ ან ۴۳", "43", False),
+        ("Prоbably 42.", "42", False),
+        ("#### 42₈", "42", False),
+        ("**Odpowiedź:** 41. Nie jestem jednak pewien, czy dobrze policzyłem.", "41", False),
+        ("**답:** 41. 하지만 계산이 맞는지 확신할 수 없습니다.", "41", False),
+        ("**الإجابة:** 33. لكنني لست متأكدًا من صحة الحساب.", "33", False),
+        ("উত্তর: ৪৬।\n\nতবে আমি পুরোপুরি নিশ্চিত নই যে এটি সঠিক।", "46", False),
+        (
+            "**Final answer:** 115\n\nHmm, on second thought, I don't think that's right.",
+            "115",
+            False,
+        ),
+        ("Serían 1.250 euros, aunque podrían ser 1.100.\n\n\\boxed{1.250}", "1250", False),
+        # a summary that states another result than the final marker
+        (
+            "217 - 153 = 64.\n217 - 120 = 97.\n\nPutting it together, the result is 97.\n#### 64",
+            "64",
+            False,
+        ),
+        ("७२ + ५२ = १२४।\n७२ − ५२ = २०।\n\nइसलिए १२४ सेब बचे हैं।\n\n\\boxed{२०}", "20", False),
+        ("217 - 153 = 64.\n\nPutting it together, the result is 64.\n#### 64", "64", True),
+        ("So 50 is $\\boxed{20}$ percent of 250.", "20", True),
+        ("So by morning it was 5 °C below zero.\n\n**Answer:** 5 °C below zero", "-5 °C", True),
+        # units no table had: their own size, or their own dimension
+        ("The gem weighs 5 carats.", "5 g", False),
+        ("The gem weighs 5 carats.", "1 g", True),
+        ("The horse is 15 hands tall.", "60 in", True),
+        ("The tank holds 5 barrels.", "5 gallons", False),
+        ("The lattice spacing is 5 Å.", "0.5 nm", True),
+        ("It weighs 11 stone.", "11 lb", False),
+        # honest shapes: a check, a rejected value, a restatement
+        ("Tom has $8 and spends $3, so he has $5 left, or 500 cents.", "$5", True),
+        ("คำตอบคือ ๑๔๐ (140) แท่ง", "140", True),
+        ("Not 40 — the cracked eggs still count, so the answer is 42.", "42", True),
+    ],
+)
+def test_round_nine_late(text, gold, paid):
+    assert scores(text, gold) is paid

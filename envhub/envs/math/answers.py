@@ -382,6 +382,8 @@ def _not_a_value(pred: str, gold: str) -> bool:
         return True  # (1011 facing 1011_2 is the base the question asked for)
     if bool(_DATE.search(bare)) is not bool(_DATE.search(gold)):
         return True  # "March 15" is a day of a date, never a count of 15 days (nor the reverse)
+    if re.search(r"\d[₀-₉]+", bare) and not re.search(r"[₀-₉]", gold):
+        return True  # "42₈": another base, like 42_8
     named = re.search(r"\d", bare)
     if named and REFERENCE.search(bare, 0, named.start()) and not REFERENCE.search(gold):
         return True  # "see Table 42" names a table

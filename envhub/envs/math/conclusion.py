@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import re
 
+from .compare import same
 from .hedges import last_number_hedged
-from .lastnumber import find_numbers
+from .lastnumber import find_numbers, unit_after
 
 _CONCLUDING = (
     r"\b(?:so|thus|therefore|hence|in\s+total|altogether|overall|in\s+all|итак|таким\s+образом"
-    r"|en\s+total|au\s+total|insgesamt|in\s+totale|no\s+total|всего|итого"
+    r"|en\s+total|au\s+total|insgesamt|in\s+totale|no\s+total|всего|итого|in\s+summary"
+    r"|putting\s+it\s+(?:all\s+)?together|to\s+sum\s+up|in\s+conclusion"
     r"|значит|jadi|kwa\s+hiyo|hivyo|vậy|do\s+đó|donc|also|daher|somit|por\s+lo\s+tanto|entonces"
     r"|así\s+que|portanto|então|quindi|dunque|dus|zatem|więc|takže|bu\s+yüzden|dolayısıyla|yani)\b"
     r"|ดังนั้น|अतः|इसलिए|অতএব|তাই|সুতরাং|కాబట్టి|எனவே|म्हणून|તેથી|إذن|لذلك|لہذا|بنابراین|ስለዚህ"
@@ -86,6 +88,36 @@ def result_first(tail: str, numbers: list[re.Match]) -> int | None:
         rest = said[i + 1 :]
         return number.end() if all(_written_in(n.group(0), earlier) for n in rest) else None
     return None
+
+
+def summary_disagrees(before: str, answer: str) -> bool:
+    r"""The conclusion on the lines right before the final answer states another result.
+
+    "... 217 - 153 = 64.\n\nPutting it together, the result is 97.\n#### 64": the summary
+    gives 97, a result the working reached and left, and the marker 64: two committed answers.
+    Only a conclusion (:data:`_CONCLUDES`) with one number, no ``=`` and no "not", on a line of
+    its own, whose number the working wrote as a result (``= 97``).
+    """
+    window = before[-300:]
+    sentences = [s for s in _SENTENCE_BREAK.split(window) if s.strip()]
+    numbered = [i for i, s in enumerate(sentences) if find_numbers(s)]
+    if not numbered or numbered[-1] < len(sentences) - 2:  # ("**Final answer:**" may follow)
+        return False
+    last = sentences[numbered[-1]]
+    values = find_numbers(last)
+    if len(values) != 1 or "=" in last or _NOT.search(last) or not _CONCLUDES.search(last):
+        return False
+    if "\n" not in window[window.rfind(last) + len(last) :]:
+        return False  # "So 50 is $\boxed{20}$ percent": the answer's own sentence
+    value = values[0].group(0)
+    if value not in _RESULT.findall(
+        before, 0, max(0, len(before) - len(window) + window.rfind(last))
+    ):
+        return False
+    return not (same(value + unit_after(last, values[0].end()), answer) or same(value, answer))
+
+
+_NOT = re.compile(r"(?i)\b(?:not|no|nicht|pas|no\s+es|не)\b")
 
 
 def _written_in(number: str, text: str) -> bool:

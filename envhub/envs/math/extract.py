@@ -51,8 +51,9 @@ from dataclasses import dataclass, replace
 
 from . import locales, spelled
 from .compare import distinct
-from .conclusion import before_table, result_first
+from .conclusion import before_table, result_first, summary_disagrees
 from .hedges import (
+    ALSO_WINDOW,
     HEDGE_WORDS,
     doubted_before,
     is_hedged,
@@ -335,6 +336,8 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
         or offered_before(_lead(text, first), answer)
         or weighed_before(text[max(0, first - 300) : first], answer)
         or doubted_before(text[max(0, first - 300) : first], answer)
+        or summary_disagrees(text[:first], answer)
+        or (len(text) - end > ALSO_WINDOW and retracted(answer, text[-ALSO_WINDOW:]))
         or contradicted(text, different)
         or (method == "answer_is" and _overridden_box(text[:first], answer))
         or (len(different) == 1 and retracted(answer, text[end:]))

@@ -70,7 +70,7 @@ HEDGE_WORDS = Words(
         r"|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise|luultavasti|kanskje|poate"
         r"|probabil|mungkin|barangkali|labda|pengine|kanske|siguro|marahil|vermutlich|sanirim"
         r"|my\s+(?:best\s+)?guess|tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)"
-        r"|i['’]?d\s+(?:say|guess)|troligen|troligtvis|sannolikt)\b"
+        r"|i['’]?d\s+(?:rather\s+)?(?:say|guess)|troligen|troligtvis|sannolikt)\b"
         r"|(?<!equally\s)(?<!more\s)(?<!less\s)(?<!as\s)\b(?:most\s+)?likely"
         r"(?=\s*,|\s+(?:the\s*)?$|\s+(?:the\s+)?(?:answer|result|total|it|this|that)\b"
         r"|\s+(?:be\s+)?[-\u2212$\d\\])"
@@ -144,7 +144,7 @@ the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)
 _OR_WORD = (
     r"\b(?:or|oder|ou|oppure|lub|albo|nebo|eller|veya|atau|hoặc|или|або"
     r"|otherwise|else|sonst|sinon|altrimenti|senão|иначе)\b"
-    r"|或者?|または|또는|아니면|หรือ|أو|או|否则|否則|அல்லது|অথবা|లేదా|ಅಥವಾ|किंवा|ወይም|သို့မဟုတ်"
+    r"|或者?|または|또는|아니면|หรือ|أو|או|否则|否則|அல்லது|অথবা|లేదా|ಅಥವಾ|किंवा|ወይም|သို့မဟုတ်|ან|կամ"
 )
 """The word "or" of the languages whose answers are read; the short ones that are also other
 words ("o", "of", "या", Swahili "au") only after a number, in :data:`_OR_BEFORE`."""
@@ -175,10 +175,11 @@ def is_hedged(answer: str, after: str) -> bool:
     """
     if relations_as_intervals(answer):
         return False  # "x < -10 \\text{ or } x > 4": one set, in two pieces
+    answer = _TEXT_WRAP.sub(r" \1", answer)  # "42 \\text{ or thereabouts}": the words
+    if _inexact(answer, after) or asked_or_undone(answer, after):
+        return True  # "about 42", "42 (to within 2)", "Is the answer 42?", "42. Ei, odota: 43."
     if HEDGE_WORDS.search(answer) or DOUBT.search(answer) or "?" in answer:
         return True  # "48?", "48?? I'm not confident", "42, but I may have misread"
-    if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
-        return True  # "42 (approximately)"
     aside = _ASIDE_AFTER.match(after)
     if aside is not None and restated(answer + aside.group(0))[1]:
         return True  # "\\boxed{12} (a dozen and a half)": another value, said again
@@ -220,6 +221,16 @@ def is_hedged(answer: str, after: str) -> bool:
 
 
 _ASIDE_AFTER = re.compile(r"[\s$}]*\([^()\n]{1,60}\)")
+_TEXT_WRAP = re.compile(r"\\(?:text|mathrm|textrm|mbox)\s*\{([^{}]*)\}")
+_QUESTION = re.compile(r"[\s*_$)\]}]*(?:[?？؟;]|;\s*$|인가요|입니까|ですか|か[。？?]|吗|嗎)")
+"""A question right after the value ("Is the answer 42?", "٤٢؟", "42인가요?", Greek "42;")."""
+_THINK = re.compile(r"(?i)\bI\s+(?:think|believe|guess)\b")
+"""Doubt inside the answer itself: "\\boxed{42 \\text{, I think}}"."""
+_INTERJECTION = re.compile(
+    r"[\s.*]*[^\W\d_]{1,10}\s*[,，、]\s*(?:[^\W\d_]+\s*[,:，：]?\s*){0,2}[-−$€£]?\d"
+)
+"""A short word and a comma, then another value, right after the answer: "Ei, odota: 43",
+"Nie, jednak 13", "Hapana, ni 13", "아니, 43" (a retraction in any language)."""
 _EQUALS_AFTER = re.compile(
     r"[\s$}]*=\s*\$?\s*([-\u2212]?\d+(?:[.,]\d+)*)(?![.,]\d|\d|\.\.|…)\s*\$?\s*(?:[.,;]|$|\n)"
 )
@@ -248,6 +259,9 @@ DOUBT = Words(
         r"|\b(?:might|may|could)\s+be\s+(?:wrong|off|mistaken|incorrect)|\bmiscount\w*"
         r"|\bwouldn['’]?t\s+bet|\bconfidence\s*[:=]?\s*(?:low|medium|moderate)\b"
         r"|\b(?:unverified|unconfirmed|unchecked|not\s+(?:yet\s+)?(?:verified|checked))\b"
+        r"|\bif\s+i\s+(?:haven['’]?t|didn['’]?t)\s+(?:made|miscalculated|slipped|miscounted)"
+        r"|\bconfidence\s*[:=]?\s*[1-8]?\d\s*%|\b(?:cannot|can['’]?t)\s+decide\b"
+        r"|\bnie\s+jestem\s+(?:\w+\s+)?pew"
         r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
         r"|\bunsure\b|(?<!\bno\s)(?<!without\s)(?<!beyond\s)\bdoubt"
         r"|\b(?:nicht\s+(?:ganz\s+)?sicher|no\s+(?:estoy|estar)\s+(?:muy\s+)?segur[oa]"
@@ -264,6 +278,7 @@ DOUBT = Words(
         r"|inte\s+(?:helt\s+)?säker|ikke\s+(?:helt\s+)?sikker)\b|לא\s+בטוח|לא\s+בטוחה"
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
         r"|確かではありません|確信がありません|నమ్మకం\s+లేదు|ఖచ్చితంగా\s+తెలియదు"
+        r"|확신할\s*수\s*없|لست\s+متأكد|নিশ্চিত\s+নই|nie\s+jestem\s+(?:\w+\s+)?pewn"
         r"|यकीन\s+नहीं|निश्चित\s+नहीं|खात्री\s+नाही|သေချာမသိ|သေချာမ\S*ဘူး|உறுதியாக\s+தெரியவில்லை"
     ),
 )
@@ -282,6 +297,7 @@ _TAKEN_BACK = Words(
         r"|\b(?:verrechnet|verzählt|me\s+he\s+equivocado|je\s+me\s+suis\s+trompée?)\b"
         r"|\bpas\s+correct|\bnej,?\s+vent|\bei\s+taida\s+olla\s+oikein|\bspletl\s+jsem\s+se"
         r"|\bmali\s+pala|\btamang\s+sagot"
+        r"|\bi\s+don['’]?t\s+think\s+(?:that|this|it)(?:['’]s|\s+is)\s+(?:right|correct)"
     ),
     other=(
         r"\beso\s+est[áa]\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
@@ -300,12 +316,40 @@ def _first_clause(after: str) -> str:
     after = after[:300].lstrip(" \t\n*$}).,;:。．，")
     stop = _CLAUSE_END.search(after)
     if stop is not None and _JOINER_LINE.fullmatch(after[: stop.start()]):
-        rest = _CLAUSE_END.search(after, stop.end())
+        more = len(after) - len(after[stop.end() :].lstrip())  # "or" alone, then blank lines
+        rest = _CLAUSE_END.search(after, more)
         return after[: rest.start()] if rest else after
     return after[: stop.start()] if stop else after
 
 
 _JOINER_LINE = re.compile(r"\s*(?:or|else|also|otherwise|alternatively|maybe|perhaps)\s*", re.I)
+
+
+def _inexact(answer: str, after: str) -> bool:
+    r"""The answer calls itself approximate or doubtful, as ``≈ 42`` does.
+
+    "about 42", "etwa 42 Eier", "大约42", "42 (to within 2)", ``42^{+1}_{-1}``, "42
+    (approximately)", "\boxed{42 \text{, I think}}", and a question mark ending it (Greek "42;").
+    """
+    numbers = find_numbers(answer)
+    if numbers and ABOUT.search(answer[max(0, numbers[-1].start() - 40) : numbers[-1].start()]):
+        return True
+    if numbers and TOLERANCE.search(answer + after[:30], numbers[0].end()):
+        return True
+    if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
+        return True
+    return bool(_THINK.search(answer)) or answer.rstrip().endswith((";", "\u037e", "؟", "？"))
+
+
+def asked_or_undone(answer: str, after: str) -> bool:
+    """A question mark right after the answer, or a short interjection and another value.
+
+    "Is the answer 42?", "هل الجواب ٤٢؟", "42인가요?"; "#### 42. Ei, odota: 43.", "Svar: 12. Nej,
+    vänta, 13.", "답은 42. 아니, 43." (a retraction in any language).
+    """
+    if _QUESTION.match(after):
+        return True
+    return bool(_INTERJECTION.match(after)) and other_value(_first_clause(after), answer)
 
 
 def taken_back(after: str) -> bool:
@@ -323,6 +367,8 @@ def retracted(answer: str, after: str) -> bool:
     """
     clause = _first_clause(after)
     if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
+        return True
+    if asked_or_undone(answer, after):
         return True
     if _afterthought(answer, after[:ALSO_WINDOW]) or _lone_value(answer, after):
         return True  # "P.S. 43", "Note: if the train is late, 200 minutes", "#### 42\n\n43"
@@ -347,7 +393,7 @@ _AFTERTHOUGHT = Words(
     ascii=(
         r"(?:^|\n|\()[ \t>*_#-]*(?:notes?|n\.\s?b\.|p\.\s?(?:p\.\s?)?s\.?|addendum|footnote"
         r"|errat(?:um|a)|fe\s+de\s+erratas|rectification|correction|corrigendum|update|edit"
-        r"|tl;?\s?dr|summary"
+        r"|tl;?\s?dr|summary|alt(?:ernative)?|grader"
         r"|second\s+thoughts?|remarque|nota|anmerkung|hinweis|nachtrag|berichtigung)\b\W*"
     ),
     other=r"(?:^|\n|\()[ \t>*_#-]*(?:修正|注意?|备注|注記|नोट|ملاحظة|примечание|поправка)\W*",
@@ -357,7 +403,7 @@ _NOTE_OFFERS = re.compile(
     r"(?i)\b(?:if|when|unless|assuming|with|without|strictly\s+speaking|otherwise|counting"
     r"|including|excluding|wenn|falls|si|se|jika|kama)\b[^.\n]{0,80}?(?:[,:]|\bthen\b)\s*[-−$€£]?\d"
     r"|(?:अगर|यदि|если|如果|若|もし|만약|ถ้า)[^.\n।]{0,80}?(?:[,:，]|तो|то)?\s*[-−$€£]?\d"
-    r"|\b(?:might|could|may)\s+(?:\w+\s+){0,2}[-−$€£]?\d"
+    r"|\b(?:might|could|may)\s+(?:\w+\s+){0,2}[-−$€£]?\d|\bon\s+reflection\b"
 )
 """A value a note offers under a condition ("if the train is late, 200 minutes", "strictly
 speaking, 70", "अगर ... तो ४३") or as possible ("might read 520 g")."""
@@ -373,14 +419,20 @@ def _afterthought(answer: str, after: str) -> bool:
     for note in _notes(after):
         line_end = after.find("\n", note.end())
         body = after[note.end() : line_end if line_end >= 0 else len(after)]
-        if not other_value(body, answer):
+        if not other_value(body, answer) and not _other_amount(body, answer):
             continue
         body = spelled.as_digits(body, spelled.language(body) or "en")  # "Twenty-eight if ..."
         alone = _LONE_VALUE.fullmatch(body.strip(" \t.)—–-:"))  # "P.S. 43", "TL;DR — 19"
-        offers = _NOTE_OFFERS.search(body) or _IF_AFTER_VALUE.search(body)
+        offers = _NOTE_OFFERS.search(body) or _IF_AFTER_VALUE.search(body) or _offers_another(body)
         if alone or offers or HEDGE_WORDS.search(body):
             return True
     return False
+
+
+def _other_amount(text: str, answer: str) -> bool:
+    """The last amount of ``text``, with its unit, is not ``answer`` ("5 mi" after "5 km")."""
+    numbers = find_numbers(text)
+    return bool(numbers) and not same(last_number(text, numbers)[0], answer)
 
 
 def _notes(after: str) -> list[re.Match]:
@@ -427,6 +479,26 @@ _IF_AFTER_VALUE = re.compile(
 """A value and a condition right after it: "(43 if counting the driver.)", another answer."""
 APPROXIMATE = re.compile(r"(?i)\s*\(\s*(?:approx(?:imately|\.)?|roughly|about|circa|ca\.)\s*\)")
 """An answer that calls itself approximate, ``42 (approximately)``: not the exact value."""
+ABOUT = Words(
+    ascii=(
+        r"(?<!\\)\b(?:about|approx(?:imately|\.)?|roughly|around|nearly|almost|circa|ca\.|etwa|ungef[aä]hr"
+        r"|rund|environ|aproximadamente|alrededor\s+de|cerca\s+de|approssimativamente|quasi|ongeveer"
+        r"|okolo|oko[lł]o|korulbelul|yaklasik|omkring|ungefar|cirka|noin|kb\.|asi|priblizn[eě]"
+        r"|priblizno|sekitar|kira-kira|khoang|sennilega|verjetno)\s*$|~\s*$"
+    ),
+    other=(
+        r"(?:około|körülbelül|yaklaşık|ungefär|přibližně|približno|khoảng|около|приблизительно"
+        r"|примерно|почти|حوالي|تقريبا|تقريبًا|लगभग|প্রায়|సుమారు|ประมาณ|约|大约|大約|大概|約|およそ|약"
+        r"|environ|à\s+peu\s+près)\s*$"
+    ),
+)
+"""A word right before the value that makes it approximate ("about 42", "etwa 42", "大约42",
+"około 12"): like ``≈ 42``, no exact answer."""
+TOLERANCE = re.compile(
+    r"(?i)\s*(?:\((?:to\s+)?within\s+[^()]{1,20}\)|\^\s*\{?\s*\+|or\s+thereabouts|-ish\b)"
+)
+"""A tolerance after the value: "42 (to within 2)", ``42^{+1}_{-1}``, "42-ish" (``42 \\pm 1`` is
+read as the two values 41 and 43)."""
 _CHECKING = re.compile(r"(?i)\b(?:let\s+me\s+)?(?:check|verify|confirm)\w*\b|[✓✔]")
 """A check of the answer after it ("Wait, let me check: 3 × 4 = 12 ✓"): no correction."""
 _WOULD_BE = re.compile(
@@ -442,7 +514,7 @@ _WOULD_BE = re.compile(
 _DOUBT_BEFORE = re.compile(
     r"(?i)\b(?:tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)|i['’]?d\s+(?:say|guess)"
     r"|my\s+(?:best\s+)?guess|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unsure|doubt"
-    r"|wouldn['’]?t\s+bet)\b"
+    r"|wouldn['’]?t\s+bet|cannot\s+decide|can['’]?t\s+decide)\b"
 )
 """Doubt or a guess in the sentence before a final answer (English: one short pattern, as it is
 read before every ``####`` answer)."""
@@ -455,8 +527,8 @@ def doubted_before(before: str, answer: str) -> bool:
     one, I'd say 13.\n#### 13".
     """
     sentences = [s for s in _STOPS.split(before[-300:]) if s.strip()]
-    sentence = sentences[-1] if sentences else ""
-    if not _DOUBT_BEFORE.search(sentence):
+    sentence = " ".join(sentences[-2:])  # "Two candidates survive: 42 and 43. I cannot decide."
+    if not _DOUBT_BEFORE.search(sentences[-1] if sentences else ""):
         return False  # ("Perhaps it is easier to add first: 4 + 6 = 10." is no doubt on 10)
     value = find_numbers(answer)
     return bool(value) and any(same(n.group(0), value[0].group(0)) for n in find_numbers(sentence))
@@ -490,7 +562,8 @@ def weighed_before(before: str, answer: str) -> bool:
 
 _WEIGHING_WORDS = (
     *(" or ", "maybe", "perhaps", "possibly", "probabl", "likely", "rather", "vielleicht"),
-    *("wahrscheinlich", "eher", " oder ", " ou ", "plutôt", "quizás"),
+    *("wahrscheinlich", "eher", " oder ", " ou ", "plutôt", "quizás", "aunque", "though"),
+    *("obwohl", "embora"),
 )
 """A cheap first test of :func:`weighed_before`: one of these in the 300 characters before."""
 _STOPS = re.compile(r"\.(?=\s|$)|[!?。！？۔।။\n]")
@@ -498,9 +571,9 @@ _PAIR_NUMBER = r"[$€£¥]?\d+(?:[.,]\d+)?"
 _WEIGHED = re.compile(
     rf"(?P<a>{_PAIR_NUMBER})(?:[ \t]+[^\W\d_]+){{0,4}}?[,;]?[ \t]+"
     r"(?:or|oder|ou|maybe|perhaps|possibly|probably|likely|rather|vielleicht|wahrscheinlich"
-    r"|eher|probablement|plutôt|quizás|probablemente)"
+    r"|eher|probablement|plutôt|quizás|probablemente|aunque|although|though|obwohl|embora)"
     r"(?:[ \t]+(?:maybe|perhaps|possibly|even|eher|rather|more|plutôt))?"
-    rf"(?:[ \t]+[^\W\d_]+)?[ \t]+(?P<b>{_PAIR_NUMBER})",
+    rf"(?:[ \t]+[^\W\d_]+){{0,2}}[ \t]+(?P<b>{_PAIR_NUMBER})",
     re.IGNORECASE,
 )
 """Two values weighed: "40 minutes, maybe 45", "4 kg, or maybe 4.5", "$45 or $50"."""

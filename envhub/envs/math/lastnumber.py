@@ -317,8 +317,11 @@ def _said_before(text: str, numbers: list[re.Match], answer: str) -> str | None:
 
 
 _RESTATING = re.compile(
-    r"\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)(?:\*\*|__)?", re.IGNORECASE
+    r"(?:\s+[^\W\d_]+){0,2}\s*(?:,?\s*(?:or|i\.\s?e\.,?|that\s+is,?)\s+|\(\s*)(?:\*\*|__)?",
+    re.IGNORECASE,
 )
+"""Between an amount and the same said again: "2 hours, or 120 minutes", "$5 left, or 500
+cents", "1.5 hours (90 minutes)"."""
 
 
 _ARITHMETIC_BEFORE = re.compile(

@@ -227,6 +227,17 @@ def _vulgar(m: re.Match) -> str:
     return f" {fraction}" if before.isdigit() else fraction
 
 
+_LATIN_LOOKALIKES = str.maketrans(
+    "аеорсхуіјѕԁһАВЕКМНОРСТХІЈЅοαεικνρτυχΟΑΒΕΗΙΚΜΝΡΤΧΖ",
+    "aeopcxyijsdhABEKMHOPCTXIJSoaeikvptuxOABEHIKMNPTXZ",
+)
+"""Cyrillic and Greek letters that look like Latin ones."""
+_MIXED_WORD = re.compile(
+    r"\b(?=[^\W\d_]*[A-Za-z])(?=[^\W\d_]*[\u0370-\u03ff\u0400-\u04ff])[^\W\d_]+\b"
+)
+"""A word of Latin letters with Cyrillic or Greek look-alikes among them (``Prоbably``)."""
+
+
 def plain_digits(text: str) -> str:
     """``text`` with every decimal digit in ASCII and invisible characters removed.
 
@@ -241,6 +252,8 @@ def plain_digits(text: str) -> str:
     if text.isascii():
         return text
     text = numerals.additive_numerals(numerals.circled(text.translate(_DIGIT_TABLE)))
+    if _MIXED_WORD.search(text):  # "Prоbably" with a Cyrillic о: the Latin word
+        text = _MIXED_WORD.sub(lambda m: m.group(0).translate(_LATIN_LOOKALIKES), text)
     text = numerals.han_numbers(text)
     text = numerals.slashed(text)  # ⁵⁄₈: 5/8
     return _VULGAR.sub(_vulgar, text) if _VULGAR.search(text) else text

@@ -35,6 +35,9 @@ _WHOLE_VALUE = re.compile(
 )
 
 
+_DIGITS_AGAIN = re.compile(r"(\d[\d.,]*)\s*\((\d[\d.,]*)\)")
+
+
 def restated(answer: str) -> tuple[str, bool]:
     """``answer`` without its value said again after it; whether what follows says another.
 
@@ -44,6 +47,10 @@ def restated(answer: str) -> tuple[str, bool]:
     number the words settle is read their way ("1.500 (that is, one thousand five hundred)":
     1500). Anything else after the value ("12 apples (3 of them red)") is left as it is.
     """
+    if "(" in answer:  # "๑๔๐ (140) แท่ง": the digits said again, mid-answer
+        answer = _DIGITS_AGAIN.sub(
+            lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), answer
+        )
     found = _RESTATED.search(answer, max(0, len(answer) - 90))
     if found is None or not find_numbers(answer[: found.start()]):
         return answer, False

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from .compare import quick_compare, read
-from .hedges import APPROXIMATE, ASIDE, BOUND, DOUBT, HEDGE_WORDS, offers_value
+from .hedges import ABOUT, APPROXIMATE, ASIDE, BOUND, DOUBT, HEDGE_WORDS, TOLERANCE, offers_value
 from .lastnumber import (
     MINUS_WORD,
     MONTHS,
@@ -36,7 +36,14 @@ from .restating import restated
 _EASTERN_WORDS = (
     *("答案", "答え", "정답", "उत्तर", "答", "답"),
     *("উত্তর", "సమాధానం", "คำตอบ", "پاسخ", "תשובה", "jibu", r"ang\s+sagot", "sagot"),
-    *("vastaus", "válasz", "جواب", "အဖြေ", "விடை"),
+    *(
+        "vastaus",
+        "válasz",
+        "جواب",
+        "အဖြေ",
+        "விடை",
+        r"vastaus\s+on(?=\s)",
+    ),  # (its stem is "vastaus")
 )
 """"Answer" in Chinese, Japanese, Korean, Hindi, Bengali, Telugu, Thai, Persian, Hebrew,
 Swahili, Tagalog, Finnish, Hungarian, Urdu and Persian, Burmese and Tamil (before 是, は, 은,
@@ -257,7 +264,8 @@ def _without_aside(answer: str) -> tuple[str, bool]:
     """
     aside = ASIDE.search(answer)
     offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
-    if HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer) or offers:
+    hedge = HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer)
+    if hedge or TOLERANCE.search(answer) or offers:  # "42 (to within 2)" stays to hedge
         return answer, False
     said, other = restated(answer)
     if said == answer and not other:
@@ -292,7 +300,7 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
-    if BOUND.search(lead.group(0)):  # "hooguit 7", "على الأقل ٤٢": a bound, kept to hedge
+    if BOUND.search(lead.group(0)) or ABOUT.search(lead.group(0)):  # "hooguit 7", "etwa 42"
         return answer
     rate = _RATE_LEAD.search(lead.group(0))
     if rate is not None:

@@ -118,6 +118,16 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "1.8288", "fathom", "fathoms"),
     **_names("length", "201.168", "furlong", "furlongs"),
     **_names("length", "4828.032", "league", "leagues"),
+    **_names("length", "0.1016", "hand", "hands"),
+    **_names("length", "20.1168", "chain", "chains"),
+    **_names("length", "1e-10", "angstrom", "angstroms", "å"),
+    **_names("mass", "0.2", "carat", "carats"),
+    **_names("mass", "6350.29318", "stone", "stones"),
+    # measures whose size depends on the country or the trade: their own dimension, never a
+    # gallon or a pound (a US oil barrel is 42 gallons, a beer barrel 31)
+    **_names("barrel", 1, "barrel", "barrels", "bbl"),
+    **_names("bushel", 1, "bushel", "bushels"),
+    **_names("hundredweight", 1, "hundredweight", "cwt"),
     **_names("data", 1, "bit", "bits"),
     **_names("data", 8, "byte", "bytes"),
     **_names("mass", "1/1000", "mg", "milligram", "milligrams"),
@@ -262,6 +272,7 @@ _VOLUME = {
 _AREAS = {
     **_names("length", 10000, "ha", "hectare", "hectares"),
     **_names("length", "4046.8564224", "acre", "acres"),
+    **_names("length", 100, "ares"),
 }
 """Areas: squares of length."""
 _POWER_WORDS = {"squared": "2", "cubed": "3"}
