@@ -100,12 +100,16 @@ def summary_disagrees(before: str, answer: str) -> bool:
     """
     window = before[-300:]
     sentences = [s for s in _SENTENCE_BREAK.split(window) if s.strip()]
-    numbered = [i for i, s in enumerate(sentences) if find_numbers(s)]
+    numbered = [i for i, s in enumerate(sentences) if any(c.isdigit() for c in s)]
     if not numbered or numbered[-1] < len(sentences) - 2:  # ("**Final answer:**" may follow)
         return False
     last = sentences[numbered[-1]]
+    if len(_DIGIT_RUNS.findall(last)) != 1 or "=" in last:
+        return False  # (most sentences before an answer hold its working: several numbers)
+    if _NOT.search(last) or not _CONCLUDES.search(last):
+        return False
     values = find_numbers(last)
-    if len(values) != 1 or "=" in last or _NOT.search(last) or not _CONCLUDES.search(last):
+    if len(values) != 1:
         return False
     if "\n" not in window[window.rfind(last) + len(last) :]:
         return False  # "So 50 is $\boxed{20}$ percent": the answer's own sentence
@@ -117,6 +121,7 @@ def summary_disagrees(before: str, answer: str) -> bool:
     return not (same(value + unit_after(last, values[0].end()), answer) or same(value, answer))
 
 
+_DIGIT_RUNS = re.compile(r"\d(?:[\d.,'’\u202f\u00a0]|\s(?=\d{3}))*")
 _NOT = re.compile(r"(?i)\b(?:not|no|nicht|pas|no\s+es|не)\b")
 
 
