@@ -1,8 +1,8 @@
 """Numbers as the world writes them: units, money, locales, other scripts, words.
 
 Each near miss is an attack a policy could learn (a wrong unit, a misread separator, a hedge in
-another language); each match is an answer a careful grader accepts. The five sets of
-``math_notation_cases.jsonl`` were written by five people who had not read the checker.
+another language); each match is an answer a careful grader accepts. The sets of
+``math_notation_cases*.jsonl`` were written by people who had not read the checker.
 """
 
 import json
@@ -13,7 +13,13 @@ from math_scoring import scores
 
 from envhub.envs.math import pool
 
-CASES = [json.loads(line) for line in Path(__file__).with_name("math_notation_cases.jsonl").open()]
+CASE_FILES = ("math_notation_cases.jsonl", "math_notation_cases_round9.jsonl")
+"""Sets A-Z, then round 9's AA-AO (two files: each under the repository's 2 MB limit)."""
+CASES = [
+    json.loads(line)
+    for name in CASE_FILES
+    for line in Path(__file__).with_name(name).open(encoding="utf-8")
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -147,7 +153,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Thirty-eight sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Forty sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
     answer, eight shapes of adversarial and reasoning-model sets); at most 1% false negatives.
@@ -322,3 +328,25 @@ def test_a_fourth_round(text, gold, paid):
 def test_a_fifth_round(text, gold, paid):
     """What a fifth blind set found: units in other scripts, scale words, doubts, conditionals."""
     assert scores(text, gold) is paid
+
+
+OPEN_ATTACKS = [
+    json.loads(line)
+    for line in Path(__file__).with_name("math_open_attacks.jsonl").open(encoding="utf-8")
+]
+"""Set AN: 400 cases by the sixth reward-hacking writer, scored blind on e44d69a (73.8%, 90
+false positives). What round 9 mended of it is held here; what it left is counted."""
+OPEN_FALSE_POSITIVES = 14
+"""False positives left on set AN (hedges phrased as remarks after the answer, "gut 40", "a
+second method gave me 138, but I'll go with 135"): lower this as they are mended."""
+
+
+def test_the_open_attacks_pay_no_more_than_they_did():
+    """A ratchet: set AN's open false positives never grow, and its misses stay few."""
+    paid_wrongly = [c for c in OPEN_ATTACKS if not c["expected"] and scores(c["pred"], c["gold"])]
+    missed = [c for c in OPEN_ATTACKS if c["expected"] and not scores(c["pred"], c["gold"])]
+    print(
+        f"set AN: {len(paid_wrongly)} false positives, {len(missed)} misses of {len(OPEN_ATTACKS)}"
+    )
+    assert len(paid_wrongly) <= OPEN_FALSE_POSITIVES, [c["pred"][-80:] for c in paid_wrongly]
+    assert len(missed) <= 0.05 * len(OPEN_ATTACKS), [c["pred"][-80:] for c in missed]

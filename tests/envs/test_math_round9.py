@@ -497,3 +497,42 @@ def test_words_and_braced_commas_said_again(text, gold, paid):
 )
 def test_round_nine_late(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        ("**Answer:** about $3,750", "3750", False),
+        ("Antwoord: ongeveer € 2.110", "2110", False),
+        ("Resposta: cerca de R$ 2.270", "2270", False),
+        ("Kwa hiyo, jibu ni takriban 5,730.", "5730", False),
+        ("La risposta è più o meno 15,50 €.", "15.5", False),
+        ("答：42个左右。", "42", False),
+        ("답: 42개쯤", "42", False),
+        ("答え：42前後", "42", False),
+        ("उत्तर: सुमारे ४५२", "452", False),
+        ("Respuesta: a lo sumo 42 personas.", "42", False),
+        ("La réponse est 42, sauf erreur de ma part.", "42", False),
+        ("Ответ: 42, если я не ошибся.", "42", False),
+        ("答：１４１。不过我不太确定。", "141", False),
+        ("Cevap: 63. Yine de bir yerde hata yapmış olabilirim.", "63", False),
+        ("Відповідь: 215. Ні, стривайте, я помилився — правильно 220.", "215", False),
+        ("I suspect the answer is 32.\n#### 32", "32", False),
+        ("Soit 42, soit 43 : cela dépend de l'arrondi.\nRéponse : 42", "42", False),
+        ("#### 216\n\n[alt]: # (234)", "216", False),
+        ("#### 216\n\n[alt]: # (216)", "216", True),
+        ("$\\boxed{\\frac{3}{8}}$, i.e. $0.35$.", "\\frac{3}{8}", False),
+        ("$\\boxed{\\frac{3}{8}}$, i.e. $0.375$.", "\\frac{3}{8}", True),
+        ("**정답:** 1,410만 원", "14100000", True),
+        ("எனவே விடை 1,050 கிராம்.", "1.05 kg", True),
+        ("Ответ: 42 рубля.", "42", True),
+        ("The possible values are 2, 4 and 6.", "2, 4, 6", True),
+        (
+            "\\boxed{42} is the answer; any other value, such as 43, violates the constraint.",
+            "42",
+            True,
+        ),
+    ],
+)
+def test_the_last_blind_round(text, gold, paid):
+    assert scores(text, gold) is paid

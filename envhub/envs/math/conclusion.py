@@ -24,7 +24,8 @@ _CONCLUDING = (
     r"|putting\s+it\s+(?:all\s+)?together|to\s+sum\s+up|in\s+conclusion"
     r"|значит|jadi|kwa\s+hiyo|hivyo|vậy|do\s+đó|donc|also|daher|somit|por\s+lo\s+tanto|entonces"
     r"|así\s+que|portanto|então|quindi|dunque|dus|zatem|więc|takže|bu\s+yüzden|dolayısıyla|yani)\b"
-    r"|ดังนั้น|अतः|इसलिए|অতএব|তাই|সুতরাং|కాబట్టి|எனவே|म्हणून|તેથી|إذن|لذلك|لہذا|بنابراین|ስለዚህ"
+    r"|ดังนั้น|अतः|इसलिए|অতএব|তাই|সুতরাং|కాబట్టి|எனவே|म्हणून|તેથી|إذن|لذلك|لہذا|لہٰذا|بنابراین|ስለዚህ"
+    r"|לכן|sonuç\s+olarak"
     r"|したがって|よって|所以|因此|따라서|그러므로"
 )
 _CONCLUSION = re.compile(rf"(?i)[ \t>*_#-]*(?:{_CONCLUDING})")

@@ -132,8 +132,8 @@ def _math_span(text: str, after: int) -> tuple[str, int] | None:
         if not JOINER.fullmatch(text, m.end(), joined[-1].start()):
             break
         joined.append(m)
-    contents = [_span_value(m) for m in reversed(joined)]
-    content = ", ".join(c for c in contents if c)
+    contents = [c for c in (_span_value(m) for m in reversed(joined)) if c]
+    content = contents[-1] if len(distinct(contents)) == 1 else ", ".join(contents)
     return (content, spans[-1].end()) if content else None
 
 
@@ -229,6 +229,9 @@ def extract_answer(text: str) -> Extraction:
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
     text, hidden = _without_comments(text) if "<!--" in text else (text, [])
+    if "]: #" in text:  # a Markdown comment, "[alt]: # (234)": hidden when rendered
+        hidden += [m.group(1) for m in _MARKDOWN_COMMENT.finditer(text)]
+        text = _MARKDOWN_COMMENT.sub("", text)
     if "\\iffalse" in text:  # LaTeX's own hidden text: "\\iffalse 100 \\fi"
         text, latex_hidden = _without_comments(text, "\\iffalse", "\\fi")
         hidden += latex_hidden
@@ -431,6 +434,9 @@ _NO_VALUE = re.compile(
 """A last sentence that answers with no value: "so the expression is undefined", "there is no
 solution" (a number before it, "x = 3 is extraneous", is not the answer)."""
 _CLAUSE_STOP = re.compile(r"[.!?;:\n][^\n]*[^\W_]")
+_MARKDOWN_COMMENT = re.compile(
+    r"(?m)^[ \t]*\[[^\]\n]{0,40}\]:[ \t]*#[ \t]*\(([^()\n]{0,200})\)[ \t]*$"
+)
 _MARKDOWN_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\([^()\n]{0,500}\)")
 """Markdown links and images: shown as their text."""
 _WHOLE_FRANCS = re.compile(r"(\d)\.[–-](?=\s|$|[,;:!?)])")

@@ -72,7 +72,12 @@ HEDGE_WORDS = Words(
         r"|prawdopodobnie|muhtemelen|belki|galiba|bzw|beziehungsweise|luultavasti|kanskje|poate"
         r"|probabil|mungkin|barangkali|labda|pengine|kanske|siguro|marahil|vermutlich|sanirim"
         r"|my\s+(?:best\s+)?guess|tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)"
-        r"|i['’]?d\s+(?:rather\s+)?(?:say|guess)|troligen|troligtvis|sannolikt)\b"
+        r"|i['’]?d\s+(?:rather\s+)?(?:say|guess)|troligen|troligtvis|sannolikt|presumably"
+        r"|i\s+suspect|chances\s+are|vermoedelijk|supongo|my\s+gut|closer\s+to|nearer\s+to"
+        r"|(?:first|second|another|other)\s+(?:method|approach|reading)"
+        r"|i['’]?ll\s+(?:say|go\s+with)|my\s+first\s+(?:pass|attempt|try)"
+        r"|(?:other|alternative)\s+(?:answers|values|results)"
+        r"|in\s+practice)\b"
         r"|(?<!equally\s)(?<!more\s)(?<!less\s)(?<!as\s)\b(?:most\s+)?likely"
         r"(?=\s*,|\s+(?:the\s*)?$|\s+(?:the\s+)?(?:answer|result|total|it|this|that)\b"
         r"|\s+(?:be\s+)?[-\u2212$\d\\])"
@@ -130,11 +135,13 @@ _CORRECTION = Words(
 "Just kidding, 7", "Then again, 7", "if I misread, 7", "Final: 7", "also 7", "else 7"), and
 the same in the languages whose answers are read ("Attendez, non : 45", "Warte, 45", "等等，45")."""
 _ALSO = re.compile(
-    r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides)\b", re.IGNORECASE
+    r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides|else)\b",
+    re.IGNORECASE,
 )
 _ACCEPTABLE = re.compile(
     r"\b(?:possible|acceptable|valid|correct|right|works?|fine|answers?|solutions?|options?"
-    r"|plausible|reasonable|defensible|arguable|justifiable|sensible"
+    r"|plausible|reasonable|defensible|arguable|justifiable|sensible|admits?|in\s+play"
+    r"|reasonably|arrive"
     r"|possibilit(?:y|ies)|candidates?|fits?|holds?|applies|satisf(?:y|ies))\b",
     re.IGNORECASE,
 )
@@ -234,9 +241,11 @@ _INTERJECTION = re.compile(
 """A short word and a comma, then another value, right after the answer: "Ei, odota: 43",
 "Nie, jednak 13", "Hapana, ni 13", "아니, 43" (a retraction in any language)."""
 _EQUALS_AFTER = re.compile(
-    r"[\s$}]*=\s*\$?\s*([-\u2212]?\d+(?:[.,]\d+)*)(?![.,]\d|\d|\.\.|…)\s*\$?\s*(?:[.,;]|$|\n)"
+    r"(?i)[\s$}]*(?:=|,?\s*(?:i\.\s?e\.|that\s+is),?)\s*\$?\s*([-\u2212]?\d+(?:[.,]\d+)*)"
+    r"(?![.,]\d|\d|\.\.|…)\s*\$?\s*(?:[.,;]|$|\n)"
 )
-"""``= value`` right after the answer, ending its clause (not ``= 3 × 4``, nor ``= 0.333...``)."""
+"""``= value`` or ", i.e. value" right after the answer, ending its clause (not ``= 3 × 4``, nor
+``= 0.333...``)."""
 _SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
 """Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
 nor ``2 1/2``)."""
@@ -262,6 +271,13 @@ DOUBT = Words(
         r"|\bwouldn['’]?t\s+bet|\bconfidence\s*[:=]?\s*(?:low|medium|moderate)\b"
         r"|\b(?:unverified|unconfirmed|unchecked|not\s+(?:yet\s+)?(?:verified|checked))\b"
         r"|\bif\s+i\s+(?:haven['’]?t|didn['’]?t)\s+(?:made|miscalculated|slipped|miscounted)"
+        r"|\bpas\s+(?:tout\s+a\s+fait\s+)?certaine?\b|\bje\s+peux\s+me\s+tromper"
+        r"|\bsofern\s+ich\s+mich\s+nicht\s+(?:vertan|verrechnet|geirrt)|\bsauf\s+erreur"
+        r"|\bsalvo\s+(?:error(?:es)?|errori|engano)|\bmodulo\s+(?:arithmetic\s+)?slips"
+        r"|\bassuming\s+my\s+arithmetic|\bif\s+i['’]?(?:ve|m)\s+(?:read|reading)\s+(?:the\s+\w+|it)\s+right"
+        r"|\bi['’]?d\s+wager|\bi['’]?m\s+(?:about\s+)?\d{1,2}\s*%\s+sure|\bnot\s+pinned\s+down"
+        r"|\bfirst\s+approximation|\b(?:lower|upper)\s+bound\b|\bneeds?\s+a\s+recheck"
+        r"|\bcheck\s+failed"
         r"|\bconfidence\s*[:=]?\s*[1-8]?\d\s*%|\b(?:cannot|can['’]?t)\s+decide\b"
         r"|\bnie\s+jestem\s+(?:\w+\s+)?pew"
         r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
@@ -273,7 +289,7 @@ DOUBT = Words(
         r"|ich\s+k\w+nnte\s+mich\s+irren|potrei\s+sbagliar\w*)\b"
     ),
     other=(
-        r"\b(?:pas\s+(?:tout\s+à\s+fait\s+)?(?:sûr|certain)e?"
+        r"\b(?:pas\s+(?:tout\s+à\s+fait\s+)?sûre?"
         r"|não\s+(?:tenho\s+certeza|estou\s+(?:muito\s+)?segur[oa])"
         r"|не\s+(?:совсем\s+)?уверен[аы]?|не\s+(?:зовсім\s+)?впевнен\w*|emin\s+değilim|không\s+chắc"
         r"|podría\s+estar\s+equivocad[oa]|je\s+peux\s+me\s+tromper"
@@ -281,6 +297,9 @@ DOUBT = Words(
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
         r"|確かではありません|確信がありません|నమ్మకం\s+లేదు|ఖచ్చితంగా\s+తెలియదు"
         r"|확신할\s*수\s*없|لست\s+متأكد|নিশ্চিত\s+নই|nie\s+jestem\s+(?:\w+\s+)?pewn"
+        r"|если\s+я\s+не\s+ошиб|自信はありません|(?<=\d)吧|吧[。.]?$"
+        r"|不太确定|不确定|確信はありません|أخطأت|اشتباه\s+کرده\s+باشم|ייתכן\s+שטעיתי|שטעיתי"
+        r"|hata\s+yapm[ıi]ş\s+olabilirim|где-то\s+ошиб|ошибся|ошиблась|помилився|помилилася"
         r"|यकीन\s+नहीं|निश्चित\s+नहीं|खात्री\s+नाही|သေချာမသိ|သေချာမ\S*ဘူး|உறுதியாக\s+தெரியவில்லை"
     ),
 )
@@ -334,13 +353,24 @@ def _inexact(answer: str, after: str) -> bool:
     (approximately)", "\boxed{42 \text{, I think}}", and a question mark ending it (Greek "42;").
     """
     numbers = find_numbers(answer)
-    if numbers and ABOUT.search(answer[max(0, numbers[-1].start() - 40) : numbers[-1].start()]):
-        return True
-    if numbers and TOLERANCE.search(answer + after[:30], numbers[0].end()):
+    if numbers and _approximate(answer, after, numbers):
         return True
     if APPROXIMATE.search(answer) or APPROXIMATE.match(after):
         return True
     return bool(_THINK.search(answer)) or answer.rstrip().endswith((";", "\u037e", "؟", "？"))
+
+
+def _approximate(answer: str, after: str, numbers: list[re.Match]) -> bool:
+    """A word of approximation before or after the answer's value, or a tolerance after it."""
+    start = numbers[-1].start()
+    if len(numbers) > 1 and answer[numbers[-2].end() : start] in (",", "."):
+        start = numbers[-2].start()  # "15,50": one value
+    if ABOUT.search(answer[max(0, start - 40) : start]):
+        return True  # "about 42", "più o meno 15,50 €"
+    rest = answer[numbers[-1].end() :]
+    if _ABOUT_AFTER.match(rest) or _ABOUT_AFTER.match(rest[1:]):
+        return True  # "42 내외", "42个左右", "42개쯤" (a counter word may come between)
+    return bool(TOLERANCE.search(answer + after[:30], numbers[0].end()))
 
 
 def asked_or_undone(answer: str, after: str) -> bool:
@@ -458,7 +488,8 @@ def _lone_value(answer: str, after: str) -> bool:
 
 _IF_BEFORE_VALUE = re.compile(
     r"(?i)\W*(?:if|when|unless|assuming|counting|including|excluding|without|wenn|falls|si|se"
-    r"|если)\b[^.\n]{0,80}[,:]\s*[-\u2212$€£]?\d"
+    r"|если|in\s+the\s+(?:unlikely\s+)?case|with|filled|under)\b[^.\n]{0,80}?(?:[,:]|\bit['’]?s|would\s+be)"
+    r"\s*(?:closer\s+to\s+)?[-\u2212$€£]?\d"
 )
 """A condition, then a value: "If the teacher is counted, 43." offers another answer."""
 _RESTATES = re.compile(
@@ -481,21 +512,35 @@ _IF_AFTER_VALUE = re.compile(
 """A value and a condition right after it: "(43 if counting the driver.)", another answer."""
 APPROXIMATE = re.compile(r"(?i)\s*\(\s*(?:approx(?:imately|\.)?|roughly|about|circa|ca\.)\s*\)")
 """An answer that calls itself approximate, ``42 (approximately)``: not the exact value."""
+_MONEY_BETWEEN = r"(?:\s*(?:[$€£¥₹₺₩]|R\$|US\$|CHF|Rs\.?|Rp\.?|TL|zł|Kč))?\s*$"
 ABOUT = Words(
     ascii=(
-        r"(?<!\\)\b(?:about|approx(?:imately|\.)?|roughly|around|nearly|almost|circa|ca\.|etwa|ungef[aä]hr"
-        r"|rund|environ|aproximadamente|alrededor\s+de|cerca\s+de|approssimativamente|quasi|ongeveer"
-        r"|okolo|oko[lł]o|korulbelul|yaklasik|omkring|ungefar|cirka|noin|kb\.|asi|priblizn[eě]"
-        r"|priblizno|sekitar|kira-kira|khoang|sennilega|verjetno)\s*$|~\s*$"
-    ),
+        r"(?<!\\)\b(?:about|approx(?:imately|\.)?|roughly|around|nearly|almost|circa|ca\.|etwa"
+        r"|ungef[aä]hr|rund|knapp|schätzungsweise|so\s+um\s+die|environ|aproximadamente"
+        r"|alrededor\s+de|cerca\s+de|unos|unas|m[aá]s\s+o\s+menos|approssimativamente|quasi"
+        r"|all['’]incirca|pi[uù]\s+o\s+meno|uns|umas|por\s+volta\s+de|ongeveer|zo['’]n|okolo"
+        r"|oko[lł]o|mniej\s+wi[eę]cej|korulbelul|yaklasik|asagi\s+yukari|omkring|ungefar|cirka|noin"
+        r"|kb\.|asi|zhruba|priblizn[eě]|priblizno|aproximativ|sekitar|kira-kira|takriban|khoang"
+        r"|humigit-kumulang|sennilega|verjetno|in\s+the\s+(?:neighbou?rhood|region)\s+of"
+        r"|on\s+the\s+order\s+of|close\s+to|a\s+little\s+(?:under|over)|upwards\s+of)"
+    )
+    + _MONEY_BETWEEN
+    + r"|~\s*$",
     other=(
-        r"(?:około|körülbelül|yaklaşık|ungefär|přibližně|približno|khoảng|около|приблизительно"
-        r"|примерно|почти|حوالي|تقريبا|تقريبًا|लगभग|প্রায়|సుమారు|ประมาณ|约|大约|大約|大概|約|およそ|약"
-        r"|environ|à\s+peu\s+près)\s*$"
-    ),
+        r"(?:około|körülbelül|yaklaşık|aşağı\s+yukarı|ungefär|přibližně|približno|khoảng|около"
+        r"|приблизительно|примерно|приблизно|почти|где-то|порядка|حوالي|حدود|تقريبا|تقريبًا|בערך|לערך"
+        r"|περίπου|लगभग|करीब|सुमारे|লগভগ|প্রায়|ਲਗਭਗ|લગભગ|ପ୍ରାୟ|சுமார்|సుమారు|ಸುಮಾರು|ഏകദേശം"
+        r"|ประมาณ|ປະມານ|ប្រហែល|约|大约|大約|大概|差不多|估计|約|およそ|약|environ|à\s+peu\s+près"
+        r"|più\s+o\s+meno|más\s+o\s+menos)"
+    )
+    + _MONEY_BETWEEN,
 )
 """A word right before the value that makes it approximate ("about 42", "etwa 42", "大约42",
-"około 12"): like ``≈ 42``, no exact answer."""
+"około 12", "about $3,750"): like ``≈ 42``, no exact answer."""
+_ABOUT_AFTER = re.compile(
+    r"\s*(?:左右|前後|ぐらい|くらい|程度|쯤|내외|정도|ခန့်|more\s+or\s+less|or\s+so|give\s+or\s+take)"
+)
+"""A word right after the value that makes it approximate ("42个左右", "42個ぐらい", "42개쯤")."""
 TOLERANCE = re.compile(
     r"(?i)\s*(?:\((?:to\s+)?within\s+[^()]{1,20}\)|\^\s*\{?\s*\+|or\s+thereabouts|-ish\b)"
 )
@@ -516,7 +561,9 @@ _WOULD_BE = re.compile(
 _DOUBT_BEFORE = re.compile(
     r"(?i)\b(?:tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)|i['’]?d\s+(?:say|guess)"
     r"|my\s+(?:best\s+)?guess|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unsure|doubt"
-    r"|wouldn['’]?t\s+bet|cannot\s+decide|can['’]?t\s+decide)\b"
+    r"|wouldn['’]?t\s+bet|cannot\s+decide|can['’]?t\s+decide|i\s+suspect|chances\s+are"
+    r"|presumably|if\s+i['’]?(?:m|ve)\s+read(?:ing)?\s+(?:the\s+\w+|it)\s+right|leaning\s+toward"
+    r"|depends?\s+on|dépend|hängt\s+davon\s+ab|depende|soit\s+[-$€£]?\d[^.\n]{0,30}\bsoit)\b"
 )
 """Doubt or a guess in the sentence before a final answer (English: one short pattern, as it is
 read before every ``####`` answer)."""
@@ -593,7 +640,8 @@ BOUND = re.compile(
     r"|höchstens|mehr\s+als|weniger\s+als|au\s+(?:moins|plus)|plus\s+de|moins\s+de"
     r"|al\s+(?:menos|máximo)|más\s+de|menos\s+de|almeno|pelo\s+menos|no\s+máximo|mais\s+de"
     r"|не\s+(?:менее|более|меньше|больше)|менее|более|минимум|максимум|hooguit|ten\s+minste"
-    r"|minstens|upwards\s+of|على\s+الأقل|कम\s+से\s+कम|अधिकतम)\s+"
+    r"|minstens|upwards\s+of|a\s+lo\s+sumo|como\s+m[aá]ximo|no\s+m[aá]s\s+de|على\s+الأقل"
+    r"|कम\s+से\s+कम|अधिकतम)\s+"
     r"|just\s+(?:under|over|below|above)\s+|(?:under|over|below|above)\s+"
     r"|至少|最多|不少于|不超过|超过|少なくとも|最低|최소|최대)[$€£¥₹]?$"
 )
@@ -627,6 +675,8 @@ def other_value(clause: str, answer: str) -> bool:
     if not found:
         return False
     last, _ = last_number(clause, found)
+    if last != found[-1].group(0) and unit_after(clause, found[-1].end()):
+        return not same(last, answer)  # "20 mph" after "20 km/h": another value, unit and all
     return not (same(found[-1].group(0), answer) or same(last, answer))
 
 

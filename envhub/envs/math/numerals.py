@@ -394,6 +394,8 @@ _UNIT_WORDS = {
     "กม./ชม": "km/h", "กม.": "km", "กม": "km", "கி.மீ/மணி": "km/h", "கி.மீ": "km",
     "కి.మీ": "km", "किमी/घंटा": "km/h", "किमी": "km", "ミリリットル": "ml", "га": "ha",
     "λεπτό": "min", "δευτερόλεπτα": "s", "درجات": "°", "درجة": "°",
+    "கிராம்": "g", "ग्रॅम": "g", "گرام": "g", "کلوگرام": "kg", "ק״ג": "kg", 'ק"ג': "kg",
+    "godz.": "h", "godz": "h",
     "°С": "°C", "cây số": "km", "里": "li", "dặm": "mi", "英里": "mi", "英尺": "ft", "英寸": "in",
     "磅": "lb", "盎司": "oz", "加仑": "gal",
     "海里": "nmi", "公顷": "ha", "マイル": "mi", "フィート": "ft", "インチ": "in", "ポンド": "lb",
@@ -722,7 +724,8 @@ _HAN_UNIT = "".join(_HAN_PLACES) + "".join(_HAN_BIG)
 _HAN_PREFIX = "(?![米克瓦卡])"
 _HAN_DIGIT = "".join(_HAN_DIGITS)
 _HAN_RUN = re.compile(
-    rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}]|[十百千](?=[{_HAN_DIGIT}]))"  # 万一, 千万, 十分: words
+    rf"(?:\d{{1,3}}(?:,\d{{3}})+(?=[{''.join(_HAN_BIG)}])|\d+(?:\.\d+)?|[{_HAN_DIGIT}]"  # 1,410만
+    rf"|[十百千](?=[{_HAN_DIGIT}]))"  # 万一, 千万, 十分: words
     rf"(?:[{_HAN_DIGIT}]|[{_HAN_UNIT}]{_HAN_PREFIX}|\d+(?:\.\d+)?"
     rf"|(?<=[{_HAN_UNIT}]) (?=\d|[{_HAN_DIGIT}])|(?<=\d) (?=[{''.join(_HAN_BIG)}]))*"
 )
@@ -743,7 +746,7 @@ def _han_fraction(m: re.Match) -> str:
     return f"({format(part.normalize(), 'f')}/{format(over.normalize(), 'f')})"
 
 
-_HAN_TOKEN = re.compile(rf"\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}]")
+_HAN_TOKEN = re.compile(rf"\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}]")
 _HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s-])$")
 _HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s度]|$")
 _HAN_UNIT_AFTER = re.compile(
@@ -796,7 +799,7 @@ def _han_value(tokens: list[str]) -> Decimal | None:
     last_place = 0  # the place just read: 三千五 is 3500
     for t in tokens:
         if t in _HAN_DIGITS or t[0].isdigit():
-            d = Decimal(_HAN_DIGITS[t]) if t in _HAN_DIGITS else Decimal(t)
+            d = Decimal(_HAN_DIGITS[t]) if t in _HAN_DIGITS else Decimal(t.replace(",", ""))
             if current is not None:  # digit after digit: 二〇二四
                 if t not in _HAN_DIGITS:
                     return None
