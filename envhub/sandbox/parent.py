@@ -599,6 +599,11 @@ class _WarmPool:
             return
 
     def close(self) -> None:
+        """Discard the warm sandboxes, and wait for a start in flight to be discarded too.
+
+        (The filler drops its lock while it starts one: without the wait, a start begun before
+        ``close`` could end after it returns.)
+        """
         with self.cond:
             self.closed = True
             launches = [launch for queue in self.ready.values() for launch in queue]
@@ -606,3 +611,6 @@ class _WarmPool:
             self.cond.notify_all()
         for launch in launches:
             launch.discard()
+        thread = self.thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(WARM_START_TIMEOUT_S + 5.0)
