@@ -536,3 +536,9 @@ def test_round_nine_late(text, gold, paid):
 )
 def test_the_last_blind_round(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+def test_a_semicolon_after_the_answer_is_no_question():
+    r"""Only a Greek question mark (or a ``;`` ending the text) asks: "\boxed{12}; 3 each"."""
+    assert scores("So $\\boxed{12}$; each box holds 3.", "12")
+    assert not scores("Η απάντηση είναι 42\u037e", "42")

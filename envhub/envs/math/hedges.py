@@ -231,7 +231,7 @@ def is_hedged(answer: str, after: str) -> bool:
 
 _ASIDE_AFTER = re.compile(r"[\s$}]*\([^()\n]{1,60}\)")
 _TEXT_WRAP = re.compile(r"\\(?:text|mathrm|textrm|mbox)\s*\{([^{}]*)\}")
-_QUESTION = re.compile(r"[\s*_$)\]}]*(?:[?？؟;]|;\s*$|인가요|입니까|ですか|か[。？?]|吗|嗎)")
+_QUESTION = re.compile(r"[\s*_$)\]}]*(?:[?？؟\u037e]|;\s*$|인가요|입니까|ですか|か[。？?]|吗|嗎)")
 """A question right after the value ("Is the answer 42?", "٤٢؟", "42인가요?", Greek "42;")."""
 _THINK = re.compile(r"(?i)\bI\s+(?:think|believe|guess)\b")
 """Doubt inside the answer itself: "\\boxed{42 \\text{, I think}}"."""
