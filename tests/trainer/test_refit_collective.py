@@ -342,6 +342,12 @@ CLUSTER_SCRIPT = textwrap.dedent(
                    "new_pid": ray.get(cluster.engines[0].where.remote())["pid"] != pid}
         # a dead engine (never restarted): the next refit fails at once, naming the transport
         ray.kill(cluster.engines[0])
+        while True:  # the kill is asynchronous: a tiny model's refit can beat it
+            try:
+                ray.get(cluster.engines[0].where.remote(), timeout=30)
+            except ray.exceptions.RayActorError:
+                break
+            time.sleep(0.05)
         t0 = time.monotonic()
         try:
             cluster.refit()
