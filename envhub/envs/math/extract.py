@@ -36,7 +36,7 @@ what cannot be decided exactly commit to nothing
 (:func:`~envhub.envs.math.statements.contradicted`). A final answer
 taken back right after it ("#### 5. Actually, 7.") is hedged too, and so is one followed by
 another value offered as also possible ("#### 5. 7 is also acceptable.",
-:func:`~envhub.envs.math.hedges.retracted`).
+:func:`~envhub.envs.math.remarks.retracted`).
 
 What hedges an answer is :mod:`envhub.envs.math.hedges`; the statements of rule 3 are read by
 :mod:`envhub.envs.math.statements`; the numbers of running text and the answer the last one
@@ -55,19 +55,15 @@ from .conclusion import before_table, result_first, summary_disagrees
 from .hedges import (
     ALSO_WINDOW,
     HEDGE_WORDS,
-    doubted_before,
     is_hedged,
     last_number_hedged,
-    offered_before,
     offers_value,
     other_value,
-    retracted,
-    taken_back,
-    weighed_before,
 )
 from .lastnumber import JOINER, MONTHS, NUMBER, REFERENCE, find_numbers, last_number, tidy
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
+from .remarks import retracted, taken_back
 from .restating import restated
 from .statements import (
     MAX_CANDIDATES,
@@ -78,6 +74,7 @@ from .statements import (
     stated_value,
 )
 from .units import CHANGE, measure
+from .weighing import doubted_before, offered_before, weighed_before
 
 __all__ = ["Extraction", "extract_answer", "format_score"]
 

@@ -12,7 +12,8 @@ A hedged response earns no correctness, even against a list gold, and no format 
   the answer (``\boxed{32}, or maybe 31``), or doubt there ("but I might have miscounted")
   (:func:`is_hedged`);
 * the answer taken back, or another value offered as also possible, after it ("#### 5.
-  Actually, 7.", "#### 5. 7 is also acceptable.": :func:`retracted`);
+  Actually, 7.", "#### 5. 7 is also acceptable.": :mod:`envhub.envs.math.remarks`), and doubt
+  or another value weighed with it right before it (:mod:`envhub.envs.math.weighing`);
 * for the ``last_number`` rule, a value listed right before the last number (``31 or 32``,
   ``(4, \infty), \frac{4}{5}``, ``28080 104``: :func:`last_number_hedged`);
 * an aside after a stated answer that offers another value ("15 (though 16 is plausible)":
@@ -99,41 +100,11 @@ HEDGE_WORDS = Words(
         r"|నా\s+అంచనా"
     ),
 )
-_OR_ANOTHER = re.compile(
+OR_ANOTHER = re.compile(
     r"\b(?:or|otherwise|maybe|perhaps|possibly|probably|alternatively|oder|ou|или|أو|या)\b"
     r"[^.\n]{0,40}?\d",
     re.IGNORECASE,
 )
-_CORRECTION = Words(
-    ascii=(
-        r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be"
-        r"|kidding|scratch\s+that|on\s+second\s+thought|then\s+again|misread|misunderstood"
-        r"|instead|rather|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result"
-        r"|solution|(?:also|or|else|oder|ou)(?=(?:\s+[^\W\d_]+)?\s*[:=,]?\s*[-\u2212]?\d)"
-        r"|(?:no|nein|non|nee|hapana)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|subiri"
-        r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
-        r"|pourrait|potrebbe\s+essere|poderia\s+ser|zou\s+(?:ook\s+)?\w*\s*kunnen\s+zijn"
-        r"|hetkinen|i\s+get|spravne\s+je"
-        r"|aspetta|wacht|eigenlijk|czekaj|bekle|tunggu|sebenarnya|khoan|espere|na\s+verdade"
-        r"|hmm+|hold\s+on|nope|sorry|my\s+(?:mistake|bad)|however|on\s+reflection"
-        r"|after\s+re-?checking|erratum|errata|edit|update|fix|corrected|typo|recomputed"
-        r"|should\s+(?:be|say|read)|wrong|korrektur|quatsch|fehler|oups|perd[oó]n)\b"
-        r"|\bk\w*nnte\s+(?:auch\s+)?\w*\s*sein\b"
-    ),
-    other=(
-        r"\b(?:или(?=(?:\s+[^\W\d_]+)?\s*[:=,]?\s*[-\u2212]?\d)"
-        r"|(?:нет|não)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|podría\s+ser|могло\s+бы\s+быть"
-        r"|может\s+быть|in\s+realtà|подожди|постойте?|на\s+самом\s+деле|właściwie|aslında"
-        r"|thực\s+ra|ой|исправление|perdón)\b"
-        r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
-        r"|不[，,]\s*是|应该是|應該是|更正|訂正"
-        r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|আসলে|కాదు|várj|όχι|רגע|správně\s+je|הנכונה"
-        r"|দাঁড়াও|দাঁড়াও"  # দাঁড়াও
-    ),
-)
-"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
-"Just kidding, 7", "Then again, 7", "if I misread, 7", "Final: 7", "also 7", "else 7"), and
-the same in the languages whose answers are read ("Attendez, non : 45", "Warte, 45", "等等，45")."""
 _ALSO = re.compile(
     r"\b(?:also|too|as\s+well|another|alternative(?:ly)?|equally|besides|else)\b",
     re.IGNORECASE,
@@ -146,7 +117,7 @@ _ACCEPTABLE = re.compile(
     re.IGNORECASE,
 )
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
-possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`retracted`)."""
+possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`envhub.envs.math.remarks.retracted`)."""
 _NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
 """A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
 the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
@@ -172,7 +143,7 @@ one), so any number before it with only blanks between is another value; inside 
 ALSO_WINDOW = 600
 """Characters after the final answer searched for another value offered as also possible."""
 _SENTENCE_END = re.compile(r"[.!?。！？۔।။\n]")
-_CLAUSE_END = re.compile(r"\.(?=\s|$)|\n|[。！？]")
+CLAUSE_END = re.compile(r"\.(?=\s|$)|\n|[。！？]")
 
 
 def is_hedged(answer: str, after: str) -> bool:
@@ -202,7 +173,7 @@ def is_hedged(answer: str, after: str) -> bool:
     aside = ASIDE.search(answer)
     if aside is not None and offers_value(aside.group(0), answer[: aside.start()]):
         return True  # "#### 0 (though 1 is plausible)"
-    clause = _first_clause(after)
+    clause = first_clause(after)
     worded = words_value(_LEADING_JOINER.sub("", clause))
     if worded is not None and not same(str(worded), answer):
         return True  # "28080 / four", "#### 28080\nseven": another value, in words
@@ -221,7 +192,7 @@ def is_hedged(answer: str, after: str) -> bool:
         return True  # "#### 28080\nсемьдесят три" (not "#### 12\nDoce manzanas")
     if leading is not None and not same(str(leading[0]), answer):
         return True
-    other = _OR_ANOTHER.search(clause)
+    other = OR_ANOTHER.search(clause)
     if other and not same(tidy(_JOINER_WORD.sub("", clause[other.start() :], 1)), answer):
         return True
     if HEDGE_WORDS.search(_SENTENCE_END.split(after[:200], maxsplit=1)[0]):
@@ -306,7 +277,7 @@ DOUBT = Words(
 """Doubt about the answer just given, in the languages whose answers are read: a hedge."""
 
 
-_TAKEN_BACK = Words(
+TAKEN_BACK = Words(
     ascii=(
         r"\b(?:that|this|it)(?:'s|\u2019s|\s+is|\s+was)\s+(?:wrong|incorrect|not\s+right)"
         r"|\bI\s+(?:made\s+(?:a|an)\s+(?:mistake|error)|was\s+wrong|miscalculated|forgot)\b"
@@ -332,13 +303,13 @@ _TAKEN_BACK = Words(
 another value: a hedge (a response that retracts its answer has none)."""
 
 
-def _first_clause(after: str) -> str:
+def first_clause(after: str) -> str:
     """The clause right after an answer; a line holding only a joiner ("or") runs on."""
     after = after[:300].lstrip(" \t\n*$}).,;:。．，")
-    stop = _CLAUSE_END.search(after)
+    stop = CLAUSE_END.search(after)
     if stop is not None and _JOINER_LINE.fullmatch(after[: stop.start()]):
         more = len(after) - len(after[stop.end() :].lstrip())  # "or" alone, then blank lines
-        rest = _CLAUSE_END.search(after, more)
+        rest = CLAUSE_END.search(after, more)
         return after[: rest.start()] if rest else after
     return after[: stop.start()] if stop else after
 
@@ -381,135 +352,9 @@ def asked_or_undone(answer: str, after: str) -> bool:
     """
     if _QUESTION.match(after):
         return True
-    return bool(_INTERJECTION.match(after)) and other_value(_first_clause(after), answer)
+    return bool(_INTERJECTION.match(after)) and other_value(first_clause(after), answer)
 
 
-def taken_back(after: str) -> bool:
-    """What follows an answer doubts it or takes it back ("That's wrong. Let me redo this.")."""
-    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
-    return any(DOUBT.search(sentence) or _TAKEN_BACK.search(sentence) for sentence in sentences)
-
-
-def retracted(answer: str, after: str) -> bool:
-    r"""The clause after the final answer takes it back, or adds another number.
-
-    "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
-    or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
-    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
-    """
-    clause = _first_clause(after)
-    if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
-        return True
-    if asked_or_undone(answer, after):
-        return True
-    if _afterthought(answer, after[:ALSO_WINDOW]) or _lone_value(answer, after):
-        return True  # "P.S. 43", "Note: if the train is late, 200 minutes", "#### 42\n\n43"
-    if taken_back(after):
-        return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
-    sentences = _CLAUSE_END.split(after[:ALSO_WINDOW])
-    return any(
-        (
-            _offers_another(sentence)
-            or HEDGE_WORDS.search(sentence)
-            or _WOULD_BE.search(sentence)
-            or _IF_AFTER_VALUE.search(sentence)
-            or _IF_BEFORE_VALUE.match(sentence)
-            or _RESTATES.search(sentence)
-        )
-        and other_value(_roman_as_digits(sentence), answer)
-        for sentence in sentences
-    )
-
-
-_AFTERTHOUGHT = Words(
-    ascii=(
-        r"(?:^|\n|\()[ \t>*_#-]*(?:notes?|n\.\s?b\.|p\.\s?(?:p\.\s?)?s\.?|addendum|footnote"
-        r"|errat(?:um|a)|fe\s+de\s+erratas|rectification|correction|corrigendum|update|edit"
-        r"|tl;?\s?dr|summary|alt(?:ernative)?|grader"
-        r"|second\s+thoughts?|remarque|nota|anmerkung|hinweis|nachtrag|berichtigung)\b\W*"
-    ),
-    other=r"(?:^|\n|\()[ \t>*_#-]*(?:修正|注意?|备注|注記|नोट|ملاحظة|примечание|поправка)\W*",
-)
-"""A note after the answer: "Note:", "P.S.", "Addendum:", "TL;DR —", "Rectification :", "修正："."""
-_NOTE_OFFERS = re.compile(
-    r"(?i)\b(?:if|when|unless|assuming|with|without|strictly\s+speaking|otherwise|counting"
-    r"|including|excluding|wenn|falls|si|se|jika|kama)\b[^.\n]{0,80}?(?:[,:]|\bthen\b)\s*[-−$€£]?\d"
-    r"|(?:अगर|यदि|если|如果|若|もし|만약|ถ้า)[^.\n।]{0,80}?(?:[,:，]|तो|то)?\s*[-−$€£]?\d"
-    r"|\b(?:might|could|may)\s+(?:\w+\s+){0,2}[-−$€£]?\d|\bon\s+reflection\b"
-)
-"""A value a note offers under a condition ("if the train is late, 200 minutes", "strictly
-speaking, 70", "अगर ... तो ४३") or as possible ("might read 520 g")."""
-_LONE_VALUE = re.compile(r"[-\u2212$€£¥]?\d[\d.,/]*(?:\s*[^\W\d_]{1,12})?")
-
-
-def _afterthought(answer: str, after: str) -> bool:
-    """A note after the answer offers another value, at once or under a condition.
-
-    "P.S. 43", "TL;DR — 19", "Note: if the train is late, 200 minutes", "Addendum: strictly
-    speaking, 70"; "Note: each box holds 7 eggs." offers none.
-    """
-    for note in _notes(after):
-        line_end = after.find("\n", note.end())
-        body = after[note.end() : line_end if line_end >= 0 else len(after)]
-        if not other_value(body, answer) and not _other_amount(body, answer):
-            continue
-        body = spelled.as_digits(body, spelled.language(body) or "en")  # "Twenty-eight if ..."
-        alone = _LONE_VALUE.fullmatch(body.strip(" \t.)—–-:"))  # "P.S. 43", "TL;DR — 19"
-        offers = _NOTE_OFFERS.search(body) or _IF_AFTER_VALUE.search(body) or _offers_another(body)
-        if alone or offers or HEDGE_WORDS.search(body):
-            return True
-    return False
-
-
-def _other_amount(text: str, answer: str) -> bool:
-    """The last amount of ``text``, with its unit, is not ``answer`` ("5 mi" after "5 km")."""
-    numbers = find_numbers(text)
-    return bool(numbers) and not same(last_number(text, numbers)[0], answer)
-
-
-def _notes(after: str) -> list[re.Match]:
-    """The notes of :data:`_AFTERTHOUGHT` in ``after``."""
-    found = list(_AFTERTHOUGHT.ascii.finditer(after))
-    if not after.isascii():
-        found += _AFTERTHOUGHT.other.finditer(after)
-    return found
-
-
-def _lone_value(answer: str, after: str) -> bool:
-    r"""All that follows the answer is another value ("#### 42\n\n43", "#### 42\n\n四十三")."""
-    rest = after.strip(" \t\n.*")
-    return (
-        bool(rest)
-        and len(rest) <= 24
-        and bool(_LONE_VALUE.fullmatch(rest))
-        and not same(rest, answer)
-    )
-
-
-_IF_BEFORE_VALUE = re.compile(
-    r"(?i)\W*(?:if|when|unless|assuming|counting|including|excluding|without|wenn|falls|si|se"
-    r"|если|in\s+the\s+(?:unlikely\s+)?case|with|filled|under)\b[^.\n]{0,80}?(?:[,:]|\bit['’]?s|would\s+be)"
-    r"\s*(?:closer\s+to\s+)?[-\u2212$€£]?\d"
-)
-"""A condition, then a value: "If the teacher is counted, 43." offers another answer."""
-_RESTATES = re.compile(
-    r"(?i)\b(?:in\s+(?:words|roman\s+numerals|digits|figures)|(?:also\s+)?written\s+(?:as|out)"
-    r"|that\s+is|i\.\s?e\.|equivalently|in\s+other\s+words|en\s+lettres|in\s+Worten"
-    r"|en\s+palabras|то\s+есть|прописью)\b"
-)
-"""Words that say the answer again in another form ("In words: forty-two", "In Roman numerals:
-XLII", "also written as 3/4"): another value there is a second answer."""
-
-
-def _roman_as_digits(text: str) -> str:
-    """``text`` with its numbers in Roman numerals in digits ("In Roman numerals: XIII": 13)."""
-    return spelled.ROMAN.sub(lambda m: spelled.roman_value(m.group(0)) or m.group(0), text)
-
-
-_IF_AFTER_VALUE = re.compile(
-    r"(?i)\d[^.\n\d]{0,25}?\b(?:if|when|unless|wenn|falls|si|se|если)\b|\d[^.\n\d]{0,10}?如果"
-)
-"""A value and a condition right after it: "(43 if counting the driver.)", another answer."""
 APPROXIMATE = re.compile(r"(?i)\s*\(\s*(?:approx(?:imately|\.)?|roughly|about|circa|ca\.)\s*\)")
 """An answer that calls itself approximate, ``42 (approximately)``: not the exact value."""
 _MONEY_BETWEEN = r"(?:\s*(?:[$€£¥₹₺₩]|R\$|US\$|CHF|Rs\.?|Rp\.?|TL|zł|Kč))?\s*$"
@@ -546,88 +391,6 @@ TOLERANCE = re.compile(
 )
 """A tolerance after the value: "42 (to within 2)", ``42^{+1}_{-1}``, "42-ish" (``42 \\pm 1`` is
 read as the two values 41 and 43)."""
-_CHECKING = re.compile(r"(?i)\b(?:let\s+me\s+)?(?:check|verify|confirm)\w*\b|[✓✔]")
-"""A check of the answer after it ("Wait, let me check: 3 × 4 = 12 ✓"): no correction."""
-_WOULD_BE = re.compile(
-    r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)"
-    r"(?:\s+would\s+be|'s|’s|\s+is|'d\s+be)\b"
-    r"|\b(?:answer|result|total|it)\s+would\s+be\b.*\bif\b",
-    re.IGNORECASE,
-)
-"""Another answer under another reading: "(If the boxes were not all full, the answer would be
-36.)", "if Tom also counts himself, it would be 16"."""
-
-
-_DOUBT_BEFORE = re.compile(
-    r"(?i)\b(?:tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)|i['’]?d\s+(?:say|guess)"
-    r"|my\s+(?:best\s+)?guess|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unsure|doubt"
-    r"|wouldn['’]?t\s+bet|cannot\s+decide|can['’]?t\s+decide|i\s+suspect|chances\s+are"
-    r"|presumably|if\s+i['’]?(?:m|ve)\s+read(?:ing)?\s+(?:the\s+\w+|it)\s+right|leaning\s+toward"
-    r"|depends?\s+on|dépend|hängt\s+davon\s+ab|depende|soit\s+[-$€£]?\d[^.\n]{0,30}\bsoit)\b"
-)
-"""Doubt or a guess in the sentence before a final answer (English: one short pattern, as it is
-read before every ``####`` answer)."""
-
-
-def doubted_before(before: str, answer: str) -> bool:
-    r"""The sentence right before the final answer gives its value with doubt or a guess.
-
-    "I'm fairly sure the total is 42, but I wouldn't bet on it.\n#### 42", "If I had to pick
-    one, I'd say 13.\n#### 13".
-    """
-    sentences = [s for s in _STOPS.split(before[-300:]) if s.strip()]
-    sentence = " ".join(sentences[-2:])  # "Two candidates survive: 42 and 43. I cannot decide."
-    if not _DOUBT_BEFORE.search(sentences[-1] if sentences else ""):
-        return False  # ("Perhaps it is easier to add first: 4 + 6 = 10." is no doubt on 10)
-    value = find_numbers(answer)
-    return bool(value) and any(same(n.group(0), value[0].group(0)) for n in find_numbers(sentence))
-
-
-def weighed_before(before: str, answer: str) -> bool:
-    r"""The sentence before the final answer weighs it against another value.
-
-    "It takes about 40 minutes, maybe 45 if the lights are red.\n#### 45 minutes", "It's either
-    12 or 13 hours.\n#### 12 hours": the answer is one of two values offered (a hedge), though
-    the marker names one. Numbers joined otherwise ("add 20 or multiply 2 by 21") are none.
-    """
-    window = before[-300:].lower()
-    if not any(word in window for word in _WEIGHING_WORDS):
-        return False  # a cheap first test: most responses weigh nothing
-    said = find_numbers(answer)
-    if not said:
-        return False
-    value = said[0].group(0)
-    sentences = [s for s in _STOPS.split(before[-300:]) if any(c.isdigit() for c in s)]
-    sentence = sentences[-1] if sentences else ""
-    starts = (m.start() for m in re.finditer(r"(?<![\d.,])[$€£¥]?\d", sentence))
-    for pair in filter(None, (_WEIGHED.match(sentence, start) for start in starts)):
-        a = pair.group("a") + unit_after(sentence, pair.end("a"))
-        b = pair.group("b") + unit_after(sentence, pair.end("b"))
-        later = find_numbers(sentence[pair.end() :])
-        if not later and (same(a, value) or same(b, value) or same(b, answer)) and not same(a, b):
-            return True  # the two values end the sentence: no working after them settles it
-    return False
-
-
-_WEIGHING_WORDS = (
-    *(" or ", "maybe", "perhaps", "possibly", "probabl", "likely", "rather", "vielleicht"),
-    *("wahrscheinlich", "eher", " oder ", " ou ", "plutôt", "quizás", "aunque", "though"),
-    *("obwohl", "embora"),
-)
-"""A cheap first test of :func:`weighed_before`: one of these in the 300 characters before."""
-_STOPS = re.compile(r"\.(?=\s|$)|[!?。！？۔।။\n]")
-_PAIR_NUMBER = r"[$€£¥]?\d+(?:[.,]\d+)?"
-_WEIGHED = re.compile(
-    rf"(?P<a>{_PAIR_NUMBER})(?:[ \t]+[^\W\d_]+){{0,4}}?[,;]?[ \t]+"
-    r"(?:or|oder|ou|maybe|perhaps|possibly|probably|likely|rather|vielleicht|wahrscheinlich"
-    r"|eher|probablement|plutôt|quizás|probablemente|aunque|although|though|obwohl|embora)"
-    r"(?:[ \t]+(?:maybe|perhaps|possibly|even|eher|rather|more|plutôt))?"
-    rf"(?:[ \t]+[^\W\d_]+){{0,2}}[ \t]+(?P<b>{_PAIR_NUMBER})",
-    re.IGNORECASE,
-)
-"""Two values weighed: "40 minutes, maybe 45", "4 kg, or maybe 4.5", "$45 or $50"."""
-
-
 _BOUND_AFTER = re.compile(
     r"(?i)(?:\s*[^\W\d_]{1,12}){0,2}?\s*,?\s*(?:or\s+(?:more|less|fewer|greater|above|below)"
     r"|at\s+(?:most|least|the\s+most)|and\s+(?:up|above|more)|or\s+so|give\s+or\s+take"
@@ -649,21 +412,7 @@ BOUND = re.compile(
 number is no answer's value."""
 
 
-def offered_before(lead: str, answer: str) -> bool:
-    r"""The words before the final answer in its sentence offer another value.
-
-    "It could also be 43, but I'll say \boxed{42}", "43 or perhaps \boxed{42}".
-    """
-    offers = _OR_ANOTHER.search(lead) or _MIGHT_BE.search(lead)
-    if offers and relations_as_intervals(answer):
-        return False  # "$x<-10$ or $x>4$: \\boxed{x<-10 \\text{ or } x>4}": the set's pieces
-    return bool(offers) and other_value(lead, answer)
-
-
-_MIGHT_BE = re.compile(r"(?i)\b(?:could|might|may)\s+(?:also\s+|well\s+)?be\b")
-
-
-def _offers_another(sentence: str) -> bool:
+def offers_another(sentence: str) -> bool:
     """The sentence offers a value as also possible ("7 is also acceptable", "another answer")."""
     return bool(_ALSO.search(sentence) and _ACCEPTABLE.search(sentence))
 
@@ -693,14 +442,14 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
     sentence = text[max(start, last.start() - 200) : last.start()]
     if restated:
         return bool(HEDGE_WORDS.search(sentence))
-    clause = _CLAUSE_END.split(sentence)[-1] + _first_clause(text[last.end() :])
+    clause = CLAUSE_END.split(sentence)[-1] + first_clause(text[last.end() :])
     later = text[last.end() : last.end() + ALSO_WINDOW]
     return (
         is_hedged(sentence + last.group(0), text[last.end() :])
-        or _offers_another(clause)
+        or offers_another(clause)
         or bool(_BETWEEN.search(sentence, max(0, len(sentence) - 60)))  # "between 5 and 6"
         or bool(_OR_BEFORE.search(sentence, max(0, len(sentence) - 80)))  # it ends the sentence
-        or bool(_TAKEN_BACK.search(later))  # "So 12 apples. That's wrong, let me redo this."
+        or bool(TAKEN_BACK.search(later))  # "So 12 apples. That's wrong, let me redo this."
         or bool(BOUND.search(text, max(0, last.start() - 30), last.start()))  # "at least 3 kg"
     )
 

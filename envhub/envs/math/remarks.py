@@ -1,0 +1,197 @@
+r"""What follows a final answer: a retraction, another value offered, a note, a doubt.
+
+"#### 5. Actually, 7.", "\\boxed{5}. Wait, no: 7.", "It could also be 7.", "P.S. 43", "Note: if
+the train is late, 200 minutes", "#### 42\n\n43" and "That's wrong, let me redo this." each
+take back the answer or offer another (:func:`retracted`); a check of the answer ("Wait, let me
+check: 3 × 4 = 12") and the same value said again are none. The vocabulary shared with the
+reading of the answer itself is :mod:`envhub.envs.math.hedges`'.
+"""
+
+from __future__ import annotations
+
+import re
+
+from . import spelled
+from .compare import same
+from .hedges import (
+    ALSO_WINDOW,
+    CLAUSE_END,
+    DOUBT,
+    HEDGE_WORDS,
+    TAKEN_BACK,
+    Words,
+    asked_or_undone,
+    first_clause,
+    offers_another,
+    other_value,
+)
+from .lastnumber import find_numbers, last_number
+
+_CORRECTION = Words(
+    ascii=(
+        r"\b(?:actually|wait|oops|correction|i\s+mean|(?:could|might|may)\s+(?:also\s+)?be"
+        r"|kidding|scratch\s+that|on\s+second\s+thought|then\s+again|misread|misunderstood"
+        r"|instead|rather|unless|otherwise|alternatively|if\s+(?:i|we|you|one)|final|result"
+        r"|solution|(?:also|or|else|oder|ou)(?=(?:\s+[^\W\d_]+)?\s*[:=,]?\s*[-\u2212]?\d)"
+        r"|(?:no|nein|non|nee|hapana)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|subiri"
+        r"|attendez|attends|en\s+fait|warte|moment\s+mal|eigentlich|espera|en\s+realidad"
+        r"|pourrait|potrebbe\s+essere|poderia\s+ser|zou\s+(?:ook\s+)?\w*\s*kunnen\s+zijn"
+        r"|hetkinen|i\s+get|spravne\s+je"
+        r"|aspetta|wacht|eigenlijk|czekaj|bekle|tunggu|sebenarnya|khoan|espere|na\s+verdade"
+        r"|hmm+|hold\s+on|nope|sorry|my\s+(?:mistake|bad)|however|on\s+reflection"
+        r"|after\s+re-?checking|erratum|errata|edit|update|fix|corrected|typo|recomputed"
+        r"|should\s+(?:be|say|read)|wrong|korrektur|quatsch|fehler|oups|perd[oó]n)\b"
+        r"|\bk\w*nnte\s+(?:auch\s+)?\w*\s*sein\b"
+    ),
+    other=(
+        r"\b(?:или(?=(?:\s+[^\W\d_]+)?\s*[:=,]?\s*[-\u2212]?\d)"
+        r"|(?:нет|não)(?=\s*[,:;!.]?\s*[-\u2212]?\d)|podría\s+ser|могло\s+бы\s+быть"
+        r"|может\s+быть|in\s+realtà|подожди|постойте?|на\s+самом\s+деле|właściwie|aslında"
+        r"|thực\s+ra|ой|исправление|perdón)\b"
+        r"|等等|等一下|不对|其实|待って|いや、|実は|잠깐|사실은|انتظر|في\s+الواقع|रुको|दरअसल"
+        r"|不[，,]\s*是|应该是|應該是|更正|訂正"
+        r"|الصحيح|درستش|सही\s+(?:उत्तर|जवाब)|আসলে|కాదు|várj|όχι|רגע|správně\s+je|הנכונה"
+        r"|দাঁড়াও|দাঁড়াও"  # দাঁড়াও
+    ),
+)
+"""Words after the final answer that may bring another one ("Actually, 7", "could also be 7",
+"Just kidding, 7", "Then again, 7", "if I misread, 7", "Final: 7", "also 7", "else 7"), and
+the same in the languages whose answers are read ("Attendez, non : 45", "Warte, 45", "等等，45")."""
+
+
+def taken_back(after: str) -> bool:
+    """What follows an answer doubts it or takes it back ("That's wrong. Let me redo this.")."""
+    sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
+    return any(DOUBT.search(sentence) or TAKEN_BACK.search(sentence) for sentence in sentences)
+
+
+def retracted(answer: str, after: str) -> bool:
+    r"""The clause after the final answer takes it back, or adds another number.
+
+    "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
+    or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
+    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
+    """
+    clause = first_clause(after)
+    if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
+        return True
+    if asked_or_undone(answer, after):
+        return True
+    if _afterthought(answer, after[:ALSO_WINDOW]) or _lone_value(answer, after):
+        return True  # "P.S. 43", "Note: if the train is late, 200 minutes", "#### 42\n\n43"
+    if taken_back(after):
+        return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
+    sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
+    return any(
+        (
+            offers_another(sentence)
+            or HEDGE_WORDS.search(sentence)
+            or _WOULD_BE.search(sentence)
+            or _IF_AFTER_VALUE.search(sentence)
+            or _IF_BEFORE_VALUE.match(sentence)
+            or _RESTATES.search(sentence)
+        )
+        and other_value(_roman_as_digits(sentence), answer)
+        for sentence in sentences
+    )
+
+
+_AFTERTHOUGHT = Words(
+    ascii=(
+        r"(?:^|\n|\()[ \t>*_#-]*(?:notes?|n\.\s?b\.|p\.\s?(?:p\.\s?)?s\.?|addendum|footnote"
+        r"|errat(?:um|a)|fe\s+de\s+erratas|rectification|correction|corrigendum|update|edit"
+        r"|tl;?\s?dr|summary|alt(?:ernative)?|grader"
+        r"|second\s+thoughts?|remarque|nota|anmerkung|hinweis|nachtrag|berichtigung)\b\W*"
+    ),
+    other=r"(?:^|\n|\()[ \t>*_#-]*(?:修正|注意?|备注|注記|नोट|ملاحظة|примечание|поправка)\W*",
+)
+"""A note after the answer: "Note:", "P.S.", "Addendum:", "TL;DR —", "Rectification :", "修正："."""
+_NOTE_OFFERS = re.compile(
+    r"(?i)\b(?:if|when|unless|assuming|with|without|strictly\s+speaking|otherwise|counting"
+    r"|including|excluding|wenn|falls|si|se|jika|kama)\b[^.\n]{0,80}?(?:[,:]|\bthen\b)\s*[-−$€£]?\d"
+    r"|(?:अगर|यदि|если|如果|若|もし|만약|ถ้า)[^.\n।]{0,80}?(?:[,:，]|तो|то)?\s*[-−$€£]?\d"
+    r"|\b(?:might|could|may)\s+(?:\w+\s+){0,2}[-−$€£]?\d|\bon\s+reflection\b"
+)
+"""A value a note offers under a condition ("if the train is late, 200 minutes", "strictly
+speaking, 70", "अगर ... तो ४३") or as possible ("might read 520 g")."""
+_LONE_VALUE = re.compile(r"[-\u2212$€£¥]?\d[\d.,/]*(?:\s*[^\W\d_]{1,12})?")
+
+
+def _afterthought(answer: str, after: str) -> bool:
+    """A note after the answer offers another value, at once or under a condition.
+
+    "P.S. 43", "TL;DR — 19", "Note: if the train is late, 200 minutes", "Addendum: strictly
+    speaking, 70"; "Note: each box holds 7 eggs." offers none.
+    """
+    for note in _notes(after):
+        line_end = after.find("\n", note.end())
+        body = after[note.end() : line_end if line_end >= 0 else len(after)]
+        if not other_value(body, answer) and not _other_amount(body, answer):
+            continue
+        body = spelled.as_digits(body, spelled.language(body) or "en")  # "Twenty-eight if ..."
+        alone = _LONE_VALUE.fullmatch(body.strip(" \t.)—–-:"))  # "P.S. 43", "TL;DR — 19"
+        offers = _NOTE_OFFERS.search(body) or _IF_AFTER_VALUE.search(body) or offers_another(body)
+        if alone or offers or HEDGE_WORDS.search(body):
+            return True
+    return False
+
+
+def _other_amount(text: str, answer: str) -> bool:
+    """The last amount of ``text``, with its unit, is not ``answer`` ("5 mi" after "5 km")."""
+    numbers = find_numbers(text)
+    return bool(numbers) and not same(last_number(text, numbers)[0], answer)
+
+
+def _notes(after: str) -> list[re.Match]:
+    """The notes of :data:`_AFTERTHOUGHT` in ``after``."""
+    found = list(_AFTERTHOUGHT.ascii.finditer(after))
+    if not after.isascii():
+        found += _AFTERTHOUGHT.other.finditer(after)
+    return found
+
+
+def _lone_value(answer: str, after: str) -> bool:
+    r"""All that follows the answer is another value ("#### 42\n\n43", "#### 42\n\n四十三")."""
+    rest = after.strip(" \t\n.*")
+    return (
+        bool(rest)
+        and len(rest) <= 24
+        and bool(_LONE_VALUE.fullmatch(rest))
+        and not same(rest, answer)
+    )
+
+
+_IF_BEFORE_VALUE = re.compile(
+    r"(?i)\W*(?:if|when|unless|assuming|counting|including|excluding|without|wenn|falls|si|se"
+    r"|если|in\s+the\s+(?:unlikely\s+)?case|with|filled|under)\b[^.\n]{0,80}?(?:[,:]|\bit['’]?s|would\s+be)"
+    r"\s*(?:closer\s+to\s+)?[-\u2212$€£]?\d"
+)
+"""A condition, then a value: "If the teacher is counted, 43." offers another answer."""
+_RESTATES = re.compile(
+    r"(?i)\b(?:in\s+(?:words|roman\s+numerals|digits|figures)|(?:also\s+)?written\s+(?:as|out)"
+    r"|that\s+is|i\.\s?e\.|equivalently|in\s+other\s+words|en\s+lettres|in\s+Worten"
+    r"|en\s+palabras|то\s+есть|прописью)\b"
+)
+"""Words that say the answer again in another form ("In words: forty-two", "In Roman numerals:
+XLII", "also written as 3/4"): another value there is a second answer."""
+
+
+def _roman_as_digits(text: str) -> str:
+    """``text`` with its numbers in Roman numerals in digits ("In Roman numerals: XIII": 13)."""
+    return spelled.ROMAN.sub(lambda m: spelled.roman_value(m.group(0)) or m.group(0), text)
+
+
+_IF_AFTER_VALUE = re.compile(
+    r"(?i)\d[^.\n\d]{0,25}?\b(?:if|when|unless|wenn|falls|si|se|если)\b|\d[^.\n\d]{0,10}?如果"
+)
+"""A value and a condition right after it: "(43 if counting the driver.)", another answer."""
+_CHECKING = re.compile(r"(?i)\b(?:let\s+me\s+)?(?:check|verify|confirm)\w*\b|[✓✔]")
+"""A check of the answer after it ("Wait, let me check: 3 × 4 = 12 ✓"): no correction."""
+_WOULD_BE = re.compile(
+    r"\b(?:if|unless|assuming|suppose|were)\b.*\b(?:answer|result|total|it|that)"
+    r"(?:\s+would\s+be|'s|’s|\s+is|'d\s+be)\b"
+    r"|\b(?:answer|result|total|it)\s+would\s+be\b.*\bif\b",
+    re.IGNORECASE,
+)
+"""Another answer under another reading: "(If the boxes were not all full, the answer would be
+36.)", "if Tom also counts himself, it would be 16"."""
