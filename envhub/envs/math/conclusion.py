@@ -28,7 +28,7 @@ _CONCLUDING = (
     r"|לכן|sonuç\s+olarak"
     r"|したがって|よって|所以|因此|따라서|그러므로"
 )
-_CONCLUSION = re.compile(rf"(?i)[ \t>*_#-]*(?:{_CONCLUDING})")
+CONCLUSION = re.compile(rf"(?i)[ \t>*_#-]*(?:{_CONCLUDING})")
 """A line that opens with a conclusion ("So", "Итак", "Jadi", "ดังนั้น", "अतः", "إذن", "所以")."""
 _CONCLUDES = re.compile(rf"(?i){_CONCLUDING}")
 """A conclusion word anywhere ("Janet verdient also 45 Dollar", "Janet gagne donc 27")."""
@@ -51,7 +51,7 @@ def before_table(tail: str) -> tuple[str, int]:
     answers = len(rows) - 1 if rows and _ANSWER_HEAD.search(rows[0]) else 0
     while lines and not lines[-1].strip():
         lines.pop()
-    if lines and _CONCLUSION.match(lines[-1]) and find_numbers(lines[-1]):
+    if lines and CONCLUSION.match(lines[-1]) and find_numbers(lines[-1]):
         return "\n".join(lines), answers
     return tail, answers
 
@@ -87,7 +87,7 @@ def result_first(tail: str, numbers: list[re.Match]) -> int | None:
         if not _CONCLUDES.search(tail, start, number.end() + 20):  # "48.000 euros en total"
             return None  # no conclusion: the last number stands
         rest = said[i + 1 :]
-        return number.end() if all(_written_in(n.group(0), earlier) for n in rest) else None
+        return number.end() if all(written_in(n.group(0), earlier) for n in rest) else None
     return None
 
 
@@ -107,7 +107,7 @@ def summary_disagrees(before: str, answer: str) -> bool:
     last = sentences[numbered[-1]]
     if len(_DIGIT_RUNS.findall(last)) != 1 or "=" in last:
         return False  # (most sentences before an answer hold its working: several numbers)
-    if _NOT.search(last) or not _CONCLUDES.search(last):
+    if NOT.search(last) or not _CONCLUDES.search(last):
         return False
     values = find_numbers(last)
     if len(values) != 1:
@@ -123,9 +123,9 @@ def summary_disagrees(before: str, answer: str) -> bool:
 
 
 _DIGIT_RUNS = re.compile(r"\d(?:[\d.,'’\u202f\u00a0]|\s(?=\d{3}))*")
-_NOT = re.compile(r"(?i)\b(?:not|no|nicht|pas|no\s+es|не)\b")
+NOT = re.compile(r"(?i)\b(?:not|no|nicht|pas|no\s+es|не)\b")
 
 
-def _written_in(number: str, text: str) -> bool:
+def written_in(number: str, text: str) -> bool:
     """``number`` stands in ``text`` as a whole number."""
     return re.search(rf"(?<![\d.,]){re.escape(number)}(?![\d]|[.,]\d)", text) is not None

@@ -74,7 +74,7 @@ from .statements import (
     stated_value,
 )
 from .units import CHANGE, measure
-from .weighing import doubted_before, offered_before, weighed_before
+from .weighing import hedged_before
 
 __all__ = ["Extraction", "extract_answer", "format_score"]
 
@@ -308,12 +308,6 @@ _COMMITS = re.compile(r"(?i)\b(?:answer|result|total|value|correct)\b")
 _NOTE_MARK = re.compile(r"\[\^?\d{1,2}\]:?")
 
 
-def _lead(text: str, start: int) -> str:
-    r"""The words right before an explicit answer, in its sentence ("probably \boxed{9}")."""
-    lead = text[max(0, start - 60) : start]
-    return re.split(r"[.!?\n。]", lead)[-1]
-
-
 def _extract(text: str) -> Extraction:
     explicit = _explicit(text)
     if explicit:
@@ -332,15 +326,15 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
     hedged = (
         other  # "#### 42 (forty-three)"
         or is_hedged(between, tail)
-        or bool(HEDGE_WORDS.search(_lead(text, first)))
-        or offered_before(_lead(text, first), answer)
-        or weighed_before(text[max(0, first - 300) : first], answer)
-        or doubted_before(text[max(0, first - 300) : first], answer)
+        or hedged_before(text[max(0, first - 300) : first], answer)
         or summary_disagrees(text[:first], answer)
-        or (len(text) - end > ALSO_WINDOW and retracted(answer, text[-ALSO_WINDOW:]))
+        or (
+            len(text) - end > ALSO_WINDOW
+            and retracted(answer, text[-ALSO_WINDOW:], text[:-ALSO_WINDOW])
+        )
         or contradicted(text, different)
         or (method == "answer_is" and _overridden_box(text[:first], answer))
-        or (len(different) == 1 and retracted(answer, text[end:]))
+        or (len(different) == 1 and retracted(answer, text[end:], text[:first]))
     )
     return Extraction(answer, method, hedged)
 

@@ -117,7 +117,8 @@ _ACCEPTABLE = re.compile(
     re.IGNORECASE,
 )
 """With :data:`_ALSO`: a sentence after the final answer offering another value as also
-possible ("7 is also possible", "another valid answer is 7"): a hedge (:func:`envhub.envs.math.remarks.retracted`)."""
+possible ("7 is also possible", "another valid answer is 7"): a hedge
+(:func:`envhub.envs.math.remarks.retracted`)."""
 _NUMBER_THEN_BLANK = r"(?<![\d.,/_^{])\d+(?:\.\d+)?[ \t]+"
 """A number (not the tail of another: ``1,5``, ``x_2``, ``10^{3}``) and only blanks after it:
 the first of two values side by side (:data:`_SIDE_BY_SIDE`, :data:`_OR_BEFORE`)."""
@@ -339,7 +340,7 @@ def _approximate(answer: str, after: str, numbers: list[re.Match]) -> bool:
     if ABOUT.search(answer[max(0, start - 40) : start]):
         return True  # "about 42", "più o meno 15,50 €"
     rest = answer[numbers[-1].end() :]
-    if _ABOUT_AFTER.match(rest) or _ABOUT_AFTER.match(rest[1:]):
+    if ABOUT_AFTER.match(rest) or ABOUT_AFTER.match(rest[1:]):
         return True  # "42 내외", "42个左右", "42개쯤" (a counter word may come between)
     return bool(TOLERANCE.search(answer + after[:30], numbers[0].end()))
 
@@ -367,7 +368,8 @@ ABOUT = Words(
         r"|oko[lł]o|mniej\s+wi[eę]cej|korulbelul|yaklasik|asagi\s+yukari|omkring|ungefar|cirka|noin"
         r"|kb\.|asi|zhruba|priblizn[eě]|priblizno|aproximativ|sekitar|kira-kira|takriban|khoang"
         r"|humigit-kumulang|sennilega|verjetno|in\s+the\s+(?:neighbou?rhood|region)\s+of"
-        r"|on\s+the\s+order\s+of|close\s+to|a\s+little\s+(?:under|over)|upwards\s+of)"
+        r"|on\s+the\s+order\s+of|close\s+to|a\s+little\s+(?:under|over)|upwards\s+of|a\s+good"
+        r"|gut|gute)"
     )
     + _MONEY_BETWEEN
     + r"|~\s*$",
@@ -382,7 +384,7 @@ ABOUT = Words(
 )
 """A word right before the value that makes it approximate ("about 42", "etwa 42", "大约42",
 "około 12", "about $3,750"): like ``≈ 42``, no exact answer."""
-_ABOUT_AFTER = re.compile(
+ABOUT_AFTER = re.compile(
     r"\s*(?:左右|前後|ぐらい|くらい|程度|쯤|내외|정도|ခန့်|more\s+or\s+less|or\s+so|give\s+or\s+take)"
 )
 """A word right after the value that makes it approximate ("42个左右", "42個ぐらい", "42개쯤")."""

@@ -13,7 +13,10 @@ import re
 
 from . import spelled
 from .compare import same
+from .conclusion import CONCLUSION, NOT, written_in
 from .hedges import (
+    ABOUT,
+    ABOUT_AFTER,
     ALSO_WINDOW,
     CLAUSE_END,
     DOUBT,
@@ -25,7 +28,8 @@ from .hedges import (
     offers_another,
     other_value,
 )
-from .lastnumber import find_numbers, last_number
+from .lastnumber import find_numbers, last_number, unit_after
+from .restating import dimension
 
 _CORRECTION = Words(
     ascii=(
@@ -65,12 +69,13 @@ def taken_back(after: str) -> bool:
     return any(DOUBT.search(sentence) or TAKEN_BACK.search(sentence) for sentence in sentences)
 
 
-def retracted(answer: str, after: str) -> bool:
+def retracted(answer: str, after: str, before: str = "") -> bool:
     r"""The clause after the final answer takes it back, or adds another number.
 
     "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
     or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
-    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction).
+    the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction). ``before``,
+    the response before the answer, tells a new value from one the working gave.
     """
     clause = first_clause(after)
     if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
@@ -82,6 +87,8 @@ def retracted(answer: str, after: str) -> bool:
     if taken_back(after):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
+    if any(_remark_hedges(sentence, answer, before) for sentence in sentences):
+        return True  # "About 12, since the gauge isn't exact.", "A second method gave me 138"
     return any(
         (
             offers_another(sentence)
@@ -90,6 +97,7 @@ def retracted(answer: str, after: str) -> bool:
             or _IF_AFTER_VALUE.search(sentence)
             or _IF_BEFORE_VALUE.match(sentence)
             or _RESTATES.search(sentence)
+            or _SAYS_ANOTHER.search(sentence)
         )
         and other_value(_roman_as_digits(sentence), answer)
         for sentence in sentences
@@ -195,3 +203,58 @@ _WOULD_BE = re.compile(
 )
 """Another answer under another reading: "(If the boxes were not all full, the answer would be
 36.)", "if Tom also counts himself, it would be 16"."""
+
+
+_SAYS_ANOTHER = re.compile(
+    r"(?i)\b(?:might|could|may|would)\s+(?:well\s+)?(?:say|read|give|list|accept|expect|mark)\b"
+    r"|\b(?:possible|candidate|alternative)\s+(?:answers?|values?|results?|totals?)\s*"
+    r"(?:[:=]|are\b|include\b)"
+    r"|\banswer\s+key\b"
+)
+"""Words that put a value forward beside the answer: "An answer key that rounds differently
+might say 100.", "Possible answers: 9, 8." (not "the smallest possible value")."""
+_OTHER_WAY = re.compile(
+    r"(?i)\b(?:second|another|other|different|alternative|third)\s+(?:method|approach|way"
+    r"|calculation|computation|reading|interpretation|estimate|count|formula|attempt)s?\b"
+)
+"""Another way to the answer: "A second method gave me 138, but I'll go with 135."."""
+_ARITHMETIC = re.compile(r"[=×÷*+/^]|\d\s*[-−x]\s*\d|\\(?:times|cdot|div|frac)")
+
+
+def _remark_hedges(sentence: str, answer: str, before: str) -> bool:
+    """A sentence after the answer approximates it, or sets a new value beside it.
+
+    "About 12, since the gauge isn't exact." and "(In the region of 250 mL each.)" call the
+    answer approximate; "A second method gave me 138", "(2.5 km by road; 2 km as the crow
+    flies.)" and, after ``42``, "So Maria has 40 stickers left." give a value the working never
+    reached as another result.
+    """
+    if not any(c.isdigit() for c in sentence):
+        return False
+    numbers = find_numbers(sentence)
+    said = [n for n in numbers if same(n.group(0) + unit_after(sentence, n.end()), answer)]
+    said = said or [n for n in numbers if same(n.group(0), answer)]
+    if any(_approximated(sentence, n) for n in said):
+        return True
+    new = [n for n in numbers if n not in said and not written_in(n.group(0), before + answer)]
+    if not new or _ARITHMETIC.search(sentence):
+        return False
+    if _OTHER_WAY.search(sentence):
+        return True
+    if said and _same_kind(sentence, new, answer):
+        return True  # "(2.5 km by road; 2 km as the crow flies.)"
+    return len(numbers) == 1 and bool(CONCLUSION.match(sentence)) and not NOT.search(sentence)
+
+
+def _approximated(sentence: str, number: re.Match) -> bool:
+    """A word of approximation right before or after ``number``: "About 12", "30 mph or so"."""
+    before = sentence[max(0, number.start() - 40) : number.start()]
+    return bool(ABOUT.search(before) or ABOUT_AFTER.match(sentence, number.end()))
+
+
+def _same_kind(sentence: str, new: list[re.Match], answer: str) -> bool:
+    """One of the ``new`` values measures what ``answer`` measures (a unit's dimension)."""
+    kind = dimension(answer)
+    return kind is not None and any(
+        dimension(n.group(0) + unit_after(sentence, n.end())) == kind for n in new
+    )

@@ -17,7 +17,7 @@ from .locales import english_notation
 from .spelled import words_value
 
 _THAT_IS = (
-    r"(?:that\s+is|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently|c'est-à-dire|d\.\s?h\.|das\s+heißt"
+    r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently|c'est-à-dire|d\.\s?h\.|das\s+heißt"
     r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即)"
 )
 _SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
@@ -67,10 +67,10 @@ def restated(answer: str) -> tuple[str, bool]:
     if _value_of(main) is None:  # "10 соток, то есть 1000 м²": the value read is the second
         lead = found.group("lead") or found.group("said") or ""
         return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
-    return answer, _dimension(main) == _dimension(said)  # "$20 (3 hours)" is an aside
+    return answer, dimension(main) == dimension(said)  # "$20 (3 hours)" is an aside
 
 
-def _dimension(value: str) -> tuple | None:
+def dimension(value: str) -> tuple | None:
     """What ``value`` measures (its unit's dimension), None for a plain number."""
     unit = getattr(read(value), "unit", None)
     return unit.dimension if unit is not None else None

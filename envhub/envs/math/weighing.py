@@ -1,8 +1,10 @@
 r"""What comes right before a final answer: doubt, a guess, or another value weighed with it.
 
 "If I had to pick one, I'd say 13.\n#### 13" (:func:`doubted_before`), "It's either 12 or 13
-hours.\n#### 12 hours" (:func:`weighed_before`) and "It could also be 43, but I'll say
-\\boxed{42}" (:func:`offered_before`) hedge the answer the marker names.
+hours.\n#### 12 hours" (:func:`weighed_before`), "It could also be 43, but I'll say
+\\boxed{42}" (:func:`offered_before`), "She needs a little under 2 kg.\n#### 2 kg" and "135
+if the discount applies and 138 if it doesn't.\n#### 135" hedge the answer the marker names
+(:func:`hedged_before` reads them all).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .hedges import OR_ANOTHER, other_value
+from .hedges import ABOUT, HEDGE_WORDS, OR_ANOTHER, other_value
 from .lastnumber import find_numbers, unit_after
 from .parse import relations_as_intervals
 
@@ -96,3 +98,80 @@ def offered_before(lead: str, answer: str) -> bool:
 
 
 _MIGHT_BE = re.compile(r"(?i)\b(?:could|might|may)\s+(?:also\s+|well\s+)?be\b")
+
+
+def hedged_before(before: str, answer: str) -> bool:
+    r"""The words right before the final answer hedge it (``before``: up to 300 characters).
+
+    A word of uncertainty or another value offered in the answer's own sentence ("probably
+    \boxed{9}", "43 or perhaps \boxed{42}"), or the sentence before it doubting, weighing,
+    approximating its value or giving it under a condition beside another.
+    """
+    lead = re.split(r"[.!?\n。]", before[-60:])[-1]
+    return (
+        bool(HEDGE_WORDS.search(lead))
+        or offered_before(lead, answer)
+        or weighed_before(before, answer)
+        or doubted_before(before, answer)
+        or approximated_before(before, answer)
+        or conditional_before(before, answer)
+    )
+
+
+def approximated_before(before: str, answer: str) -> bool:
+    r"""The sentence right before the final answer calls its value approximate.
+
+    "She needs a little under 2 kg of sugar.\n#### 2 kg", "It is roughly 30 mph.\n#### 30 mph".
+    """
+    said = find_numbers(answer)
+    if _ROUNDING.search(before, max(0, len(before) - 300)):
+        return False  # "round to the nearest cent ... approximately $7.78": the value asked for
+    sentence = _last_numbered(before)
+    for number in find_numbers(sentence) if said else ():
+        if same(number.group(0), said[0].group(0)):
+            if ABOUT.search(sentence[max(0, number.start() - 40) : number.start()]):
+                return True
+    return False
+
+
+_ROUNDING = re.compile(r"(?i)\bround|\bnearest\b|decimal\s+places?|significant|≈|\\approx")
+
+
+def conditional_before(before: str, answer: str) -> bool:
+    r"""The sentence right before the final answer gives two values, each under a condition.
+
+    "The answer is 135 if the discount applies and 138 if it doesn't.\n#### 135", "12 if you
+    count the driver, otherwise 11.\n#### 12".
+    """
+    window = before[-300:]
+    if " if " not in window and " wenn " not in window and " si " not in window:
+        return False  # a cheap first test
+    sentence = _last_numbered(window)
+    conditions = list(_UNDER_CONDITION.finditer(sentence))
+    if not conditions or not _COMMITTING.search(sentence, 0, conditions[0].start()):
+        return False  # "The price is 20 if you buy one and 35 if you buy two": a rule
+    values = {m.group(1) for m in conditions} | {m.group(1) for m in _OTHERWISE.finditer(sentence)}
+    return len(values) > 1 and not all(same(v, answer) for v in values)
+
+
+_COMMITTING = re.compile(
+    r"(?i)\b(?:answers?|results?|totals?|it['’]s|it\s+is|(?:it\s+)?would\s+be|comes\s+to|either)\b"
+)
+"""Words that make the conditional values answers ("The answer is 135 if ...", "It's 12 if ...")."""
+
+
+_UNDER_CONDITION = re.compile(
+    r"(?i)(?<![\d.,])[$€£¥]?(\d+(?:[.,]\d+)?)[^.\n\d]{0,25}?\b(?:if|unless|wenn|falls|si)\b"
+)
+"""A value with a condition right after it: "135 if the discount applies"."""
+_OTHERWISE = re.compile(
+    r"(?i)\b(?:otherwise|else|sonst|sinon|si\s+no)\b[\s,:]*(?:it['’]s\s+|it\s+is\s+)?"
+    r"[$€£¥]?(\d+(?:[.,]\d+)?)"
+)
+"""The value left when the condition fails: "otherwise 11"."""
+
+
+def _last_numbered(before: str) -> str:
+    """The last sentence of ``before`` (its last 300 characters) that holds a digit."""
+    sentences = [s for s in _STOPS.split(before[-300:]) if any(c.isdigit() for c in s)]
+    return sentences[-1] if sentences else ""
