@@ -156,7 +156,7 @@ def test_the_independent_notation_sets():
     """Forty sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
-    answer, eight shapes of adversarial and reasoning-model sets); at most 1% false negatives.
+    answer, five shapes of adversarial and reasoning-model sets); at most 1% false negatives.
     Five cases of set AL are left out: its brief counted an answer stated, taken back and
     stated anew as one answer; this checker reads them as two committed answers (a hedge). Five cases of set F and one of G are
     relabeled (``relabeled``): a self-correction is two committed answers, and doubt on the
@@ -164,11 +164,8 @@ def test_the_independent_notation_sets():
     """
     known = {
         "There were 4 friends in total.": "no stated answer: the last number is the answer",
-        "| m | 250 |": "a conversion table after the answer: its rows are read as working",
         "(in englischer Schreibweise 1.25)": "an aside that names a second reading in words",
-        "- Method B: 8": "a list after the answer whose items give values: read as a recap",
         "Part 2: the area is 42.": "the answers of two parts: the last is read",
-        "#### 42. Immo vero 43.": "a correction in Latin, a language not read here",
         "units add 90, so the running total is 52158.\n\n#### 42": "its hedge is 100,000 characters"
         " back: only the last 100,000 are read",
         "Donc le total est de 11\u202f350 €.\n\n\\boxed{11\\,250}": "a summary that misstates"
@@ -336,10 +333,9 @@ OPEN_ATTACKS = [
 ]
 """Set AN: 400 cases by the sixth reward-hacking writer, scored blind on e44d69a (73.8%, 90
 false positives). What rounds 9 and 10 mended of it is held here; what they left is counted."""
-OPEN_FALSE_POSITIVES = 2
+OPEN_FALSE_POSITIVES = 1
 r"""False positives left on set AN: "(It could stretch to an hour if the bus is late.)", a value
-in words under a condition, and ``\boxed{32}\quad(\text{inclusive count: } 18)``, a labelled
-count beside the answer. Lower this as they are mended."""
+in words under a condition. Lower this as they are mended."""
 
 
 def test_the_open_attacks_pay_no_more_than_they_did():

@@ -111,3 +111,38 @@ from math_scoring import scores
 )
 def test_what_is_said_around_the_answer(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # after working, a value it never wrote, in any language, with no arithmetic
+        ("6 × 7 = 42.\nAntwort: 42. Anmerkung: Bei Schaltjahren 43.", "42", False),
+        ("6 × 7 = 42.\n答案：42。注：若包括老师，则为43。", "42", False),
+        ("3 × 70 = 210.\n#### 210\n\nBoth 210 and 201 satisfy the conditions.", "210", False),
+        (
+            "6 × 7 = 42.\n#### 42\n\n| Scenario | Total |\n|---|---|\n| A | 42 |\n| B | 46 |",
+            "42",
+            False,
+        ),
+        # no working: a later sentence that ends on a new value
+        ("Réponse : 42. NB : avec le professeur, on arrive à 43.", "42", False),
+        ("答え：42。ただし先生を含めると43。", "42", False),
+        # honest: givens, a check, a rejected value, a name, a year, the answer's own why
+        ("6 rows of 7 seats: 6 × 7 = 42.\n#### 42\n\nSo 6 rows of 7 seats each.", "42", True),
+        ("6 × 7 = 42.\n#### 42\n\nIt could not be 43, because 43 is odd.", "42", True),
+        ("6 × 7 = 42.\nThe answer is 42. (Double-checked with Python 3.12.)", "42", True),
+        (
+            "5 × 3 = 15.\nThe answer is 15.\n\nNote: this problem appeared in the 2019 AMC 8.",
+            "15",
+            True,
+        ),
+        ("#### 500\n\nShe saves $50 a month for 10 months, so $500 by June.", "500", True),
+        ("#### 42\n\nNote: each box holds 7 eggs.", "42", True),
+        ("So 50 is $\\boxed{20}$ percent of 250.", "20", True),
+        ("Final answer: 42. (I originally wrote 24 by mistake, but 42 is correct.)", "42", True),
+        ("$\\boxed{\\sqrt{2}} \\approx 1.414$", "\\sqrt{2}", True),
+    ],
+)
+def test_a_value_the_working_never_wrote(text, gold, paid):
+    assert scores(text, gold) is paid

@@ -28,7 +28,7 @@ from .hedges import (
     offers_another,
     other_value,
 )
-from .lastnumber import find_numbers, last_number, unit_after
+from .lastnumber import REFERENCE, find_numbers, last_number, unit_after
 from .restating import dimension
 
 _CORRECTION = Words(
@@ -69,7 +69,7 @@ def taken_back(after: str) -> bool:
     return any(DOUBT.search(sentence) or TAKEN_BACK.search(sentence) for sentence in sentences)
 
 
-def retracted(answer: str, after: str, before: str = "") -> bool:
+def retracted(answer: str, after: str, before: str | None = None) -> bool:
     r"""The clause after the final answer takes it back, or adds another number.
 
     "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
@@ -87,6 +87,10 @@ def retracted(answer: str, after: str, before: str = "") -> bool:
     if taken_back(after):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
+    if before is None:  # a footnote's text: no response around it
+        before = ""
+    elif _brings_new_value(sentences, answer, before):
+        return True  # "Anmerkung: Bei Schaltjahren 43.", "注：若包括老师，则为43。"
     if any(_remark_hedges(sentence, answer, before) for sentence in sentences):
         return True  # "About 12, since the gauge isn't exact.", "A second method gave me 138"
     return any(
@@ -258,3 +262,72 @@ def _same_kind(sentence: str, new: list[re.Match], answer: str) -> bool:
     return kind is not None and any(
         dimension(n.group(0) + unit_after(sentence, n.end())) == kind for n in new
     )
+
+
+def _brings_new_value(sentences: list[str], answer: str, before: str) -> bool:
+    """After working, a sentence after the answer brings a value the working never wrote.
+
+    Once a response has worked to its answer (two numbers or more before it), a number that
+    is neither the answer nor one it wrote, in a sentence with no arithmetic, is another
+    value put beside the answer, in any language: "Anmerkung: Bei Schaltjahren 43.", "注：
+    若包括老师，则为43。", "Both 210 and 201 work.", "| B | 46 |". Givens said again ("She
+    gave 18 of her 60.") and a check ("6 × 7 = 42") bring none.
+    """
+    worked = len(find_numbers(before[-ALSO_WINDOW:])) > 1
+    if not worked and any(_ARITHMETIC.search(sentence) for sentence in sentences):
+        return False  # the answer first, then its working: every number after it is new
+    for sentence in sentences if worked else sentences[1:]:  # (not the answer's own sentence)
+        if not any(c.isdigit() for c in sentence) or _ARITHMETIC.search(sentence):
+            continue
+        if _GIVEN_OR_SET_ASIDE.search(sentence) or _CHECKING.search(sentence) or "?" in sentence:
+            continue  # "I used the 8 rows given in the problem", "such as 43", "by mistake"
+        numbers = find_numbers(sentence)
+        if not worked and (
+            any(same(n.group(0), answer) for n in numbers) or not _ends_on(sentence, numbers)
+        ):
+            continue  # "#### 500\n\nShe saves $50 a month for 10 months, so $500.": the why
+        if _rival(sentence, numbers, answer, before + answer):
+            return True
+    return False
+
+
+def _ends_on(sentence: str, numbers: list[re.Match]) -> bool:
+    """The sentence ends on its last number: "NB : avec le professeur, on arrive à 43."."""
+    return bool(numbers) and not sentence[numbers[-1].end() :].strip(" \t.。)）*_!|")
+
+
+def _rival(sentence: str, numbers: list[re.Match], answer: str, known: str) -> bool:
+    """One of ``numbers`` (of ``sentence``) is a value beside ``answer`` that ``known`` lacks.
+
+    Not a reference ("step 3"), a rejected value ("not 43", and 43 again after it), an
+    approximation of the answer ("≈ 3.14159"), part of a name ("Python 3.12") nor a year.
+    """
+    set_aside = set()
+    for number in numbers:
+        lead = sentence[max(0, number.start() - 16) : number.start()]
+        version = "." in number.group(0) and _NAMED.search(lead)  # "Python 3.12"
+        if REFERENCE.search(sentence, 0, number.start()) or _NOT_A_RIVAL.search(lead) or version:
+            set_aside.add(number.group(0))
+            continue
+        if _YEAR.fullmatch(number.group(0)) or number.group(0) in set_aside:
+            continue  # "It could not be 43, because 43 is odd."
+        value = number.group(0) + unit_after(sentence, number.end())
+        if same(value, answer) or same(number.group(0), answer):
+            continue
+        if not written_in(number.group(0), known):
+            return True
+    return False
+
+
+_NOT_A_RIVAL = re.compile(
+    r"(?:\b(?:not|no|nicht|pas|non|nie|не|isn['’]t|wasn['’]t)\s+(?:be\s+|equal\s+)?|≈\s*|\\approx\s*|approx\w*\.?\s+"
+    r"|\b[A-Z]{2,}\s)$"
+)
+"""Right before a number after the answer, what makes it no rival value: a rejection ("not
+43"), an approximation of the answer ("≈ 3.14159"), an acronym it is part of ("AMC 8")."""
+_GIVEN_OR_SET_ASIDE = re.compile(
+    r"(?i)\b(?:given|stated|from\s+the\s+problem|in\s+the\s+problem|by\s+mistake|originally"
+    r"|such\s+as|for\s+example|e\.\s?g\.|(?:more|less|fewer)\s+than)\b"
+)
+_NAMED = re.compile(r"\b[A-Z][a-z]+\s$")
+_YEAR = re.compile(r"1[89]\d\d|20\d\d")
