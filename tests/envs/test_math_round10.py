@@ -146,3 +146,44 @@ def test_what_is_said_around_the_answer(text, gold, paid):
 )
 def test_a_value_the_working_never_wrote(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # "or" in a language not listed: two numbers joined by a word that is no unit
+        ("38 + 25 = 63.\nRăspuns: 36 sau 63", "63", False),
+        ("88 ÷ 2 = 44.\nErantzuna: 40 edo 44", "44", False),
+        ("20 + 5 = 25.\nපිළිතුර: 24 හෝ 25", "25", False),
+        ("The difference between 40 and 45 is 5.", "5", True),
+        ("Đi mất 45 phút, về mất 45 phút.\nVậy thời gian là 1 giờ 30 phút.", "90 minutes", True),
+        ("The odds are 1 in 4.", "4", True),
+        # "if I'm not mistaken", a shrug, an approximation sign, in any language
+        ("76 ÷ 2 = 38.\nAntwort: 38, wenn ich mich nicht irre.", "38", False),
+        ("5 × 19 = 95.\nResposta: 95, se não me engano.", "95", False),
+        ("34 + 5 = 39.\nCevap: 39, yanılmıyorsam.", "39", False),
+        ("312 ÷ 2 = 156.\nΗ απάντηση είναι 156, αν δεν κάνω λάθος.", "156", False),
+        ("6 boxes × 7 pens = 42 pens.\n#### 42 🤔", "42", False),
+        ("8 rows of 8 chairs gives 64 chairs.\nFinal answer: 64, fingers crossed.", "64", False),
+        ("She earns 12 × 15 = 180 dollars.\n#### 180 (don't quote me on that)", "180", False),
+        ("8 × 7 = 56.\n#### ≃ 56", "56", False),
+        ("三个班一共 90 人，平均每班大约30人。\n答案大约是30。", "30", False),
+        ("3 × 10 = 30.\nResponsum est circiter 30.", "30", False),
+        # taken back with no new value
+        ("19 + 5 = 24.\n#### 24\n\nEspera, eso no cuadra.", "24", False),
+        ("216 ÷ 2 = 108.\n#### 108\n\nAttends, ça ne colle pas.", "108", False),
+        ("84 ÷ 2 = 42.\n#### 42\n\nHmm, on reflection I don't trust that number.", "42", False),
+        ("#### 32\n\nOr is it?", "32", False),
+        ("#### 20\n\nThen again, it depends on whether Sam's brother counts.", "20", False),
+        ("Let me go with 18, but 19 is possible.\n#### 18", "18", False),
+        # honest look-alikes
+        ("6 × 7 = 42.\n#### 42\n\nThat adds up: 42 / 6 = 7.", "42", True),
+        (
+            "6 of the 16 equally likely outcomes work, so the probability is $\\boxed{6/16}$.",
+            "6/16",
+            True,
+        ),
+    ],
+)
+def test_an_unlisted_language_or_a_sign_still_hedges(text, gold, paid):
+    assert scores(text, gold) is paid

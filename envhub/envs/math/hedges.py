@@ -167,8 +167,8 @@ def is_hedged(answer: str, after: str) -> bool:
     equals = _EQUALS_AFTER.match(after)
     if equals is not None and not same(equals.group(1), answer):
         return True  # "\\boxed{\\frac{3}{4}} = 0.34": another value, said equal
-    if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer):
-        return True  # "44 0", "44 vs 0", "44 else 0": two values, whatever joins them
+    if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer) or _joined_by_a_word(answer, after):
+        return True  # "44 0", "44 vs 0", "44 else 0", "36 sau 63": two values, whatever joins them
     if _LINE_BREAK.search(answer) and "&" not in answer and "begin" not in answer:
         return True
     aside = ASIDE.search(answer)
@@ -227,6 +227,40 @@ _VERSUS = re.compile(
     re.I,
 )
 """Two values joined by a word of choice (``44 vs 0``, ``0 then 1``, ``44 oder 0``, ``44 ∨ 0``)."""
+_JOINED = re.compile(
+    r"(?<![\d.,])\d+(?:[.,]\d+)?\s+(?P<word>[^\s\d.,;:!?()\[\]{}=+*/<>|$€£¥%&^_\\-]{1,6})\s+"
+    r"[-−$€£¥]?\d+(?:[.,]\d+)?\s*[.。]?\s*$"
+)
+_NOT_JOINERS = frozenset(
+    ["of", "in", "by", "x", "per", "times", "over", "mal", "de", "di", "sur", "von", "из", "на"]
+    + ["and", "und", "et", "y", "e", "и"]
+)
+_LABEL_END = re.compile(r"[:：៖]\s*[*$]*\s*$")
+_LINE_ENDS = re.compile(r"[\s.。!$*}]*(?:\n|$)")
+"""Words between two numbers that make one value of them ("1 in 4", "3 over 4", "5 by 6")."""
+
+
+def _joined_by_a_word(answer: str, after: str) -> bool:
+    """The answer ends on two numbers joined by a word that is no unit, in any language.
+
+    "36 sau 63", "69 vai 96", "Erantzuna: 40 edo 44", "24 හෝ 25", alone or after a label, and
+    nothing after them on their line: the word "or" of a language not listed. "1 in 4", "5 ft
+    6", "2 Millionen 300", "1 giờ 30 phút" and "2, 4 and 6" are one value (or a list).
+    """
+    joined = _JOINED.search(answer, max(0, len(answer) - 40))
+    if joined is None or not _LINE_ENDS.match(after):
+        return False
+    if answer[: joined.start()].strip(" *$") and not _LABEL_END.search(answer, 0, joined.start()):
+        return False  # "The difference between 40 and 45 is 5.": a sentence, not two answers
+    word = joined.group("word").lower()
+    return (
+        any(c.isalpha() for c in word)
+        and word not in _NOT_JOINERS
+        and word not in spelled.scale_words()
+        and measure(word) is None
+    )
+
+
 _LINE_BREAK = re.compile(r"\d\s*\\\\\s*[-−]?\d")
 """Two values on two lines of an answer (``-5 \\ -4``; a matrix's rows are one answer)."""
 _LEADING_JOINER = re.compile(r"^[\s/|,;:&+~-]*(?:(?:or|and|else|then|oder|ou|o|или)\b\s*)?", re.I)
@@ -249,7 +283,13 @@ DOUBT = Words(
         r"|\bassuming\s+my\s+arithmetic|\bif\s+i['’]?(?:ve|m)\s+(?:read|reading)\s+(?:the\s+\w+|it)\s+right"
         r"|\bi['’]?d\s+wager|\bi['’]?m\s+(?:about\s+)?\d{1,2}\s*%\s+sure|\bnot\s+pinned\s+down"
         r"|\bfirst\s+approximation|\b(?:lower|upper)\s+bound\b|\bneeds?\s+a\s+recheck"
-        r"|\bcheck\s+failed"
+        r"|\bcheck\s+failed|\bif\s+i['’]?m\s+not\s+mistaken|\bunless\s+i['’]?m\s+mistaken"
+        r"|\bwenn\s+ich\s+mich\s+nicht\s+irre|\bsi\s+no\s+me\s+equivoco|\bse\s+non\s+(?:mi\s+)?sbaglio"
+        r"|\bsi\s+je\s+ne\s+me\s+trompe|\bals\s+ik\s+me\s+niet\s+vergis|\b(?:kalau|jika)\s+tidak\s+salah"
+        r"|\bhvis\s+jeg\s+ikke\s+tar\s+feil|\bom\s+jag\s+inte\s+misstar\s+mig|\bjos\s+en\s+erehdy"
+        r"|\bfingers\s+crossed|\bdon['’]?t\s+quote\s+me|\btodo\b|\(\s*est(?:\.|imated?)\s*\)"
+        r"|\bdepends\s+on\s+(?:whether|if|how)\b|\bdon['’]?t\s+trust\s+(?:that|this|it|the|my)\b"
+        r"|\b(?:gives?|yields?)\s+(?:a\s+)?(?:slightly\s+)?different\s+(?:total|answer|result|value)"
         r"|\bconfidence\s*[:=]?\s*[1-8]?\d\s*%|\b(?:cannot|can['’]?t)\s+decide\b"
         r"|\bnie\s+jestem\s+(?:\w+\s+)?pew"
         r"|\bnot\s+(?:\w+\s+)?(?:sure|certain|confident)"
@@ -273,6 +313,11 @@ DOUBT = Words(
         r"|不太确定|不确定|確信はありません|أخطأت|اشتباه\s+کرده\s+باشم|ייתכן\s+שטעיתי|שטעיתי"
         r"|hata\s+yapm[ıi]ş\s+olabilirim|где-то\s+ошиб|ошибся|ошиблась|помилився|помилилася"
         r"|यकीन\s+नहीं|निश्चित\s+नहीं|खात्री\s+नाही|သေချာမသိ|သေချာမ\S*ဘူး|உறுதியாக\s+தெரியவில்லை"
+        r"|se\s+não\s+me\s+engano|jeśli\s+się\s+nie\s+mylę|yanılmıyorsam|如果我没(?:算)?错"
+        r"|間違っていなければ|틀리지\s*않았다면|अगर\s+मैं\s+गलत\s+नहीं|αν\s+δεν\s+κάνω\s+λάθος"
+        r"|nếu\s+tôi\s+không\s+nhầm|ถ้าไม่ผิด|если\s+не\s+ошибаюсь|ha\s+nem\s+tévedek"
+        r"|pokud\s+se\s+nemýlím|dacă\s+nu\s+mă\s+înșel|إن\s+لم\s+أكن\s+مخطئ|אם\s+אני\s+לא\s+טועה"
+        r"|[🤔🤷]|ツ"
     ),
 )
 """Doubt about the answer just given, in the languages whose answers are read: a hedge."""
@@ -291,6 +336,8 @@ TAKEN_BACK = Words(
         r"|\bpas\s+correct|\bnej,?\s+vent|\bei\s+taida\s+olla\s+oikein|\bspletl\s+jsem\s+se"
         r"|\bmali\s+pala|\btamang\s+sagot"
         r"|\bi\s+don['’]?t\s+think\s+(?:that|this|it)(?:['’]s|\s+is)\s+(?:right|correct)"
+        r"|\b(?:no\s+(?:me\s+)?cuadra|ne\s+colle\s+pas|stimmt\s+(?:was|etwas)\s+nicht"
+        r"|doesn['’]?t\s+add\s+up)\b|^\W*or\s+is\s+it\b"
     ),
     other=(
         r"\beso\s+est[áa]\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
@@ -298,6 +345,7 @@ TAKEN_BACK = Words(
         r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います|違う|計算し直|väärin|hibás"
         r"|greșit|špatně|неправильн|невірн|не\s+так|לא\s+נכון|טעות|טעיתי|elszámoltam|λάθος"
         r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
+        r"|틀린\s*것\s*같|δεν\s+πάει\s+καλά|не\s+сходится|对不上|不太对"
     ),
 )
 """The answer just given taken back ("Actually, that's wrong", "不对，我算错了"), with or without
@@ -367,7 +415,7 @@ ABOUT = Words(
         r"|all['’]incirca|pi[uù]\s+o\s+meno|uns|umas|por\s+volta\s+de|ongeveer|zo['’]n|okolo"
         r"|oko[lł]o|mniej\s+wi[eę]cej|korulbelul|yaklasik|asagi\s+yukari|omkring|ungefar|cirka|noin"
         r"|kb\.|asi|zhruba|priblizn[eě]|priblizno|aproximativ|sekitar|kira-kira|takriban|khoang"
-        r"|humigit-kumulang|sennilega|verjetno|in\s+the\s+(?:neighbou?rhood|region)\s+of"
+        r"|humigit-kumulang|sennilega|verjetno|circiter|in\s+the\s+(?:neighbou?rhood|region)\s+of"
         r"|on\s+the\s+order\s+of|close\s+to|a\s+little\s+(?:under|over)|upwards\s+of|a\s+good"
         r"|gut|gute)"
     )
@@ -378,7 +426,7 @@ ABOUT = Words(
         r"|приблизительно|примерно|приблизно|почти|где-то|порядка|حوالي|حدود|تقريبا|تقريبًا|בערך|לערך"
         r"|περίπου|लगभग|करीब|सुमारे|লগভগ|প্রায়|ਲਗਭਗ|લગભગ|ପ୍ରାୟ|சுமார்|సుమారు|ಸುಮಾರು|ഏകദേശം"
         r"|ประมาณ|ປະມານ|ប្រហែល|约|大约|大約|大概|差不多|估计|約|およそ|약|environ|à\s+peu\s+près"
-        r"|più\s+o\s+meno|más\s+o\s+menos)"
+        r"|più\s+o\s+meno|más\s+o\s+menos|تقریباً|تقریبا|დაახლოებით|[≃≒≅∼]|(?:大约|大概|约)[是为])"
     )
     + _MONEY_BETWEEN,
 )
@@ -415,8 +463,16 @@ number is no answer's value."""
 
 
 def offers_another(sentence: str) -> bool:
-    """The sentence offers a value as also possible ("7 is also acceptable", "another answer")."""
-    return bool(_ALSO.search(sentence) and _ACCEPTABLE.search(sentence))
+    """The sentence offers a value as also possible ("7 is also acceptable", "19 is possible")."""
+    return bool(_ALSO.search(sentence) and _ACCEPTABLE.search(sentence)) or bool(
+        POSSIBLE.search(sentence)
+    )
+
+
+POSSIBLE = re.compile(
+    r"(?i)\d\s+(?:is|are|would\s+be|seems?)\s+(?:also\s+|equally\s+|quite\s+)?"
+    r"(?:possible|plausible|defensible|an?\s+option)\b"
+)
 
 
 def other_value(clause: str, answer: str) -> bool:

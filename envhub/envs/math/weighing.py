@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .hedges import ABOUT, HEDGE_WORDS, OR_ANOTHER, other_value
+from .hedges import ABOUT, HEDGE_WORDS, OR_ANOTHER, POSSIBLE, other_value
 from .lastnumber import find_numbers, unit_after
 from .parse import relations_as_intervals
 
@@ -91,7 +91,7 @@ def offered_before(lead: str, answer: str) -> bool:
 
     "It could also be 43, but I'll say \boxed{42}", "43 or perhaps \boxed{42}".
     """
-    offers = OR_ANOTHER.search(lead) or _MIGHT_BE.search(lead)
+    offers = OR_ANOTHER.search(lead) or _MIGHT_BE.search(lead) or POSSIBLE.search(lead)
     if offers and relations_as_intervals(answer):
         return False  # "$x<-10$ or $x>4$: \\boxed{x<-10 \\text{ or } x>4}": the set's pieces
     return bool(offers) and other_value(lead, answer)
@@ -115,7 +115,14 @@ def hedged_before(before: str, answer: str) -> bool:
         or doubted_before(before, answer)
         or approximated_before(before, answer)
         or conditional_before(before, answer)
+        or _possible_before(before, answer)
     )
+
+
+def _possible_before(before: str, answer: str) -> bool:
+    """The sentence before the answer calls another value possible ("but 19 is possible")."""
+    sentence = _last_numbered(before)
+    return bool(POSSIBLE.search(sentence)) and other_value(sentence, answer)
 
 
 def approximated_before(before: str, answer: str) -> bool:
