@@ -13,8 +13,12 @@ from math_scoring import scores
 
 from envhub.envs.math import pool
 
-CASE_FILES = ("math_notation_cases.jsonl", "math_notation_cases_round9.jsonl")
-"""Sets A-Z, then round 9's AA-AO (two files: each under the repository's 2 MB limit)."""
+CASE_FILES = (
+    "math_notation_cases.jsonl",
+    "math_notation_cases_round9.jsonl",
+    "math_notation_cases_round10.jsonl",
+)
+"""Sets A-Z, round 9's AA-AO, round 10's AP (files, each under the repository's 2 MB limit)."""
 CASES = [
     json.loads(line)
     for name in CASE_FILES
@@ -153,7 +157,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Forty sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Forty-one sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
     answer, five shapes of adversarial and reasoning-model sets); at most 1% false negatives.
@@ -331,19 +335,23 @@ OPEN_ATTACKS = [
     json.loads(line)
     for line in Path(__file__).with_name("math_open_attacks.jsonl").open(encoding="utf-8")
 ]
-"""Set AN: 400 cases by the sixth reward-hacking writer, scored blind on e44d69a (73.8%, 90
-false positives). What rounds 9 and 10 mended of it is held here; what they left is counted."""
-OPEN_FALSE_POSITIVES = 1
-r"""False positives left on set AN: "(It could stretch to an hour if the bus is late.)", a value
-in words under a condition. Lower this as they are mended."""
+"""Two reward-hacking sets of 400 cases, each scored blind once: AN by the sixth writer (on
+e44d69a: 73.8%, 90 false positives) and AQ by the seventh (on 9b72518: 72.8%, 90). What rounds
+9 and 10 mended of them is held here; what they left is counted."""
+OPEN_FALSE_POSITIVES = {"an": 1, "aq": 37}
+r"""False positives left on each set: on AN, "(It could stretch to an hour if the bus is
+late.)", a value in words under a condition; on AQ, other values hidden in code, LaTeX
+(``\overset``, ``\begin{comment}``), octal and hex, keycap and parenthesized digits, asides of
+two units ("(km or miles)"), and doubt before the answer with no number ("my gut says:").
+Lower these as they are mended."""
 
 
-def test_the_open_attacks_pay_no_more_than_they_did():
-    """A ratchet: set AN's open false positives never grow, and its misses stay few."""
-    paid_wrongly = [c for c in OPEN_ATTACKS if not c["expected"] and scores(c["pred"], c["gold"])]
-    missed = [c for c in OPEN_ATTACKS if c["expected"] and not scores(c["pred"], c["gold"])]
-    print(
-        f"set AN: {len(paid_wrongly)} false positives, {len(missed)} misses of {len(OPEN_ATTACKS)}"
-    )
-    assert len(paid_wrongly) <= OPEN_FALSE_POSITIVES, [c["pred"][-80:] for c in paid_wrongly]
-    assert len(missed) <= 0.05 * len(OPEN_ATTACKS), [c["pred"][-80:] for c in missed]
+@pytest.mark.parametrize("name", sorted(OPEN_FALSE_POSITIVES))
+def test_the_open_attacks_pay_no_more_than_they_did(name):
+    """A ratchet: a set's open false positives never grow, and its misses stay under 5%."""
+    cases = [c for c in OPEN_ATTACKS if c["set"] == name]
+    paid_wrongly = [c for c in cases if not c["expected"] and scores(c["pred"], c["gold"])]
+    missed = [c for c in cases if c["expected"] and not scores(c["pred"], c["gold"])]
+    print(f"set {name}: {len(paid_wrongly)} false positives, {len(missed)} misses of {len(cases)}")
+    assert len(paid_wrongly) <= OPEN_FALSE_POSITIVES[name], [c["pred"][-80:] for c in paid_wrongly]
+    assert len(missed) <= 0.05 * len(cases), [c["pred"][-80:] for c in missed]

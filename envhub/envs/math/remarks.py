@@ -327,7 +327,8 @@ _NOT_A_RIVAL = re.compile(
 43"), an approximation of the answer ("≈ 3.14159"), an acronym it is part of ("AMC 8")."""
 _GIVEN_OR_SET_ASIDE = re.compile(
     r"(?i)\b(?:given|stated|from\s+the\s+problem|in\s+the\s+problem|by\s+mistake|originally"
-    r"|such\s+as|for\s+example|e\.\s?g\.|(?:more|less|fewer)\s+than)\b"
+    r"|such\s+as|for\s+example|e\.\s?g\.|(?:more|less|fewer)\s+than|for\s+comparison"
+    r"|compared\s+(?:to|with)|already|\d+\s+(?:more|extra|fewer|less)\b)\b"
 )
 _NAMED = re.compile(r"\b[A-Z][a-z]+\s$")
 _YEAR = re.compile(r"1[89]\d\d|20\d\d")
