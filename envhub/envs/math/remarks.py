@@ -273,6 +273,8 @@ def _brings_new_value(sentences: list[str], answer: str, before: str) -> bool:
     若包括老师，则为43。", "Both 210 and 201 work.", "| B | 46 |". Givens said again ("She
     gave 18 of her 60.") and a check ("6 × 7 = 42") bring none.
     """
+    if not any(c.isdigit() for sentence in sentences for c in sentence):
+        return False  # a cheap first test: nothing after the answer holds a number
     worked = len(find_numbers(before[-ALSO_WINDOW:])) > 1
     if not worked and any(_ARITHMETIC.search(sentence) for sentence in sentences):
         return False  # the answer first, then its working: every number after it is new

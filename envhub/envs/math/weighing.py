@@ -9,6 +9,7 @@ if the discount applies and 138 if it doesn't.\n#### 135" hedge the answer the m
 
 from __future__ import annotations
 
+import functools
 import re
 
 from .compare import same
@@ -131,16 +132,22 @@ def approximated_before(before: str, answer: str) -> bool:
     "She needs a little under 2 kg of sugar.\n#### 2 kg", "It is roughly 30 mph.\n#### 30 mph".
     """
     said = find_numbers(answer)
-    if _ROUNDING.search(before, max(0, len(before) - 300)):
-        return False  # "round to the nearest cent ... approximately $7.78": the value asked for
-    sentence = _last_numbered(before)
-    for number in find_numbers(sentence) if said else ():
-        if same(number.group(0), said[0].group(0)):
-            if ABOUT.search(sentence[max(0, number.start() - 40) : number.start()]):
-                return True
+    sentence = _last_numbered(before) if said else ""
+    if not said or said[0].group(0) not in sentence:
+        return False  # a cheap first test: the sentence does not write the answer's digits
+    value = said[0].group(0)
+    at = sentence.find(value)
+    while at >= 0:  # each place the sentence writes the value (not inside another number)
+        end = at + len(value)
+        whole = sentence[at - 1 : at] not in _IN_A_NUMBER and not sentence[end : end + 1].isdigit()
+        if whole and ABOUT.search(sentence[max(0, at - 40) : at]):
+            # "round to the nearest cent ... approximately $7.78" is the value asked for
+            return not _ROUNDING.search(before, max(0, len(before) - 300))
+        at = sentence.find(value, end)
     return False
 
 
+_IN_A_NUMBER = frozenset("0123456789.,")
 _ROUNDING = re.compile(r"(?i)\bround|\bnearest\b|decimal\s+places?|significant|≈|\\approx")
 
 
@@ -178,7 +185,13 @@ _OTHERWISE = re.compile(
 """The value left when the condition fails: "otherwise 11"."""
 
 
+@functools.lru_cache(maxsize=16)
 def _last_numbered(before: str) -> str:
     """The last sentence of ``before`` (its last 300 characters) that holds a digit."""
-    sentences = [s for s in _STOPS.split(before[-300:]) if any(c.isdigit() for c in s)]
-    return sentences[-1] if sentences else ""
+    for sentence in reversed(_STOPS.split(before[-300:])):
+        if _DIGIT.search(sentence):
+            return sentence
+    return ""
+
+
+_DIGIT = re.compile(r"\d")
