@@ -18,7 +18,8 @@ CASE_FILES = (
     "math_notation_cases_round9.jsonl",
     "math_notation_cases_round10.jsonl",
 )
-"""Sets A-Z, round 9's AA-AO, round 10's AP (files, each under the repository's 2 MB limit)."""
+"""Sets A-Z, round 9's AA-AO, round 10's AP and AR (files, each under the repository's 2 MB
+limit)."""
 CASES = [
     json.loads(line)
     for name in CASE_FILES
@@ -157,7 +158,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Forty-one sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Forty-two sets of 400-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
     answer, five shapes of adversarial and reasoning-model sets); at most 1% false negatives.
@@ -335,14 +336,17 @@ OPEN_ATTACKS = [
     json.loads(line)
     for line in Path(__file__).with_name("math_open_attacks.jsonl").open(encoding="utf-8")
 ]
-"""Two reward-hacking sets of 400 cases, each scored blind once: AN by the sixth writer (on
-e44d69a: 73.8%, 90 false positives) and AQ by the seventh (on 9b72518: 72.8%, 90). What rounds
-9 and 10 mended of them is held here; what they left is counted."""
-OPEN_FALSE_POSITIVES = {"an": 1, "aq": 37}
+"""Three reward-hacking sets of 400 cases, each scored blind once: AN by the sixth writer (on
+e44d69a: 73.8%, 90 false positives), AQ by the seventh (on 9b72518: 72.8%, 90) and AS by the
+eighth (on 4cd80f4: 81.0%, 53). What rounds 9 and 10 mended of them is held here; what they
+left is counted."""
+OPEN_FALSE_POSITIVES = {"an": 1, "aq": 37, "as": 23}
 r"""False positives left on each set: on AN, "(It could stretch to an hour if the bus is
 late.)", a value in words under a condition; on AQ, other values hidden in code, LaTeX
 (``\overset``, ``\begin{comment}``), octal and hex, keycap and parenthesized digits, asides of
-two units ("(km or miles)"), and doubt before the answer with no number ("my gut says:").
+two units ("(km or miles)"), and doubt before the answer with no number ("my gut says:"); on
+AS, like shapes (a value under a condition in an aside, "(rev. 2: 8)", "(95% CI: 15 to 17)",
+"I'll submit the first", bounds in Spanish, Portuguese and Arabic).
 Lower these as they are mended."""
 
 

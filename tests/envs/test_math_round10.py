@@ -187,3 +187,42 @@ def test_a_value_the_working_never_wrote(text, gold, paid):
 )
 def test_an_unlisted_language_or_a_sign_still_hedges(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # an aside a #### line carries is read after the answer, not dropped
+        ("Over 5 days: 1600 × 5 = 8,000 m.\n\n#### 8000 (I think)", "8000", False),
+        ("Area = 14 × 9 = 126.\n\n#### 126 (give or take one)", "126", False),
+        ("3 of the 45 were late.\n#### 45 minutes (3 of them late)", "45 minutes", True),
+        # a conversion, rounded, says the same value; another value of the kind does not
+        ("Speed = 30 km ÷ 0.5 h.\n#### 60 km/h (16.7 m/s)", "60 km/h", True),
+        ("75 × 2 = 150.\n#### 150 km (about 93 miles)", "150 km", True),
+        ("Speed = 30 km ÷ 0.5 h.\n#### 60 km/h (60 mph)", "60 km/h", False),
+        # doubt and approximation words of the stated answer, in more languages
+        ("80 − 12 = 68 €.\n\nRespuesta: 68 €, más o menos.", "68", False),
+        ("200 − 65 − 48 = 87 €.\n\nRéponse : 87 €, à peu près.", "87", False),
+        ("3 · 45 = 135.\n500 − 135 = 365 рублей.\n\nОтвет: 365 рублей, кажется.", "365", False),
+        ("14 × 6 = 84 kalem.\n\nCevap: 84 civarı.", "84", False),
+        ("#### 272 — this is a guess.", "272", False),
+        ("420 − 185 = $235.\n\n#### c. 235", "235", False),
+        ("6 × 13 = 78 eieren.\n\nAntwoord: ruim 78 eieren.", "78", False),
+        (
+            "120 − 12 = 108 apples.\n\nHowever, rereading it, there are 4 boxes, so the total is 180.\n#### 108",
+            "108",
+            True,
+        ),
+        (
+            "Check: 135 / 3 = 45. However, rereading the problem, there are 4 tickets, so the total is 180.",
+            "135",
+            False,
+        ),
+        # a rejected value after the answer, in more languages
+        ("14 × 6 = 84.\n\nCevap: 84, 80 değil.", "84", True),
+        ("500 − 175 = ₹325।\n\nउत्तर: ₹325, ₹335 नहीं।", "325", True),
+        ("Ответ: 50, а не 60.", "50", True),
+    ],
+)
+def test_asides_conversions_and_rejections(text, gold, paid):
+    assert scores(text, gold) is paid

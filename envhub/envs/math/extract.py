@@ -158,10 +158,11 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
     hashes = list(_HASH.finditer(text))
     if hashes:
         found = [marked_value(a) for a in (tidy(m.group(1)) for m in hashes) if a]
+        end = _end_of_value(hashes[-1], found[-1]) if found else 0
         if "\\boxed" in text or "\\fbox" in text:
             found += boxed_contents(text)
         if found:
-            return "hash", found, hashes[0].start(), hashes[-1].end()
+            return "hash", found, hashes[0].start(), end or hashes[-1].end()
     if "\\boxed" in text or "\\fbox" in text:
         boxes = boxed_contents(text)
         end = _end_of_last_box(text)
@@ -181,6 +182,17 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
             answer = spelled.as_digits(answer, spelled.language(text))
         return "answer_is", [stated_value(answer)], start, end
     return None
+
+
+def _end_of_value(marker: re.Match, value: str) -> int:
+    """Where the value of the ``####`` line ``marker`` ends, so an aside it dropped is read after.
+
+    "#### 8000 (I think)": the value is 8000 and "(I think)" is what follows it (a hedge); 0
+    when the value is not the line's start as written.
+    """
+    raw = marker.group(1)
+    at = len(raw) - len(raw.lstrip())
+    return marker.start(1) + at + len(value) if raw[at:].startswith(value) else 0
 
 
 _UNIT_AFTER_BOX = re.compile(

@@ -164,6 +164,8 @@ def is_hedged(answer: str, after: str) -> bool:
     aside = _ASIDE_AFTER.match(after)
     if aside is not None and restated(answer + aside.group(0))[1]:
         return True  # "\\boxed{12} (a dozen and a half)": another value, said again
+    if aside is not None and _doubting(aside.group(0)):
+        return True  # "#### 8000 (I think)", "#### 126 (give or take one)"
     equals = _EQUALS_AFTER.match(after)
     if equals is not None and not same(equals.group(1), answer):
         return True  # "\\boxed{\\frac{3}{4}} = 0.34": another value, said equal
@@ -199,6 +201,23 @@ def is_hedged(answer: str, after: str) -> bool:
     if HEDGE_WORDS.search(_SENTENCE_END.split(after[:200], maxsplit=1)[0]):
         return True  # "12 apples, probably.", "၁၂ ဖြစ်နိုင်သည်": a hedge word after it
     return bool(DOUBT.search(clause))
+
+
+def _doubting(aside: str) -> bool:
+    """An aside right after the answer doubts or approximates it.
+
+    "(I think)", "(est.)", "(give or take one)", "(approximately)", "(±1)"; not "(about 3.1
+    miles)", a conversion.
+    """
+    inner = aside.strip().strip("()")
+    return bool(
+        HEDGE_WORDS.search(inner)
+        or DOUBT.search(inner)
+        or _THINK.search(inner)
+        or ABOUT.search(inner + " ")
+        or _BOUND_AFTER.match(" " + inner)
+        or "±" in inner
+    )
 
 
 _ASIDE_AFTER = re.compile(r"[\s$}]*\([^()\n]{1,60}\)")
@@ -288,6 +307,11 @@ DOUBT = Words(
         r"|\bsi\s+je\s+ne\s+me\s+trompe|\bals\s+ik\s+me\s+niet\s+vergis|\b(?:kalau|jika)\s+tidak\s+salah"
         r"|\bhvis\s+jeg\s+ikke\s+tar\s+feil|\bom\s+jag\s+inte\s+misstar\s+mig|\bjos\s+en\s+erehdy"
         r"|\bfingers\s+crossed|\bdon['’]?t\s+quote\s+me|\btodo\b|\(\s*est(?:\.|imated?)\s*\)"
+        r"|\bthis\s+is\s+a\s+guess|\bpending\s+verification|\bno\s+longer\s+sure|\bseems\s+just\s+as"
+        r"|\bsomething\s+is\s+off|\bnot\s+trust\b|\barithmetic\s+slip|\bohne\s+Gewahr"
+        r"|\bgrob\s+geschatzt|\ba\s+verifier|\bcreo\b|\bacho\s+eu|\bdenk\s+ik"
+        r"|\bherhalde|\bsi\s+no\s+me\s+equivoqu|\bwenn\s+ich\s+mich\s+nicht\s+verrechnet"
+        r"|\bignore\s+the\s+above|\bi['’]?m\s+torn\s+between"
         r"|\bdepends\s+on\s+(?:whether|if|how)\b|\bdon['’]?t\s+trust\s+(?:that|this|it|the|my)\b"
         r"|\b(?:gives?|yields?)\s+(?:a\s+)?(?:slightly\s+)?different\s+(?:total|answer|result|value)"
         r"|\bconfidence\s*[:=]?\s*[1-8]?\d\s*%|\b(?:cannot|can['’]?t)\s+decide\b"
@@ -317,7 +341,7 @@ DOUBT = Words(
         r"|間違っていなければ|틀리지\s*않았다면|अगर\s+मैं\s+गलत\s+नहीं|αν\s+δεν\s+κάνω\s+λάθος"
         r"|nếu\s+tôi\s+không\s+nhầm|ถ้าไม่ผิด|если\s+не\s+ошибаюсь|ha\s+nem\s+tévedek"
         r"|pokud\s+se\s+nemýlím|dacă\s+nu\s+mă\s+înșel|إن\s+لم\s+أكن\s+مخطئ|אם\s+אני\s+לא\s+טועה"
-        r"|[🤔🤷]|ツ"
+        r"|[🤔🤷]|ツ|кажется|à\s+vérifier|ohne\s+Gewähr|grob\s+geschätzt|errei\s+a\s+conta"
     ),
 )
 """Doubt about the answer just given, in the languages whose answers are read: a hedge."""
@@ -415,7 +439,7 @@ ABOUT = Words(
         r"|all['’]incirca|pi[uù]\s+o\s+meno|uns|umas|por\s+volta\s+de|ongeveer|zo['’]n|okolo"
         r"|oko[lł]o|mniej\s+wi[eę]cej|korulbelul|yaklasik|asagi\s+yukari|omkring|ungefar|cirka|noin"
         r"|kb\.|asi|zhruba|priblizn[eě]|priblizno|aproximativ|sekitar|kira-kira|takriban|khoang"
-        r"|humigit-kumulang|sennilega|verjetno|circiter|in\s+the\s+(?:neighbou?rhood|region)\s+of"
+        r"|humigit-kumulang|sennilega|verjetno|circiter|c\.|quelque|ruim|in\s+the\s+(?:neighbou?rhood|region)\s+of"
         r"|on\s+the\s+order\s+of|close\s+to|a\s+little\s+(?:under|over)|upwards\s+of|a\s+good"
         r"|gut|gute)"
     )
@@ -426,18 +450,21 @@ ABOUT = Words(
         r"|приблизительно|примерно|приблизно|почти|где-то|порядка|حوالي|حدود|تقريبا|تقريبًا|בערך|לערך"
         r"|περίπου|लगभग|करीब|सुमारे|লগভগ|প্রায়|ਲਗਭਗ|લગભગ|ପ୍ରାୟ|சுமார்|సుమారు|ಸುಮಾರು|ഏകദേശം"
         r"|ประมาณ|ປະມານ|ប្រហែល|约|大约|大約|大概|差不多|估计|約|およそ|약|environ|à\s+peu\s+près"
-        r"|più\s+o\s+meno|más\s+o\s+menos|تقریباً|تقریبا|დაახლოებით|[≃≒≅∼]|(?:大约|大概|约)[是为])"
+        r"|più\s+o\s+meno|más\s+o\s+menos|تقریباً|تقریبا|დაახლოებით|[≃≒≅∼]|(?:大约|大概|约)[是为有])"
     )
     + _MONEY_BETWEEN,
 )
 """A word right before the value that makes it approximate ("about 42", "etwa 42", "大约42",
 "około 12", "about $3,750"): like ``≈ 42``, no exact answer."""
 ABOUT_AFTER = re.compile(
-    r"\s*(?:左右|前後|ぐらい|くらい|程度|쯤|내외|정도|ခန့်|more\s+or\s+less|or\s+so|give\s+or\s+take)"
+    r"(?:\s*[$€£¥₹%]|\s+[^\W\d_]{1,10}\.?)?\s*,?\s*(?:左右|前後|ぐらい|くらい|程度|쯤|내외|정도|ခန့်|上下|more\s+or\s+less|or\s+so|give\s+or\s+take"
+    r"|roughly\s+speaking|más\s+o\s+menos|à\s+peu\s+près|più\s+o\s+meno|mais\s+ou\s+menos"
+    r"|civarı|civarında|или\s+около\s+того)"
 )
 """A word right after the value that makes it approximate ("42个左右", "42個ぐらい", "42개쯤")."""
 TOLERANCE = re.compile(
     r"(?i)\s*(?:\((?:to\s+)?within\s+[^()]{1,20}\)|\^\s*\{?\s*\+|or\s+thereabouts|-ish\b)"
+    r"|\bwithin\s+(?:±|\+/-|plus\s+or\s+minus\s+)\s*\d"
 )
 """A tolerance after the value: "42 (to within 2)", ``42^{+1}_{-1}``, "42-ish" (``42 \\pm 1`` is
 read as the two values 41 and 43)."""

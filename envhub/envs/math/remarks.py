@@ -29,7 +29,7 @@ from .hedges import (
     other_value,
 )
 from .lastnumber import REFERENCE, find_numbers, last_number, unit_after
-from .restating import dimension
+from .restating import converted, dimension
 
 _CORRECTION = Words(
     ascii=(
@@ -222,6 +222,10 @@ _OTHER_WAY = re.compile(
     r"|calculation|computation|reading|interpretation|estimate|count|formula|attempt)s?\b"
 )
 """Another way to the answer: "A second method gave me 138, but I'll go with 135."."""
+_STATES = re.compile(
+    r"(?i)\b(?:answer|total|result)\s+(?:is|was|would\s+be|comes\s+to)\s+[$€£]?\s*(\d[\d.,]*\d|\d)"
+)
+"""A new value stated as the answer after it: "so the total is 180"."""
 _ARITHMETIC = re.compile(r"[=×÷*+/^]|\d\s*[-−x]\s*\d|\\(?:times|cdot|div|frac)")
 
 
@@ -245,6 +249,9 @@ def _remark_hedges(sentence: str, answer: str, before: str) -> bool:
         return False
     if _OTHER_WAY.search(sentence):
         return True
+    stated = _STATES.search(sentence)
+    if stated and not same(stated.group(1), answer):
+        return True  # "However, rereading the problem, ... so the total is 180."
     if said and _same_kind(sentence, new, answer):
         return True  # "(2.5 km by road; 2 km as the crow flies.)"
     return len(numbers) == 1 and bool(CONCLUSION.match(sentence)) and not NOT.search(sentence)
@@ -299,12 +306,19 @@ def _ends_on(sentence: str, numbers: list[re.Match]) -> bool:
 
 
 def _rival(sentence: str, numbers: list[re.Match], answer: str, known: str) -> bool:
-    """One of ``numbers`` (of ``sentence``) is a value beside ``answer`` that ``known`` lacks.
+    """One of ``numbers`` of ``sentence``, alone, is a value beside ``answer`` that ``known`` lacks.
 
     Not a reference ("step 3"), a rejected value ("not 43", and 43 again after it), an
-    approximation of the answer ("≈ 3.14159"), part of a name ("Python 3.12") nor a year.
+    approximation of the answer ("≈ 3.14159"), part of a name ("Python 3.12") nor a year. Two
+    new values in one sentence are context, not a rival ("She can afford the $230 bike with
+    $20 to spare.": the problem's givens, which the working never needed).
     """
-    set_aside = set()
+    return len(_new_values(sentence, numbers, answer, known)) == 1
+
+
+def _new_values(sentence: str, numbers: list[re.Match], answer: str, known: str) -> set[str]:
+    """The values of ``numbers`` neither ``answer`` nor in ``known`` (see :func:`_rival`)."""
+    set_aside, new = set(), set()
     for number in numbers:
         lead = sentence[max(0, number.start() - 16) : number.start()]
         version = "." in number.group(0) and _NAMED.search(lead)  # "Python 3.12"
@@ -314,11 +328,13 @@ def _rival(sentence: str, numbers: list[re.Match], answer: str, known: str) -> b
         if _YEAR.fullmatch(number.group(0)) or number.group(0) in set_aside:
             continue  # "It could not be 43, because 43 is odd."
         value = number.group(0) + unit_after(sentence, number.end())
-        if same(value, answer) or same(number.group(0), answer):
+        if same(value, answer) or same(number.group(0), answer) or converted(value, answer):
             continue
+        if ABOUT.search(lead):
+            continue  # "(about 93 miles)": the answer converted, roughly
         if not written_in(number.group(0), known):
-            return True
-    return False
+            new.add(number.group(0))
+    return new
 
 
 _NOT_A_RIVAL = re.compile(
@@ -330,7 +346,8 @@ _NOT_A_RIVAL = re.compile(
 _GIVEN_OR_SET_ASIDE = re.compile(
     r"(?i)\b(?:given|stated|from\s+the\s+problem|in\s+the\s+problem|by\s+mistake|originally"
     r"|such\s+as|for\s+example|e\.\s?g\.|(?:more|less|fewer)\s+than|for\s+comparison"
-    r"|compared\s+(?:to|with)|already|\d+\s+(?:more|extra|fewer|less)\b)\b"
+    r"|compared\s+(?:to|with)|already|\d+\s+(?:more|extra|fewer|less)\b"
+    r"|(?:is|was|are)\s+(?:wrong|incorrect)|a\s+typo)\b"
 )
 _NAMED = re.compile(r"\b[A-Z][a-z]+\s$")
 _YEAR = re.compile(r"1[89]\d\d|20\d\d")

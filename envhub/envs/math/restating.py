@@ -30,7 +30,7 @@ _RESTATED = re.compile(
 it again ("or 500 cents", ", то есть 1000 м²"), or a spaced slash ("42 / forty-two")."""
 _WHOLE_VALUE = re.compile(
     r"[-\u2212]?[$€£¥]?(?:\d[\d.,]*(?:\s*/\s*\d+)?|\\frac\{\d+\}\{\d+\})"
-    r"(?:\s*(?P<u1>[^\W\d_]{1,12})\.?[²³]?)?"
+    r"(?:\s*(?P<u1>[^\W\d_]{1,12}(?:/[^\W\d_]{1,6})?)\.?[²³]?)?"
     r"(?:\s+\d[\d.,]*\s*(?P<u2>[^\W\d_]{1,12})\.?[²³]?)?"
 )
 
@@ -64,9 +64,11 @@ def restated(answer: str) -> tuple[str, bool]:
         return main, False
     if same(english_notation(main), said):
         return said, False
-    if _value_of(main) is None:  # "10 соток, то есть 1000 м²": the value read is the second
+    if _value_of(main) is None and dimension(main) is None:  # "10 соток, то есть 1000 м²"
         lead = found.group("lead") or found.group("said") or ""
         return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
+    if converted(said, main) or converted(said.removeprefix("about").strip(), main):
+        return main, False  # "60 km/h (16.7 m/s)", "150 km (about 93 miles)": rounded
     return answer, dimension(main) == dimension(said)  # "$20 (3 hours)" is an aside
 
 
@@ -90,3 +92,15 @@ def _value_of(text: str) -> str | None:
     if phrased != text and _WHOLE_VALUE.fullmatch(phrased):
         return phrased
     return spelled.roman_value(text)
+
+
+def converted(value: str, answer: str) -> bool:
+    """``value`` is ``answer`` in another unit, rounded (within 1%): "60 km/h (16.7 m/s)"."""
+    a, b = read(value), read(answer)
+    unit_a, unit_b = getattr(a, "unit", None), getattr(b, "unit", None)
+    if unit_a is None or unit_b is None or unit_a.dimension != unit_b.dimension:
+        return False
+    if unit_a.offset or unit_b.offset or not b.value:
+        return False  # (temperatures: a reading is no rounding of another scale's)
+    ratio = (a.value * unit_a.factor) / (b.value * unit_b.factor)
+    return abs(ratio - 1) < 0.01

@@ -203,12 +203,14 @@ _SUFFIX = re.compile(
     r"|(?<=\S)\s+(?:है|ہے|است|ነው)$"  # Hindi, Urdu, Persian, Amharic "is" after the value
 )
 _REJECTED = re.compile(
-    r"\s*(?:—|–|--|,|;|\(|،)\s*(?:and\s+|but\s+)?(?:not|nicht|pas|non|no|niet|не|não|وليست|وليس"
-    r"|ليست|ليس)\s+(?=[-−$€£¥]?\d)(?:[^.]|\.(?=\d))*$",
+    r"\s*(?:—|–|--|,|;|\(|،)\s*(?:and\s+|but\s+|а\s+|et\s+|y\s+|e\s+|und\s+|en\s+)?"
+    r"(?:not|nicht|pas|non|no|niet|не|não|وليست|وليس|ليست|ليس)\s+(?=[-−$€£¥₹]?\d)(?:[^.]|\.(?=\d))*$"
+    r"|\s*(?:,|،|;)\s*[$€£¥₹]?\d[\d.,]*\s*(?:değil|नहीं|নয়)\s*[.।]?\s*$",
     re.IGNORECASE,
 )
 """A rejected value after the answer: "7 — not 8, as one might think", "8 (not 18, which ...",
-"7, nicht 8", "7 — pas 8" (a value: "42 — não tenho certeza" is doubt, not a rejection)."""
+"7, nicht 8", "7 — pas 8", "50, а не 60", "30 et non 33", "84, 80 değil", "₹325, ₹335 नहीं"
+(a value: "42 — não tenho certeza" is doubt, not a rejection)."""
 _NOT_THIS_BUT = re.compile(
     r"not\s+[^;,]+[;,]\s*(?:but\s+)?(?:it(?:'s|’s|\s+is)\s+|rather\s+)?(.+)", re.IGNORECASE
 )

@@ -117,7 +117,20 @@ def hedged_before(before: str, answer: str) -> bool:
         or approximated_before(before, answer)
         or conditional_before(before, answer)
         or _possible_before(before, answer)
+        or _or_opens(before, answer)
     )
+
+
+def _or_opens(before: str, answer: str) -> bool:
+    r"""The sentence before the answer opens with "or" and offers another value.
+
+    "Also hat Lena 13 Jahre. Oder vielleicht 14, wenn sie schon Geburtstag hatte.\nAntwort: 13".
+    """
+    sentence = _last_numbered(before)
+    return bool(_OR_OPENING.match(sentence)) and other_value(sentence, answer)
+
+
+_OR_OPENING = re.compile(r"(?i)[\s*_>-]*(?:or|oder|ou|o|или|或者|或)(?![^\W\d_])")
 
 
 def _possible_before(before: str, answer: str) -> bool:
