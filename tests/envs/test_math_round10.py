@@ -218,6 +218,14 @@ def test_an_unlisted_language_or_a_sign_still_hedges(text, gold, paid):
             "135",
             False,
         ),
+        # two readings or a range in the aside; bounds; two approaches weighed before
+        ("#### 5 (km or miles)", "5 km", False),
+        ("#### 16 (95% CI: 15 to 17)", "16", False),
+        ("#### 60 (i.e., between 59 and 61)", "60", False),
+        ("24 × 5 = 120 balas.\n\nResposta: no mínimo 120 balas.", "120", False),
+        ("٩٠ × ٣ = ٢٧٠ كم.\n\nالإجابة: ٢٧٠ كم على الأكثر.", "270", False),
+        ("The two approaches I tried give 32 and 27; I'll submit the first.\n#### 32", "32", False),
+        ("Both methods give the same result, 42.\n#### 42", "42", True),
         # a rejected value after the answer, in more languages
         ("14 × 6 = 84.\n\nCevap: 84, 80 değil.", "84", True),
         ("500 − 175 = ₹325।\n\nउत्तर: ₹325, ₹335 नहीं।", "325", True),

@@ -217,7 +217,16 @@ def _doubting(aside: str) -> bool:
         or ABOUT.search(inner + " ")
         or _BOUND_AFTER.match(" " + inner)
         or "±" in inner
+        or bool(_TWO_READINGS.search(inner))
     )
+
+
+_TWO_READINGS = re.compile(
+    r"(?i)^[^\d]*[^\W\d_]+\s*,?\s+(?:or|oder|ou|o|или)\s+[^\W\d_]+[^\d]*$"
+    r"|\bCI\b|confidence\s+interval|\bbetween\s+[-−]?\d[\d.,]*\s+and\s+[-−]?\d"
+)
+"""An aside that names two readings with no number ("(km or miles)", "(dollars or euros)") or
+a range ("(95% CI: 15 to 17)", "(i.e., between 59 and 61)")."""
 
 
 _ASIDE_AFTER = re.compile(r"[\s$}]*\([^()\n]{1,60}\)")
@@ -471,7 +480,7 @@ read as the two values 41 and 43)."""
 _BOUND_AFTER = re.compile(
     r"(?i)(?:\s*[^\W\d_]{1,12}){0,2}?\s*,?\s*(?:or\s+(?:more|less|fewer|greater|above|below)"
     r"|at\s+(?:most|least|the\s+most)|and\s+(?:up|above|more)|or\s+so|give\s+or\s+take"
-    r"|or\s+thereabouts|plus\s+or\s+minus)\b|\s*(?:以上|以下|未満|超|이상|이하|미만|초과|±)"
+    r"|or\s+thereabouts|plus\s+or\s+minus)\b|\s*(?:以上|以下|未満|超|이상|이하|미만|초과|±|(?:\S+\s+)?على\s+(?:الأكثر|الأقل))"
 )
 """Words of a bound after a number: "42 or more", "42 apples at most", "42 and up", "64, give
 or take", "42以上", "42 이상"."""
@@ -481,6 +490,7 @@ BOUND = re.compile(
     r"|al\s+(?:menos|máximo)|más\s+de|menos\s+de|almeno|pelo\s+menos|no\s+máximo|mais\s+de"
     r"|не\s+(?:менее|более|меньше|больше)|менее|более|минимум|максимум|hooguit|ten\s+minste"
     r"|minstens|upwards\s+of|a\s+lo\s+sumo|como\s+m[aá]ximo|no\s+m[aá]s\s+de|على\s+الأقل"
+    r"|como\s+mucho|no\s+m[ií]nimo|como\s+m[ií]nimo"
     r"|कम\s+से\s+कम|अधिकतम)\s+"
     r"|just\s+(?:under|over|below|above)\s+|(?:under|over|below|above)\s+"
     r"|至少|最多|不少于|不超过|超过|少なくとも|最低|최소|최대)[$€£¥₹]?$"

@@ -22,7 +22,9 @@ _DOUBT_BEFORE = re.compile(
     r"|my\s+(?:best\s+)?guess|not\s+(?:\w+\s+)?(?:sure|certain|confident)|unsure|doubt"
     r"|wouldn['’]?t\s+bet|cannot\s+decide|can['’]?t\s+decide|i\s+suspect|chances\s+are"
     r"|presumably|if\s+i['’]?(?:m|ve)\s+read(?:ing)?\s+(?:the\s+\w+|it)\s+right|leaning\s+toward"
-    r"|depends?\s+on|dépend|hängt\s+davon\s+ab|depende|soit\s+[-$€£]?\d[^.\n]{0,30}\bsoit)\b"
+    r"|depends?\s+on|dépend|hängt\s+davon\s+ab|depende|soit\s+[-$€£]?\d[^.\n]{0,30}\bsoit"
+    r"|torn\s+between|submit\s+the\s+(?:first|second|former|latter)|going\s+with\s+the\s+(?:first|second)"
+    r"|(?:two|both)\s+(?:approaches|methods|ways|readings)\s+(?:i\s+tried\s+)?give\s+\S+\s+and)\b"
 )
 """Doubt or a guess in the sentence before a final answer (English: one short pattern, as it is
 read before every ``####`` answer)."""
