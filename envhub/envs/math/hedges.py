@@ -214,7 +214,7 @@ def _doubting(aside: str) -> bool:
         HEDGE_WORDS.search(inner)
         or DOUBT.search(inner)
         or _THINK.search(inner)
-        or ABOUT.search(inner + " ")
+        or ABOUT.search(inner)
         or _BOUND_AFTER.match(" " + inner)
         or "±" in inner
         or bool(_TWO_READINGS.search(inner))
@@ -418,7 +418,7 @@ def _approximate(answer: str, after: str, numbers: list[re.Match]) -> bool:
     start = numbers[-1].start()
     if len(numbers) > 1 and answer[numbers[-2].end() : start] in (",", "."):
         start = numbers[-2].start()  # "15,50": one value
-    if ABOUT.search(answer[max(0, start - 40) : start]):
+    if about_before(answer, start):
         return True  # "about 42", "più o meno 15,50 €"
     rest = answer[numbers[-1].end() :]
     if ABOUT_AFTER.match(rest) or ABOUT_AFTER.match(rest[1:]):
@@ -465,6 +465,13 @@ ABOUT = Words(
 )
 """A word right before the value that makes it approximate ("about 42", "etwa 42", "大约42",
 "około 12", "about $3,750"): like ``≈ 42``, no exact answer."""
+
+
+def about_before(text: str, at: int) -> bool:
+    """A word of approximation (:data:`ABOUT`) ends right before ``text[at]``, a number's start."""
+    return bool(ABOUT.search(text[max(0, at - 40) : at]))
+
+
 ABOUT_AFTER = re.compile(
     r"(?:\s*[$€£¥₹%]|\s+[^\W\d_]{1,10}\.?)?\s*,?\s*(?:左右|前後|ぐらい|くらい|程度|쯤|내외|정도|ခန့်|上下|more\s+or\s+less|or\s+so|give\s+or\s+take"
     r"|roughly\s+speaking|más\s+o\s+menos|à\s+peu\s+près|più\s+o\s+meno|mais\s+ou\s+menos"

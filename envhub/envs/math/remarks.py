@@ -23,6 +23,7 @@ from .hedges import (
     HEDGE_WORDS,
     TAKEN_BACK,
     Words,
+    about_before,
     asked_or_undone,
     first_clause,
     offers_another,
@@ -75,7 +76,8 @@ def retracted(answer: str, after: str, before: str | None = None) -> bool:
     "#### 5. Actually, 7.", "\boxed{5}. Wait, no: 7.", "It could also be 7.": a correction
     or an alternative (:data:`_CORRECTION`) and, last in that clause, a number that is not
     the answer ("Wait, let me check: 3*4 = 12" after ``12`` is no retraction). ``before``,
-    the response before the answer, tells a new value from one the working gave.
+    the response before the answer, tells a new value from one the working gave (None for a
+    footnote's text, which has no response around it).
     """
     clause = first_clause(after)
     if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
@@ -87,11 +89,9 @@ def retracted(answer: str, after: str, before: str | None = None) -> bool:
     if taken_back(after):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
     sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
-    if before is None:  # a footnote's text: no response around it
-        before = ""
-    elif _brings_new_value(sentences, answer, before):
+    if before is not None and _brings_new_value(sentences, answer, before):
         return True  # "Anmerkung: Bei Schaltjahren 43.", "注：若包括老师，则为43。"
-    if any(_remark_hedges(sentence, answer, before) for sentence in sentences):
+    if any(_remark_hedges(sentence, answer, before or "") for sentence in sentences):
         return True  # "About 12, since the gauge isn't exact.", "A second method gave me 138"
     return any(
         (
@@ -259,8 +259,7 @@ def _remark_hedges(sentence: str, answer: str, before: str) -> bool:
 
 def _approximated(sentence: str, number: re.Match) -> bool:
     """A word of approximation right before or after ``number``: "About 12", "30 mph or so"."""
-    before = sentence[max(0, number.start() - 40) : number.start()]
-    return bool(ABOUT.search(before) or ABOUT_AFTER.match(sentence, number.end()))
+    return about_before(sentence, number.start()) or bool(ABOUT_AFTER.match(sentence, number.end()))
 
 
 def _same_kind(sentence: str, new: list[re.Match], answer: str) -> bool:

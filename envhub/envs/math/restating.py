@@ -17,7 +17,8 @@ from .locales import english_notation
 from .spelled import words_value
 
 _THAT_IS = (
-    r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently|c'est-à-dire|d\.\s?h\.|das\s+heißt"
+    r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently"
+    r"|c'est-à-dire|d\.\s?h\.|das\s+heißt"
     r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即)"
 )
 _SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
@@ -67,8 +68,8 @@ def restated(answer: str) -> tuple[str, bool]:
     if _value_of(main) is None and dimension(main) is None:  # "10 соток, то есть 1000 м²"
         lead = found.group("lead") or found.group("said") or ""
         return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
-    if converted(said, main) or converted(said.removeprefix("about").strip(), main):
-        return main, False  # "60 km/h (16.7 m/s)", "150 km (about 93 miles)": rounded
+    if converted(said, main):
+        return main, False  # "60 km/h (16.7 m/s)": the same value, rounded
     return answer, dimension(main) == dimension(said)  # "$20 (3 hours)" is an aside
 
 

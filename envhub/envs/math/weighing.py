@@ -13,7 +13,7 @@ import functools
 import re
 
 from .compare import same
-from .hedges import ABOUT, HEDGE_WORDS, OR_ANOTHER, POSSIBLE, other_value
+from .hedges import HEDGE_WORDS, OR_ANOTHER, POSSIBLE, about_before, other_value
 from .lastnumber import find_numbers, unit_after
 from .parse import relations_as_intervals
 
@@ -58,8 +58,7 @@ def weighed_before(before: str, answer: str) -> bool:
     if not said:
         return False
     value = said[0].group(0)
-    sentences = [s for s in _STOPS.split(before[-300:]) if any(c.isdigit() for c in s)]
-    sentence = sentences[-1] if sentences else ""
+    sentence = _last_numbered(before)
     starts = (m.start() for m in re.finditer(r"(?<![\d.,])[$€£¥]?\d", sentence))
     for pair in filter(None, (_WEIGHED.match(sentence, start) for start in starts)):
         a = pair.group("a") + unit_after(sentence, pair.end("a"))
@@ -155,7 +154,7 @@ def approximated_before(before: str, answer: str) -> bool:
     while at >= 0:  # each place the sentence writes the value (not inside another number)
         end = at + len(value)
         whole = sentence[at - 1 : at] not in _IN_A_NUMBER and not sentence[end : end + 1].isdigit()
-        if whole and ABOUT.search(sentence[max(0, at - 40) : at]):
+        if whole and about_before(sentence, at):
             # "round to the nearest cent ... approximately $7.78" is the value asked for
             return not _ROUNDING.search(before, max(0, len(before) - 300))
         at = sentence.find(value, end)
