@@ -191,6 +191,8 @@ def is_hedged(answer: str, after: str) -> bool:
     if len(last_word) == 2 and numbers and _numeral(last_word[1].strip(".,;:!?)]}*")):
         return True  # "(-\infty, 4) \cup (5, \infty) Ⅻ"
     leading = spelled.leading_words_value(_LEADING_JOINER.sub("", clause))
+    if leading is not None and _scale_opens(clause):
+        leading = None  # "1,5 Millionen Euro": the value's own scale
     if worded is None and leading is None and _number_follows(clause):
         return True  # "#### 28080\nсемьдесят три" (not "#### 12\nDoce manzanas")
     if leading is not None and not same(str(leading[0]), answer):
@@ -201,6 +203,12 @@ def is_hedged(answer: str, after: str) -> bool:
     if HEDGE_WORDS.search(_SENTENCE_END.split(after[:200], maxsplit=1)[0]):
         return True  # "12 apples, probably.", "၁၂ ဖြစ်နိုင်သည်": a hedge word after it
     return bool(DOUBT.search(clause))
+
+
+def _scale_opens(clause: str) -> bool:
+    """``clause`` opens with a scale word ("Millionen Euro", "thousand"): the value's own."""
+    first = clause.split(maxsplit=1)
+    return bool(first) and first[0].strip(".,;:").lower() in spelled.scale_words()
 
 
 def _doubting(aside: str) -> bool:
@@ -320,7 +328,7 @@ DOUBT = Words(
         r"|\bsomething\s+is\s+off|\bnot\s+trust\b|\barithmetic\s+slip|\bohne\s+Gewahr"
         r"|\bgrob\s+geschatzt|\ba\s+verifier|\bcreo\b|\bacho\s+eu|\bdenk\s+ik"
         r"|\bherhalde|\bsi\s+no\s+me\s+equivoqu|\bwenn\s+ich\s+mich\s+nicht\s+verrechnet"
-        r"|\bignore\s+the\s+above|\bi['’]?m\s+torn\s+between"
+        r"|\bignore\s+the\s+above|\bi['’]?m\s+torn\s+between|\berrei\s+a\s+conta"
         r"|\bdepends\s+on\s+(?:whether|if|how)\b|\bdon['’]?t\s+trust\s+(?:that|this|it|the|my)\b"
         r"|\b(?:gives?|yields?)\s+(?:a\s+)?(?:slightly\s+)?different\s+(?:total|answer|result|value)"
         r"|\bconfidence\s*[:=]?\s*[1-8]?\d\s*%|\b(?:cannot|can['’]?t)\s+decide\b"
@@ -337,11 +345,11 @@ DOUBT = Words(
         r"\b(?:pas\s+(?:tout\s+à\s+fait\s+)?sûre?"
         r"|não\s+(?:tenho\s+certeza|estou\s+(?:muito\s+)?segur[oa])"
         r"|не\s+(?:совсем\s+)?уверен[аы]?|не\s+(?:зовсім\s+)?впевнен\w*|emin\s+değilim|không\s+chắc"
-        r"|podría\s+estar\s+equivocad[oa]|je\s+peux\s+me\s+tromper"
-        r"|inte\s+(?:helt\s+)?säker|ikke\s+(?:helt\s+)?sikker)\b|לא\s+בטוח|לא\s+בטוחה"
+        r"|podría\s+estar\s+equivocad[oa]"
+        r"|inte\s+(?:helt\s+)?säker)\b|לא\s+בטוח|לא\s+בטוחה"
         r"|確かではない|自信がない|확실하지|自信がありません|مطمئن\s+نیستم|یقین\s+نہیں|पक्का\s+नहीं"
         r"|確かではありません|確信がありません|నమ్మకం\s+లేదు|ఖచ్చితంగా\s+తెలియదు"
-        r"|확신할\s*수\s*없|لست\s+متأكد|নিশ্চিত\s+নই|nie\s+jestem\s+(?:\w+\s+)?pewn"
+        r"|확신할\s*수\s*없|لست\s+متأكد|নিশ্চিত\s+নই"
         r"|если\s+я\s+не\s+ошиб|自信はありません|(?<=\d)吧|吧[。.]?$"
         r"|不太确定|不确定|確信はありません|أخطأت|اشتباه\s+کرده\s+باشم|ייתכן\s+שטעיתי|שטעיתי"
         r"|hata\s+yapm[ıi]ş\s+olabilirim|где-то\s+ошиб|ошибся|ошиблась|помилився|помилилася"
@@ -350,7 +358,7 @@ DOUBT = Words(
         r"|間違っていなければ|틀리지\s*않았다면|अगर\s+मैं\s+गलत\s+नहीं|αν\s+δεν\s+κάνω\s+λάθος"
         r"|nếu\s+tôi\s+không\s+nhầm|ถ้าไม่ผิด|если\s+не\s+ошибаюсь|ha\s+nem\s+tévedek"
         r"|pokud\s+se\s+nemýlím|dacă\s+nu\s+mă\s+înșel|إن\s+لم\s+أكن\s+مخطئ|אם\s+אני\s+לא\s+טועה"
-        r"|[🤔🤷]|ツ|кажется|à\s+vérifier|ohne\s+Gewähr|grob\s+geschätzt|errei\s+a\s+conta"
+        r"|[🤔🤷]|ツ|кажется|à\s+vérifier|ohne\s+Gewähr|grob\s+geschätzt"
     ),
 )
 """Doubt about the answer just given, in the languages whose answers are read: a hedge."""
@@ -367,14 +375,15 @@ TAKEN_BACK = Words(
         r"|\b(?:salah|sbagliato|fout|pomyli\w*|forkert|feil|fel|gresit|spatne)\b|\bnicht\s+richtig"
         r"|\b(?:verrechnet|verzählt|me\s+he\s+equivocado|je\s+me\s+suis\s+trompée?)\b"
         r"|\bpas\s+correct|\bnej,?\s+vent|\bei\s+taida\s+olla\s+oikein|\bspletl\s+jsem\s+se"
-        r"|\bmali\s+pala|\btamang\s+sagot"
+        r"|\bmali\s+pala|\btamang\s+sagot|\b(?:can['’]?t|cannot)\s+be\s+right"
+        r"|\beso\s+esta\s+mal|\besta\s+errado"
         r"|\bi\s+don['’]?t\s+think\s+(?:that|this|it)(?:['’]s|\s+is)\s+(?:right|correct)"
         r"|\b(?:no\s+(?:me\s+)?cuadra|ne\s+colle\s+pas|stimmt\s+(?:was|etwas)\s+nicht"
         r"|doesn['’]?t\s+add\s+up)\b|^\W*or\s+is\s+it\b"
     ),
     other=(
-        r"\beso\s+est[áa]\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
-        r"|\best[áa]\s+errado|\byanlış|\bsai\s+rồi|\bbłąd\b"
+        r"\beso\s+está\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
+        r"|\bestá\s+errado|\byanlış|\bsai\s+rồi|\bbłąd\b"
         r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います|違う|計算し直|väärin|hibás"
         r"|greșit|špatně|неправильн|невірн|не\s+так|לא\s+נכון|טעות|טעיתי|elszámoltam|λάθος"
         r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
@@ -418,8 +427,8 @@ def _approximate(answer: str, after: str, numbers: list[re.Match]) -> bool:
     start = numbers[-1].start()
     if len(numbers) > 1 and answer[numbers[-2].end() : start] in (",", "."):
         start = numbers[-2].start()  # "15,50": one value
-    if about_before(answer, start):
-        return True  # "about 42", "più o meno 15,50 €"
+    if about_in_answer(answer, start):
+        return True  # "about 42", "più o meno 15,50 €", "takriban mayai 350"
     rest = answer[numbers[-1].end() :]
     if ABOUT_AFTER.match(rest) or ABOUT_AFTER.match(rest[1:]):
         return True  # "42 내외", "42个左右", "42개쯤" (a counter word may come between)
@@ -437,8 +446,16 @@ def asked_or_undone(answer: str, after: str) -> bool:
     return bool(_INTERJECTION.match(after)) and other_value(first_clause(after), answer)
 
 
-APPROXIMATE = re.compile(r"(?i)\s*\(\s*(?:approx(?:imately|\.)?|roughly|about|circa|ca\.)\s*\)")
+APPROXIMATE = re.compile(
+    r"(?i)\s*(?:\\text\s*\{\s*)?\(\s*(?:approx(?:imately|\.)?|roughly|about|circa|ca\.)\s*\)"
+)
 """An answer that calls itself approximate, ``42 (approximately)``: not the exact value."""
+_NEAR = (
+    r"(?:just|slightly|a\s+(?:bit|touch|hair|tad))\s+(?:under|over|below|above|shy\s+of"
+    r"|(?:less|more)\s+than)"
+)
+NEAR_BEFORE = re.compile(rf"(?i)\b{_NEAR}\s*[$€£¥]?$")
+"""A value told as a little over or under ("just under 3.5 miles"): no value, however rounded."""
 _MONEY_BETWEEN = r"(?:\s*(?:[$€£¥₹₺₩]|R\$|US\$|CHF|Rs\.?|Rp\.?|TL|zł|Kč))?\s*$"
 ABOUT = Words(
     ascii=(
@@ -450,16 +467,18 @@ ABOUT = Words(
         r"|kb\.|asi|zhruba|priblizn[eě]|priblizno|aproximativ|sekitar|kira-kira|takriban|khoang"
         r"|humigit-kumulang|sennilega|verjetno|circiter|c\.|quelque|ruim|in\s+the\s+(?:neighbou?rhood|region)\s+of"
         r"|on\s+the\s+order\s+of|close\s+to|a\s+little\s+(?:under|over)|upwards\s+of|a\s+good"
-        r"|gut|gute)"
+        r"|gut|gute|"
     )
+    + _NEAR
+    + ")"
     + _MONEY_BETWEEN
     + r"|~\s*$",
     other=(
         r"(?:około|körülbelül|yaklaşık|aşağı\s+yukarı|ungefär|přibližně|približno|khoảng|около"
-        r"|приблизительно|примерно|приблизно|почти|где-то|порядка|حوالي|حدود|تقريبا|تقريبًا|בערך|לערך"
+        r"|приблизительно|примерно|приблизно|почти|где-то|порядка|حوالي|حدود|تقريباً|تقريبا|تقريبًا|בערך|לערך"
         r"|περίπου|लगभग|करीब|सुमारे|লগভগ|প্রায়|ਲਗਭਗ|લગભગ|ପ୍ରାୟ|சுமார்|సుమారు|ಸುಮಾರು|ഏകദേശം"
         r"|ประมาณ|ປະມານ|ប្រហែល|约|大约|大約|大概|差不多|估计|約|およそ|약|environ|à\s+peu\s+près"
-        r"|più\s+o\s+meno|más\s+o\s+menos|تقریباً|تقریبا|დაახლოებით|[≃≒≅∼]|(?:大约|大概|约)[是为有])"
+        r"|più\s+o\s+meno|más\s+o\s+menos|تقریباً|تقریبا|დაახლოებით|[≃≒≅∼]|(?:大约|大概|约|大約)(?:[是为有要花用]|需要|需|花了|用了|要花))"
     )
     + _MONEY_BETWEEN,
 )
@@ -470,6 +489,20 @@ ABOUT = Words(
 def about_before(text: str, at: int) -> bool:
     """A word of approximation (:data:`ABOUT`) ends right before ``text[at]``, a number's start."""
     return bool(ABOUT.search(text[max(0, at - 40) : at]))
+
+
+def about_in_answer(answer: str, at: int) -> bool:
+    """In an answer, a word of approximation before its value ``answer[at]``, a noun between.
+
+    "about 42"; Swahili "takriban mayai 350" (about eggs 350) names the thing first.
+    """
+    if about_before(answer, at):
+        return True
+    noun = _NOUN_BEFORE.search(answer, max(0, at - 30), at)
+    return noun is not None and about_before(answer, noun.start())
+
+
+_NOUN_BEFORE = re.compile(r"[^\W\d_]{3,}\s+$")
 
 
 ABOUT_AFTER = re.compile(
@@ -538,16 +571,21 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
     that only restates the amount before it (``restated``, "2 hours, or 120 minutes") is
     hedged by a word of uncertainty there only; any other also by another value in the
     clause after it, one offered as also possible, or one listed right before it
-    (:data:`_OR_BEFORE`: ``31 or 32``, a listed interval, ``28080 104``).
+    (:data:`_OR_BEFORE`: ``31 or 32``, a listed interval, ``28080 104``). A decimal comma's
+    two halves (``1,5 Millionen``) are one number.
     """
-    start = text.rfind("\n", 0, last.start()) + 1
-    sentence = text[max(start, last.start() - 200) : last.start()]
+    at = last.start()
+    halves = _DECIMAL_COMMA_BEFORE.search(text, max(0, at - 24), at)
+    if halves is not None:
+        at = halves.start()
+    start = text.rfind("\n", 0, at) + 1
+    sentence = text[max(start, at - 200) : at]
     if restated:
         return bool(HEDGE_WORDS.search(sentence))
     clause = CLAUSE_END.split(sentence)[-1] + first_clause(text[last.end() :])
     later = text[last.end() : last.end() + ALSO_WINDOW]
     return (
-        is_hedged(sentence + last.group(0), text[last.end() :])
+        is_hedged(sentence + text[at : last.end()], text[last.end() :])
         or offers_another(clause)
         or bool(_BETWEEN.search(sentence, max(0, len(sentence) - 60)))  # "between 5 and 6"
         or bool(_OR_BEFORE.search(sentence, max(0, len(sentence) - 80)))  # it ends the sentence
@@ -556,6 +594,9 @@ def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:
     )
 
 
+_DECIMAL_COMMA_BEFORE = re.compile(r"(?<![\d,.])\d+,$")
+"""The whole part of a decimal comma before the last number (``1,`` of ``1,5``), which
+``last_number`` reads as one number."""
 _BETWEEN = re.compile(
     r"(?i)(?:\bbetween|\bentre|\bzwischen|между|بين)\s+[-\u2212$€£]?\d[\d.,]*"
     r"(?:\s*[^\W\d_]+)?\s*(?:and|et|und|y|e|и|و|-|–)\s*[$€£]?$"
@@ -565,7 +606,7 @@ _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
     r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
     r"|typo|think|with|including|counting|instead|rather|actually|really|hoặc|atau|veya|eller"
-    r"|albo|nebo|або|oppure)\b|أو|或|如果|または|또는|หรือ|או",
+    r"|albo|nebo|або|oppure|voire)\b|أو|或|如果|または|또는|หรือ|או",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".

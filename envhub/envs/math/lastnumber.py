@@ -175,9 +175,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         return text[arithmetic.start() : last.end()], False
     first = numbers[-2] if items[0] != last.group(0) and len(numbers) > 1 else last  # 45,00
     answer = _currency_before(text, first.start()) + items[0] + unit_after(text, last.end())
-    before = UNIT_BEFORE.search(text, max(0, last.start() - 20), last.start())
+    before = UNIT_BEFORE.search(text, max(0, last.start() - 30), last.start())
     if before is not None and answer == items[0]:  # Swahili "kilomita 12": 12 km
-        answer = f"{answer} {before.group(1)}"
+        answer = f"{answer} {unit_said_after(before)}"
     if MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
         answer = "-" + answer  # "minus 5 degrees Celsius"
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
@@ -329,15 +329,24 @@ _ARITHMETIC_BEFORE = re.compile(
 )
 """Numbers and operators right before the last number: an expression the number ends. A
 hyphen glued on both sides is a range ("3-5"), not a subtraction."""
+_SWAHILI_SCALES = r"elfu|milioni|bilioni"
 UNIT_BEFORE = re.compile(
-    r"(?i)\b(kilomita|milimita|mita|sentimita|dakika|sekunde|siku|wiki|kilogramu|gramu|mililita"
-    r"|lita|shilingi|dola|maili|saa)\s+$"
+    r"(?i)\b((?:kilomita|milimita|mita|sentimita|dakika|sekunde|siku|wiki|kilogramu|gramu"
+    rf"|mililita|lita|shilingi|dola|maili|saa)(?:\s+(?:{_SWAHILI_SCALES}))?|{_SWAHILI_SCALES})\s+$"
 )
-"""A unit written before its number, as Swahili does ("kilomita 12", "dakika 45")."""
+"""A unit or a scale written before its number, as Swahili does ("kilomita 12", "dakika 45",
+"shilingi milioni 3": 3 million shillings)."""
+
+
+def unit_said_after(before: re.Match) -> str:
+    """The words of a :data:`UNIT_BEFORE` match in English order: "milioni shilingi"."""
+    return " ".join(reversed(before.group(1).split()))
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
 """A tuple or interval of numbers: ``(2, 3)``, ``[1, 4)``."""
-MINUS_WORD = re.compile(r"(?i)(?:\b(?:minus|negative|moins|menos|минус)\s+|零下\s*)$")
-"""A word of sign right before a number: "minus 5 degrees", "零下5℃"."""
+MINUS_WORD = re.compile(
+    r"(?i)(?:\b(?:minus|negative|moins|menos|минус|мінус|eksi|âm)\s+|(?:零下|영하|氷点下)\s*)$"
+)
+"""A word of sign right before a number: "minus 5 degrees", "eksi 9 derece", "零下5℃", "영하 7도"."""
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(

@@ -117,6 +117,7 @@ _SUBS = [
     (re.compile(r"\\(?:left|right|bigl|bigr|Bigl|Bigr|big|Big|displaystyle)(?![a-zA-Z])"), ""),
     (re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))"), ","),  # 11,\! 111: a thousands comma
     (re.compile(r"\\[,;:!]|\\quad|\\qquad"), ""),
+    (re.compile(r"(?<=\d)\\ (?=\d{3}(?!\d))"), ""),  # 86\ 400: a spaced thousands group
     (re.compile(r"\\ "), " "),
     (re.compile(r"\\[dtc]frac(?![a-zA-Z])"), r"\\frac"),
     (re.compile(r"\\(?:leq?|leqslant)(?![a-zA-Z])"), r"\\le "),

@@ -77,6 +77,12 @@ _CONTINENTAL_NUMBER = re.compile(
     r"|(?<![\d.,])\d{1,3}(?:\.\d{3}){2,}(?![\d.,])"  # 1.234.567
     r"|\d\s*(?:€|₺|TL(?![A-Za-z])|₫|đồng|VND)|\bRp\.?\s*\d"  # 10 €, 12.000 TL, Rp 2.500, 45.000 ₫
 )
+_MONEY_GROUPS = re.compile(
+    r"(?:(?<![^\W\d_])[$€£¥₹₩]|R\$|\bRp\.?|\bRs\.?)\s*\d{1,3}(?P<mark>[.,])\d{3}(?![\d.,])"
+)
+"""An amount after its currency sign with one separator before three digits ("$1,850", "R$
+1.850"): a thousands separator, so it tells the notation. (After the amount, three decimals
+may be a unit price: "Ein Liter kostet 1,599 €".)"""
 _ENGLISH_NUMBER = re.compile(
     r"(?<![\d.,])\d{1,3}(?:,\d{3})+\.\d+(?![\d.,])"  # 1,234.5
     r"|(?<![\d.,])\d{1,3}(?:,\d{3}){2,}(?![\d.,])"  # 1,234,567
@@ -87,11 +93,12 @@ _WORD = re.compile(r"[^\W\d_]+")
 _CONTINENTAL_WORDS = frozenset(
     # German, French, Spanish, Italian, Portuguese, Dutch: words English does not share
     "und der die das ist sind insgesamt wir es ergibt beträgt mit von für auf zusammen "
-    "et est sont donc les une des nous du avec pour soit au "
-    "los las el es entonces tiene con para una del "
-    "il che sono quindi della gli "
-    "os são então uma com "
-    "het een zijn dus voor totaal de la le è en".split()
+    "zu je im den dem ein eine einen jeder jede kostet "
+    "et est sont donc les une des nous du avec pour soit au chaque "
+    "los las el es entonces tiene con para una del cada cuesta "
+    "il che sono quindi della gli ogni "
+    "os são então uma com custa "
+    "het een zijn dus voor totaal elke kost de la le è en".split()
 )
 _ENGLISH_WORDS = frozenset(
     "the and is are so of to with for total that this we each then which".split()
@@ -106,6 +113,9 @@ def continental(text: str) -> bool:
     worked = _worked_out(text)
     if worked is not None:  # "2.400 g + 600 g = 3.000 g" holds only as 2400 + 600 = 3000
         return worked  # (first: "6 × 250 = 1,500" in Mexican Spanish is English notation)
+    grouped = _MONEY_GROUPS.search(text)
+    if grouped is not None:  # "$1,850 por semana": money has no third decimal
+        return grouped.group("mark") == "."
     if _STATEMENT.search(text):
         return True
     if _CONTINENTAL_NUMBER.search(text):

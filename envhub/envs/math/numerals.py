@@ -140,6 +140,8 @@ _FOREIGN_SCALES = {
     ),
     **dict.fromkeys(["миллион", "миллиона", "миллионов", "milion", "miliony", "milionów"], 10**6),
     **dict.fromkeys(["milyon", "lakh", "lakhs", "लाख"], 10**6),
+    "elfu": 1000,
+    "bilioni": 10**9,
     **dict.fromkeys(["milliarden", "milliards", "miliardi", "миллиарда", "milyar"], 10**9),
     "crore": 10**7,
     "करोड़": 10**7,
@@ -223,7 +225,7 @@ _HOURS_AND_A_HALF = re.compile(
 )
 """Hours and a half: "3 hours and a half", "3 horas e meia", "3時間半" are 3.5 hours."""
 _INDIC_SCALES = {
-    **dict.fromkeys(["लाख", "লাখ", "لاکھ", "லட்சம்", "లక్షల", "లక్ష", "લાખ", "लक्ष"], "lakh"),
+    **dict.fromkeys(["लाख", "লাখ", "লক্ষ", "لاکھ", "லட்சம்", "లక్షల", "లక్ష", "લાખ", "लक्ष"], "lakh"),
     **dict.fromkeys(["करोड़", "करोड", "কোটি", "کروڑ", "கோடி", "కోట్ల", "కోటి", "કરોડ", "कोटी"], "crore"),
 }
 _INDIC_SCALE = re.compile("|".join(sorted(_INDIC_SCALES, key=len, reverse=True)))
@@ -299,7 +301,7 @@ def normalize(s: str) -> str:
         s = _PENCE.sub(r"\1 pence", s)
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
         s = _FEET_INCHES.sub(lambda m: "{} ft {} in".format(*(g for g in m.groups() if g)), s)
-    if "below" in s or "zero" in s or "الصفر" in s:  # 5 °C below zero
+    if _ZERO_WORD.search(s):  # 5 °C below zero, 7 °C bajo cero
         s = _BELOW_ZERO.sub(r"-\1", s)
     s = _amount_words(s)
     if "," in s:
@@ -322,8 +324,8 @@ def normalize(s: str) -> str:
         s = _ELISION.sub(" ", s)
     if "~" in s:  # 5 \mathrm{~m}: a LaTeX space
         s = s.replace("~", " ")
-    if "零下" in s:  # 零下5℃: below zero
-        s = re.sub(r"零下\s*(?=\d)", "-", s)
+    if "零下" in s or "영하" in s or "氷点下" in s:  # 零下5℃, 영하 7도: below zero
+        s = _BELOW_ZERO_BEFORE.sub("-", s)
     if "\\mu" in s:  # 0.5\ \mu\text{s}: a micro prefix
         s = _MICRO.sub("µ", s)
     if "circ" in s or "degree" in s or not s.isascii():
@@ -413,7 +415,7 @@ _UNIT_WORDS = {
     "ကျပ်": "mmk", "မိနစ်": "min", "နာရီ": "h", "ကီလိုမီတာ": "km", "မီတာ": "m",
     "ብር": "etb", "ደቂቃ": "min", "ሰዓት": "h", "ኪሎ": "kg", "ኪሎ ሜትር": "km", "ኪሎሜትር": "km", "ሜትር": "m",
     "שקל": "ils", "ש\"ח": "ils", "דולר": "usd", "евро": "eur", "доллар": "usd",
-    "долларов": "usd", "доллара": "usd", "тенге": "kzt",
+    "долларов": "usd", "доллара": "usd", "цент": "cents", "цента": "cents", "центов": "cents", "тенге": "kzt",
     # Ukrainian, Persian, Thai, Bengali, Hebrew and Telugu
     "секунди": "s", "хвилина": "min", "хвилини": "min", "хвилин": "min", "година": "h",
     "години": "h", "годин": "h", "днів": "day", "дні": "day", "метрів": "m", "метри": "m",
@@ -523,7 +525,7 @@ _SWISS_ROUND = re.compile(r"(?<=\d)\.(?:–|—|-{1,2})(?![\w.])")
 _LATIN_SCALE = re.compile(
     r"(?i)\d\s*(?:tausend|mille|mil|bin|lakhs?|crore|millio|miljoen|milliard|milyar|milyon|milion"
     r"|mio|mrd|tys|tisíc|ribu|juta|miliar|nghìn|ngàn|triệu|tỷ|billón|billones|biljoen|bilion"
-    r"|bilh|billionen)"
+    r"|bilh|billionen|elfu|bilioni)"
 )
 
 
@@ -617,10 +619,16 @@ _FEET_INCHES = re.compile(
 ``5'11`` (never a Swiss thousands group, whose groups have three digits)."""
 _BELOW_ZERO = re.compile(
     r"(?<![-\d.])(\d+(?:\.\d+)?\s*(?:°|º|\^\s*\\circ|degrees?|درجات|درجة)\s*"
-    r"(?:[CF]|Celsius|Fahrenheit|مئوية)?)\s+(?:below\s+zero|تحت\s+الصفر)",
+    r"(?:[CF]|Celsius|Fahrenheit|مئوية)?)\s+(?:below\s+zero|تحت\s+الصفر|bajo\s+cero"
+    r"|sous\s+z[ée]ro|unter\s+null|abaixo\s+de\s+zero|sotto\s+(?:lo\s+)?zero|ниже\s+нуля"
+    r"|poniżej\s+zera|onder\s+nul)",
     re.IGNORECASE,
 )
-"""A temperature below zero: ``5 °C below zero``, ``٥ درجات تحت الصفر`` are ``-5 °C``."""
+"""A temperature below zero: ``5 °C below zero``, ``٥ درجات تحت الصفر``, ``7 °C bajo cero`` are
+``-5 °C``, ``-7 °C``."""
+_ZERO_WORD = re.compile(r"(?i)zero|cero|z[ée]ro|null|нуля|zera|\bnul\b|الصفر")
+_BELOW_ZERO_BEFORE = re.compile(r"(?:零下|영하|氷点下)\s*(?=\d)")
+"""A sign word before the number: ``零下5℃``, ``영하 7도``, ``氷点下3度``."""
 _LONE_DEGREE = re.compile(r"[°º]")
 _PER_MILLE = re.compile(r"(\d+(?:\.\d+)?)\s*‰")
 _PERCENT_FIRST = re.compile(r"(?<![\w%)])%\s?(\d+(?:[.,]\d+)?)(?![\d%])")
@@ -734,12 +742,12 @@ _HAN_TENS = re.compile("[廿卅卌]")
 _KOREAN_FRACTION = re.compile(r"(\d+)\s*분의\s*(\d+)")
 _HAN_ANY = re.compile(f"[{_HAN_DIGIT}{_HAN_UNIT}廿卅卌]")
 _HAN_NUMBER = rf"(?:\d+(?:\.\d+)?|[{_HAN_DIGIT}{_HAN_UNIT}])+"
-_HAN_FRACTION = re.compile(rf"({_HAN_NUMBER})分之({_HAN_NUMBER})")
+_HAN_FRACTION = re.compile(rf"({_HAN_NUMBER})分[之の]({_HAN_NUMBER})")
 _HAN_MINUS = re.compile(rf"[负負](?={_HAN_NUMBER})")
 
 
 def _han_fraction(m: re.Match) -> str:
-    """``三分之二`` -> ``(2/3)``: the part after 分之 over the part before."""
+    """``三分之二``, ``3分の2`` -> ``(2/3)``: the part after 分之 (分の) over the part before."""
     over, part = (_han_value(_HAN_TOKEN.findall(g)) for g in m.groups())
     if over is None or part is None:
         return m.group(0)
@@ -750,7 +758,7 @@ _HAN_TOKEN = re.compile(rf"\d{{1,3}}(?:,\d{{3}})+|\d+(?:\.\d+)?|[{_HAN_DIGIT}{_H
 _HAN_ALONE_BEFORE = re.compile(r"(?:^|[是为為：:=＝\s-])$")
 _HAN_ALONE_AFTER = re.compile(r"[。．.，,！!？?、；;)）\s度]|$")
 _HAN_UNIT_AFTER = re.compile(
-    "小时|小時|分钟|分鐘|秒钟|秒鐘|个月|個月|公里|千米|厘米|千克|公斤|岁|歲"
+    "[个個]半|小时|小時|分钟|分鐘|秒钟|秒鐘|个月|個月|公里|千米|厘米|千克|公斤|岁|歲"
 )
 """Units that make a lone Han digit before them a count, wherever it stands ("需要两小时")."""
 
@@ -766,11 +774,11 @@ def han_numbers(text: str) -> str:
     ("答案是四。"): words that hold a numeral (``一共``, ``一些``, ``万一``, ``十分``, ``千万``,
     ``第一``) are words, and so are runs of bare digits (``七八个`` is "seven or eight", not 78).
     """
-    if not _HAN_ANY.search(text) and "分之" not in text and "분의" not in text:
+    if not _HAN_ANY.search(text) and "分之" not in text and "分の" not in text and "분의" not in text:
         return text
     text = _HAN_TENS.sub(lambda m: _HAN_TENS_OF[m.group(0)], text)  # 廿五 is 二十五, 卅二 三十二
     text = _KOREAN_FRACTION.sub(r"(\2/\1)", text)  # 3분의 2 is 2/3
-    text = _HAN_FRACTION.sub(_han_fraction, text)  # 三分之二 is 2/3, 百分之五十 50/100
+    text = _HAN_FRACTION.sub(_han_fraction, text)  # 三分之二, 3分の2: 2/3; 百分之五十 50/100
     text = _HAN_MINUS.sub("-", text)  # 负五 is -5
     return _HAN_RUN.sub(_han_run, text)
 

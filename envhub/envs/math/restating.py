@@ -15,6 +15,7 @@ from .compare import read, same
 from .lastnumber import find_numbers
 from .locales import english_notation
 from .spelled import words_value
+from .units import scales
 
 _THAT_IS = (
     r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently"
@@ -70,7 +71,15 @@ def restated(answer: str) -> tuple[str, bool]:
         return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
     if converted(said, main):
         return main, False  # "60 km/h (16.7 m/s)": the same value, rounded
-    return answer, dimension(main) == dimension(said)  # "$20 (3 hours)" is an aside
+    return answer, comparable(main, said)  # "$20 (3 hours)" is an aside; "$12.50 (1,205 cents)"
+
+
+def comparable(value: str, other: str) -> bool:
+    """Both plain numbers, or both measures of one thing (cents and any one currency)."""
+    unit, other_unit = getattr(read(value), "unit", None), getattr(read(other), "unit", None)
+    if unit is None or other_unit is None:
+        return unit is other_unit
+    return scales(unit, other_unit) is not None
 
 
 def dimension(value: str) -> tuple | None:
@@ -99,9 +108,8 @@ def converted(value: str, answer: str) -> bool:
     """``value`` is ``answer`` in another unit, rounded (within 1%): "60 km/h (16.7 m/s)"."""
     a, b = read(value), read(answer)
     unit_a, unit_b = getattr(a, "unit", None), getattr(b, "unit", None)
-    if unit_a is None or unit_b is None or unit_a.dimension != unit_b.dimension:
-        return False
-    if unit_a.offset or unit_b.offset or not b.value:
+    both = scales(unit_a, unit_b) if unit_a is not None and unit_b is not None else None
+    if both is None or both[0][1] or both[1][1] or not b.value:
         return False  # (temperatures: a reading is no rounding of another scale's)
-    ratio = (a.value * unit_a.factor) / (b.value * unit_b.factor)
+    ratio = (a.value * both[0][0]) / (b.value * both[1][0])
     return abs(ratio - 1) < 0.01

@@ -18,12 +18,22 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from .compare import quick_compare, read
-from .hedges import ABOUT, APPROXIMATE, ASIDE, BOUND, DOUBT, HEDGE_WORDS, TOLERANCE, offers_value
+from .hedges import (
+    APPROXIMATE,
+    ASIDE,
+    BOUND,
+    DOUBT,
+    HEDGE_WORDS,
+    TOLERANCE,
+    about_in_answer,
+    offers_value,
+)
 from .lastnumber import (
     MINUS_WORD,
     MONTHS,
     REFERENCE,
     UNIT_BEFORE,
+    unit_said_after,
     find_numbers,
     last_number,
     tidy,
@@ -80,7 +90,7 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _SENTENCE_END = re.compile(
-    r"(?<!\bRs)(?<!\bFr)"  # Rs. 50, Fr. 1'250: the currency's abbreviation
+    r"(?<!\bRs)(?<!\bFr)(?<!रु)"  # Rs. 50, Fr. 1'250, रु. 80: the currency's abbreviation
     r"(?:(?<!Std|Min|Sek|hrs|min|sec|i\.e|e\.g)\.(?=[\s*]|$)|\.(?=$|[\s*](?![ \t]*\d)))"
     r"|\n|[。！？।။۔።]|\s+(?:because|since|which|as|denn|weil|car|porque|perché|omdat)\b"
     r"|;\s+(?=if\b|otherwise\b)|\s*#{3,}",
@@ -302,7 +312,8 @@ def _amount_in_words(answer: str) -> str:
     lead = _WORDS_BEFORE.match(answer)
     if lead is None or lead.end() == len(answer) or _BOUND_WORDS.search(lead.group(0)):
         return answer
-    if BOUND.search(lead.group(0)) or ABOUT.search(lead.group(0)):  # "hooguit 7", "etwa 42"
+    if BOUND.search(lead.group(0)) or about_in_answer(lead.group(0), lead.end()):
+        return answer  # "hooguit 7", "etwa 42", "takriban mayai 350"
         return answer
     rate = _RATE_LEAD.search(lead.group(0))
     if rate is not None:
@@ -323,7 +334,7 @@ def _amount_in_words(answer: str) -> str:
         rest = "-" + rest
     unit = UNIT_BEFORE.search(lead.group(0))
     if unit is not None:  # "Jibu ni kilomita 12": 12 km
-        rest = f"{rest} {unit.group(1)}"
+        rest = f"{rest} {unit_said_after(unit)}"
     currency = _CURRENCY_LEAD.search(lead.group(0))
     if currency is not None:  # "Total: CHF 50": the code is the amount's
         rest = currency.group(0).strip() + " " + rest

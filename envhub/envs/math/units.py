@@ -198,6 +198,8 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("cents", 1, "cent", "cents", "¢", "centavos", "céntimos", "centimes", "centesimi"),
     # the same units in German, French, Spanish, Italian, Portuguese and Dutch
     **_names("time", 1, "sekunde", "sekunden", "seconde", "secondes", "secondi", "segundos"),
+    **_names("time", 1, "seconden"),
+    **_names("time", 3600, "uren"),
     **_names("time", 60, "minuten", "minuto", "minutos", "minuti", "minuut"),
     **_names("time", 3600, "stunde", "stunden", "std", "heure", "heures", "hora", "horas"),
     **_names("time", 3600, "ora", "ore", "uur"),
@@ -384,6 +386,8 @@ def measure(phrase: str, power: str = "") -> Unit | None:
     if len(terms) == 2 and set(terms[0][0]) <= CURRENCIES | {"cents"}:  # type: ignore[index]
         base, f = terms[0]  # type: ignore[misc]
         money = (tuple(sorted(base.items())), f)  # $15 per hour also matches $15
+    elif words in (["pound"], ["pounds"]):
+        money = ((("gbp", 1),), Fraction(1))  # a weight, or the money: "spent 25 pounds" is £25
     powers: dict[str, int] = {}
     factor = Fraction(1)
     for sign, (base, f) in zip((1, -1), terms, strict=False):  # type: ignore[misc]

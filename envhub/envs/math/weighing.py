@@ -13,7 +13,7 @@ import functools
 import re
 
 from .compare import same
-from .hedges import HEDGE_WORDS, OR_ANOTHER, POSSIBLE, about_before, other_value
+from .hedges import HEDGE_WORDS, NEAR_BEFORE, OR_ANOTHER, POSSIBLE, about_before, other_value
 from .lastnumber import find_numbers, unit_after
 from .parse import relations_as_intervals
 
@@ -141,9 +141,10 @@ def _possible_before(before: str, answer: str) -> bool:
 
 
 def approximated_before(before: str, answer: str) -> bool:
-    r"""The sentence right before the final answer calls its value approximate.
+    r"""The sentence right before the final answer calls its value approximate or a guess.
 
-    "She needs a little under 2 kg of sugar.\n#### 2 kg", "It is roughly 30 mph.\n#### 30 mph".
+    "She needs a little under 2 kg of sugar.\n#### 2 kg", "It is roughly 30 mph.\n#### 30 mph",
+    "So she probably spends $30.\n#### $30" (a word of doubt a few words before the value).
     """
     said = find_numbers(answer)
     sentence = _last_numbered(before) if said else ""
@@ -154,11 +155,28 @@ def approximated_before(before: str, answer: str) -> bool:
     while at >= 0:  # each place the sentence writes the value (not inside another number)
         end = at + len(value)
         whole = sentence[at - 1 : at] not in _IN_A_NUMBER and not sentence[end : end + 1].isdigit()
+        if whole and (_guessed(sentence, at) or NEAR_BEFORE.search(sentence, 0, at)):
+            return True
         if whole and about_before(sentence, at):
             # "round to the nearest cent ... approximately $7.78" is the value asked for
             return not _ROUNDING.search(before, max(0, len(before) - 300))
         at = sentence.find(value, end)
     return False
+
+
+def _guessed(sentence: str, at: int) -> bool:
+    """A word of doubt at most three words before ``sentence[at]`` ("probably spends $30")."""
+    window = sentence[max(0, at - 60) : at]
+    doubt = HEDGE_WORDS.search(window)
+    if doubt is None:
+        return False
+    while (later := HEDGE_WORDS.search(window, doubt.end())) is not None:
+        doubt = later
+    return bool(_FEW_WORDS.fullmatch(window, doubt.end()))
+
+
+_FEW_WORDS = re.compile(r"(?:\s+[^\W\d_]+){0,3}\s+[$€£¥]?")
+"""Up to three words between a word of doubt and the value ("probably spends about")."""
 
 
 _IN_A_NUMBER = frozenset("0123456789.,")
