@@ -53,6 +53,26 @@ from envhub.envs.math import hedges, remarks, statements
         ("#### 25 lb", "£25", False),
         ("Der Umsatz beträgt 1,5 Millionen Euro.", "€1,500,000", True),
         ("Der Umsatz beträgt 1,5 Millionen Euro.", "€1,500", False),
+        # a check of the answer states no value; two boxes with a retraction between are no list
+        ("The total is 42.\nSo the answer is confirmed.\n#### 42", "42", True),
+        ("So the answer is 42. So the answer is correct.", "42", True),
+        (r"\boxed{-1} Hmm, that's not right. \boxed{1}", "1", False),
+        (r"\boxed{-1} That's not right. \boxed{1}", "-1", False),
+        # the answer said again in another form is the same answer; another value is a second
+        (r"So $f(x) = \boxed{x^2+6x-27}$. Equivalently, $(x+9)(x-3)$.", "x^2+6x-27", True),
+        (r"The answer is $(x+9)(x-3)$. Equivalently, $x^2+6x-27$.", "(x+9)(x-3)", True),
+        (r"So $f(x) = \boxed{x^2+6x-27}$. Equivalently, $(x+9)(x-2)$.", "x^2+6x-27", False),
+        (r"So $f(x) = \boxed{x^2+6x-27}$. Equivalently, $(x+9)(x-2)$.", "(x+9)(x-2)", False),
+        (
+            r"\boxed{\frac{1}{x-1}-\frac{1}{x+1}}, that is, $\frac{2}{x^2-1}$.",
+            r"\frac{2}{x^2-1}",
+            True,
+        ),
+        (
+            r"\boxed{\frac{1}{x-1}-\frac{1}{x+1}}, that is, $\frac{2}{x^2+1}$.",
+            r"\frac{2}{x^2-1}",
+            False,
+        ),
     ],
 )
 def test_what_a_careful_grader_reads(text, gold, paid):
@@ -99,6 +119,17 @@ def test_what_a_careful_grader_reads(text, gold, paid):
         ("Het antwoord is 150 seconden.", "2.5 minutes", True),
         ("Ответ: 12 долларов 50 центов.", r"\$12.50", True),
         ("Ответ: 12 долларов 50 центов.", r"\$12.05", False),
+        # number words num2words does not write: Hindi, Korean native counts, Czech tens first
+        ("उत्तर: बीस", "20", True),
+        ("उत्तर: बीस", "21", False),
+        ("उत्तर: पच्चीस हज़ार", "25000", True),
+        ("답: 스물네 개", "24", True),
+        ("답: 스물네 개", "42", False),
+        ("Odpověď: dvaačtyřicet", "42", True),
+        ("Odpověď: dvaačtyřicet", "24", False),
+        # money groups: a sign before three digits after one mark; LaTeX's $…$ is no dollar
+        ("Total: $1,850 for the trip.", "1850", True),
+        (r"The probability is $0.875$.", "0.875", True),
     ],
 )
 def test_locales_scripts_and_scales(text, gold, paid):

@@ -4,7 +4,8 @@
 case: GSM8K answers, fractions, decimals, percentages) with :class:`fractions.Fraction`, and
 answers ``None`` when sympy is needed (:mod:`envhub.envs.math.symbolic`). :func:`same` tells
 whether two written answers of one response are one value (``1/2`` and ``0.5``; a decimal
-comma, ``0,5``, too), and :func:`distinct` drops such repeats from a list of candidates.
+comma, ``0,5``, too; ``x^2-1`` and ``(x-1)(x+1)``, by :mod:`~envhub.envs.math.identity`), and
+:func:`distinct` drops such repeats from a list of candidates.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import re
 from functools import lru_cache
 
 from . import locales
+from .identity import identical
 from .parse import PARSE_ERRORS, Answer, Equation, Expr, Seq, Text, Union, parse_answer
 from .units import scales
 
@@ -126,10 +128,20 @@ def same(a: str, b: str) -> bool:
         return False
     if quick_compare(ra, rb) is True:
         return True
+    if _letters_alike(ra, rb):
+        return True  # x^2+6x-27 and (x+9)(x-3): one polynomial
     if not (_SHORT_DECIMAL_COMMA.search(a) or _SHORT_DECIMAL_COMMA.search(b)):
         return False
     a2, b2 = locales.english_notation(a), locales.english_notation(b)
     return (a2, b2) != (a, b) and same(a2, b2)  # unchanged (1,2,4 is a list): no recursion
+
+
+def _letters_alike(a: Answer, b: Answer) -> bool:
+    """Two expressions in letters, without units, that are one rational function."""
+    plain = (
+        isinstance(x, Expr) and x.value is None and not x.unit and not x.percent for x in (a, b)
+    )
+    return all(plain) and identical(a.py, b.py) is True  # type: ignore[union-attr]
 
 
 _SHORT_DECIMAL_COMMA = re.compile(r"\d,\d{1,2}(?!\d)|(?<![\d.,])0,\d+")

@@ -338,6 +338,7 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
     hedged = (
         other  # "#### 42 (forty-three)"
         or is_hedged(between, tail)
+        or (len(different) > 1 and taken_back(between))  # "\boxed{-1, 0, 1} That's not right."
         or hedged_before(text[max(0, first - 300) : first], answer)
         or summary_disagrees(text[:first], answer)
         or (

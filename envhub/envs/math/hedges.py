@@ -554,6 +554,9 @@ POSSIBLE = re.compile(
 
 def other_value(clause: str, answer: str) -> bool:
     """The last value of ``clause`` is another value than ``answer`` ("4.2 × 10¹" is 42)."""
+    spans = _MATH_SPAN.findall(clause) if "$" in clause or "\\(" in clause else []
+    if spans and same(next(filter(None, spans[-1])), answer):
+        return False  # "Equivalently, $x^2+6x-27$": the answer's expression, said again
     clause = spelled.as_digits(clause, spelled.language(clause) or "en")  # "or forty-six"
     found = [n for n in find_numbers(clause) if not REFERENCE.search(clause, 0, n.start())]
     if not found:
@@ -562,6 +565,10 @@ def other_value(clause: str, answer: str) -> bool:
     if last != found[-1].group(0) and unit_after(clause, found[-1].end()):
         return not same(last, answer)  # "20 mph" after "20 km/h": another value, unit and all
     return not (same(found[-1].group(0), answer) or same(last, answer))
+
+
+_MATH_SPAN = re.compile(r"\$([^$]{1,200})\$|\\\((.{1,200}?)\\\)")
+"""A math span of a sentence: ``$x^2+6x-27$``, ``\\(2\\sqrt{13}\\)``."""
 
 
 def last_number_hedged(text: str, last: re.Match, restated: bool) -> bool:

@@ -341,12 +341,14 @@ UNIT_BEFORE = re.compile(
 def unit_said_after(before: re.Match) -> str:
     """The words of a :data:`UNIT_BEFORE` match in English order: "milioni shilingi"."""
     return " ".join(reversed(before.group(1).split()))
+
+
 _BRACKETED = re.compile(r"[(\[]\s*-?\d+(?:\.\d+)?(?:\s*,\s*-?\d+(?:\.\d+)?)+\s*[)\]]")
 """A tuple or interval of numbers: ``(2, 3)``, ``[1, 4)``."""
 MINUS_WORD = re.compile(
     r"(?i)(?:\b(?:minus|negative|moins|menos|минус|мінус|eksi|âm)\s+|(?:零下|영하|氷点下)\s*)$"
 )
-"""A word of sign right before a number: "minus 5 degrees", "eksi 9 derece", "零下5℃", "영하 7도"."""
+"""A word of sign right before a number: "minus 5 degrees", "eksi 9", "零下5℃", "영하 7도"."""
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(

@@ -78,7 +78,8 @@ _CONTINENTAL_NUMBER = re.compile(
     r"|\d\s*(?:€|₺|TL(?![A-Za-z])|₫|đồng|VND)|\bRp\.?\s*\d"  # 10 €, 12.000 TL, Rp 2.500, 45.000 ₫
 )
 _MONEY_GROUPS = re.compile(
-    r"(?:(?<![^\W\d_])[$€£¥₹₩]|R\$|\bRp\.?|\bRs\.?)\s*\d{1,3}(?P<mark>[.,])\d{3}(?![\d.,])"
+    r"(?:(?<![^\W\d_])[$€£¥₹₩]|R\$|\bRp\.?|\bRs\.?)\s*[1-9]\d{0,2}(?P<mark>[.,])\d{3}"
+    r"(?![\d.,])(?!\s*\$)"  # ($0.875$, $1.850$: LaTeX's math, no money)
 )
 """An amount after its currency sign with one separator before three digits ("$1,850", "R$
 1.850"): a thousands separator, so it tells the notation. (After the amount, three decimals

@@ -415,7 +415,8 @@ _UNIT_WORDS = {
     "ကျပ်": "mmk", "မိနစ်": "min", "နာရီ": "h", "ကီလိုမီတာ": "km", "မီတာ": "m",
     "ብር": "etb", "ደቂቃ": "min", "ሰዓት": "h", "ኪሎ": "kg", "ኪሎ ሜትር": "km", "ኪሎሜትር": "km", "ሜትር": "m",
     "שקל": "ils", "ש\"ח": "ils", "דולר": "usd", "евро": "eur", "доллар": "usd",
-    "долларов": "usd", "доллара": "usd", "цент": "cents", "цента": "cents", "центов": "cents", "тенге": "kzt",
+    "долларов": "usd", "доллара": "usd", "тенге": "kzt",
+    "цент": "cents", "цента": "cents", "центов": "cents",
     # Ukrainian, Persian, Thai, Bengali, Hebrew and Telugu
     "секунди": "s", "хвилина": "min", "хвилини": "min", "хвилин": "min", "година": "h",
     "години": "h", "годин": "h", "днів": "day", "дні": "day", "метрів": "m", "метри": "m",
@@ -774,7 +775,12 @@ def han_numbers(text: str) -> str:
     ("答案是四。"): words that hold a numeral (``一共``, ``一些``, ``万一``, ``十分``, ``千万``,
     ``第一``) are words, and so are runs of bare digits (``七八个`` is "seven or eight", not 78).
     """
-    if not _HAN_ANY.search(text) and "分之" not in text and "分の" not in text and "분의" not in text:
+    if (
+        not _HAN_ANY.search(text)
+        and "分之" not in text
+        and "分の" not in text
+        and "분의" not in text
+    ):
         return text
     text = _HAN_TENS.sub(lambda m: _HAN_TENS_OF[m.group(0)], text)  # 廿五 is 二十五, 卅二 三十二
     text = _KOREAN_FRACTION.sub(r"(\2/\1)", text)  # 3분의 2 is 2/3

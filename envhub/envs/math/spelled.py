@@ -35,6 +35,7 @@ from num2words import num2words
 from text_to_num import alpha2digit, text2num
 
 from .numerals import number_words
+from .spellings import extra_spellings
 
 LANGUAGES = ("en", "fr", "es", "de", "nl", "it", "pt")
 _STOPWORDS = {
@@ -48,6 +49,9 @@ _STOPWORDS = {
 }
 _STOPWORD_SETS = {lang: frozenset(words.split()) for lang, words in _STOPWORDS.items()}
 _WORD = re.compile(r"[^\W\d_]+")
+_SPELLED_WORD = re.compile(r"(?:[^\W\d_]|[\u0300-\u036f\u0900-\u0dff\u0e00-\u0eff\u1000-\u109f])+")
+"""A word with its combining marks (to Python's regex, a vowel sign of Devanagari, Bengali or
+Thai is no letter: ``बीस`` would be two words)."""
 
 
 def language(text: str) -> str | None:
@@ -350,9 +354,10 @@ def _words(tokens: Iterable[str]) -> tuple[str, str]:
 
 SPELLED_LANGUAGES = (
     *("pl", "cs", "sk", "sl", "ru", "uk", "tr", "sv", "da", "no", "fi", "hu", "ro", "lt", "lv"),
-    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar"),
+    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar", "hi"),
 )
-"""Languages whose number words text2num does not read, spelled by num2words (gold-directed)."""
+"""Languages whose number words text2num does not read, spelled by num2words and
+:mod:`~envhub.envs.math.spellings` (gold-directed)."""
 MAX_SPELLED = 10**7
 _GOLD_JOINERS = frozenset(
     "or and lub albo i или и veya ve eller och tai sekä vagy sau arba ar atau dan hoặc và ya"
@@ -376,7 +381,7 @@ def gold_in_words(text: str, value: int) -> str | None:
         if m is None:
             continue
         rest = plain[m.end() :].strip(" .,;:!。")
-        words = _WORD.findall(rest)
+        words = _SPELLED_WORD.findall(rest)
         if words and words[0] in _number_words(lang):
             continue  # "on iki" is 12, not 10 and a label
         if _another_number(plain[: m.end()], words):
@@ -395,7 +400,7 @@ def _another_number(spelled: str, words: list[str]) -> bool:
     every = _all_number_words()
     if any(w in every or w in _POINT_WORDS for w in words):
         return True
-    glued = _WORD.findall(spelled)[-1:] + words[:1]
+    glued = _SPELLED_WORD.findall(spelled)[-1:] + words[:1]
     return len(glued) == 2 and "".join(glued) in every
 
 
@@ -426,20 +431,28 @@ def _spelled_in(value: int, lang: str) -> str:
     return spelled.replace("treds", "tres") if lang == "da" else spelled  # modern Danish 60
 
 
+def _spellings(value: int, lang: str) -> tuple[str, ...]:
+    """Every spelling of ``value`` in ``lang``: num2words' and those it does not write."""
+    return tuple(s for s in (_spelled_in(value, lang), *extra_spellings(value, lang)) if s)
+
+
 @lru_cache(maxsize=64)
 def _number_words(lang: str) -> frozenset[str]:
-    """The words num2words writes numbers with in ``lang`` (0-100, hundreds, thousands)."""
+    """The words ``lang`` writes numbers with (0-100, hundreds, thousands)."""
     values = [*range(101), *range(200, 1001, 100), 2000, 10**4, 10**5, 10**6, 10**9]
-    return frozenset(w for n in values for w in re.split(r"[\s\-‐]+", _spelled_in(n, lang)))
+    return frozenset(
+        w for n in values for spelled in _spellings(n, lang) for w in re.split(r"[\s\-‐]+", spelled)
+    )
 
 
 @lru_cache(maxsize=2048)
 def _spelling(value: int, lang: str) -> re.Pattern:
     """``value`` in words in ``lang`` as a pattern that allows or drops blanks and hyphens."""
-    letters = re.sub(r"[\s\-‐]+", "", _spelled_in(value, lang))
-    if not letters:
+    forms = sorted({re.sub(r"[\s\-‐]+", "", s) for s in _spellings(value, lang)}, key=len)
+    if not forms:
         return re.compile(r"(?!)")  # spells nothing: matches nothing
-    return re.compile("".join(re.escape(c) + r"[\s\-‐]*" for c in letters) + r"(?![^\W\d_])")
+    each = ("".join(re.escape(c) + r"[\s\-‐]*" for c in letters) for letters in reversed(forms))
+    return re.compile(f"(?:{'|'.join(each)})" + r"(?![^\W\d_])")
 
 
 ROMAN = re.compile(
@@ -498,8 +511,5 @@ def _spelled_words(values: Iterable[int]) -> set[str]:
     words = set()
     for lang in dict.fromkeys((*LANGUAGES, *SPELLED_LANGUAGES)):
         for n in values:
-            try:
-                words.update(_WORD.findall(num2words(n, lang=lang).lower()))
-            except Exception:  # noqa: BLE001 - a converter's own failure spells nothing
-                continue
+            words.update(w for s in _spellings(n, lang) for w in _SPELLED_WORD.findall(s))
     return words

@@ -33,10 +33,10 @@ from .lastnumber import (
     MONTHS,
     REFERENCE,
     UNIT_BEFORE,
-    unit_said_after,
     find_numbers,
     last_number,
     tidy,
+    unit_said_after,
 )
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK
@@ -138,8 +138,17 @@ def _each_statement(text: str) -> Iterator[tuple[int, str]]:
             answer = answer[filler.end() :]
         stop = _SENTENCE_END.search(answer)
         answer = tidy((answer[: stop.start()] if stop else answer).strip(" |*}\"'"))
-        if answer:
+        if answer and not _JUDGED.fullmatch(answer):
             yield m.start(), answer
+
+
+_JUDGED = re.compile(
+    r"(?i)(?:(?:indeed|now|thus|also|therefore)\s+)?(?:confirmed|correct|right|verified|checked"
+    r"|consistent|valid|reasonable|plausible|sensible|as\s+(?:follows|expected|above|before)"
+    r"|below|above|bestätigt|richtig|korrekt|correcte?|correcta|corretta|confirmée?|confirmada"
+    r"|подтвержден[ао]?|верн[ыо]й?|正确|正しい)[.!]?"
+)
+"""What a check says of the answer ("So the answer is confirmed."): no value stated."""
 
 
 MAX_CANDIDATES = 64
