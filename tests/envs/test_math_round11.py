@@ -127,6 +127,13 @@ def test_what_a_careful_grader_reads(text, gold, paid):
         ("답: 스물네 개", "42", False),
         ("Odpověď: dvaačtyřicet", "42", True),
         ("Odpověď: dvaačtyřicet", "24", False),
+        # a compound duration joined by the word "and" of more languages, or Arabic's glued و
+        ("Zajmie to 5 godzin i 30 minut.", "5.5 hours", True),
+        ("Zajmie to 5 godzin i 30 minut.", "5 hours", False),
+        ("الجواب: 5 ساعات و30 دقيقة", "5.5 hours", True),
+        ("Cevap: 5 saat ve 30 dakika", "5.5 hours", True),
+        ("Jawaban: 5 jam dan 30 menit", "5.5 hours", True),
+        ("Svar: 5 timmar och 30 minuter", "5.5 hours", True),
         # money groups: a sign before three digits after one mark; LaTeX's $…$ is no dollar
         ("Total: $1,850 for the trip.", "1850", True),
         (r"The probability is $0.875$.", "0.875", True),

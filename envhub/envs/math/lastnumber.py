@@ -17,7 +17,7 @@ import re
 
 from .compare import same
 from .numerals import CJK_CLOCK, MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER, normalize
-from .parse import compound
+from .parse import COMPOUND_JOINER, compound
 from .units import measure
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af"
@@ -353,7 +353,7 @@ _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(
     r"\d+(?:\.\d+)?\s*(?:[^\W\d_]|[\u0900-\u0dff])+\.?\s*"
-    r"(?:,\s*|(?:and|und|et|y|e|en|и|і|و|और|અને)\s+)?$"
+    rf"{COMPOUND_JOINER}?$"
 )
 """An amount right before the last number, as in "2 hours 15 minutes" (see ``parse.compound``)."""
 

@@ -315,8 +315,12 @@ def _parse(s: str) -> Answer:
     return _leaf(s)
 
 
+COMPOUND_JOINER = (
+    r"(?:,\s*|(?:and|und|et|y|e|en|i|a|och|og|ve|dan|và|ja|és|și|ir|un|и|і|और|અને)\s+|و\s*)"
+)
+"""What joins the two amounts of a compound: "2 h, 30 min", "5 godzin i 30 minut", "5 ساعات و30"."""
 _COMPOUND = re.compile(
-    r"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-zÀ-ÿ]+)\.?\s*(?:,\s*|(?:and|und|et|y|e|en|и|і|و|और|અને)\s+)?"
+    rf"(?P<n1>\d+(?:\.\d+)?)\s*(?P<u1>[A-Za-zÀ-ÿ]+)\.?\s*{COMPOUND_JOINER}?"
     r"(?P<n2>\d+(?:\.\d+)?)\s*(?P<u2>[A-Za-zÀ-ÿ]+)\.?"  # 2 Std. 30 Min., 2 heures et 30
 )
 
