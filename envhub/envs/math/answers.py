@@ -50,7 +50,15 @@ from .extract import MAX_RESPONSE_CHARS
 from .lastnumber import MONTHS, REFERENCE, UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM, normalize
-from .parse import PARSE_ERRORS, Answer, Expr, Items, parse_answer, relations_as_intervals
+from .parse import (
+    PARSE_ERRORS,
+    Answer,
+    Expr,
+    Items,
+    Seq,
+    parse_answer,
+    relations_as_intervals,
+)
 from .pool import run_in_worker
 from .spelled import gold_in_words, roman_value
 from .units import measure
@@ -326,14 +334,35 @@ def _as_gold_writes(pred: str, gold: str, gold_ans: Answer | None) -> str:
     """``pred`` in the gold's notation where it has two readings.
 
     A unit glued to its number (``1500m``, alone a product) facing a gold with a unit is that
-    unit; inequalities ("x < -10 or x > 4") facing intervals are those intervals.
+    unit; inequalities ("x < -10 or x > 4") facing intervals are those intervals; one value
+    for each letter ("x = 1, y = 2") facing a point is that point.
     """
     glued = _GLUED_UNIT.fullmatch(pred)
     if glued and isinstance(gold_ans, Expr) and gold_ans.unit and measure(glued.group(2)):
         return f"{glued.group(1)} {glued.group(2)}"
+    if isinstance(gold_ans, Seq) and gold_ans.left == "(" and "=" in pred:
+        point = _as_point(pred, len(gold_ans.items))
+        if point is not None:
+            return point  # x = 1, y = 2 facing (1, 2)
     if _INTERVAL.search(gold):
         return relations_as_intervals(pred) or pred
     return pred
+
+
+_COORDINATE = re.compile(r"\s*([a-z])\s*=\s*([^=,;]+?)\s*")
+_COORDINATE_JOINER = re.compile(r",\s*(?:\\[ ,;]|\\quad|\\qquad)?|;|\band\b|\\text\{\s*and\s*\}")
+
+
+def _as_point(pred: str, size: int) -> str | None:
+    """``x = 1, y = 2`` facing a point ``(1, 2)``: that point, its letters in order (x, y, z)."""
+    parts = _COORDINATE_JOINER.split(pred.replace("$", "").strip())
+    pairs = [_COORDINATE.fullmatch(p) for p in parts]
+    if len(pairs) != size or not all(pairs):
+        return None
+    letters = {m.group(1): m.group(2) for m in pairs if m}
+    if len(letters) != size or not set(letters) <= set("abcdxyz"):
+        return None  # one letter twice, or letters of no conventional order
+    return "(" + ", ".join(letters[k] for k in sorted(letters, key="xyzabcd".index)) + ")"
 
 
 def _maybe_another_unit(pred: str, pred_ans: Answer | None, gold_ans: Answer | None) -> bool:

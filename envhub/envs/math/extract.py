@@ -14,7 +14,8 @@ that finds one:
    ``\frac{3}{4}``, ``50%``; not a digit glued to a word, ``AZYUK2A``).
 
 Before any rule, digits of every script become ASCII and invisible characters go
-(:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``).
+(:func:`~envhub.envs.math.latex.plain_digits`: ``１２３``, ``١٢٣``, ``1\u200b23``), and a
+``<think>`` never closed is cut off with what follows it: a thought cut off states no answer.
 
 **Several candidates are one answer: a list.** A response that offers several different
 final answers, in any form, gives all of them, and all of them are compared with the gold:
@@ -49,8 +50,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from envhub.tags import tag_blocks
+
 from . import locales, spelled
-from .compare import distinct
+from .compare import distinct, same
 from .conclusion import before_table, result_first, summary_disagrees
 from .hedges import (
     ALSO_WINDOW,
@@ -237,6 +240,8 @@ def extract_answer(text: str) -> Extraction:
     (``1.250`` -> ``1250``; :mod:`envhub.envs.math.locales`).
     """
     text = plain_digits(text[-MAX_RESPONSE_CHARS:])
+    if "<think" in text or "<THINK" in text:
+        text = _before_unclosed_thought(text)
     text, hidden = _without_comments(text) if "<!--" in text else (text, [])
     if "]: #" in text:  # a Markdown comment, "[alt]: # (234)": hidden when rendered
         hidden += [m.group(1) for m in _MARKDOWN_COMMENT.finditer(text)]
@@ -266,6 +271,12 @@ def extract_answer(text: str) -> Extraction:
     if found.answer and _TEMPERATURE.search(found.answer) and _called_a_change(text, found.answer):
         found = replace(found, answer=f"{found.answer} {CHANGE}")  # "it rose by 18 °F"
     return found
+
+
+def _before_unclosed_thought(text: str) -> str:
+    """``text`` up to a ``<think>`` never closed: a thought cut off states no answer."""
+    unclosed = [b for b in tag_blocks(text, "think") if not b.closed]
+    return text[: unclosed[0].start] if unclosed else text
 
 
 _TEMPERATURE = re.compile(
@@ -376,6 +387,8 @@ def _last_resort(tail: str) -> Extraction:
     if unfinished or tail.count("```") % 2 or opened:
         return Extraction(None, None, False)  # "so we multiply 25 × 2 =": cut off, no answer
     check = _CHECK_AFTER.search(tail) or _REASON_AFTER.search(tail, max(0, len(tail) - 200))
+    if check is not None and _concluded_after(tail, check.start()):
+        check = None  # "Verification: 100 + 50 + 100 = 250 ✓\n\nAmy has $100 left."
     if check is not None and find_numbers(tail[: check.start()]):
         if taken_back(tail[check.start() :]):  # "Check: ... 12, not 11, so x = 4 is wrong."
             return Extraction(None, None, True)
@@ -550,6 +563,25 @@ _LETTER_AFTER = re.compile(r"[^\W\d_]{3}")
 _REASON_AFTER = re.compile(r"(?<=[\w,])[ \t]+(?:since|because)\b[^.\n\d]*\d[^.\n]*[.!]?\s*$")
 """A reason after the answer that ends the response: "42 apples in total, since each basket
 holds 7." gives 42, not the given 7."""
+_CONCLUSION = re.compile(r"\n[ \t]*\n[ \t>*_#-]*[^\W\d_][^=✓✔✗\n]*\d[^=✓✔✗\n]*$")
+"""A last paragraph after a blank line: a sentence with a number and no check in it."""
+_CHECKED_VALUE = re.compile(r"=\s*([^=\s✓✔]+)[^=]*$")
+
+
+def _concluded_after(tail: str, check: int) -> bool:
+    r"""The check at ``check`` is followed by a conclusion that states a value of its own.
+
+    "Verification: 100 + 50 + 100 = 250 ✓\n\nAmy has **$100** left." concludes 100; "...
+    = 250 ✓\n\nThis matches the original 250." only remarks on the check's result.
+    """
+    conclusion = _CONCLUSION.search(tail, check)
+    if conclusion is None:
+        return False
+    checked = _CHECKED_VALUE.search(tail, check, conclusion.start())
+    numbers = find_numbers(conclusion.group(0))
+    return not (checked and numbers and same(numbers[-1].group(0), checked.group(1)))
+
+
 _CHECK_AFTER = re.compile(
     r"(?:\n|(?<=[.!?])[ \t])[ \t>*_#]*(?:check(?:ing)?|verif(?:y|ication|ying)|sanity\s+check"
     r"|proof|probe|prüfung|vérification|comprobación|verifica|проверка|验证|检验|検算"

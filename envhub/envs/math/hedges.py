@@ -374,6 +374,7 @@ TAKEN_BACK = Words(
         r"|\bno\s+es\s+correcto|\bdat\s+klopt\s+niet|\bsi\s+sahihi|\bwait,?\s+no\b"
         r"|\b(?:salah|sbagliato|fout|pomyli\w*|forkert|feil|fel|gresit|spatne)\b|\bnicht\s+richtig"
         r"|\b(?:verrechnet|verzählt|me\s+he\s+equivocado|je\s+me\s+suis\s+trompée?)\b"
+        r"|\bhabe?\s+mich\s+geirrt\b"
         r"|\bpas\s+correct|\bnej,?\s+vent|\bei\s+taida\s+olla\s+oikein|\bspletl\s+jsem\s+se"
         r"|\bmali\s+pala|\btamang\s+sagot|\b(?:can['’]?t|cannot)\s+be\s+right"
         r"|\beso\s+esta\s+mal|\besta\s+errado"
@@ -384,7 +385,7 @@ TAKEN_BACK = Words(
     other=(
         r"\beso\s+está\s+mal|\bнеправильно|\bневерно|\bя\s+ошиб|\bè\s+sbagliato"
         r"|\bestá\s+errado|\byanlış|\bsai\s+rồi|\bbłąd\b"
-        r"|هذا\s+خطأ|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います|違う|計算し直|väärin|hibás"
+        r"|(?:هذا|هناك)\s+خطأ|أخطأت|गलत|틀렸|不对|错了|算错|重新计算|間違|やり直|違います|違う|計算し直|väärin|hibás"
         r"|greșit|špatně|неправильн|невірн|не\s+так|לא\s+נכון|טעות|טעיתי|elszámoltam|λάθος"
         r"|اشتباه\s+کردم|غلط\s+(?:است|ہے)|తప్పు|ผิด|தவறு|ভুল|ખોટું|चूक|ຜິດ|ខុស|မှား|ስህተት"
         r"|틀린\s*것\s*같|δεν\s+πάει\s+καλά|не\s+сходится|对不上|不太对"

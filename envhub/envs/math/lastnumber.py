@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from .compare import same
-from .numerals import CJK_CLOCK, MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER, normalize
+from .numerals import CJK_CLOCK, DAY_PART, MERIDIEM, SCALE_WORD, UNIT_WORD_AFTER, normalize
 from .parse import COMPOUND_JOINER, compound
 from .units import measure
 
@@ -192,7 +192,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
 _OUT_OF = re.compile(r"(?<![\w.])(\d+)\s+out\s+of\s+$", re.IGNORECASE)
 _CHANCE = re.compile(r"(?i)\b(?:probability|chance|likelihood|fraction|proportion)\b")
 """"3 out of 5" is a count, never the 5; in a sentence of chance, the fraction 3/5."""
-_COLON_RUN = re.compile(rf"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:{MERIDIEM}))?")
+_COLON_RUN = re.compile(
+    rf"(?<![\d:.])\d+(?::\d+)+(?![\d:])(?:\s*(?:{MERIDIEM})|(?i:\s+{DAY_PART}))?"
+)
 _H_BEFORE = re.compile(r"(?<![\d:.])(?:[01]?\d|2[0-3]) ?h ?$")
 """The hour of a French time of day before its minutes: ``15 h 45``, ``19h30``."""
 
@@ -217,7 +219,7 @@ _BELOW_ZERO_AFTER = re.compile(
 )
 
 
-_MERIDIEM_AFTER = re.compile(rf"[ \t]?(?:{MERIDIEM})")
+_MERIDIEM_AFTER = re.compile(rf"[ \t]?(?:{MERIDIEM})|(?i:[ \t]+{DAY_PART})")
 
 
 def _written_whole(text: str, last: re.Match) -> str | None:
@@ -360,6 +362,9 @@ _AMOUNT_BEFORE = re.compile(
 
 _SCALE_AFTER = re.compile(rf"[ \t]+(?:{SCALE_WORD}|dozens?)(?![^\W\d_])", re.IGNORECASE)
 """A scale word after a number ("$1,200 million", "₹2.5 lakh", "2 Milliarden")."""
+_SCALE_OR_UNIT_AFTER = re.compile(r"(?i)[ \t]+(?:mil|bin)(?![^\W\d_])")
+"""A word after a number that is a scale in one language and a unit or a word in another
+(``mil``: a thousand in Spanish, a mile in Indonesian; ``bin``: a thousand in Turkish)."""
 _PENCE = re.compile(r"p(?![^\W_])")
 _NOT_RATE = frozenset({"each", "every", "a"})
 _DIMENSIONS = frozenset({"wide", "long", "tall", "high", "deep", "thick", "across", "square"})
@@ -397,6 +402,9 @@ def unit_after(text: str, end: int) -> str:
     scale = _SCALE_AFTER.match(text, end)
     if scale is not None:  # "$1,200 million", "3 thousand km"
         return scale.group(0) + unit_after(text, scale.end())
+    either = _SCALE_OR_UNIT_AFTER.match(text, end)
+    if either is not None:  # "3,5 mil": thousand in Spanish, miles in Indonesian; never bare
+        return either.group(0)
     m = _UNIT_AFTER.match(text, end)
     latin = _latin_unit(m.group(1)) if m is not None else None
     if latin is not None:

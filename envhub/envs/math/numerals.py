@@ -302,7 +302,7 @@ def normalize(s: str) -> str:
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches
         s = _FEET_INCHES.sub(lambda m: "{} ft {} in".format(*(g for g in m.groups() if g)), s)
     if _ZERO_WORD.search(s):  # 5 °C below zero, 7 °C bajo cero
-        s = _BELOW_ZERO.sub(r"-\1", s)
+        s = _BELOW_ZERO.sub(lambda m: f"-{m['n']}{m['unit'] if m['scale'] else ''}", s)
     s = _amount_words(s)
     if "," in s:
         s = _INDIAN.sub(lambda m: m.group(0).replace(",", ""), s)
@@ -316,6 +316,8 @@ def normalize(s: str) -> str:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " h " in s:  # 2 h 30: hours and minutes
         s = _HOURS_MINUTES.sub(r"\1 h \2 min", s)
+    if " " in s:  # 7:30 in the evening: 7:30 PM
+        s = _DAY_PART_AFTER.sub(_day_part, s)
     if "m" in s.lower():  # 11 a.m.: 11:00 AM
         s = _HOUR_MERIDIEM.sub(r"\1:00 \2", s)
     if ":" in s or "h" in s:
@@ -555,6 +557,31 @@ def _scaled(num: str, scale: str) -> str:
 
 
 MERIDIEM = r"[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b|นาฬิกา|น\.?|مساء[ًا]*|صباح[ًا]*"
+_MORNING_WORDS = (
+    r"in\s+the\s+morning|de\s+la\s+mañana|du\s+matin|morgens|da\s+manhã|di\s+mattina|утра"
+)
+_LATER_WORDS = (
+    r"in\s+the\s+(?:afternoon|evening)|at\s+night|de\s+la\s+(?:tarde|noche)|du\s+soir"
+    r"|de\s+l['’]après-midi|(?:am\s+)?abends?|nachmittags|da\s+(?:tarde|noite)|di\s+sera"
+    r"|del\s+pomeriggio|della\s+sera|вечера|дня"
+)
+DAY_PART = rf"(?:{_MORNING_WORDS}|{_LATER_WORDS})(?![^\W\d_])"
+"""Words after a time of day that say which half of the day: "7:30 in the evening" is 7:30 PM."""
+_DAY_PART_AFTER = re.compile(
+    rf"(?i)(?<![\d:.])(?P<h>1[0-2]|0?[1-9])(?P<m>:[0-5]\d)?\s+(?P<part>{DAY_PART})"
+)
+
+_NIGHT = re.compile(r"(?i)night|noche|noite")
+
+
+def _day_part(m: re.Match) -> str:
+    """``7:30 in the evening`` -> ``7:30 PM`` (read on by :data:`_CLOCK`)."""
+    morning = re.match(_MORNING_WORDS, m["part"], re.IGNORECASE) is not None
+    small_hours = int(m["h"]) in (12, 1, 2, 3, 4) and _NIGHT.search(m["part"]) is not None
+    morning |= small_hours  # 2 at night is 2 AM, 12:15 at night a quarter past midnight
+    return f"{m['h']}{m['m'] or ':00'} {'AM' if morning else 'PM'}"
+
+
 """What may follow a time of day: AM, p.m., Uhr, Thai น. (o'clock), مساءً (p.m.), صباحًا (a.m.)."""
 _CLOCK = re.compile(
     rf"(?<![\d:.])(?P<h>\d{{1,2}})(?P<sep>:|h)(?P<m>[0-5]\d)(?![\d:])(?:\s*(?P<mer>{MERIDIEM}))?"
@@ -619,14 +646,15 @@ _FEET_INCHES = re.compile(
 """Feet and inches with primes: ``6'2"``, ``6′ 2″``, and a height without the inch mark,
 ``5'11`` (never a Swiss thousands group, whose groups have three digits)."""
 _BELOW_ZERO = re.compile(
-    r"(?<![-\d.])(\d+(?:\.\d+)?\s*(?:°|º|\^\s*\\circ|degrees?|درجات|درجة)\s*"
-    r"(?:[CF]|Celsius|Fahrenheit|مئوية)?)\s+(?:below\s+zero|تحت\s+الصفر|bajo\s+cero"
+    r"(?<![-\d.])(?P<n>\d+(?:\.\d+)?)(?P<unit>\s*(?:°|º|\^\s*\\circ|degrees?|درجات|درجة)\s*"
+    r"(?P<scale>[CF]|Celsius|Fahrenheit|مئوية)?)\s+(?:below\s+zero|تحت\s+الصفر|bajo\s+cero"
     r"|sous\s+z[ée]ro|unter\s+null|abaixo\s+de\s+zero|sotto\s+(?:lo\s+)?zero|ниже\s+нуля"
     r"|poniżej\s+zera|onder\s+nul)",
     re.IGNORECASE,
 )
 """A temperature below zero: ``5 °C below zero``, ``٥ درجات تحت الصفر``, ``7 °C bajo cero`` are
-``-5 °C``, ``-7 °C``."""
+``-5 °C``, ``-7 °C``; without its scale (``5 degrees below zero``) a temperature is ``-5``,
+no angle."""
 _ZERO_WORD = re.compile(r"(?i)zero|cero|z[ée]ro|null|нуля|zera|\bnul\b|الصفر")
 _BELOW_ZERO_BEFORE = re.compile(r"(?:零下|영하|氷点下)\s*(?=\d)")
 """A sign word before the number: ``零下5℃``, ``영하 7도``, ``氷点下3度``."""

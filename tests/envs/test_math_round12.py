@@ -1,0 +1,53 @@
+"""Round 12 of the math reader: three more blind sets (units and money AW, locales, scripts and
+number words AX, a realistic mix AY), each scored once on the tree of its day.
+
+Each row is a response, a gold and what it must earn; the attacks are the classes the sets
+paid or missed, each with an honest look-alike.
+"""
+
+import pytest
+from math_scoring import scores
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # a word that is a scale in one language and a unit in another is never dropped
+        ("5 putaran × 0,7 = 3,5\n\nJadi jaraknya 3,5 mil.", "3.5 km", False),
+        ("5 putaran × 0,7 = 3,5\n\nJadi jaraknya 3,5 mil.", "3.5", False),
+        ("En total son 3,5 mil.", "3500", True),
+        ("Toplam 12 bin lira.", "12000", True),
+        # a temperature below zero without its scale is that temperature, no angle
+        ("The temperature at night is 5 degrees below zero.", r"-5^\circ C", True),
+        ("The temperature at night is 5 degrees below zero.", "5", False),
+        ("The temperature at night is 5 °F below zero.", r"-5^\circ C", False),
+        # the half of the day in words after a time of day
+        ("The movie ends at 7:30 in the evening.", "7:30 PM", True),
+        ("The movie ends at 7:30 in the evening.", "7:30 AM", False),
+        ("The train leaves at 8 in the morning.", "8:00 AM", True),
+        ("Le film finit à 7:30 du soir.", "19:30", True),
+        ("The bell rings at 12:15 at night.", "12:15 AM", True),
+        # a thought never closed states no answer
+        ("<think>\n18 × 7 = 126; 126 × 5 = 630.\nSo the answer is 630.", "630", False),
+        ("<think>\n18 × 7 = 126; 126 × 5 = 630.\n</think>\nThe answer is 630.", "630", True),
+        # a check of the answer, then a conclusion with a value of its own
+        (
+            "Books: 1/3 of the remainder = 50. Remaining: 150 − 50 = 100.\n\n"
+            "Verification: 100 + 50 + 100 = 250 ✓\n\nAmy has **$100** left.",
+            "100",
+            True,
+        ),
+        ("So x = 4.\n\nCheck: 2(4) + 3 = 11 ✓\n\nThis matches the given 11.", "4", True),
+        ("So x = 4.\n\nCheck: 2(4) + 3 = 11 ✓\n\nThis matches the given 11.", "11", False),
+        # one value for each letter facing a point
+        (r"**Final Answer:** $x = 1,\ y = 2$", "(1, 2)", True),
+        (r"**Final Answer:** $y = 2$, $x = 1$", "(1, 2)", True),
+        (r"**Final Answer:** $x = 2,\ y = 1$", "(1, 2)", False),
+        (r"**Final Answer:** $x = 1,\ x = 2$", "(1, 2)", False),
+        # retracted in words of more languages: still two committed answers
+        ("Antwort: 48.\n\nNein, ich habe mich geirrt: 6 · 7 = 42.", "48", False),
+        ("الجواب: ٤٨\n\nلا، هناك خطأ: ٦ × ٧ = ٤٢.", "48", False),
+    ],
+)
+def test_what_a_careful_grader_reads(text, gold, paid):
+    assert scores(text, gold) is paid
