@@ -27,6 +27,16 @@ from math_scoring import scores
         ("The train leaves at 8 in the morning.", "8:00 AM", True),
         ("Le film finit à 7:30 du soir.", "19:30", True),
         ("The bell rings at 12:15 at night.", "12:15 AM", True),
+        # a word of rate before the amount: per minute, per hour
+        (
+            "240リットルを60分で入れるので、240 ÷ 60 = 4。\n\n答え：毎分4リットル",
+            "4 liters per minute",
+            True,
+        ),
+        ("答え：毎分4リットル", "4 liters", False),
+        ("45 km yolu 3 saatte gidiyor: 45 ÷ 3 = 15\n\nCevap: saatte 15 kilometre", "15 km/h", True),
+        ("Cevap: saatte 15 kilometre", "15 km", False),
+        ("정답: 시속 60km", "60 km/h", True),
         # a thought never closed states no answer
         ("<think>\n18 × 7 = 126; 126 × 5 = 630.\nSo the answer is 630.", "630", False),
         ("<think>\n18 × 7 = 126; 126 × 5 = 630.\n</think>\nThe answer is 630.", "630", True),
@@ -50,4 +60,32 @@ from math_scoring import scores
     ],
 )
 def test_what_a_careful_grader_reads(text, gold, paid):
+    assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # fractions in words of other languages: the count, then the part
+        ("Antwort: drei Viertel", r"\frac{3}{4}", True),
+        ("Ответ: две трети.", r"\frac{2}{3}", True),
+        ("Ответ: две трети.", r"\frac{3}{2}", False),
+        ("Resposta: três quartos.", r"\frac{3}{4}", True),
+        ("Resposta: três quartos.", "3", False),
+        ("Réponse : deux tiers", r"\frac{2}{3}", True),
+        # number words num2words does not write as people do
+        ("Svar: treoghalvtreds elever.", "53", True),
+        ("Svar: treoghalvtreds elever.", "63", False),
+        ("Ответ: тысяча двести пятьдесят рублей.", "1250", True),
+        ("Ответ: тысяча двести пятьдесят рублей.", "1200", False),
+        ("Svar: tolvhundrafemtio kronor.", "1250", True),
+        ("Svar: tolvhundrafemtio kronor.", "1200", False),
+        ("Απάντηση: σαράντα δύο καρέκλες.", "42", True),
+        ("Απάντηση: σαράντα δύο καρέκλες.", "2", False),
+        ("Απάντηση: χίλια διακόσια πενήντα ευρώ", "1250", True),
+        ("Réponse : huitante bouteilles.", "80", True),
+        ("Réponse : huitante bouteilles.", "8", False),
+    ],
+)
+def test_number_words_of_more_languages(text, gold, paid):
     assert scores(text, gold) is paid

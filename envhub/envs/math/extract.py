@@ -78,6 +78,7 @@ from .statements import (
 )
 from .units import CHANGE, measure
 from .weighing import hedged_before
+from .wordfractions import fraction_in_words
 
 __all__ = ["Extraction", "extract_answer", "format_score"]
 
@@ -181,8 +182,8 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         start, answer = stated[-1]
         end = text.find(answer, start)
         end = len(text) if end < 0 else end + len(answer)
-        if not any(c.isdigit() for c in answer):  # "Sie hat zweiundvierzig Bonbons": 42
-            answer = spelled.as_digits(answer, spelled.language(text))
+        if not any(c.isdigit() for c in answer) and fraction_in_words(answer) is None:
+            answer = spelled.as_digits(answer, spelled.language(text))  # zweiundvierzig: 42
         return "answer_is", [stated_value(answer)], start, end
     return None
 

@@ -236,6 +236,23 @@ _CJK_SPEED = re.compile(
     r"\s*(?P<n>\d+(?:\.\d+)?)\s*(?P<unit>キロメートル|キロ|千米|公里|km|メートル|米|公尺|m)(?:です|。)?"
 )
 _CJK_PER = {"時": "h", "时": "h", "小": "h", "秒": "s", "分": "min"}
+_PER_TIME = {
+    "minute": "毎分|每分钟|每分鐘|每分|分速|분당|분속|dakikada",
+    "hour": "毎時|每小时|每小時|時速|时速|시속|시간당|saatte",
+    "second": "毎秒|每秒钟|每秒鐘|每秒|秒速|초속|초당|saniyede",
+    "day": "毎日|每天|每日|하루에|günde",
+}
+PER_TIME_LEAD = "|".join(w for words in _PER_TIME.values() for w in words.split("|"))
+"""Words before an amount that make it a rate: ``毎分4リットル``, ``시속 60km``, ``saatte 15``."""
+_PER_TIME_OF = {w: time for time, words in _PER_TIME.items() for w in words.split("|")}
+_RATE_FIRST = re.compile(
+    rf"(?P<per>{PER_TIME_LEAD})\s*(?P<amount>\d+(?:\.\d+)?\s*[^\W\d_]+)", re.IGNORECASE
+)
+
+
+def _rate_first(m: re.Match) -> str:
+    """``毎分4リットル`` -> ``4リットル per minute`` (its unit read on by the word table)."""
+    return f"{m['amount']} per {_PER_TIME_OF[m['per'].lower()]}"
 
 
 def _cjk_speed(m: re.Match) -> str:
@@ -297,6 +314,8 @@ def normalize(s: str) -> str:
         s = _SCALE_WORD.sub(_scale_word, s)
     if not s.isascii():
         s = _other_scripts(s)
+    if not s.isascii() or "saat" in s or "dakika" in s or "saniye" in s:
+        s = _RATE_FIRST.sub(_rate_first, s)  # 毎分4リットル, saatte 15 kilometre: a rate
     if s.endswith("p"):  # 85p: pence
         s = _PENCE.sub(r"\1 pence", s)
     if "'" in s or "′" in s:  # 6'2", 6′ 2″: feet and inches

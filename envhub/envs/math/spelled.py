@@ -36,6 +36,7 @@ from text_to_num import alpha2digit, text2num
 
 from .numerals import number_words
 from .spellings import extra_spellings
+from .wordfractions import fraction_in_words
 
 LANGUAGES = ("en", "fr", "es", "de", "nl", "it", "pt")
 _STOPWORDS = {
@@ -99,11 +100,13 @@ def words_value(text: str) -> Fraction | None:
     """The value of ``text`` when it is one number in words, in any of :data:`LANGUAGES`.
 
     English first (:func:`~envhub.envs.math.numerals.number_words`: also ``a dozen``, ``three
-    quarters``, ``one and a half``); then the languages in which text2num reads it, which must
-    agree on its value.
+    quarters``, ``one and a half``), Swahili, fractions in words of other languages
+    (:mod:`~envhub.envs.math.wordfractions`: ``drei Viertel``); then the languages in which
+    text2num reads it, which must agree on its value.
     """
     value = number_words(text)
     value = swahili_words(text) if value is None else value
+    value = fraction_in_words(text) if value is None else value  # drei Viertel, две трети
     if value is not None or _FALSE_FRIENDS.fullmatch(text.strip()) or not has_number_word(text):
         return value  # (most clauses after an answer, read at every hedge check, hold none)
     if text.strip().lower() in _SCALES:
@@ -220,6 +223,7 @@ def _number_tokens() -> tuple[frozenset[str], tuple[str, ...]]:
         if w
     }
     words |= {"dozen", "half", "quarter", "hour"}
+    words |= {"septante", "huitante", "octante", "nonante"}  # Belgian and Swiss French
     return frozenset(words), tuple(sorted(w for w in words if len(w) >= 4))
 
 
@@ -354,7 +358,7 @@ def _words(tokens: Iterable[str]) -> tuple[str, str]:
 
 SPELLED_LANGUAGES = (
     *("pl", "cs", "sk", "sl", "ru", "uk", "tr", "sv", "da", "no", "fi", "hu", "ro", "lt", "lv"),
-    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar", "hi"),
+    *("id", "vi", "ko", "ja", "th", "bn", "te", "kn", "fa", "he", "ar", "hi", "el"),
 )
 """Languages whose number words text2num does not read, spelled by num2words and
 :mod:`~envhub.envs.math.spellings` (gold-directed)."""
@@ -428,12 +432,32 @@ def _spelled_in(value: int, lang: str) -> str:
         spelled = num2words(value, lang=lang).lower()
     except Exception:  # noqa: BLE001 - a converter's own failure
         return ""
-    return spelled.replace("treds", "tres") if lang == "da" else spelled  # modern Danish 60
+    if lang == "da":  # modern Danish 60 is "tres" (halvtreds, 50, stays)
+        return _DANISH_SIXTY.sub("tres", spelled)
+    return spelled.replace("etttusen", "ettusen") if lang == "sv" else spelled
+
+
+_DANISH_SIXTY = re.compile(r"(?<!halv)treds")
+_LEADING_ONE = {"ru": "одна ", "uk": "одна ", "sv": "ettusen", "da": "ettusinde og "}
+"""What num2words writes before a thousand that speech drops: "(одна) тысяча двести", "tusen"."""
 
 
 def _spellings(value: int, lang: str) -> tuple[str, ...]:
     """Every spelling of ``value`` in ``lang``: num2words' and those it does not write."""
-    return tuple(s for s in (_spelled_in(value, lang), *extra_spellings(value, lang)) if s)
+    spelled = _spelled_in(value, lang)
+    forms = [spelled, *extra_spellings(value, lang)]
+    one = _LEADING_ONE.get(lang)
+    if one and 1000 <= value < 2000 and spelled.startswith(one):
+        forms.append(
+            ("tusen" if lang == "sv" else "tusind og " if lang == "da" else "")
+            + spelled[len(one) :].lstrip()
+        )
+    if lang == "sv" and 1100 <= value < 2000:  # tolvhundrafemtio, 1250
+        hundreds, rest = divmod(value, 100)
+        forms.append(
+            _spelled_in(hundreds, lang) + "hundra" + (_spelled_in(rest, lang) if rest else "")
+        )
+    return tuple(s for s in forms if s)
 
 
 @lru_cache(maxsize=64)

@@ -43,10 +43,55 @@ _CZECH_TENS = ("", "", "dvacet", "třicet", "čtyřicet", "padesát", "šedesát
 _CZECH_TENS += ("osmdesát", "devadesát")
 
 
+_GREEK_UNITS = (
+    ("",),
+    ("ένα", "ένας", "μία", "μια"),
+    ("δύο", "δυο"),
+    ("τρία", "τρεις"),
+    ("τέσσερα", "τέσσερις"),
+    ("πέντε",),
+    ("έξι",),
+    ("επτά", "εφτά"),
+    ("οκτώ", "οχτώ"),
+    ("εννέα", "εννιά"),
+)
+_GREEK_TEENS = {
+    10: ("δέκα",),
+    11: ("έντεκα",),
+    12: ("δώδεκα",),
+    13: ("δεκατρία", "δεκατρείς"),
+    14: ("δεκατέσσερα", "δεκατέσσερις"),
+    15: ("δεκαπέντε",),
+    16: ("δεκαέξι", "δεκάξι"),
+    17: ("δεκαεπτά", "δεκαεφτά"),
+    18: ("δεκαοκτώ", "δεκαοχτώ"),
+    19: ("δεκαεννέα", "δεκαεννιά"),
+}
+_GREEK_TENS = ("", "", "είκοσι", "τριάντα", "σαράντα", "πενήντα", "εξήντα", "εβδομήντα")
+_GREEK_TENS += ("ογδόντα", "ενενήντα")
+_GREEK_HUNDREDS = (
+    ("",),
+    ("εκατόν",),
+    ("διακόσια",),
+    ("τριακόσια",),
+    ("τετρακόσια",),
+    ("πεντακόσια",),
+    ("εξακόσια",),
+    ("επτακόσια", "εφτακόσια"),
+    ("οκτακόσια", "οχτακόσια"),
+    ("εννιακόσια", "εννεακόσια"),
+)
+"""Greek, which num2words does not write: units and teens in their neuter and other forms,
+tens, hundreds (``εκατόν`` before more, ``εκατό`` alone) and thousands (``χίλια``, ``δύο
+χιλιάδες``)."""
+
+
 def extra_spellings(value: int, lang: str) -> tuple[str, ...]:
     """``value`` in the words of ``lang`` that num2words does not write (none for most)."""
     if lang == "hi":
         return _hindi(value)
+    if lang == "el" and 0 <= value < 10**4:
+        return _greek(value)
     if lang == "ko" and 0 < value < 100:
         return _korean_native(value)
     if lang == "cs" and 20 < value < 100 and value % 10:
@@ -79,3 +124,28 @@ def _korean_native(value: int) -> tuple[str, ...]:
         return (head, "스무") if value == 20 else (head,)
     units = (_KOREAN_UNITS[unit], *([_KOREAN_COUNTING[unit]] if unit in _KOREAN_COUNTING else []))
     return tuple(head + u for u in units)
+
+
+def _greek(value: int) -> tuple[str, ...]:
+    """``value`` (0-9999) in Greek: ``σαράντα δύο`` (42), ``χίλια διακόσια πενήντα`` (1250)."""
+    if value == 0:
+        return ("μηδέν",)
+    thousands, rest = divmod(value, 1000)
+    if thousands == 0:
+        return _greek_below_thousand(rest)
+    heads = ("χίλια",) if thousands == 1 else tuple(f"{u} χιλιάδες" for u in _greek(thousands))
+    tails = _greek_below_thousand(rest) if rest else ("",)
+    return tuple(f"{h} {t}".strip() for h in heads for t in tails)
+
+
+def _greek_below_thousand(value: int) -> tuple[str, ...]:
+    hundreds, rest = divmod(value, 100)
+    if value == 100:
+        return ("εκατό",)
+    heads = _GREEK_HUNDREDS[hundreds]
+    if rest in _GREEK_TEENS:
+        tails = _GREEK_TEENS[rest]
+    else:
+        tens, unit = divmod(rest, 10)
+        tails = tuple(f"{_GREEK_TENS[tens]} {u}".strip() for u in _GREEK_UNITS[unit])
+    return tuple(f"{h} {t}".strip() for h in heads for t in tails)

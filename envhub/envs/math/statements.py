@@ -39,7 +39,7 @@ from .lastnumber import (
     unit_said_after,
 )
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
-from .numerals import CJK_CLOCK
+from .numerals import CJK_CLOCK, PER_TIME_LEAD
 from .parse import Answer, Expr, Items, Seq, Text
 from .restating import restated
 
@@ -306,7 +306,7 @@ _BOUND_WORDS = re.compile(
 """Words that make the number after them a bound or a negation ("at least 5", "not 5")."""
 
 
-_RATE_LEAD = re.compile(r"(?:每小时|每小時|時速|时速|秒速|分速|每秒钟?|每秒鐘|每分钟|每分鐘)\s*$")
+_RATE_LEAD = re.compile(rf"(?i)(?:{PER_TIME_LEAD})\s*$")
 _MONTH_LAST = re.compile(rf"\b{MONTHS}\.?\s*$")
 
 
