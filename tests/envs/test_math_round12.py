@@ -89,3 +89,39 @@ def test_what_a_careful_grader_reads(text, gold, paid):
 )
 def test_number_words_of_more_languages(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # a spare answer offered before the final one, should it be wrong
+        ("Solving 2x + 1 = 15, x = 7. If not, then x = 8.\n\n\\boxed{7}", "7", False),
+        ("x = 7. Sinon, x = 8.\n\nRéponse : 7", "7", False),
+        ("Solving 2x + 1 = 15, x = 7. If not, recheck: 2(7)+1 = 15.\n\n\\boxed{7}", "7", True),
+        # a denial states no answer, in any language
+        ("答案不是42。", "42", False),
+        ("Ответ: не 42.", "42", False),
+        ("Die Antwort ist nicht 42.", "42", False),
+        ("La réponse n'est pas 42.", "42", False),
+        ("It is not 42.", "42", False),
+        ("There are not 42 chairs but 40.", "40", True),
+        ("It is not 41; it is 42.", "42", True),
+        # a confidence under certainty is doubt
+        ("Answer: 42\n\nSelf-rating: 40% confident; 60% it's 43.", "42", False),
+        ("The discount is 40% and the total 42.\nAnswer: 42", "42", True),
+        # an aside after a decimal comma, or after a currency sign, says the value again or not
+        ("Die Fahrt dauert 2,5 Stunden (150 Minuten).", "2.5 hours", True),
+        ("Die Fahrt dauert 2,5 Stunden (160 Minuten).", "2.5 hours", False),
+        ("Antwort: 2,5 Stunden (160 Minuten)", "2.5 hours", False),
+        ("Sie zahlt 12,50 € (1205 Cent).", "12.50", False),
+        ("Antwort: 12,50 € (1205 Cent)", "12.50", False),
+        ("Antwort: 12,50 € (1250 Cent)", "12.50", True),
+        ("She pays €12.50 (1205 cents).", "12.50", False),
+        # a letter's power in plain text is the expression, never its last operands
+        ("f(x) = x^2 + 1", "x^2+1", True),
+        ("f(x) = x^2 + 1", "3", False),
+        ("The result: x^2 + 6x - 27 Ⅻ", "x^2+6x-27", False),
+    ],
+)
+def test_the_attacks_of_set_ba(text, gold, paid):
+    assert scores(text, gold) is paid

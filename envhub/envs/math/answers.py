@@ -393,15 +393,22 @@ def _gold_label_unread(gold: str, pred_ans: Answer | None, gold_ans: Answer | No
     )
 
 
+_DENIED = re.compile(
+    r"(?i)(?:(?:not|nicht|pas|não|не|ні|nie|no|non)\s+|不是|并非|並非)[\s$€£¥₹]*[-−]?\d"
+)
+
+
 def _not_a_value(pred: str, gold: str) -> bool:
     r"""``pred`` is a relation, a one-sided limit, a number in another base or a cut decimal.
 
-    ``\neq 5``, ``> 42``, ``\approx 42``, ``x \to 42`` say something of a number, not that it
-    is the answer; ``42^+`` and ``42-`` are one side of it; ``42_8`` is 34 and ``1011_3`` is
-    not ``1011_2``; ``3.14...`` goes on (never a gold written as a finite decimal); "see Table
-    42" names a table.
+    ``\neq 5``, ``> 42``, ``\approx 42``, ``x \to 42``, ``not 42`` say something of a number,
+    not that it is the answer; ``42^+`` and ``42-`` are one side of it; ``42_8`` is 34 and
+    ``1011_3`` is not ``1011_2``; ``3.14...`` goes on (never a gold written as a finite
+    decimal); "see Table 42" names a table.
     """
     bare = pred.strip().strip("$").strip()
+    if _DENIED.match(bare):
+        return True  # "not 42", "не 42": the answer it is not
     if _RELATION_FIRST.match(bare) and not _RELATION_FIRST.match(gold.strip().strip("$")):
         return True
     if _ONE_SIDED.search(bare) and not _ONE_SIDED.search(gold):

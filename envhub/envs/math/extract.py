@@ -493,17 +493,30 @@ def _without_aside(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
     own_line = between.rstrip(" \t").endswith("\n")  # a note of its own after the answer's line
     if not own_line and (len(between) > 40 or "\n" in between):
         return text, False
+    amount, rest = said[-1].group(0), text[said[-1].start() :]
+    comma = _DECIMAL_COMMA_BEFORE.search(text, max(0, said[-1].start() - 12), said[-1].start())
+    if comma is not None and len(amount) <= 2:  # "2,5 Stunden (150 Minuten)": 2.5 hours
+        amount, rest = f"{comma.group(0)[:-1]}.{amount}", f"{comma.group(0)[:-1]}.{rest}"
+    sign = _SIGN_BEFORE.search(text, max(0, said[-1].start() - 16), said[-1].start())
+    if sign is not None:  # "€12.50 (1205 cents)": the currency is the amount's
+        rest = sign.group(0) + rest
     offered = (
         bool(HEDGE_WORDS.search(body))
-        or offers_value(body, said[-1].group(0) + between.strip())
-        or restated(text[said[-1].start() :])[1]  # "2.5 hours (2 hours 50 minutes)."
+        or offers_value(body, amount + between.strip())
+        or restated(rest)[1]  # "2.5 hours (2 hours 50 minutes)."
     )
     return text[: aside.start()] + aside.group("stop"), offered
 
 
+_SIGN_BEFORE = re.compile(r"(?:R\$|[$€£¥₹₩])\s?(?:\d+[.,])?$")
+_DECIMAL_COMMA_BEFORE = re.compile(r"(?<![\d.,])\d+,$")
+"""The whole part of a decimal comma before its decimals: ``2,`` of ``2,5 Stunden``."""
 _PLAIN_MATH = re.compile(r"(?:=|\bis\b|:)[ \t]*(?P<value>[^=:\n]{1,80}?)[ \t]*[.。]?[ \t]*$")
-_UNICODE_VALUE = re.compile(r"[π∞∅√]|(?<![\d\s])[A-Za-zπ)][⁰¹²³⁴⁵⁶⁷⁸⁹]|^\{[^{}]*\}$")
-"""Unicode math that no number reader reads: π, ∞, ∅, roots, ``x⁵`` (not the ``m²`` of a unit)."""
+_UNICODE_VALUE = re.compile(
+    r"[π∞∅√]|(?<![\d\s])[A-Za-zπ)][⁰¹²³⁴⁵⁶⁷⁸⁹]|^\{[^{}]*\}$|(?<![A-Za-z])[A-Za-z)]\^\{?-?\d"
+)
+"""Math that no number reader reads: π, ∞, ∅, roots, ``x⁵`` (not the ``m²`` of a unit), and a
+letter's power in ASCII (``x^2 + 1``)."""
 _TWO_LETTERS = re.compile(r"[A-Za-z]{2}")
 
 
@@ -532,7 +545,7 @@ _REJECTED_BEFORE = re.compile(r"\s*(?:—|–|--|,|;|\()\s*(?:and\s+|but\s+)?not
 
 
 def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
-    """A value in Unicode math ending the response (``π²``, ``x⁵``, ``{2}``, ``∅``), else None.
+    """A value in plain-text math ending the response (``π²``, ``x^2 + 1``, ``∅``), else None.
 
     Only after ``=``, "is" or ``:``, without words, and holding every number after it.
     """
@@ -542,11 +555,15 @@ def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
     value = m.group("value").strip()
     if not _UNICODE_VALUE.search(value) or _TWO_LETTERS.search(value) or "$" in value:
         return None
+    if "^" in value and not _ASCII_MATH.fullmatch(value):
+        return None  # "x^2 + 6x - 27 Ⅻ": a power, then something else
+
     if numbers and numbers[-1].start() < m.start("value"):
         return None
     return value
 
 
+_ASCII_MATH = re.compile(r"[A-Za-z0-9^+\-*/().{}\s]+")
 _GOES_ON = re.compile(
     r"(?=(?:[^\S\n]*[^\W\d_]+){4})[^.!?;:\n\d]*\b(?:and|then|so|but|because|which|while|when"
     r"|after|before|if)\b[^.!?;:\n\d]*[^\W\d_][ \t]*$",

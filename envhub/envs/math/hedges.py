@@ -318,6 +318,7 @@ DOUBT = Words(
         r"|\bsalvo\s+(?:error(?:es)?|errori|engano)|\bmodulo\s+(?:arithmetic\s+)?slips"
         r"|\bassuming\s+my\s+arithmetic|\bif\s+i['’]?(?:ve|m)\s+(?:read|reading)\s+(?:the\s+\w+|it)\s+right"
         r"|\bi['’]?d\s+wager|\bi['’]?m\s+(?:about\s+)?\d{1,2}\s*%\s+sure|\bnot\s+pinned\s+down"
+        r"|(?<![\d.])\d{1,2}(?:\.\d+)?\s*%\s+(?:confident|sure|certain|likely)\b"  # 40% confident
         r"|\bfirst\s+approximation|\b(?:lower|upper)\s+bound\b|\bneeds?\s+a\s+recheck"
         r"|\bcheck\s+failed|\bif\s+i['’]?m\s+not\s+mistaken|\bunless\s+i['’]?m\s+mistaken"
         r"|\bwenn\s+ich\s+mich\s+nicht\s+irre|\bsi\s+no\s+me\s+equivoco|\bse\s+non\s+(?:mi\s+)?sbaglio"

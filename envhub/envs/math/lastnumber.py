@@ -180,6 +180,9 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         answer = f"{answer} {unit_said_after(before)}"
     if MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
         answer = "-" + answer  # "minus 5 degrees Celsius"
+    negated = NEGATED_BEFORE.search(text, max(0, last.start() - 16), last.start())
+    if negated is not None:  # "It is not 42.", "答案不是42。": 42 denied, never stated
+        return negated.group(0) + answer, False
     before = _AMOUNT_BEFORE.search(text, max(0, last.start() - 40), last.start())
     if before is not None and compound(normalize(text[before.start() : last.start()] + answer)):
         answer = text[before.start() : last.start()] + answer  # 12 dollars and 50 cents
@@ -351,6 +354,11 @@ MINUS_WORD = re.compile(
     r"(?i)(?:\b(?:minus|negative|moins|menos|минус|мінус|eksi|âm)\s+|(?:零下|영하|氷点下)\s*)$"
 )
 """A word of sign right before a number: "minus 5 degrees", "eksi 9", "零下5℃", "영하 7도"."""
+NEGATED_BEFORE = re.compile(
+    r"(?i)(?:\b(?:not|isn['’]t|nicht|pas|não\s+é|no\s+es|non\s+è|не|ні|nie)\s+|不是|并非|並非)"
+    r"[\s$€£¥₹]*$"
+)
+"""A denial right before a number: "not 42", "n'est pas 42", "не 42", "不是42"."""
 _RANGE_BEFORE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?:-|\s?[–—]\s?)$")
 """A range that the last number ends: ``3-5``, ``3–5``."""
 _AMOUNT_BEFORE = re.compile(

@@ -24,12 +24,14 @@ _THAT_IS = (
 )
 _SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
 _RESTATED = re.compile(
-    rf"(?i)(?:(?<=[^\W_]|[%²³}}])\s*\(\s*(?P<lead>{_SAYING_AGAIN}|=\s*)?"
+    rf"(?i)(?:(?<=[^\W_]|[%²³}}€$£¥₹₽₺₩])\s*\(\s*(?P<lead>{_SAYING_AGAIN}|=\s*)?"
     rf"|\s*[,;—–]?\s+(?P<said>{_SAYING_AGAIN})|\s+[/|]\s+)"
     r"(?P<value>[^()=]{1,60}?)\s*\)?\s*[.!]?\s*$"
 )
 """What may say an answer's value again: an aside ("(٤٢)", "(i.e. 1/2)"), a word of saying
 it again ("or 500 cents", ", то есть 1000 м²"), or a spaced slash ("42 / forty-two")."""
+_DECIMAL_COMMA = re.compile(r"(?<![\d.,])\d+,\d{1,2}(?![\d,])")
+"""A decimal comma (``2,5``, ``12,50``; never ``1,205``)."""
 _WHOLE_VALUE = re.compile(
     r"[-\u2212]?[$€£¥]?(?:\d[\d.,]*(?:\s*/\s*\d+)?|\\frac\{\d+\}\{\d+\})"
     r"(?:\s*(?P<u1>[^\W\d_]{1,12}(?:/[^\W\d_]{1,6})?)\.?[²³]?)?"
@@ -66,12 +68,13 @@ def restated(answer: str) -> tuple[str, bool]:
         return main, False
     if same(english_notation(main), said):
         return said, False
-    if _value_of(main) is None and dimension(main) is None:  # "10 соток, то есть 1000 м²"
+    reading = english_notation(main) if _DECIMAL_COMMA.search(main) else main  # 12,50 €
+    if _value_of(reading) is None and dimension(reading) is None:  # "10 соток, то есть 1000 м²"
         lead = found.group("lead") or found.group("said") or ""
         return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
-    if converted(said, main):
+    if converted(said, reading):
         return main, False  # "60 km/h (16.7 m/s)": the same value, rounded
-    return answer, comparable(main, said)  # "$20 (3 hours)" is an aside; "$12.50 (1,205 cents)"
+    return answer, comparable(reading, said)  # "$20 (3 hours)" is an aside; "$12.50 (1,205 cents)"
 
 
 def comparable(value: str, other: str) -> bool:

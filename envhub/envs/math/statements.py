@@ -299,7 +299,7 @@ _CURRENCY_LEAD = re.compile(
 )
 _WORDS_BEFORE = re.compile(r"(?:[^\W\d_]+[\s'’,:]*)+")
 _BOUND_WORDS = re.compile(
-    r"(?i)\b(?:at\s+(?:least|most)|more|less|fewer|greater|over|under|up\s+to|not|no"
+    r"(?i)\b(?:at\s+(?:least|most)|more|less|fewer|greater|over|under|up\s+to|not|no|nicht|pas"
     r"|mindestens|höchstens|mehr|weniger|plus|moins|más|menos|più|meno|mais|не|менее|более)\b"
     r"|至少|最多|以上|以下|超过|不到|不是|以内|未満"
 )

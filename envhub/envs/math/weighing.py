@@ -119,7 +119,28 @@ def hedged_before(before: str, answer: str) -> bool:
         or conditional_before(before, answer)
         or _possible_before(before, answer)
         or _or_opens(before, answer)
+        or _fallback_before(before, answer)
     )
+
+
+def _fallback_before(before: str, answer: str) -> bool:
+    r"""The sentence before the answer gives another value should it be wrong.
+
+        "Solving 2x + 1 = 15, x = 7. If not, then x = 8.
+
+    \boxed{7}": two answers, one a spare.
+    """
+    spare = _FALLBACK.search(_last_numbered(before))
+    return spare is not None and not same(spare["value"], answer)
+
+
+_FALLBACK = re.compile(
+    r"(?i)\b(?:if\s+not|if\s+(?:that['’]?s|this\s+is|it['’]?s)\s+(?:wrong|not\s+(?:right|it))"
+    r"|failing\s+that|wenn\s+nicht|falls\s+nicht|sinon|si\s+no|se\s+não|altrimenti|иначе)\b"
+    r"[\s,:]*(?:then\s+|dann\s+|alors\s+|it['’]?s\s+|it\s+is\s+|(?:the\s+)?answer\s+is\s+)?"
+    r"(?:[a-z]\s*=\s*)?(?P<value>[-−$€£]?\d[\d.,]*)"
+)
+"""Words that offer a spare answer: "If not, then x = 8", "sinon 8", "иначе 8"."""
 
 
 def _or_opens(before: str, answer: str) -> bool:
