@@ -85,6 +85,10 @@ def test_what_a_careful_grader_reads(text, gold, paid):
         ("Απάντηση: χίλια διακόσια πενήντα ευρώ", "1250", True),
         ("Réponse : huitante bouteilles.", "80", True),
         ("Réponse : huitante bouteilles.", "8", False),
+        ("The answer is three and three-quarters pizzas.", "3.75", True),
+        ("The answer is three and three-quarters pizzas.", "3", False),
+        ("उत्तर: 1500 मिलीलीटर", "1.5 liters", True),
+        ("उत्तर: 1500 मिलीलीटर", "1500 liters", False),
     ],
 )
 def test_number_words_of_more_languages(text, gold, paid):

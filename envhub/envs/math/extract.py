@@ -183,9 +183,21 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
         end = text.find(answer, start)
         end = len(text) if end < 0 else end + len(answer)
         if not any(c.isdigit() for c in answer) and fraction_in_words(answer) is None:
-            answer = spelled.as_digits(answer, spelled.language(text))  # zweiundvierzig: 42
+            answer = _in_digits(answer, spelled.language(text))  # zweiundvierzig: 42
         return "answer_is", [stated_value(answer)], start, end
     return None
+
+
+def _in_digits(answer: str, lang: str | None) -> str:
+    """A stated answer in words, in digits.
+
+    A fraction whole ("three and three-quarters pizzas": 15/4 pizzas), other numbers word by
+    word (:func:`~envhub.envs.math.spelled.as_digits`).
+    """
+    lead = spelled.leading_words_value(answer)
+    if lead is not None and lead[0].denominator != 1:
+        return f"{lead[0]} {lead[1]}".strip()
+    return spelled.as_digits(answer, lang)
 
 
 def _end_of_value(marker: re.Match, value: str) -> int:

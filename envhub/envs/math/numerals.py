@@ -463,7 +463,8 @@ _UNIT_WORDS = {
     "किलोमीटर": "km", "सेंटीमीटर": "cm", "मिलीमीटर": "mm", "ग्राम": "g", "किलोग्राम": "kg",
     "किलो": "kg", "लीटर": "l", "सेकंड": "s", "मिनट": "min", "घंटे": "h", "घंटा": "h",
     "दिन": "day", "सप्ताह": "week", "हफ्ते": "week", "महीने": "month", "महीना": "month",
-    "साल": "year", "वर्ष": "year",
+    "साल": "year", "वर्ष": "year", "मिलीलीटर": "ml", "मिली": "ml", "सेमी": "cm",
+    "घंटों": "h", "मिनटों": "min", "सेकंडों": "s", "मीटरों": "m",
 }  # fmt: skip
 """Units written in other scripts, as the unit names of :mod:`.units`."""
 UNIT_WORD_AFTER = re.compile(
