@@ -17,9 +17,10 @@ CASE_FILES = (
     "math_notation_cases.jsonl",
     "math_notation_cases_round9.jsonl",
     "math_notation_cases_round10.jsonl",
+    "math_notation_cases_round12.jsonl",
 )
-"""Sets A-Z, round 9's AA-AO, round 10's AP and AR (files, each under the repository's 2 MB
-limit)."""
+"""Sets A-Z, round 9's AA-AO, round 10's AP and AR, round 12's AW-BD (files, each under the
+repository's 2 MB limit; round 11's sets AT-AV were lost with the session that scored them)."""
 CASES = [
     json.loads(line)
     for name in CASE_FILES

@@ -129,3 +129,54 @@ def test_number_words_of_more_languages(text, gold, paid):
 )
 def test_the_attacks_of_set_ba(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # a fraction is never a count of per cent
+        ("As a percentage the fraction is 0.75%.\n\n**Answer: 0.75%**", r"\frac{3}{4}", False),
+        ("**Answer: 75%**", r"\frac{3}{4}", True),
+        ("**Answer: 50%**", "50", True),
+        # a bound is no value, in any language
+        ("至少有 42 个，确切数字无法确定。\n\n**答案：至少 42**", "42", False),
+        ("Antwort: mindestens 42", "42", False),
+        # an aside with another amount of the same kind is a second answer
+        ("**Answer: 42 km (26 km by road)**", "42 km", False),
+        ("The distance is 42 km (26 km by road).", "42 km", False),
+        ("**Answer: 42 km (about 26 miles)**", "42 km", True),
+        ("The film runs 2.5 hours (2 hours 30 minutes).", "150 minutes", True),
+        ("She earned $20 (3 hours of work).", r"\$20", True),
+        # a total row of the table right before the answer commits to its value
+        (
+            "| Shelf | Boxes |\n|---|---|\n| A | 20 |\n| B | 25 |\n| **Total** | **45** |\n\n"
+            "**Answer: 42**",
+            "42",
+            False,
+        ),
+        (
+            "| Shelf | Boxes |\n|---|---|\n| A | 20 |\n| B | 22 |\n| **Total** | **42** |\n\n"
+            "**Answer: 42**",
+            "42",
+            True,
+        ),
+        # amounts in words joined by "and", a half in one word, dollars by their country
+        ("**Respuesta: dos horas y media**", "2.5 hours", True),
+        ("**Réponse : deux heures et demie**", "2.5 hours", True),
+        ("**Antwort: zweieinhalb Stunden**", "2.5 hours", True),
+        ("**Ответ: два с половиной часа**", "2.5 hours", True),
+        ("Antwort: anderthalb Stunden", "2.5 hours", False),
+        ("**Answer: twelve dollars and fifty cents**", r"\$12.50", True),
+        ("**Answer: twelve or thirteen**", "12", False),
+        ("**答え：12.50米ドル**", r"\$12.50", True),
+        ("**Ответ: 12,50 долларов США**", r"\$12.50", True),
+        ("The total is 12.50 US dollars.", r"\$12.50", True),
+        ("The total is 12.50 US dollars.", "12.50 €", False),
+        # a time of day in words
+        ("**Answer: quarter to four in the afternoon**", "3:45 PM", True),
+        ("**Answer: quarter to four in the afternoon**", "3:45 AM", False),
+        ("Antwort: halb acht abends", "19:30", True),
+    ],
+)
+def test_the_attacks_of_set_bc(text, gold, paid):
+    assert scores(text, gold) is paid

@@ -122,6 +122,32 @@ def summary_disagrees(before: str, answer: str) -> bool:
     return not (same(value + unit_after(last, values[0].end()), answer) or same(value, answer))
 
 
+def total_row_disagrees(before: str, answer: str) -> bool:
+    r"""A table right before the final answer has a total row that states another value.
+
+    "| **Total** | **45** |\n\n**Answer: 42**": the table commits to 45. Only the table that
+    ends the text before the answer (blank lines and a heading between), only its row named a
+    total in a language read here, and only that row's last number.
+    """
+    lines = before.rstrip(" \t\n*_#>").splitlines()[-12:]
+    if not lines or not lines[-1].lstrip().startswith("|"):
+        return False
+    for line in reversed(lines):
+        if not line.lstrip().startswith("|"):
+            break
+        cells = [c.strip(" *_") for c in line.strip().strip("|").split("|")]
+        if cells and _TOTAL.fullmatch(cells[0]):
+            numbers = find_numbers(line)
+            return bool(numbers) and not same(numbers[-1].group(0), answer)
+    return False
+
+
+_TOTAL = re.compile(
+    r"(?i)(?:grand\s+)?total|sum|overall|gesamt|summe|insgesamt|suma|somme|totale?|итого|всего"
+    r"|合计|總計|总计|合計|총계|합계|المجموع|कुल|toplam|jumlah|tổng"
+)
+
+
 _DIGIT_RUNS = re.compile(r"\d(?:[\d.,'’\u202f\u00a0]|\s(?=\d{3}))*")
 NOT = re.compile(r"(?i)\b(?:not|no|nicht|pas|no\s+es|не)\b")
 

@@ -54,7 +54,7 @@ from envhub.tags import tag_blocks
 
 from . import locales, spelled
 from .compare import distinct, same
-from .conclusion import before_table, result_first, summary_disagrees
+from .conclusion import before_table, result_first, summary_disagrees, total_row_disagrees
 from .hedges import (
     ALSO_WINDOW,
     HEDGE_WORDS,
@@ -67,7 +67,7 @@ from .lastnumber import JOINER, MONTHS, NUMBER, REFERENCE, find_numbers, last_nu
 from .latex import boxed_contents, plain_digits
 from .parse import split_top
 from .remarks import retracted, taken_back
-from .restating import restated
+from .restating import restated, rival_amount
 from .statements import (
     MAX_CANDIDATES,
     contradicted,
@@ -365,6 +365,7 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
         or (len(different) > 1 and taken_back(between))  # "\boxed{-1, 0, 1} That's not right."
         or hedged_before(text[max(0, first - 300) : first], answer)
         or summary_disagrees(text[:first], answer)
+        or total_row_disagrees(text[:first], answer)
         or (
             len(text) - end > ALSO_WINDOW
             and retracted(answer, text[-ALSO_WINDOW:], text[:-ALSO_WINDOW])
@@ -516,6 +517,7 @@ def _without_aside(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         bool(HEDGE_WORDS.search(body))
         or offers_value(body, amount + between.strip())
         or restated(rest)[1]  # "2.5 hours (2 hours 50 minutes)."
+        or rival_amount(body, f"{amount} {between.strip()}")  # "42 km (26 km by road)."
     )
     return text[: aside.start()] + aside.group("stop"), offered
 

@@ -335,6 +335,8 @@ def normalize(s: str) -> str:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " h " in s:  # 2 h 30: hours and minutes
         s = _HOURS_MINUTES.sub(r"\1 h \2 min", s)
+    if " " in s and _CLOCK_IN_WORDS.search(s):  # quarter to four, halb acht: 3:45, 7:30
+        s = _CLOCK_IN_WORDS.sub(_clock_in_words, s)
     if " " in s:  # 7:30 in the evening: 7:30 PM
         s = _DAY_PART_AFTER.sub(_day_part, s)
     if "m" in s.lower():  # 11 a.m.: 11:00 AM
@@ -367,7 +369,8 @@ _UNIT_WORDS = {
     "日": "day", "周": "week", "星期": "week", "週間": "week", "个月": "month", "ヶ月": "month",
     "か月": "month", "カ月": "month", "年": "year",
     "元": "cny", "块": "cny", "角": "jiao", "毛": "jiao", "円": "jpy", "キロ": "kg",
-    "美元": "usd", "ドル": "usd", "欧元": "eur", "ユーロ": "eur", "英镑": "gbp", "日元": "jpy",
+    "美元": "usd", "米ドル": "usd", "ドル": "usd", "долларов США": "usd", "доллара США": "usd",
+    "доллар США": "usd", "欧元": "eur", "ユーロ": "eur", "英镑": "gbp", "日元": "jpy",
     "韩元": "krw",
     # Korean
     "미터": "m", "킬로미터": "km", "센티미터": "cm", "밀리미터": "mm", "킬로그램": "kg",
@@ -592,6 +595,37 @@ _DAY_PART_AFTER = re.compile(
 )
 
 _NIGHT = re.compile(r"(?i)night|noche|noite")
+_HOUR_WORDS = "one two three four five six seven eight nine ten eleven twelve".split()
+_HOUR_WORDS_DE = "eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf".split()
+_CLOCK_IN_WORDS = re.compile(
+    r"(?i)(?<![^\W\d_])(?:(?P<min>half|(?:a\s+)?quarter|five|ten|twenty|twenty-five)\s+"
+    r"(?P<way>past|after|to)|(?P<de>halb|viertel\s+nach|viertel\s+vor))\s+"
+    rf"(?P<hour>1[0-2]|[1-9]|{'|'.join(_HOUR_WORDS + _HOUR_WORDS_DE)})(?![^\W\d_])"
+)
+_MINUTES_OF = {"half": 30, "quarter": 15, "five": 5, "ten": 10, "twenty": 20, "twenty-five": 25}
+
+
+def _clock_in_words(m: re.Match) -> str:
+    """``quarter to four`` -> ``3:45``, ``half past three`` -> ``3:30``, ``halb acht`` ``7:30``."""
+    word = m["hour"].lower()
+    hour = (
+        int(word)
+        if word.isdigit()
+        else 1
+        + max(
+            _HOUR_WORDS.index(word) if word in _HOUR_WORDS else -1,
+            _HOUR_WORDS_DE.index(word) if word in _HOUR_WORDS_DE else -1,
+        )
+    )
+    if m["de"]:
+        way = m["de"].lower().split()
+        minutes, back = (30, True) if way[0] == "halb" else (15, way[-1] == "vor")
+    else:
+        minutes = _MINUTES_OF[m["min"].lower().split()[-1]]
+        back = m["way"].lower() == "to"
+    if back:
+        hour, minutes = (hour - 2) % 12 + 1, 60 - minutes
+    return f"{hour}:{minutes:02d}"
 
 
 def _day_part(m: re.Match) -> str:

@@ -35,7 +35,8 @@ from .latex import (
     latex_to_py,
     plain_digits,
 )
-from .spelled import leading_words_value, words_value
+from .numerals import normalize
+from .spelled import as_digits, language, leading_words_value, words_value
 from .units import Unit, measure, scales
 
 MAX_DIGITS = 5000
@@ -327,6 +328,9 @@ _COMPOUND = re.compile(
 
 _AND_OR = re.compile(r"\s+(?:or|and|und|oder|et|ou|y|o)\s+")
 """Words that join the items of a list answer ("x = 3 und x = 5")."""
+_DIGIT = re.compile(r"\d")
+_JOINED = re.compile(r"(?i)\s(?:and|y|et|e|und|и|с)\s")
+"""A word joining two amounts in words ("dos horas y media"): read as digits, then whole."""
 _WORDED = re.compile(r"[^\W\d_](?:[^\W\d_]|[' -])*")
 
 
@@ -343,9 +347,12 @@ def _spelled(s: str) -> Answer | None:
         return Expr(f"({value})", False, False, value)
     leading = leading_words_value(s)  # twenty-eight dollars, two weeks, quarantadue matite
     if leading is None or not leading[1]:
-        return None
+        if not _JOINED.search(s):
+            return None
+        digits = as_digits(s, language(s))  # dos horas y media, twelve dollars and fifty cents
+        return _parse(normalize(digits)) if digits != s and _DIGIT.search(digits) else None
     amount, rest = leading
-    return _parse(f"{amount} {rest}")
+    return _parse(normalize(f"{amount} {rest}"))  # dos horas y media: 2.5 h
 
 
 def compound(s: str) -> Expr | None:

@@ -12,7 +12,7 @@ import re
 
 from . import spelled
 from .compare import read, same
-from .lastnumber import find_numbers
+from .lastnumber import find_numbers, last_number
 from .locales import english_notation
 from .spelled import words_value
 from .units import scales
@@ -116,3 +116,18 @@ def converted(value: str, answer: str) -> bool:
         return False  # (temperatures: a reading is no rounding of another scale's)
     ratio = (a.value * both[0][0]) / (b.value * both[1][0])
     return abs(ratio - 1) < 0.01
+
+
+def rival_amount(aside: str, answer: str) -> bool:
+    """An aside's amount measures what ``answer`` measures, and is another value.
+
+    "42 km (26 km by road)" gives two distances; "42 km (about 26 miles)" converts, "$20 (3
+    hours)" measures something else, "42 km (26 of them uphill)" has no unit.
+    """
+    numbers = find_numbers(aside)
+    if not numbers or dimension(answer) is None:
+        return False
+    amount = last_number(aside, numbers)[0]  # "(2 hours 30 minutes)": one amount
+    if dimension(amount) is None or not comparable(answer, amount):
+        return False
+    return not (same(amount, answer) or converted(amount, answer))

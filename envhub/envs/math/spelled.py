@@ -36,7 +36,7 @@ from text_to_num import alpha2digit, text2num
 
 from .numerals import number_words
 from .spellings import extra_spellings
-from .wordfractions import fraction_in_words
+from .wordfractions import and_a_half, fraction_in_words
 
 LANGUAGES = ("en", "fr", "es", "de", "nl", "it", "pt")
 _STOPWORDS = {
@@ -107,6 +107,7 @@ def words_value(text: str) -> Fraction | None:
     value = number_words(text)
     value = swahili_words(text) if value is None else value
     value = fraction_in_words(text) if value is None else value  # drei Viertel, две трети
+    value = and_a_half(text) if value is None else value  # zweieinhalb, два с половиной
     if value is not None or _FALSE_FRIENDS.fullmatch(text.strip()) or not has_number_word(text):
         return value  # (most clauses after an answer, read at every hedge check, hold none)
     if text.strip().lower() in _SCALES:

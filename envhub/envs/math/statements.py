@@ -41,7 +41,7 @@ from .lastnumber import (
 from .locales import ANSWER_WORD, ANSWER_WORDS, IS_WORDS, english_notation
 from .numerals import CJK_CLOCK, PER_TIME_LEAD
 from .parse import Answer, Expr, Items, Seq, Text
-from .restating import restated
+from .restating import restated, rival_amount
 
 _EASTERN_WORDS = (
     *("答案", "答え", "정답", "उत्तर", "答", "답"),
@@ -284,7 +284,10 @@ def _without_aside(answer: str) -> tuple[str, bool]:
     says another stays, to be read as a hedge ("42 (forty-three)", "5 (or 6 if ...)").
     """
     aside = ASIDE.search(answer)
-    offers = aside is not None and offers_value(aside.group(0), answer[: aside.start()])
+    offers = aside is not None and (
+        offers_value(aside.group(0), answer[: aside.start()])
+        or rival_amount(aside.group(0), answer[: aside.start()])  # "42 km (26 km by road)"
+    )
     hedge = HEDGE_WORDS.search(answer) or DOUBT.search(answer) or APPROXIMATE.search(answer)
     if hedge or TOLERANCE.search(answer) or offers:  # "42 (to within 2)" stays to hedge
         return answer, False

@@ -288,6 +288,12 @@ _SPEEDS = {
     "wpm": "words/min",
 }
 _PHRASES = {
+    "us dollars": "usd",  # (the dots of "U.S." are blanks here)
+    "us dollar": "usd",
+    "u s dollars": "usd",
+    "u s dollar": "usd",
+    "dólares americanos": "usd",
+    "dólares estadounidenses": "usd",
     "nautical miles": "nmi",
     "nautical mile": "nmi",
     "grad celsius": "degc",

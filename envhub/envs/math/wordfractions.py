@@ -4,7 +4,9 @@ English fractions (``three quarters``) are :func:`envhub.envs.math.numerals.numb
 these are the count, in words of the language (read by text2num, or a table for Russian),
 then the word of the part: ``deux tiers`` 2/3, ``tres cuartos`` 3/4, ``un quinto`` 1/5,
 ``zwei Drittel`` 2/3, ``tre quarti`` 3/4, ``três quartos`` 3/4, ``drie vierde`` 3/4, ``три
-четверти`` 3/4. A part word alone (``cuarto``: also a room, ``quinto``: fifth) is none.
+четверти`` 3/4. A part word alone (``cuarto``: also a room, ``quinto``: fifth) is none. And a
+count and a half said as one word or phrase: ``zweieinhalb``, ``anderthalb``, ``два с
+половиной``, ``полтора``.
 """
 
 from __future__ import annotations
@@ -62,6 +64,31 @@ def fraction_in_words(text: str) -> Fraction | None:
         if count:
             values.add(Fraction(count, part))
     return values.pop() if len(values) == 1 else None
+
+
+_AND_A_HALF = re.compile(r"(?P<count>[^\W\d_]+?)einhalb|(?P<ru>[^\W\d_]+)\s+с\s+половиной")
+_ONE_AND_A_HALF = frozenset({"anderthalb", "eineinhalb", "полтора", "полторы"})
+
+
+def and_a_half(text: str) -> Fraction | None:
+    """A count and a half in one phrase: ``zweieinhalb`` 5/2, ``два с половиной`` 5/2."""
+    text = text.strip().lower()
+    if text in _ONE_AND_A_HALF:
+        return Fraction(3, 2)
+    m = _AND_A_HALF.fullmatch(text)
+    if m is None:
+        return None
+    count = _count(m["count"], "de") if m["count"] else _RUSSIAN_WHOLE.get(m["ru"])
+    return count + Fraction(1, 2) if count else None
+
+
+_RUSSIAN_WHOLE = dict(
+    zip(
+        "один два три четыре пять шесть семь восемь девять десять".split(),
+        range(1, 11),
+        strict=True,
+    )
+)
 
 
 def _count(words: str, lang: str) -> int | None:
