@@ -180,3 +180,39 @@ def test_the_attacks_of_set_ba(text, gold, paid):
 )
 def test_the_attacks_of_set_bc(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # LaTeX's escaped dollar after a currency's letters (a gold as datasets write it)
+        ("Total: 5 × 2,47 = 12,35\n\nResposta: R$ 12,35", r"R\$12.35", True),
+        ("Total: 5 × 2,47 = 12,35\n\nResposta: R$ 1.235", r"R\$12.35", False),
+        # a fraction of a scale in words is that fraction of it, never the scale
+        ("Final answer: a quarter of a million dollars.", "250000", True),
+        ("Final answer: a quarter of a million dollars.", "1000000", False),
+        ("The answer is half a million.", "500000", True),
+        # a box taken back, then another value stated: two committed answers
+        (
+            "Counting the lattice points, we get $\\boxed{4}$.\n\nActually, it should be $5$, "
+            "since we forgot the endpoint $(4, 8)$. So the answer is $5$.",
+            "5",
+            False,
+        ),
+        (
+            "The value is $18$, so the answer is $\\boxed{\\text{(C)}}$.\n\n"
+            "Actually, it should be (E), since the problem asks for the sum of the digits.",
+            r"\text{(C)}",
+            False,
+        ),
+        # a choice letter with its value facing the letter; a label after an exact value
+        (r"So the correct option is $\boxed{\textbf{(C)}\ 18}$.", r"\text{(C)}", True),
+        (r"So the correct option is $\boxed{\textbf{(E)}\ 18}$.", r"\text{(C)}", False),
+        (r"$\boxed{(C) \text{ or } (E)}$", r"\text{(C)}", False),
+        (r"$\boxed{36\pi \text{ cubic units}}$", r"36\pi", True),
+        (r"$\boxed{36\pi \text{ cubic units}}$", "36", False),
+        ("Jibu: milioni moja", "1000000", True),
+    ],
+)
+def test_the_misses_of_sets_bb_and_bd(text, gold, paid):
+    assert scores(text, gold) is paid

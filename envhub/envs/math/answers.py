@@ -182,6 +182,9 @@ def is_equivalent(
         return True  # the gold as written, whatever either parser makes of it ("x2")
     if _not_a_value(pred, gold):
         return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
+    choice = _same_choice(pred, gold)
+    if choice is not None:
+        return choice  # "\textbf{(C)}\ 18" facing (C): the letter is the answer
     pred = roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
     dates = _date_value(pred), _date_value(gold)
     if None not in dates:
@@ -350,6 +353,23 @@ def _as_gold_writes(pred: str, gold: str, gold_ans: Answer | None) -> str:
     return pred
 
 
+def _same_choice(pred: str, gold: str) -> bool | None:
+    """Facing a gold that is a choice letter, whether ``pred`` opens with that letter alone.
+
+    None when the gold is no choice letter or ``pred`` opens with none (then read as usual).
+    """
+    choice = _CHOICE_GOLD.fullmatch(gold)
+    said = _CHOICE_FIRST.match(pred) if choice is not None else None
+    if said is None:
+        return None
+    rest = pred[said.end() :]
+    return said.group(1) == choice.group(1) and not _ANOTHER_CHOICE.search(rest)
+
+
+_CHOICE_GOLD = re.compile(r"\s*(?:\\text(?:bf)?\s*\{\s*)?\(?\s*([A-E])\s*\)?\s*\}?\s*")
+_CHOICE_FIRST = re.compile(r"\s*(?:\\text(?:bf)?\s*\{\s*)?\(\s*([A-E])\s*\)\s*\}?(?=\\\s|\s|$)")
+r"""A choice letter in brackets opening an answer: ``\textbf{(C)}\ 18``, ``(C) 18``."""
+_ANOTHER_CHOICE = re.compile(r"(?i)\(\s*[A-E]\s*\)|\b(?:or|and)\b")
 _COORDINATE = re.compile(r"\s*([a-z])\s*=\s*([^=,;]+?)\s*")
 _COORDINATE_JOINER = re.compile(r",\s*(?:\\[ ,;]|\\quad|\\qquad)?|;|\band\b|\\text\{\s*and\s*\}")
 

@@ -58,6 +58,7 @@ from .conclusion import before_table, result_first, summary_disagrees, total_row
 from .hedges import (
     ALSO_WINDOW,
     HEDGE_WORDS,
+    TAKEN_BACK,
     is_hedged,
     last_number_hedged,
     offers_value,
@@ -191,11 +192,11 @@ def _explicit(text: str) -> tuple[str, list[str], int, int] | None:
 def _in_digits(answer: str, lang: str | None) -> str:
     """A stated answer in words, in digits.
 
-    A fraction whole ("three and three-quarters pizzas": 15/4 pizzas), other numbers word by
-    word (:func:`~envhub.envs.math.spelled.as_digits`).
+    A number in words that opens it whole ("three and three-quarters pizzas": 15/4 pizzas), else
+    number by number (:func:`~envhub.envs.math.spelled.as_digits`).
     """
     lead = spelled.leading_words_value(answer)
-    if lead is not None and lead[0].denominator != 1:
+    if lead is not None:  # "a quarter of a million dollars": 250000 dollars, never 1000000
         return f"{lead[0]} {lead[1]}".strip()
     return spelled.as_digits(answer, lang)
 
@@ -377,6 +378,13 @@ def _stated(text: str, method: str, found: list[str], first: int, end: int) -> E
     return Extraction(answer, method, hedged)
 
 
+_CORRECTED = re.compile(
+    r"(?i)\b(?:actually|wait|oops|correction|scratch\s+that|on\s+second\s+thought"
+    r"|should\s+(?:be|have\s+been)|en\s+fait|eigentlich|en\s+realidad|na\s+verdade)\b"
+)
+"""Words that take back the box before them ("Actually, it should be $5$")."""
+
+
 def _overridden_box(before: str, answer: str) -> bool:
     r"""The box right before a final statement holds another value.
 
@@ -388,8 +396,9 @@ def _overridden_box(before: str, answer: str) -> bool:
         return False
     boxes = boxed_contents(before)
     working = before[_end_of_last_box(before) :]
-    if not boxes or any(c.isdigit() for c in working):
-        return False
+    corrected = _CORRECTED.search(working) or TAKEN_BACK.search(working)
+    if not boxes or (any(c.isdigit() for c in working) and not corrected):
+        return False  # ("Actually, it should be $5$ ...": the box is taken back, not a step)
     return contradicts(boxes[-1].replace("\\$", ""), [answer.replace("\\$", "")])
 
 

@@ -92,6 +92,8 @@ _SIGNS = {
     "VND": "vnd",
     "₱": "php",
 }
+_SIGNS |= {k.replace("$", "\\$"): v for k, v in _SIGNS.items() if k[-1] == "$" and k[0].isalpha()}
+# (R\$ and US\$ as LaTeX writes them)
 """The signs and codes written before an amount (``$5``, ``EUR 5``, ``Rs. 500``; a sign may
 follow it too, ``15 €``: :data:`_AFTER`), each with the name of its currency in
 :data:`envhub.envs.math.units._MONEY`, which reads the names and codes written after one."""
@@ -746,7 +748,7 @@ def number_words(text: str) -> Fraction | None:
 
     ``twenty-five``, ``one hundred and five``, ``fifteen hundred``, ``two thousand``, ``a
     dozen``, ``half a dozen``, ``one half``, ``three quarters``, ``a third``, ``one and a
-    half``, ``negative five``.
+    half``, ``negative five``, ``half a million``, ``a quarter of a million``.
     """
     words = text.lower().replace("-", " ").split()
     if not words or len(words) > 12:
@@ -756,6 +758,13 @@ def number_words(text: str) -> Fraction | None:
         return None if value is None else -value
     if words in (["half", "a", "dozen"], ["a", "half", "dozen"]):
         return Fraction(6)
+    if words[-1] in _BIG and len(words) > 1:  # half a million, a quarter of a million
+        head = words[:-1]
+        while head and head[-1] in ("a", "an", "of"):
+            head.pop()
+        part = number_words(" ".join(head)) if head else None
+        if part is not None and part.denominator != 1:
+            return part * _BIG[words[-1]]
     if "and" in words[1:-1]:  # one and a half, two and three quarters
         cut = len(words) - 1 - words[::-1].index("and")
         whole, part = _integer_words(words[:cut]), words[cut + 1 :]

@@ -415,7 +415,12 @@ def _unit_after_value(s: str) -> tuple[str, Unit | None]:
     if m is None or re.search(r"(?<!\\)\b[A-Za-z]\b", m.group("value").replace("\\pi", "")):
         return s, None
     unit = measure(m.group("unit"), m.group("power") or "")
+    if unit is None and _GENERIC_UNITS.fullmatch(m.group("unit").strip()):
+        return m.group("value"), None  # 36\pi cubic units: a label, as after a number
     return (m.group("value"), unit) if unit is not None else (s, None)
+
+
+_GENERIC_UNITS = re.compile(r"(?i)(?:(?:square|sq|cubic|cu)\.?\s+)?units?(?:\s+(?:squared|cubed))?")
 
 
 def _leaf(s: str) -> Answer:

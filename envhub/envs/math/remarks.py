@@ -64,6 +64,18 @@ _CORRECTION = Words(
 the same in the languages whose answers are read ("Attendez, non : 45", "Warte, 45", "等等，45")."""
 
 
+_CHOICE = re.compile(r"\(\s*([A-E])\s*\)|\b(?:option|choice|answer)\s+\(?([A-E])\b")
+
+
+def _other_choice(clause: str, answer: str) -> bool:
+    """``answer`` is a choice letter ("(C)") and ``clause`` names another one ("(E)")."""
+    own = _CHOICE.search(answer)
+    if own is None:
+        return False
+    letter = own.group(1) or own.group(2)
+    return any((m.group(1) or m.group(2)) != letter for m in _CHOICE.finditer(clause))
+
+
 def taken_back(after: str) -> bool:
     """What follows an answer doubts it or takes it back ("That's wrong. Let me redo this.")."""
     sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
@@ -82,6 +94,8 @@ def retracted(answer: str, after: str, before: str | None = None) -> bool:
     clause = first_clause(after)
     if _CORRECTION.search(clause) and not _CHECKING.search(clause) and other_value(clause, answer):
         return True
+    if _CORRECTION.search(clause) and _other_choice(clause, answer):
+        return True  # "\boxed{\text{(C)}}. Actually, it should be (E)"
     if asked_or_undone(answer, after):
         return True
     if _afterthought(answer, after[:ALSO_WINDOW]) or _lone_value(answer, after):

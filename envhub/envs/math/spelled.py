@@ -133,7 +133,7 @@ _SWAHILI_TENS = dict(
         strict=True,
     )
 )
-_SWAHILI_SCALES = {"mia": 100, "elfu": 1000}
+_SWAHILI_SCALES = {"mia": 100, "elfu": 1000, "milioni": 10**6, "bilioni": 10**9}
 
 
 def swahili_words(text: str) -> Fraction | None:
