@@ -159,7 +159,7 @@ def test_a_hedge_in_any_language_earns_nothing(text):
 
 
 def test_the_independent_notation_sets():
-    """Fifty sets of 180-530 cases each (units, locales, other scripts, hedges), written blind.
+    """Fifty-two sets of 180-530 cases each (units, locales, other scripts, hedges), written blind.
 
     No false positive but those in ``known``, each with its reason (a response with no stated
     answer, five shapes of adversarial and reasoning-model sets); at most 1% false negatives.
@@ -178,6 +178,8 @@ def test_the_independent_notation_sets():
         "Donc le total est de 11\u202f350 €.\n\n\\boxed{11\\,250}": "a summary that misstates"
         " the working's result (a value the working never reached)",
         "Donc le total est de 5\u202f875 €.\n\n\\boxed{5\\,750}": "the same",
+        "Answer: 42%": "a per cent facing a bare gold is read either way (a what-percent task"
+        " stores 40 for 40%): set BE labels 40% for 40 true, set BF 42% for 42 false",
     }
     wrong, false_positives = [], []
     for case in CASES:

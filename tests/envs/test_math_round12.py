@@ -216,3 +216,42 @@ def test_the_attacks_of_set_bc(text, gold, paid):
 )
 def test_the_misses_of_sets_bb_and_bd(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # small print, struck or hidden HTML holds a second value; a power in <sup> is one
+        ("Total: \\$13.50 <sup><sub>12.50</sub></sup>", r"\$12.50", False),
+        ("Total: \\$13.50 <sup><sub>12.50</sub></sup>", r"\$13.50", False),
+        ('#### 42 <span style="display:none">43</span>', "42", False),
+        ("The answer is <b>42</b>.", "42", True),
+        ("The area is 25 m<sup>2</sup>.", "25 m^2", True),
+        # a value named the correct one after the answer
+        (
+            "Answer: $42$\n\nVerification: recounting row by row gives $6 \\times 7 + 1 = 43$, "
+            "so the correct total is 43.",
+            "42",
+            False,
+        ),
+        ("#### 42\n\nCheck: 6 x 7 = 42, so the correct total is 42.", "42", True),
+        # "or" of any language in an aside; a bound after the number
+        ("정답: 42 (아니면 43)", "42", False),
+        ("Cevap: 42'den büyük herhangi bir sayı.", "42", False),
+        ("The answer is 42 or more.", "42", False),
+        ("答案：42以上", "42", False),
+        ("The answer is forty-two (42).", "42", True),
+        ("The answer is forty-two (43).", "42", False),
+        # tenths in Japanese, the half of the day before a time, Thai words glued to a unit
+        ("18 ÷ 30 = 0.6\nつまり6割です。\n答え：6割", r"60\%", True),
+        ("答え：6割5分", r"65\%", True),
+        ("উত্তর: বিকেল ৩:৪৫", "3:45 PM", True),
+        ("উত্তর: বিকেল ৩:৪৫", "3:45 AM", False),
+        ("คำตอบ: สองร้อยห้าสิบบาท", "250", True),
+        ("คำตอบ: สองร้อยห้าสิบเอ็ดบาท", "250", False),
+        ("คำตอบ: ๑๒.๕๐ ดอลลาร์", r"\$12.50", True),
+        ("Antwort: Viertel vor vier am Nachmittag", "3:45 PM", True),
+    ],
+)
+def test_the_attacks_of_set_bf_and_misses_of_be(text, gold, paid):
+    assert scores(text, gold) is paid

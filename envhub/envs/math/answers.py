@@ -47,7 +47,7 @@ from envhub.errors import GoldAnswerError, VerifierTimeout
 from . import library, symbolic
 from .compare import distinct, quick_compare
 from .extract import MAX_RESPONSE_CHARS
-from .hedges import BOUND
+from .hedges import BOUND, BOUND_AFTER
 from .lastnumber import MONTHS, REFERENCE, UNREAD_WORD_AFTER
 from .latex import AnswerSyntaxError, boxed_contents, clean, plain_digits
 from .numerals import MERIDIEM, normalize
@@ -415,6 +415,7 @@ def _gold_label_unread(gold: str, pred_ans: Answer | None, gold_ans: Answer | No
 
 
 _FIRST_DIGIT = re.compile(r"\d")
+_DIGIT_RUN = re.compile(r"\d+")
 _DENIED = re.compile(
     r"(?i)(?:(?:not|nicht|pas|não|не|ні|nie|no|non)\s+|不是|并非|並非)[\s$€£¥₹]*[-−]?\d"
 )
@@ -435,6 +436,9 @@ def _not_a_value(pred: str, gold: str) -> bool:
     lead = bare[: first.start()] if first is not None else ""
     if lead and (BOUND.match(lead) or BOUND.match(lead.rstrip())):
         return True  # "at least 42", "至少 42": a bound, no value
+    digits = list(_DIGIT_RUN.finditer(bare))
+    if digits and BOUND_AFTER.match(bare, digits[-1].end()) and not BOUND_AFTER.match(gold):
+        return True  # "42 or more", "42 이상", "42'den büyük"
     if _RELATION_FIRST.match(bare) and not _RELATION_FIRST.match(gold.strip().strip("$")):
         return True
     if _ONE_SIDED.search(bare) and not _ONE_SIDED.search(gold):

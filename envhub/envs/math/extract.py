@@ -263,6 +263,10 @@ def extract_answer(text: str) -> Extraction:
     if "\\iffalse" in text:  # LaTeX's own hidden text: "\\iffalse 100 \\fi"
         text, latex_hidden = _without_comments(text, "\\iffalse", "\\fi")
         hidden += latex_hidden
+    if "</" in text:  # "$13.50 <sup><sub>12.50</sub></sup>": small print may hedge
+        text = _HTML_FORMAT.sub("", text)  # <b>42</b>: 42
+        hidden += [m[2] for m in _HTML_ELEMENT.finditer(text) if not _power(m)]
+        text = _HTML_ELEMENT.sub(lambda m: f"^{m[2].strip()}" if _power(m) else " ", text)
     if "](" in text:  # "![the answer is 43](solution.png)": the link's text
         text = _MARKDOWN_LINK.sub(r"\1", text)
     notes = _FOOTNOTES.search(text, max(0, len(text) - 2000)) if "[" in text else None
@@ -477,6 +481,22 @@ _CLAUSE_STOP = re.compile(r"[.!?;:\n][^\n]*[^\W_]")
 _MARKDOWN_COMMENT = re.compile(
     r"(?m)^[ \t]*\[[^\]\n]{0,40}\]:[ \t]*#[ \t]*\(([^()\n]{0,200})\)[ \t]*$"
 )
+_HTML_ELEMENT = re.compile(
+    r"(?is)<(sup|sub|small|span|font|mark|del|s|strike|details|summary|div|p)\b[^<>]{0,300}>"
+    r"((?:(?!</?\1\b).){0,2000})</\1\s*>"
+)
+"""An HTML element of a response (small print, a struck or hidden span): its text is read
+as a comment is, a value in it that is not the answer hedges (the outermost of nested ones
+once its inner ones are gone)."""
+_HTML_FORMAT = re.compile(r"(?i)</?(?:b|strong|i|em|u)>")
+_POWER = re.compile(r"\s*-?\d{1,2}\s*")
+
+
+def _power(element: re.Match) -> bool:
+    """A superscript that is a power or a footnote's mark (``m<sup>2</sup>``), no value."""
+    return element[1].lower() == "sup" and _POWER.fullmatch(element[2]) is not None
+
+
 _MARKDOWN_LINK = re.compile(r"!?\[([^\[\]\n]{0,300})\]\([^()\n]{0,500}\)")
 """Markdown links and images: shown as their text."""
 _WHOLE_FRANCS = re.compile(r"(\d)\.[–-](?=\s|$|[,;:!?)])")

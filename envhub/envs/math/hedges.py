@@ -183,7 +183,7 @@ def is_hedged(answer: str, after: str) -> bool:
     numbers = find_numbers(answer)
     if numbers and BOUND.search(answer, max(0, numbers[-1].start() - 30), numbers[-1].start()):
         return True  # "не менее 42", "at least 3 kg": a bound, not a value
-    if numbers and _BOUND_AFTER.match(answer + after[:40], numbers[-1].end()):
+    if numbers and BOUND_AFTER.match(answer + after[:40], numbers[-1].end()):
         return True  # "42 or more", "42 at most"
     if numbers and _number_follows(answer[numbers[-1].end() :]) and not _said_again(answer):
         return True  # "28080 LXXIII", "28080 / setenta y tres", "28080 Ⅻ": two values
@@ -223,7 +223,7 @@ def _doubting(aside: str) -> bool:
         or DOUBT.search(inner)
         or _THINK.search(inner)
         or ABOUT.search(inner)
-        or _BOUND_AFTER.match(" " + inner)
+        or BOUND_AFTER.match(" " + inner)
         or "±" in inner
         or bool(_TWO_READINGS.search(inner))
     )
@@ -519,13 +519,15 @@ TOLERANCE = re.compile(
 )
 """A tolerance after the value: "42 (to within 2)", ``42^{+1}_{-1}``, "42-ish" (``42 \\pm 1`` is
 read as the two values 41 and 43)."""
-_BOUND_AFTER = re.compile(
-    r"(?i)(?:\s*[^\W\d_]{1,12}){0,2}?\s*,?\s*(?:or\s+(?:more|less|fewer|greater|above|below)"
+BOUND_AFTER = re.compile(
+    r"(?i)['’]?(?:d|t)[ae]n\s+(?:büyük|küçük|fazla|az)\b"  # Turkish "42'den büyük"
+    r"|(?:\s*[^\W\d_]{1,12}){0,2}?\s*,?\s*(?:or\s+(?:more|less|fewer|greater|above|below)"
+    r"|(?:oder|ou|o)\s+(?:mehr|weniger|plus|moins|más|menos|mais)"
     r"|at\s+(?:most|least|the\s+most)|and\s+(?:up|above|more)|or\s+so|give\s+or\s+take"
     r"|or\s+thereabouts|plus\s+or\s+minus)\b|\s*(?:以上|以下|未満|超|이상|이하|미만|초과|±|(?:\S+\s+)?على\s+(?:الأكثر|الأقل))"
 )
 """Words of a bound after a number: "42 or more", "42 apples at most", "42 and up", "64, give
-or take", "42以上", "42 이상"."""
+or take", "42以上", "42 이상", "42'den büyük", "42 oder mehr"."""
 BOUND = re.compile(
     r"(?i)(?:\b(?:at\s+(?:least|most)|(?:no\s+)?(?:more|less|fewer|greater)\s+than|mindestens"
     r"|höchstens|mehr\s+als|weniger\s+als|au\s+(?:moins|plus)|plus\s+de|moins\s+de"
@@ -615,7 +617,7 @@ _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
     r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
     r"|typo|think|with|including|counting|instead|rather|actually|really|hoặc|atau|veya|eller"
-    r"|albo|nebo|або|oppure|voire)\b|أو|或|如果|または|또는|หรือ|או",
+    rf"|albo|nebo|або|oppure|voire)\b|如果|{_OR_WORD}",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".

@@ -264,6 +264,31 @@ def _cjk_speed(m: re.Match) -> str:
     return f"{m.group('n')} {unit}/{per}"
 
 
+_WARI = re.compile(r"(?<![\d.])(\d)割(?:(\d)分)?")
+
+
+def _wari(m: re.Match) -> str:
+    """``6割`` -> ``60%``, ``6割5分`` -> ``65%``: tenths (割) and hundredths (分) in Japanese."""
+    return f"{int(m[1]) * 10 + int(m[2] or 0)}%"
+
+
+_DAY_PART_BEFORE = re.compile(
+    r"(?P<part>বিকেল|বিকাল|সন্ধ্যা|সকাল|দুপুর|রাত|शाम|सुबह|दोपहर|रात|సాయంత్రం|ఉదయం|మధ్యాహ్నం|రాత్రి)"
+    r"\s*(?P<h>\d{1,2}):(?P<m>[0-5]\d)"
+)
+_MORNING_BEFORE = frozenset({"সকাল", "सुबह", "ఉదయం"})
+_NIGHT_BEFORE = frozenset({"রাত", "रात", "రాత్రి"})
+
+
+def _day_part_before(m: re.Match) -> str:
+    """``বিকেল 3:45`` -> ``3:45 PM``: the half of the day before its time (Bengali, Hindi...)."""
+    hour = int(m["h"])
+    morning = m["part"] in _MORNING_BEFORE or (
+        m["part"] in _NIGHT_BEFORE and hour in (12, 1, 2, 3, 4)
+    )
+    return f"{hour}:{m['m']} {'AM' if morning else 'PM'}"
+
+
 def _thai_scale(m: re.Match) -> str:
     """``2.5 ล้าน`` -> ``2500000 ``: the number times its Thai scale."""
     value = Decimal(m.group(1)) * _THAI_SCALES[m.group(2)]
@@ -291,6 +316,8 @@ def _other_scripts(s: str) -> str:
     s = CJK_CLOCK.sub(_cjk_clock, s)  # 下午3点45分, 午後3時, 오후 3시 45분: a time of day
     s = _YUAN.sub(_yuan, s)  # 12块8, 2元3角5分: yuan, jiao and fen
     s = _THAI_SCALE.sub(_thai_scale, s)  # 2.5 ล้านบาท: a Thai scale glued to the unit after it
+    s = _WARI.sub(_wari, s)  # 6割, 6割5分: 60%, 65% (Japanese tenths)
+    s = _DAY_PART_BEFORE.sub(_day_part_before, s)  # বিকেল ৩:৪৫, शाम 7:30: PM
     s = _CJK_SPEED.sub(_cjk_speed, s)  # 時速60キロ, 每小时60千米, 每秒20米: a speed
     return _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)  # 150米, 15 м
 
@@ -453,7 +480,7 @@ _UNIT_WORDS = {
     "سانتیمتر": "cm", "کیلوگرم": "kg", "گرم": "g", "لیتر": "l", "تومان": "irt",
     "วินาที": "s", "นาที": "min", "ชั่วโมง": "h", "วัน": "day", "สัปดาห์": "week", "เมตร": "m",
     "กิโลเมตร": "km", "เซนติเมตร": "cm", "กิโลกรัม": "kg", "กรัม": "g", "ลิตร": "l", "บาท": "thb",
-    "มิลลิลิตร": "ml", "มิลลิเมตร": "mm", "มล.": "ml",
+    "ดอลลาร์": "usd", "มิลลิลิตร": "ml", "มิลลิเมตร": "mm", "มล.": "ml",
     "সেকেন্ড": "s", "মিনিট": "min", "ঘণ্টা": "h", "দিন": "day", "মিটার": "m",
     "পয়সা": "cents", "పైసలు": "cents", "పైసా": "cents", "สตางค์": "cents",
     "గంట": "h", "గంటలు": "h", "నిమిషాలు": "min", "నిమిషం": "min",
@@ -583,11 +610,13 @@ def _scaled(num: str, scale: str) -> str:
 
 MERIDIEM = r"[AaPp]\.?\s?[Mm]\.?(?![A-Za-z])|Uhr\b|นาฬิกา|น\.?|مساء[ًا]*|صباح[ًا]*"
 _MORNING_WORDS = (
-    r"in\s+the\s+morning|de\s+la\s+mañana|du\s+matin|morgens|da\s+manhã|di\s+mattina|утра"
+    r"in\s+the\s+morning|de\s+la\s+mañana|du\s+matin|morgens|vormittags"
+    r"|am\s+(?:morgen|vormittag)|da\s+manhã|di\s+mattina|утра"
 )
 _LATER_WORDS = (
     r"in\s+the\s+(?:afternoon|evening)|at\s+night|de\s+la\s+(?:tarde|noche)|du\s+soir"
-    r"|de\s+l['’]après-midi|(?:am\s+)?abends?|nachmittags|da\s+(?:tarde|noite)|di\s+sera"
+    r"|de\s+l['’]après-midi|(?:am\s+)?abends?|nachmittags|am\s+nachmittag"
+    r"|da\s+(?:tarde|noite)|di\s+sera"
     r"|del\s+pomeriggio|della\s+sera|вечера|дня"
 )
 DAY_PART = rf"(?:{_MORNING_WORDS}|{_LATER_WORDS})(?![^\W\d_])"

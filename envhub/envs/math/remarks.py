@@ -64,6 +64,11 @@ _CORRECTION = Words(
 the same in the languages whose answers are read ("Attendez, non : 45", "Warte, 45", "等等，45")."""
 
 
+_NAMED_CORRECT = re.compile(
+    r"(?i)\b(?:the\s+)?(?:correct|right|real|actual|true)\s+(?:answer|total|result|value|count"
+    r"|number|sum)\s+(?:is|would\s+be|should\s+be|=|:)\s*[$€£]?\s*(?P<value>[-−]?\d[\d.,]*\d|\d)"
+)
+"""A value named the correct one after the answer ("so the correct total is 43")."""
 _CHOICE = re.compile(r"\(\s*([A-E])\s*\)|\b(?:option|choice|answer)\s+\(?([A-E])\b")
 
 
@@ -102,6 +107,9 @@ def retracted(answer: str, after: str, before: str | None = None) -> bool:
         return True  # "P.S. 43", "Note: if the train is late, 200 minutes", "#### 42\n\n43"
     if taken_back(after):
         return True  # "\boxed{42}. I'm not sure which one is intended.", "That's wrong."
+    named = _NAMED_CORRECT.search(after, 0, ALSO_WINDOW)
+    if named is not None and not same(named["value"], answer):
+        return True  # "Verification: ... 6 × 7 + 1 = 43, so the correct total is 43."
     sentences = CLAUSE_END.split(after[:ALSO_WINDOW])
     if before is not None and _brings_new_value(sentences, answer, before):
         return True  # "Anmerkung: Bei Schaltjahren 43.", "注：若包括老师，则为43。"

@@ -56,8 +56,10 @@ def restated(answer: str) -> tuple[str, bool]:
             lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), answer
         )
     found = _RESTATED.search(answer, max(0, len(answer) - 90))
-    if found is None or not find_numbers(answer[: found.start()]):
+    if found is None:
         return answer, False
+    if not find_numbers(answer[: found.start()]) and words_value(answer[: found.start()]) is None:
+        return answer, False  # (a value in words is one too: "forty-two (42)")
     main, text = answer[: found.start()].strip(), found.group("value")
     if same(main, text):
         return main, False

@@ -477,7 +477,15 @@ def _spelling(value: int, lang: str) -> re.Pattern:
     if not forms:
         return re.compile(r"(?!)")  # spells nothing: matches nothing
     each = ("".join(re.escape(c) + r"[\s\-‐]*" for c in letters) for letters in reversed(forms))
+    if lang == "th":  # no blanks between words: a unit may follow, never another number part
+        return re.compile(f"(?:{'|'.join(each)})(?!{_THAI_NUMBER_PARTS})")
     return re.compile(f"(?:{'|'.join(each)})" + r"(?![^\W\d_])")
+
+
+_THAI_NUMBER_PARTS = "|".join(
+    "ศูนย์ หนึ่ง เอ็ด สอง ยี่ สาม สี่ ห้า หก เจ็ด แปด เก้า สิบ ร้อย พัน หมื่น แสน ล้าน จุด".split()
+)
+"""The parts Thai numbers are written with (``สองร้อยห้าสิบ`` is 250; ``จุด`` its point)."""
 
 
 ROMAN = re.compile(
