@@ -178,13 +178,9 @@ def is_equivalent(
     if not isinstance(pred, str) or not pred.strip():
         return False
     pred, gold = plain_digits(pred), plain_digits(gold)
-    if pred.split() == gold.split():
-        return True  # the gold as written, whatever either parser makes of it ("x2")
-    if _not_a_value(pred, gold):
-        return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
-    choice = _same_choice(pred, gold)
-    if choice is not None:
-        return choice  # "\textbf{(C)}\ 18" facing (C): the letter is the answer
+    written = _decided_as_written(pred, gold)
+    if written is not None:
+        return written
     pred = roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
     dates = _date_value(pred), _date_value(gold)
     if None not in dates:
@@ -220,6 +216,15 @@ def is_equivalent(
     if verdict.startswith(symbolic.GOLD_ERROR):
         raise GoldAnswerError(f"gold answer {gold[:80]!r} cannot be evaluated: {verdict}")
     return verdict == symbolic.EQUAL
+
+
+def _decided_as_written(pred: str, gold: str) -> bool | None:
+    """What the answers as written decide, or None: read on."""
+    if pred.split() == gold.split():
+        return True  # the gold as written, whatever either parser makes of it ("x2")
+    if _not_a_value(pred, gold):
+        return False  # "\neq 5", "> 42", "42^+", "42_8", "3.14...": not the gold's value
+    return _same_choice(pred, gold)  # "\textbf{(C)}\ 18" facing (C): the letter is the answer
 
 
 _BARE_TIME = re.compile(

@@ -175,11 +175,7 @@ def last_number(text: str, numbers: list[re.Match]) -> tuple[str, bool]:
         return text[arithmetic.start() : last.end()], False
     first = numbers[-2] if items[0] != last.group(0) and len(numbers) > 1 else last  # 45,00
     answer = _currency_before(text, first.start()) + items[0] + unit_after(text, last.end())
-    before = UNIT_BEFORE.search(text, max(0, last.start() - 30), last.start())
-    if before is not None and answer == items[0]:  # Swahili "kilomita 12": 12 km
-        answer = f"{answer} {unit_said_after(before)}"
-    if MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and items[0][0] != "-":
-        answer = "-" + answer  # "minus 5 degrees Celsius"
+    answer = _words_before(text, last, answer, items[0])
     negated = NEGATED_BEFORE.search(text, max(0, last.start() - 16), last.start())
     if negated is not None:  # "It is not 42.", "答案不是42。": 42 denied, never stated
         return negated.group(0) + answer, False
@@ -354,6 +350,21 @@ MINUS_WORD = re.compile(
     r"(?i)(?:\b(?:minus|negative|moins|menos|минус|мінус|eksi|âm)\s+|(?:零下|영하|氷点下)\s*)$"
 )
 """A word of sign right before a number: "minus 5 degrees", "eksi 9", "零下5℃", "영하 7도"."""
+
+
+def _words_before(text: str, last: re.Match, answer: str, number: str) -> str:
+    """``answer`` (the last number, ``number``, with its currency and unit) and the words before.
+
+    A unit written first (Swahili "kilomita 12": 12 km), a sign ("minus 5 degrees": -5).
+    """
+    before = UNIT_BEFORE.search(text, max(0, last.start() - 30), last.start())
+    if before is not None and answer == number:
+        answer = f"{answer} {unit_said_after(before)}"
+    if MINUS_WORD.search(text, max(0, last.start() - 12), last.start()) and number[0] != "-":
+        answer = "-" + answer
+    return answer
+
+
 NEGATED_BEFORE = re.compile(
     r"(?i)(?:\b(?:not|isn['’]t|nicht|pas|não\s+é|no\s+es|non\s+è|не|ні|nie)\s+|不是|并非|並非)"
     r"[\s$€£¥₹]*$"

@@ -322,6 +322,19 @@ def _other_scripts(s: str) -> str:
     return _UNIT_WORD.sub(lambda m: f"{m.group(1)} {_UNIT_WORDS[m.group(2)]}", s)  # 150米, 15 м
 
 
+def _times_of_day(s: str) -> str:
+    """Times of day in words, with the half of the day, and on the clock, as minutes."""
+    if " " in s and _CLOCK_IN_WORDS.search(s):  # quarter to four, halb acht: 3:45, 7:30
+        s = _CLOCK_IN_WORDS.sub(_clock_in_words, s)
+    if " " in s:  # 7:30 in the evening: 7:30 PM
+        s = _DAY_PART_AFTER.sub(_day_part, s)
+    if "m" in s.lower():  # 11 a.m.: 11:00 AM
+        s = _HOUR_MERIDIEM.sub(r"\1:00 \2", s)
+    if ":" in s or "h" in s:
+        s = _CLOCK.sub(_clock, s)
+    return s
+
+
 def normalize(s: str) -> str:
     """``s`` with the notations of the module docstring rewritten (a no-op on most answers)."""
     s = s.replace("{,}", ",").replace("{:}", ":")
@@ -364,14 +377,7 @@ def normalize(s: str) -> str:
         s = _SPACED_WHOLE.sub(lambda m: m.group(0).replace(" ", ""), s)
     if " h " in s:  # 2 h 30: hours and minutes
         s = _HOURS_MINUTES.sub(r"\1 h \2 min", s)
-    if " " in s and _CLOCK_IN_WORDS.search(s):  # quarter to four, halb acht: 3:45, 7:30
-        s = _CLOCK_IN_WORDS.sub(_clock_in_words, s)
-    if " " in s:  # 7:30 in the evening: 7:30 PM
-        s = _DAY_PART_AFTER.sub(_day_part, s)
-    if "m" in s.lower():  # 11 a.m.: 11:00 AM
-        s = _HOUR_MERIDIEM.sub(r"\1:00 \2", s)
-    if ":" in s or "h" in s:
-        s = _CLOCK.sub(_clock, s)
+    s = _times_of_day(s)
     if "'" in s or "’" in s:  # 1,2 million d'euros
         s = _ELISION.sub(" ", s)
     if "~" in s:  # 5 \mathrm{~m}: a LaTeX space
