@@ -255,3 +255,64 @@ def test_the_misses_of_sets_bb_and_bd(text, gold, paid):
 )
 def test_the_attacks_of_set_bf_and_misses_of_be(text, gold, paid):
     assert scores(text, gold) is paid
+
+
+@pytest.mark.parametrize(
+    ("text", "gold", "paid"),
+    [
+        # set BG's misses: pounds and pence, ¥ for yen or yuan, ringgit, km/sa, clocks with h
+        ("3 × £2.80 = £8.40\n\nShe pays **8 pounds and 40 pence**.", "£8.40", True),
+        ("3 × £2.80 = £8.40\n\nShe pays **8 pounds and 40 pence**.", "£8.04", False),
+        ("答：一共需要 350 元。", "¥350", True),
+        ("答え：350円", "¥350", True),
+        ("Answer: $350", "¥350", False),
+        ("Jumlah = 5 × RM2.50 = RM12.50\n\n**Jawapan: RM12.50**", "RM12.50", True),
+        ("Jumlah = 5 × RM2.50 = RM12.50\n\n**Jawapan: RM12.50**", r"\$12.50", False),
+        ("**Cevap: 80 km/sa**", "80 km/h", True),
+        ("13h15 + 2h30 = 15h45\n\n**O trem chega às 15h45.**", "3:45 PM", True),
+        ("13h15 + 2h30 = 15h45\n\n**O trem chega às 15h45.**", "3:45 AM", False),
+        ("**Ответ: в 15:45.**", "3:45 PM", True),
+        ("So the answer is **XIV** (fourteen).", "14", True),
+        ("So the answer is **XIV** (fifteen).", "14", False),
+        (r"Written in Roman numerals, the answer is $\boxed{\text{XIV}}$", "14", True),
+        ("d = √(3 + 9) = √12 = 2√3\n\n**d = 2√3**", r"2\sqrt{3}", True),
+        # set BH's attacks: a share is no count of per cent, pi with degrees, words before a box
+        (r"The fraction of red marbles is 9/20.\n\n$\boxed{0.45\%}$", "0.45", False),
+        (r"$\boxed{45\%}$", "0.45", True),
+        (r"$\boxed{\frac{\pi}{6}^{\circ}}$", r"\frac{\pi}{6}", False),
+        ("La réponse est quarante-trois, soit $\\boxed{42}$.", "42", False),
+        ("La réponse est quarante-deux, soit $\\boxed{42}$.", "42", True),
+        ("Total = 5 km + 10 km = 15 km, i.e. 1,500 m.\n\n$\\boxed{15\\text{ km}}$", "15 km", False),
+        ("Total = 5 km + 10 km = 15 km, i.e. 15,000 m.\n\n$\\boxed{15\\text{ km}}$", "15 km", True),
+        ("1.5 hours, i.e. \\boxed{90 \\text{ minutes}}", "90 minutes", True),
+        (r"$\boxed{\frac{1}{2}}$, i.e. 0.5 = 50% = $\frac{5}{100}$.", r"\frac{1}{2}", False),
+        (r"$\boxed{\frac{1}{2}}$, i.e. 0.5 = 50%.", r"\frac{1}{2}", True),
+        ("Jawaban: 0,25 (yaitu 1/5)", "0.25", False),
+        ("Jawaban: 0,25 (yaitu 1/4)", "0.25", True),
+        ("**Answer:** \\$12.50 (twelve dollars and five cents)", r"\$12.50", False),
+        ("**Answer:** \\$12.50 (twelve dollars and fifty cents)", r"\$12.50", True),
+        ("Odpowiedź: 12,50 $ (czyli 12 dolarów i 5 centów)", r"\$12.50", False),
+        (
+            "Hence the minimum value is $\\boxed{2}$.¹\n\n¹ Strictly speaking, x must be an "
+            "integer greater than 1, so the minimum actually attained is 5/2.",
+            "2",
+            False,
+        ),
+        (
+            "6 × 7 = 42. The answer is 42.\n\nP.S. Rechecking, we forgot the 2 loose items: "
+            "6 × 7 + 2 = 44, so it's actually 44.",
+            "42",
+            False,
+        ),
+        ("답: 10 (단, 순서를 고려하면 20)", "10", False),
+        (
+            "**Respuesta final:** 42\n\nFinal answer (English summary): after checking "
+            "x + y = 14 again, y = 8, so the product xy equals 48.",
+            "42",
+            False,
+        ),
+        ("Final answer (rounded): 42", "42", True),
+    ],
+)
+def test_the_misses_of_set_bg_and_attacks_of_bh(text, gold, paid):
+    assert scores(text, gold) is paid

@@ -181,7 +181,7 @@ def is_equivalent(
     written = _decided_as_written(pred, gold)
     if written is not None:
         return written
-    pred = roman_value(pred) or pred  # XLII, Ⅻ: a number in Roman numerals
+    pred = roman_value(_TEXT_ONLY.sub(r"\1", pred)) or pred  # XLII, \text{XIV}, Ⅻ: Roman
     dates = _date_value(pred), _date_value(gold)
     if None not in dates:
         return dates[0] == dates[1]  # "1 June", "June 1st" and "June 1" are one day
@@ -228,7 +228,8 @@ def _decided_as_written(pred: str, gold: str) -> bool | None:
 
 
 _BARE_TIME = re.compile(
-    r"\s*(?:(?:at|à|a\s+las|las|la|um|om|alle|às)\s+)?(\d{1,2})\s?(?::|h)\s?([0-5]\d)\s*\.?",
+    r"\s*(?:(?:at|à|a\s+las|las|la|um|om|alle|às|в|во|klo|kl\.?|saat|pukul|jam|lúc)\s+)?"
+    r"(\d{1,2})\s?(?::|h)\s?([0-5]\d)\s*\.?",
     re.IGNORECASE,
 )
 _TIME_OF_DAY = re.compile(
@@ -420,6 +421,8 @@ def _gold_label_unread(gold: str, pred_ans: Answer | None, gold_ans: Answer | No
 
 
 _FIRST_DIGIT = re.compile(r"\d")
+_TEXT_ONLY = re.compile(r"^\s*\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}\s*$")
+_PI_DEGREES = re.compile(r"(?:\\pi|π).*(?:\\circ|°|\\degree)")
 _DIGIT_RUN = re.compile(r"\d+")
 _DENIED = re.compile(
     r"(?i)(?:(?:not|nicht|pas|não|не|ні|nie|no|non)\s+|不是|并非|並非)[\s$€£¥₹]*[-−]?\d"
@@ -437,6 +440,8 @@ def _not_a_value(pred: str, gold: str) -> bool:
     bare = pred.strip().strip("$").strip()
     if _DENIED.match(bare):
         return True  # "not 42", "не 42": the answer it is not
+    if _PI_DEGREES.search(bare) and not _PI_DEGREES.search(gold):
+        return True  # "\frac{\pi}{6}^{\circ}": π/6 degrees, no angle of π/6
     first = _FIRST_DIGIT.search(bare)
     lead = bare[: first.start()] if first is not None else ""
     if lead and (BOUND.match(lead) or BOUND.match(lead.rstrip())):

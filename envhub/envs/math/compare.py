@@ -23,8 +23,8 @@ def numbers_equal(p: Expr, g: Expr) -> bool | None:
     """Compare two rational leaves exactly; ``None`` when either has no rational value.
 
     A percentage on one side only matches either reading: ``50%`` equals ``50`` and ``0.5``
-    (never a number with a unit: ``5%`` is not ``$5``; facing a fraction, only its hundredth:
-    ``75%`` is ``3/4``, ``0.75%`` is not).
+    (never a number with a unit: ``5%`` is not ``$5``; facing a fraction or a number under 1,
+    only its hundredth: ``75%`` is ``3/4`` and ``0.75``, ``0.75%`` is neither).
     Units convert (``200 cm`` is ``2 m``); different dimensions never match (:mod:`.units`).
     """
     if p.value is None or g.value is None:
@@ -41,8 +41,8 @@ def numbers_equal(p: Expr, g: Expr) -> bool | None:
     if p.percent == g.percent:
         return pv == gv
     (pct, other), plain = ((pv, gv), g) if p.percent else ((gv, pv), p)
-    if "/" in plain.py:
-        return other == pct / 100  # a fraction is never a count of per cent: 3/4 is not 0.75%
+    if "/" in plain.py or abs(other) < 1:
+        return other == pct / 100  # a fraction or a share is no count of per cent: 0.75 ≠ 0.75%
     return other in (pct, pct / 100)
 
 

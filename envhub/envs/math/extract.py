@@ -277,6 +277,8 @@ def extract_answer(text: str) -> Extraction:
         text = _CITATION.sub("", text)
     if ".–" in text or ".-" in text:  # Fr. 1'250.–: whole francs
         text = _WHOLE_FRANCS.sub(r"\1", text)
+    if "h" in text:  # chega às 15h45, à 9h30: 15:45, 9:30 (a time, never 15 hours and 45)
+        text = _H_CLOCK.sub(r"\g<at>\g<hour>:\g<minute>", text)
     if "Uhr" in text or "น." in text or "pukul" in text:  # 15.45 Uhr, pukul 15.45: 15:45
         text = _DOTTED_CLOCK.sub(lambda m: ":".join(g for g in m.groups() if g), text)
     found = _extract(text)
@@ -488,6 +490,13 @@ _HTML_ELEMENT = re.compile(
 """An HTML element of a response (small print, a struck or hidden span): its text is read
 as a comment is, a value in it that is not the answer hedges (the outermost of nested ones
 once its inner ones are gone)."""
+_H_CLOCK = re.compile(
+    r"(?<![\w.:])(?P<at>(?:(?:às|à|a\s+las|alle|um|at)\s+)(?=\d{1,2}h)|(?=(?:1[3-9]|2[0-3]|0\d)h))"
+    r"(?P<hour>\d{1,2})h(?P<minute>[0-5]\d)(?![\w:])",
+    re.IGNORECASE,
+)
+"""A time of day written with ``h`` between hour and minutes: after a word of time ("às
+9h30") or past noon ("15h45"); "2h30" alone stays a duration."""
 _HTML_FORMAT = re.compile(r"(?i)</?(?:b|strong|i|em|u)>")
 _POWER = re.compile(r"\s*-?\d{1,2}\s*")
 
@@ -595,7 +604,7 @@ def _plain_math(text: str, numbers: list[re.Match]) -> str | None:
     m = _PLAIN_MATH.search(text, max(0, len(text) - 100))
     if m is None:
         return None
-    value = m.group("value").strip()
+    value = m.group("value").strip().strip("*_")  # "**d = 2√3**"
     if not _UNICODE_VALUE.search(value) or _TWO_LETTERS.search(value) or "$" in value:
         return None
     if "^" in value and not _ASCII_MATH.fullmatch(value):

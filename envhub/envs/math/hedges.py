@@ -169,6 +169,8 @@ def is_hedged(answer: str, after: str) -> bool:
     equals = _EQUALS_AFTER.match(after)
     if equals is not None and not same(equals.group(1), answer):
         return True  # "\\boxed{\\frac{3}{4}} = 0.34": another value, said equal
+    if _chain_disagrees(answer, after):
+        return True  # "\\boxed{\\frac{1}{2}}, i.e. 0.5 = 50% = \\frac{5}{100}": one link is not
     if _SIDE_BY_SIDE.search(answer) or _VERSUS.search(answer) or _joined_by_a_word(answer, after):
         return True  # "44 0", "44 vs 0", "44 else 0", "36 sau 63": two values, whatever joins them
     if _LINE_BREAK.search(answer) and "&" not in answer and "begin" not in answer:
@@ -254,6 +256,21 @@ _EQUALS_AFTER = re.compile(
 )
 """``= value`` or ", i.e. value" right after the answer, ending its clause (not ``= 3 × 4``, nor
 ``= 0.333...``)."""
+_CHAIN_AFTER = re.compile(
+    r"(?i)[\s$}]*(?:=|,?\s*(?:i\.\s?e\.|that\s+is),?)\s*(?P<chain>[^\n;=]{1,80}(?:=[^\n;=]{1,80})+?)"
+    r"\s*(?:[.;](?=\s|$)|\n|$)"
+)
+
+
+def _chain_disagrees(answer: str, after: str) -> bool:
+    """A chain of values said equal to the answer right after it holds another value."""
+    chain = _CHAIN_AFTER.match(after) if "=" in after[:160] else None
+    if chain is None:
+        return False
+    links = [link.strip(" $") for link in chain["chain"].split("=")]
+    return any(re.search(r"\d", link) and not same(link, answer) for link in links)
+
+
 _SIDE_BY_SIDE = re.compile(_NUMBER_THEN_BLANK + r"(?!\d{3}(?![\d/]))\d+(?:\.\d+)?(?![\d./])")
 """Two numbers with only a space between them, anywhere in an answer (``44 0``; not ``1 000``
 nor ``2 1/2``)."""
@@ -617,7 +634,7 @@ _OFFERS = re.compile(
     r"\b(?:also|too|though|although|plausible|likely|possible|alternatively|or|otherwise|could"
     r"|might|may|if|else|oder|falls|ou|si|o|lub|или|если|correct|correction|corrected|should"
     r"|typo|think|with|including|counting|instead|rather|actually|really|hoặc|atau|veya|eller"
-    rf"|albo|nebo|або|oppure|voire)\b|如果|{_OR_WORD}",
+    rf"|albo|nebo|або|oppure|voire)\b|如果|{_OR_WORD}|[가-힣]+(?:하|이|라)면(?=\s)|단\s*[,，]",
     re.IGNORECASE,
 )
 """Words in an aside that offer its number as another answer: "15 (though 16 is plausible)".

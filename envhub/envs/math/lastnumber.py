@@ -243,7 +243,7 @@ def _written_whole(text: str, last: re.Match) -> str | None:
 
 
 _CURRENCY_SIGN = re.compile(
-    r"(?:R\$|US\$|\\\$|[$€£¥₹₺₩₽₫₱₪฿₦₴₸₾₭៛৳₨]|\b(?:CHF|EUR|USD|GBP|INR|BRL|Rs\.?) )\s?$"
+    r"(?:R\$|US\$|\\\$|\bRM|[$€£¥₹₺₩₽₫₱₪฿₦₴₸₾₭៛৳₨]|\b(?:CHF|EUR|USD|GBP|INR|BRL|Rs\.?) )\s?$"
 )
 
 

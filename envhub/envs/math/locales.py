@@ -52,7 +52,7 @@ ANSWER_WORDS = {
     "resultado": "resulta",
     "risultato": "risulta",
     "resultaat": "resulta",
-    "jawaban(?:nya)?": "jawab",
+    "jawa(?:ban|pan)(?:nya)?": "jawa",
     "đáp\\s+(?:án|số)": "đáp",
     "απάντηση": "απάντηση",
 }

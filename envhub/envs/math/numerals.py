@@ -37,7 +37,7 @@ _SIGNS = {
     "\\euro": "eur",
     "£": "gbp",
     "\\pounds": "gbp",
-    "¥": "jpy",
+    "¥": "yenyuan",
     "\\yen": "jpy",
     "₹": "inr",
     "₺": "try",
@@ -91,6 +91,7 @@ _SIGNS = {
     "₫": "vnd",
     "VND": "vnd",
     "₱": "php",
+    "RM": "myr",
 }
 _SIGNS |= {k.replace("$", "\\$"): v for k, v in _SIGNS.items() if k[-1] == "$" and k[0].isalpha()}
 # (R\$ and US\$ as LaTeX writes them)
@@ -346,7 +347,7 @@ def normalize(s: str) -> str:
         s = _INDIC_SCALE.sub(lambda m: _INDIC_SCALES[m.group(0)], s)
     if _LATIN_SCALE.search(s):  # Rp 2,5 juta: the scale word before the currency's sign
         s = _SCALE_WORD.sub(_scale_word, s)
-    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp|Fr\.|kr[ .]", s):
+    if "$" in s or not s.isascii() or re.search(r"[A-Z]{3}|Rs|Rp|RM|Fr\.|kr[ .]", s):
         s = _money(s)
     if (
         re.search(r"(?i)thousand|million|billion|trillion|dozen", s)

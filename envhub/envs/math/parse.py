@@ -355,6 +355,10 @@ def _spelled(s: str) -> Answer | None:
     return _parse(normalize(f"{amount} {rest}"))  # dos horas y media: 2.5 h
 
 
+_POUNDS = frozenset({"pound", "pounds", "quid"})
+_POUND_STERLING = (("gbp", 1),)
+
+
 def compound(s: str) -> Expr | None:
     """``2 hours 15 minutes``, ``6 feet 2 inches``, ``12 dollars and 50 cents``, else None.
 
@@ -364,6 +368,8 @@ def compound(s: str) -> Expr | None:
     if m is None:
         return None
     big, small = measure(m.group("u1")), measure(m.group("u2"))
+    if small is not None and small.dimension == _POUND_STERLING and m["u1"].lower() in _POUNDS:
+        big = measure("gbp")  # 8 pounds and 40 pence: sterling, no weight
     both = scales(big, small) if big and small else None
     if big is None or both is None or both[0][0] <= both[1][0] or big.offset:
         return None

@@ -137,7 +137,10 @@ _AFTERTHOUGHT = Words(
         r"|tl;?\s?dr|summary|alt(?:ernative)?|grader"
         r"|second\s+thoughts?|remarque|nota|anmerkung|hinweis|nachtrag|berichtigung)\b\W*"
     ),
-    other=r"(?:^|\n|\()[ \t>*_#-]*(?:修正|注意?|备注|注記|नोट|ملاحظة|примечание|поправка)\W*",
+    other=(
+        r"(?:^|\n|\()[ \t>*_#-]*(?:修正|注意?|备注|注記|नोट|ملاحظة|примечание|поправка)\W*"
+        r"|\n[ \t]*[¹²³⁴⁵⁶⁷⁸⁹]+[ \t]*"  # a footnote under its superscript mark
+    ),
 )
 """A note after the answer: "Note:", "P.S.", "Addendum:", "TL;DR —", "Rectification :", "修正："."""
 _NOTE_OFFERS = re.compile(
@@ -165,7 +168,7 @@ def _afterthought(answer: str, after: str) -> bool:
         body = spelled.as_digits(body, spelled.language(body) or "en")  # "Twenty-eight if ..."
         alone = _LONE_VALUE.fullmatch(body.strip(" \t.)—–-:"))  # "P.S. 43", "TL;DR — 19"
         offers = _NOTE_OFFERS.search(body) or _IF_AFTER_VALUE.search(body) or offers_another(body)
-        if alone or offers or HEDGE_WORDS.search(body):
+        if alone or offers or HEDGE_WORDS.search(body) or _CORRECTION.search(body):
             return True
     return False
 

@@ -14,15 +14,17 @@ from . import spelled
 from .compare import read, same
 from .lastnumber import find_numbers, last_number
 from .locales import english_notation
+from .parse import COMPOUND_JOINER
 from .spelled import words_value
 from .units import scales
 
-_THAT_IS = (
+THAT_IS = (
     r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently"
     r"|c'est-à-dire|d\.\s?h\.|das\s+heißt"
-    r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即)"
+    r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即|czyli|to\s+jest|yaitu|yakni"
+    r"|artinya|tức\s+là|yani|つまり|즉)"
 )
-_SAYING_AGAIN = rf"(?:{_THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
+_SAYING_AGAIN = rf"(?:{THAT_IS}|or|also|ou|oder)\s*[,:]?\s*"
 _RESTATED = re.compile(
     rf"(?i)(?:(?<=[^\W_]|[%²³}}€$£¥₹₽₺₩])\s*\(\s*(?P<lead>{_SAYING_AGAIN}|=\s*)?"
     rf"|\s*[,;—–]?\s+(?P<said>{_SAYING_AGAIN})|\s+[/|]\s+)"
@@ -35,7 +37,7 @@ _DECIMAL_COMMA = re.compile(r"(?<![\d.,])\d+,\d{1,2}(?![\d,])")
 _WHOLE_VALUE = re.compile(
     r"[-\u2212]?[$€£¥]?(?:\d[\d.,]*(?:\s*/\s*\d+)?|\\frac\{\d+\}\{\d+\})"
     r"(?:\s*(?P<u1>[^\W\d_]{1,12}(?:/[^\W\d_]{1,6})?)\.?[²³]?)?"
-    r"(?:\s+\d[\d.,]*\s*(?P<u2>[^\W\d_]{1,12})\.?[²³]?)?"
+    rf"(?:\s+{COMPOUND_JOINER}?\s*\d[\d.,]*\s*(?P<u2>[^\W\d_]{{1,12}})\.?[²³]?)?"
 )
 
 
@@ -58,9 +60,17 @@ def restated(answer: str) -> tuple[str, bool]:
     found = _RESTATED.search(answer, max(0, len(answer) - 90))
     if found is None:
         return answer, False
-    if not find_numbers(answer[: found.start()]) and words_value(answer[: found.start()]) is None:
-        return answer, False  # (a value in words is one too: "forty-two (42)")
     main, text = answer[: found.start()].strip(), found.group("value")
+    if "=" in text and not all(same(main, link) for link in text.split("=") if link.strip()):
+        return answer, True  # "\frac{1}{2}, i.e. 0.5 = 50% = \frac{5}{100}": one link is not
+    roman = spelled.roman_value(main)
+    if not (find_numbers(main) or words_value(main) is not None or roman):
+        return answer, False  # (a value in words is one too: "forty-two (42)")
+    if roman:  # "XIV (14)": the numeral said in digits, or another value
+        said = _value_of(text)
+        return (
+            (main, False) if said is not None and same(roman, said) else (answer, said is not None)
+        )
     if same(main, text):
         return main, False
     said = _value_of(text)
@@ -73,7 +83,7 @@ def restated(answer: str) -> tuple[str, bool]:
     reading = english_notation(main) if _DECIMAL_COMMA.search(main) else main  # 12,50 €
     if _value_of(reading) is None and dimension(reading) is None:  # "10 соток, то есть 1000 м²"
         lead = found.group("lead") or found.group("said") or ""
-        return (said, False) if re.match(_THAT_IS, lead, re.IGNORECASE) else (answer, False)
+        return (said, False) if re.match(THAT_IS, lead, re.IGNORECASE) else (answer, False)
     if converted(said, reading):
         return main, False  # "60 km/h (16.7 m/s)": the same value, rounded
     return answer, comparable(reading, said)  # "$20 (3 hours)" is an aside; "$12.50 (1,205 cents)"
@@ -126,8 +136,11 @@ def rival_amount(aside: str, answer: str) -> bool:
     "42 km (26 km by road)" gives two distances; "42 km (about 26 miles)" converts, "$20 (3
     hours)" measures something else, "42 km (26 of them uphill)" has no unit.
     """
+    if dimension(answer) is None:
+        return False
+    aside = spelled.as_digits(aside, spelled.language(aside) or "en")  # "(twelve dollars and ...)"
     numbers = find_numbers(aside)
-    if not numbers or dimension(answer) is None:
+    if not numbers:
         return False
     amount = last_number(aside, numbers)[0]  # "(2 hours 30 minutes)": one amount
     if dimension(amount) is None or not comparable(answer, amount):

@@ -65,6 +65,7 @@ _ARABIC_WORD = "|".join(_ARABIC_WORDS)
 _ANSWER_IS = re.compile(
     rf"(?:answer|correct\s+(?:choice|option)|{ANSWER_WORD}|{_EASTERN_WORD})"
     r"(?:\s+(?:final|finale|finales|définitive|definitiva|finaal|final[ae]|نهایی|النهائية))?"
+    r"(?:\s*\([^()\n]{1,40}\)(?=\s*[:：]))?"  # "Final answer (English summary):"
     rf"[\"']?\s*(?:(?:{IS_WORDS}|ni|ay)(?![^\W\d_])|是|は|은|है|คือ|:|：|=|\|(?=\s*\**[-−+$€£¥\d\\(]))\s*[:：]?\s*"
     rf"|(?:{ANSWER_WORD}|{_EASTERN_WORD})\s*(?:[-–]\s*)?\s(?=[-−+$€£¥₹\\\d(\[])"  # "die Antwort 42"
     rf"|(?:{_ARABIC_WORD})\s*(?:هي|:)?\s*",
@@ -246,6 +247,8 @@ def stated_value(answer: str) -> str:
     bold, _, after_bold = answer.strip().strip("*").partition("**")
     if after_bold and not re.search(r"\d", after_bold) and not HEDGE_WORDS.search(after_bold):
         answer = bold  # "**Answer: 500 g** of nuts in total": the bold part
+    elif after_bold.lstrip().startswith("("):
+        answer = bold + after_bold  # "**XIV** (14)": the aside is read as one
     clock = CJK_CLOCK.search(answer)
     if clock is not None and (clock.group("mer") or clock.group("m") or clock.group("half")):
         return clock.group(0)  # "下午3点45分到达": the time of day

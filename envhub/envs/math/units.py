@@ -49,11 +49,14 @@ def _names(dimension: str, factor: Fraction | int | str, *names: str) -> dict:
 
 _MONEY = {
     **_names("usd", 1, "usd", "dollar", "dollars", "dólar", "dólares", "dola", "bucks"),
+    **_names("usd", 1, "dolar", "dolary", "dolarów", "dollari", "dollaro", "dolarů"),
     **_names("peso", 1, "peso", "pesos", "mxn", "ars", "cop", "clp"),
     **_names("eur", 1, "eur", "euro", "euros"),
     **_names("gbp", 1, "gbp"),
     **_names("gbp", "1/100", "pence", "penny", "pennies"),
     **_names("jpy", 1, "jpy", "yen"),
+    **_names("yenyuan", 1, "yenyuan"),  # ¥: Japan's yen and China's yuan both
+    **_names("myr", 1, "myr", "ringgit"),
     **_names("inr", 1, "inr", "rupee", "rupees", "rs"),
     **_names("inr", "1/100", "paise", "paisa"),
     **_names("chf", 1, "chf", "fr", "franc", "francs", "franken"),
@@ -196,6 +199,7 @@ TABLE: dict[str, tuple[str, Fraction]] = {
     **_names("length", "1/1000000000", "nm", "nanometer", "nanometers", "nanometre"),
     **_names("mass", "1/1000000", "µg", "μg", "mcg", "microgram", "micrograms"),
     **_names("cents", 1, "cent", "cents", "¢", "centavos", "céntimos", "centimes", "centesimi"),
+    **_names("cents", 1, "centy", "centów", "centavo", "céntimo"),
     # the same units in German, French, Spanish, Italian, Portuguese and Dutch
     **_names("time", 1, "sekunde", "sekunden", "seconde", "secondes", "secondi", "segundos"),
     **_names("time", 1, "seconden"),
@@ -279,6 +283,7 @@ _AREAS = {
 """Areas: squares of length."""
 _POWER_WORDS = {"squared": "2", "cubed": "3"}
 _SPEEDS = {
+    "km/sa": "km/h",  # Turkish saat
     "mph": "mi/h",
     "kph": "km/h",
     "kmh": "km/h",
@@ -411,6 +416,19 @@ Scale = tuple[Fraction, Fraction]
 _CENTS = (("cents", 1),)
 
 
+_YEN_OR_YUAN = (("yenyuan", 1),)
+_READ_AS_YEN_OR_YUAN = frozenset({(("jpy", 1),), (("cny", 1),)})
+
+
+def _either_sign(a: Unit, b: Unit) -> tuple[Unit, Unit]:
+    """``¥`` is the yen's sign and the yuan's: beside either, it is that one."""
+    if a.dimension == _YEN_OR_YUAN and b.dimension in _READ_AS_YEN_OR_YUAN:
+        return a._replace(dimension=b.dimension), b
+    if b.dimension == _YEN_OR_YUAN and a.dimension in _READ_AS_YEN_OR_YUAN:
+        return a, b._replace(dimension=a.dimension)
+    return a, b
+
+
 def scales(a: Unit | None, b: Unit | None) -> tuple[Scale, Scale] | None:
     """What brings two numbers' units to one base; None when they measure different things.
 
@@ -428,6 +446,7 @@ def scales(a: Unit | None, b: Unit | None) -> tuple[Scale, Scale] | None:
         a = Unit(b.dimension, a.factor / 100)
     elif b.dimension == _CENTS and len(a.dimension) == 1 and a.dimension[0][0] in CURRENCIES:
         b = Unit(a.dimension, b.factor / 100)
+    a, b = _either_sign(a, b)
     if a.dimension != b.dimension:
         return None
     if a.change or b.change:  # a change against a reading: the gold names a change too

@@ -12,10 +12,12 @@ from __future__ import annotations
 import functools
 import re
 
+from . import spelled
 from .compare import same
 from .hedges import HEDGE_WORDS, NEAR_BEFORE, OR_ANOTHER, POSSIBLE, about_before, other_value
 from .lastnumber import find_numbers, unit_after
 from .parse import relations_as_intervals
+from .restating import THAT_IS, restated
 
 _DOUBT_BEFORE = re.compile(
     r"(?i)\b(?:tentative(?:ly)?|if\s+i\s+had\s+to\s+(?:pick|guess|choose)|i['’]?d\s+(?:say|guess)"
@@ -120,6 +122,7 @@ def hedged_before(before: str, answer: str) -> bool:
         or _possible_before(before, answer)
         or _or_opens(before, answer)
         or _fallback_before(before, answer)
+        or _said_otherwise_before(before, answer)
     )
 
 
@@ -132,6 +135,39 @@ def _fallback_before(before: str, answer: str) -> bool:
     """
     spare = _FALLBACK.search(_last_numbered(before))
     return spare is not None and not same(spare["value"], answer)
+
+
+def _said_otherwise_before(before: str, answer: str) -> bool:
+    r"""The answer, or the words right before it, said as another value.
+
+    "La réponse est quarante-trois, soit $\boxed{42}$" (43, that is 42); "= 15 km, i.e. 1,500
+    m.\n\n$\boxed{15\text{ km}}$" (the answer's value said again wrongly).
+    """
+    lead = _THAT_IS_BEFORE.search(before[-80:])
+    if lead is not None and not _DIGIT.search(lead["x"]):  # (digits: "1.5 hours, i.e." converts)
+        langs = [spelled.language(before)] if spelled.language(before) else spelled.LANGUAGES
+        said = next(
+            (d for lang in langs if (d := spelled.as_digits(lead["x"], lang)) != lead["x"]), ""
+        )
+        numbers = find_numbers(said)
+        if numbers and not same(said[numbers[0].start() :].strip(), answer):
+            return True
+    lines = before.rstrip(" \t\n$*").splitlines()
+    again = _THAT_IS_IN.search(lines[-1].rstrip(" .。!！")) if lines else None
+    return (
+        again is not None
+        and same(again["x"].strip(), answer)
+        and restated(f"{again['x'].strip()} ({again['y'].strip()})")[1]
+    )
+
+
+_THAT_IS_BEFORE = re.compile(
+    rf"(?i)(?P<x>[^\n.,;:=]{{1,40}}?)\s*,?\s*(?:{THAT_IS})\s*[$(]*(?:\\boxed\{{)?\s*$"
+)
+_THAT_IS_IN = re.compile(
+    rf"(?i)(?P<x>[^=,;:\n]{{1,30}})\s*,?\s*(?:{THAT_IS})\s*"
+    r"(?P<y>(?:[^=,;:\n]|(?<=\d),(?=\d)){1,30})\s*$"
+)
 
 
 _FALLBACK = re.compile(
