@@ -19,7 +19,7 @@ from .spelled import words_value
 from .units import scales
 
 THAT_IS = (
-    r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|(?:or\s+)?equivalently"
+    r"(?:that\s+is|that['’]s|which\s+is|which['’]s|i\.\s?e\.|in\s+words|or\s+equivalently|equivalently"
     r"|c'est-à-dire|d\.\s?h\.|das\s+heißt"
     r"|es\s+decir|o\s+sea|ou\s+seja|cioè|dus|soit|то\s+есть|即|czyli|to\s+jest|yaitu|yakni"
     r"|artinya|tức\s+là|yani|つまり|즉)"

@@ -143,31 +143,42 @@ def _said_otherwise_before(before: str, answer: str) -> bool:
     "La réponse est quarante-trois, soit $\boxed{42}$" (43, that is 42); "= 15 km, i.e. 1,500
     m.\n\n$\boxed{15\text{ km}}$" (the answer's value said again wrongly).
     """
-    lead = _THAT_IS_BEFORE.search(before[-80:])
-    if lead is not None and not _DIGIT.search(lead["x"]):  # (digits: "1.5 hours, i.e." converts)
-        langs = [spelled.language(before)] if spelled.language(before) else spelled.LANGUAGES
-        said = next(
-            (d for lang in langs if (d := spelled.as_digits(lead["x"], lang)) != lead["x"]), ""
-        )
-        numbers = find_numbers(said)
-        if numbers and not same(said[numbers[0].start() :].strip(), answer):
+    tail = before[-90:]  # (both shapes end within it: 40 characters, a word, 30 more)
+    words = list(_THAT_IS_WORD.finditer(tail))
+    if not words:
+        return False
+    last = words[-1]
+    if _OPENS_ANSWER.fullmatch(tail, last.end()):  # "quarante-trois, soit $\boxed{"
+        lead = _LEAD.search(tail, max(0, last.start() - 42), last.start())
+        if lead is not None and _words_say_another(lead["x"], before, answer):
             return True
-    lines = before.rstrip(" \t\n$*").splitlines()
-    again = _THAT_IS_IN.search(lines[-1].rstrip(" .。!！")) if lines else None
+    line_start = tail.rfind("\n", 0, last.start()) + 1
+    x = _LEAD.search(tail, max(line_start, last.start() - 32), last.start())
+    y = _SAID.match(tail.rstrip(" \t\n$*.。!！"), last.end())
     return (
-        again is not None
-        and same(again["x"].strip(), answer)
-        and restated(f"{again['x'].strip()} ({again['y'].strip()})")[1]
+        x is not None
+        and y is not None
+        and same(x["x"].strip(), answer)
+        and restated(f"{x['x'].strip()} ({y['y'].strip()})")[1]
     )
 
 
-_THAT_IS_BEFORE = re.compile(
-    rf"(?i)(?P<x>[^\n.,;:=]{{1,40}}?)\s*,?\s*(?:{THAT_IS})\s*[$(]*(?:\\boxed\{{)?\s*$"
-)
-_THAT_IS_IN = re.compile(
-    rf"(?i)(?P<x>[^=,;:\n]{{1,30}})\s*,?\s*(?:{THAT_IS})\s*"
-    r"(?P<y>(?:[^=,;:\n]|(?<=\d),(?=\d)){1,30})\s*$"
-)
+def _words_say_another(words: str, before: str, answer: str) -> bool:
+    """``words`` (no digits) are a number in words that is not ``answer``."""
+    if _DIGIT.search(words):
+        return False  # (digits: "1.5 hours, i.e. 90 minutes" converts)
+    langs = [spelled.language(before)] if spelled.language(before) else spelled.LANGUAGES
+    said = next((d for lang in langs if (d := spelled.as_digits(words, lang)) != words), "")
+    numbers = find_numbers(said)
+    return bool(numbers) and not same(said[numbers[0].start() :].strip(), answer)
+
+
+_THAT_IS_WORD = re.compile(rf"(?i)(?:{THAT_IS})")
+_OPENS_ANSWER = re.compile(r"\s*[$(]*(?:\\boxed\{)?\s*")
+_LEAD = re.compile(r"(?P<x>[^\n.,;:=]{1,40}?)\s*,?\s*$")
+"""The words before a word of saying again, back to the clause's start."""
+_SAID = re.compile(r"\s*(?P<y>(?:[^=,;:\n]|(?<=\d),(?=\d)){1,30})\s*$")
+"""What a word of saying again says, to the end of its line."""
 
 
 _FALLBACK = re.compile(
